@@ -1,0 +1,43 @@
+"""The one error hierarchy of evalkit.
+
+    EvalkitError                 anything the user can fix; the CLI prints it, exit code 2
+    ├── UsageError               options that do not fit together, an unknown profile
+    ├── InputError               a file we were given is malformed (names file, line, field)
+    │   └── QuestionnaireError   ... a questionnaire, with every problem found at once
+    ├── RunDirError              a run directory is missing or not a run
+    └── EndpointError            the vendor endpoint cannot be probed at all
+                                 (unreachable, 401, unknown model)
+
+A failed *request* during a probe is not an exception: it is an outcome in the record.
+A bug is not an EvalkitError either, so it still shows its traceback.
+"""
+
+from __future__ import annotations
+
+
+class EvalkitError(Exception):
+    """Base class for errors the user can act on."""
+
+
+class UsageError(EvalkitError):
+    """Options or settings that cannot be used together or do not exist."""
+
+
+class InputError(EvalkitError):
+    """A file given to evalkit is malformed."""
+
+
+class QuestionnaireError(InputError):
+    """A questionnaire has problems; `problems` lists every one (file, line, field, message)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class RunDirError(EvalkitError):
+    """A run directory is missing or does not hold a run."""
+
+
+class EndpointError(EvalkitError):
+    """The endpoint cannot be probed at all: unreachable, unauthorised, unknown model."""
