@@ -1,0 +1,731 @@
+"""The pure metrics core: request records in, the `summary.json` dict out. No I/O.
+
+Records become two frames once (`frames`): one row per request (`records_frame`) and one
+row per content chunk (`chunks_frame`); every metric below is vectorised over them
+(numpy/pandas), with Python loops only over the handful of phases and levels.
+
+Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
+
+- Latency distributions (TTFT, TTFA, E2E, TPOT, ITL, tokens per chunk, stream rate) are
+  over `ok` requests: a failed request has no honest latency. Failed requests stay in
+  the denominators of the rates: `admission_failure_rate` = requests never served / all
+  requests, where *never served* = `rejected`, or any non-ok outcome that delivered no
+  content chunk (a request queued until the client gave up was not admitted either);
+  `failure_rate` = non-ok / all. Stalls count gaps in every stream, whatever its outcome.
+- `ttft_s` / `e2e_s` in the request frame are the record's values, or, when a record
+  leaves them out, its first / last chunk's offset. An empty stream has no TTFT (None).
+- Output tokens are the record's `output_tokens` (server usage when reported); when it
+  is missing, our count (`counted_output_tokens`, else the chunks' token sum), and the
+  result is marked `output_tokens_estimated`.
+- Percentiles use numpy's linear interpolation; a dict `P` is
+  `{"p50", "p90", "p99", "n", "low_confidence": n < 100, "mean", "min", "max"}`, all
+  values None when n == 0. `stream_tokens_per_s` adds `p10` and `p1`: the slow tail of
+  per-user speed is the one that matters for "above reading speed".
+- Aggregate throughput = output tokens of `ok` requests whose chunks arrive inside the
+  steady-state window / the window's length. Each request's chunk tokens are scaled so
+  they sum to its output tokens (server usage when reported). The window (see
+  `steady_state_window`): from the first moment the level's intended concurrency is in
+  flight to the moment it last drops below it (ramp-up and drain excluded). If that
+  concurrency is never reached, the window is the span at the peak in-flight count
+  (`basis: "peak"`); open-loop phases (no level) use the arrival span (`"arrivals"`);
+  a window shorter than 10 % of the phase falls back to the whole span (`"whole"`).
+  A request's end is its last chunk; a request without chunks ends at its `t0`.
+- Prefill fit: least squares over the *median* TTFT per prompt length, so that each
+  length weighs the same however many samples it has, and one slow outlier (a GC pause,
+  a queue hiccup) cannot tilt the line.
+- Ramp judgement (`judge_ramp`): against the `baseline` phase, or, if the run has none,
+  ramp level 1 (`baseline_source` says which). A breach of TPOT p90 is reported as
+  `"itl"` in `first_degraded` (the contract's word for "the stream stops flowing";
+  `first_degraded_metric` names what was actually measured).
+
+Sections of the summary: every key of the contract is always present. A phase that was
+not run gives `None` for its section (`connect`, `baseline`, `prefill`, `ramp`, `soak`,
+`rate`, and `checks.cache` / `checks.network`). Inside a section that exists, a metric
+that cannot be computed is `None`.
+
+`meta` (`SummaryMeta`, or a plain dict of the same shape, e.g. read back from JSON):
+
+    SummaryMeta(
+        tool_version="0.1.0", suite_version="1",     # default: this package's versions
+        phases={"baseline": ClientCheck(loop_lag_p99_s=0.002, cpu_fraction=0.1), ...},
+        levels={8: ClientCheck(loop_lag_p99_s=0.3, cpu_fraction=0.97, client_bound=True)},
+        rtt_s=0.0004,              # used only when there are no `rtt` phase records
+        thresholds=Thresholds(),   # overridable
+    )
+
+Phases are the strings `connect`, `baseline`, `prefill`, `ramp`, `soak`, `rate`,
+`cache`, `rtt`; `level` is the closed-loop concurrency (ramp, soak). `rtt` records: the
+round trip is the record's `e2e_s`, else its `ttft_s`. `cache` records: pairs sharing a
+`prompt_id`, the earlier one cold, the later one the repeat.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit import SUITE_VERSION, __version__
+from evalkit.records import OUTCOMES, RequestRecord
+
+SCHEMA = "evalkit.summary/1"
+#: A p99 from fewer samples than this is marked low-confidence (SPEC).
+LOW_CONFIDENCE_N = 100
+#: A steady-state window shorter than this share of the phase is not trusted.
+MIN_WINDOW_FRACTION = 0.10
+#: Phases run at concurrency 1 by construction, whatever their records' `level`.
+SERIAL_PHASES = ("connect", "baseline", "prefill", "cache", "rtt")
+#: The ramp metrics, in the contract's vocabulary.
+DEGRADATION_METRICS = ("ttft", "itl", "admission")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Where a measurement becomes a flag; SPEC defaults, overridable per run."""
+
+    ttft_p90_ratio: float = 2.0
+    tpot_p90_ratio: float = 2.0
+    admission_failure_rate: float = 0.01
+    stall_s: float = 1.0
+    #: an output more than this share short of the requested length is flagged
+    output_shortfall: float = 0.05
+    #: |usage / our count - 1| above this is flagged; wide because our count uses an
+    #: OpenAI encoding, not the vendor's tokenizer (10-20 % apart is normal)
+    usage_disagreement: float = 0.25
+    #: repeat TTFT below this share of the first one means a prefix cache served it
+    cache_ttft_ratio: float = 0.5
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Thresholds:
+        """Overrides from a settings file; unknown keys are ignored."""
+        return cls(**{k: float(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class ClientCheck:
+    """The client's self-check over one phase or level: was it the bottleneck?"""
+
+    loop_lag_p99_s: float | None = None
+    cpu_fraction: float | None = None
+    client_bound: bool = False
+
+
+@dataclass(frozen=True)
+class SummaryMeta:
+    """What the prober knows beyond the records: versions and client self-checks."""
+
+    tool_version: str = __version__
+    suite_version: str = SUITE_VERSION
+    phases: Mapping[str, ClientCheck] = field(default_factory=dict)
+    levels: Mapping[int, ClientCheck] = field(default_factory=dict)
+    rtt_s: float | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
+        """Build from plain data (level keys may be strings, as after a JSON round trip)."""
+
+        def check(v: Mapping[str, Any]) -> ClientCheck:
+            return ClientCheck(
+                loop_lag_p99_s=v.get("loop_lag_p99_s"),
+                cpu_fraction=v.get("cpu_fraction"),
+                client_bound=bool(v.get("client_bound", False)),
+            )
+
+        return cls(
+            tool_version=str(d.get("tool_version", __version__)),
+            suite_version=str(d.get("suite_version", SUITE_VERSION)),
+            phases={str(k): check(v) for k, v in (d.get("phases") or {}).items()},
+            levels={int(k): check(v) for k, v in (d.get("levels") or {}).items()},
+            rtt_s=d.get("rtt_s"),
+            thresholds=Thresholds.from_dict(d.get("thresholds") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class Window:
+    """A steady-state window on the run clock, and how it was found."""
+
+    start_s: float
+    end_s: float
+    #: "plateau" | "peak" | "arrivals" | "whole"
+    basis: str
+    target_inflight: int | None
+    max_inflight: int
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the window."""
+        return self.end_s - self.start_s
+
+
+# --------------------------------------------------------------------------- frames
+
+_NUMERIC = ("t0_s", "level", "prompt_tokens", "requested_output_tokens", "output_tokens",
+            "counted_output_tokens", "usage_completion_tokens", "ttft_s", "ttfa_s", "e2e_s",
+            "http_status", "send_lag_s")
+_TEXT = ("id", "phase", "outcome", "finish_reason", "error", "prompt_id")
+_FLAGS = ("prompt_tokens_estimated", "output_tokens_estimated")
+
+
+def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both frames in one pass over the records, so chunk rows line up with request rows."""
+    recs = records if isinstance(records, list) else list(records)
+    n = len(recs)
+    cols: dict[str, Any] = {c: np.array([getattr(r, c) for r in recs], dtype=np.float64)
+                            for c in _NUMERIC}
+    for c in _TEXT:
+        cols[c] = pd.Series([getattr(r, c) for r in recs], dtype=object)
+    for c in _FLAGS:
+        cols[c] = np.array([bool(getattr(r, c)) for r in recs], dtype=bool)
+
+    lens = np.fromiter((len(r.chunks) for r in recs), dtype=np.int64, count=n)
+    total = int(lens.sum())
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(r.chunks for r in recs)),
+                       dtype=np.float64, count=2 * total).reshape(total, 2)
+    rid = np.repeat(np.arange(n), lens)
+    offset, tokens = flat[:, 0], flat[:, 1]
+    first = np.cumsum(lens) - lens
+    has = lens > 0
+    first_off = np.full(n, np.nan)
+    last_off = np.full(n, np.nan)
+    first_off[has] = offset[first[has]]
+    last_off[has] = offset[first[has] + lens[has] - 1]
+    chunk_tokens = np.bincount(rid, weights=tokens, minlength=n)
+
+    ttft = np.where(np.isnan(cols["ttft_s"]), first_off, cols["ttft_s"])
+    e2e = np.where(np.isnan(cols["e2e_s"]), last_off, cols["e2e_s"])
+    out = cols["output_tokens"]
+    estimated = cols["output_tokens_estimated"] | np.isnan(out)
+    out = np.where(np.isnan(out), cols["counted_output_tokens"], out)
+    out = np.where(np.isnan(out) & has, chunk_tokens, out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(out >= 2, (e2e - ttft) / (out - 1), np.nan)
+        rate = np.where(tpot > 0, 1.0 / tpot, np.nan)
+        scale = np.where((chunk_tokens > 0) & np.isfinite(out), out / chunk_tokens, 1.0)
+    outcome = cols["outcome"].to_numpy()
+    ok = outcome == "ok"
+    t0 = cols["t0_s"]
+    req = pd.DataFrame({
+        **cols,
+        "ttft_s": ttft,
+        "e2e_s": e2e,
+        "output_tokens": out,
+        "output_tokens_estimated": estimated,
+        "n_chunks": lens,
+        "chunk_tokens": chunk_tokens,
+        "tpot_s": tpot,
+        "stream_tokens_per_s": rate,
+        "end_s": t0 + np.nan_to_num(np.fmax(e2e, last_off), nan=0.0),
+        "ok": ok,
+        "served": has,
+        "admission_failure": (outcome == "rejected") | (~ok & ~has),
+    })
+
+    gap = np.empty(total)
+    if total:
+        gap[0] = np.nan
+        gap[1:] = np.diff(offset)
+        gap[first[has]] = np.nan
+    phase_codes, phase_names = pd.factorize(req["phase"])
+    chunks = pd.DataFrame({
+        "rid": rid,
+        "id": _ids_for(req["id"], rid),
+        "phase": pd.Categorical.from_codes(phase_codes[rid], categories=phase_names),
+        "level": cols["level"][rid],
+        "t_s": t0[rid] + offset,
+        "offset_s": offset,
+        "tokens": tokens,
+        "scaled_tokens": tokens * scale[rid],
+        "gap_s": gap,
+    })
+    return req, chunks
+
+
+def _ids_for(ids: pd.Series, rid: np.ndarray) -> Any:
+    """Request id per chunk: categorical codes when ids are unique (cheap for 5M rows)."""
+    if ids.is_unique and not ids.isna().any():
+        return pd.Categorical.from_codes(rid, categories=pd.Index(ids.astype(str)))
+    return ids.to_numpy()[rid]
+
+
+def records_frame(records: Iterable[RequestRecord]) -> pd.DataFrame:
+    """One row per request, with derived TTFT/E2E/TPOT/stream rate and end time."""
+    return frames(records)[0]
+
+
+def chunks_frame(records: Iterable[RequestRecord]) -> pd.DataFrame:
+    """One row per content chunk: request, phase, level, absolute arrival, tokens, gap."""
+    return frames(records)[1]
+
+
+# --------------------------------------------------------------------------- small parts
+
+
+def _num(x: Any) -> float | None:
+    """A JSON-safe float: None for missing, NaN or infinite."""
+    if x is None:
+        return None
+    v = float(x)
+    return v if math.isfinite(v) else None
+
+
+def percentiles(values: Any, extra: Sequence[float] = ()) -> dict[str, Any]:
+    """p50/p90/p99 with the count beside them, so a thin tail is never read as solid."""
+    a = np.asarray(values, dtype=np.float64).ravel()
+    a = a[np.isfinite(a)]
+    n = int(a.size)
+    qs = (50.0, 90.0, 99.0, *extra)
+    keys = [f"p{q:g}" for q in qs]
+    out: dict[str, Any] = dict.fromkeys(keys)
+    out.update({"n": n, "low_confidence": n < LOW_CONFIDENCE_N,
+                "mean": None, "min": None, "max": None})
+    if n:
+        for k, v in zip(keys, np.percentile(a, qs), strict=True):
+            out[k] = float(v)
+        out.update(mean=float(a.mean()), min=float(a.min()), max=float(a.max()))
+    return out
+
+
+def outcome_counts(outcomes: Any) -> dict[str, int]:
+    """Every outcome with its count, zeros included, so a reader never guesses."""
+    counts = pd.Series(np.asarray(outcomes, dtype=object)).value_counts()
+    out: dict[str, int] = {o: int(counts.get(o, 0)) for o in OUTCOMES}
+    for other, c in counts.items():
+        if other not in out:
+            out[str(other)] = int(c)
+    return out
+
+
+def steady_state_window(starts: Any, ends: Any, target: int | None) -> Window | None:
+    """The span where the intended concurrency is in flight: ramp-up and drain excluded."""
+    s = np.asarray(starts, dtype=np.float64)
+    e = np.fmax(np.asarray(ends, dtype=np.float64), s)
+    if s.size == 0:
+        return None
+    whole = (float(s.min()), float(e.max()))
+    # a request with no duration (rejected at once) is never in flight
+    held = e > s
+    times = np.concatenate([s[held], e[held]])
+    delta = np.concatenate([np.ones(held.sum()), -np.ones(held.sum())])
+    order = np.lexsort((delta, times))  # at equal times, ends before starts
+    t, inflight = times[order], np.cumsum(delta[order])
+    peak = int(inflight.max()) if inflight.size else 0
+    if target is None:
+        ws, we, basis = float(s.min()), float(s.max()), "arrivals"
+    elif peak < 1:
+        ws, we, basis = whole[0], whole[1], "whole"
+    else:
+        goal = min(int(target), peak)
+        basis = "plateau" if peak >= target else "peak"
+        at = np.flatnonzero(inflight >= goal)
+        ws, we = float(t[at[0]]), float(t[at[-1] + 1])
+    span = whole[1] - whole[0]
+    if not we - ws > 0 or we - ws < MIN_WINDOW_FRACTION * span:
+        ws, we, basis = whole[0], whole[1], "whole"
+    if not we - ws > 0:
+        return None
+    return Window(ws, we, basis, None if target is None else int(target), peak)
+
+
+def _rows_mask(rows: pd.Index, rid: np.ndarray, size: int) -> np.ndarray:
+    """Chunk mask for a subset of request rows (a lookup, not a hash join)."""
+    sel = np.zeros(size, dtype=bool)
+    sel[rows.to_numpy()] = True
+    return sel[rid]
+
+
+def _lookup_size(req: pd.DataFrame, rid: np.ndarray) -> int:
+    top = int(req.index.max()) + 1 if len(req) else 0
+    return max(top, int(rid.max()) + 1 if rid.size else 0)
+
+
+def output_length_check(req: pd.DataFrame, shortfall: float = 0.05) -> dict[str, Any]:
+    """Achieved vs requested output length over ok requests; vendors ignore min_tokens."""
+    m = req["ok"].to_numpy() & req["requested_output_tokens"].notna().to_numpy() & \
+        req["output_tokens"].notna().to_numpy() & (req["requested_output_tokens"] > 0).to_numpy()
+    ratio = (req["output_tokens"].to_numpy()[m] / req["requested_output_tokens"].to_numpy()[m])
+    short = int((ratio < 1.0 - shortfall).sum())
+    n = int(m.sum())
+    return {"checked": n, "short": short,
+            "short_fraction": short / n if n else None,
+            "achieved_ratio": percentiles(ratio),
+            "flagged": (short > 0) if n else None,
+            "tolerance": shortfall}
+
+
+def usage_honesty(req: pd.DataFrame, tolerance: float = 0.25) -> dict[str, Any]:
+    """The vendor's completion_tokens (what it bills) against our count of the text."""
+    u = req["usage_completion_tokens"].to_numpy()
+    c = req["counted_output_tokens"].to_numpy()
+    m = np.isfinite(u) & np.isfinite(c) & (c > 0)
+    ratio = u[m] / c[m]
+    n = int(m.size and m.sum())
+    med = float(np.median(ratio)) if n else None
+    return {"checked": n,
+            "usage_over_counted": percentiles(ratio),
+            "disagreeing": int((np.abs(ratio - 1.0) > tolerance).sum()),
+            "flagged": (abs(med - 1.0) > tolerance) if med is not None else None,
+            "tolerance": tolerance}
+
+
+# --------------------------------------------------------------------------- phase stats
+
+
+def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = None,
+                thresholds: Thresholds | None = None) -> dict[str, Any]:
+    """Latency, rhythm, throughput and outcomes of one group of requests (a phase or level).
+
+    `req` is a row subset of the request frame (its index = row ids); `chunks` may be the
+    whole chunk frame. `target` is the intended concurrency (None for open loop).
+    """
+    th = thresholds or Thresholds()
+    n = len(req)
+    rid = chunks["rid"].to_numpy()
+    size = _lookup_size(req, rid)
+    in_group = _rows_mask(req.index, rid, size)
+    ok_rows = req.index[req["ok"].to_numpy()]
+    ok_chunk = _rows_mask(ok_rows, rid, size)
+    gap = chunks["gap_s"].to_numpy()
+    ok_req = req[req["ok"]]
+
+    g_gap = gap[in_group]
+    stall = g_gap > th.stall_s
+    window = steady_state_window(req["t0_s"].to_numpy(), req["end_s"].to_numpy(), target)
+    aggregate: float | None = None
+    if window is not None:
+        t = chunks["t_s"].to_numpy()
+        inside = ok_chunk & (t > window.start_s) & (t <= window.end_s)
+        aggregate = float(chunks["scaled_tokens"].to_numpy()[inside].sum()) / window.duration_s
+
+    admission = int(req["admission_failure"].sum())
+    failed = int((~req["ok"]).sum())
+    return {
+        "requests": n,
+        "outcomes": outcome_counts(req["outcome"]),
+        "admission_failure_rate": admission / n if n else None,
+        "failure_rate": failed / n if n else None,
+        "ttft_s": percentiles(ok_req["ttft_s"]),
+        "ttfa_s": percentiles(ok_req["ttfa_s"]),
+        "e2e_s": percentiles(ok_req["e2e_s"]),
+        "tpot_s": percentiles(ok_req["tpot_s"]),
+        "itl_s": percentiles(gap[ok_chunk]),
+        "tokens_per_chunk": percentiles(chunks["tokens"].to_numpy()[ok_chunk]),
+        "stream_tokens_per_s": percentiles(ok_req["stream_tokens_per_s"], extra=(10.0, 1.0)),
+        "output_tokens": percentiles(ok_req["output_tokens"]),
+        "output_tokens_estimated": bool(ok_req["output_tokens_estimated"].any()),
+        "aggregate_tokens_per_s": aggregate,
+        "steady_state": None if window is None else {
+            **asdict(window), "duration_s": window.duration_s},
+        "stalls": int(stall.sum()),
+        "stalled_streams": int(np.unique(rid[in_group][stall]).size),
+        "max_gap_s": _num(np.nanmax(g_gap)) if np.isfinite(g_gap).any() else None,
+        "stall_threshold_s": th.stall_s,
+        "output_length": output_length_check(req, th.output_shortfall),
+    }
+
+
+def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
+    """TTFT = a + b·prompt_tokens over the prefill phase's ok requests; rate = 1/b.
+
+    Fitted on the median TTFT per prompt length (robust to outliers, equal weight per
+    length). Nones when it cannot be fitted: fewer than 2 distinct lengths, or b ≤ 0.
+    """
+    m = (df["phase"] == "prefill") & df["ok"] & df["prompt_tokens"].notna() & \
+        df["ttft_s"].notna()
+    sub = df.loc[m, ["prompt_tokens", "ttft_s"]]
+    per = sub.groupby("prompt_tokens")["ttft_s"].agg(["median", "count"]).sort_index()
+    points = [{"prompt_tokens": int(p), "ttft_s": float(r["median"]), "n": int(r["count"])}
+              for p, r in per.iterrows()]
+    out: dict[str, Any] = {"tokens_per_s": None, "overhead_s": None, "r2": None,
+                           "slope_s_per_token": None, "points": points,
+                           "lengths": len(points), "requests": len(sub),
+                           "prompt_tokens_estimated":
+                               bool(df.loc[m, "prompt_tokens_estimated"].any()),
+                           "reason": None}
+    if len(points) < 2:
+        out["reason"] = "fewer than 2 distinct prompt lengths"
+        return out
+    x = per.index.to_numpy(dtype=np.float64)
+    y = per["median"].to_numpy(dtype=np.float64)
+    b, a = np.polyfit(x, y, 1)
+    resid = y - (a + b * x)
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    out["slope_s_per_token"] = float(b)
+    out["r2"] = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else None
+    if not b > 0:
+        out["reason"] = "TTFT does not grow with prompt length (slope ≤ 0)"
+        return out
+    out["tokens_per_s"] = 1.0 / float(b)
+    out["overhead_s"] = float(a)
+    out["low_confidence"] = len(points) < 3
+    return out
+
+
+# --------------------------------------------------------------------------- ramp
+
+
+def _p90(stats: Mapping[str, Any] | None, key: str) -> float | None:
+    return None if stats is None else (stats.get(key) or {}).get("p90")
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return num / den if num is not None and den is not None and den > 0 else None
+
+
+def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] | None,
+               thresholds: Thresholds | None = None,
+               client_bound: Iterable[int] = ()) -> dict[str, Any]:
+    """Which level first degrades, on which metric, and the highest level held before it.
+
+    A client-bound level (or one with no data) gives no capacity conclusion: it is neither
+    sustained nor breached.
+    """
+    th = thresholds or Thresholds()
+    bound = set(client_bound)
+    limits = {"ttft": th.ttft_p90_ratio, "itl": th.tpot_p90_ratio,
+              "admission": th.admission_failure_rate}
+    base_ttft, base_tpot = _p90(baseline, "ttft_s"), _p90(baseline, "tpot_s")
+    judged: list[dict[str, Any]] = []
+    for lvl in sorted(levels, key=lambda d: d["concurrency"]):
+        c = int(lvl["concurrency"])
+        values = {"ttft": _ratio(_p90(lvl, "ttft_s"), base_ttft),
+                  "itl": _ratio(_p90(lvl, "tpot_s"), base_tpot),
+                  "admission": lvl.get("admission_failure_rate")}
+        excess = {k: v / limits[k] for k, v in values.items()
+                  if v is not None and limits[k] > 0}
+        breaches = [k for k in DEGRADATION_METRICS if k in excess and excess[k] > 1.0]
+        ok = (lvl.get("outcomes") or {}).get("ok", 0)
+        if c in bound:
+            status = "client_bound"
+        elif breaches:
+            status = "breached"
+        elif not lvl.get("requests") or not ok:
+            status = "no_data"
+        else:
+            status = "sustained"
+        judged.append({**lvl, "ttft_p90_ratio": values["ttft"], "tpot_p90_ratio": values["itl"],
+                       "breaches": breaches if status == "breached" else [],
+                       "would_breach": breaches if status == "client_bound" else [],
+                       "excess": excess, "client_bound": c in bound, "status": status})
+
+    breached = [d for d in judged if d["status"] == "breached"]
+    first = breached[0] if breached else None
+    first_degraded: str | None = None
+    tied: list[str] = []
+    if first is not None:
+        ranked = sorted(first["breaches"], key=lambda k: -first["excess"][k])
+        first_degraded, tied = ranked[0], ranked
+    cap = first["concurrency"] if first is not None else math.inf
+    held = [d["concurrency"] for d in judged if d["status"] == "sustained" and
+            d["concurrency"] < cap]
+    above = [d for d in judged if first is not None and d["concurrency"] > first["concurrency"]
+             and d["status"] in ("breached", "sustained")]
+    note = None
+    if not held and first is not None:
+        note = f"the lowest judged level ({first['concurrency']}) already breaches"
+    elif not held:
+        note = "no level could be judged"
+    elif first is None:
+        note = "no level breached: the highest level measured is a lower bound"
+    return {
+        "levels": judged,
+        "max_sustained_concurrency": max(held) if held else None,
+        "first_degraded": first_degraded,
+        "first_degraded_metric": {"ttft": "ttft_s p90 / baseline", "itl":
+                                  "tpot_s p90 / baseline", "admission":
+                                  "admission_failure_rate"}.get(first_degraded or ""),
+        "first_breach_concurrency": None if first is None else first["concurrency"],
+        "first_degraded_tied": tied if len(tied) > 1 else [],
+        "first_degraded_tie_rule": "largest excess over its threshold" if len(tied) > 1
+        else None,
+        "breach_confirmed": (above[0]["status"] == "breached") if above else None,
+        "max_sustained_is_lower_bound": bool(held) and first is None,
+        "client_bound_levels": sorted(d["concurrency"] for d in judged if d["client_bound"]),
+        "judged_on": [k for k, v in (("ttft", base_ttft), ("itl", base_tpot),
+                                     ("admission", 1.0)) if v is not None],
+        "note": note,
+        "thresholds": {"ttft_p90_ratio": th.ttft_p90_ratio, "tpot_p90_ratio": th.tpot_p90_ratio,
+                       "admission_failure_rate": th.admission_failure_rate},
+    }
+
+
+# --------------------------------------------------------------------------- other phases
+
+
+def cache_check(req: pd.DataFrame, ratio_threshold: float = 0.5) -> dict[str, Any] | None:
+    """Same prompt twice: a much faster repeat means a prefix cache served it."""
+    sub = req[(req["phase"] == "cache") & req["ok"] & req["ttft_s"].notna() &
+              req["prompt_id"].notna()]
+    if not (req["phase"] == "cache").any():
+        return None
+    sub = sub.sort_values("t0_s", kind="stable")
+    rank = sub.groupby("prompt_id").cumcount().to_numpy()
+    first = sub[rank == 0].set_index("prompt_id")["ttft_s"]
+    repeat = sub[rank == 1].set_index("prompt_id")["ttft_s"]
+    both = pd.concat([first.rename("first"), repeat.rename("repeat")], axis=1).dropna()
+    n = len(both)
+    ratio = (both["repeat"] / both["first"]).to_numpy() if n else np.array([])
+    med = float(np.median(ratio)) if n else None
+    return {"pairs": n,
+            "first_ttft_s": _num(both["first"].median()) if n else None,
+            "repeat_ttft_s": _num(both["repeat"].median()) if n else None,
+            "repeat_over_first": med,
+            "prefix_cache": (med < ratio_threshold) if med is not None else None,
+            "threshold": ratio_threshold}
+
+
+def network_share(req: pd.DataFrame, baseline_ttft_p50: float | None,
+                  rtt_s: float | None = None) -> dict[str, Any] | None:
+    """Round trip apart from generation, so TTFT can be told apart from the network path."""
+    sub = req[(req["phase"] == "rtt") & req["ok"]]
+    rtts = sub["e2e_s"].where(sub["e2e_s"].notna(), sub["ttft_s"]).to_numpy()
+    dist = percentiles(rtts)
+    rtt = dist["p50"] if dist["n"] else _num(rtt_s)
+    if rtt is None:
+        return None
+    return {"rtt_s": rtt, "rtt": dist, "source": "rtt records" if dist["n"] else "meta",
+            "baseline_ttft_p50_s": baseline_ttft_p50,
+            "share_of_ttft": _ratio(rtt, baseline_ttft_p50)}
+
+
+def connect_section(req: pd.DataFrame, chunks: pd.DataFrame, rtt_s: float | None
+                    ) -> dict[str, Any]:
+    """Format facts from the first stream: does it report usage, how are tokens bundled."""
+    ok = req[req["ok"]]
+    ok_chunk = _rows_mask(ok.index, chunks["rid"].to_numpy(),
+                          _lookup_size(req, chunks["rid"].to_numpy()))
+    return {"usage_reported": bool(ok["usage_completion_tokens"].notna().any())
+            if len(ok) else None,
+            "tokens_per_chunk": percentiles(chunks["tokens"].to_numpy()[ok_chunk]),
+            "rtt_s": rtt_s,
+            "requests": len(req),
+            "outcomes": outcome_counts(req["outcome"]),
+            "ttft_s": _num(ok["ttft_s"].median()) if len(ok) else None,
+            "output_tokens_estimated": bool(ok["output_tokens_estimated"].any())}
+
+
+def drift(req: pd.DataFrame, parts: int = 3) -> dict[str, Any] | None:
+    """Early vs late thirds of a long hold: does the tail creep as the run goes on?"""
+    ok = req[req["ok"]]
+    if len(ok) < 2 * parts:
+        return None
+    t = ok["t0_s"].to_numpy()
+    edges = np.linspace(t.min(), t.max(), parts + 1)
+    part = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, parts - 1)
+    ttft = [percentiles(ok["ttft_s"].to_numpy()[part == i]) for i in range(parts)]
+    tpot = [percentiles(ok["tpot_s"].to_numpy()[part == i]) for i in range(parts)]
+    windows = [{"start_s": float(edges[i]), "end_s": float(edges[i + 1]),
+                "ttft_s": ttft[i], "tpot_s": tpot[i]} for i in range(parts)]
+    return {"windows": windows,
+            "ttft_p90_ratio": _ratio(ttft[-1]["p90"], ttft[0]["p90"]),
+            "tpot_p90_ratio": _ratio(tpot[-1]["p90"], tpot[0]["p90"])}
+
+
+def _single_level(req: pd.DataFrame) -> int | None:
+    levels = req["level"].dropna().unique()
+    return int(levels[0]) if len(levels) == 1 else None
+
+
+def client_section(meta: SummaryMeta) -> dict[str, Any]:
+    """The client's own health over the run: a bound client voids capacity conclusions."""
+    checks = [*meta.phases.values(), *meta.levels.values()]
+    lags = [c.loop_lag_p99_s for c in checks if c.loop_lag_p99_s is not None]
+    cpus = [c.cpu_fraction for c in checks if c.cpu_fraction is not None]
+    return {"loop_lag_p99_s": max(lags) if lags else None,
+            "cpu_fraction_max": max(cpus) if cpus else None,
+            "client_bound": any(c.client_bound for c in checks),
+            "client_bound_phases": sorted(p for p, c in meta.phases.items() if c.client_bound),
+            "client_bound_levels": sorted(lv for lv, c in meta.levels.items()
+                                          if c.client_bound),
+            "phases": {p: asdict(c) for p, c in meta.phases.items()},
+            "levels": {str(lv): asdict(c) for lv, c in sorted(meta.levels.items())}}
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summarize(records: Iterable[RequestRecord],
+              meta: SummaryMeta | Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The whole `summary.json` dict (schema evalkit.summary/1), JSON-safe."""
+    m = meta if isinstance(meta, SummaryMeta) else SummaryMeta.from_dict(meta or {})
+    req, chunks = frames(records)
+    return summarize_frames(req, chunks, m)
+
+
+def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
+                     ) -> dict[str, Any]:
+    """`summarize` for frames already built (a notebook may filter them first)."""
+    th = meta.thresholds
+    phase = req["phase"].to_numpy()
+
+    def rows(p: str) -> pd.DataFrame | None:
+        sub = req[phase == p]
+        return sub if len(sub) else None
+
+    baseline_req = rows("baseline")
+    baseline = None if baseline_req is None else phase_stats(baseline_req, chunks, 1, th)
+    network = network_share(req, (baseline or {}).get("ttft_s", {}).get("p50"), meta.rtt_s)
+    rtt = None if network is None else network["rtt_s"]
+    connect_req = rows("connect")
+    prefill = prefill_fit(req) if rows("prefill") is not None else None
+
+    ramp = None
+    ramp_req = rows("ramp")
+    if ramp_req is not None:
+        levels = []
+        for lv, sub in ramp_req.groupby("level", sort=True):
+            levels.append({"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), th)})
+        base = baseline
+        source: str | None = "baseline"
+        if base is None:
+            base = next((d for d in levels if d["concurrency"] == 1), None)
+            source = "ramp level 1" if base is not None else None
+        client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
+        ramp = {**judge_ramp(levels, base, th, client_bound), "baseline_source": source,
+                "unlevelled_requests": int(ramp_req["level"].isna().sum())}
+
+    soak = None
+    soak_req = rows("soak")
+    if soak_req is not None:
+        level = _single_level(soak_req)
+        soak = {"concurrency": level, **phase_stats(soak_req, chunks, level, th),
+                "drift": drift(soak_req)}
+
+    rate = None
+    rate_req = rows("rate")
+    if rate_req is not None:
+        t0 = rate_req["t0_s"].to_numpy()
+        span = float(t0.max() - t0.min()) if len(t0) > 1 else 0.0
+        rate = {**phase_stats(rate_req, chunks, None, th),
+                "send_lag_s": percentiles(rate_req["send_lag_s"]),
+                "arrival_rps": (len(t0) - 1) / span if span > 0 else None}
+
+    return {
+        "schema": SCHEMA,
+        "tool": "evalkit",
+        "tool_version": meta.tool_version,
+        "suite_version": meta.suite_version,
+        "requests": len(req),
+        "outcomes": outcome_counts(req["outcome"]),
+        "output_tokens_estimated": bool(req.loc[req["ok"], "output_tokens_estimated"].any()),
+        "thresholds": asdict(th),
+        "connect": None if connect_req is None else connect_section(connect_req, chunks, rtt),
+        "baseline": baseline,
+        "prefill": prefill,
+        "ramp": ramp,
+        "soak": soak,
+        "rate": rate,
+        "checks": {
+            "cache": cache_check(req, th.cache_ttft_ratio),
+            "network": network,
+            "output_length": output_length_check(req, th.output_shortfall),
+            "usage_honesty": usage_honesty(req, th.usage_disagreement),
+        },
+        "client": client_section(meta),
+    }

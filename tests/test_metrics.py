@@ -1,0 +1,493 @@
+"""The metrics core on synthetic records whose right answers are known by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalkit.metrics import (
+    ClientCheck,
+    SummaryMeta,
+    Thresholds,
+    cache_check,
+    frames,
+    judge_ramp,
+    percentiles,
+    phase_stats,
+    prefill_fit,
+    records_frame,
+    steady_state_window,
+    summarize,
+)
+from evalkit.records import RequestRecord
+
+
+def stream(rid: str, phase: str = "baseline", level: int | None = 1, *, t0: float = 0.0,
+           ttft: float = 0.1, gap: float = 0.02, n: int = 10, tpc: int = 1,
+           outcome: str = "ok", usage: int | None = -1, counted: int | None = -1,
+           **kw: object) -> RequestRecord:
+    """One streamed request: n chunks of tpc tokens, the first at ttft, then every gap s."""
+    chunks = [(ttft + i * gap, tpc) for i in range(n)]
+    tokens = n * tpc
+    usage = tokens if usage == -1 else usage
+    counted = tokens if counted == -1 else counted
+    fields: dict[str, object] = {
+        "ttft_s": chunks[0][0] if chunks else None,
+        "e2e_s": chunks[-1][0] if chunks else None,
+        "output_tokens": usage if usage is not None else counted,
+        "output_tokens_estimated": usage is None,
+        "usage_completion_tokens": usage,
+        "counted_output_tokens": counted,
+        "finish_reason": "length" if outcome == "ok" else None,
+    }
+    fields.update(kw)
+    return RequestRecord(id=rid, phase=phase, level=level, outcome=outcome,  # type: ignore[arg-type]
+                         t0_s=t0, chunks=chunks, **fields)  # type: ignore[arg-type]
+
+
+def failed(rid: str, outcome: str, phase: str = "baseline", level: int | None = 1,
+           t0: float = 0.0, status: int | None = None) -> RequestRecord:
+    """A request that delivered no content at all."""
+    return RequestRecord(id=rid, phase=phase, level=level, outcome=outcome,  # type: ignore[arg-type]
+                         t0_s=t0, http_status=status)
+
+
+def closed_loop(phase: str, level: int, per_worker: int, *, ttft: float = 0.1,
+                gap: float = 0.02, n: int = 10, tpc: int = 1, stagger: float | None = None,
+                t_start: float = 0.0) -> list[RequestRecord]:
+    """`level` workers, each sending the next request the moment the last one ends."""
+    e2e = ttft + (n - 1) * gap
+    stagger = e2e / level if stagger is None else stagger
+    out = []
+    for w in range(level):
+        t = t_start + w * stagger
+        for k in range(per_worker):
+            out.append(stream(f"{phase}-{level}-{w}-{k}", phase, level, t0=t, ttft=ttft,
+                              gap=gap, n=n, tpc=tpc))
+            t += e2e
+    return out
+
+
+class TestPercentiles:
+    def test_known_values_with_count_and_confidence(self) -> None:
+        """Linear interpolation on 1..100, with n beside them and confidence at n = 100."""
+        p = percentiles(np.arange(1, 101))
+        assert (p["p50"], p["p90"], p["p99"]) == pytest.approx((50.5, 90.1, 99.01))
+        assert p["n"] == 100 and p["low_confidence"] is False
+        assert percentiles([1.0, 2.0])["low_confidence"] is True
+
+    def test_empty_and_nan_give_none_not_zero(self) -> None:
+        """No samples is None, never an invented 0; NaNs are not samples."""
+        p = percentiles([float("nan"), float("nan")])
+        assert p["n"] == 0 and p["p50"] is None and p["p99"] is None and p["mean"] is None
+
+    def test_extra_quantiles_are_named(self) -> None:
+        """The slow tail of stream rate is asked for as p10 / p1."""
+        p = percentiles(np.arange(0, 101), extra=(10.0, 1.0))
+        assert p["p10"] == pytest.approx(10.0) and p["p1"] == pytest.approx(1.0)
+
+    @given(st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), min_size=1,
+                    max_size=300))
+    def test_monotone(self, xs: list[float]) -> None:
+        """p50 ≤ p90 ≤ p99 within [min, max], whatever the samples."""
+        p = percentiles(xs)
+        assert p["min"] <= p["p50"] <= p["p90"] <= p["p99"] <= p["max"]
+        assert p["n"] == len(xs)
+
+
+class TestStreamMetrics:
+    def test_itl_per_gap_and_tpot_per_token_differ_when_chunks_bundle(self) -> None:
+        """4-token chunks every 40 ms: ITL is 40 ms per gap, TPOT 0.36 s / 39 per token."""
+        s = phase_stats(*_req_and_chunks([stream("a", gap=0.04, n=10, tpc=4)]), target=1)
+        assert s["itl_s"]["p50"] == pytest.approx(0.04)
+        assert s["itl_s"]["n"] == 9
+        assert s["tpot_s"]["p50"] == pytest.approx(0.36 / 39)
+        assert s["stream_tokens_per_s"]["p50"] == pytest.approx(39 / 0.36)
+        assert s["tokens_per_chunk"]["p50"] == 4
+        assert s["ttft_s"]["p50"] == pytest.approx(0.1)
+        assert s["e2e_s"]["p50"] == pytest.approx(0.1 + 9 * 0.04)
+
+    def test_tpot_uses_server_usage_not_chunk_count(self) -> None:
+        """Server says 21 tokens though we counted 10 chunks: TPOT divides by 20."""
+        s = phase_stats(*_req_and_chunks([stream("a", gap=0.05, n=10, usage=21)]), target=1)
+        assert s["tpot_s"]["p50"] == pytest.approx(0.45 / 20)
+        assert s["output_tokens_estimated"] is False
+
+    def test_empty_stream_has_no_ttft(self) -> None:
+        """An ok stream with no content chunk has no TTFT, E2E or TPOT: None, not 0."""
+        s = phase_stats(*_req_and_chunks([stream("a", n=0, usage=0)]), target=1)
+        assert s["ttft_s"]["p50"] is None and s["ttft_s"]["n"] == 0
+        assert s["tpot_s"]["n"] == 0 and s["itl_s"]["n"] == 0
+
+    def test_itl_never_bridges_two_streams(self) -> None:
+        """The gap between one stream's last chunk and the next stream's first is not ITL."""
+        recs = [stream("a", t0=0.0, gap=0.02, n=5), stream("b", t0=10.0, gap=0.03, n=5)]
+        req, chunks = frames(recs)
+        assert chunks["gap_s"].isna().sum() == 2
+        s = phase_stats(req, chunks, target=1)
+        assert s["itl_s"]["n"] == 8
+        assert s["itl_s"]["max"] == pytest.approx(0.03)
+        assert chunks["t_s"].iloc[5] == pytest.approx(10.1)  # absolute: t0 + offset
+
+    def test_failed_requests_stay_in_denominators(self) -> None:
+        """97 ok, 2 rejected, 1 cut mid-stream: 2 % not admitted, 3 % failed, TTFT over 97."""
+        recs = [stream(f"ok{i}", t0=i) for i in range(97)]
+        recs += [failed("r1", "rejected", status=429), failed("r2", "rejected", status=503)]
+        recs.append(stream("cut", t0=200, outcome="incomplete", n=3))
+        s = phase_stats(*_req_and_chunks(recs), target=1)
+        assert s["requests"] == 100
+        assert s["outcomes"] == {"ok": 97, "rejected": 2, "error": 0, "incomplete": 1,
+                                 "timeout": 0}
+        assert s["admission_failure_rate"] == pytest.approx(0.02)
+        assert s["failure_rate"] == pytest.approx(0.03)
+        assert s["ttft_s"]["n"] == 97
+
+    @pytest.mark.parametrize(("outcome", "n_chunks", "not_admitted"), [
+        ("timeout", 0, True),    # queued until the client gave up
+        ("timeout", 5, False),   # served, then too slow: not an admission failure
+        ("error", 0, True),
+        ("rejected", 0, True),
+        ("ok", 5, False),
+    ])
+    def test_admission_failure_is_never_served(self, outcome: str, n_chunks: int,
+                                               not_admitted: bool) -> None:
+        """Admission failure = rejected, or failed without a single content chunk."""
+        req = records_frame([stream("a", outcome=outcome, n=n_chunks)])
+        assert bool(req["admission_failure"].iloc[0]) is not_admitted
+
+    def test_stalls_count_gaps_above_threshold_in_any_stream(self) -> None:
+        """A 1.5 s hole in one stream is one stall; a 0.9 s hole is none at 1 s."""
+        a = stream("a", n=3, gap=0.02)
+        a = RequestRecord(**{**a.__dict__, "chunks": [(0.1, 1), (1.6, 1), (1.62, 1)]})
+        b = stream("b", t0=5, outcome="timeout", n=2, gap=0.9)
+        s = phase_stats(*_req_and_chunks([a, b]), target=1)
+        assert s["stalls"] == 1 and s["stalled_streams"] == 1
+        assert s["max_gap_s"] == pytest.approx(1.5)
+        s2 = phase_stats(*_req_and_chunks([a, b]), target=1, thresholds=Thresholds(stall_s=0.5))
+        assert s2["stalls"] == 2 and s2["stalled_streams"] == 2
+
+    def test_estimated_when_no_server_usage(self) -> None:
+        """No usage: output tokens are our count, and marked estimated."""
+        r = stream("a", usage=None, counted=12, n=6, tpc=2)
+        req = records_frame([r])
+        assert req["output_tokens"].iloc[0] == 12
+        assert bool(req["output_tokens_estimated"].iloc[0]) is True
+
+    @given(st.lists(st.tuples(st.floats(0.001, 0.5), st.integers(1, 8)), min_size=1,
+                    max_size=40), st.floats(0.001, 2.0))
+    @settings(max_examples=60, deadline=None)
+    def test_tpot_identity(self, parts: list[tuple[float, int]], ttft: float) -> None:
+        """TPOT × (tokens − 1) + TTFT == E2E for any stream of ≥ 2 tokens."""
+        t, chunks = ttft, []
+        for i, (g, k) in enumerate(parts):
+            t += g if i else 0.0
+            chunks.append((t, k))
+        tokens = sum(k for _, k in chunks)
+        r = RequestRecord(id="x", phase="baseline", level=1, outcome="ok", t0_s=0.0,
+                          chunks=chunks, output_tokens=tokens)
+        row = records_frame([r]).iloc[0]
+        if tokens < 2:
+            assert math.isnan(row["tpot_s"])
+        else:
+            assert row["tpot_s"] * (tokens - 1) + row["ttft_s"] == pytest.approx(row["e2e_s"])
+            assert row["ttft_s"] == pytest.approx(ttft)
+
+
+def _req_and_chunks(recs: list[RequestRecord]) -> tuple:
+    return frames(recs)
+
+
+class TestSteadyState:
+    @pytest.mark.parametrize(("starts", "ends", "target", "window", "basis"), [
+        # 2 workers, staggered: both in flight from 1 until the first drains at 4
+        ([0, 1, 2, 3], [2, 3, 4, 5], 2, (1, 4), "plateau"),
+        # target never reached (client managed only 2 of 4): span at the peak
+        ([0, 1, 2, 3], [2, 3, 4, 5], 4, (1, 4), "peak"),
+        # open loop: the arrival span
+        ([0, 1, 2, 3], [2, 3, 4, 5], None, (0, 3), "arrivals"),
+        # back to back at concurrency 1 (end == next start): one plateau, not fragments
+        ([0, 1, 2], [1, 2, 3], 1, (0, 3), "plateau"),
+    ])
+    def test_window(self, starts: list[float], ends: list[float], target: int | None,
+                    window: tuple[float, float], basis: str) -> None:
+        """The window spans the intended concurrency, ramp-up and drain excluded."""
+        w = steady_state_window(starts, ends, target)
+        assert w is not None
+        assert (w.start_s, w.end_s) == pytest.approx(window)
+        assert w.basis == basis
+
+    def test_empty(self) -> None:
+        """No requests, no window."""
+        assert steady_state_window([], [], 4) is None
+
+    def test_aggregate_throughput_excludes_ramp_up_and_drain(self) -> None:
+        """4 streams at 10 tok/s, staggered 1 s apart: 40 tok/s, not the naive 34.8."""
+        recs = closed_loop("ramp", 4, 5, ttft=0.1, gap=0.1, n=40, stagger=1.0)
+        req, chunks = frames(recs)
+        s = phase_stats(req, chunks, target=4)
+        naive = 4 * 5 * 40 / 23.0
+        assert s["steady_state"]["start_s"] == pytest.approx(3.0)
+        assert s["steady_state"]["end_s"] == pytest.approx(20.0)
+        assert s["aggregate_tokens_per_s"] == pytest.approx(40.0, rel=0.01)
+        assert abs(naive - 40.0) > 4.0  # the test can tell the two apart
+        assert s["stream_tokens_per_s"]["p50"] == pytest.approx(10.0)
+
+
+def _level(c: int, ttft_p90: float | None, tpot_p90: float | None, admission: float = 0.0,
+           requests: int = 100) -> dict:
+    ok = round(requests * (1 - admission))
+    return {"concurrency": c, "requests": requests, "outcomes": {"ok": ok},
+            "ttft_s": {"p90": ttft_p90}, "tpot_s": {"p90": tpot_p90},
+            "admission_failure_rate": admission}
+
+
+BASE = {"ttft_s": {"p90": 0.1}, "tpot_s": {"p90": 0.02}}
+
+
+class TestJudgeRamp:
+    @pytest.mark.parametrize(("levels", "bound", "sustained", "first", "at"), [
+        # TTFT breaches at 8, TPOT flat
+        ([(1, .1, .02), (2, .12, .02), (4, .15, .021), (8, .5, .022), (16, .9, .02)],
+         (), 4, "ttft", 8),
+        # TPOT breaches first at 4
+        ([(1, .1, .02), (2, .1, .03), (4, .15, .05), (8, .5, .06)], (), 2, "itl", 4),
+        # admission: 2 % rejected at 8 (> 1 %) while latency holds
+        ([(1, .1, .02), (4, .1, .02), (8, .1, .02, .02)], (), 4, "admission", 8),
+        # no breach: the highest level is the (lower-bound) answer
+        ([(1, .1, .02), (2, .1, .02), (4, .15, .03)], (), 4, None, None),
+        # level 1 already breaches: nothing sustained, not "0"
+        ([(1, .3, .02), (2, .4, .02)], (), None, "ttft", 1),
+        # client-bound level 4 is neither sustained nor breached
+        ([(1, .1, .02), (2, .1, .02), (4, .15, .02), (8, .5, .02)], (4,), 2, "ttft", 8),
+        # client-bound breaching level 8 gives no conclusion; 16 is the first real breach
+        ([(1, .1, .02), (4, .1, .02), (8, .5, .02), (16, .5, .02)], (8,), 4, "ttft", 16),
+    ])
+    def test_table(self, levels: list[tuple], bound: tuple[int, ...], sustained: int | None,
+                   first: str | None, at: int | None) -> None:
+        """Highest sustained level and first degraded metric, on hand-built levels."""
+        out = judge_ramp([_level(*lv) for lv in levels], BASE, Thresholds(), bound)
+        assert out["max_sustained_concurrency"] == sustained
+        assert out["first_degraded"] == first
+        assert out["first_breach_concurrency"] == at
+        for d in out["levels"]:
+            if d["concurrency"] in bound:
+                assert d["status"] == "client_bound" and d["breaches"] == []
+
+    def test_tie_goes_to_largest_excess_and_says_so(self) -> None:
+        """At level 8 TTFT is 3× (1.5× its limit) and TPOT 5× (2.5×): 'itl' first."""
+        out = judge_ramp([_level(1, .1, .02), _level(8, .3, .1)], BASE)
+        assert out["first_degraded"] == "itl"
+        assert out["first_degraded_tied"] == ["itl", "ttft"]
+        assert out["first_degraded_tie_rule"]
+
+    def test_confirmation_and_lower_bound_flags(self) -> None:
+        """A breach the next level repeats is confirmed; a run with no breach is a bound."""
+        out = judge_ramp([_level(1, .1, .02), _level(8, .5, .02), _level(16, .1, .02)], BASE)
+        assert out["breach_confirmed"] is False
+        out = judge_ramp([_level(1, .1, .02), _level(8, .5, .02), _level(16, .6, .02)], BASE)
+        assert out["breach_confirmed"] is True and out["max_sustained_is_lower_bound"] is False
+        out = judge_ramp([_level(1, .1, .02)], BASE)
+        assert out["max_sustained_is_lower_bound"] is True and out["breach_confirmed"] is None
+
+    def test_thresholds_override(self) -> None:
+        """A 1.5× TTFT rise passes at 2× and breaches at 1.2×."""
+        levels = [_level(1, .1, .02), _level(4, .15, .02)]
+        assert judge_ramp(levels, BASE)["first_degraded"] is None
+        assert judge_ramp(levels, BASE, Thresholds(ttft_p90_ratio=1.2))["first_degraded"] == "ttft"
+
+    def test_level_without_successes_is_not_sustained(self) -> None:
+        """All requests failed mid-stream (no admission breach): no data, not sustained."""
+        lv = _level(4, None, None)
+        lv["outcomes"] = {"ok": 0}
+        out = judge_ramp([_level(1, .1, .02), lv], BASE)
+        assert out["levels"][1]["status"] == "no_data"
+        assert out["max_sustained_concurrency"] == 1
+
+
+class TestPrefillFit:
+    LENGTHS = (128, 512, 1024, 2048, 4096)
+
+    def _records(self, ttfts: dict[int, list[float]]) -> list[RequestRecord]:
+        return [stream(f"p{p}-{i}", "prefill", 1, t0=i, ttft=t, n=2, prompt_tokens=p)
+                for p, ts in ttfts.items() for i, t in enumerate(ts)]
+
+    def test_noiseless_points_recover_a_and_b(self) -> None:
+        """TTFT = 0.05 + 0.0002·p exactly: overhead 0.05 s, 5000 tokens/s, r² = 1."""
+        fit = prefill_fit(records_frame(self._records(
+            {p: [0.05 + 0.0002 * p] for p in self.LENGTHS})))
+        assert fit["overhead_s"] == pytest.approx(0.05)
+        assert fit["tokens_per_s"] == pytest.approx(5000.0)
+        assert fit["r2"] == pytest.approx(1.0)
+        assert [pt["prompt_tokens"] for pt in fit["points"]] == list(self.LENGTHS)
+
+    def test_noisy_points_with_an_outlier(self) -> None:
+        """±3 % noise and one 10× outlier per length: medians keep b within 5 %."""
+        rng = np.random.default_rng(7)
+        data = {}
+        for p in self.LENGTHS:
+            true = 0.05 + 0.0002 * p
+            ts = list(true * (1 + rng.uniform(-0.03, 0.03, 9)))
+            data[p] = [*ts, true * 10]
+        fit = prefill_fit(records_frame(self._records(data)))
+        assert fit["tokens_per_s"] == pytest.approx(5000.0, rel=0.05)
+        assert fit["overhead_s"] == pytest.approx(0.05, abs=0.01)
+        assert fit["r2"] > 0.99
+        assert fit["points"][0]["n"] == 10
+
+    @pytest.mark.parametrize("ttfts", [
+        {512: [0.1, 0.11]},                   # one length only
+        {128: [0.3], 4096: [0.2]},            # TTFT falls with length: b ≤ 0
+        {},                                   # nothing at all
+    ])
+    def test_cannot_fit(self, ttfts: dict[int, list[float]]) -> None:
+        """No honest line: the rate and overhead are None, and the reason is given."""
+        fit = prefill_fit(records_frame(self._records(ttfts) or [stream("b")]))
+        assert fit["tokens_per_s"] is None and fit["overhead_s"] is None
+        assert fit["reason"]
+
+
+class TestChecks:
+    @pytest.mark.parametrize(("achieved", "short"), [(94, True), (96, False), (100, False)])
+    def test_output_length_shortfall(self, achieved: int, short: bool) -> None:
+        """More than 5 % short of the requested 100 tokens is flagged."""
+        s = summarize([stream("a", n=achieved, requested_output_tokens=100)])
+        check = s["checks"]["output_length"]
+        assert check["checked"] == 1 and check["flagged"] is short
+
+    @pytest.mark.parametrize(("usage", "flagged"), [(150, True), (105, False), (70, True)])
+    def test_usage_honesty(self, usage: int, flagged: bool) -> None:
+        """The vendor bills 150 for 100 tokens we counted: flagged; 105 is tokenizer noise."""
+        s = summarize([stream(f"a{i}", n=100, usage=usage, counted=100) for i in range(3)])
+        assert s["checks"]["usage_honesty"]["flagged"] is flagged
+        assert s["checks"]["usage_honesty"]["checked"] == 3
+
+    @pytest.mark.parametrize(("repeat", "cached"), [(0.02, True), (0.19, False)])
+    def test_cache(self, repeat: float, cached: bool) -> None:
+        """Repeat TTFT 0.02 vs 0.2 s first: a prefix cache; 0.19 s: none."""
+        recs = []
+        for i in range(3):
+            recs.append(stream(f"c{i}a", "cache", t0=2 * i, ttft=0.2, prompt_id=f"p{i}"))
+            recs.append(stream(f"c{i}b", "cache", t0=2 * i + 1, ttft=repeat, prompt_id=f"p{i}"))
+        out = cache_check(records_frame(recs))
+        assert out is not None
+        assert out["pairs"] == 3 and out["prefix_cache"] is cached
+        assert out["repeat_over_first"] == pytest.approx(repeat / 0.2)
+
+    def test_network_share_and_connect(self) -> None:
+        """RTT 10 ms against a 100 ms baseline TTFT: network is 10 % of TTFT."""
+        recs = [stream(f"rtt{i}", "rtt", None, t0=i, n=0, usage=None, counted=None,
+                       e2e_s=0.01) for i in range(5)]
+        recs += [stream(f"b{i}", t0=10 + i) for i in range(5)]
+        recs.append(stream("c", "connect", tpc=3, usage=None, counted=30))
+        s = summarize(recs)
+        assert s["checks"]["network"]["rtt_s"] == pytest.approx(0.01)
+        assert s["checks"]["network"]["share_of_ttft"] == pytest.approx(0.1)
+        assert s["connect"]["rtt_s"] == pytest.approx(0.01)
+        assert s["connect"]["usage_reported"] is False
+        assert s["connect"]["tokens_per_chunk"]["p50"] == 3
+
+    def test_open_loop_reports_send_lag(self) -> None:
+        """A slow client cannot hide queueing: send lag p50/p99 are reported."""
+        recs = [stream(f"r{i}", "rate", None, t0=i * 0.5, send_lag_s=0.001 * i)
+                for i in range(11)]
+        s = summarize(recs)["rate"]
+        assert s["send_lag_s"]["p50"] == pytest.approx(0.005)
+        assert s["send_lag_s"]["p99"] == pytest.approx(0.0099)
+        assert s["arrival_rps"] == pytest.approx(2.0)
+        assert s["steady_state"]["basis"] == "arrivals"
+
+
+class TestSummarize:
+    def _run(self) -> list[RequestRecord]:
+        recs = [stream("c", "connect")]
+        recs += [stream(f"b{i}", t0=i, ttft=0.1) for i in range(20)]
+        recs += [stream(f"p{p}", "prefill", t0=100 + i, ttft=0.05 + 0.0001 * p, n=2,
+                        prompt_tokens=p) for i, p in enumerate((100, 1000, 4000))]
+        t = 200.0
+        for level, ttft in ((1, 0.1), (2, 0.11), (4, 0.14), (8, 0.45), (16, 0.8)):
+            recs += closed_loop("ramp", level, 6, ttft=ttft, t_start=t)
+            t += 10
+        return recs
+
+    def test_ramp_end_to_end(self) -> None:
+        """TTFT breaches at 8 while TPOT stays flat: first_degraded 'ttft', sustained 4."""
+        s = summarize(self._run())
+        assert s["schema"] == "evalkit.summary/1"
+        assert s["ramp"]["first_degraded"] == "ttft"
+        assert s["ramp"]["max_sustained_concurrency"] == 4
+        assert [lv["concurrency"] for lv in s["ramp"]["levels"]] == [1, 2, 4, 8, 16]
+        lv8 = s["ramp"]["levels"][3]
+        assert lv8["ttft_s"]["p90"] == pytest.approx(0.45)
+        assert lv8["tpot_p90_ratio"] == pytest.approx(1.0)
+        assert lv8["outcomes"]["ok"] == 48 and lv8["requests"] == 48
+        assert s["ramp"]["baseline_source"] == "baseline"
+        assert s["prefill"]["tokens_per_s"] == pytest.approx(10000.0)
+
+    def test_client_bound_level_from_meta(self) -> None:
+        """meta marks level 8 client-bound: no breach there; 16 is the first, 4 sustained."""
+        meta = {"levels": {"8": {"loop_lag_p99_s": 0.2, "cpu_fraction": 0.98,
+                                 "client_bound": True}},
+                "phases": {"baseline": {"loop_lag_p99_s": 0.001, "cpu_fraction": 0.1}}}
+        s = summarize(self._run(), meta)
+        assert s["ramp"]["first_breach_concurrency"] == 16
+        assert s["ramp"]["max_sustained_concurrency"] == 4
+        assert s["ramp"]["levels"][3]["status"] == "client_bound"
+        assert s["client"]["client_bound"] is True
+        assert s["client"]["loop_lag_p99_s"] == pytest.approx(0.2)
+        assert s["client"]["client_bound_levels"] == [8]
+
+    def test_contract_keys_and_json_safety(self) -> None:
+        """Every contract key is present, and the dict survives strict JSON."""
+        s = summarize(self._run(), SummaryMeta(phases={"ramp": ClientCheck(0.001, 0.3)}))
+        json.dumps(s, allow_nan=False)
+        assert {"schema", "connect", "baseline", "prefill", "ramp", "client"} <= set(s)
+        assert {"usage_reported", "tokens_per_chunk", "rtt_s"} <= set(s["connect"])
+        assert {"ttft_s", "tpot_s", "itl_s", "stream_tokens_per_s", "requests"} <= \
+            set(s["baseline"])
+        assert {"tokens_per_s", "overhead_s", "r2", "points"} <= set(s["prefill"])
+        assert {"levels", "max_sustained_concurrency", "first_degraded"} <= set(s["ramp"])
+        level_keys = {"concurrency", "requests", "outcomes", "ttft_s", "tpot_s", "itl_s",
+                      "stream_tokens_per_s", "aggregate_tokens_per_s", "stalls"}
+        assert all(level_keys <= set(lv) for lv in s["ramp"]["levels"])
+        assert {"p50", "p90", "p99", "n"} <= set(s["baseline"]["ttft_s"])
+        assert {"loop_lag_p99_s", "client_bound"} <= set(s["client"])
+        assert s["client"]["client_bound"] is False
+
+    def test_missing_phases_are_none(self) -> None:
+        """Only a baseline was run: the other sections are None, not empty numbers."""
+        s = summarize([stream("b")])
+        assert s["baseline"]["requests"] == 1
+        for key in ("connect", "prefill", "ramp", "soak", "rate"):
+            assert s[key] is None
+        assert s["checks"]["cache"] is None and s["checks"]["network"] is None
+        empty = summarize([])
+        assert empty["baseline"] is None and empty["requests"] == 0
+        json.dumps(empty, allow_nan=False)
+
+    def test_ramp_level_1_stands_in_for_a_missing_baseline(self) -> None:
+        """No baseline phase: ramp level 1 is the reference, and the summary says so."""
+        recs = closed_loop("ramp", 1, 5) + closed_loop("ramp", 4, 5, ttft=0.5, t_start=50)
+        s = summarize(recs)
+        assert s["ramp"]["baseline_source"] == "ramp level 1"
+        assert s["ramp"]["first_degraded"] == "ttft"
+        assert s["ramp"]["max_sustained_concurrency"] == 1
+
+    def test_soak_drift(self) -> None:
+        """TTFT rising from 0.1 to 0.3 s over a soak shows as a 3× drift in p90."""
+        recs = [stream(f"s{i}", "soak", 8, t0=float(i), ttft=0.1 if i < 30 else 0.3)
+                for i in range(90)]
+        s = summarize(recs)["soak"]
+        assert s["concurrency"] == 8
+        assert s["drift"]["ttft_p90_ratio"] == pytest.approx(3.0)
+        assert s["drift"]["tpot_p90_ratio"] == pytest.approx(1.0)
+
+    def test_meta_thresholds_and_versions(self) -> None:
+        """Thresholds and versions from meta are used and echoed."""
+        s = summarize([stream("b")], {"thresholds": {"stall_s": 0.3}, "suite_version": "9"})
+        assert s["thresholds"]["stall_s"] == 0.3 and s["suite_version"] == "9"
+        assert s["baseline"]["stall_threshold_s"] == 0.3
