@@ -1,0 +1,256 @@
+"""Compare runs: vendors side by side, and one vendor across quarters.
+
+Pure: takes loaded runs (summary, run metadata, optional scorecard) and returns the
+comparison as data; the CLI and the renderer sit around it. Two runs are compared on a
+figure only where the figure means the same thing in both: the same suite version
+always, and for load figures the same prompt/output lengths and concurrency levels.
+What is left out is listed with the reason, because a silent omission reads as a tie.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Better = Literal["lower", "higher"]
+
+#: Relative worsening beyond which a later run of the same target is a regression.
+DEFAULT_REGRESSION_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as the comparison needs it; `label` is what a reader calls it."""
+
+    label: str
+    target: str
+    started: str
+    suite_version: str | None
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+    scorecard: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A key figure: how to read it from a summary, which way is better, what it needs."""
+
+    key: str
+    title: str
+    unit: str
+    better: Better
+    read: Callable[[dict[str, Any]], float | None]
+    #: settings that must be equal for two runs' values to mean the same thing
+    needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
+
+
+def _get(d: Any, *path: str | int) -> Any:
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(d, list) or len(d) <= p:
+                return None
+        elif not isinstance(d, dict):
+            return None
+        d = d[p] if isinstance(p, int) else d.get(p)
+    return d
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _sustained_level(summary: dict[str, Any]) -> dict[str, Any] | None:
+    ramp = summary.get("ramp") or {}
+    c = ramp.get("max_sustained_concurrency")
+    for level in ramp.get("levels") or []:
+        if level.get("concurrency") == c:
+            return dict(level)
+    return None
+
+
+def _peak_aggregate(summary: dict[str, Any]) -> float | None:
+    values = [
+        _num(lv.get("aggregate_tokens_per_s"))
+        for lv in _get(summary, "ramp", "levels") or []
+        if not lv.get("client_bound")
+    ]
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("baseline_ttft_p50_s", "TTFT p50, alone", "s", "lower",
+           lambda s: _num(_get(s, "baseline", "ttft_s", "p50"))),
+    Figure("baseline_stream_rate_p50", "Stream rate p50, alone", "tok/s", "higher",
+           lambda s: _num(_get(s, "baseline", "stream_tokens_per_s", "p50"))),
+    Figure("sustained_ttft_p90_s", "TTFT p90 at max sustained load", "s", "lower",
+           lambda s: _num(_get(_sustained_level(s), "ttft_s", "p90")),
+           ("prompt_tokens", "output_tokens", "levels")),
+    Figure("sustained_tpot_p90_s", "Per-token latency p90 at max sustained load", "s", "lower",
+           lambda s: _num(_get(_sustained_level(s), "tpot_s", "p90")),
+           ("prompt_tokens", "output_tokens", "levels")),
+    Figure("max_sustained_concurrency", "Max sustained concurrent streams", "streams",
+           "higher", lambda s: _num(_get(s, "ramp", "max_sustained_concurrency")),
+           ("prompt_tokens", "output_tokens", "levels")),
+    Figure("peak_aggregate_tokens_per_s", "Peak aggregate output", "tok/s", "higher",
+           _peak_aggregate, ("prompt_tokens", "output_tokens", "levels")),
+    Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
+           lambda s: _num(_get(s, "prefill", "tokens_per_s")), ()),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run's value of one figure, and whether it is the best of its row."""
+
+    value: float | None
+    best: bool = False
+    excluded: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    figure: Figure
+    cells: list[Cell]
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A later run of the same target worse than the run before it beyond tolerance."""
+
+    target: str
+    figure: str
+    before_label: str
+    after_label: str
+    before: float
+    after: float
+    change: float
+    tolerance: float
+
+    @property
+    def sentence(self) -> str:
+        """One sentence a reviewer can read aloud."""
+        return (f"{self.figure}: {self.before:.4g} ({self.before_label}) → {self.after:.4g} "
+                f"({self.after_label}), {self.change:+.0%} against a tolerance of "
+                f"{self.tolerance:.0%}.")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The whole comparison: rows of figures, trends per target, what was left out."""
+
+    runs: list[RunView]
+    rows: list[Row]
+    statuses: dict[str, list[str | None]]
+    use_cases: dict[str, list[bool | None]]
+    trends: dict[str, list[int]]
+    regressions: list[Regression]
+    left_out: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON written beside the comparison PDF (schema `evalkit.compare/1`)."""
+        return {
+            "schema": "evalkit.compare/1",
+            "runs": [{"label": r.label, "target": r.target, "started": r.started,
+                      "suite_version": r.suite_version} for r in self.runs],
+            "figures": {
+                row.figure.key: {
+                    "title": row.figure.title, "unit": row.figure.unit,
+                    "better": row.figure.better,
+                    "values": [c.value for c in row.cells],
+                    "best": [c.best for c in row.cells],
+                    "excluded": [c.excluded for c in row.cells],
+                } for row in self.rows
+            },
+            "statuses": self.statuses,
+            "use_cases": self.use_cases,
+            "trends": {t: [self.runs[i].label for i in idx] for t, idx in self.trends.items()},
+            "regressions": [{"target": g.target, "figure": g.figure, "before": g.before,
+                             "after": g.after, "change": g.change, "tolerance": g.tolerance,
+                             "before_run": g.before_label, "after_run": g.after_label,
+                             "text": g.sentence} for g in self.regressions],
+            "left_out": self.left_out,
+        }
+
+
+def _reference_run(runs: Sequence[RunView]) -> RunView:
+    """The run others are held against for comparability: the most common suite version."""
+    versions = [r.suite_version for r in runs]
+    common = max(set(versions), key=lambda v: (versions.count(v), str(v)))
+    return next(r for r in runs if r.suite_version == common)
+
+
+def _comparable(run: RunView, ref: RunView, needs: tuple[str, ...]) -> str | None:
+    """Why `run`'s figure cannot be set beside `ref`'s, or None when it can."""
+    if run.suite_version != ref.suite_version:
+        return (f"suite version {run.suite_version} differs from {ref.suite_version} "
+                f"({ref.label})")
+    for key in needs:
+        if run.settings.get(key) != ref.settings.get(key):
+            return (f"{key} {run.settings.get(key)} differs from {ref.settings.get(key)} "
+                    f"({ref.label})")
+    return None
+
+
+def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
+    cells = []
+    for run in runs:
+        why = _comparable(run, ref, fig.needs)
+        value = fig.read(run.summary)
+        cells.append(Cell(value=value if why is None else None, excluded=why))
+    known = [c.value for c in cells if c.value is not None]
+    if len(known) >= 2:
+        best = min(known) if fig.better == "lower" else max(known)
+        cells = [Cell(c.value, c.value == best, c.excluded) for c in cells]
+    return Row(fig, cells)
+
+
+def _worse_by(fig: Figure, change: float) -> float:
+    """Relative worsening (positive = worse) of a relative change, in the figure's direction."""
+    return change if fig.better == "lower" else -change
+
+
+def _regressions(rows: Sequence[Row], runs: Sequence[RunView], trends: dict[str, list[int]],
+                 tolerance: float) -> list[Regression]:
+    found = []
+    for target, idx in trends.items():
+        for row in rows:
+            points = [(i, row.cells[i].value) for i in idx if row.cells[i].value is not None]
+            for (i, a), (j, b) in itertools.pairwise(points):
+                assert a is not None and b is not None
+                if a == 0:
+                    continue
+                change = (b - a) / abs(a)
+                if _worse_by(row.figure, change) > tolerance:
+                    found.append(Regression(target, row.figure.title, runs[i].label,
+                                            runs[j].label, a, b, change, tolerance))
+    return found
+
+
+def compare_runs(runs: Sequence[RunView],
+                 tolerance: float = DEFAULT_REGRESSION_TOLERANCE) -> Comparison:
+    """Set runs side by side; runs of the same target become a trend, oldest first."""
+    if not runs:
+        raise ValueError("compare_runs needs at least one run")
+    ref = _reference_run(runs)
+    rows = [_row(fig, runs, ref) for fig in FIGURES]
+    left_out = sorted({f"{runs[i].label}: {c.excluded}" for row in rows
+                       for i, c in enumerate(row.cells) if c.excluded})
+    by_target: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        by_target.setdefault(run.target, []).append(i)
+    trends = {t: sorted(idx, key=lambda i: runs[i].started)
+              for t, idx in by_target.items() if len(idx) > 1}
+    statuses: dict[str, list[str | None]] = {
+        q: [_get(r.scorecard, "questions", q, "status") for r in runs]
+        for q in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
+    }
+    cases = sorted({k for r in runs for k in (_get(r.scorecard, "use_cases") or {})})
+    use_cases = {k: [_get(r.scorecard, "use_cases", k, "fit") for r in runs] for k in cases}
+    return Comparison(list(runs), rows, statuses, use_cases, trends,
+                      _regressions(rows, runs, trends, tolerance), left_out)

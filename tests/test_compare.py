@@ -1,0 +1,90 @@
+"""Comparison core: best-of-row, trends and regressions, and what is left out and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalkit.compare import RunView, compare_runs
+
+
+def _summary(ttft: float, rate: float, sustained: int, agg: float) -> dict[str, Any]:
+    levels = [
+        {"concurrency": c, "ttft_s": {"p50": ttft, "p90": ttft * (1 + c / 8)},
+         "tpot_s": {"p50": 1 / rate, "p90": 1.2 / rate}, "aggregate_tokens_per_s": agg * c / 8}
+        for c in (1, 2, 4, 8)
+    ]
+    return {"schema": "evalkit.summary/1",
+            "baseline": {"ttft_s": {"p50": ttft}, "stream_tokens_per_s": {"p50": rate}},
+            "prefill": {"tokens_per_s": 8000.0},
+            "ramp": {"levels": levels, "max_sustained_concurrency": sustained,
+                     "first_degraded": "itl"}}
+
+
+def _run(label: str, target: str, started: str, summary: dict[str, Any],
+         suite: str = "1", prompt_tokens: int = 256) -> RunView:
+    settings = {"prompt_tokens": prompt_tokens, "output_tokens": 64, "levels": [1, 2, 4, 8]}
+    return RunView(label, target, started, suite, settings, summary)
+
+
+class TestSideBySide:
+    def test_best_value_of_each_row_follows_its_direction(self) -> None:
+        """Lower TTFT and higher throughput win their rows."""
+        cmp = compare_runs([_run("a", "A", "2026-01", _summary(0.2, 50, 4, 800)),
+                            _run("b", "B", "2026-01", _summary(0.1, 40, 8, 900))])
+        rows = {r.figure.key: r for r in cmp.rows}
+        assert [c.best for c in rows["baseline_ttft_p50_s"].cells] == [False, True]
+        assert [c.best for c in rows["baseline_stream_rate_p50"].cells] == [True, False]
+        assert [c.best for c in rows["max_sustained_concurrency"].cells] == [False, True]
+        assert rows["sustained_ttft_p90_s"].cells[1].value == pytest.approx(0.1 * 2)
+        assert cmp.trends == {} and cmp.regressions == []
+
+    def test_different_suite_version_is_left_out_with_the_reason(self) -> None:
+        """A run from another suite version is named, not silently averaged in."""
+        cmp = compare_runs([_run("a", "A", "1", _summary(0.2, 50, 4, 800)),
+                            _run("b", "B", "1", _summary(0.1, 40, 8, 900)),
+                            _run("old", "C", "1", _summary(0.05, 90, 64, 9000), suite="0")])
+        assert all(row.cells[2].value is None for row in cmp.rows)
+        assert any("old: suite version 0 differs" in why for why in cmp.left_out)
+
+    def test_load_figures_need_equal_prompt_lengths_but_prefill_does_not(self) -> None:
+        cmp = compare_runs([_run("a", "A", "1", _summary(0.2, 50, 4, 800)),
+                            _run("b", "B", "1", _summary(0.1, 40, 8, 900), prompt_tokens=2048)])
+        rows = {r.figure.key: r for r in cmp.rows}
+        assert rows["baseline_ttft_p50_s"].cells[1].value is None
+        why = str(rows["baseline_ttft_p50_s"].cells[1].excluded)
+        assert "prompt_tokens 2048 differs from 256" in why
+        assert rows["prefill_tokens_per_s"].cells[1].value == 8000.0
+
+
+class TestOverTime:
+    def test_slower_quarter_is_a_regression_and_a_faster_one_is_not(self) -> None:
+        """Runs of one target become a trend, oldest first; only worsening is flagged."""
+        runs = [_run("q3", "A", "2026-09-30", _summary(0.3, 40, 4, 700)),
+                _run("q1", "A", "2026-03-31", _summary(0.2, 50, 4, 800)),
+                _run("q2", "A", "2026-06-30", _summary(0.19, 51, 4, 810))]
+        cmp = compare_runs(runs)
+        assert cmp.trends == {"A": [1, 2, 0]}
+        flagged = {(g.figure, g.before_label, g.after_label) for g in cmp.regressions}
+        assert ("TTFT p50, alone", "q2", "q3") in flagged
+        assert ("Stream rate p50, alone", "q2", "q3") in flagged
+        assert not any(g.after_label == "q2" for g in cmp.regressions)
+        ttft = next(g for g in cmp.regressions if g.figure == "TTFT p50, alone")
+        assert ttft.change == pytest.approx(0.3 / 0.19 - 1)
+        assert "against a tolerance of 10%" in ttft.sentence
+
+    def test_change_within_tolerance_is_not_flagged(self) -> None:
+        cmp = compare_runs([_run("q1", "A", "1", _summary(0.20, 50, 4, 800)),
+                            _run("q2", "A", "2", _summary(0.21, 48, 4, 790))])
+        assert cmp.regressions == []
+        assert compare_runs(cmp.runs, tolerance=0.01).regressions != []
+
+    def test_json_names_runs_and_regressions(self) -> None:
+        cmp = compare_runs([_run("q1", "A", "1", _summary(0.2, 50, 4, 800)),
+                            _run("q2", "A", "2", _summary(0.4, 50, 2, 800))])
+        data = cmp.to_dict()
+        assert data["schema"] == "evalkit.compare/1"
+        assert data["trends"] == {"A": ["q1", "q2"]}
+        assert {r["figure"] for r in data["regressions"]} >= {
+            "TTFT p50, alone", "Max sustained concurrent streams"}
