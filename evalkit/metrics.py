@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
+from evalkit.errors import UsageError
 from evalkit.records import OUTCOMES, RequestRecord
 
 SCHEMA = "evalkit.summary/1"
@@ -100,10 +101,18 @@ class Thresholds:
     #: repeat TTFT below this share of the first one means a prefix cache served it
     cache_ttft_ratio: float = 0.5
 
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise UsageError(f"threshold {name} must be a positive number, got {value!r}")
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Thresholds:
         """Overrides from a settings file; unknown keys are ignored."""
-        return cls(**{k: float(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+        try:
+            return cls(**{k: float(v) for k, v in d.items() if k in cls.__dataclass_fields__})
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"thresholds: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -211,7 +220,7 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
     outcome = cols["outcome"].to_numpy()
     ok = outcome == "ok"
     t0 = cols["t0_s"]
-    req = pd.DataFrame({
+    req = pd.DataFrame(copy=False, data={
         **cols,
         "ttft_s": ttft,
         "e2e_s": e2e,
@@ -233,7 +242,7 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
         gap[1:] = np.diff(offset)
         gap[first[has]] = np.nan
     phase_codes, phase_names = pd.factorize(req["phase"])
-    chunks = pd.DataFrame({
+    chunks = pd.DataFrame(copy=False, data={
         "rid": rid,
         "id": _ids_for(req["id"], rid),
         "phase": pd.Categorical.from_codes(phase_codes[rid], categories=phase_names),
@@ -664,12 +673,17 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     th = meta.thresholds
     phase = req["phase"].to_numpy()
 
+    def bound(p: str) -> bool:
+        check = meta.phases.get(p)
+        return bool(check and check.client_bound)
+
     def rows(p: str) -> pd.DataFrame | None:
         sub = req[phase == p]
         return sub if len(sub) else None
 
     baseline_req = rows("baseline")
-    baseline = None if baseline_req is None else phase_stats(baseline_req, chunks, 1, th)
+    baseline = None if baseline_req is None else {
+        **phase_stats(baseline_req, chunks, 1, th), "client_bound": bound("baseline")}
     network = network_share(req, (baseline or {}).get("ttft_s", {}).get("p50"), meta.rtt_s)
     rtt = None if network is None else network["rtt_s"]
     connect_req = rows("connect")
@@ -688,6 +702,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             source = "ramp level 1" if base is not None else None
         client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
         ramp = {**judge_ramp(levels, base, th, client_bound), "baseline_source": source,
+                "baseline_client_bound": bound("baseline"),
                 "unlevelled_requests": int(ramp_req["level"].isna().sum())}
 
     soak = None
@@ -695,7 +710,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     if soak_req is not None:
         level = _single_level(soak_req)
         soak = {"concurrency": level, **phase_stats(soak_req, chunks, level, th),
-                "drift": drift(soak_req)}
+                "drift": drift(soak_req), "client_bound": bound("soak")}
 
     rate = None
     rate_req = rows("rate")
@@ -704,7 +719,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         span = float(t0.max() - t0.min()) if len(t0) > 1 else 0.0
         rate = {**phase_stats(rate_req, chunks, None, th),
                 "send_lag_s": percentiles(rate_req["send_lag_s"]),
-                "arrival_rps": (len(t0) - 1) / span if span > 0 else None}
+                "arrival_rps": (len(t0) - 1) / span if span > 0 else None,
+                "client_bound": bound("rate")}
 
     return {
         "schema": SCHEMA,

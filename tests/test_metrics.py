@@ -491,3 +491,18 @@ class TestSummarize:
         s = summarize([stream("b")], {"thresholds": {"stall_s": 0.3}, "suite_version": "9"})
         assert s["thresholds"]["stall_s"] == 0.3 and s["suite_version"] == "9"
         assert s["baseline"]["stall_threshold_s"] == 0.3
+
+    def test_client_bound_phase_is_said_in_its_section(self) -> None:
+        """A client-bound soak says so beside its numbers; the baseline did not."""
+        recs = [stream("b")] + [stream(f"s{i}", "soak", 4, t0=i) for i in range(6)]
+        s = summarize(recs, {"phases": {"soak": {"client_bound": True}}})
+        assert s["soak"]["client_bound"] is True and s["baseline"]["client_bound"] is False
+
+
+@pytest.mark.parametrize("bad", [{"stall_s": 0}, {"ttft_p90_ratio": -2}, {"stall_s": "x"}])
+def test_thresholds_must_be_positive(bad: dict) -> None:
+    """A zero or negative threshold is a usage error, not a silent never-breach."""
+    from evalkit.errors import UsageError
+
+    with pytest.raises(UsageError, match="threshold"):
+        Thresholds.from_dict(bad)
