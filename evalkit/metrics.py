@@ -33,6 +33,10 @@ Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
 - Prefill fit: least squares over the *median* TTFT per prompt length, so that each
   length weighs the same however many samples it has, and one slow outlier (a GC pause,
   a queue hiccup) cannot tilt the line.
+- `client.client_bound` is True when *any* phase or level was client-bound (as the
+  prober merges it); `client.capacity_judgement_affected` narrows that to a bound
+  baseline, or a bound ramp level at or below the first breach (or anywhere, when no
+  level breached): a bound level above the first breach changes no conclusion.
 - Ramp judgement (`judge_ramp`): against the `baseline` phase, or, if the run has none,
   ramp level 1 (`baseline_source` says which). A breach of TPOT p90 is reported as
   `"itl"` in `first_degraded` (the contract's word for "the stream stops flowing";
@@ -743,5 +747,17 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             "output_length": output_length_check(req, th.output_shortfall),
             "usage_honesty": usage_honesty(req, th.usage_disagreement),
         },
-        "client": client_section(meta),
+        "client": {**client_section(meta),
+                   "capacity_judgement_affected": _judgement_affected(ramp, bound("baseline"))},
     }
+
+
+def _judgement_affected(ramp: Mapping[str, Any] | None, baseline_bound: bool) -> bool:
+    """Did a client bottleneck sit where the capacity conclusion is drawn (not above it)?"""
+    if baseline_bound:
+        return True
+    if ramp is None:
+        return False
+    first = ramp.get("first_breach_concurrency")
+    return any(lv["client_bound"] and (first is None or lv["concurrency"] <= first)
+               for lv in ramp["levels"])

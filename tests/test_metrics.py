@@ -440,6 +440,15 @@ class TestSummarize:
         assert s["client"]["client_bound"] is True
         assert s["client"]["loop_lag_p99_s"] == pytest.approx(0.2)
         assert s["client"]["client_bound_levels"] == [8]
+        assert s["client"]["capacity_judgement_affected"] is True
+
+    def test_client_bound_above_the_breach_changes_no_conclusion(self) -> None:
+        """Bound only at 16, after the breach at 8: the judgement stands and says so."""
+        s = summarize(self._run(), {"levels": {"16": {"client_bound": True}}})
+        assert s["ramp"]["first_breach_concurrency"] == 8
+        assert s["ramp"]["max_sustained_concurrency"] == 4
+        assert s["client"]["client_bound"] is True
+        assert s["client"]["capacity_judgement_affected"] is False
 
     def test_contract_keys_and_json_safety(self) -> None:
         """Every contract key is present, and the dict survives strict JSON."""
