@@ -71,6 +71,146 @@ def demo(out_dir: str) -> None:
         click.echo(str(path))
 
 
+@cli.command()
+@click.option("--base-url", required=True, help="OpenAI-compatible base URL, e.g. "
+              "https://api.vendor.com/v1 (the one that serves /models and /chat/completions).")
+@click.option("--model", required=True, help="Model name as the endpoint lists it.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Run directory to write: run.json, requests.jsonl, summary.json.")
+@click.option("--profile", default="quick", show_default=True,
+              help="Suite settings: quick (under a minute), standard (a few minutes) or a "
+                   "JSON file; the flags below override it.")
+@click.option("--phases", help="Comma-separated subset of connect,baseline,prefill,cache,"
+                               "ramp,soak (rate is implied by --rate).")
+@click.option("--levels", help="Ramp concurrency levels, e.g. 1,2,4,8,16.")
+@click.option("--max-concurrency", type=int, help="Highest ramp level (levels default to "
+                                                  "powers of two up to it).")
+@click.option("--prompt-tokens", type=int, help="Synthetic prompt length (o200k tokens).")
+@click.option("--output-tokens", type=int, help="Output length asked for (max_tokens, "
+                                                "plus ignore_eos/min_tokens to force it).")
+@click.option("--prompts", "prompts_file", type=click.Path(dir_okay=False, exists=True),
+              help="Your own prompts, JSONL: {\"prompt\": ...} or {\"messages\": [...]}, "
+                   "optional \"max_tokens\" per line.")
+@click.option("--api", default="openai-chat", show_default=True,
+              type=click.Choice(["openai-chat", "openai-completions"]))
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the API key (sent as a Bearer token; "
+                   "never written anywhere).")
+@click.option("--header", "headers", multiple=True, metavar="'K: V'",
+              help="Extra request header (repeatable); values are never written.")
+@click.option("--extra-body", help="JSON object merged into every request body "
+                                   "(vendor extensions).")
+@click.option("--rate", type=float, help="Open loop instead of the ramp: Poisson arrivals "
+                                         "at R requests/s.")
+@click.option("--timeout", "timeout_s", type=float, help="Seconds without a byte before a "
+                                                         "request counts as a timeout.")
+@click.option("--processes", type=int, default=1, show_default=True,
+              help="Split each ramp/soak level over N client processes (shards).")
+@click.option("--quiet", is_flag=True, help="No live progress display.")
+@user_errors
+def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
+          levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
+          output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
+          headers: tuple[str, ...], extra_body: str | None, rate: float | None,
+          timeout_s: float | None, processes: int, quiet: bool) -> None:
+    """Measure a streaming endpoint with the standard probe suite v1.
+
+    \b
+    The suite, in order (each phase can be chosen with --phases):
+      connect   list models, one stream: format, usage support, tokens per chunk,
+                network round trip apart from generation
+      baseline  concurrency 1: TTFT, TPOT, ITL in isolation
+      prefill   concurrency 1, several prompt lengths: TTFT = a + b*prompt_tokens,
+                prefill rate = 1/b
+      cache     the same prompt twice: does a prefix cache serve the repeat?
+      ramp      closed-loop levels 1,2,4,...: stops one level after the first breach
+                (TTFT p90 or TPOT p90 over 2x baseline, or over 1% rejected) and
+                names what degraded first: ttft, itl or admission
+      soak      hold one level for minutes: drift and tail
+      rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
+    Output-length and usage-honesty checks run on every request. The client checks
+    itself (event-loop lag, CPU) and marks levels where it set the pace.
+
+    \b
+    Example:
+      export OPENAI_API_KEY=...
+      evalkit probe --base-url https://api.example.com/v1 --model my-model \\
+          --out runs/example --profile standard --max-concurrency 64
+    """
+    from pathlib import Path
+
+    from evalkit.progress import LiveProgress, summary_lines
+    from evalkit.suite import (
+        ProbeConfig,
+        parse_extra_body,
+        parse_header,
+        parse_int_list,
+        run_probe,
+    )
+
+    config = ProbeConfig(
+        base_url=base_url, model=model, profile=profile,
+        phases=tuple(p.strip() for p in phases.split(",") if p.strip()) if phases else None,
+        levels=parse_int_list(levels, "--levels") if levels else None,
+        max_concurrency=max_concurrency, prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
+        api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
+        extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
+        processes=processes)
+    result = run_probe(config, Path(out_dir), None if quiet else LiveProgress())
+    for line in summary_lines(result.summary):
+        click.echo(line)
+    click.echo(f"{result.status}: {result.requests} requests written to {result.out_dir}")
+
+
+@cli.group()
+def questionnaire() -> None:
+    """The vendor's capacity questionnaire: write a blank one, or check a filled one.
+
+    \b
+    Example:
+      evalkit questionnaire init acme.yaml       # send this to the vendor
+      evalkit questionnaire validate acme.yaml   # every problem at once, file:line: field
+    """
+
+
+@questionnaire.command("init")
+@click.argument("file", type=click.Path(dir_okay=False))
+@user_errors
+def questionnaire_init(file: str) -> None:
+    """Write a blank, commented questionnaire (the six questions) to FILE.
+
+    Each question explains what counts as a measured answer. Refuses to overwrite FILE.
+
+    \b
+    Example:
+      evalkit questionnaire init acme.yaml
+    """
+    from evalkit.questionnaire import write_template
+
+    click.echo(str(write_template(file)))
+
+
+@questionnaire.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+@user_errors
+def questionnaire_validate(file: str) -> None:
+    """Check a filled-in questionnaire; list every problem as file:line: field: message.
+
+    Exit code 0 when it is valid, 2 when it has problems.
+
+    \b
+    Example:
+      evalkit questionnaire validate acme.yaml
+    """
+    from evalkit.questionnaire import load_questionnaire
+
+    q = load_questionnaire(file)
+    answered = [qid for qid, answer in q.questions.items() if answer.to_dict()]
+    click.echo(f"{file}: valid evalkit.questionnaire/1 ({len(answered)} of 6 questions "
+               f"filled in{': ' + ', '.join(answered) if answered else ''}).")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()

@@ -1,0 +1,405 @@
+"""The streaming prober: one HTTP stream per request, timed at byte arrival.
+
+Every read is stamped with `time.perf_counter_ns()` the moment httpx hands it over,
+*before* SSE parsing or JSON decoding, so parsing cost never enters a measured time.
+Events completed by one read share that read's timestamp (their bytes arrived
+together). A failed request is data: it comes back as a record with an outcome, never as
+an exception. The only exceptions are for an endpoint that cannot be probed at all
+(`EndpointError`, raised by `check_endpoint`).
+
+Load generation lives here too: `closed_loop` (N workers, each sending its next request
+when the previous one ends) and `open_loop` (Poisson arrivals; `t0` is the *scheduled*
+send time and the scheduling lag is recorded, so a slow client cannot hide queueing).
+`LoopMonitor` measures the client's own event-loop lag and CPU, so a run can tell when
+the client, not the vendor, set the pace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from evalkit.api import Adapter, get_adapter
+from evalkit.errors import EndpointError
+from evalkit.prompts import Prompt, count_tokens
+from evalkit.records import Outcome, RequestRecord
+from evalkit.sse import SSEParser
+
+#: HTTP statuses that mean "not admitted now" rather than "broken"
+ADMISSION_STATUSES = frozenset({429, 503})
+_ERR_MAX = 300
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how to probe. `secret` is the API key: it never leaves this object."""
+
+    base_url: str
+    model: str
+    api: str = "openai-chat"
+    headers: tuple[tuple[str, str], ...] = ()
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    force_length: bool = True
+    secret: str | None = field(default=None, repr=False)
+
+    def redact(self, text: str) -> str:
+        """Text with the API key (and any header value) blanked: for errors and logs."""
+        for value in [self.secret or "", *(v for _, v in self.headers)]:
+            if len(value) >= 4:
+                text = text.replace(value, "***")
+        return text
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json may say about the target: header names, never their values."""
+        return {"base_url": self.base_url, "model": self.model, "api": self.api,
+                "header_names": [k for k, _ in self.headers],
+                "extra_body": self.extra_body, "timeout_s": self.timeout_s,
+                "force_length": self.force_length, "api_key_set": bool(self.secret)}
+
+
+def make_client(target: Target, max_connections: int | None = None) -> httpx.AsyncClient:
+    """An httpx client for the target: no compression (bytes as sent), pool sized for load."""
+    headers = {"accept-encoding": "identity", "user-agent": "evalkit"}
+    headers.update(dict(target.headers))
+    if target.secret:
+        headers["authorization"] = f"Bearer {target.secret}"
+    timeout = httpx.Timeout(target.timeout_s, pool=None)
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=None)
+    return httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
+                             timeout=timeout, limits=limits)
+
+
+class Prober:
+    """Sends streaming requests for one run (or one shard of it) and times them."""
+
+    def __init__(self, target: Target, client: httpx.AsyncClient, origin_ns: int,
+                 run_tag: str, shard: int = 0) -> None:
+        self.target = target
+        self.client = client
+        self.adapter: Adapter = get_adapter(target.api)
+        self.origin_ns = origin_ns
+        self.run_tag = run_tag
+        self.shard = shard
+        self.force_length = target.force_length
+        self._seq = 0
+
+    def _next_id(self) -> str:
+        self._seq += 1
+        return f"{self.run_tag}-s{self.shard}-{self._seq:06d}"
+
+    def _request(self, rid: str, prompt: Prompt) -> httpx.Request:
+        body = self.adapter.build_body(self.target.model, prompt.content, prompt.max_tokens,
+                                       self.force_length)
+        body.update(self.target.extra_body)
+        return self.client.build_request(
+            "POST", self.adapter.path, content=json.dumps(body).encode(),
+            headers={"content-type": "application/json", "accept": "text/event-stream",
+                     "x-request-id": rid})
+
+    async def stream(self, prompt: Prompt, phase: str, level: int | None,
+                     scheduled_ns: int | None = None) -> RequestRecord:
+        """Send one streaming request and return its record (never raises for a failure)."""
+        rid = self._next_id()
+        request = self._request(rid, prompt)  # built before t0: not part of any time
+        st = _StreamState()
+        sent_ns = time.perf_counter_ns()
+        t0 = scheduled_ns if scheduled_ns is not None else sent_ns
+        try:
+            response = await self.client.send(request, stream=True)
+            try:
+                st.status = response.status_code
+                if st.status != 200:
+                    await self._read_error(response, st)
+                else:
+                    await self._read_stream(response, st)
+            finally:
+                await response.aclose()
+        except httpx.TimeoutException as exc:
+            st.fail("timeout", f"no bytes for {self.target.timeout_s:g} s ({type(exc).__name__})")
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            st.fail("incomplete" if st.status == 200 else "error",
+                    f"connection cut: {exc or type(exc).__name__}")
+        except httpx.HTTPError as exc:
+            st.fail("error", f"{type(exc).__name__}: {exc}")
+        return self._record(rid, prompt, phase, level, t0, sent_ns, scheduled_ns, st)
+
+    async def _read_error(self, response: httpx.Response, st: _StreamState) -> None:
+        body = b""
+        async for part in response.aiter_raw():
+            body += part
+            if len(body) > 4096:
+                break
+        text = _error_message(body) or response.reason_phrase
+        outcome: Outcome = "rejected" if st.status in ADMISSION_STATUSES else "error"
+        st.fail(outcome, f"HTTP {st.status}: {text}")
+
+    async def _read_stream(self, response: httpx.Response, st: _StreamState) -> None:
+        parser = SSEParser()
+        parse = self.adapter.parse
+        perf = time.perf_counter_ns
+        async for raw in response.aiter_raw():
+            now = perf()  # stamped at arrival, before any parsing
+            for event in parser.feed(raw):
+                try:
+                    delta = parse(event.data)
+                except ValueError as exc:
+                    st.protocol_error = f"malformed event data: {str(exc)[:80]}"
+                    continue
+                if delta.done:
+                    st.done = True
+                    continue
+                if delta.error is not None:
+                    st.payload_error = delta.error
+                    continue
+                if delta.text or delta.reasoning:
+                    st.chunk_ns.append(now)
+                    st.chunk_tokens.append(count_tokens(delta.text) + count_tokens(delta.reasoning))
+                    if delta.text and st.first_answer_ns is None:
+                        st.first_answer_ns = now
+                if delta.finish_reason is not None:
+                    st.finish_reason = delta.finish_reason
+                if delta.usage_completion_tokens is not None:
+                    st.usage_ct = delta.usage_completion_tokens
+                if delta.usage_prompt_tokens is not None:
+                    st.usage_pt = delta.usage_prompt_tokens
+        st.cut_event = parser.pending
+        st.comments = parser.comments
+
+    def _record(self, rid: str, prompt: Prompt, phase: str, level: int | None, t0: int,
+                sent_ns: int, scheduled_ns: int | None, st: _StreamState) -> RequestRecord:
+        outcome, error = st.verdict()
+        counted = sum(st.chunk_tokens) if st.status == 200 else None
+        output = st.usage_ct if st.usage_ct is not None else counted
+        chunks = [((ns - t0) / 1e9, n) for ns, n in zip(st.chunk_ns, st.chunk_tokens, strict=True)]
+        return RequestRecord(
+            id=rid, phase=phase, level=level, outcome=outcome,
+            t0_s=(t0 - self.origin_ns) / 1e9,
+            prompt_tokens=st.usage_pt if st.usage_pt is not None else prompt.prompt_tokens,
+            prompt_tokens_estimated=st.usage_pt is None,
+            requested_output_tokens=prompt.max_tokens,
+            output_tokens=output, output_tokens_estimated=st.usage_ct is None,
+            counted_output_tokens=counted, usage_completion_tokens=st.usage_ct,
+            ttft_s=chunks[0][0] if chunks else None,
+            ttfa_s=(st.first_answer_ns - t0) / 1e9 if st.first_answer_ns is not None else None,
+            e2e_s=chunks[-1][0] if chunks else None,
+            chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
+            error=self.target.redact(error)[:_ERR_MAX] if error else None,
+            send_lag_s=(sent_ns - scheduled_ns) / 1e9 if scheduled_ns is not None else None,
+            shard=self.shard, prompt_id=prompt.id)
+
+
+@dataclass
+class _StreamState:
+    """Mutable facts gathered while one stream is read (private to the prober)."""
+
+    status: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    first_answer_ns: int | None = None
+    finish_reason: str | None = None
+    usage_ct: int | None = None
+    usage_pt: int | None = None
+    done: bool = False
+    payload_error: str | None = None
+    protocol_error: str | None = None
+    transport: tuple[Outcome, str] | None = None
+    cut_event: bool = False
+    comments: int = 0
+
+    def fail(self, outcome: Outcome, text: str) -> None:
+        if self.transport is None:
+            self.transport = (outcome, text)
+
+    def verdict(self) -> tuple[Outcome, str | None]:
+        """The outcome, in order of what explains the failure best."""
+        if self.transport is not None and self.transport[0] in ("rejected", "error", "timeout"):
+            return self.transport
+        if self.payload_error is not None:
+            return "error", f"error payload in stream: {self.payload_error}"
+        if self.protocol_error is not None:
+            return "error", self.protocol_error
+        if self.transport is not None:
+            return self.transport
+        if self.finish_reason is None:
+            why = "cut-off final event" if self.cut_event else "stream ended"
+            return "incomplete", f"{why} without a finish_reason"
+        return "ok", None
+
+
+def _error_message(body: bytes) -> str:
+    text = body.decode("utf-8", errors="replace")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return " ".join(text.split())[:200]
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("type") or err)[:200]
+        return str(err)[:200]
+    return str(obj)[:200]
+
+
+# --------------------------------------------------------------------------- load shapes
+
+OnRecord = Callable[[RequestRecord], None]
+NextPrompt = Callable[[], Prompt]
+
+
+async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
+                      phase: str, level: int, workers: int, duration_s: float | None,
+                      max_requests: int | None) -> None:
+    """`workers` streams in flight: each sends its next request when the last one ends.
+
+    New requests start until `duration_s` has passed or `max_requests` were started
+    (whichever first); requests in flight then finish (the drain), so no record is cut
+    short by the phase ending.
+    """
+    deadline = time.perf_counter() + duration_s if duration_s is not None else None
+    started = 0
+
+    async def worker() -> None:
+        nonlocal started
+        while (deadline is None or time.perf_counter() < deadline) and (
+                max_requests is None or started < max_requests):
+            started += 1
+            on_record(await prober.stream(next_prompt(), phase, level))
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+
+
+async def open_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
+                    phase: str, rate: float, duration_s: float, seed: int = 0,
+                    max_in_flight: int = 10_000) -> None:
+    """Poisson arrivals at `rate` req/s for `duration_s`; t0 is each *scheduled* time."""
+    rng = random.Random(seed)
+    start = time.perf_counter_ns()
+    end = start + int(duration_s * 1e9)
+    tasks: set[asyncio.Task[None]] = set()
+    sem = asyncio.Semaphore(max_in_flight)
+    t = start
+
+    async def one(at: int) -> None:
+        async with sem:
+            on_record(await prober.stream(next_prompt(), phase, None, scheduled_ns=at))
+
+    while True:
+        t += int(rng.expovariate(rate) * 1e9)
+        if t >= end:
+            break
+        delay = (t - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(one(t))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.gather(*tasks)
+
+
+# --------------------------------------------------------------------------- self-check
+
+class LoopMonitor:
+    """Measures event-loop lag (timer overshoot) and process CPU, per window of the run."""
+
+    def __init__(self, interval_s: float = 0.005) -> None:
+        self.interval_s = interval_s
+        #: (when the sleep began, ns; how late it woke, s)
+        self._lags: list[tuple[int, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LoopMonitor:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        interval_ns = int(self.interval_s * 1e9)
+        while True:
+            before = time.perf_counter_ns()
+            await asyncio.sleep(self.interval_s)
+            late = time.perf_counter_ns() - before - interval_ns
+            self._lags.append((before, max(late, 0) / 1e9))
+
+    def start_window(self) -> tuple[int, int, float]:
+        """Begin a window (a phase or a level); windows may nest or overlap."""
+        return (len(self._lags), time.perf_counter_ns(), time.process_time())
+
+    def end_window(self, mark: tuple[int, int, float]) -> dict[str, Any]:
+        """Lag percentiles and CPU share (of one core) since `mark`."""
+        i, wall0, cpu0 = mark
+        wall = (time.perf_counter_ns() - wall0) / 1e9
+        cpu = time.process_time() - cpu0
+        # a sample belongs to the window its sleep began in: a block *before* the window
+        # (e.g. judging the previous level) must not count against it
+        lags = sorted(lag for began, lag in self._lags[max(i - 1, 0):] if began >= wall0)
+        return {"loop_lag_p50_s": _pct(lags, 0.5), "loop_lag_p99_s": _pct(lags, 0.99),
+                "loop_lag_max_s": lags[-1] if lags else None, "lag_samples": len(lags),
+                "cpu_fraction": round(cpu / wall, 4) if wall > 0 else None,
+                "wall_s": round(wall, 4)}
+
+
+def _pct(sorted_values: Sequence[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]
+
+
+# --------------------------------------------------------------------------- connect
+
+async def check_endpoint(client: httpx.AsyncClient, target: Target,
+                         api_key_env: str) -> dict[str, Any]:
+    """List models: an unreachable endpoint, a 401 or an unknown model is an EndpointError."""
+    try:
+        response = await client.get("/models")
+    except httpx.HTTPError as exc:
+        raise EndpointError(f"cannot reach {target.base_url}: "
+                            f"{target.redact(str(exc)) or type(exc).__name__}") from None
+    if response.status_code in (401, 403):
+        hint = (f"check the key in ${api_key_env}" if target.secret
+                else f"${api_key_env} is not set")
+        raise EndpointError(f"{target.base_url} answered HTTP {response.status_code} "
+                            f"(unauthorised): {hint}")
+    if response.status_code == 404:
+        return {"models_listed": False, "models": []}
+    if response.status_code != 200:
+        raise EndpointError(f"{target.base_url}/models answered HTTP {response.status_code}: "
+                            f"{target.redact(_error_message(response.content))}")
+    try:
+        data = response.json().get("data", [])
+        models = [str(m.get("id")) for m in data if isinstance(m, dict)]
+    except (ValueError, AttributeError):
+        models = []
+    if models and target.model not in models:
+        shown = ", ".join(models[:10])
+        raise EndpointError(f"model {target.model!r} is not served by {target.base_url}; "
+                            f"it lists: {shown}")
+    return {"models_listed": True, "models": models[:50]}
+
+
+async def measure_rtt(client: httpx.AsyncClient, samples: int) -> list[float]:
+    """Round trips of a tiny request (GET /models) on a warm connection, apart from generation."""
+    out: list[float] = []
+    for _ in range(samples):
+        t0 = time.perf_counter_ns()
+        try:
+            response = await client.get("/models")
+            await response.aread()
+        except httpx.HTTPError:
+            continue
+        out.append((time.perf_counter_ns() - t0) / 1e9)
+    return out

@@ -1,0 +1,152 @@
+"""Live progress for `evalkit probe`: phase, level, requests, current TTFT and tokens/s.
+
+The suite calls three methods (`phase`, `record`, `note`) and `close`; anything with
+those methods can stand in (a notebook may pass its own, or None for silence). The rich
+display redraws at most 4 times a second, from the caller's thread only (no refresh
+thread competing with the event loop for the GIL while streams are being timed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from evalkit.records import RequestRecord
+
+
+class LiveProgress:
+    """A rich live panel on stderr; plain lines when stderr is not a terminal."""
+
+    def __init__(self, console: Console | None = None, refresh_s: float = 0.25) -> None:
+        self.console = console or Console(stderr=True)
+        self.refresh_s = refresh_s
+        self._live: Live | None = None
+        if self.console.is_terminal:
+            self._live = Live(console=self.console, auto_refresh=False, transient=False)
+            self._live.start()
+        self._phase, self._detail = "", ""
+        self._level: int | None = None
+        self._outcomes: Counter[str] = Counter()
+        self._recent: deque[RequestRecord] = deque(maxlen=50)
+        self._total = 0
+        self._last_draw = 0.0
+
+    def phase(self, name: str, level: int | None, detail: str = "") -> None:
+        """A phase (or a ramp level) starts."""
+        self._phase, self._level, self._detail = name, level, detail
+        self._outcomes.clear()
+        self._recent.clear()
+        if self._live is None:
+            lvl = f" level {level}" if level is not None else ""
+            self.console.print(escape(f"[{name}{lvl}] {detail}"))
+        self._draw(force=True)
+
+    def record(self, rec: RequestRecord) -> None:
+        """A request completed."""
+        self._total += 1
+        self._outcomes[rec.outcome] += 1
+        self._recent.append(rec)
+        self._draw()
+
+    def note(self, text: str) -> None:
+        """Something the user should know now (e.g. the client became the bottleneck)."""
+        self.console.print(escape(f"note: {text}"))
+
+    def close(self) -> None:
+        """Final redraw and stop."""
+        if self._live is not None:
+            self._draw(force=True)
+            self._live.stop()
+            self._live = None
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._live is None or (not force and now - self._last_draw < self.refresh_s):
+            return
+        self._last_draw = now
+        self._live.update(self._table(), refresh=True)
+
+    def _table(self) -> Table:
+        ok = [r for r in self._recent if r.outcome == "ok"]
+        ttfts = sorted(r.ttft_s for r in ok if r.ttft_s is not None)
+        rates = sorted(
+            (r.output_tokens - 1) / (r.e2e_s - r.ttft_s) for r in ok
+            if r.output_tokens and r.output_tokens > 1 and r.e2e_s and r.ttft_s is not None
+            and r.e2e_s > r.ttft_s)
+        table = Table.grid(padding=(0, 2))
+        level = "" if self._level is None else f"  level {self._level}"
+        table.add_row("[bold]phase[/]", f"{self._phase}{level}  {self._detail}")
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self._outcomes.items())) or "-"
+        table.add_row("[bold]requests[/]", f"{sum(self._outcomes.values())} in this phase "
+                      f"({outcomes}); {self._total} in the run")
+        table.add_row("[bold]TTFT p50[/]", _median_ms(ttfts))
+        table.add_row("[bold]stream tok/s p50[/]",
+                      f"{rates[len(rates) // 2]:.1f}" if rates else "-")
+        return table
+
+
+def _median_ms(values: list[float]) -> str:
+    return f"{values[len(values) // 2] * 1000:.1f} ms (last {len(values)})" if values else "-"
+
+
+class NullProgress:
+    """Silence (tests, notebooks)."""
+
+    def phase(self, name: str, level: int | None, detail: str = "") -> None:
+        """Ignored."""
+
+    def record(self, rec: RequestRecord) -> None:
+        """Ignored."""
+
+    def note(self, text: str) -> None:
+        """Ignored."""
+
+    def close(self) -> None:
+        """Ignored."""
+
+
+def summary_lines(summary: dict[str, Any] | None) -> list[str]:
+    """The short human summary printed at the end of a probe."""
+    if not summary:
+        return ["no summary (no request completed)"]
+    out: list[str] = []
+    base = summary.get("baseline") or {}
+    if base:
+        out.append(f"baseline: TTFT p50 {_s(base, 'ttft_s', 'p50')}, p90 "
+                   f"{_s(base, 'ttft_s', 'p90')}; TPOT p50 {_s(base, 'tpot_s', 'p50')}; "
+                   f"ITL p50 {_s(base, 'itl_s', 'p50')}")
+    pre = summary.get("prefill") or {}
+    if pre.get("tokens_per_s"):
+        out.append(f"prefill: {pre['tokens_per_s']:.0f} prompt tokens/s "
+                   f"(r² {pre.get('r2') or 0:.2f})")
+    ramp = summary.get("ramp") or {}
+    for lvl in ramp.get("levels") or []:
+        agg = lvl.get("aggregate_tokens_per_s")
+        bound = "  [client-bound]" if lvl.get("client_bound") else ""
+        out.append(f"  c={lvl.get('concurrency'):>4}: TTFT p90 {_s(lvl, 'ttft_s', 'p90')}, "
+                   f"TPOT p90 {_s(lvl, 'tpot_s', 'p90')}, aggregate "
+                   f"{'-' if agg is None else f'{agg:.0f}'} tok/s, outcomes "
+                   f"{_outcomes(lvl.get('outcomes'))}{bound}")
+    if ramp:
+        out.append(f"ramp: max sustained concurrency {ramp.get('max_sustained_concurrency')}, "
+                   f"first degraded: {ramp.get('first_degraded')}")
+    client = summary.get("client") or {}
+    if client.get("client_bound"):
+        out.append("client: the client was the bottleneck somewhere; no capacity conclusion "
+                   "was drawn from those levels")
+    return out
+
+
+def _s(d: dict[str, Any], key: str, q: str) -> str:
+    v = (d.get(key) or {}).get(q)
+    return "-" if v is None else f"{v * 1000:.1f} ms"
+
+
+def _outcomes(d: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (d or {}).items() if v) or "-"

@@ -1,0 +1,654 @@
+"""The standard probe suite v1: connect, baseline, prefill, cache, ramp, soak, open loop.
+
+`run_probe(config, out_dir)` is the library entry point (a notebook calls it; the CLI is a
+thin shell over it). It is synchronous: `asyncio.run` lives only here, at the edge.
+
+Suite settings come from a profile (`evalkit/profiles/quick.json`, `standard.json`, or a
+JSON file of the same shape); the fields of `ProbeConfig` override them. Every record is
+appended to `requests.jsonl` as its request completes; whatever happens (Ctrl-C, a
+crash, an endpoint error) `summary.json` is then written from the records that exist, and
+`run.json` says how the run ended.
+
+Scaling out: a level's streams can be split into shards that run in separate processes
+(`ProbeConfig(processes=N)`): the driver sends each process a `ShardTask` (its slice of
+the level's workers, a common start time and the run's clock origin), gathers their
+records (which carry `shard`), and judges the level on the merged records. A `ShardTask`
+is plain picklable data and `run_shard` a plain function, so a distributed engine can
+run them on other machines; `merge_runs` merges run directories made apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import secrets
+import statistics
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from evalkit import SUITE_VERSION, __version__
+from evalkit.errors import EndpointError, UsageError
+from evalkit.prober import (
+    LoopMonitor,
+    Prober,
+    Target,
+    check_endpoint,
+    closed_loop,
+    make_client,
+    measure_rtt,
+    open_loop,
+)
+from evalkit.prompts import Prompt, PromptSource, load_prompts, synthetic
+from evalkit.records import RequestRecord
+from evalkit.runstore import RunStore, load_run, write_json, write_records
+
+#: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
+PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
+_SERIAL = ("connect", "baseline", "prefill", "cache")
+_FORCE_WORDS = ("ignore_eos", "min_tokens")
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """What to probe and how; every field left None takes the profile's value."""
+
+    base_url: str
+    model: str
+    profile: str = "quick"
+    phases: tuple[str, ...] | None = None
+    levels: tuple[int, ...] | None = None
+    max_concurrency: int | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    prompts_file: Path | None = None
+    api: str = "openai-chat"
+    api_key_env: str = "OPENAI_API_KEY"
+    headers: tuple[tuple[str, str], ...] = ()
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    rate: float | None = None
+    timeout_s: float | None = None
+    #: processes that share each ramp/soak level (shards); 1 = all in this process
+    processes: int = 1
+    seed: int = 0
+    #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run went and how it ended."""
+
+    out_dir: Path
+    status: str
+    requests: int
+    summary: dict[str, Any] | None
+
+
+# --------------------------------------------------------------------------- settings
+
+def profile_names() -> list[str]:
+    """The built-in profiles."""
+    folder = resources.files("evalkit") / "profiles"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load_profile(name_or_path: str) -> dict[str, Any]:
+    """A built-in profile by name, or a JSON file of the same shape."""
+    if name_or_path in profile_names():
+        text = (resources.files("evalkit") / "profiles" / f"{name_or_path}.json").read_text()
+        return dict(json.loads(text))
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise UsageError(f"unknown profile {name_or_path!r}: use one of "
+                         f"{', '.join(profile_names())} or a JSON file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a JSON profile: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: a profile is a JSON object")
+    base = load_profile(str(data.get("extends", "standard")))
+    return _deep_merge(base, data)
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(
+            out.get(k), dict) else v
+    return out
+
+
+def _powers_up_to(n: int) -> list[int]:
+    levels, c = [], 1
+    while c < n:
+        levels.append(c)
+        c *= 2
+    return [*levels, n]
+
+
+def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
+    """The profile with the config's flags applied: what the run actually does."""
+    s = _deep_merge(load_profile(config.profile), config.overrides)
+    if config.phases is not None:
+        unknown = [p for p in config.phases if p not in PHASES]
+        if unknown:
+            raise UsageError(f"unknown phase(s) {', '.join(unknown)}; known: {', '.join(PHASES)}")
+        s["phases"] = list(config.phases)
+    if config.rate is not None:
+        if config.rate <= 0:
+            raise UsageError("--rate must be a positive number of requests per second")
+        s["phases"] = [p if p != "ramp" else "rate" for p in s["phases"]]
+        if "rate" not in s["phases"]:
+            s["phases"].append("rate")
+        s["rate"] = {**s.get("rate", {}), "rate": config.rate}
+    for key, value in (("prompt_tokens", config.prompt_tokens),
+                       ("output_tokens", config.output_tokens),
+                       ("timeout_s", config.timeout_s)):
+        if value is not None:
+            if value <= 0:
+                raise UsageError(f"--{key.replace('_', '-').replace('-s', '')} must be positive")
+            s[key] = value
+    ramp = dict(s["ramp"])
+    if config.max_concurrency is not None:
+        if config.max_concurrency < 1:
+            raise UsageError("--max-concurrency must be at least 1")
+        ramp["max_concurrency"] = config.max_concurrency
+        if config.levels is None:
+            ramp["levels"] = _powers_up_to(config.max_concurrency)
+    if config.levels is not None:
+        if not config.levels or min(config.levels) < 1:
+            raise UsageError("--levels must be positive integers, e.g. 1,2,4,8")
+        ramp["levels"] = sorted(set(config.levels))
+    ramp["levels"] = [c for c in ramp["levels"] if c <= int(ramp["max_concurrency"])]
+    s["ramp"] = ramp
+    if config.processes < 1:
+        raise UsageError("--processes must be at least 1")
+    s["phases"] = [p for p in PHASES if p in s["phases"]]  # the suite's own order
+    return s
+
+
+# --------------------------------------------------------------------------- shards
+
+@dataclass(frozen=True)
+class ShardTask:
+    """One process's slice of one level: plain data, so any executor can run it."""
+
+    target: Target
+    origin_ns: int
+    run_tag: str
+    shard: int
+    shards: int
+    phase: str
+    level: int
+    duration_s: float
+    start_at_ns: int
+    prompt_tokens: int
+    output_tokens: int
+    user_prompts: tuple[Prompt, ...] = ()
+    seed: int = 0
+    rate: float | None = None
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What a shard measured: its records and its own client self-check."""
+
+    records: tuple[RequestRecord, ...]
+    check: dict[str, Any]
+
+
+def run_shard(task: ShardTask) -> ShardResult:
+    """Run one shard of a level in this process (entry point for worker processes)."""
+    return asyncio.run(_run_shard(task))
+
+
+async def _run_shard(task: ShardTask) -> ShardResult:
+    records: list[RequestRecord] = []
+    workers = len(range(task.shard, task.level, task.shards))
+    tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
+    source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
+    async with make_client(task.target) as client, LoopMonitor() as mon:
+        prober = Prober(task.target, client, task.origin_ns, tag, task.shard)
+        delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        mark = mon.start_window()
+        if task.rate is not None:
+            await open_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
+                            records.append, phase=task.phase, rate=task.rate / task.shards,
+                            duration_s=task.duration_s, seed=task.seed * 1000 + task.shard)
+        elif workers:
+            await closed_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
+                              records.append, phase=task.phase, level=task.level,
+                              workers=workers, duration_s=task.duration_s, max_requests=None)
+        check = mon.end_window(mark)
+    return ShardResult(tuple(records), check)
+
+
+# --------------------------------------------------------------------------- the run
+
+class _Suite:
+    """State of one run while the phases execute."""
+
+    def __init__(self, config: ProbeConfig, settings: dict[str, Any], target: Target,
+                 store: RunStore, progress: Any, origin_ns: int, run_tag: str,
+                 user_prompts: list[Prompt]) -> None:
+        self.config, self.s, self.target = config, settings, target
+        self.store, self.progress = store, progress
+        self.origin_ns, self.run_tag = origin_ns, run_tag
+        self.user_prompts = user_prompts
+        self.prompts = PromptSource(run_tag, config.seed, user_prompts)
+        self.phase_checks: dict[str, dict[str, Any]] = {}
+        self.level_checks: dict[int, dict[str, Any]] = {}
+        self.rtt_samples: list[float] = []
+        self.connect_info: dict[str, Any] = {}
+        self.ramp_levels_run: list[int] = []
+        self.executor: Executor | None = None
+
+    # -- plumbing
+    def on_record(self, rec: RequestRecord) -> None:
+        self.store.append(rec)
+        if self.progress is not None:
+            self.progress.record(rec)
+
+    def _announce(self, phase: str, level: int | None = None, detail: str = "") -> None:
+        if self.progress is not None:
+            self.progress.phase(phase, level, detail)
+
+    def _prompt(self, tokens: int | None = None, out: int | None = None) -> Prompt:
+        return self.prompts.next(int(tokens or self.s["prompt_tokens"]),
+                                 int(out or self.s["output_tokens"]))
+
+    def _judge_check(self, check: dict[str, Any]) -> dict[str, Any]:
+        limits = self.s["client_check"]
+        lag, cpu = check.get("loop_lag_p99_s"), check.get("cpu_fraction")
+        bound = bool((lag is not None and lag > float(limits["loop_lag_p99_s"])) or
+                     (cpu is not None and cpu > float(limits["cpu_fraction"])))
+        return {**check, "client_bound": bound}
+
+    # -- phases
+    async def run(self) -> None:
+        async with make_client(self.target) as client, LoopMonitor() as mon:
+            prober = Prober(self.target, client, self.origin_ns, self.run_tag)
+            for phase in self.s["phases"]:
+                mark = mon.start_window()
+                await getattr(self, f"_phase_{phase}")(client, prober, mon)
+                # a sharded phase already stored its shards' merged check
+                self.phase_checks.setdefault(phase, self._judge_check(mon.end_window(mark)))
+
+    async def _phase_connect(self, client: httpx.AsyncClient, prober: Prober,
+                             mon: LoopMonitor) -> None:
+        self._announce("connect", 1, "list models, one stream, round trip")
+        self.connect_info = await check_endpoint(client, self.target, self.config.api_key_env)
+        rec = await prober.stream(self._prompt(), "connect", 1)
+        if rec.http_status == 400 and prober.force_length and any(
+                w in (rec.error or "") for w in _FORCE_WORDS):
+            # the vendor rejects the length-forcing extensions: say so and go on without
+            prober.force_length = False
+            self.connect_info["force_length_rejected"] = rec.error
+            rec = await prober.stream(self._prompt(), "connect", 1)
+        self._check_first_stream(rec)
+        self.on_record(rec)
+        self.connect_info["force_length"] = prober.force_length
+        self.rtt_samples = await measure_rtt(client, int(self.s["connect"]["rtt_samples"]))
+
+    def _check_first_stream(self, rec: RequestRecord) -> None:
+        status, err = rec.http_status, rec.error or ""
+        if status in (401, 403):
+            raise EndpointError(f"{self.target.base_url} answered HTTP {status} (unauthorised): "
+                                f"check the key in ${self.config.api_key_env}")
+        if status == 404 or (status == 400 and "model" in err.lower()):
+            raise EndpointError(f"the endpoint refused model {self.target.model!r}: {err}")
+        if rec.outcome == "error" and rec.http_status is None:
+            raise EndpointError(f"cannot stream from {self.target.base_url}: {err}")
+
+    async def _phase_baseline(self, client: httpx.AsyncClient, prober: Prober,
+                              mon: LoopMonitor) -> None:
+        n = int(self.s["baseline"]["requests"])
+        self._announce("baseline", 1, f"{n} requests one at a time")
+        await closed_loop(prober, self._prompt, self.on_record, phase="baseline", level=1,
+                          workers=1, duration_s=None, max_requests=n)
+
+    async def _phase_prefill(self, client: httpx.AsyncClient, prober: Prober,
+                             mon: LoopMonitor) -> None:
+        p = self.s["prefill"]
+        lengths = [int(x) for x in p["prompt_tokens"]]
+        self._announce("prefill", 1, f"prompt lengths {lengths}")
+        for _ in range(int(p["repeats"])):
+            for tokens in lengths:  # interleaved, so a slow drift cannot tilt the fit
+                prompt = synthetic(tokens, int(p["output_tokens"]),
+                                   f"{self.run_tag}-p{tokens}-{secrets.token_hex(3)}",
+                                   self.config.seed)
+                self.on_record(await prober.stream(prompt, "prefill", 1))
+
+    async def _phase_cache(self, client: httpx.AsyncClient, prober: Prober,
+                           mon: LoopMonitor) -> None:
+        c = self.s["cache"]
+        self._announce("cache", 1, "the same prompt twice")
+        for i in range(int(c["pairs"])):
+            prompt = synthetic(int(c["prompt_tokens"]), int(c["output_tokens"]),
+                               f"{self.run_tag}-c{i}-{secrets.token_hex(3)}", self.config.seed)
+            for _ in range(2):
+                self.on_record(await prober.stream(prompt, "cache", 1))
+
+    async def _level(self, prober: Prober, mon: LoopMonitor, phase: str, level: int,
+                     duration_s: float) -> dict[str, Any]:
+        """Hold `level` streams for `duration_s`, here or split over worker processes."""
+        self._announce(phase, level, f"{level} streams for {duration_s:g} s")
+        if self.executor is None:
+            mark = mon.start_window()
+            await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
+                              workers=level, duration_s=duration_s, max_requests=None)
+            return self._judge_check(mon.end_window(mark))
+        return await self._sharded(phase, level, duration_s, None)
+
+    async def _sharded(self, phase: str, level: int, duration_s: float,
+                       rate: float | None) -> dict[str, Any]:
+        n = self.config.processes
+        start_at = time.perf_counter_ns() + 300_000_000  # all shards start together
+        tasks = [ShardTask(self.target, self.origin_ns, self.run_tag, i, n, phase, level,
+                           duration_s, start_at, int(self.s["prompt_tokens"]),
+                           int(self.s["output_tokens"]), tuple(self.user_prompts),
+                           self.config.seed, rate) for i in range(n)]
+        loop = asyncio.get_running_loop()
+        assert self.executor is not None
+        results = await asyncio.gather(*(loop.run_in_executor(self.executor, run_shard, t)
+                                         for t in tasks))
+        for res in results:
+            for rec in sorted(res.records, key=lambda r: r.t0_s):
+                self.on_record(rec)
+        return self._merge_checks([self._judge_check(r.check) for r in results])
+
+    @staticmethod
+    def _merge_checks(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        def worst(key: str) -> Any:
+            vals = [c[key] for c in checks if c.get(key) is not None]
+            return max(vals) if vals else None
+        return {"loop_lag_p50_s": worst("loop_lag_p50_s"), "loop_lag_p99_s":
+                worst("loop_lag_p99_s"), "loop_lag_max_s": worst("loop_lag_max_s"),
+                "cpu_fraction": worst("cpu_fraction"), "shards": len(checks),
+                "client_bound": any(c.get("client_bound") for c in checks)}
+
+    async def _phase_ramp(self, client: httpx.AsyncClient, prober: Prober,
+                          mon: LoopMonitor) -> None:
+        r = self.s["ramp"]
+        confirm = int(r.get("confirm_levels", 1))
+        breached_at: int | None = None
+        for level in r["levels"]:
+            check = await self._level(prober, mon, "ramp", level, float(r["level_duration_s"]))
+            self.level_checks[level] = check
+            self.ramp_levels_run.append(level)
+            if check["client_bound"]:
+                self._note(f"level {level}: the client set the pace (loop lag p99 "
+                           f"{_ms(check.get('loop_lag_p99_s'))}, CPU "
+                           f"{check.get('cpu_fraction')}); stopping the ramp")
+                break
+            if breached_at is None and self._breached(level):
+                breached_at = level
+            if breached_at is not None and (
+                    r["levels"].index(level) - r["levels"].index(breached_at) >= confirm):
+                break
+        if self.executor is not None and self.level_checks:
+            self.phase_checks["ramp"] = self._merge_checks(list(self.level_checks.values()))
+
+    def _breached(self, level: int) -> bool:
+        ramp = self.summary().get("ramp") or {}
+        return ramp.get("first_breach_concurrency") == level
+
+    async def _phase_soak(self, client: httpx.AsyncClient, prober: Prober,
+                          mon: LoopMonitor) -> None:
+        s = self.s["soak"]
+        level = s.get("concurrency")
+        if level is None:
+            ramp = self.summary().get("ramp") or {}
+            level = ramp.get("max_sustained_concurrency") or max(self.ramp_levels_run or [1])
+        check = await self._level(prober, mon, "soak", int(level), float(s["duration_s"]))
+        if self.executor is not None:
+            self.phase_checks["soak"] = check
+
+    async def _phase_rate(self, client: httpx.AsyncClient, prober: Prober,
+                          mon: LoopMonitor) -> None:
+        r = self.s["rate"]
+        rate, duration = float(r["rate"]), float(r["duration_s"])
+        self._announce("rate", None, f"Poisson arrivals at {rate:g}/s for {duration:g} s")
+        if self.executor is not None:
+            self.phase_checks["rate"] = await self._sharded("rate", 0, duration, rate)
+            return
+        await open_loop(prober, self._prompt, self.on_record, phase="rate", rate=rate,
+                        duration_s=duration, seed=self.config.seed,
+                        max_in_flight=int(self.s["ramp"]["max_concurrency"]) * 16)
+
+    def _note(self, text: str) -> None:
+        self.store.meta.setdefault("notes", []).append(text)
+        if self.progress is not None:
+            self.progress.note(text)
+
+    # -- summary
+    def meta(self) -> dict[str, Any]:
+        """What summarize needs beyond the records (plain data, as stored in run.json)."""
+        return {"tool_version": __version__, "suite_version": SUITE_VERSION,
+                "phases": self.phase_checks,
+                "levels": {str(k): v for k, v in self.level_checks.items()},
+                "rtt_s": statistics.median(self.rtt_samples) if self.rtt_samples else None}
+
+    def summary(self) -> dict[str, Any]:
+        return summarize_run(self.store.records, self.meta())
+
+
+def summarize_run(records: Sequence[RequestRecord], meta: dict[str, Any]) -> dict[str, Any]:
+    """summary.json from records and the run's self-check data (metrics does the maths)."""
+    from evalkit.metrics import SummaryMeta, summarize
+
+    return dict(summarize(list(records), SummaryMeta.from_dict(meta)))
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 1000:.1f} ms"
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
+    """Run the suite against `config.base_url`; write the run directory; return how it ended.
+
+    Raises EndpointError when the endpoint cannot be probed at all (unreachable, 401,
+    unknown model) and UsageError for settings that do not fit; KeyboardInterrupt passes
+    through after the run directory was completed with what was measured.
+    """
+    settings = resolve_settings(config)
+    user_prompts = (load_prompts(config.prompts_file, int(settings["output_tokens"]))
+                    if config.prompts_file else [])
+    secret = os.environ.get(config.api_key_env) or None
+    target = Target(base_url=config.base_url, model=config.model, api=config.api,
+                    headers=config.headers, extra_body=dict(config.extra_body),
+                    timeout_s=float(settings["timeout_s"]),
+                    force_length=bool(settings.get("force_output_length", True)), secret=secret)
+    from evalkit.api import get_adapter
+
+    get_adapter(config.api)  # an unknown --api is a usage error before anything starts
+    run_tag = secrets.token_hex(3)
+    origin_ns = time.perf_counter_ns()
+    meta = {
+        "schema": "evalkit.run/1", "tool": "evalkit", "tool_version": __version__,
+        "suite_version": SUITE_VERSION, "run_tag": run_tag, "status": "running",
+        "started_at": _now_iso(), "ended_at": None,
+        "clock": {"origin_ns": origin_ns, "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+                  "note": "t0_s in requests.jsonl are offsets from origin_ns"},
+        "target": target.describe(), "api_key_env": config.api_key_env,
+        "profile": config.profile, "settings": settings,
+        "config": _config_for_file(config),
+        "client": {"host": platform.node(), "python": platform.python_version(),
+                   "platform": platform.platform(), "cpus": os.cpu_count(),
+                   "processes": config.processes},
+    }
+    _warm_up()
+    store = RunStore(Path(out_dir), meta)
+    suite = _Suite(config, settings, target, store, progress, origin_ns, run_tag, user_prompts)
+    status = "crashed"
+    error: str | None = None
+    try:
+        with _executor(config.processes) as executor:
+            suite.executor = executor
+            asyncio.run(suite.run())
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except EndpointError as exc:
+        status, error = "failed", target.redact(str(exc))
+        raise
+    finally:
+        store.close()
+        summary = _final_summary(suite, store, status)
+        store.update_meta(status=status, ended_at=_now_iso(), error=error,
+                          client_checks={"phases": suite.phase_checks,
+                                         "levels": {str(k): v for k, v in
+                                                    suite.level_checks.items()}},
+                          connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
+                          requests=len(store.records))
+        if progress is not None:
+            progress.close()
+    return RunResult(Path(out_dir), status, len(store.records), summary)
+
+
+def _warm_up() -> None:
+    """Load the tokenizer and pandas now, not inside a timed phase (they block ~0.5 s)."""
+    import evalkit.metrics  # noqa: F401  (imports pandas)
+    from evalkit.prompts import count_tokens, filler_words
+
+    filler_words()
+    count_tokens("warm up")
+
+
+def _final_summary(suite: _Suite, store: RunStore, status: str) -> dict[str, Any] | None:
+    """Summarise whatever exists; a failure here must not hide the run's own error."""
+    try:
+        summary = suite.summary()
+    except Exception as exc:  # a summary bug must not lose the records' story
+        store.update_meta(summary_error=f"{type(exc).__name__}: {exc}")
+        if status == "complete":
+            raise
+        return None
+    summary["run_status"] = status
+    store.write_summary(summary)
+    return summary
+
+
+@contextlib.contextmanager
+def _executor(processes: int) -> Any:
+    if processes <= 1:
+        yield None
+        return
+    import multiprocessing
+
+    # spawn: a fresh interpreter per worker, no inherited event loop or sockets
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as ex:
+        yield ex
+
+
+def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
+    """The config as run.json may show it: header values are never written."""
+    d = asdict(config)
+    d["headers"] = [k for k, _ in config.headers]
+    d["prompts_file"] = str(config.prompts_file) if config.prompts_file else None
+    return d
+
+
+# --------------------------------------------------------------------------- merge
+
+def merge_runs(run_dirs: Sequence[Path], out_dir: Path) -> Path:
+    """Merge shard runs (e.g. from several processes or machines) into one run directory.
+
+    Records keep their `t0_s` re-based on the earliest run's clock origin (exact on one
+    machine, where the monotonic clock is shared; across machines it is only as good as
+    the origins' alignment, and run.json says so). Client self-checks merge by the worst
+    shard: one client-bound shard makes the level client-bound.
+    """
+    if not run_dirs:
+        raise UsageError("merge needs at least one run directory")
+    runs = [load_run(Path(d)) for d in run_dirs]
+    origins = [int(m["clock"]["origin_ns"]) for m, _ in runs]
+    base = min(origins)
+    records: list[RequestRecord] = []
+    for (_meta, recs), origin in zip(runs, origins, strict=True):
+        shift = (origin - base) / 1e9
+        records += [replace(r, t0_s=r.t0_s + shift) for r in recs]
+    records.sort(key=lambda r: r.t0_s)
+    levels: dict[str, list[dict[str, Any]]] = {}
+    phases: dict[str, list[dict[str, Any]]] = {}
+    for meta, _ in runs:
+        checks = meta.get("client_checks") or {}
+        for k, v in (checks.get("levels") or {}).items():
+            levels.setdefault(k, []).append(v)
+        for k, v in (checks.get("phases") or {}).items():
+            phases.setdefault(k, []).append(v)
+    merged_checks = {"phases": {k: _Suite._merge_checks(v) for k, v in phases.items()},
+                     "levels": {k: _Suite._merge_checks(v) for k, v in levels.items()}}
+    first = runs[0][0]
+    rtts = [s for m, _ in runs for s in m.get("rtt_samples_s") or []]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta_out = {**{k: first.get(k) for k in ("schema", "tool", "tool_version", "suite_version",
+                                             "target", "profile", "settings")},
+                "status": "merged", "merged_from": [str(d) for d in run_dirs],
+                "run_statuses": [m.get("status") for m, _ in runs],
+                "clock": {"origin_ns": base, "source": "earliest origin of the merged runs",
+                          "note": "exact for runs on one machine only"},
+                "client_checks": merged_checks, "rtt_samples_s": rtts,
+                "requests": len(records), "ended_at": _now_iso()}
+    write_records(out_dir / "requests.jsonl", records)
+    write_json(out_dir / "run.json", meta_out)
+    summary_meta = {"phases": merged_checks["phases"], "levels": merged_checks["levels"],
+                    "rtt_s": statistics.median(rtts) if rtts else None}
+    write_json(out_dir / "summary.json", summarize_run(records, summary_meta))
+    return out_dir
+
+
+
+# --------------------------------------------------------------------------- CLI parsing
+
+def parse_header(text: str) -> tuple[str, str]:
+    """'Name: value' from --header; the value may hold secrets, so it is never echoed."""
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise UsageError(f"--header must look like 'Name: value' (got a value for "
+                         f"{name.strip()!r})" if sep else "--header must look like 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def parse_int_list(text: str, option: str) -> tuple[int, ...]:
+    """'1,2,4,8' → (1, 2, 4, 8); anything else is a usage error naming the option."""
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{option} takes comma-separated integers, e.g. 1,2,4,8") from None
+    if not values:
+        raise UsageError(f"{option} needs at least one value")
+    return values
+
+
+def parse_extra_body(text: str | None) -> dict[str, Any]:
+    """--extra-body: a JSON object merged into every request body."""
+    if not text:
+        return {}
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--extra-body is not valid JSON: {exc.msg}") from None
+    if not isinstance(obj, dict):
+        raise UsageError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
+    return obj

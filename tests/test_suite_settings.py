@@ -1,0 +1,144 @@
+"""Suite settings, prompt files and the run store: the parts that need no endpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalkit.errors import InputError, RunDirError, UsageError
+from evalkit.prompts import PromptSource, count_tokens, load_prompts, synthetic
+from evalkit.records import RequestRecord
+from evalkit.runstore import RunStore, load_run, read_records
+from evalkit.suite import (
+    ProbeConfig,
+    load_profile,
+    parse_extra_body,
+    parse_header,
+    parse_int_list,
+    profile_names,
+    resolve_settings,
+)
+
+
+def _cfg(**kw: object) -> ProbeConfig:
+    return ProbeConfig(base_url="http://127.0.0.1:1/v1", model="m", **kw)  # type: ignore[arg-type]
+
+
+class TestSettings:
+    def test_builtin_profiles(self) -> None:
+        """quick and standard ship; quick is the shorter one."""
+        assert {"quick", "standard"} <= set(profile_names())
+        q, s = load_profile("quick"), load_profile("standard")
+        assert q["ramp"]["level_duration_s"] < s["ramp"]["level_duration_s"]
+        assert q["phases"][0] == "connect"
+
+    def test_flags_override_profile(self) -> None:
+        """--max-concurrency makes power-of-two levels up to it; --levels wins over both."""
+        s = resolve_settings(_cfg(max_concurrency=24, output_tokens=7, prompt_tokens=99))
+        assert s["ramp"]["levels"] == [1, 2, 4, 8, 16, 24]
+        assert (s["output_tokens"], s["prompt_tokens"]) == (7, 99)
+        s = resolve_settings(_cfg(levels=(8, 2, 2), max_concurrency=4))
+        assert s["ramp"]["levels"] == [2]
+
+    def test_rate_replaces_ramp(self) -> None:
+        """--rate runs the open-loop phase instead of the ramp."""
+        s = resolve_settings(_cfg(rate=5.0))
+        assert "ramp" not in s["phases"] and "rate" in s["phases"]
+        assert s["rate"]["rate"] == 5.0
+
+    def test_phases_keep_suite_order(self) -> None:
+        """Phases run in the suite's order whatever order they were given in."""
+        assert resolve_settings(_cfg(phases=("ramp", "connect")))["phases"] == ["connect", "ramp"]
+
+    @pytest.mark.parametrize("kw, message", [
+        ({"phases": ("warmup",)}, "unknown phase"),
+        ({"profile": "nonesuch"}, "unknown profile"),
+        ({"rate": 0.0}, "--rate"),
+        ({"levels": (0, 2)}, "--levels"),
+        ({"processes": 0}, "--processes"),
+    ])
+    def test_bad_settings(self, kw: dict[str, object], message: str) -> None:
+        """Each bad setting is a UsageError that names what is wrong."""
+        with pytest.raises(UsageError, match=message):
+            resolve_settings(_cfg(**kw))
+
+    def test_profile_file_extends_builtin(self, tmp_path: Path) -> None:
+        """A profile file only states what differs from the one it extends."""
+        f = tmp_path / "p.json"
+        f.write_text(json.dumps({"extends": "quick", "ramp": {"levels": [3]}}))
+        s = resolve_settings(_cfg(profile=str(f)))
+        assert s["ramp"]["levels"] == [3]
+        assert s["ramp"]["level_duration_s"] == load_profile("quick")["ramp"]["level_duration_s"]
+
+    def test_cli_parsers(self) -> None:
+        """Headers, integer lists and extra body parse, or fail with the option's name."""
+        assert parse_header("X-Org:  acme ") == ("X-Org", "acme")
+        assert parse_int_list("1, 2,4", "--levels") == (1, 2, 4)
+        assert parse_extra_body('{"top_k": 1}') == {"top_k": 1}
+        with pytest.raises(UsageError, match="--header"):
+            parse_header("no colon")
+        with pytest.raises(UsageError, match="--levels"):
+            parse_int_list("1,x", "--levels")
+        with pytest.raises(UsageError, match="JSON object"):
+            parse_extra_body("[1]")
+
+
+class TestPrompts:
+    @pytest.mark.parametrize("n", [16, 100, 1000, 4096])
+    def test_synthetic_length_is_exact(self, n: int) -> None:
+        """A synthetic prompt is exactly the asked-for number of o200k tokens."""
+        p = synthetic(n, 8, "abc123-000001")
+        assert isinstance(p.content, str)
+        assert p.prompt_tokens == n == count_tokens(p.content)
+        assert p.content.startswith("[abc123-000001]")
+
+    def test_every_prompt_has_its_own_nonce(self) -> None:
+        """No two prompts of a run share a leading nonce (no prefix cache can serve them)."""
+        src = PromptSource("run1")
+        heads = {str(src.next(64, 4).content)[:20] for _ in range(200)}
+        assert len(heads) == 200
+
+    def test_prompt_file(self, tmp_path: Path) -> None:
+        """JSONL prompts load with their own lengths; errors name file and line."""
+        f = tmp_path / "p.jsonl"
+        f.write_text('{"prompt": "hello there", "max_tokens": 5}\n\n'
+                     '{"id": "q2", "messages": [{"role": "user", "content": "hi"}]}\n')
+        ps = load_prompts(f, 32)
+        assert [(p.id, p.max_tokens, p.prompt_tokens) for p in ps] == [
+            ("line1", 5, 2), ("q2", 32, 1)]
+        f.write_text('{"prompt": "ok"}\n{"prompt": 3}\n')
+        with pytest.raises(InputError, match=r"p\.jsonl:2"):
+            load_prompts(f, 32)
+        f.write_text("not json\n")
+        with pytest.raises(InputError, match=r"p\.jsonl:1: not JSON"):
+            load_prompts(f, 32)
+
+
+class TestRunStore:
+    def test_records_survive_a_crash_mid_line(self, tmp_path: Path) -> None:
+        """Each record is on disk when appended; a torn last line is skipped on reading."""
+        store = RunStore(tmp_path, {"clock": {"origin_ns": 1}, "api_key_set": True})
+        recs = [RequestRecord(id=f"r{i}", phase="baseline", level=1, outcome="ok", t0_s=i,
+                              chunks=[(0.1, 1), (0.2, 2)]) for i in range(3)]
+        for r in recs:
+            store.append(r)
+        # no close(): the process "crashed"; the lines are already flushed
+        text = (tmp_path / "requests.jsonl").read_text()
+        assert text.count("\n") == 3
+        with open(tmp_path / "requests.jsonl", "a") as fh:
+            fh.write('{"id": "torn", "pha')
+        meta, back = load_run(tmp_path)
+        assert back == recs
+        assert meta["clock"]["origin_ns"] == 1
+        store.close()
+
+    def test_not_a_run(self, tmp_path: Path) -> None:
+        """A directory without run.json is a RunDirError; a bad middle line too."""
+        with pytest.raises(RunDirError):
+            load_run(tmp_path)
+        f = tmp_path / "requests.jsonl"
+        f.write_text('{"x": 1}\nnot json\n{"x": 2}\n')
+        with pytest.raises(RunDirError, match=":1:"):
+            read_records(f)
