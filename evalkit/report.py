@@ -1,0 +1,522 @@
+"""The PDF scorecard: a run and a questionnaire in, a PDF with its evidence attached out.
+
+    load_run(dir) ──┐
+                    ├─ build_scorecard (evalkit.scorecard) ─ scorecard dict
+    questionnaire ──┘                                            │
+    build_context(...)  pure: the numbers and words the template shows
+    render_html(ctx)    jinja2, autoescape on: vendor text is only ever text
+    render_pdf(html)    weasyprint with AssetFetcher: only our own templates/ files load
+
+Vendor text is untrusted. It never becomes markup (autoescape), URLs (no link is built
+from it), styles (CSS classes come from a closed list) or fetches (the fetcher refuses
+everything outside the package's `templates/` directory, and charts are inline SVG).
+The PDF carries run.json, summary.json, scorecard.json and the questionnaire as
+attachments and prints their SHA-256, so a reviewer can check the PDF against its data.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import json
+import math
+import unicodedata
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import jinja2
+from markupsafe import Markup
+from weasyprint.urls import URLFetcher, URLFetcherResponse
+
+import evalkit
+from evalkit import charts
+from evalkit.errors import InputError, RunDirError, UsageError
+from evalkit.records import RequestRecord
+from evalkit.runstore import REQUESTS_FILE, read_records
+
+TEMPLATES_DIR = Path(evalkit.__file__).resolve().parent.parent / "templates"
+STATUSES = ("ok", "unanswered", "unanswerable", "unreconciled")
+QUESTION_IDS = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
+QUESTION_TITLES = {
+    "Q1": "TTFT at P50 and P90 under load",
+    "Q2": "Sustained output throughput per GPU at the concurrency sold",
+    "Q3": "Prefill and decode costs, separately, in pricing and capacity",
+    "Q4": "Max concurrent streams per node, and what degrades first",
+    "Q5": "Per-stream inter-token observability",
+    "Q6": "Live production panel vs headline, reconciled",
+}
+#: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
+BADGES = {"ok": "✓", "unanswered": "○", "unanswerable": "?", "unreconciled": "✗"}
+#: Page one shows this much of any vendor string; the appendix shows up to the long limit.
+SHORT_TEXT, LONG_TEXT = 140, 4000
+RASTER_STREAMS = 40
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run directory, read once: parsed documents, records, and the exact bytes we attach."""
+
+    run: dict[str, Any]
+    summary: dict[str, Any]
+    records: tuple[RequestRecord, ...]
+    raw: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What `render_report` wrote, and what the renderer fetched while writing it."""
+
+    pdf: Path
+    scorecard_json: Path
+    html: Path | None
+    scorecard: dict[str, Any]
+    sha256: dict[str, str]
+    fetched: tuple[str, ...]
+    refused: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- input
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any], bytes]:
+    try:
+        raw = path.read_bytes()
+        doc = json.loads(raw)
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read ({exc.strerror})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return doc, raw
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read run.json, summary.json and requests.jsonl; a missing file is a RunDirError."""
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: not a directory")
+    for name in ("run.json", "summary.json"):
+        if not (run_dir / name).is_file():
+            raise RunDirError(f"{run_dir}: no {name}; is this a run directory?")
+    run, run_raw = _read_json(run_dir / "run.json")
+    summary, summary_raw = _read_json(run_dir / "summary.json")
+    if summary.get("schema") != "evalkit.summary/1":
+        raise InputError(f"{run_dir / 'summary.json'}: schema is {summary.get('schema')!r}, "
+                         "expected 'evalkit.summary/1'")
+    jsonl = run_dir / REQUESTS_FILE
+    records = read_records(jsonl) if jsonl.is_file() else []
+    return RunData(run, summary, tuple(records), {"run.json": run_raw, "summary.json": summary_raw})
+
+
+def parse_fail_on(text: str | None) -> tuple[str, ...]:
+    """Split `--fail-on a,b`; an unknown status is a UsageError (exit 2)."""
+    if not text:
+        return ()
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [s for s in names if s not in STATUSES]
+    if unknown:
+        raise UsageError(f"--fail-on: unknown status {', '.join(unknown)}; "
+                         f"choose from {', '.join(STATUSES)}")
+    return names
+
+
+def flagged(scorecard: Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
+    """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6']."""
+    qs = scorecard.get("questions") or {}
+    return [q for q in QUESTION_IDS if (qs.get(q) or {}).get("status") in statuses]
+
+
+# --------------------------------------------------------------------------- url fetcher
+
+
+class AssetFetcher(URLFetcher):
+    """WeasyPrint URL fetcher that serves only files under `root` and refuses all else.
+
+    Refusing raises, which WeasyPrint turns into a skipped resource; every URL asked
+    for is kept in `calls`, and every refusal in `refused`, so tests can prove that a
+    hostile document fetched nothing.
+    """
+
+    def __init__(self, root: Path = TEMPLATES_DIR) -> None:
+        super().__init__(timeout=1, allowed_protocols=("file",), allow_redirects=False)
+        self.root = root.resolve()
+        self.calls: list[str] = []
+        self.refused: list[str] = []
+
+    def local_path(self, url: str) -> Path | None:
+        """The file a URL names if it is a plain file:// URL inside root, else None."""
+        parts = urlsplit(url)
+        if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query:
+            return None
+        path = Path(unquote(parts.path)).resolve()
+        if not path.is_relative_to(self.root) or not path.is_file():
+            return None
+        return path
+
+    def fetch(self, url: str, headers: Any = None) -> Any:
+        """Serve an asset from root, or refuse."""
+        self.calls.append(url)
+        path = self.local_path(url)
+        if path is None:
+            self.refused.append(url)
+            raise ValueError(f"evalkit report: refusing to fetch {url[:200]!r}")
+        mime = {".css": "text/css", ".svg": "image/svg+xml", ".png": "image/png",
+                ".ttf": "font/ttf", ".woff2": "font/woff2"}.get(path.suffix, "")
+        return URLFetcherResponse(path.as_uri(), path.read_bytes(),
+                                  headers={"Content-Type": mime} if mime else None)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _map(x: Any) -> Mapping[str, Any]:
+    """x if it is a mapping, else an empty one: input JSON may hold anything anywhere."""
+    return x if isinstance(x, Mapping) else {}
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def fmt_num(x: Any, digits: int = 3) -> str:
+    """A number with about `digits` significant figures; missing is an em dash."""
+    v = _num(x)
+    if v is None:
+        return "—"
+    if v == 0:
+        return "0"
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}"
+
+
+def fmt_ms(seconds: Any) -> str:
+    """Seconds shown as milliseconds."""
+    v = _num(seconds)
+    return "—" if v is None else f"{fmt_num(v * 1000)} ms"
+
+
+def fmt_rate(x: Any) -> str:
+    """Tokens per second."""
+    v = _num(x)
+    return "—" if v is None else f"{fmt_num(v)} tok/s"
+
+
+def fmt_p(p: Any, fmt: Any = fmt_ms) -> str:
+    """p50 / p90 / p99 with the sample count; a p99 from fewer than 100 samples is marked."""
+    if not isinstance(p, Mapping):
+        return "—"
+    n = p.get("n")
+    low = isinstance(n, int) and n < 100
+    p99 = fmt(p.get("p99")) + (" (low confidence)" if low and _num(p.get("p99")) else "")
+    count = n if n is not None else "—"
+    return f"p50 {fmt(p.get('p50'))} · p90 {fmt(p.get('p90'))} · p99 {p99} · n={count}"
+
+
+@functools.lru_cache(maxsize=1)
+def _font_coverage() -> frozenset[int]:
+    """Code points the scorecard's font (DejaVu Sans, bundled with matplotlib) can draw."""
+    from fontTools.ttLib import TTFont
+    from matplotlib import font_manager
+
+    return frozenset(TTFont(font_manager.findfont("DejaVu Sans")).getBestCmap())
+
+
+#: Bidi overrides and isolates: vendor text must not reorder what is printed around it.
+_BIDI_CONTROLS = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
+
+
+def printable(text: str) -> str:
+    """Text the PDF can draw and a reader can copy back out.
+
+    A glyph no local font has (emoji, most CJK) is shown as [U+XXXX]: WeasyPrint would
+    otherwise draw a blank box whose broken ToUnicode map garbles the text of the
+    whole page. Control characters and bidi overrides are shown the same way, so vendor
+    text cannot hide or reorder what is printed. The original bytes stay attached.
+    """
+    cov = _font_coverage()
+    return "".join(
+        c if (c in "\n\t" or (ord(c) in cov and ord(c) not in _BIDI_CONTROLS
+                               and unicodedata.category(c) != "Cc"))
+        else f"[U+{ord(c):04X}]"
+        for c in text)
+
+
+def clip(text: Any, limit: int) -> str:
+    """Vendor text cut to `limit` characters, saying so, and made printable."""
+    s = text if isinstance(text, str) else str(text)
+    if len(s) > limit:
+        s = s[:limit] + f"… [{len(s) - limit:,} more characters]"
+    return printable(s)
+
+
+def fmt_value(value: Any, limit: int = SHORT_TEXT) -> str:
+    """A claimed or measured value (any JSON) as one line of plain text."""
+    if value is None or value == "" or value == {} or value == []:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return fmt_num(value)
+    if isinstance(value, Mapping):
+        parts = [f"{k}: {fmt_value(v, limit)}" for k, v in value.items()
+                 if v is not None and v != ""]
+        return clip("; ".join(parts) or "—", limit)
+    if isinstance(value, list | tuple):
+        return clip(", ".join(fmt_value(v, limit) for v in value), limit)
+    return clip(str(value), limit)
+
+
+# --------------------------------------------------------------------------- context
+
+
+def _levels(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    ramp = summary.get("ramp") or {}
+    return [lv for lv in ramp.get("levels") or [] if isinstance(lv, dict)]
+
+
+def _load_level(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The level the 'under load' figures come from: max sustained, else the highest."""
+    levels = _levels(summary)
+    if not levels:
+        return None
+    best = (summary.get("ramp") or {}).get("max_sustained_concurrency")
+    for lv in levels:
+        if lv.get("concurrency") == best:
+            return lv
+    return max(levels, key=lambda lv: lv.get("concurrency") or 0)
+
+
+def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Page one's key figures, each a (label, value) pair; unmeasured ones say so."""
+    if not summary:
+        return [("Measurement", "none: this is a claims-only review")]
+    ramp = summary.get("ramp") or {}
+    base = summary.get("baseline") or {}
+    pre = summary.get("prefill") or {}
+    lv = _load_level(summary) or {}
+    conc = lv.get("concurrency")
+    at = f" at {conc} streams" if conc is not None else ""
+    ttft = lv.get("ttft_s") or {}
+    rate = lv.get("stream_tokens_per_s") or {}
+    degraded = ramp.get("first_degraded")
+    r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
+    client = summary.get("client") or {}
+    figs = [
+        (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"),
+        (f"Stream rate{at}", f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}"),
+        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))),
+        ("Max sustained concurrency",
+         f"{ramp.get('max_sustained_concurrency', '—')} streams; first to degrade: "
+         f"{degraded or 'nothing within the levels tried'}"),
+        ("Prefill rate", fmt_rate(pre.get("tokens_per_s")) + r2),
+        ("Decode rate (1/TPOT, alone)",
+         fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50"))),
+    ]
+    if client.get("client_bound"):
+        figs.append(("Client check", "CLIENT-BOUND: no capacity judgement is drawn from this run"))
+    return figs
+
+
+def _gaps(rec: RequestRecord) -> list[float]:
+    times = [t for t, _ in rec.chunks]
+    return [b - a for a, b in itertools.pairwise(times)]
+
+
+def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
+               records: Sequence[RequestRecord], slo_ttft_limits_s: Mapping[str, float]
+               ) -> list[tuple[str, Markup]]:
+    """Every chart there is data for, as (caption, inline svg)."""
+    out: list[tuple[str, str | None]] = []
+    q6 = (scorecard.get("questions") or {}).get("Q6") or {}
+    claimed = _map(q6.get("claimed"))
+    panel = _map(claimed.get("panel")) or claimed
+    summary = summary or {}
+    measured = (_load_level(summary) or {}).get("stream_tokens_per_s") or \
+        (summary.get("baseline") or {}).get("stream_tokens_per_s")
+    out.append(("Headline vs production panel vs our measurement (per-stream tokens/s)",
+                charts.claims_vs_measured(_num(claimed.get("headline")), panel, measured)))
+    ramp_recs = [r for r in records if r.phase == "ramp" and r.level is not None]
+    samples: dict[int, dict[str, list[float]]] = {}
+    for r in ramp_recs:
+        s = samples.setdefault(int(r.level or 0), {"ttft": [], "itl": []})
+        if r.outcome == "ok" and r.ttft_s is not None:
+            s["ttft"].append(r.ttft_s)
+        s["itl"].extend(_gaps(r))
+    levels = _levels(summary)
+    dist = charts.latency_distributions(samples) or charts.latency_percentiles(levels)
+    out.append(("TTFT and ITL distributions per concurrency level", dist))
+    ramp = summary.get("ramp") or {}
+    out.append(("Throughput per stream and aggregate vs concurrency; the knee is marked",
+                charts.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
+                                                 ramp.get("first_degraded"))))
+    pre = summary.get("prefill") or {}
+    points = [(float(r.prompt_tokens), r.ttft_s) for r in records
+              if r.phase == "prefill" and r.outcome == "ok" and r.prompt_tokens and r.ttft_s]
+    if not points:
+        for p in pre.get("points") or []:
+            if isinstance(p, Mapping) and _num(p.get("prompt_tokens")) and _num(p.get("ttft_s")):
+                points.append((float(p["prompt_tokens"]), float(p["ttft_s"])))
+    out.append(("TTFT vs prompt length with the prefill fit",
+                charts.prefill_fit(points, _num(pre.get("overhead_s")),
+                                   _num(pre.get("tokens_per_s")), _num(pre.get("r2")))))
+    if ramp_recs:
+        top = max(int(r.level or 0) for r in ramp_recs)
+        sample = sorted((r for r in ramp_recs if r.level == top), key=lambda r: r.t0_s)
+        streams = [charts.Stream(r.t0_s, tuple(t for t, _ in r.chunks), r.outcome, r.level)
+                   for r in sample[:RASTER_STREAMS]]
+        out.append((f"Stream raster: token arrivals of {len(streams)} streams at "
+                    f"{top} concurrent streams", charts.stream_raster(streams)))
+    ttft90 = [(lv["concurrency"], _map(lv.get("ttft_s")).get("p90")) for lv in levels
+              if "concurrency" in lv]
+    out.append(("Use-case fit: TTFT p90 under load against each use case's limit",
+                charts.use_case_fit(ttft90, slo_ttft_limits_s)))
+    return [(caption, Markup(charts.namespaced(svg, f"fig{i}")))
+            for i, (caption, svg) in enumerate(out) if svg]
+
+
+def _status(s: Any) -> str:
+    """A status name safe to use as a CSS class: one of the four, else 'unknown'."""
+    return s if s in STATUSES else "unknown"
+
+
+def build_context(scorecard: Mapping[str, Any], run: RunData | None,
+                  evidence: Mapping[str, str], slo_ttft_limits_s: Mapping[str, float] | None = None,
+                  tolerances: Mapping[str, Any] | None = None,
+                  slo_profiles: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the template shows, as plain strings and lists (no I/O)."""
+    run_doc = run.run if run else {}
+    summary = run.summary if run else None
+    records = run.records if run else ()
+    target = _map(run_doc.get("target"))
+    questions = []
+    for qid in QUESTION_IDS:
+        q = (scorecard.get("questions") or {}).get(qid) or {}
+        status = _status(q.get("status"))
+        questions.append({
+            "id": qid, "title": QUESTION_TITLES[qid], "status": status,
+            "badge": BADGES.get(status, "!"),
+            "claimed": fmt_value(q.get("claimed")), "measured": fmt_value(q.get("measured")),
+            "reason": clip(q.get("reason") or "", SHORT_TEXT),
+            "claimed_long": fmt_value(q.get("claimed"), LONG_TEXT),
+            "reason_long": clip(q.get("reason") or "", LONG_TEXT),
+            "tolerance": fmt_value(q.get("tolerance")) if q.get("tolerance") is not None else "",
+        })
+    use_cases = []
+    for name, uc in (scorecard.get("use_cases") or {}).items():
+        uc = uc if isinstance(uc, Mapping) else {}
+        use_cases.append({"name": str(name).replace("_", " "), "fit": bool(uc.get("fit")),
+                          "reason": clip(uc.get("reason") or "", SHORT_TEXT)})
+    verdict = scorecard.get("verdict") or {}
+    times, config = _map(run_doc.get("times")), _map(run_doc.get("config"))
+    started = run_doc.get("started_at") or times.get("started_at")
+    outcomes = Counter(r.outcome for r in records)
+    errors = Counter(clip(r.error, 200) for r in records if r.error)
+    return {
+        "vendor": clip(scorecard.get("vendor") or "(vendor not named)", SHORT_TEXT),
+        "model": clip(target.get("model") or run_doc.get("model") or "—", SHORT_TEXT),
+        "endpoint": clip(target.get("base_url") or run_doc.get("base_url") or "—", SHORT_TEXT),
+        "date": str(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        "streaming_ready": bool(verdict.get("streaming_ready")),
+        "verdict": clip(verdict.get("text") or "No verdict was drawn.", LONG_TEXT),
+        "questions": questions,
+        "use_cases": use_cases,
+        "key_figures": key_figures(summary),
+        "charts": chart_svgs(scorecard, summary, records, slo_ttft_limits_s or {}),
+        "tool_version": evalkit.__version__,
+        "suite_version": run_doc.get("suite_version") or evalkit.SUITE_VERSION,
+        "run_tool_version": run_doc.get("tool_version") or "—",
+        "profile": fmt_value(run_doc.get("profile") or config.get("profile")),
+        "client_host": fmt_value(run_doc.get("client") or run_doc.get("client_host")),
+        "run_times": fmt_value(run_doc.get("times") or {k: run_doc.get(k) for k in
+                                                         ("started_at", "finished_at")}),
+        "summary": summary or {},
+        "levels": _levels(summary or {}),
+        "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
+        "fmt_value": fmt_value,
+        "outcomes": sorted(outcomes.items()),
+        "n_records": len(records),
+        "errors": errors.most_common(10),
+        "evidence": sorted(evidence.items()),
+        "tolerances": sorted((tolerances or {}).items()),
+        "slo_profiles": sorted((slo_profiles or {}).items()),
+        "has_run": run is not None,
+    }
+
+
+# --------------------------------------------------------------------------- render
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,  # every .j2 here is HTML: vendor text must never become markup
+        undefined=jinja2.ChainableUndefined,  # a phase not run is a missing key, not a crash
+        trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+def render_html(context: Mapping[str, Any]) -> str:
+    """The scorecard as HTML; every string from the context is escaped."""
+    return _env().get_template("scorecard.html.j2").render(**context)
+
+
+def render_pdf(html: str, attachments: Mapping[str, bytes],
+               fetcher: AssetFetcher | None = None) -> bytes:
+    """HTML to PDF bytes with the given files attached; only `fetcher` may load resources."""
+    from weasyprint import HTML, Attachment
+
+    fetcher = fetcher or AssetFetcher()
+    doc = HTML(string=html, base_url=TEMPLATES_DIR.as_uri() + "/", url_fetcher=fetcher)
+    files = [Attachment(string=data, name=name, url_fetcher=fetcher,
+                        description=f"sha256 {sha256(data)}")
+             for name, data in attachments.items()]
+    pdf: bytes = doc.write_pdf(attachments=files)
+    return pdf
+
+
+def sha256(data: bytes) -> str:
+    """Hex SHA-256 of bytes: what the PDF prints for each attachment."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def scorecard_bytes(scorecard: Mapping[str, Any]) -> bytes:
+    """The exact bytes written beside the PDF and attached inside it."""
+    return (json.dumps(scorecard, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+
+
+def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
+                    questionnaire: tuple[str, bytes] | None, out_pdf: Path, html: bool = False,
+                    slo_ttft_limits_s: Mapping[str, float] | None = None,
+                    tolerances: Mapping[str, Any] | None = None,
+                    slo_profiles: Mapping[str, Any] | None = None) -> ReportResult:
+    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard."""
+    attachments: dict[str, bytes] = dict(run.raw) if run else {}
+    sc_bytes = scorecard_bytes(scorecard)
+    attachments["scorecard.json"] = sc_bytes
+    if questionnaire:
+        attachments[questionnaire[0]] = questionnaire[1]
+    evidence = {name: sha256(data) for name, data in attachments.items()}
+    ctx = build_context(scorecard, run, evidence, slo_ttft_limits_s, tolerances, slo_profiles)
+    text = render_html(ctx)
+    fetcher = AssetFetcher()
+    pdf = render_pdf(text, attachments, fetcher)
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    out_pdf.write_bytes(pdf)
+    json_path = out_pdf.with_suffix(".json")
+    json_path.write_bytes(sc_bytes)
+    html_path = None
+    if html:
+        html_path = out_pdf.with_suffix(".html")
+        html_path.write_text(text, encoding="utf-8")
+    return ReportResult(out_pdf, json_path, html_path, dict(scorecard), evidence,
+                        tuple(fetcher.calls), tuple(fetcher.refused))

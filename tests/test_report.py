@@ -1,0 +1,316 @@
+"""The PDF scorecard: real PDFs rendered, then read back with pypdf.
+
+The run is the synthetic fixture in tests/data/report_run (built by
+make_report_fixture.py, so its figures are known exactly); the scorecard is built here
+to the SPEC's `evalkit.scorecard/1` contract with one question in each status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pypdf
+import pytest
+
+from evalkit import charts, report
+
+RUN_DIR = Path(__file__).parent / "data" / "report_run"
+
+
+def fixture_scorecard(**over: Any) -> dict[str, Any]:
+    """A scorecard with every status present and Q6 carrying a headline and a panel."""
+    sc: dict[str, Any] = {
+        "schema": "evalkit.scorecard/1",
+        "vendor": "Forthright Inference",
+        "verdict": {"streaming_ready": False,
+                    "text": "Forthright cannot answer Q2 with measured numbers, so its quote "
+                            "is sized for a batch regime."},
+        "questions": {
+            "Q1": {"status": "ok", "claimed": {"ttft_p50_ms": 290, "ttft_p90_ms": 330,
+                                                "at_concurrency": 8},
+                   "measured": {"ttft_p90_s": 0.324}, "reason": "within 25% of measured"},
+            "Q2": {"status": "unanswered", "claimed": None, "measured": None,
+                   "reason": "no answer given"},
+            "Q3": {"status": "unanswerable", "claimed": {"blended_price_per_mtok": 0.6},
+                   "measured": {"prefill_tokens_per_s": 20000}, "reason": "a blended price only"},
+            "Q4": {"status": "ok", "claimed": {"max_concurrent_streams_per_node": 8,
+                                                "first_degrades": "ttft"},
+                   "measured": {"max_sustained_concurrency": 8}, "reason": "matches the ramp"},
+            "Q5": {"status": "ok", "claimed": {"observability": "per_stream"}, "measured": None,
+                   "reason": "per-stream export named"},
+            "Q6": {"status": "unreconciled",
+                   "claimed": {"headline": 1107, "panel": {"p50": 170, "p90": 520, "p99": 767}},
+                   "measured": {"stream_tokens_per_s_p50": 38.5},
+                   "reason": "headline is 6.5x the panel p50 with no reconciliation"},
+        },
+        "use_cases": {"voice_agent": {"fit": True, "reason": "TTFT p90 324 ms within 500 ms"},
+                      "live_suggestions": {"fit": False, "reason": "TTFT p90 324 ms; TPOT ok"},
+                      "batch": {"fit": True, "reason": "277 tok/s aggregate"}},
+    }
+    sc.update(over)
+    return sc
+
+
+QUESTIONNAIRE = ("questionnaire.yaml", b"vendor: Forthright Inference\n")
+
+
+def _render(tmp_path: Path, scorecard: dict[str, Any], run: bool = True,
+            html: bool = False) -> report.ReportResult:
+    data = report.load_run(RUN_DIR) if run else None
+    return report.write_scorecard(scorecard, data, QUESTIONNAIRE, tmp_path / "card.pdf",
+                                  html=html, slo_ttft_limits_s={"voice_agent": 0.5})
+
+
+Rendered = tuple[report.ReportResult, pypdf.PdfReader]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
+    """One full render shared by the read-back tests (rendering takes a few seconds)."""
+    res = _render(tmp_path_factory.mktemp("card"), fixture_scorecard(), html=True)
+    return res, pypdf.PdfReader(res.pdf)
+
+
+def _text(reader: pypdf.PdfReader) -> str:
+    return "\n".join(p.extract_text() for p in reader.pages)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+class TestPageOne:
+    def test_identity_and_verdict(self, rendered: Rendered) -> None:
+        """Vendor, model, endpoint, run date and the verdict sentence are on page one."""
+        page = _squash(rendered[1].pages[0].extract_text())
+        for expected in ("Forthright Inference", "ref-model-7b", "http://127.0.0.1:8011/v1",
+                         "2026-11-30T07:00:00Z", "NOT STREAMING-READY",
+                         "its quote is sized for a batch regime"):
+            assert expected in page
+
+    def test_each_question_shows_its_status(
+            self, rendered: Rendered) -> None:
+        """Each question row carries its own status word, in order, with its reason."""
+        page = _squash(rendered[1].pages[0].extract_text())
+        want = ["ok", "unanswered", "unanswerable", "ok", "ok", "unreconciled"]
+        for qid, status in zip(report.QUESTION_IDS, want, strict=True):
+            row = page[page.index(qid + " "):]
+            nxt = row.find(f"Q{int(qid[1]) + 1} ", 3)
+            row = row[: nxt if nxt > 0 else 400]
+            assert f"{report.BADGES[status]} {status}" in row, (qid, row)
+        assert "headline is 6.5x the panel p50" in page
+
+    def test_key_figures_are_the_runs_numbers(
+            self, rendered: Rendered) -> None:
+        """Under-load figures come from the max sustained level (8); prefill from the fit."""
+        text = _squash(rendered[1].pages[0].extract_text() + rendered[1].pages[1].extract_text())
+        assert "TTFT under load at 8 streams p50 300 ms · p90 324 ms" in text
+        assert "8 streams; first to degrade: ttft" in text
+        assert "Prefill rate 20,000 tok/s (fit r² 0.998)" in text
+        assert "Decode rate (1/TPOT, alone) 50.0 tok/s" in text
+        assert "Stream rate at 8 streams p50 38.5 tok/s" in text
+
+    def test_use_cases(self, rendered: Rendered) -> None:
+        """Use-case rows read fits / does not fit as words, not colour."""
+        text = _squash(_text(rendered[1]))
+        assert "✓ fits TTFT p90 324 ms within 500 ms" in text
+        assert "✗ does not fit TTFT p90 324 ms; TPOT ok" in text
+
+
+class TestChartsAndAppendix:
+    def test_charts_are_vector_and_labelled(
+            self, rendered: Rendered) -> None:
+        """All six charts render, their labels are text in the PDF (vector, not raster)."""
+        text = _squash(_text(rendered[1]))
+        for n in range(1, 7):
+            assert f"Figure {n}." in text
+        assert "Figure 7." not in text
+        assert "max sustained: 8; first degraded: ttft" in text
+        assert "headline 1,107" in text and "p50 170" in text
+        assert "fit: 150 ms + n / 20,000 tok/s, r² 0.998" in text
+        assert "stall > 1 s (1)" in text  # the fixture has exactly one 1.4 s gap
+        for page in rendered[1].pages:
+            assert not page.images  # nothing rasterised
+
+    def test_appendix_outcomes_and_escaped_errors(
+            self, rendered: Rendered) -> None:
+        """Outcome counts match the records; an endpoint's error text stays literal text."""
+        text = _squash(_text(rendered[1]))
+        recs = [json.loads(x) for x in (RUN_DIR / "requests.jsonl").read_text().splitlines()]
+        rejected = sum(r["outcome"] == "rejected" for r in recs)
+        assert rejected == 8
+        assert f"rejected {rejected}" in text
+        assert f"ok {len(recs) - rejected}" in text
+        assert "429: <b>slow down</b> 8" in text
+        assert "Suite version 1; profile quick" in text
+
+    def test_low_confidence_p99_marked(
+            self, rendered: Rendered) -> None:
+        """Baseline p99 from 8 samples carries the low-confidence mark."""
+        text = _squash(_text(rendered[1]))
+        assert "p99 220 ms (low confidence) · n=8" in text
+
+
+class TestEvidence:
+    def test_attachments_are_the_files_and_hashes_printed(
+            self, rendered: Rendered) -> None:
+        """Each attachment equals its source bytes, and its SHA-256 is printed in the PDF."""
+        res, reader = rendered
+        atts = {name: data[0] for name, data in reader.attachments.items()}
+        assert sorted(atts) == ["questionnaire.yaml", "run.json", "scorecard.json", "summary.json"]
+        assert atts["run.json"] == (RUN_DIR / "run.json").read_bytes()
+        assert atts["summary.json"] == (RUN_DIR / "summary.json").read_bytes()
+        assert atts["questionnaire.yaml"] == QUESTIONNAIRE[1]
+        assert atts["scorecard.json"] == res.scorecard_json.read_bytes()
+        text = _text(reader)
+        for name, data in atts.items():
+            digest = hashlib.sha256(data).hexdigest()
+            assert res.sha256[name] == digest
+            assert digest in text, name
+
+    def test_scorecard_json_beside_pdf(
+            self, rendered: Rendered) -> None:
+        """FILE.json sits beside FILE.pdf and is the scorecard that was rendered."""
+        res = rendered[0]
+        assert res.scorecard_json == res.pdf.with_suffix(".json")
+        assert json.loads(res.scorecard_json.read_text()) == fixture_scorecard()
+        assert res.html is not None and res.html.read_text().startswith("<!DOCTYPE html>")
+
+
+class _CountingHandler(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def trap_server() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP server that records every request it receives."""
+    hits: list[str] = []
+    handler = type("H", (_CountingHandler,), {"hits": hits})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def hostile_scorecard(url: str) -> dict[str, Any]:
+    """Vendor text that would fetch, style or link if it ever became markup."""
+    payloads = [
+        f'<img src="{url}/img.png">',
+        f'<link rel="stylesheet" href="{url}/x.css"><link rel="attachment" href="{url}/a">',
+        f"<style>@import url({url}/imp.css); body {{ background: url({url}/bg.png) }}</style>",
+        f'<svg><image href="{url}/svg.png"/></svg><object data="{url}/o"></object>',
+        '<a href="file:///etc/passwd">file:///etc/passwd</a>',
+        "مرحبا بالعالم עברית 🚀🔥 ‮gnp.exe",
+        "W" * 100_000,
+    ]
+    sc = fixture_scorecard(vendor=payloads[0] + " " + payloads[5])
+    for qid, text in zip(report.QUESTION_IDS, payloads[1:], strict=False):
+        sc["questions"][qid]["reason"] = text
+        sc["questions"][qid]["claimed"] = {"notes": text, "source": f"{url}/source"}
+    sc["verdict"]["text"] = payloads[2]
+    sc["use_cases"]["voice_agent"]["reason"] = payloads[0]
+    return sc
+
+
+class TestUntrustedInput:
+    def test_hostile_text_renders_as_text_and_fetches_nothing(
+            self, tmp_path: Path, trap_server: tuple[str, list[str]]) -> None:
+        """HTML, URLs, file:// and huge or RTL strings are printed, never fetched."""
+        url, hits = trap_server
+        res = _render(tmp_path, hostile_scorecard(url), html=True)
+        assert hits == []
+        assert res.refused == ()
+        assert [u.rsplit("/", 1)[-1] for u in res.fetched] == ["scorecard.css"]
+        reader = pypdf.PdfReader(res.pdf)
+        text = _squash(_text(reader))
+        assert f'<img src="{url}/img.png">' in text
+        assert "file:///etc/passwd" in text and "root:" not in text
+        assert "מרחבא" not in text  # sanity: we look for what we wrote, not anything
+        assert "עברית" in text or "תירבע" in text  # RTL text survives (either order)
+        assert "more characters]" in text  # the 100k string is cut, saying so
+        html = res.html.read_text() if res.html else ""
+        assert "&lt;img src=" in html and "<img" not in html
+        assert "<style>@import" not in html and "<link rel=\"attachment\"" not in html
+        assert len(reader.pages) < 15
+
+    def test_fetcher_refuses_everything_outside_templates(
+            self, trap_server: tuple[str, list[str]]) -> None:
+        """Only files under templates/ load; network, other files and traversal are refused."""
+        url, hits = trap_server
+        fetcher = report.AssetFetcher()
+        bad = [f"{url}/x.png", "file:///etc/passwd",
+               (report.TEMPLATES_DIR / ".." / "pyproject.toml").as_uri(),
+               report.TEMPLATES_DIR.as_uri() + "/../pyproject.toml",
+               "data:text/css,body{}", "ftp://127.0.0.1/x",
+               "file://127.0.0.1" + str(report.TEMPLATES_DIR / "scorecard.css")]
+        for u in bad:
+            with pytest.raises(ValueError, match="refusing"):
+                fetcher.fetch(u)
+        assert fetcher.refused == bad
+        assert hits == []
+        ok = fetcher.fetch((report.TEMPLATES_DIR / "scorecard.css").as_uri())
+        assert b"@page" in ok.read()
+        ok.close()
+
+    def test_charts_draw_no_colour(self) -> None:
+        """Every colour in every chart is a grey (r == g == b): the charts print in greyscale."""
+        data = report.load_run(RUN_DIR)
+        svgs = report.chart_svgs(fixture_scorecard(), data.summary, data.records,
+                                 {"voice_agent": 0.5, "interactive_chat": 2.0})
+        assert len(svgs) == 6
+        for caption, svg in svgs:
+            colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg))
+            assert colours, caption
+            for c in colours:
+                assert c[0:2] == c[2:4] == c[4:6], (caption, c)
+            assert "href=\"http" not in svg and "url(http" not in svg
+
+
+class TestPartialReviews:
+    def test_claims_only(self, tmp_path: Path) -> None:
+        """Without a run, the scorecard says so and draws only the claims chart."""
+        res = _render(tmp_path, fixture_scorecard(), run=False)
+        reader = pypdf.PdfReader(res.pdf)
+        text = _squash(_text(reader))
+        assert "none: this is a claims-only review" in text
+        assert "Figure 1." in text and "Figure 2." not in text
+        assert sorted(reader.attachments) == ["questionnaire.yaml", "scorecard.json"]
+
+    def test_missing_metrics_are_dashes_not_numbers(self) -> None:
+        """A summary without a ramp shows em dashes, not zeros."""
+        figs = dict(report.key_figures({"schema": "evalkit.summary/1", "baseline": {}}))
+        assert figs["Prefill rate"] == "—"
+        assert figs["TTFT under load"] == "p50 — · p90 —"
+        assert charts.throughput_vs_concurrency([], None, None) is None
+        assert charts.prefill_fit([], None, None, None) is None
+
+
+class TestFailOn:
+    def test_parse_and_flag(self) -> None:
+        """--fail-on names are validated; flagged() lists the questions with those statuses."""
+        assert report.parse_fail_on("unanswered, unreconciled") == ("unanswered", "unreconciled")
+        with pytest.raises(report.UsageError, match="unknown status bogus"):
+            report.parse_fail_on("unanswered,bogus")
+        sc = fixture_scorecard()
+        assert report.flagged(sc, ("unanswered", "unreconciled")) == ["Q2", "Q6"]
+        assert report.flagged(sc, ("unanswerable",)) == ["Q3"]
