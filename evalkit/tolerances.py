@@ -1,0 +1,170 @@
+"""Tolerances and SLO profiles: every threshold a judgement uses, in one place.
+
+Defaults come from the SPEC (MLPerf's interactive and server limits, reading speed of
+~250 words/min). A review can override any of them with a small YAML or JSON file:
+
+    ttft_rel: 0.30
+    slo_profiles:
+      voice_agent: {ttft_p90_s: 0.4}
+
+Unknown keys are errors (a typo must not silently fall back to a default). The
+scorecard prints the tolerances it used beside every judgement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalkit.errors import InputError
+
+#: Bound on an override file: it holds a dozen numbers.
+MAX_OVERRIDE_BYTES = 64 * 1024
+
+PERCENTILE_SHARE = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class SloProfile:
+    """A use case's latency limits; `None` means the use case sets no such limit."""
+
+    label: str
+    ttft_p90_s: float | None = None
+    tpot_p90_s: float | None = None
+    #: longest tolerated in-stream gap, judged on ITL p99 (the summary has no maximum)
+    itl_p99_s: float | None = None
+    above_reading_speed: bool = False
+    #: batch: no latency limit, judged on aggregate throughput (and price)
+    throughput_only: bool = False
+
+
+def default_slo_profiles() -> dict[str, SloProfile]:
+    """The SPEC's default profiles, from public anchors."""
+    return {
+        "voice_agent": SloProfile("voice agent", ttft_p90_s=0.5, itl_p99_s=0.3),
+        "live_suggestions": SloProfile("live suggestions", ttft_p90_s=0.45, tpot_p90_s=0.040),
+        "interactive_chat": SloProfile(
+            "interactive chat", ttft_p90_s=2.0, tpot_p90_s=0.200, above_reading_speed=True
+        ),
+        "batch": SloProfile("batch", throughput_only=True),
+    }
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How far a claim may sit from a measurement (or from another claim) and still hold."""
+
+    #: claimed TTFT may be beaten by the measurement by at most this share (0.25 = ±25%)
+    ttft_rel: float = 0.25
+    #: claimed throughput (per stream, aggregate) vs measured
+    throughput_rel: float = 0.25
+    #: claimed maximum concurrent streams vs the ramp's breaking level
+    concurrency_rel: float = 0.25
+    #: claimed prefill / decode rates vs measured (the prefill fit is noisier)
+    rate_rel: float = 0.50
+    #: headline / production-panel p50 above this needs a written reconciliation
+    headline_panel_ratio: float = 2.0
+    #: a written reconciliation shorter than this is not one
+    min_reconciliation_chars: int = 40
+    #: a measured level "matches" a claimed concurrency within this factor
+    concurrency_match_factor: float = 2.0
+    #: tokens/s a reader consumes (~250 words/min at ~0.75 words/token)
+    reading_speed_tokens_per_s: float = 5.5
+    #: which TPOT percentile stands for "nearly every stream" (p90: 90% of streams are faster)
+    reading_speed_percentile: str = "p90"
+    #: share of failed requests (rejected, error, timeout, incomplete) a level may have
+    max_failure_rate: float = 0.01
+    slo_profiles: dict[str, SloProfile] = field(default_factory=default_slo_profiles)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for scorecard.json."""
+        return asdict(self)
+
+
+_SCALARS = {f.name: f for f in fields(Tolerances) if f.name != "slo_profiles"}
+_PROFILE_KEYS = {f.name for f in fields(SloProfile)}
+
+
+def _number(where: str, value: Any, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{where}: expected a number, got {value!r}")
+    if positive and value <= 0:
+        raise InputError(f"{where}: must be greater than 0, got {value!r}")
+    return float(value)
+
+
+def _profile(name: str, base: SloProfile | None, data: Any) -> SloProfile:
+    if not isinstance(data, dict):
+        raise InputError(f"slo_profiles.{name}: expected a mapping, got {data!r}")
+    unknown = sorted(set(map(str, data)) - _PROFILE_KEYS)
+    if unknown:
+        raise InputError(f"slo_profiles.{name}: unknown field {unknown[0]!r}")
+    profile = base or SloProfile(label=name.replace("_", " "))
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        where = f"slo_profiles.{name}.{key}"
+        if key == "label":
+            changes[key] = str(value)
+        elif key in ("above_reading_speed", "throughput_only"):
+            if not isinstance(value, bool):
+                raise InputError(f"{where}: expected true or false, got {value!r}")
+            changes[key] = value
+        else:
+            changes[key] = None if value is None else _number(where, value)
+    return replace(profile, **changes)
+
+
+def tolerances_from_dict(data: Any, base: Tolerances | None = None) -> Tolerances:
+    """Apply an override mapping to the defaults; every bad key or value is an InputError."""
+    base = base or Tolerances()
+    if data is None:
+        return base
+    if not isinstance(data, dict):
+        raise InputError(f"tolerances: expected a mapping, got {type(data).__name__}")
+    changes: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "slo_profiles":
+            if not isinstance(value, dict):
+                raise InputError(f"slo_profiles: expected a mapping, got {value!r}")
+            profiles = dict(base.slo_profiles)
+            for name, pdata in value.items():
+                profiles[str(name)] = _profile(str(name), profiles.get(str(name)), pdata)
+            changes[key] = profiles
+        elif key == "reading_speed_percentile":
+            if value not in PERCENTILE_SHARE:
+                raise InputError(f"reading_speed_percentile: expected one of p50, p90, p99, "
+                                 f"got {value!r}")
+            changes[key] = value
+        elif key in _SCALARS:
+            number = _number(str(key), value)
+            changes[key] = int(number) if key == "min_reconciliation_chars" else number
+        else:
+            raise InputError(f"tolerances: unknown field {key!r}")
+    return replace(base, **changes)
+
+
+def load_tolerances(path: str | Path | None) -> Tolerances:
+    """Read an override file (YAML or JSON, safe loader, size-bounded); None = defaults."""
+    if path is None:
+        return Tolerances()
+    p = Path(path)
+    try:
+        raw = p.read_bytes()[: MAX_OVERRIDE_BYTES + 1]
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read tolerances file: {exc.strerror}") from None
+    if len(raw) > MAX_OVERRIDE_BYTES:
+        raise InputError(f"{p}: tolerances file is larger than {MAX_OVERRIDE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8-sig")
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError, RecursionError) as exc:
+        raise InputError(f"{p}: not a readable tolerances file ({type(exc).__name__})") from None
+    try:
+        return tolerances_from_dict(data)
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}") from None
