@@ -460,7 +460,7 @@ def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
                            "lengths": len(points), "requests": len(sub),
                            "prompt_tokens_estimated":
                                bool(df.loc[m, "prompt_tokens_estimated"].any()),
-                           "reason": None}
+                           "reason": None, "low_confidence": len(points) < 3}
     if len(points) < 2:
         out["reason"] = "fewer than 2 distinct prompt lengths"
         return out
@@ -476,7 +476,6 @@ def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
         return out
     out["tokens_per_s"] = 1.0 / float(b)
     out["overhead_s"] = float(a)
-    out["low_confidence"] = len(points) < 3
     return out
 
 

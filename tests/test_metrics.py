@@ -237,6 +237,20 @@ class TestSteadyState:
         assert abs(naive - 40.0) > 4.0  # the test can tell the two apart
         assert s["stream_tokens_per_s"]["p50"] == pytest.approx(10.0)
 
+    @given(level=st.integers(1, 8), gap=st.floats(0.005, 0.2), n=st.integers(5, 40),
+           per_worker=st.integers(3, 6), stagger=st.floats(0.0, 1.0))
+    @settings(max_examples=40, deadline=None)
+    def test_aggregate_is_level_over_gap(self, level: int, gap: float, n: int,
+                                         per_worker: int, stagger: float) -> None:
+        """Streams emitting one token every `gap` from t0: aggregate = level / gap."""
+        e2e = n * gap
+        recs = closed_loop("ramp", level, per_worker, ttft=gap, gap=gap, n=n,
+                           stagger=stagger * e2e / level)
+        s = phase_stats(*frames(recs), target=level)
+        assert s["steady_state"]["basis"] == "plateau"
+        edge = 1.5 / ((per_worker - 1) * n)  # at most one token per stream at each edge
+        assert s["aggregate_tokens_per_s"] == pytest.approx(level / gap, rel=edge)
+
 
 def _level(c: int, ttft_p90: float | None, tpot_p90: float | None, admission: float = 0.0,
            requests: int = 100) -> dict:
@@ -277,6 +291,27 @@ class TestJudgeRamp:
         for d in out["levels"]:
             if d["concurrency"] in bound:
                 assert d["status"] == "client_bound" and d["breaches"] == []
+
+    @given(st.lists(st.tuples(st.floats(0.05, 0.5), st.floats(0.01, 0.1),
+                              st.sampled_from([0.0, 0.005, 0.05]), st.booleans()),
+                    min_size=1, max_size=7))
+    def test_invariants(self, spec: list[tuple[float, float, float, bool]]) -> None:
+        """Sustained < first breach; bound levels neither; first_degraded is a breach there."""
+        levels = [_level(2 ** i, t, p, a) for i, (t, p, a, _) in enumerate(spec)]
+        bound = [2 ** i for i, (*_, b) in enumerate(spec) if b]
+        out = judge_ramp(levels, BASE, Thresholds(), bound)
+        first, held = out["first_breach_concurrency"], out["max_sustained_concurrency"]
+        if first is not None and held is not None:
+            assert held < first
+        by_c = {d["concurrency"]: d for d in out["levels"]}
+        for c in bound:
+            assert by_c[c]["status"] == "client_bound"
+        assert held is None or by_c[held]["status"] == "sustained"
+        if first is not None:
+            assert out["first_degraded"] in by_c[first]["breaches"]
+            assert all(by_c[c]["status"] != "breached" for c in by_c if c < first)
+        else:
+            assert out["first_degraded"] is None
 
     def test_tie_goes_to_largest_excess_and_says_so(self) -> None:
         """At level 8 TTFT is 3× (1.5× its limit) and TPOT 5× (2.5×): 'itl' first."""
