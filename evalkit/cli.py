@@ -211,6 +211,16 @@ def questionnaire_validate(file: str) -> None:
                f"filled in{': ' + ', '.join(answered) if answered else ''}).")
 
 
+def _add_serve_reference() -> None:
+    # built from the profile schema in evalkit/reference/profiles.json (one option per param)
+    from evalkit.reference.command import build_command
+
+    cli.add_command(build_command(user_errors))
+
+
+_add_serve_reference()
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()

@@ -1,0 +1,590 @@
+"""The reference endpoint as a raw ASGI app: OpenAI-compatible HTTP around the engine model.
+
+One engine loop (an asyncio task) steps `EngineCore` on the absolute monotonic timeline;
+each request's handler owns a writer that turns the tokens it is given into SSE chunks,
+so a slow client only slows its own stream. Every write is stamped right after its
+bytes are handed to the transport, next to the time the engine scheduled it, and the
+whole story of each request goes to the ground-truth log (JSON lines) when it ends.
+
+Prompt tokens are counted with o200k_base (`bpe_openai`, offline): for chat, the sum over
+messages of each content's tokens (no chat-template overhead); for completions, the
+prompt's tokens. Each generated token is one short word that is one o200k_base token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TextIO
+
+from evalkit.reference.engine import EngineCore, Seq
+from evalkit.reference.faults import RequestPlan, plan_request
+from evalkit.reference.params import Profile
+
+MODEL = "evalkit-reference"
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: generated text: each word (with its leading space) is one o200k_base token
+_WORD_TEXT = (
+    "the of and to in is was for on that with as by at from his her they this which are "
+    "be had not but have one were all their can said there use an each she do how if will "
+    "up other about out many then them these so some would make like him into time has"
+)
+WORDS = tuple(_WORD_TEXT.split())
+#: ahead of a step's end, the engine sleeps until this close, then yields in a tight loop
+SPIN_NS = 1_200_000
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any:
+    import bpe_openai  # ~0.1 s to build; only when the first request arrives
+
+    return bpe_openai.get_encoding("o200k_base")
+
+
+def count_tokens(text: str) -> int:
+    """o200k_base tokens of `text`, the server's own (documented) prompt count."""
+    return len(_encoding().encode_ordinary(text)) if text else 0
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+class BadRequest(Exception):
+    """A request we answer with an OpenAI-shaped error (never a stack trace)."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error",
+                 param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.param = status, kind, param
+
+    def body(self) -> bytes:
+        """The OpenAI error shape."""
+        return json.dumps({"error": {"message": str(self), "type": self.kind,
+                                     "param": self.param, "code": self.status}}).encode()
+
+
+@dataclass(frozen=True)
+class Job:
+    """A validated generation request."""
+
+    chat: bool
+    stream: bool
+    prompt_tokens: int
+    max_tokens: int
+    min_tokens: int
+    ignore_eos: bool
+    include_usage: bool
+
+
+def _int_field(body: dict[str, Any], name: str, default: int | None) -> int | None:
+    value = body.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest(400, f"'{name}' must be a non-negative integer, got {value!r}",
+                         param=name)
+    return value
+
+
+def parse_job(body: Any, chat: bool, default_max_tokens: int) -> Job:
+    """Validate an OpenAI request body; a BadRequest says what is wrong with it."""
+    if not isinstance(body, dict):
+        raise BadRequest(400, "the request body must be a JSON object")
+    model = body.get("model")
+    if model is not None and model != MODEL:
+        raise BadRequest(404, f"The model `{model}` does not exist; this server has `{MODEL}`",
+                         kind="NotFoundError", param="model")
+    if chat:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and "role" in m for m in messages):
+            raise BadRequest(400, "'messages' must be a non-empty list of {role, content}",
+                             param="messages")
+        prompt = sum(count_tokens(_content_text(m.get("content"))) for m in messages)
+    else:
+        raw = body.get("prompt")
+        if isinstance(raw, str):
+            prompt = count_tokens(raw)
+        elif isinstance(raw, list) and raw and all(isinstance(p, str) for p in raw):
+            prompt = sum(count_tokens(p) for p in raw)
+        else:
+            raise BadRequest(400, "'prompt' must be a string or a list of strings",
+                             param="prompt")
+    max_tokens = _int_field(body, "max_completion_tokens", None)
+    if max_tokens is None:
+        max_tokens = _int_field(body, "max_tokens", default_max_tokens)
+    assert max_tokens is not None
+    if max_tokens < 1:
+        raise BadRequest(400, "'max_tokens' must be at least 1", param="max_tokens")
+    min_tokens = _int_field(body, "min_tokens", 0) or 0
+    if min_tokens > max_tokens:
+        raise BadRequest(400, f"'min_tokens' ({min_tokens}) exceeds 'max_tokens' ({max_tokens})",
+                         param="min_tokens")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest(400, "'stream' must be a boolean", param="stream")
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise BadRequest(400, "'stream_options' must be an object", param="stream_options")
+    return Job(chat, stream, prompt, max_tokens, min_tokens, bool(body.get("ignore_eos")),
+               bool(options.get("include_usage")))
+
+
+class _Stream:
+    """One request's side of the engine: tokens in, chunks queued for its writer."""
+
+    def __init__(self, plan: RequestPlan, chunk_tokens: int) -> None:
+        self.plan = plan
+        self.k = max(1, chunk_tokens)
+        #: (kind, tokens, scheduled_ns, carries the finish_reason)
+        self.items: deque[tuple[str, int, int, bool]] = deque()
+        self.wake = asyncio.Event()
+        self.gone = asyncio.Event()  # the client went away
+        self.tokens = 0
+        self.pending = 0
+        self.admitted_ns: int | None = None
+
+    def _push(self, kind: str, tokens: int, at: int, final: bool = False) -> None:
+        self.items.append((kind, tokens, at, final))
+        self.wake.set()
+
+    def on_admitted(self, now: int) -> None:
+        """Engine admitted us: real engines send the role-only chunk now."""
+        self.admitted_ns = now
+        if self.plan.role_first_chunk:
+            self._push("role", 0, now)
+
+    def on_token(self, at: int, seq: Seq) -> None:
+        """One more token, generated at the step end `at`."""
+        plan = self.plan
+        self.tokens += 1
+        self.pending += 1
+        reasoning_done = self.tokens == plan.reasoning_tokens
+        kind = "reasoning" if self.tokens <= plan.reasoning_tokens else "content"
+        last = self.tokens >= plan.total_tokens
+        fault_here = self.tokens in (plan.disconnect_at, plan.malformed_at, plan.error_at,
+                                     plan.stall_at)
+        ends = last and self.tokens not in (plan.error_at, plan.disconnect_at)
+        if self.pending >= self.k or last or reasoning_done or fault_here:
+            self._push(kind, self.pending, at, final=ends)
+            self.pending = 0
+        if self.tokens == plan.malformed_at:
+            self._push("malformed", 0, at)
+        if self.tokens == plan.stall_at:
+            self._push("stall", 0, at)
+        if self.tokens == plan.error_at:
+            seq.cancelled = True
+            self._push("error", 0, at)
+        elif self.tokens == plan.disconnect_at:
+            seq.cancelled = True
+            self._push("cut", 0, at)
+        elif last:
+            self._push("finish", 0, at)
+
+
+class ReferenceApp:
+    """The ASGI application: routes, the engine loop, and the ground-truth log."""
+
+    def __init__(self, profile: Profile, seed: int = 0, truth_log: Path | None = None) -> None:
+        self.profile = profile
+        self.seed = seed
+        self.core = EngineCore(profile, seed)
+        self.truth_path = truth_log
+        self._truth: TextIO | None = None
+        self._engine: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self.requests = 0
+        self.in_flight = 0
+        self.logged = 0
+        self.created = int(time.time())
+
+    # ----------------------------------------------------------------- engine loop
+    def _ensure_engine(self) -> asyncio.Event:
+        if self._wake is None:
+            self._wake = asyncio.Event()
+            self._engine = asyncio.get_running_loop().create_task(self._run_engine())
+        return self._wake
+
+    async def _run_engine(self) -> None:
+        assert self._wake is not None
+        core = self.core
+        while True:
+            if not core.running and not core.waiting:
+                self._wake.clear()
+                await self._wake.wait()
+            step = core.plan_step(time.perf_counter_ns())
+            if step is None:
+                continue
+            for seq in step.admitted:
+                seq.sink.on_admitted(step.start_ns)
+            await _sleep_until(step.end_ns)
+            emitted, _ = core.finish_step()
+            for seq in emitted:
+                seq.sink.on_token(step.end_ns, seq)
+
+    # ----------------------------------------------------------------- ASGI
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        received = time.perf_counter_ns()
+        path, method = scope["path"], scope["method"]
+        if method == "GET" and path == "/v1/models":
+            await _send_json(send, 200, {"object": "list", "data": [
+                {"id": MODEL, "object": "model", "created": self.created,
+                 "owned_by": "evalkit"}]})
+        elif method == "GET" and path == "/_reference/state":
+            await _send_json(send, 200, {"in_flight": self.in_flight, "logged": self.logged,
+                                         "requests": self.requests,
+                                         "profile": self.profile.name})
+        elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
+            await self._generate(scope, receive, send, received, path == "/v1/chat/completions")
+        else:
+            err = BadRequest(404, f"no route for {method} {path}", kind="NotFoundError")
+            await _send_error(send, err)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                _encoding()  # build the tokenizer now, not inside the first request's TTFT
+                if self.truth_path is not None:
+                    self._truth = self.truth_path.open("a", encoding="utf-8")
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._engine is not None:
+                    self._engine.cancel()
+                if self._truth is not None:
+                    self._truth.close()
+                    self._truth = None
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _log(self, record: dict[str, Any]) -> None:
+        if self._truth is not None:
+            self._truth.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._truth.flush()
+        self.logged += 1
+
+    async def _generate(self, scope: Scope, receive: Receive, send: Send, received: int,
+                        chat: bool) -> None:
+        self.in_flight += 1
+        index = self.requests
+        self.requests += 1
+        rid = _header(scope, b"x-request-id") or f"ref-{index}"
+        truth: dict[str, Any] = {
+            "request_id": rid, "path": scope["path"], "index": index,
+            "received_ns": received, "queued": False, "admitted_ns": None,
+            "first_write_ns": None, "first_answer_ns": None, "writes": [], "end_ns": None,
+            "prompt_tokens": None, "completion_tokens": 0, "status": None,
+            "outcome": "error", "faults": [], "client_disconnected": False}
+        try:
+            await self._generate_inner(receive, send, chat, index, rid, truth)
+        finally:
+            truth["end_ns"] = time.perf_counter_ns()
+            self.in_flight -= 1
+            self._log(truth)
+
+    async def _generate_inner(self, receive: Receive, send: Send, chat: bool, index: int,
+                              rid: str, truth: dict[str, Any]) -> None:
+        p = self.profile
+        try:
+            raw = await _read_body(receive)
+            try:
+                body = json.loads(raw or b"null")
+            except ValueError:
+                raise BadRequest(400, "the request body is not valid JSON") from None
+            job = parse_job(body, chat, int(p["default_max_tokens"]))
+        except BadRequest as exc:
+            truth["status"] = exc.status
+            await _send_error(send, exc)
+            return
+        truth["prompt_tokens"] = job.prompt_tokens
+        plan = plan_request(p, self.seed, index, job.max_tokens, job.min_tokens,
+                            job.ignore_eos, chat)
+        truth["faults"] = plan.faults
+        if plan.http_500:
+            truth.update(status=500, outcome="fault:http_500")
+            await _send_error(send, BadRequest(500, "injected fault: internal server error",
+                                               kind="internal_server_error"))
+            return
+        overhead = int(float(p["request_overhead_ms"]) * 1e6)
+        await _sleep_until(truth["received_ns"] + overhead, spin=False)
+        stream = _Stream(plan, int(p["tokens_per_chunk"]))
+        seq = Seq(job.prompt_tokens, plan.total_tokens, sink=stream)
+        truth["queued"] = self.core.would_queue()
+        if not self.core.submit(seq):
+            truth.update(status=429, outcome="rejected", queued=False)
+            retry = str(int(p["retry_after_s"])).encode()
+            await _send_error(send, BadRequest(429, "too many requests in flight; retry later",
+                                               kind="rate_limit_exceeded"),
+                              [(b"retry-after", retry)])
+            return
+        self._ensure_engine().set()
+        watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, stream))
+        try:
+            writer = _Writer(send, stream, job, rid, self.created, truth)
+            if job.stream:
+                await writer.stream()
+            else:
+                await writer.whole()
+        finally:
+            seq.cancelled = True
+            watcher.cancel()
+            truth["admitted_ns"] = stream.admitted_ns
+            if stream.gone.is_set():
+                truth["client_disconnected"] = True
+                if truth["outcome"] == "ok":
+                    truth["outcome"] = "disconnected"
+
+
+async def _watch_disconnect(receive: Receive, stream: _Stream) -> None:
+    """Flag the stream as gone when the client disconnects (send() stays silent)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            stream.gone.set()
+            stream.wake.set()
+            return
+
+
+class _Writer:
+    """Turns one stream's queued items into bytes on the wire, stamping every write."""
+
+    def __init__(self, send: Send, stream: _Stream, job: Job, rid: str, created: int,
+                 truth: dict[str, Any]) -> None:
+        self.send, self.s, self.job, self.truth = send, stream, job, truth
+        self.nl = b"\r\n" if stream.plan.crlf else b"\n"
+        obj = "chat.completion.chunk" if job.chat else "text_completion"
+        prefix = "chatcmpl-" if job.chat else "cmpl-"
+        self.head = (f'{{"id":"{prefix}{rid}","object":"{obj}","created":{created},'
+                     f'"model":"{MODEL}",').encode()
+        self.words = 0
+
+    def _text(self, n: int) -> str:
+        out = "".join(" " + WORDS[(self.words + i) % len(WORDS)] for i in range(n))
+        self.words += n
+        return out
+
+    def _choice(self, delta: dict[str, Any] | None, text: str | None,
+                finish: str | None) -> bytes:
+        if self.job.chat:
+            choice: dict[str, Any] = {"index": 0, "delta": delta or {}, "logprobs": None,
+                                      "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+        return self.head + b'"choices":[' + json.dumps(choice, separators=(",", ":")).encode() \
+            + b"]}"
+
+    def _usage(self) -> dict[str, int]:
+        done = self.s.tokens
+        return {"prompt_tokens": self.job.prompt_tokens, "completion_tokens": done,
+                "total_tokens": self.job.prompt_tokens + done}
+
+    async def _write(self, payload: bytes, kind: str, tokens: int, scheduled: int) -> None:
+        await self.send({"type": "http.response.body", "body": payload, "more_body": True})
+        now = time.perf_counter_ns()
+        self.truth["writes"].append([now, scheduled, tokens, kind])
+        if kind in ("content", "reasoning") and self.truth["first_write_ns"] is None:
+            self.truth["first_write_ns"] = now
+        if kind == "content" and self.truth["first_answer_ns"] is None:
+            self.truth["first_answer_ns"] = now
+
+    def _event(self, data: bytes) -> bytes:
+        return b"data: " + data + self.nl + self.nl
+
+    async def _next(self) -> tuple[str, int, int, bool] | None:
+        """The next queued item; pings while waiting; None when the client is gone."""
+        s = self.s
+        interval = s.plan.ping_interval_s
+        while not s.items:
+            if s.gone.is_set():
+                return None
+            s.wake.clear()
+            if interval > 0:
+                try:
+                    await asyncio.wait_for(s.wake.wait(), interval)
+                except TimeoutError:
+                    now = time.perf_counter_ns()
+                    await self._write(b": ping" + self.nl + self.nl, "ping", 0, now)
+            else:
+                await s.wake.wait()
+        return None if s.gone.is_set() else s.items.popleft()
+
+    async def stream(self) -> None:
+        """Write the SSE response; return early (no terminator) to cut the connection."""
+        plan, job, truth = self.s.plan, self.job, self.truth
+        truth["status"] = 200
+        await self.send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+            (b"x-request-id", truth["request_id"].encode())]})
+        while True:
+            item = await self._next()
+            if item is None:
+                return  # client gone: nothing more to write
+            kind, n, at, final = item
+            if kind == "role":
+                await self._write(self._event(self._choice({"role": "assistant", "content": ""},
+                                                            None, None)), "role", 0, at)
+            elif kind in ("content", "reasoning"):
+                finish = plan.finish_reason if final else None
+                text = self._text(n)
+                key = "reasoning_content" if kind == "reasoning" else "content"
+                data = self._choice({key: text}, text, finish)
+                await self._write(self._event(data), kind, n, at)
+            elif kind == "malformed":
+                bad = self.head + b'"choices":[{"index":0,"delta":{"content":" brok'
+                await self._write(self._event(bad), "malformed", 0, at)
+            elif kind == "stall":
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.s.gone.wait(), plan.stall_s)
+            elif kind == "error":
+                err = {"error": {"message": "injected fault: the engine failed mid-stream",
+                                 "type": "internal_server_error", "code": 500}}
+                await self._write(self._event(json.dumps(err).encode()), "error", 0, at)
+                await self._end(at, usage=False)
+                truth["outcome"] = plan.outcome
+                return
+            elif kind == "cut":
+                truth["outcome"] = plan.outcome
+                truth["completion_tokens"] = self.s.tokens
+                raise _CutConnection  # uvicorn closes the transport: no terminator
+            elif kind == "finish":
+                await self._end(at, usage=job.include_usage and not plan.no_usage)
+                truth["outcome"] = plan.outcome
+                return
+
+    async def _end(self, at: int, usage: bool) -> None:
+        """Usage chunk if asked, [DONE] unless faulted, then the HTTP terminator."""
+        self.truth["completion_tokens"] = self.s.tokens
+        if usage:
+            data = self.head + b'"choices":[],"usage":' + json.dumps(self._usage()).encode() \
+                + b"}"
+            await self._write(self._event(data), "usage", 0, at)
+        if not self.s.plan.no_done:
+            await self._write(self._event(b"[DONE]"), "done", 0, at)
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def whole(self) -> None:
+        """Non-streaming: wait for the last token, answer one JSON body."""
+        plan, job, truth = self.s.plan, self.job, self.truth
+        answer: list[str] = []
+        reasoning: list[str] = []
+        at = time.perf_counter_ns()
+        finished = False
+        while not finished:
+            item = await self._next()
+            if item is None:
+                return
+            kind, n, at, _ = item
+            if kind == "content":
+                answer.append(self._text(n))
+            elif kind == "reasoning":
+                reasoning.append(self._text(n))
+            elif kind in ("error", "cut"):
+                truth.update(status=500, outcome=plan.outcome)
+                await _send_error(self.send, BadRequest(
+                    500, "injected fault: the engine failed", kind="internal_server_error"))
+                return
+            finished = kind == "finish"
+        text = "".join(answer)
+        if job.chat:
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if reasoning:
+                message["reasoning_content"] = "".join(reasoning)
+            choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": None,
+                                      "finish_reason": plan.finish_reason}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None,
+                      "finish_reason": plan.finish_reason}
+        body: dict[str, Any] = {
+            "id": ("chatcmpl-" if job.chat else "cmpl-") + truth["request_id"],
+            "object": "chat.completion" if job.chat else "text_completion",
+            "created": int(time.time()), "model": MODEL, "choices": [choice]}
+        if not plan.no_usage:
+            body["usage"] = self._usage()
+        truth.update(status=200, completion_tokens=self.s.tokens, outcome=plan.outcome)
+        await _send_json(self.send, 200, body)
+        now = time.perf_counter_ns()
+        truth["writes"].append([now, at, self.s.tokens, "content"])
+        truth["first_write_ns"] = truth["first_answer_ns"] = now
+
+
+class _CutConnection(Exception):
+    """Raised inside the app to make uvicorn drop the connection mid-stream."""
+
+
+class _QuietCut(logging.Filter):
+    """Keep the injected disconnect fault out of the server log (it is not a bug)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, _CutConnection)
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietCut())
+
+
+async def _sleep_until(deadline_ns: int, spin: bool = True) -> None:
+    """Sleep on the monotonic timeline; the last stretch yields in a loop for precision."""
+    delay = deadline_ns - time.perf_counter_ns()
+    if delay > SPIN_NS or (not spin and delay > 0):
+        await asyncio.sleep((delay - (SPIN_NS if spin else 0)) / 1e9)
+    if spin:
+        while time.perf_counter_ns() < deadline_ns:
+            await asyncio.sleep(0)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise BadRequest(400, "client went away before sending its body")
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _send_json(send: Send, status: int, payload: Any,
+                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _send_error(send: Send, err: BadRequest,
+                      headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = err.body()
+    await send({"type": "http.response.start", "status": err.status, "headers": [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

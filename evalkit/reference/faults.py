@@ -1,0 +1,104 @@
+"""What one request will do: its output length and its faults, decided before it runs.
+
+Everything is drawn from a generator seeded by (server seed, request order), always in
+the same order whichever faults are switched on, so the same seed and the same request
+sequence give the same behaviour, and switching one fault on does not reshuffle others.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from evalkit.reference.params import Profile
+
+#: faults that break the stream; the first one active names the truth-log outcome
+BREAKING = ("http_500", "disconnect", "error_payload", "malformed_line", "stall", "no_done")
+#: faults that change the shape of a healthy stream but not its outcome
+COSMETIC = ("role_first_chunk", "ping", "crlf", "reasoning", "no_usage")
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    """The fate of one request: how many tokens, which of them reasoning, which faults."""
+
+    index: int
+    total_tokens: int
+    reasoning_tokens: int
+    finish_reason: str
+    role_first_chunk: bool = False
+    crlf: bool = False
+    no_usage: bool = False
+    http_500: bool = False
+    no_done: bool = False
+    ping_interval_s: float = 0.0
+    #: token counts after which a mid-stream fault fires (None: not this request)
+    disconnect_at: int | None = None
+    malformed_at: int | None = None
+    error_at: int | None = None
+    stall_at: int | None = None
+    stall_s: float = 0.0
+
+    @property
+    def faults(self) -> list[str]:
+        """Names of the faults this request carries, breaking ones first."""
+        active = {
+            "http_500": self.http_500, "disconnect": self.disconnect_at is not None,
+            "error_payload": self.error_at is not None,
+            "malformed_line": self.malformed_at is not None,
+            "stall": self.stall_at is not None, "no_done": self.no_done,
+            "role_first_chunk": self.role_first_chunk, "ping": self.ping_interval_s > 0,
+            "crlf": self.crlf, "reasoning": self.reasoning_tokens > 0,
+            "no_usage": self.no_usage,
+        }
+        return [name for name in (*BREAKING, *COSMETIC) if active[name]]
+
+    @property
+    def outcome(self) -> str:
+        """The truth-log outcome if the client stays to the end."""
+        breaking = [f for f in self.faults if f in BREAKING]
+        return f"fault:{breaking[0]}" if breaking else "ok"
+
+
+def output_length(profile: Profile, rng: random.Random, max_tokens: int, min_tokens: int,
+                  ignore_eos: bool) -> int:
+    """Tokens this request generates: max_tokens, or a seeded natural EOS before it."""
+    draw_eos, draw_len = rng.random(), rng.random()
+    if ignore_eos and bool(profile["honour_ignore_eos"]):
+        return max_tokens
+    floor = min(min_tokens, max_tokens) if bool(profile["honour_min_tokens"]) else 1
+    floor = max(floor, 1)
+    if draw_eos >= float(profile["natural_eos_prob"]):
+        return max_tokens
+    return floor + int(draw_len * (max_tokens - floor + 1)) if max_tokens > floor else floor
+
+
+def plan_request(profile: Profile, seed: int, index: int, max_tokens: int,
+                 min_tokens: int = 0, ignore_eos: bool = False, chat: bool = True) -> RequestPlan:
+    """Decide request number `index`'s output and faults from the seed alone."""
+    rng = random.Random(f"request:{seed}:{index}")
+    total = output_length(profile, rng, max_tokens, min_tokens, ignore_eos)
+    draws = {name: rng.random() for name in (*BREAKING, *COSMETIC)}
+
+    def hit(name: str, param: str) -> bool:
+        return draws[name] < float(profile[param])
+
+    mid = max(1, total // 2)
+    reasoning = int(profile["fault_reasoning_tokens"]) if chat else 0
+    return RequestPlan(
+        index=index,
+        total_tokens=total,
+        reasoning_tokens=min(reasoning, max(total - 1, 0)),
+        finish_reason="length" if total >= max_tokens else "stop",
+        role_first_chunk=chat and hit("role_first_chunk", "fault_role_first_chunk"),
+        crlf=hit("crlf", "fault_crlf"),
+        no_usage=hit("no_usage", "fault_no_usage"),
+        http_500=hit("http_500", "fault_http_500"),
+        no_done=hit("no_done", "fault_no_done"),
+        ping_interval_s=float(profile["fault_ping_interval_s"]),
+        disconnect_at=mid if hit("disconnect", "fault_disconnect") else None,
+        malformed_at=mid if hit("malformed_line", "fault_malformed_line") else None,
+        error_at=mid if hit("error_payload", "fault_error_payload") else None,
+        stall_at=mid if hit("stall", "fault_stall_prob") else None,
+        stall_s=float(profile["fault_stall_s"]),
+    )

@@ -1,0 +1,191 @@
+"""Running the reference endpoint: blocking `serve` for the CLI, `ReferenceServer` for code.
+
+`ReferenceServer` picks a free loopback port and runs the endpoint either in a
+subprocess (default, the accurate mode: no GIL shared with the client being measured)
+or in a thread of this process (cheaper to start, for functional tests):
+
+    with ReferenceServer(profile="gpu", truth_log=tmp / "truth.jsonl") as srv:
+        httpx.get(srv.base_url + "/models")
+        srv.truth()   # the server's own record of every request, read back
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import httpx
+
+from evalkit.errors import EvalkitError, UsageError
+from evalkit.reference.app import MODEL, ReferenceApp
+from evalkit.reference.params import DEFAULT_PROFILE, get_profile
+
+STARTUP_TIMEOUT_S = 20.0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket; port 0 lets the kernel pick a free one (no race)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(4096)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _uvicorn_server(app: ReferenceApp) -> Any:
+    import uvicorn
+
+    config = uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="on",
+                            access_log=False, log_level="warning", backlog=4096,
+                            timeout_keep_alive=30, timeout_graceful_shutdown=1)
+    return uvicorn.Server(config)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, profile: str = DEFAULT_PROFILE,
+          overrides: Mapping[str, Any] | None = None, truth_log: Path | None = None,
+          seed: int = 0, announce: Callable[[str], None] | None = None) -> None:
+    """Serve the reference endpoint until interrupted (blocking; the CLI's edge)."""
+    prof = get_profile(profile, overrides)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    app = ReferenceApp(prof, seed, Path(truth_log) if truth_log else None)
+    server = _uvicorn_server(app)
+    shown = f"[{host}]" if ":" in host else host
+    if announce is not None:
+        announce(f"http://{shown}:{bound}/v1")
+    server.run(sockets=[sock])
+
+
+class ReferenceServer:
+    """The reference endpoint on a free loopback port for the length of a `with` block."""
+
+    def __init__(self, profile: str = DEFAULT_PROFILE,
+                 overrides: Mapping[str, Any] | None = None, truth_log: Path | None = None,
+                 mode: Literal["subprocess", "thread"] = "subprocess", seed: int = 0,
+                 host: str = "127.0.0.1") -> None:
+        get_profile(profile, overrides)  # fail here, in the caller, on a bad name or value
+        if mode not in ("subprocess", "thread"):
+            raise UsageError(f"mode must be 'subprocess' or 'thread', not {mode!r}")
+        self.profile, self.overrides = profile, dict(overrides or {})
+        self.truth_log = Path(truth_log) if truth_log is not None else None
+        self.mode, self.seed, self.host = mode, seed, host
+        self.model = MODEL
+        self.base_url = ""
+        self._proc: subprocess.Popen[str] | None = None
+        self._thread: threading.Thread | None = None
+        self._server: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> ReferenceServer:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the endpoint and return once `/v1/models` answers."""
+        if self.mode == "thread":
+            self._start_thread()
+        else:
+            self._start_subprocess()
+        self._wait_ready()
+
+    def _start_thread(self) -> None:
+        sock = _bind(self.host, 0)
+        prof = get_profile(self.profile, self.overrides)
+        self._server = _uvicorn_server(ReferenceApp(prof, self.seed, self.truth_log))
+        self.base_url = f"http://{self.host}:{sock.getsockname()[1]}/v1"
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name="evalkit-reference", daemon=True)
+        self._thread.start()
+
+    def _start_subprocess(self) -> None:
+        cmd = [sys.executable, "-m", "evalkit.reference", "--host", self.host, "--port", "0",
+               "--profile", self.profile, "--seed", str(self.seed),
+               "--overrides", json.dumps(self.overrides)]
+        if self.truth_log is not None:
+            cmd += ["--truth-log", str(self.truth_log)]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+        line: list[str] = []
+        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()
+                                                             if self._proc and self._proc.stdout
+                                                             else ""), daemon=True)
+        reader.start()
+        reader.join(STARTUP_TIMEOUT_S)
+        url = line[0].strip() if line else ""
+        if not url.startswith("http"):
+            self.stop()
+            raise EvalkitError(f"the reference endpoint did not start (said {url!r})")
+        self.base_url = url
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                if httpx.get(self.base_url + "/models", timeout=2.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or (self._proc and self._proc.poll() is not None):
+                self.stop()
+                raise EvalkitError("the reference endpoint did not answer /v1/models")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Stop the endpoint (open streams are cut after a short grace period)."""
+        if self._server is not None:
+            self._server.should_exit = True
+            if self._thread is not None:
+                self._thread.join(10)
+            self._server = self._thread = None
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+            if self._proc.stdout is not None:
+                self._proc.stdout.close()
+            self._proc = None
+
+    # ------------------------------------------------------------------ ground truth
+    @property
+    def root_url(self) -> str:
+        """The server root (base_url without `/v1`)."""
+        return self.base_url.removesuffix("/v1")
+
+    def state(self) -> dict[str, Any]:
+        """Requests in flight and logged so far, as the server counts them."""
+        data: dict[str, Any] = httpx.get(self.root_url + "/_reference/state", timeout=5).json()
+        return data
+
+    def truth(self, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+        """Every ground-truth line written so far, once no request is in flight."""
+        if self.truth_log is None:
+            raise UsageError("this ReferenceServer was started without truth_log")
+        deadline = time.monotonic() + timeout_s
+        while self.state()["in_flight"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not self.truth_log.exists():
+            return []
+        with self.truth_log.open(encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.endswith("\n")]

@@ -1,0 +1,39 @@
+"""Shared fixtures.
+
+`reference` starts the built-in reference endpoint (real HTTP on a free loopback port)
+and stops it after the test:
+
+    def test_something(reference):
+        srv = reference("gpu", decode_base_ms=5)             # subprocess: accurate timing
+        fast = reference("faulty", mode="thread", seed=3)    # in-process: quicker start
+        srv.base_url, srv.model, srv.truth()                 # truth log is always on
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.reference import ReferenceServer
+
+
+@pytest.fixture
+def reference(tmp_path: Path) -> Iterator[Callable[..., ReferenceServer]]:
+    """Factory: reference(profile="gpu", *, mode="subprocess", seed=0, **overrides)."""
+    started: list[ReferenceServer] = []
+
+    def start(profile: str = "gpu", *, mode: str = "subprocess", seed: int = 0,
+              **overrides: Any) -> ReferenceServer:
+        truth = tmp_path / f"reference-truth-{len(started)}.jsonl"
+        srv = ReferenceServer(profile, overrides, truth_log=truth, mode=mode,  # type: ignore[arg-type]
+                              seed=seed)
+        srv.start()
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()
