@@ -1,0 +1,395 @@
+"""The reconciliation engine: each status from a questionnaire built to trigger it.
+
+The measured side is a synthetic `evalkit.summary/1` dict with known truth: a GPU-like
+endpoint whose decode step grows 0.5 ms per running stream (TPOT p50 = 10 + 0.5·c ms),
+TTFT p90 = 170 + 10·c ms, so every expected number below can be worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.errors import InputError
+from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
+from evalkit.reconcile import measurements, reconcile, streams_at_reading_speed, use_case_fit
+from evalkit.scorecard import build_scorecard
+from evalkit.tolerances import Tolerances, load_tolerances, tolerances_from_dict
+
+SAMPLES = Path(__file__).resolve().parent.parent / "questionnaires"
+LEVELS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def _level(c: int) -> dict[str, Any]:
+    tpot = (10 + 0.5 * c) / 1000
+    requests = 200
+    rejected = 4 if c == 512 else 0
+    return {
+        "concurrency": c, "requests": requests,
+        "outcomes": {"ok": requests - rejected, "rejected": rejected},
+        "ttft_s": {"p50": 0.15 + 0.005 * c, "p90": 0.17 + 0.01 * c, "p99": 0.2 + 0.012 * c,
+                   "n": 200},
+        "tpot_s": {"p50": tpot, "p90": 1.2 * tpot, "p99": 1.4 * tpot, "n": 200},
+        "itl_s": {"p50": tpot, "p90": 1.3 * tpot, "p99": 1.5 * tpot, "n": 20000},
+        "stream_tokens_per_s": {"p50": 1 / tpot, "p90": 1.1 / tpot, "p99": 1.15 / tpot,
+                                "n": 200},
+        "aggregate_tokens_per_s": 0.95 * c / tpot,
+        "stalls": 0,
+    }
+
+
+def make_summary(**client: Any) -> dict[str, Any]:
+    """A GPU-like endpoint: itl degrades first, past 16 streams (TPOT p90 2× baseline)."""
+    base = _level(1)
+    return {
+        "schema": "evalkit.summary/1",
+        "connect": {"usage_reported": True, "tokens_per_chunk": {"p50": 1}, "rtt_s": 0.001},
+        "baseline": {k: base[k] for k in ("ttft_s", "tpot_s", "itl_s", "stream_tokens_per_s")}
+        | {"requests": 20},
+        "prefill": {"tokens_per_s": 4900.0, "overhead_s": 0.09, "r2": 0.99, "points": []},
+        "ramp": {"levels": [_level(c) for c in LEVELS], "max_sustained_concurrency": 16,
+                 "first_degraded": "itl"},
+        "client": {"loop_lag_p99_s": 0.001, "client_bound": False, **client},
+    }
+
+
+SUMMARY = make_summary()
+
+
+def q(text: str) -> Questionnaire:
+    """A questionnaire from a YAML fragment (the schema line is added)."""
+    return parse_questionnaire(("schema: evalkit.questionnaire/1\n" + text).encode(), "t.yaml")
+
+
+PANEL = """
+Q6:
+  output_tokens_per_s: {p50: 170, p90: 520, p99: 767}
+  window: last 7 days
+  source: production
+"""
+WRITTEN = ("  reconciliation: The headline is one stream on an idle node with a cached "
+           "prefix; production runs 64 streams per node.\n")
+
+# (question, yaml, expected status, text the reason must contain)
+CASES: list[tuple[str, str, str, str]] = [
+    # Q1: TTFT under load; measured p90 at 16 = 330 ms, p50 = 230 ms
+    ("Q1", "", "unanswered", "Q1 is not answered"),
+    ("Q1", "Q1: {evidence: [], notes: }\n", "unanswered", "Q1 is not answered"),
+    ("Q1", "Q1: {notes: blazing fast}\n", "unanswerable", "no TTFT numbers"),
+    ("Q1", "Q1: {ttft_p90_ms: 140, at_concurrency: 16, source: lab}\n", "unanswerable",
+     "TTFT p90 140 ms is given from a lab benchmark"),
+    ("Q1", "Q1: {ttft_p90_ms: 140, at_concurrency: 16}\n", "unanswerable",
+     "without saying where it was measured"),
+    ("Q1", "Q1: {ttft_p90_ms: 140, at_concurrency: 1, source: production}\n", "unanswerable",
+     "in isolation (concurrency 1), not under load"),
+    ("Q1", "Q1: {ttft_p50_ms: 500, ttft_p90_ms: 400, at_concurrency: 16, source: production}\n",
+     "unreconciled", "p50 500 ms is above its own p90 400 ms"),
+    ("Q1", "Q1: {ttft_p90_ms: 100, at_concurrency: 16, source: production}\n", "unreconciled",
+     "Claimed TTFT p90 100 ms at 16 streams vs measured 330 ms at 16 (tolerance ±25%): "
+     "3.3× slower."),
+    ("Q1", "Q1: {ttft_p50_ms: 150, ttft_p90_ms: 320, at_concurrency: 16, source: production}\n",
+     "unreconciled", "Claimed TTFT p50 150 ms at 16 streams vs measured 230 ms at 16"),
+    ("Q1", "Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n", "ok",
+     "vs measured 330 ms at 16 (tolerance ±25%): holds."),
+    ("Q1", "Q1: {ttft_p90_ms: 300, at_concurrency: 20, source: production}\n", "ok",
+     "at 16 (nearest measured level)"),
+    # Q2: measured at 16: 55.6 tokens/s per stream (p50), 844 aggregate
+    ("Q2", "", "unanswered", "Q2 is not answered"),
+    ("Q2", "Q2: {notes: Industry-leading throughput}\n", "unanswerable", "only text"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, source: production}\n",
+     "unanswerable", "no measured production distribution"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, source: lab, "
+     "distribution: {p50: 800}}\n", "unanswerable", "from a lab benchmark"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 800, source: production, "
+     "distribution: {p50: 800}}\n", "unanswerable", "without the concurrency"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 3000, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 700, p90: 900, p99: 1000}}\n", "unreconciled",
+     "exceeds the top of its own production distribution (1,000)"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 900, p90: 700}}\n", "unreconciled",
+     "not in increasing order"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 3200, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 3000, p90: 3200, p99: 3400}}\n", "unreconciled",
+     "implies 200 tokens/s per stream and 3,200 tokens/s aggregate; measured 55.6 tokens/s "
+     "per stream (p50) and 844 tokens/s aggregate at 16 (tolerance ±25%): 3.8× short"),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 780, p90: 900, p99: 980}}\n", "ok", "holds."),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, "
+     "source: production, distribution: {p50: 780, p90: 900, p99: 980}}\n", "ok",
+     "the GPU count behind the endpoint is not given"),
+    # Q3: measured prefill 4,900 tokens/s, decode alone 95.2 tokens/s
+    ("Q3", "", "unanswered", "Q3 is not answered"),
+    ("Q3", "Q3: {blended_price_per_mtok: 0.9, currency: USD}\n", "unanswerable",
+     "Only a single blended price (0.90 USD per million tokens)"),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4}\n", "unanswerable",
+     "no capacity model"),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "prefill_tokens_per_s: 20000}\n", "unreconciled",
+     "prefill claimed 20,000 tokens/s vs measured 4,900 tokens/s (tolerance ±50%): "
+     "prefill 4.1× short."),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "prefill_tokens_per_s: 5000, decode_tokens_per_s_per_stream: 90}\n", "ok", "holds."),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "capacity_model: prefill nodes and decode nodes are sized apart}\n", "ok",
+     "it states no prefill or decode rate to compare"),
+    # Q4: ramp sustained 16, broke at 32 on itl
+    ("Q4", "", "unanswered", "Q4 is not answered"),
+    ("Q4", "Q4: {first_degrades: itl, source: lab}\n", "unanswerable", "no maximum"),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 16, source: lab}\n", "unanswerable",
+     "not what degrades first"),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 16, first_degrades: itl, source: estimate}\n",
+     "unanswerable", "as an estimate"),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 64, nodes: 1, first_degrades: itl, "
+     "source: lab}\n", "unreconciled",
+     "Claimed 64 streams per node × 1 node = 64, itl first vs the ramp sustained 16 and broke "
+     "at 32 on itl (tolerance ±25%): 2.0× more streams than held."),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 16, nodes: 1, first_degrades: admission, "
+     "source: production}\n", "unreconciled", "itl, not admission, degraded first"),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n",
+     "ok", "(at least 24 for the endpoint)"),
+    # Q5: categorical
+    ("Q5", "", "unanswered", "Q5 is not answered"),
+    ("Q5", "Q5: {notes: Enterprise-grade dashboards}\n", "unanswerable", "does not say"),
+    ("Q5", "Q5: {observability: per_stream}\n", "unanswerable", "not how it is exported"),
+    ("Q5", "Q5: {observability: none}\n", "ok", "no latency observability"),
+    ("Q5", "Q5: {observability: request_level, export: Prometheus histogram}\n", "ok",
+     "request-level latency via Prometheus histogram"),
+    # Q6: headline 1,107 vs the panel
+    ("Q6", "headline: {value: 1107}\n", "unanswered", "to set beside the headline 1,107"),
+    ("Q6", "headline: {value: 1107}\nQ6: {notes: we do not publish telemetry}\n",
+     "unanswerable", "no production panel numbers"),
+    ("Q6", "headline: {value: 1107}\n" + PANEL.replace("production", "lab"), "unanswerable",
+     "from a lab benchmark"),
+    ("Q6", "headline: {value: 1107}\n" + PANEL.replace("  window: last 7 days\n", ""),
+     "unanswerable", "no window"),
+    ("Q6", "headline: {value: 1107}\n" + PANEL, "unreconciled",
+     "Headline 1,107 tokens/s is 6.5× the production panel's median 170 tokens/s (last 7 days; "
+     "limit 2× without a written reconciliation), and no written reconciliation is given; "
+     "we measured 95.2 tokens/s per stream (p50) with one stream."),
+    ("Q6", "headline: {value: 1107}\n" + PANEL.replace("520", "100"), "unreconciled",
+     "percentiles 170/100/767 are not in increasing order"),
+    ("Q6", "headline: {value: 1107}\n" + PANEL + WRITTEN, "ok",
+     "a written reconciliation explains the gap"),
+    ("Q6", "headline: {value: 300}\n" + PANEL, "ok", "1.8× the production panel's median"),
+    ("Q6", "headline: {value: 300, unit: output_tokens_per_s_per_gpu}\n" + PANEL,
+     "unreconciled", "no written reconciliation bridges them"),
+]
+
+
+@pytest.mark.parametrize("qid, text, status, reason", CASES,
+                         ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+def test_each_status_is_triggered(qid: str, text: str, status: str, reason: str) -> None:
+    """A questionnaire built to trigger a status gets it, with a reason naming the numbers."""
+    judgement = reconcile(q(text), SUMMARY).judgements[qid]
+    assert (judgement.status, reason in judgement.reason) == (status, True), judgement.reason
+
+
+def test_every_status_appears_for_every_numeric_question() -> None:
+    """The table covers all four statuses for each of Q1, Q2, Q3, Q4 and Q6."""
+    seen = {(c[0], c[2]) for c in CASES}
+    for qid in ("Q1", "Q2", "Q3", "Q4", "Q6"):
+        for status in ("ok", "unanswered", "unanswerable", "unreconciled"):
+            assert (qid, status) in seen, (qid, status)
+
+
+def test_every_reason_is_one_sentence() -> None:
+    """Reasons end in one full stop and carry no line breaks."""
+    for _, text, _, _ in CASES:
+        for j in reconcile(q(text), SUMMARY).judgements.values():
+            assert j.reason.endswith(".") and "\n" not in j.reason
+            assert j.reason.count(". ") == 0, j.reason
+
+
+class TestSamples:
+    def test_forthright_holds_up_everywhere(self) -> None:
+        """Every answer measured and within tolerance: ok six times, streaming-ready."""
+        review = reconcile(load_questionnaire(SAMPLES / "forthright.yaml"), SUMMARY)
+        assert {k: j.status for k, j in review.judgements.items()} == dict.fromkeys(
+            ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6"), "ok")
+        assert review.verdict.streaming_ready is True
+        assert review.verdict.text == ("Steadystream Inference answers Q2, Q4 and Q6 with "
+                                       "measured numbers that hold up, so its quote is sized "
+                                       "for the streaming regime.")
+
+    def test_evasive_is_sized_for_the_old_regime(self) -> None:
+        """Words, blended price, lab TTFT, no panel: not streaming-ready, in the SPEC's words."""
+        review = reconcile(load_questionnaire(SAMPLES / "evasive.yaml"), SUMMARY)
+        assert {k: j.status for k, j in review.judgements.items()} == {
+            "Q1": "unanswerable", "Q2": "unanswerable", "Q3": "unanswerable",
+            "Q4": "unanswered", "Q5": "unanswerable", "Q6": "unanswerable"}
+        assert review.verdict.streaming_ready is False
+        assert review.verdict.text.startswith(
+            "Apex Hyperscale AI cannot answer Q2, Q4 and Q6 with measured numbers, so it has "
+            "sized its quote for a regime the product is leaving (batch / request-rate)")
+        assert "single blended price (0.90 USD" in review.judgements["Q3"].reason
+
+    def test_headline_vs_production_is_unreconciled(self) -> None:
+        """1,107 vs a median of 170 with no written reconciliation: Q6 does not hold up."""
+        review = reconcile(load_questionnaire(SAMPLES / "headline.yaml"), None)
+        statuses = {k: j.status for k, j in review.judgements.items()}
+        assert statuses == {"Q1": "ok", "Q2": "ok", "Q3": "ok", "Q4": "ok", "Q5": "ok",
+                            "Q6": "unreconciled"}
+        assert "is 6.5× the production panel's median 170 tokens/s" in \
+            review.judgements["Q6"].reason
+        assert review.verdict.streaming_ready is False
+        assert "but Q6 does not hold up" in review.verdict.text
+
+    def test_headline_claims_fail_against_a_small_endpoint(self) -> None:
+        """Against the GPU-like run its 64-stream claims are far beyond what was measured."""
+        review = reconcile(load_questionnaire(SAMPLES / "headline.yaml"), SUMMARY)
+        statuses = {k: j.status for k, j in review.judgements.items()}
+        assert statuses["Q2"] == statuses["Q4"] == statuses["Q6"] == "unreconciled"
+        assert "at 64 (tolerance ±25%)" in review.judgements["Q1"].reason
+        assert review.verdict.streaming_ready is False
+
+
+class TestPartialInputs:
+    def test_claims_only_review_says_so(self) -> None:
+        """With no probe run, consistent claims are ok and each reason says nothing was measured."""
+        review = reconcile(load_questionnaire(SAMPLES / "forthright.yaml"), None)
+        assert [j.status for j in review.judgements.values()] == ["ok"] * 6
+        for qid in ("Q1", "Q2", "Q3", "Q4"):
+            assert review.judgements[qid].reason.startswith("Claims-only review"), qid
+            assert review.judgements[qid].measured is None
+        assert "our own distribution was not measured" in review.judgements["Q6"].reason
+        assert {f.fit for f in review.use_cases.values()} == {None}
+
+    def test_claims_only_still_catches_internal_contradictions(self) -> None:
+        """p50 above p90 is unreconciled with or without a measurement."""
+        text = "Q1: {ttft_p50_ms: 500, ttft_p90_ms: 400, at_concurrency: 16, source: production}\n"
+        assert reconcile(q(text), None).judgements["Q1"].status == "unreconciled"
+
+    def test_measurements_without_questionnaire(self) -> None:
+        """All answers unanswered, verdict not ready, measurements still judged."""
+        review = reconcile(None, SUMMARY)
+        assert {j.status for j in review.judgements.values()} == {"unanswered"}
+        assert review.verdict.streaming_ready is False
+        assert review.verdict.text.startswith("No questionnaire was given")
+        assert review.use_cases["voice_agent"].fit is True
+
+    def test_client_bound_run_draws_no_capacity_judgement(self) -> None:
+        """A claim the run would contradict stays unjudged when the client was the bottleneck."""
+        text = "Q1: {ttft_p90_ms: 100, at_concurrency: 16, source: production}\n"
+        review = reconcile(q(text), make_summary(client_bound=True))
+        assert review.judgements["Q1"].status == "ok"
+        assert "client-bound" in review.judgements["Q1"].reason
+        assert {f.fit for f in review.use_cases.values()} == {None}
+        assert review.reading_speed.fit is None
+        assert "client-bound" in review.verdict.text
+
+    def test_missing_and_garbage_summary_fields_are_not_measured(self) -> None:
+        """A summary with holes and wrong types yields 'not measured', never a crash."""
+        summary = {"baseline": {"ttft_s": {"p90": "fast"}}, "ramp": {"levels": [
+            {"concurrency": 4, "ttft_s": {"p90": float("nan")}}, {"concurrency": "x"}, 7]}}
+        text = "Q1: {ttft_p90_ms: 100, at_concurrency: 4, source: production}\n"
+        review = reconcile(q(text), summary)
+        assert review.judgements["Q1"].status == "ok"
+        assert "not checked against a measurement (our run has no TTFT there)" in \
+            review.judgements["Q1"].reason
+        assert review.use_cases["voice_agent"].fit is None
+
+
+class TestUseCases:
+    def test_fit_per_profile_from_known_truth(self) -> None:
+        """Each profile holds up to the level the synthetic truth predicts."""
+        fits = use_case_fit(measurements(SUMMARY), Tolerances())
+        # voice: TTFT p90 0.17+0.01c ≤ 0.5 → up to 32; live: ≤ 0.45 → 16;
+        # chat: TTFT p90 ≤ 2 s → 128 (TPOT p90 at 256 is 166 ms, fine, TTFT 2.73 s is not);
+        # batch: 0.95·256/0.138 s = 1,762 tokens/s; 512 is excluded (2% rejected > 1%)
+        assert {k: (f.fit, f.max_concurrency) for k, f in fits.items()} == {
+            "voice_agent": (True, 32), "live_suggestions": (True, 16),
+            "interactive_chat": (True, 128), "batch": (True, 256)}
+        assert fits["live_suggestions"].reason == (
+            "Holds the live suggestions limits up to 16 streams (TTFT p90 330 ms ≤ 450 ms, "
+            "TPOT p90 22 ms ≤ 40 ms and 0.0% failed ≤ 1%); at 32: TTFT p90 490 ms > 450 ms.")
+        assert fits["batch"].reason.startswith("No latency limit: peak aggregate 1,762 tokens/s "
+                                               "at 256 streams")
+
+    def test_streams_at_reading_speed(self) -> None:
+        """1/TPOT p90 at 256 is 6.0 tokens/s (above 5.5); at 512 it is 3.1 and 2% fail."""
+        fit = streams_at_reading_speed(measurements(SUMMARY), Tolerances())
+        assert (fit.fit, fit.max_concurrency) == (True, 256)
+        assert "at 512: 90% of streams below 5.5 tokens/s (1/TPOT p90 = 3.1 tokens/s) and " \
+               "2.0% failed > 1%" in fit.reason
+
+    def test_profile_that_fails_at_the_first_level(self) -> None:
+        """A limit below the baseline fails the use case outright."""
+        tol = tolerances_from_dict({"slo_profiles": {"voice_agent": {"ttft_p90_s": 0.1}}})
+        fit = use_case_fit(measurements(SUMMARY), tol)["voice_agent"]
+        assert (fit.fit, fit.max_concurrency) == (False, None)
+        assert fit.reason == ("Fails the voice agent limits even at 1 stream: TTFT p90 180 ms "
+                              "> 100 ms.")
+
+
+class TestTolerances:
+    def test_override_file_changes_the_judgement_and_the_printed_tolerance(
+            self, tmp_path: Path) -> None:
+        """A looser TTFT tolerance from a file turns 3.3× slower into a hold, and says ±250%."""
+        path = tmp_path / "tol.yaml"
+        path.write_text("ttft_rel: 2.5\nslo_profiles:\n  voice_agent: {ttft_p90_s: 0.4}\n")
+        tol = load_tolerances(path)
+        text = "Q1: {ttft_p90_ms: 100, at_concurrency: 16, source: production}\n"
+        j = reconcile(q(text), SUMMARY, tol).judgements["Q1"]
+        assert (j.status, j.tolerance) == ("ok", "±250% (ttft_rel)")
+        assert tol.slo_profiles["voice_agent"].ttft_p90_s == 0.4
+        assert tol.slo_profiles["voice_agent"].itl_p99_s == 0.3
+
+    def test_json_override_and_reading_speed(self, tmp_path: Path) -> None:
+        """A JSON file can raise reading speed; fewer levels then qualify."""
+        path = tmp_path / "tol.json"
+        path.write_text(json.dumps({"reading_speed_tokens_per_s": 10}))
+        fit = streams_at_reading_speed(measurements(SUMMARY), load_tolerances(path))
+        assert fit.max_concurrency == 128
+
+    @pytest.mark.parametrize("data, message", [
+        ({"ttft_rell": 0.3}, "tolerances: unknown field 'ttft_rell'"),
+        ({"ttft_rel": "lots"}, "ttft_rel: expected a number, got 'lots'"),
+        ({"ttft_rel": -1}, "ttft_rel: must be greater than 0, got -1"),
+        ({"reading_speed_percentile": "p95"}, "reading_speed_percentile: expected one of p50, "
+                                              "p90, p99, got 'p95'"),
+        ({"slo_profiles": {"voice_agent": {"ttft": 1}}},
+         "slo_profiles.voice_agent: unknown field 'ttft'"),
+        ([1, 2], "tolerances: expected a mapping, got list"),
+    ])
+    def test_bad_overrides_are_input_errors(self, data: Any, message: str) -> None:
+        """A typo never silently falls back to a default."""
+        with pytest.raises(InputError) as info:
+            tolerances_from_dict(data)
+        assert str(info.value) == message
+
+
+class TestScorecard:
+    def test_scorecard_contract_and_json_safety(self) -> None:
+        """The SPEC's keys are present, JSON has no NaN, and each judgement shows its tolerance."""
+        summary = make_summary()
+        summary["prefill"]["tokens_per_s"] = math.nan
+        card = build_scorecard(load_questionnaire(SAMPLES / "headline.yaml"), summary,
+                               Tolerances())
+        text = json.dumps(card, allow_nan=False)
+        assert json.loads(text)["schema"] == "evalkit.scorecard/1"
+        assert card["vendor"] == "Blazefast Cloud"
+        assert set(card["verdict"]) == {"streaming_ready", "text"}
+        assert list(card["questions"]) == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
+        for entry in card["questions"].values():
+            assert {"status", "claimed", "measured", "reason", "tolerance"} <= set(entry)
+        assert card["questions"]["Q6"]["claimed"]["headline"] == 1107
+        assert card["questions"]["Q6"]["claimed"]["panel"] == {"p50": 170, "p90": 520,
+                                                               "p99": 767}
+        assert set(card["use_cases"]) == {"voice_agent", "live_suggestions",
+                                          "interactive_chat", "batch"}
+        assert card["streams_at_reading_speed"]["value"] == 256
+        assert card["tolerances"]["ttft_rel"] == 0.25
+        assert card["review"] == "claims_and_measurements"
+
+    def test_empty_scorecard(self) -> None:
+        """Neither input: a scorecard that says nothing was given, still valid JSON."""
+        card = build_scorecard(None, None)
+        json.dumps(card, allow_nan=False)
+        assert card["vendor"] == "(vendor not named)"
+        assert card["review"] == "empty"
+        assert card["streams_at_reading_speed"]["value"] is None
+        assert {uc["fit"] for uc in card["use_cases"].values()} == {None}
