@@ -414,7 +414,7 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
     if window is not None:
         t = chunks["t_s"].to_numpy()
         inside = ok_chunk & (t > window.start_s) & (t <= window.end_s)
-        aggregate = float(chunks["scaled_tokens"].to_numpy()[inside].sum()) / window.duration_s
+        aggregate = _num(chunks["scaled_tokens"].to_numpy()[inside].sum() / window.duration_s)
 
     admission = int(req["admission_failure"].sum())
     failed = int((~req["ok"]).sum())
@@ -487,7 +487,7 @@ def _p90(stats: Mapping[str, Any] | None, key: str) -> float | None:
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
-    return num / den if num is not None and den is not None and den > 0 else None
+    return _num(num / den) if num is not None and den is not None and den > 0 else None
 
 
 def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] | None,
@@ -509,8 +509,8 @@ def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] 
         values = {"ttft": _ratio(_p90(lvl, "ttft_s"), base_ttft),
                   "itl": _ratio(_p90(lvl, "tpot_s"), base_tpot),
                   "admission": lvl.get("admission_failure_rate")}
-        excess = {k: v / limits[k] for k, v in values.items()
-                  if v is not None and limits[k] > 0}
+        excess = {k: e for k, v in values.items()
+                  if v is not None and (e := _num(v / limits[k])) is not None}
         breaches = [k for k in DEGRADATION_METRICS if k in excess and excess[k] > 1.0]
         ok = (lvl.get("outcomes") or {}).get("ok", 0)
         if c in bound:

@@ -550,3 +550,35 @@ def test_thresholds_must_be_positive(bad: dict) -> None:
 
     with pytest.raises(UsageError, match="threshold"):
         Thresholds.from_dict(bad)
+
+
+_chunk_lists = st.lists(st.tuples(st.floats(0.0, 5.0), st.integers(0, 5)), max_size=6).map(
+    lambda cs: sorted(cs))
+_records = st.builds(
+    RequestRecord,
+    id=st.uuids().map(str),
+    phase=st.sampled_from(["connect", "baseline", "prefill", "ramp", "soak", "rate", "cache",
+                           "rtt", "warmup"]),
+    level=st.one_of(st.none(), st.sampled_from([1, 2, 4, 8])),
+    outcome=st.sampled_from(["ok", "rejected", "error", "incomplete", "timeout"]),
+    t0_s=st.floats(0.0, 100.0),
+    prompt_tokens=st.one_of(st.none(), st.sampled_from([64, 512, 2048])),
+    requested_output_tokens=st.one_of(st.none(), st.integers(0, 64)),
+    output_tokens=st.one_of(st.none(), st.integers(0, 64)),
+    counted_output_tokens=st.one_of(st.none(), st.integers(0, 64)),
+    usage_completion_tokens=st.one_of(st.none(), st.integers(0, 64)),
+    chunks=_chunk_lists,
+    send_lag_s=st.one_of(st.none(), st.floats(0.0, 0.1)),
+    prompt_id=st.one_of(st.none(), st.sampled_from(["a", "b"])),
+)
+
+
+@given(st.lists(_records, max_size=25), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_any_records_give_strict_json(records: list[RequestRecord], bound: bool) -> None:
+    """Whatever mix of phases, outcomes and gaps in the data: a summary, never NaN or a crash."""
+    meta = {"levels": {"4": {"client_bound": bound}}, "rtt_s": 0.001}
+    s = summarize(records, meta)
+    json.dumps(s, allow_nan=False)
+    assert s["requests"] == len(records)
+    assert sum(s["outcomes"].values()) == len(records)
