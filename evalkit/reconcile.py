@@ -112,6 +112,8 @@ class Level:
     aggregate_tokens_per_s: float | None
     requests: int | None
     failed: int | None
+    #: the client was the bottleneck at this level: it supports no conclusion
+    client_bound: bool = False
 
     @property
     def failure_rate(self) -> float | None:
@@ -131,13 +133,16 @@ class Measurements:
     max_sustained: int | None
     first_degraded: str | None
     client_bound: bool
+    #: the ramp's first breaching level, when the summary names it
+    first_breach: int | None = None
 
     def nearest(self, concurrency: int) -> Level | None:
         """The measured level closest to a claimed concurrency (log scale, ties go up)."""
-        if not self.levels:
+        usable = [lv for lv in self.levels if not lv.client_bound]
+        if not usable:
             return None
-        return min(self.levels, key=lambda lv: (abs(math.log(lv.concurrency / concurrency)),
-                                                -lv.concurrency))
+        return min(usable, key=lambda lv: (abs(math.log(lv.concurrency / concurrency)),
+                                           -lv.concurrency))
 
 
 def _num(value: Any) -> float | None:
@@ -165,9 +170,10 @@ def _level(d: Mapping[str, Any], concurrency: int) -> Level:
     counts = {k: _int(v) or 0 for k, v in outcomes.items()}
     requests = _int(d.get("requests")) or (sum(counts.values()) if counts else None)
     failed = (requests - counts.get("ok", 0)) if counts and requests is not None else None
+    bound = d.get("client_bound") is True or d.get("status") == "client_bound"
     return Level(concurrency, _pct(d.get("ttft_s")), _pct(d.get("tpot_s")), _pct(d.get("itl_s")),
                  _pct(d.get("stream_tokens_per_s")), _num(d.get("aggregate_tokens_per_s")),
-                 requests, failed)
+                 requests, failed, bound)
 
 
 def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
@@ -194,8 +200,17 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
         prefill_tokens_per_s=prefill,
         max_sustained=_int(ramp.get("max_sustained_concurrency")),
         first_degraded=degraded if degraded in ("ttft", "itl", "admission") else None,
-        client_bound=bool(_map(summary.get("client")).get("client_bound")),
+        client_bound=_judgement_affected(_map(summary.get("client"))),
+        first_breach=_int(ramp.get("first_breach_concurrency")),
     )
+
+
+def _judgement_affected(client: Mapping[str, Any]) -> bool:
+    """The prober narrows `client_bound` to what voids a capacity judgement; prefer that."""
+    affected = client.get("capacity_judgement_affected")
+    if isinstance(affected, bool):
+        return affected
+    return client.get("client_bound") is True
 
 
 # ------------------------------------------------------------------------ format
@@ -253,15 +268,12 @@ def _dist_dict(p: Pct) -> dict[str, Any] | None:
     return out or None
 
 
-def _client_note(m: Measurements | None) -> str:
-    return ("; our run was client-bound, so it is not compared with a measurement"
-            if m is not None and m.client_bound else "")
-
-
 def _why_unmeasured(m: Measurements | None, what: str) -> str:
     if m is None:
         return " (no probe run was given)"
-    return _client_note(m) or f" (our run has no {what} there)"
+    if m.client_bound:
+        return " (our run was client-bound, so it supports no capacity judgement)"
+    return f" (our run has no {what} there)"
 
 
 def _usable(m: Measurements | None) -> Measurements | None:
@@ -353,12 +365,11 @@ def judge_q2(a: ThroughputAnswer, m: Measurements | None, tol: Tolerances) -> Ju
     mu = _usable(m)
     level = mu.nearest(c) if mu else None
     if level is None or a.gpus is None:
-        why = ("the GPU count behind the endpoint is not given" if level is not None
-               else "no usable probe run was given" if m is None or m.client_bound
-               else "our run has no level to compare")
+        why = (" (the GPU count behind the endpoint is not given)" if level is not None
+               else _why_unmeasured(m, "level to compare"))
         return j("ok", f"Claims-only review: {_n(v)} tokens/s per GPU at {c} streams sits within "
                  f"its own production distribution ({'/'.join(map(_n, dist))}); not compared "
-                 f"with our measurement because {why}.")
+                 f"with our measurement{why}.")
     aggregate = v * a.gpus
     per_stream = aggregate / c
     meas_stream = level.stream_tokens_per_s.p50
@@ -434,6 +445,8 @@ def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judge
 def _breaking_level(m: Measurements) -> int | None:
     if m.first_degraded is None:
         return None
+    if m.first_breach is not None:
+        return m.first_breach
     above = [lv.concurrency for lv in m.levels if m.max_sustained is None
              or lv.concurrency > m.max_sustained]
     return min(above) if above else None
@@ -596,7 +609,8 @@ def judge_questions(q: Questionnaire | None, m: Measurements | None,
 
 
 def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
-            has_questionnaire: bool = True, client_bound: bool = False) -> Verdict:
+            has_questionnaire: bool = True, client_bound: bool = False,
+            measured: bool = True) -> Verdict:
     """Sized for the streaming regime only when Q2, Q4 and Q6 are measured and hold up."""
     who = vendor or "The vendor"
     tail = (" Our own run was client-bound, so no capacity judgement is drawn from it."
@@ -619,8 +633,13 @@ def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
                        f"{_join(broken)} do{'es' if len(broken) == 1 else ''} not hold up, so "
                        "the quote is not shown to be sized for the streaming regime until "
                        "reconciled." + also + tail)
-    return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold up, so "
-                   "its quote is sized for the streaming regime." + also + tail)
+    if not measured:
+        return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that agree with "
+                       "each other, so its quote is sized for the streaming regime on its own "
+                       "account; no usable probe run has checked them yet." + also + tail)
+    return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold up "
+                   "against our measurements, so its quote is sized for the streaming regime."
+                   + also + tail)
 
 
 # ---------------------------------------------------------------- use-case fit
@@ -678,14 +697,17 @@ def _ladder(m: Measurements, checks: list[Check], what: str) -> Fit:
     """Climb the measured levels; the profile holds up to the last level that passes."""
     held: tuple[Level, list[str]] | None = None
     for level in m.levels:
-        results = [check(level) for check in checks]
+        results = ([(None, f"the client was the bottleneck at {level.concurrency} streams")]
+                   if level.client_bound else [check(level) for check in checks])
         notes = [text for _, text in results if text]
         if any(ok is None for ok, _ in results):
             missing = [text for ok, text in results if ok is None]
             if held is None:
                 return Fit(None, f"Not measurable at {level.concurrency} streams: "
                            f"{_join(missing)}.")
-            break
+            return Fit(True, f"Holds {what} up to {held[0].concurrency} streams "
+                       f"({_join(held[1])}); not judged at {level.concurrency}: "
+                       f"{_join(missing)}.", held[0].concurrency)
         if not all(ok for ok, _ in results):
             failed = [text for ok, text in results if not ok]
             if held is None:
@@ -749,7 +771,7 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     return Review(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
-                        questionnaire is not None, client_bound),
+                        questionnaire is not None, client_bound, _usable(m) is not None),
         use_cases=use_case_fit(m, tol),
         reading_speed=streams_at_reading_speed(m, tol),
         has_questionnaire=questionnaire is not None,

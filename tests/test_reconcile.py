@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evalkit.errors import InputError
 from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
@@ -212,8 +214,9 @@ class TestSamples:
             ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6"), "ok")
         assert review.verdict.streaming_ready is True
         assert review.verdict.text == ("Steadystream Inference answers Q2, Q4 and Q6 with "
-                                       "measured numbers that hold up, so its quote is sized "
-                                       "for the streaming regime.")
+                                       "measured numbers that hold up against our "
+                                       "measurements, so its quote is sized for the streaming "
+                                       "regime.")
 
     def test_evasive_is_sized_for_the_old_regime(self) -> None:
         """Words, blended price, lab TTFT, no panel: not streaming-ready, in the SPEC's words."""
@@ -256,6 +259,9 @@ class TestPartialInputs:
             assert review.judgements[qid].reason.startswith("Claims-only review"), qid
             assert review.judgements[qid].measured is None
         assert "our own distribution was not measured" in review.judgements["Q6"].reason
+        assert review.verdict.streaming_ready is True
+        assert "on its own account; no usable probe run has checked them yet" in \
+            review.verdict.text
         assert {f.fit for f in review.use_cases.values()} == {None}
 
     def test_claims_only_still_catches_internal_contradictions(self) -> None:
@@ -393,3 +399,62 @@ class TestScorecard:
         assert card["review"] == "empty"
         assert card["streams_at_reading_speed"]["value"] is None
         assert {uc["fit"] for uc in card["use_cases"].values()} == {None}
+
+
+class TestClientBound:
+    def test_narrowed_flag_is_preferred(self) -> None:
+        """A bound level above the first breach does not void the run (metrics' narrowing)."""
+        summary = make_summary(client_bound=True, capacity_judgement_affected=False)
+        summary["ramp"]["levels"][-1]["client_bound"] = True  # 512 streams, far above 32
+        review = reconcile(load_questionnaire(SAMPLES / "forthright.yaml"), summary)
+        assert review.client_bound is False
+        assert review.judgements["Q1"].reason.startswith("Claimed TTFT p50 220 ms at 16")
+        fit = review.reading_speed
+        assert (fit.fit, fit.max_concurrency) == (True, 256)
+        assert fit.reason.startswith("Holds reading speed up to 256 streams (")
+        assert fit.reason.endswith("; not judged at 512: the client was the bottleneck at 512 "
+                                   "streams.")
+
+    def test_bound_level_is_never_the_nearest(self) -> None:
+        """A claim at 16 is compared with 8 or 32 when 16 itself was client-bound."""
+        summary = make_summary(capacity_judgement_affected=False)
+        summary["ramp"]["levels"][4]["status"] = "client_bound"  # 16 streams
+        text = "Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n"
+        j = reconcile(q(text), summary).judgements["Q1"]
+        assert "vs measured 490 ms at 32 (nearest measured level)" in j.reason
+        assert j.status == "unreconciled"
+
+    def test_named_first_breach_is_used(self) -> None:
+        """The ramp's own first_breach_concurrency is the breaking level when it is given."""
+        summary = make_summary()
+        summary["ramp"]["first_breach_concurrency"] = 64
+        text = "Q4: {max_concurrent_streams_per_node: 64, first_degrades: itl, source: lab}\n"
+        j = reconcile(q(text), summary).judgements["Q4"]
+        assert (j.status, j.measured) == ("ok", {"max_sustained_concurrency": 16,
+                                                 "first_degraded": "itl",
+                                                 "breaking_concurrency": 64})
+
+
+JSONISH = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 600), st.floats(allow_nan=True),
+              st.text(max_size=5)),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=4),
+        st.dictionaries(st.sampled_from(
+            ["ramp", "levels", "concurrency", "ttft_s", "tpot_s", "itl_s", "p50", "p90", "p99",
+             "stream_tokens_per_s", "aggregate_tokens_per_s", "outcomes", "ok", "requests",
+             "baseline", "prefill", "tokens_per_s", "client", "client_bound",
+             "max_sustained_concurrency", "first_degraded", "first_breach_concurrency"]),
+            kids, max_size=5)),
+    max_leaves=25)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSONISH, st.sampled_from(["forthright", "evasive", "headline"]))
+def test_any_summary_gives_a_json_scorecard(summary: Any, sample: str) -> None:
+    """Whatever a summary holds, the scorecard is built, JSON-safe, with valid statuses."""
+    card = build_scorecard(load_questionnaire(SAMPLES / f"{sample}.yaml"), summary)
+    json.dumps(card, allow_nan=False)
+    assert {e["status"] for e in card["questions"].values()} <= {
+        "ok", "unanswered", "unanswerable", "unreconciled"}
+    assert all(uc["fit"] in (True, False, None) for uc in card["use_cases"].values())
