@@ -27,10 +27,12 @@ from evalkit.errors import QuestionnaireError
 
 SCHEMA_ID = "evalkit.questionnaire/1"
 
-#: A filled-in questionnaire is a few kilobytes; a megabyte is already absurd.
-MAX_BYTES = 1024 * 1024
-#: Nodes produced after alias expansion; bounds "billion laughs" documents.
-MAX_NODES = 20_000
+#: A filled-in questionnaire is a few kilobytes; the bound keeps hostile files cheap to refuse
+#: (PyYAML's pure-Python composer takes about 2 s on 256 KiB of tiny keys).
+MAX_BYTES = 256 * 1024
+#: Values in the document, and again after alias expansion; bounds "billion laughs"
+#: documents. A filled-in questionnaire has a few hundred.
+MAX_NODES = 5_000
 #: Nesting depth; the schema needs 3, and recursive aliases would never end.
 MAX_DEPTH = 20
 
@@ -423,10 +425,17 @@ class _Walker:
         return value
 
 
+def _key(part: str) -> str:
+    """A field name as it can be printed: vendor text may hold escapes for the terminal."""
+    if part.isprintable() and len(part) <= 60 and part.strip() == part and part:
+        return part
+    return _clip(part)
+
+
 def _dotted(path: tuple[str | int, ...]) -> str:
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{_key(part)}" if out else _key(part))
     return out or "(top level)"
 
 
@@ -452,9 +461,36 @@ def _decode(raw: bytes, file: str) -> str:
             f"{exc.start}); save the questionnaire as UTF-8") from None
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that stops composing past MAX_NODES nodes or MAX_DEPTH levels."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._nodes = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes += 1
+        self._depth += 1
+        try:
+            if self._nodes > MAX_NODES or self._depth > MAX_DEPTH:
+                raise _TooBig
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _too_big(file: str) -> QuestionnaireError:
+    return QuestionnaireError(
+        f"{file}: holds more than {MAX_NODES:,} values (YAML aliases expanded) or more "
+        f"than {MAX_DEPTH} levels of nesting; a questionnaire is far smaller")
+
+
 def _compose(text: str, file: str) -> yaml.Node | None:
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=_BoundedLoader)
+    except _TooBig:
+        raise _too_big(file) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -543,9 +579,7 @@ def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionna
     try:
         data = walker.walk(node)
     except _TooBig:
-        raise QuestionnaireError(
-            f"{file}: expands past {MAX_NODES:,} values or {MAX_DEPTH} levels of nesting "
-            f"(YAML aliases?); a questionnaire is far smaller") from None
+        raise _too_big(file) from None
     problems = list(walker.problems)
     if not isinstance(data, dict):
         problems.append((1, f"(top level): expected a mapping of fields, got {_got(data)}"))

@@ -163,7 +163,7 @@ class TestHostileInput:
         """A billion-laughs document is stopped by the expansion bound."""
         lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
         lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
-        with pytest.raises(QuestionnaireError, match="expands past 20,000 values"):
+        with pytest.raises(QuestionnaireError, match="holds more than 5,000 values"):
             parse_questionnaire("\n".join(lines).encode(), "bomb.yaml")
 
     def test_recursive_alias_is_refused(self) -> None:
@@ -203,6 +203,18 @@ class TestHostileInput:
         """A file saved as UTF-16 (with or without BOM) says how to fix it."""
         with pytest.raises(QuestionnaireError, match="looks like UTF-16 text; save the"):
             parse_questionnaire(HEAD.encode(encoding), "w.yaml")
+
+    def test_terminal_escapes_in_field_names_are_not_printed_raw(self) -> None:
+        """A field name carrying ANSI escapes is shown escaped, so it cannot drive a terminal."""
+        assert problems_of(HEAD + '"\\e[31mred\\a": 1\n') == [
+            "q.yaml:2: '\\x1b[31mred\\x07': unknown field",
+        ]
+
+    def test_many_small_values_are_refused(self) -> None:
+        """Tens of thousands of keys fit under the byte limit but are refused, early."""
+        text = HEAD + "".join(f"k{i}: 1\n" for i in range(20000))
+        with pytest.raises(QuestionnaireError, match="holds more than 5,000 values"):
+            parse_questionnaire(text.encode(), "flat.yaml")
 
     def test_utf8_bom_is_accepted(self) -> None:
         """Editors on Windows add a BOM; that is still UTF-8."""
