@@ -330,7 +330,8 @@ class ReferenceApp:
         overhead = int(float(p["request_overhead_ms"]) * 1e6)
         await _sleep_until(truth["received_ns"] + overhead, spin=False)
         stream = _Stream(plan, int(p["tokens_per_chunk"]))
-        seq = Seq(job.prompt_tokens, plan.total_tokens, sink=stream)
+        seq = Seq(job.prompt_tokens, plan.total_tokens, sink=stream,
+                  ready_ns=truth["received_ns"] + overhead)
         truth["queued"] = self.core.would_queue()
         if not self.core.submit(seq):
             truth.update(status=429, outcome="rejected", queued=False)
@@ -433,7 +434,7 @@ class _Writer:
     async def stream(self) -> None:
         """Write the SSE response; return early (no terminator) to cut the connection."""
         plan, job, truth = self.s.plan, self.job, self.truth
-        truth["status"] = 200
+        truth.update(status=200, outcome=plan.outcome)
         await self.send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-request-id", truth["request_id"].encode())]})

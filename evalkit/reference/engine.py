@@ -30,6 +30,9 @@ MS = 1_000_000
 #: if the caller wakes this late after a step's scheduled end, the next step starts at
 #: "now" instead of catching up with a burst of short steps
 RESYNC_NS = 5 * MS
+#: an idle engine woken up to this late by a new request starts its step at the
+#: request's arrival on the model's timeline (the lateness shows as write timing error)
+IDLE_RESYNC_NS = 20 * MS
 
 
 @dataclass(eq=False)
@@ -40,6 +43,8 @@ class Seq:
     target_tokens: int
     generated: int = 0
     admitted_ns: int | None = None
+    #: when the request reached the engine on the model's timeline (the engine may wake late)
+    ready_ns: int | None = None
     cancelled: bool = False
     sink: Any = None  # the edge's per-stream object, opaque to the engine
 
@@ -108,15 +113,19 @@ class EngineCore:
                 continue
             if budget is not None:
                 budget -= seq.prompt_tokens
-            seq.admitted_ns = now_ns
             self.running.append(seq)
             admitted.append(seq)
         if not self.running:
             self.last_end_ns = None
             return None
         start = now_ns
+        ready = [s.ready_ns for s in admitted if s.ready_ns is not None]
         if self.last_end_ns is not None and now_ns - self.last_end_ns <= RESYNC_NS:
-            start = self.last_end_ns
+            start = self.last_end_ns  # busy: steps follow each other on the timeline
+        elif ready and 0 <= now_ns - max(ready) <= IDLE_RESYNC_NS:
+            start = max(ready)  # idle: start when the request arrived, not when we woke
+        for seq in admitted:
+            seq.admitted_ns = start
         batch = len(self.running)
         ms = float(self.p["decode_base_ms"]) + float(self.p["decode_per_stream_ms"]) * batch
         ms += self.rng.uniform(0.0, float(self.p["jitter_ms"]))
