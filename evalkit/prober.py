@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import random
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from evalkit.errors import EndpointError
 from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sse import SSEParser
+from evalkit.stamping import stamped_transport
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
@@ -66,25 +68,66 @@ class Target:
                 "force_length": self.force_length, "api_key_set": bool(self.secret)}
 
 
-def make_client(target: Target, max_connections: int | None = None) -> httpx.AsyncClient:
-    """An httpx client for the target: no compression (bytes as sent), pool sized for load."""
+def make_client(target: Target, max_connections: int | None = None,
+                stamped: bool = True, ssl_context: ssl.SSLContext | None = None
+                ) -> httpx.AsyncClient:
+    """An httpx client for the target: no compression (bytes as sent).
+
+    `stamped` (default) reads sockets through `evalkit.stamping`, which stamps each read
+    with its arrival time (the kernel's, on plain TCP) rather than when the stream's task
+    gets to run.
+    """
     headers = {"accept-encoding": "identity", "user-agent": "evalkit"}
     headers.update(dict(target.headers))
     if target.secret:
         headers["authorization"] = f"Bearer {target.secret}"
     timeout = httpx.Timeout(target.timeout_s, pool=None)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=None)
+    verify: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+    transport = stamped_transport(limits, verify) if stamped else None
     return httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
-                             timeout=timeout, limits=limits)
+                             timeout=timeout, limits=limits, verify=verify,
+                             transport=transport)
+
+
+class _Clients:
+    """One single-connection client per concurrent stream, reused with keep-alive.
+
+    httpcore's shared pool scans every connection on each request and release (O(n²)
+    at n streams): at 256 streams it blocked the event loop for seconds (measured),
+    which is exactly what a timing client must not do. Here each stream holds its own
+    client, so nothing scales with the number of streams.
+    """
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        # one TLS context for all (building one loads the CA bundle: ~50 ms each)
+        self._ssl = httpx.create_ssl_context()
+        self._free: list[httpx.AsyncClient] = []
+        self._all: list[httpx.AsyncClient] = []
+
+    def acquire(self) -> httpx.AsyncClient:
+        if self._free:
+            return self._free.pop()
+        client = make_client(self.target, max_connections=1, ssl_context=self._ssl)
+        self._all.append(client)
+        return client
+
+    def release(self, client: httpx.AsyncClient) -> None:
+        self._free.append(client)
+
+    async def aclose(self) -> None:
+        for client in self._all:
+            await client.aclose()
+        self._all, self._free = [], []
 
 
 class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
-    def __init__(self, target: Target, client: httpx.AsyncClient, origin_ns: int,
-                 run_tag: str, shard: int = 0) -> None:
+    def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0) -> None:
         self.target = target
-        self.client = client
+        self.clients = _Clients(target)
         self.adapter: Adapter = get_adapter(target.api)
         self.origin_ns = origin_ns
         self.run_tag = run_tag
@@ -92,15 +135,21 @@ class Prober:
         self.force_length = target.force_length
         self._seq = 0
 
+    async def __aenter__(self) -> Prober:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.clients.aclose()
+
     def _next_id(self) -> str:
         self._seq += 1
         return f"{self.run_tag}-s{self.shard}-{self._seq:06d}"
 
-    def _request(self, rid: str, prompt: Prompt) -> httpx.Request:
+    def _request(self, client: httpx.AsyncClient, rid: str, prompt: Prompt) -> httpx.Request:
         body = self.adapter.build_body(self.target.model, prompt.content, prompt.max_tokens,
                                        self.force_length)
         body.update(self.target.extra_body)
-        return self.client.build_request(
+        return client.build_request(
             "POST", self.adapter.path, content=json.dumps(body).encode(),
             headers={"content-type": "application/json", "accept": "text/event-stream",
                      "x-request-id": rid})
@@ -109,12 +158,20 @@ class Prober:
                      scheduled_ns: int | None = None) -> RequestRecord:
         """Send one streaming request and return its record (never raises for a failure)."""
         rid = self._next_id()
-        request = self._request(rid, prompt)  # built before t0: not part of any time
+        client = self.clients.acquire()
+        try:
+            return await self._stream(client, rid, prompt, phase, level, scheduled_ns)
+        finally:
+            self.clients.release(client)
+
+    async def _stream(self, client: httpx.AsyncClient, rid: str, prompt: Prompt, phase: str,
+                      level: int | None, scheduled_ns: int | None) -> RequestRecord:
+        request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState()
         sent_ns = time.perf_counter_ns()
         t0 = scheduled_ns if scheduled_ns is not None else sent_ns
         try:
-            response = await self.client.send(request, stream=True)
+            response = await client.send(request, stream=True)
             try:
                 st.status = response.status_code
                 if st.status != 200:
@@ -146,8 +203,10 @@ class Prober:
         parser = SSEParser()
         parse = self.adapter.parse
         perf = time.perf_counter_ns
+        net = response.extensions.get("network_stream")
         async for raw in response.aiter_raw():
-            now = perf()  # stamped at arrival, before any parsing
+            # when the bytes arrived: the socket read's stamp, else now (before any parsing)
+            now = getattr(net, "last_arrival_ns", None) or perf()
             for event in parser.feed(raw):
                 try:
                     delta = parse(event.data)

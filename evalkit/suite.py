@@ -219,8 +219,8 @@ async def _run_shard(task: ShardTask) -> ShardResult:
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
     source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
-    async with make_client(task.target) as client, LoopMonitor() as mon:
-        prober = Prober(task.target, client, task.origin_ns, tag, task.shard)
+    async with Prober(task.target, task.origin_ns, tag, task.shard) as prober, \
+            LoopMonitor() as mon:
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
@@ -280,8 +280,9 @@ class _Suite:
 
     # -- phases
     async def run(self) -> None:
-        async with make_client(self.target) as client, LoopMonitor() as mon:
-            prober = Prober(self.target, client, self.origin_ns, self.run_tag)
+        async with make_client(self.target) as client, \
+                Prober(self.target, self.origin_ns, self.run_tag) as prober, \
+                LoopMonitor() as mon:
             for phase in self.s["phases"]:
                 mark = mon.start_window()
                 await getattr(self, f"_phase_{phase}")(client, prober, mon)

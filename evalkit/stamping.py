@@ -1,0 +1,392 @@
+"""A network backend for httpx that stamps every socket read the moment it arrives.
+
+Why: when a server writes to N streams at once (one decode step of a batching engine),
+the N reads become ready together. With the default backend, a stream's bytes are
+stamped only when its own task runs, after the tasks ahead of it have parsed their
+chunks, so the stamp of the last stream in the burst is late by N x (per-chunk work):
+several milliseconds at N = 64, tens at 256. Here the stamp is taken in the asyncio
+protocol's `data_received`, which the event loop calls for every ready socket *before*
+any task resumes; a burst of N reads is stamped within N x (one `recv`), and the
+per-chunk parsing (h11, SSE, JSON) happens afterwards without touching the times.
+
+The prober reads the stamp through `response.extensions["network_stream"]`: after httpx
+hands over body bytes, `last_arrival_ns` is the arrival time of the socket read those
+bytes came from (each `read` returns the bytes of one `data_received` at most, so the
+mapping is exact). This is the real HTTP stack (httpx, httpcore, h11) over real sockets;
+only the socket reader is ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+import struct
+import time
+from collections import deque
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+_HIGH_WATER = 64 * 1024
+#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_ANC_SIZE = socket.CMSG_SPACE(16)
+_READ_SIZE = 256 * 1024
+_MAX_BUFFERED = 4 * 1024 * 1024
+_MAX_AGE_NS = 10_000_000_000
+
+
+class _Protocol(asyncio.Protocol):
+    """Buffers (arrival_ns, bytes) per socket read; wakes the one reader waiting."""
+
+    def __init__(self) -> None:
+        self.reads: deque[tuple[int, bytes]] = deque()
+        self.eof = False
+        self.error: BaseException | None = None
+        self.transport: asyncio.Transport | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._paused = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.reads.append((time.perf_counter_ns(), data))  # the stamp: nothing before it
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def wait_readable(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def drained(self) -> None:
+        if self._paused:
+            self._drain = asyncio.get_running_loop().create_future()
+            await self._drain
+
+
+class StampedStream(httpcore.AsyncNetworkStream):
+    """One connection; `last_arrival_ns` = arrival time of the bytes last handed to httpcore."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        self.last_arrival_ns: int | None = None
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """The bytes of the next socket read (split only if longer than max_bytes)."""
+        p = self._protocol
+        if not p.reads and not p.eof:
+            try:
+                async with asyncio.timeout(timeout):
+                    while not p.reads and not p.eof:
+                        await p.wait_readable()
+            except TimeoutError:
+                raise httpcore.ReadTimeout(f"no bytes for {timeout} s") from None
+        if not p.reads:
+            if p.error is not None:
+                raise httpcore.ReadError(str(p.error) or type(p.error).__name__)
+            return b""
+        at, data = p.reads.popleft()
+        if len(data) > max_bytes:
+            p.reads.appendleft((at, data[max_bytes:]))
+            data = data[:max_bytes]
+        self.last_arrival_ns = at
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Send bytes; wait (bounded by timeout) if the kernel buffer is full."""
+        if not buffer:
+            return
+        if self._transport.is_closing():
+            raise httpcore.WriteError("connection closed")
+        self._transport.write(buffer)
+        try:
+            async with asyncio.timeout(timeout):
+                await self._protocol.drained()
+        except TimeoutError:
+            raise httpcore.WriteTimeout(f"write blocked for {timeout} s") from None
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        self._transport.close()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        """Upgrade to TLS; decrypted bytes keep being stamped in `data_received`."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                tls = await loop.start_tls(self._transport, self._protocol, ssl_context,
+                                           server_hostname=server_hostname)
+        except TimeoutError:
+            self._transport.close()
+            raise httpcore.ConnectTimeout("TLS handshake timed out") from None
+        except (OSError, ssl.SSLError) as exc:
+            self._transport.close()
+            raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
+        if tls is None:
+            raise httpcore.ConnectError("TLS handshake failed")
+        assert isinstance(tls, asyncio.Transport)
+        self._protocol.transport = tls
+        return StampedStream(tls, self._protocol)
+
+    def get_extra_info(self, info: str) -> Any:
+        """What httpcore asks: ssl_object, addresses, socket, is_readable (keep-alive check)."""
+        p = self._protocol
+        if info == "is_readable":
+            return bool(p.reads) or p.eof or self._transport.is_closing()
+        if info == "ssl_object":
+            return self._transport.get_extra_info("ssl_object")
+        if info == "client_addr":
+            return self._transport.get_extra_info("sockname")
+        if info == "server_addr":
+            return self._transport.get_extra_info("peername")
+        if info == "socket":
+            return self._transport.get_extra_info("socket")
+        return None
+
+
+class KernelStampedStream(httpcore.AsyncNetworkStream):
+    """Plain TCP read with `recvmsg`, stamped with the kernel's receive time of the bytes.
+
+    The kernel stamps each packet as it is queued to the socket (SO_TIMESTAMPNS, wall
+    clock). We only use that stamp's *age*, measured against the wall clock right after
+    the read (two readings microseconds to milliseconds apart, so clock slewing cannot
+    matter), and subtract it from `perf_counter_ns()`: a monotonic arrival time that
+    does not move when this process is scheduled late on a busy machine.
+    """
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self._sock = sock
+        self._loop = loop
+        self._fd = sock.fileno()
+        self._reads: deque[tuple[int, bytes]] = deque()
+        self._buffered = 0
+        self._eof = False
+        self._error: OSError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._reading = True
+        self.last_arrival_ns: int | None = None
+        #: reads stamped by the kernel / by us (a socket without kernel stamps says so)
+        self.kernel_stamped = 0
+        self.user_stamped = 0
+        loop.add_reader(self._fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            data, anc, _flags, _addr = self._sock.recvmsg(_READ_SIZE, _ANC_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._error = exc
+            self._stop_reading(eof=True)
+            return
+        now = time.perf_counter_ns()
+        if not data:
+            self._stop_reading(eof=True)
+            return
+        stamp = now
+        for level, kind, cdata in anc:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
+                sec, nsec = struct.unpack("qq", cdata[:16])
+                age = time.time_ns() - (sec * 1_000_000_000 + nsec)
+                if 0 <= age < _MAX_AGE_NS:  # a wall-clock step would give nonsense: ignore
+                    stamp = now - age
+                    self.kernel_stamped += 1
+                break
+        if stamp == now:
+            self.user_stamped += 1
+        self._reads.append((stamp, data))
+        self._buffered += len(data)
+        if self._buffered > _MAX_BUFFERED:
+            self._loop.remove_reader(self._fd)  # back-pressure until httpcore catches up
+            self._reading = False
+        self._wake()
+
+    def _stop_reading(self, eof: bool) -> None:
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+        self._eof = self._eof or eof
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """The bytes of the next socket read (split only if longer than max_bytes)."""
+        if not self._reads and not self._eof:
+            try:
+                async with asyncio.timeout(timeout):
+                    while not self._reads and not self._eof:
+                        self._waiter = self._loop.create_future()
+                        try:
+                            await self._waiter
+                        finally:
+                            self._waiter = None
+            except TimeoutError:
+                raise httpcore.ReadTimeout(f"no bytes for {timeout} s") from None
+        if not self._reads:
+            if self._error is not None:
+                raise httpcore.ReadError(str(self._error) or type(self._error).__name__)
+            return b""
+        at, data = self._reads.popleft()
+        if len(data) > max_bytes:
+            self._reads.appendleft((at, data[max_bytes:]))
+            data = data[:max_bytes]
+        self._buffered -= len(data)
+        if not self._reading and not self._eof and self._buffered <= _MAX_BUFFERED // 2:
+            self._loop.add_reader(self._fd, self._on_readable)
+            self._reading = True
+        self.last_arrival_ns = at
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Send all bytes (bounded by timeout)."""
+        if not buffer:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._loop.sock_sendall(self._sock, buffer)
+        except TimeoutError:
+            raise httpcore.WriteTimeout(f"write blocked for {timeout} s") from None
+        except OSError as exc:
+            raise httpcore.WriteError(str(exc) or type(exc).__name__) from None
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        self._stop_reading(eof=True)
+        self._sock.close()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        """TLS: hand the socket to an asyncio SSL transport, stamped in data_received."""
+        self._stop_reading(eof=False)
+        try:
+            async with asyncio.timeout(timeout):
+                transport, protocol = await self._loop.create_connection(
+                    _Protocol, sock=self._sock, ssl=ssl_context,
+                    server_hostname=server_hostname)
+        except TimeoutError:
+            self._sock.close()
+            raise httpcore.ConnectTimeout("TLS handshake timed out") from None
+        except (OSError, ssl.SSLError) as exc:
+            self._sock.close()
+            raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
+        assert isinstance(transport, asyncio.Transport)
+        return StampedStream(transport, protocol)
+
+    def get_extra_info(self, info: str) -> Any:
+        """What httpcore asks: is_readable (keep-alive check), addresses, socket."""
+        if info == "is_readable":
+            return bool(self._reads) or self._eof
+        if info == "client_addr":
+            return self._sock.getsockname()
+        if info == "server_addr":
+            return self._sock.getpeername()
+        if info == "socket":
+            return self._sock
+        return None
+
+
+class StampedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore backend whose reads carry their arrival time (kernel-stamped on plain TCP)."""
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None
+                          ) -> httpcore.AsyncNetworkStream:
+        """Open a TCP connection with TCP_NODELAY and kernel receive timestamps."""
+        loop = asyncio.get_running_loop()
+        last: OSError | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                for family, kind, proto, _name, addr in infos:
+                    sock = socket.socket(family, kind, proto)
+                    sock.setblocking(False)
+                    try:
+                        if local_address:
+                            sock.bind((local_address, 0))
+                        await loop.sock_connect(sock, addr)
+                    except OSError as exc:
+                        sock.close()
+                        last = exc
+                        continue
+                    break
+                else:
+                    raise last or OSError(f"no address for {host}")
+        except TimeoutError:
+            raise httpcore.ConnectTimeout(f"connect to {host}:{port} timed out") from None
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        for option in socket_options or ():
+            sock.setsockopt(*option)
+        return KernelStampedStream(sock, loop)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable[Any] | None = None
+                                  ) -> httpcore.AsyncNetworkStream:
+        """Unix sockets are not used by evalkit."""
+        raise httpcore.ConnectError("unix sockets are not supported by evalkit's backend")
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep (httpcore's retry back-off)."""
+        await asyncio.sleep(seconds)
+
+
+def stamped_transport(limits: httpx.Limits, verify: ssl.SSLContext | bool = True
+                      ) -> httpx.AsyncHTTPTransport | None:
+    """An httpx transport using `StampedBackend`, or None if this httpx has no pool to swap."""
+    transport = httpx.AsyncHTTPTransport(limits=limits, verify=verify)
+    pool = getattr(transport, "_pool", None)
+    if not isinstance(pool, httpcore.AsyncConnectionPool):
+        return None
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=pool._ssl_context, max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry, network_backend=StampedBackend())
+    return transport
+
+
+def arrival_ns(response: httpx.Response) -> int | None:
+    """When the bytes last read from `response` arrived (None without StampedBackend)."""
+    stream = response.extensions.get("network_stream")
+    return getattr(stream, "last_arrival_ns", None)
