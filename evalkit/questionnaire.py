@@ -54,7 +54,9 @@ def _nullable(type_: str, **extra: Any) -> dict[str, Any]:
     return {"type": [type_, "null"], **extra}
 
 
-_NUM = _nullable("number", minimum=0)
+#: a measured latency or rate is never zero; a price may be
+_NUM = _nullable("number", exclusiveMinimum=0)
+_PRICE = _nullable("number", minimum=0)
 _COUNT = _nullable("integer", minimum=1)
 _TEXT = _nullable("string", maxLength=4000)
 _SHORT = _nullable("string", maxLength=400)
@@ -138,9 +140,9 @@ SCHEMA: dict[str, Any] = {
             "notes": _TEXT,
         }),
         "Q3": _section(QUESTION_TITLES["Q3"], {
-            "input_price_per_mtok": _NUM,
-            "output_price_per_mtok": _NUM,
-            "blended_price_per_mtok": _NUM,
+            "input_price_per_mtok": _PRICE,
+            "output_price_per_mtok": _PRICE,
+            "blended_price_per_mtok": _PRICE,
             "currency": _SHORT,
             "capacity_model": _TEXT,
             "prefill_tokens_per_s": _NUM,
@@ -536,6 +538,8 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"expected {error.validator_value!r}, got {_got(inst)}"
     if v == "minimum":
         return f"must be at least {error.validator_value}, got {_got(inst)}"
+    if v == "exclusiveMinimum":
+        return f"must be greater than {error.validator_value}, got {_got(inst)}"
     if v == "maxLength":
         return f"text longer than {error.validator_value} characters"
     if v == "maxItems":

@@ -114,6 +114,8 @@ class Level:
     failed: int | None
     #: the client was the bottleneck at this level: it supports no conclusion
     client_bound: bool = False
+    #: in-stream gaps above the run's stall threshold (default 1 s)
+    stalls: int | None = None
 
     @property
     def failure_rate(self) -> float | None:
@@ -137,12 +139,13 @@ class Measurements:
     first_breach: int | None = None
 
     def nearest(self, concurrency: int) -> Level | None:
-        """The measured level closest to a claimed concurrency (log scale, ties go up)."""
+        """The measured level closest to a claimed concurrency (log scale; a tie goes to the
+        lower level, which favours the vendor rather than flag it unfairly)."""
         usable = [lv for lv in self.levels if not lv.client_bound]
         if not usable:
             return None
         return min(usable, key=lambda lv: (abs(math.log(lv.concurrency / concurrency)),
-                                           -lv.concurrency))
+                                           lv.concurrency))
 
 
 def _num(value: Any) -> float | None:
@@ -173,7 +176,7 @@ def _level(d: Mapping[str, Any], concurrency: int) -> Level:
     bound = d.get("client_bound") is True or d.get("status") == "client_bound"
     return Level(concurrency, _pct(d.get("ttft_s")), _pct(d.get("tpot_s")), _pct(d.get("itl_s")),
                  _pct(d.get("stream_tokens_per_s")), _num(d.get("aggregate_tokens_per_s")),
-                 requests, failed, bound)
+                 requests, failed, bound, _int(d.get("stalls")))
 
 
 def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
@@ -236,6 +239,18 @@ def _n(x: float) -> str:
 
 def _price(x: float) -> str:
     return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
+
+
+def _reach(level: Level, claimed_c: int, tol: Tolerances) -> str:
+    """A check at far fewer streams than claimed confirms only that far."""
+    if level.concurrency * tol.concurrency_match_factor >= claimed_c:
+        return ""
+    return (f", though the claimed {claimed_c} streams were not reached, so it is checked only "
+            f"up to {level.concurrency}")
 
 
 def _pm(rel: float) -> str:
@@ -324,11 +339,8 @@ def judge_q1(a: TtftAnswer, m: Measurements | None, tol: Tolerances) -> Judgemen
     head = (f"Claimed TTFT {key} {_n(claimed_ms)} ms at {c} streams vs measured "
             f"{fmt_s(meas_s)} {_at(level, c)} (tolerance {_pm(tol.ttft_rel)})")
     if ratio > 1 + tol.ttft_rel:
-        return j("unreconciled", f"{head}: {ratio:.1f}× slower.", shown)
-    reach = ("" if level.concurrency * tol.concurrency_match_factor >= c else
-             f", though the claimed {c} streams were not reached, so it is checked only up to "
-             f"{level.concurrency}")
-    return j("ok", f"{head}: holds{reach}.", shown)
+        return j("unreconciled", f"{head}: {_times(ratio)} slower.", shown)
+    return j("ok", f"{head}: holds{_reach(level, c, tol)}.", shown)
 
 
 def judge_q2(a: ThroughputAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
@@ -390,8 +402,8 @@ def judge_q2(a: ThroughputAnswer, m: Measurements | None, tol: Tolerances) -> Ju
     worst = max(checks, key=lambda t: t[1] / t[2] if t[2] else math.inf)
     short = worst[1] / worst[2] if worst[2] else math.inf
     if short > 1 / (1 - tol.throughput_rel):
-        return j("unreconciled", f"{head}: {short:.1f}× short {worst[0]}.", shown)
-    return j("ok", f"{head}: holds.", shown)
+        return j("unreconciled", f"{head}: {_times(short)} short {worst[0]}.", shown)
+    return j("ok", f"{head}: holds{_reach(level, c, tol)}.", shown)
 
 
 def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
@@ -438,7 +450,7 @@ def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judge
     short = worst[1] / worst[2] if worst[2] else math.inf
     head = f"Prices are separate ({prices}); {compared} (tolerance {_pm(tol.rate_rel)})"
     if short > 1 / (1 - tol.rate_rel):
-        return j("unreconciled", f"{head}: {worst[0]} {short:.1f}× short.", shown)
+        return j("unreconciled", f"{head}: {worst[0]} {_times(short)} short.", shown)
     return j("ok", f"{head}: holds.", shown)
 
 
@@ -491,11 +503,15 @@ def judge_q4(a: ConcurrencyAnswer, m: Measurements | None, tol: Tolerances) -> J
     if mu.first_degraded is not None:
         limit = breaking if breaking is not None else (mu.max_sustained or 0) + 1
         if claimed > limit * (1 + tol.concurrency_rel):
-            problems.append(f"{claimed / limit:.1f}× more streams than held")
+            problems.append(f"the claim is {_times(claimed / limit)} the level at which it "
+                            "broke")
         if first != mu.first_degraded:
             problems.append(f"{mu.first_degraded}, not {first}, degraded first")
     if problems:
         return j("unreconciled", f"{head}: {_join(problems)}.", shown)
+    if mu.first_degraded is None and (mu.max_sustained or 0) < claimed:
+        return j("ok", f"{head}: not contradicted, though the ramp stopped below the claim.",
+                 shown)
     return j("ok", f"{head}: holds.", shown)
 
 
@@ -668,6 +684,14 @@ def _reading(level: Level, tol: Tolerances) -> tuple[bool | None, str]:
                 f"{fmt_rate(rate)})")
 
 
+def _no_stalls(level: Level) -> tuple[bool | None, str]:
+    """Any stall the prober counted (its threshold is ≥ the profile's gap limit) breaks it."""
+    if level.stalls is None:
+        return True, ""
+    return level.stalls == 0, ("no stalls" if level.stalls == 0 else
+                               f"{level.stalls} stall{'s' if level.stalls > 1 else ''}")
+
+
 def _failures(level: Level, tol: Tolerances) -> tuple[bool | None, str]:
     rate = level.failure_rate
     if rate is None:
@@ -687,6 +711,7 @@ def _checks(profile: SloProfile, tol: Tolerances) -> list[Check]:
     if profile.itl_p99_s is not None:
         lim_i = profile.itl_p99_s
         checks.append(lambda lv: _limit("ITL p99", lv.itl_s.p99, lim_i, fmt_s))
+        checks.append(_no_stalls)
     if profile.above_reading_speed:
         checks.append(lambda lv: _reading(lv, tol))
     checks.append(lambda lv: _failures(lv, tol))

@@ -121,7 +121,7 @@ class TestProblems:
             "acme.yaml:5: Q1.at_concurency: unknown field",
             "acme.yaml:6: Q1.source: expected one of production, lab, estimate; got 'prod'",
             "acme.yaml:8: Q2.gpus: expected a whole number, got 1.5",
-            "acme.yaml:9: Q2.distribution.p50: must be at least 0, got -3",
+            "acme.yaml:9: Q2.distribution.p50: must be greater than 0, got -3",
             "acme.yaml:10: Q2.evidence[1]: expected text, got 7",
             "acme.yaml:12: Q4.first_degrades: expected one of itl, ttft, admission; got 'memory'",
             "acme.yaml:13: Q7: unknown field",

@@ -99,6 +99,8 @@ CASES: list[tuple[str, str, str, str]] = [
      "vs measured 330 ms at 16 (tolerance ±25%): holds."),
     ("Q1", "Q1: {ttft_p90_ms: 300, at_concurrency: 20, source: production}\n", "ok",
      "at 16 (nearest measured level)"),
+    ("Q1", "Q1: {ttft_p90_ms: 9000, at_concurrency: 4096, source: production}\n", "ok",
+     "though the claimed 4096 streams were not reached, so it is checked only up to 512."),
     # Q2: measured at 16: 55.6 tokens/s per stream (p50), 844 aggregate
     ("Q2", "", "unanswered", "Q2 is not answered"),
     ("Q2", "Q2: {notes: Industry-leading throughput}\n", "unanswerable", "only text"),
@@ -148,11 +150,13 @@ CASES: list[tuple[str, str, str, str]] = [
     ("Q4", "Q4: {max_concurrent_streams_per_node: 64, nodes: 1, first_degrades: itl, "
      "source: lab}\n", "unreconciled",
      "Claimed 64 streams per node × 1 node = 64, itl first vs the ramp sustained 16 and broke "
-     "at 32 on itl (tolerance ±25%): 2.0× more streams than held."),
+     "at 32 on itl (tolerance ±25%): the claim is 2.0× the level at which it broke."),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 16, nodes: 1, first_degrades: admission, "
      "source: production}\n", "unreconciled", "itl, not admission, degraded first"),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n",
      "ok", "(at least 24 for the endpoint)"),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 40, first_degrades: itl, source: lab}\n",
+     "ok", "(tolerance ±25%): holds."),  # 40 ≤ 32 × 1.25: within tolerance of the break
     # Q5: categorical
     ("Q5", "", "unanswered", "Q5 is not answered"),
     ("Q5", "Q5: {notes: Enterprise-grade dashboards}\n", "unanswerable", "does not say"),
@@ -322,6 +326,36 @@ class TestUseCases:
         assert "at 512: 90% of streams below 5.5 tokens/s (1/TPOT p90 = 3.1 tokens/s) and " \
                "2.0% failed > 1%" in fit.reason
 
+    def test_a_stall_breaks_the_voice_profile(self) -> None:
+        """Voice holds to 32 streams; a counted stall at 8 stops it at 4."""
+        summary = make_summary()
+        summary["ramp"]["levels"][3]["stalls"] = 2  # 8 streams
+        fit = use_case_fit(measurements(summary), Tolerances())["voice_agent"]
+        assert (fit.fit, fit.max_concurrency) == (True, 4)
+        assert fit.reason.endswith("; at 8: 2 stalls.")
+
+    def test_ramp_that_never_broke_does_not_contradict_a_higher_claim(self) -> None:
+        """Sustained 16 with no breach is a lower bound: a claim of 64 is not contradicted."""
+        summary = make_summary()
+        summary["ramp"]["levels"] = summary["ramp"]["levels"][:5]
+        summary["ramp"]["first_degraded"] = None
+        text = "Q4: {max_concurrent_streams_per_node: 64, first_degrades: itl, source: lab}\n"
+        j = reconcile(q(text), summary).judgements["Q4"]
+        assert j.status == "ok"
+        assert j.reason.endswith("vs the ramp sustained 16 without degrading (tolerance ±25%): "
+                                 "not contradicted, though the ramp stopped below the claim.")
+
+    def test_nothing_delivered_is_infinitely_short(self) -> None:
+        """A level that delivered nothing contradicts a throughput claim, without dividing by 0."""
+        summary = make_summary()
+        summary["ramp"]["levels"][4]["stream_tokens_per_s"]["p50"] = 0.0
+        summary["ramp"]["levels"][4]["aggregate_tokens_per_s"] = 0.0
+        text = ("Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, gpus: 1, "
+                "source: production, distribution: {p50: 780}}\n")
+        j = reconcile(q(text), summary).judgements["Q2"]
+        assert j.status == "unreconciled"
+        assert j.reason.endswith(": infinitely short per stream (p50).")
+
     def test_profile_that_fails_at_the_first_level(self) -> None:
         """A limit below the baseline fails the use case outright."""
         tol = tolerances_from_dict({"slo_profiles": {"voice_agent": {"ttft_p90_s": 0.1}}})
@@ -416,10 +450,14 @@ class TestClientBound:
                                    "streams.")
 
     def test_bound_level_is_never_the_nearest(self) -> None:
-        """A claim at 16 is compared with 8 or 32 when 16 itself was client-bound."""
+        """A claim at 16 is compared with 8 (the tie goes down) when 16 was client-bound."""
         summary = make_summary(capacity_judgement_affected=False)
         summary["ramp"]["levels"][4]["status"] = "client_bound"  # 16 streams
         text = "Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n"
+        j = reconcile(q(text), summary).judgements["Q1"]
+        assert "vs measured 250 ms at 8 (nearest measured level)" in j.reason
+        assert j.status == "ok"
+        summary["ramp"]["levels"][3]["status"] = "client_bound"  # 8 streams too
         j = reconcile(q(text), summary).judgements["Q1"]
         assert "vs measured 490 ms at 32 (nearest measured level)" in j.reason
         assert j.status == "unreconciled"
