@@ -163,6 +163,50 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     click.echo(f"{result.status}: {result.requests} requests written to {result.out_dir}")
 
 
+@cli.command()
+@click.option("--run", "run_dir", type=click.Path(file_okay=False),
+              help="Run directory written by `evalkit probe` (omit for a claims-only review).")
+@click.option("--questionnaire", "questionnaire_file", type=click.Path(dir_okay=False),
+              help="The vendor's filled-in questionnaire (omit for a measurement-only review).")
+@click.option("--out", "out_pdf", required=True, type=click.Path(dir_okay=False),
+              help="PDF to write; FILE.json (the scorecard) is written beside it.")
+@click.option("--html", is_flag=True, help="Also write FILE.html, the page the PDF was made from.")
+@click.option("--fail-on", metavar="STATUS,...",
+              help="Exit 1 when any question has one of these statuses "
+                   "(ok, unanswered, unanswerable, unreconciled).")
+@click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False),
+              help="YAML/JSON file overriding default tolerances and SLO profiles.")
+@user_errors
+def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, html: bool,
+           fail_on: str | None, tolerances_file: str | None) -> None:
+    """Reconcile a run with a questionnaire in a PDF scorecard (+ FILE.json beside it).
+
+    The PDF embeds run.json, summary.json, scorecard.json and the questionnaire and
+    prints their SHA-256. Exit 0; 1 when --fail-on statuses are present; 2 for bad input.
+
+    \b
+    Example:
+      evalkit report --run out/acme --questionnaire acme.yaml --out acme.pdf \\
+          --fail-on unanswered,unreconciled
+    """
+    from pathlib import Path
+
+    from evalkit.report import flagged, parse_fail_on, render_report
+
+    statuses = parse_fail_on(fail_on)  # a typo is exit 2 before any work
+    result = render_report(Path(run_dir) if run_dir else None,
+                           Path(questionnaire_file) if questionnaire_file else None,
+                           Path(out_pdf), html=html, tolerances=tolerances_file)
+    for path in (result.pdf, result.scorecard_json, result.html):
+        if path is not None:
+            click.echo(str(path))
+    hits = flagged(result.scorecard, statuses)
+    if hits:
+        qs = result.scorecard["questions"]
+        click.echo("flagged: " + ", ".join(f"{q} {qs[q]['status']}" for q in hits), err=True)
+        sys.exit(1)
+
+
 @cli.group()
 def questionnaire() -> None:
     """The vendor's capacity questionnaire: write a blank one, or check a filled one.

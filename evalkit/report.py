@@ -54,7 +54,7 @@ QUESTION_TITLES = {
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
 BADGES = {"ok": "✓", "unanswered": "○", "unanswerable": "?", "unreconciled": "✗"}
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
-SHORT_TEXT, LONG_TEXT = 140, 4000
+SHORT_TEXT, LONG_TEXT = 120, 4000
 RASTER_STREAMS = 40
 
 
@@ -259,21 +259,39 @@ def clip(text: Any, limit: int) -> str:
     return printable(s)
 
 
-def fmt_value(value: Any, limit: int = SHORT_TEXT) -> str:
-    """A claimed or measured value (any JSON) as one line of plain text."""
+#: Left out of page one's short form (they stay in the appendix): provenance detail.
+BRIEF_SKIP = frozenset({"evidence", "notes", "panel_url", "metrics_url", "source_url",
+                        "reconciliation", "capacity_model", "export", "headline_unit"})
+
+
+def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
+    """A claimed or measured value (any JSON) as one line of plain text.
+
+    `brief` (page one) leaves out provenance detail, duplicate aliases and cuts each
+    string short; the appendix prints the long form.
+    """
     if value is None or value == "" or value == {} or value == []:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float):
+        v = _num(value)
+        if v is not None and v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
         return fmt_num(value)
     if isinstance(value, Mapping):
-        parts = [f"{k}: {fmt_value(v, limit)}" for k, v in value.items()
-                 if v is not None and v != ""]
+        items = [(k, v) for k, v in value.items() if v is not None and v != ""]
+        if brief:
+            items = [(k, v) for k, v in items if k not in BRIEF_SKIP
+                     and not (k == "panel" and "output_tokens_per_s" in value)]
+        parts = []
+        for k, v in items:
+            inner = fmt_value(v, 60 if brief else limit, brief)
+            parts.append(f"{k} ({inner})" if isinstance(v, Mapping) else f"{k}: {inner}")
         return clip("; ".join(parts) or "—", limit)
     if isinstance(value, list | tuple):
-        return clip(", ".join(fmt_value(v, limit) for v in value), limit)
-    return clip(str(value), limit)
+        return clip(", ".join(fmt_value(v, limit, brief) for v in value), limit)
+    return clip(str(value), 60 if brief else limit)
 
 
 # --------------------------------------------------------------------------- context
@@ -318,7 +336,9 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("Max sustained concurrency",
          f"{ramp.get('max_sustained_concurrency', '—')} streams; first to degrade: "
          f"{degraded or 'nothing within the levels tried'}"),
-        ("Prefill rate", fmt_rate(pre.get("tokens_per_s")) + r2),
+        ("Prefill rate", fmt_rate(pre.get("tokens_per_s")) + r2
+         + (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
+            and isinstance(pre.get("reason"), str) else "")),
         ("Decode rate (1/TPOT, alone)",
          fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50"))),
     ]
@@ -389,10 +409,29 @@ def _status(s: Any) -> str:
     return s if s in STATUSES else "unknown"
 
 
+def _slo_ttft_limits(scorecard: Mapping[str, Any]) -> dict[str, float]:
+    """Each use case's TTFT p90 limit, from the profiles the scorecard was judged with."""
+    out: dict[str, float] = {}
+    profiles = _map(_map(scorecard.get("tolerances")).get("slo_profiles"))
+    for name, uc in _map(scorecard.get("use_cases")).items():
+        prof = _map(_map(uc).get("profile")) or _map(profiles.get(name))
+        limit = _num(prof.get("ttft_p90_s"))
+        if limit is not None:
+            out[str(name)] = limit
+    return out
+
+
+def _fit_badge(fit: Any) -> tuple[str, str]:
+    """(css class, label) for a use-case fit: True, False, or None (not measurable)."""
+    if fit is True:
+        return "ok", "✓ fits"
+    if fit is False:
+        return "unreconciled", "✗ does not fit"
+    return "unanswered", "○ not measured"
+
+
 def build_context(scorecard: Mapping[str, Any], run: RunData | None,
-                  evidence: Mapping[str, str], slo_ttft_limits_s: Mapping[str, float] | None = None,
-                  tolerances: Mapping[str, Any] | None = None,
-                  slo_profiles: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  evidence: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O)."""
     run_doc = run.run if run else {}
     summary = run.summary if run else None
@@ -400,45 +439,61 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     target = _map(run_doc.get("target"))
     questions = []
     for qid in QUESTION_IDS:
-        q = (scorecard.get("questions") or {}).get(qid) or {}
+        q = _map(_map(scorecard.get("questions")).get(qid))
         status = _status(q.get("status"))
         questions.append({
-            "id": qid, "title": QUESTION_TITLES[qid], "status": status,
-            "badge": BADGES.get(status, "!"),
-            "claimed": fmt_value(q.get("claimed")), "measured": fmt_value(q.get("measured")),
-            "reason": clip(q.get("reason") or "", SHORT_TEXT),
+            "id": qid, "title": clip(q.get("title") or QUESTION_TITLES[qid], 80),
+            "status": status, "badge": BADGES.get(status, "!"),
+            "claimed": fmt_value(q.get("claimed"), SHORT_TEXT, brief=True),
+            "measured": fmt_value(q.get("measured"), SHORT_TEXT, brief=True),
+            "reason": clip(q.get("reason") or "", 2 * SHORT_TEXT),
             "claimed_long": fmt_value(q.get("claimed"), LONG_TEXT),
+            "measured_long": fmt_value(q.get("measured"), LONG_TEXT),
             "reason_long": clip(q.get("reason") or "", LONG_TEXT),
-            "tolerance": fmt_value(q.get("tolerance")) if q.get("tolerance") is not None else "",
+            "tolerance": fmt_value(q.get("tolerance")) if q.get("tolerance") else "",
         })
     use_cases = []
-    for name, uc in (scorecard.get("use_cases") or {}).items():
-        uc = uc if isinstance(uc, Mapping) else {}
-        use_cases.append({"name": str(name).replace("_", " "), "fit": bool(uc.get("fit")),
-                          "reason": clip(uc.get("reason") or "", SHORT_TEXT)})
-    verdict = scorecard.get("verdict") or {}
-    times, config = _map(run_doc.get("times")), _map(run_doc.get("config"))
-    started = run_doc.get("started_at") or times.get("started_at")
+    for name, uc in _map(scorecard.get("use_cases")).items():
+        uc = _map(uc)
+        css, label = _fit_badge(uc.get("fit"))
+        use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
+                          "css": css, "label": label,
+                          "reason": clip(uc.get("reason") or "", 2 * SHORT_TEXT)})
+    verdict = _map(scorecard.get("verdict"))
+    tolerances = dict(_map(scorecard.get("tolerances")))
+    slo_profiles = _map(tolerances.pop("slo_profiles", None))
+    figures = key_figures(summary)
+    reading = _map(scorecard.get("streams_at_reading_speed"))
+    if summary and reading:
+        pct, speed = reading.get("percentile") or "p90", reading.get("reading_speed_tokens_per_s")
+        figures.append(("Streams at reading speed",
+                        f"{fmt_value(reading.get('value'))} ({pct} stream ≥ {fmt_rate(speed)})"))
+    if run is None:  # claims-only: the vendor's own words for what was reviewed
+        model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
+        endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
+    else:
+        model = clip(target.get("model") or "—", SHORT_TEXT)
+        endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
+    started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
     outcomes = Counter(r.outcome for r in records)
     errors = Counter(clip(r.error, 200) for r in records if r.error)
     return {
         "vendor": clip(scorecard.get("vendor") or "(vendor not named)", SHORT_TEXT),
-        "model": clip(target.get("model") or run_doc.get("model") or "—", SHORT_TEXT),
-        "endpoint": clip(target.get("base_url") or run_doc.get("base_url") or "—", SHORT_TEXT),
-        "date": str(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        "model": model, "endpoint": endpoint,
+        "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
         "streaming_ready": bool(verdict.get("streaming_ready")),
         "verdict": clip(verdict.get("text") or "No verdict was drawn.", LONG_TEXT),
         "questions": questions,
         "use_cases": use_cases,
-        "key_figures": key_figures(summary),
-        "charts": chart_svgs(scorecard, summary, records, slo_ttft_limits_s or {}),
+        "key_figures": figures,
+        "charts": chart_svgs(scorecard, summary, records, _slo_ttft_limits(scorecard)),
         "tool_version": evalkit.__version__,
-        "suite_version": run_doc.get("suite_version") or evalkit.SUITE_VERSION,
-        "run_tool_version": run_doc.get("tool_version") or "—",
-        "profile": fmt_value(run_doc.get("profile") or config.get("profile")),
-        "client_host": fmt_value(run_doc.get("client") or run_doc.get("client_host")),
-        "run_times": fmt_value(run_doc.get("times") or {k: run_doc.get(k) for k in
-                                                         ("started_at", "finished_at")}),
+        "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
+        "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
+        "profile": fmt_value(run_doc.get("profile") or _map(run_doc.get("config")).get("profile")),
+        "client_host": fmt_value(run_doc.get("client")),
+        "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
+                     + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else ""),
         "summary": summary or {},
         "levels": _levels(summary or {}),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
@@ -447,8 +502,8 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "n_records": len(records),
         "errors": errors.most_common(10),
         "evidence": sorted(evidence.items()),
-        "tolerances": sorted((tolerances or {}).items()),
-        "slo_profiles": sorted((slo_profiles or {}).items()),
+        "tolerances": sorted(tolerances.items()),
+        "slo_profiles": sorted(slo_profiles.items()),
         "has_run": run is not None,
     }
 
@@ -495,10 +550,8 @@ def scorecard_bytes(scorecard: Mapping[str, Any]) -> bytes:
 
 
 def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
-                    questionnaire: tuple[str, bytes] | None, out_pdf: Path, html: bool = False,
-                    slo_ttft_limits_s: Mapping[str, float] | None = None,
-                    tolerances: Mapping[str, Any] | None = None,
-                    slo_profiles: Mapping[str, Any] | None = None) -> ReportResult:
+                    questionnaire: tuple[str, bytes] | None, out_pdf: Path,
+                    html: bool = False) -> ReportResult:
     """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard."""
     attachments: dict[str, bytes] = dict(run.raw) if run else {}
     sc_bytes = scorecard_bytes(scorecard)
@@ -506,8 +559,7 @@ def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
     if questionnaire:
         attachments[questionnaire[0]] = questionnaire[1]
     evidence = {name: sha256(data) for name, data in attachments.items()}
-    ctx = build_context(scorecard, run, evidence, slo_ttft_limits_s, tolerances, slo_profiles)
-    text = render_html(ctx)
+    text = render_html(build_context(scorecard, run, evidence))
     fetcher = AssetFetcher()
     pdf = render_pdf(text, attachments, fetcher)
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
@@ -520,3 +572,33 @@ def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
         html_path.write_text(text, encoding="utf-8")
     return ReportResult(out_pdf, json_path, html_path, dict(scorecard), evidence,
                         tuple(fetcher.calls), tuple(fetcher.refused))
+
+
+def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf: Path,
+                  html: bool = False, tolerances: Any = None) -> ReportResult:
+    """The whole report: read the inputs, reconcile them, write PDF + FILE.json (+ HTML).
+
+    Either input may be omitted (a claims-only or a measurement-only review), not both.
+    `tolerances` is a `Tolerances`, a path to an override file, or None for the defaults.
+    """
+    from evalkit.questionnaire import load_questionnaire
+    from evalkit.scorecard import build_scorecard
+    from evalkit.tolerances import Tolerances, load_tolerances
+
+    if run_dir is None and questionnaire_path is None:
+        raise UsageError("give --run DIR, --questionnaire FILE, or both")
+    out_pdf = Path(out_pdf)
+    if out_pdf.suffix.lower() != ".pdf":
+        raise UsageError(f"--out {out_pdf}: the report file must end in .pdf "
+                         "(its scorecard.json is written beside it as FILE.json)")
+    tol = tolerances if isinstance(tolerances, Tolerances) else load_tolerances(tolerances)
+    run = load_run(Path(run_dir)) if run_dir is not None else None
+    attached: tuple[str, bytes] | None = None
+    questionnaire = None
+    if questionnaire_path is not None:
+        questionnaire = load_questionnaire(questionnaire_path)  # bounded, validated
+        suffix = Path(questionnaire_path).suffix.lower()
+        name = "questionnaire" + (suffix if suffix in (".yaml", ".yml", ".json") else ".yaml")
+        attached = (name, Path(questionnaire_path).read_bytes())
+    scorecard = build_scorecard(questionnaire, run.summary if run else None, tol)
+    return write_scorecard(scorecard, run, attached, out_pdf, html)

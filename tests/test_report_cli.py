@@ -1,0 +1,191 @@
+"""`evalkit report` end to end: real questionnaires through the real loader and reconciler,
+a hostile questionnaire against a loopback trap server, exit codes, and one report from a
+real probe of the reference endpoint."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pypdf
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.report import fmt_rate, render_report
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_DIR = ROOT / "tests" / "data" / "report_run"
+HEADLINE = ROOT / "questionnaires" / "headline.yaml"
+
+
+def _text(pdf: Path) -> str:
+    return re.sub(r"\s+", " ", "\n".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages))
+
+
+class TestExitCodes:
+    def test_fail_on_present_exits_1_and_writes_everything(self, tmp_path: Path) -> None:
+        """The headline sample has unreconciled answers: --fail-on unreconciled exits 1."""
+        out = tmp_path / "card.pdf"
+        res = CliRunner().invoke(cli, ["report", "--run", str(RUN_DIR), "--questionnaire",
+                                       str(HEADLINE), "--out", str(out), "--html",
+                                       "--fail-on", "unanswered,unreconciled"])
+        assert res.exit_code == 1, res.output
+        card = json.loads(out.with_suffix(".json").read_text())
+        flagged = [q for q, v in card["questions"].items()
+                   if v["status"] in ("unanswered", "unreconciled")]
+        assert flagged  # the sample is built to be flagged
+        assert res.stdout.splitlines() == [str(out), str(out.with_suffix(".json")),
+                                           str(out.with_suffix(".html"))]
+        assert f"flagged: {flagged[0]} {card['questions'][flagged[0]]['status']}" in res.stderr
+        text = _text(out)
+        for qid, q in card["questions"].items():  # every status on the page is the JSON's
+            assert qid in text and q["status"] in text
+        assert card["vendor"] == "Blazefast Cloud" and "Blazefast Cloud" in text
+
+    def test_fail_on_absent_exits_0(self, tmp_path: Path) -> None:
+        """A status nobody has does not fail the command; claims-only review works."""
+        out = tmp_path / "claims.pdf"
+        res = CliRunner().invoke(cli, ["report", "--questionnaire", str(HEADLINE),
+                                       "--out", str(out), "--fail-on", "unanswered"])
+        card = json.loads(out.with_suffix(".json").read_text())
+        assert "unanswered" not in {q["status"] for q in card["questions"].values()}
+        assert res.exit_code == 0, res.output
+        reader = pypdf.PdfReader(out)
+        assert sorted(reader.attachments) == ["questionnaire.yaml", "scorecard.json"]
+        text = _text(out)
+        assert "none: this is a claims-only review" in text
+        assert "gpt-oss-120b (as stated by the vendor)" in text
+        assert "Figure 1." in text and "Figure 2." not in text  # only the claims chart
+        assert reader.attachments["questionnaire.yaml"][0] == HEADLINE.read_bytes()
+
+    @pytest.mark.parametrize(("args", "message"), [
+        (["--out", "x.pdf"], "Error: give --run DIR, --questionnaire FILE, or both"),
+        (["--run", str(RUN_DIR), "--out", "x.pdf", "--fail-on", "ok,bogus"],
+         "Error: --fail-on: unknown status bogus; choose from ok, unanswered, unanswerable, "
+         "unreconciled"),
+        (["--run", "/nonexistent/run", "--out", "x.pdf"],
+         "Error: /nonexistent/run: not a directory"),
+        (["--run", str(RUN_DIR), "--out", "x.txt"], "Error: --out x.txt: the report file must end "
+         "in .pdf (its scorecard.json is written beside it as FILE.json)"),
+    ])
+    def test_bad_input_exits_2(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               args: list[str], message: str) -> None:
+        """Usage and input errors are one line on stderr and exit 2, and nothing is written."""
+        monkeypatch.chdir(tmp_path)
+        res = CliRunner().invoke(cli, ["report", *args])
+        assert res.exit_code == 2
+        assert res.stderr.splitlines()[0] == message
+        assert list(tmp_path.iterdir()) == []
+
+    def test_invalid_questionnaire_exits_2(self, tmp_path: Path) -> None:
+        """A malformed questionnaire is named with its line, exit 2."""
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("schema: evalkit.questionnaire/1\nQ1:\n  ttft_p50_ms: fast\n")
+        res = CliRunner().invoke(cli, ["report", "--questionnaire", str(bad),
+                                       "--out", str(tmp_path / "c.pdf")])
+        assert res.exit_code == 2
+        assert f"{bad}:3:" in res.stderr
+        assert not (tmp_path / "c.pdf").exists()
+
+
+class _Trap(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def trap() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP server that counts every request it gets."""
+    hits: list[str] = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             type("T", (_Trap,), {"hits": hits}))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_hostile_questionnaire_renders_as_text_and_fetches_nothing(
+        tmp_path: Path, trap: tuple[str, list[str]]) -> None:
+    """A valid questionnaire full of markup, URLs, file://, RTL, emoji and 4 kB words."""
+    url, hits = trap
+    long_word = "Z" * 3990
+    doc = {
+        "schema": "evalkit.questionnaire/1",
+        "vendor": f'Evil <img src="{url}/vendor.png"> Corp',
+        "model": f"<style>@import url({url}/m.css);</style>",
+        "endpoint": "file:///etc/passwd",
+        "headline": {"value": 1107, "unit": "output_tokens_per_s",
+                     "source": f'<link rel="stylesheet" href="{url}/h.css">'},
+        "Q1": {"ttft_p50_ms": 100, "ttft_p90_ms": 200, "at_concurrency": 8,
+               "source": "production", "window": "last week",
+               "evidence": ["file:///etc/passwd", f"{url}/evidence"],
+               "notes": f'<object data="{url}/obj"></object><a href="{url}/a">click</a>'},
+        "Q4": {"notes": "שלום עולם مرحبا ‮gnp.exe 🚀"},
+        "Q5": {"observability": "per_stream", "metrics_url": f"{url}/metrics",
+               "export": f'<svg><image href="{url}/svg.png"/></svg>'},
+        "Q6": {"output_tokens_per_s": {"p50": 170, "p90": 520, "p99": 767},
+               "window": "2026-11-17 to 2026-11-23", "source": "production",
+               "panel_url": f"{url}/panel", "reconciliation": long_word},
+    }
+    qfile = tmp_path / "evil.yaml"
+    qfile.write_text(yaml.safe_dump(doc, allow_unicode=True))
+    result = render_report(None, qfile, tmp_path / "evil.pdf", html=True)
+    assert hits == []
+    assert result.refused == ()
+    assert [u.rsplit("/", 1)[-1] for u in result.fetched] == ["scorecard.css"]
+    text = _text(result.pdf)
+    assert f'Evil <img src="{url}/vendor.png"> Corp' in text
+    assert "file:///etc/passwd" in text and "root:x:" not in text
+    assert "[U+1F680]" in text and "[U+202E]" in text  # emoji and bidi override shown as codes
+    assert "Z" * 200 in text and long_word not in text.replace(" ", "")  # cut, not dropped
+    html = result.html.read_text() if result.html else ""
+    assert "<img" not in html and "<object" not in html and "<link rel=\"stylesheet\" href=\"h" \
+        not in html and "&lt;img src=" in html
+    attached = pypdf.PdfReader(result.pdf).attachments["questionnaire.yaml"][0]
+    assert attached == qfile.read_bytes()  # the reviewer still gets the exact original
+
+
+@pytest.mark.slow
+def test_report_from_a_real_quick_run(tmp_path: Path, reference: Any) -> None:
+    """Probe the reference endpoint briefly, then render: figures in the PDF are the run's."""
+    from evalkit.suite import ProbeConfig, run_probe
+
+    srv = reference("gpu", mode="thread", decode_base_ms=5)
+    cfg = ProbeConfig(base_url=srv.base_url, model=srv.model, profile="quick",
+                      phases=("connect", "baseline", "prefill", "ramp"), levels=(1, 2, 4),
+                      overrides={"ramp": {"level_duration_s": 1.0}, "baseline": {"requests": 3},
+                                 "prefill": {"prompt_tokens": [64, 1024], "repeats": 1}})
+    run = run_probe(cfg, tmp_path / "run")
+    assert run.status == "complete"
+    out = tmp_path / "real.pdf"
+    res = CliRunner().invoke(cli, ["report", "--run", str(run.out_dir), "--questionnaire",
+                                   str(HEADLINE), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run.out_dir / "summary.json").read_text())
+    text = _text(out)
+    base = summary["baseline"]["stream_tokens_per_s"]["p50"]
+    assert f"Decode rate (1/TPOT, alone) {fmt_rate(base)}" in text
+    assert f"model {srv.model}" in text and srv.base_url in text
+    reader = pypdf.PdfReader(out)
+    atts = {k: v[0] for k, v in reader.attachments.items()}
+    assert atts["summary.json"] == (run.out_dir / "summary.json").read_bytes()
+    assert hashlib.sha256(atts["run.json"]).hexdigest() in text
+    assert "Figure 5. Stream raster" in text  # records were read: the raster exists
