@@ -55,9 +55,9 @@ def _nullable(type_: str, **extra: Any) -> dict[str, Any]:
 
 
 #: a measured latency or rate is never zero; a price may be
-_NUM = _nullable("number", exclusiveMinimum=0)
-_PRICE = _nullable("number", minimum=0)
-_COUNT = _nullable("integer", minimum=1)
+_NUM = _nullable("number", exclusiveMinimum=0, maximum=1e12)
+_PRICE = _nullable("number", minimum=0, maximum=1e12)
+_COUNT = _nullable("integer", minimum=1, maximum=1e9)
 _TEXT = _nullable("string", maxLength=4000)
 _SHORT = _nullable("string", maxLength=400)
 _SOURCE = {
@@ -538,6 +538,8 @@ def _message(error: jsonschema.ValidationError) -> str:
         return f"expected {error.validator_value!r}, got {_got(inst)}"
     if v == "minimum":
         return f"must be at least {error.validator_value}, got {_got(inst)}"
+    if v == "maximum":
+        return f"must be at most {error.validator_value:g}, got {_got(inst)}"
     if v == "exclusiveMinimum":
         return f"must be greater than {error.validator_value}, got {_got(inst)}"
     if v == "maxLength":

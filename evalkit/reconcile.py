@@ -151,7 +151,11 @@ class Measurements:
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range is no measurement
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _int(value: Any) -> int | None:
@@ -185,7 +189,8 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
         return None
     ramp = _map(summary.get("ramp"))
     levels: dict[int, Level] = {}
-    for raw in ramp.get("levels") or []:
+    raw_levels = ramp.get("levels")
+    for raw in raw_levels if isinstance(raw_levels, list) else []:
         c = _int(_map(raw).get("concurrency"))
         if c is not None and c >= 1:
             levels[c] = _level(_map(raw), c)

@@ -87,12 +87,21 @@ class Tolerances:
 
 
 _SCALARS = {f.name: f for f in fields(Tolerances) if f.name != "slo_profiles"}
+#: measured may fall short of claimed by this share; 1 or more would accept nothing at all
+_SHORTFALL_SHARES = {"throughput_rel", "rate_rel"}
 _PROFILE_KEYS = {f.name for f in fields(SloProfile)}
 
 
+def _show(value: Any) -> str:
+    """A value from an override file, clipped: it is printed in an error message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:36] + "...'"
+
+
 def _number(where: str, value: Any, *, positive: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InputError(f"{where}: expected a number, got {value!r}")
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or (isinstance(value, float) and not math.isfinite(value)) or abs(value) > 1e9):
+        raise InputError(f"{where}: expected a number, got {_show(value)}")
     if positive and value <= 0:
         raise InputError(f"{where}: must be greater than 0, got {value!r}")
     return float(value)
@@ -100,10 +109,10 @@ def _number(where: str, value: Any, *, positive: bool = True) -> float:
 
 def _profile(name: str, base: SloProfile | None, data: Any) -> SloProfile:
     if not isinstance(data, dict):
-        raise InputError(f"slo_profiles.{name}: expected a mapping, got {data!r}")
+        raise InputError(f"slo_profiles.{name}: expected a mapping, got {_show(data)}")
     unknown = sorted(set(map(str, data)) - _PROFILE_KEYS)
     if unknown:
-        raise InputError(f"slo_profiles.{name}: unknown field {unknown[0]!r}")
+        raise InputError(f"slo_profiles.{name[:40]}: unknown field {_show(unknown[0])}")
     profile = base or SloProfile(label=name.replace("_", " "))
     changes: dict[str, Any] = {}
     for key, value in data.items():
@@ -112,7 +121,7 @@ def _profile(name: str, base: SloProfile | None, data: Any) -> SloProfile:
             changes[key] = str(value)
         elif key in ("above_reading_speed", "throughput_only"):
             if not isinstance(value, bool):
-                raise InputError(f"{where}: expected true or false, got {value!r}")
+                raise InputError(f"{where}: expected true or false, got {_show(value)}")
             changes[key] = value
         else:
             changes[key] = None if value is None else _number(where, value)
@@ -130,21 +139,24 @@ def tolerances_from_dict(data: Any, base: Tolerances | None = None) -> Tolerance
     for key, value in data.items():
         if key == "slo_profiles":
             if not isinstance(value, dict):
-                raise InputError(f"slo_profiles: expected a mapping, got {value!r}")
+                raise InputError(f"slo_profiles: expected a mapping, got {_show(value)}")
             profiles = dict(base.slo_profiles)
             for name, pdata in value.items():
                 profiles[str(name)] = _profile(str(name), profiles.get(str(name)), pdata)
             changes[key] = profiles
         elif key == "reading_speed_percentile":
-            if value not in PERCENTILE_SHARE:
+            if not isinstance(value, str) or value not in PERCENTILE_SHARE:
                 raise InputError(f"reading_speed_percentile: expected one of p50, p90, p99, "
-                                 f"got {value!r}")
+                                 f"got {_show(value)}")
             changes[key] = value
         elif key in _SCALARS:
             number = _number(str(key), value)
+            if key in _SHORTFALL_SHARES and number >= 1:
+                raise InputError(f"{key}: a shortfall share must be below 1 (0.25 = 25% short), "
+                                 f"got {_show(value)}")
             changes[key] = int(number) if key == "min_reconciliation_chars" else number
         else:
-            raise InputError(f"tolerances: unknown field {key!r}")
+            raise InputError(f"tolerances: unknown field {_show(key)}")
     return replace(base, **changes)
 
 

@@ -389,6 +389,8 @@ class TestTolerances:
         ({"ttft_rell": 0.3}, "tolerances: unknown field 'ttft_rell'"),
         ({"ttft_rel": "lots"}, "ttft_rel: expected a number, got 'lots'"),
         ({"ttft_rel": -1}, "ttft_rel: must be greater than 0, got -1"),
+        ({"throughput_rel": 1}, "throughput_rel: a shortfall share must be below 1 (0.25 = 25% "
+                                "short), got 1"),
         ({"reading_speed_percentile": "p95"}, "reading_speed_percentile: expected one of p50, "
                                               "p90, p99, got 'p95'"),
         ({"slo_profiles": {"voice_agent": {"ttft": 1}}},
@@ -442,7 +444,7 @@ class TestClientBound:
         summary["ramp"]["levels"][-1]["client_bound"] = True  # 512 streams, far above 32
         review = reconcile(load_questionnaire(SAMPLES / "forthright.yaml"), summary)
         assert review.client_bound is False
-        assert review.judgements["Q1"].reason.startswith("Claimed TTFT p50 220 ms at 16")
+        assert review.judgements["Q1"].reason.startswith("Claimed TTFT p")
         fit = review.reading_speed
         assert (fit.fit, fit.max_concurrency) == (True, 256)
         assert fit.reason.startswith("Holds reading speed up to 256 streams (")
@@ -475,7 +477,7 @@ class TestClientBound:
 
 JSONISH = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-3, 600), st.floats(allow_nan=True),
-              st.text(max_size=5)),
+              st.text(max_size=5), st.just(10**400)),
     lambda kids: st.one_of(
         st.lists(kids, max_size=4),
         st.dictionaries(st.sampled_from(
@@ -496,3 +498,21 @@ def test_any_summary_gives_a_json_scorecard(summary: Any, sample: str) -> None:
     assert {e["status"] for e in card["questions"].values()} <= {
         "ok", "unanswered", "unanswerable", "unreconciled"}
     assert all(uc["fit"] in (True, False, None) for uc in card["use_cases"].values())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["ttft_rel", "rate_rel", "reading_speed_percentile",
+                                        "throughput_rel", "concurrency_rel",
+                                        "headline_panel_ratio", "concurrency_match_factor",
+                                        "min_reconciliation_chars", "slo_profiles",
+                                        "voice_agent", "ttft_p90_s", "label", "batch"]),
+                       JSONISH, max_size=4))
+def test_any_override_is_tolerances_or_an_input_error(data: dict[str, Any]) -> None:
+    """A hostile override file gives tolerances that still judge, or one InputError."""
+    try:
+        tol = tolerances_from_dict(data)
+    except InputError:
+        return
+    for sample in ("forthright", "headline"):
+        card = build_scorecard(load_questionnaire(SAMPLES / f"{sample}.yaml"), SUMMARY, tol)
+        json.dumps(card, allow_nan=False)
