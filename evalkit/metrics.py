@@ -217,7 +217,7 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
     estimated = cols["output_tokens_estimated"] | np.isnan(out)
     out = np.where(np.isnan(out), cols["counted_output_tokens"], out)
     out = np.where(np.isnan(out) & has, chunk_tokens, out)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # 0/0 and x/0 become NaN/inf, filtered below
         tpot = np.where(out >= 2, (e2e - ttft) / (out - 1), np.nan)
         rate = np.where(tpot > 0, 1.0 / tpot, np.nan)
         scale = np.where((chunk_tokens > 0) & np.isfinite(out), out / chunk_tokens, 1.0)
@@ -301,7 +301,8 @@ def percentiles(values: Any, extra: Sequence[float] = ()) -> dict[str, Any]:
     if n:
         for k, v in zip(keys, np.percentile(a, qs), strict=True):
             out[k] = float(v)
-        out.update(mean=float(a.mean()), min=float(a.min()), max=float(a.max()))
+        with np.errstate(over="ignore"):
+            out.update(mean=_num(a.mean()), min=float(a.min()), max=float(a.max()))
     return out
 
 
@@ -378,7 +379,7 @@ def usage_honesty(req: pd.DataFrame, tolerance: float = 0.25) -> dict[str, Any]:
     c = req["counted_output_tokens"].to_numpy()
     m = np.isfinite(u) & np.isfinite(c) & (c > 0)
     ratio = u[m] / c[m]
-    n = int(m.size and m.sum())
+    n = int(m.sum())
     med = float(np.median(ratio)) if n else None
     return {"checked": n,
             "usage_over_counted": percentiles(ratio),
@@ -414,7 +415,8 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
     if window is not None:
         t = chunks["t_s"].to_numpy()
         inside = ok_chunk & (t > window.start_s) & (t <= window.end_s)
-        aggregate = _num(chunks["scaled_tokens"].to_numpy()[inside].sum() / window.duration_s)
+        aggregate = _num(float(chunks["scaled_tokens"].to_numpy()[inside].sum())
+                         / window.duration_s)
 
     admission = int(req["admission_failure"].sum())
     failed = int((~req["ok"]).sum())
@@ -425,6 +427,7 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "failure_rate": failed / n if n else None,
         "ttft_s": percentiles(ok_req["ttft_s"]),
         "ttfa_s": percentiles(ok_req["ttfa_s"]),
+        "reasoning_first": int((ok_req["ttfa_s"] > ok_req["ttft_s"]).sum()),
         "e2e_s": percentiles(ok_req["e2e_s"]),
         "tpot_s": percentiles(ok_req["tpot_s"]),
         "itl_s": percentiles(gap[ok_chunk]),
@@ -581,6 +584,7 @@ def cache_check(req: pd.DataFrame, ratio_threshold: float = 0.5) -> dict[str, An
     first = sub[rank == 0].set_index("prompt_id")["ttft_s"]
     repeat = sub[rank == 1].set_index("prompt_id")["ttft_s"]
     both = pd.concat([first.rename("first"), repeat.rename("repeat")], axis=1).dropna()
+    both = both[both["first"] > 0]  # a 0 s first TTFT cannot be "much faster" than
     n = len(both)
     ratio = (both["repeat"] / both["first"]).to_numpy() if n else np.array([])
     med = float(np.median(ratio)) if n else None

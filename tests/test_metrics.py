@@ -118,6 +118,14 @@ class TestStreamMetrics:
         assert s["tpot_s"]["p50"] == pytest.approx(0.45 / 20)
         assert s["output_tokens_estimated"] is False
 
+    def test_ttfa_beside_ttft_when_reasoning_comes_first(self) -> None:
+        """Reasoning from 0.1 s, the answer from 0.5 s: TTFT 0.1, TTFA 0.5, one such stream."""
+        recs = [stream("r", ttfa_s=0.5), stream("plain", t0=5)]
+        s = phase_stats(*frames(recs), target=1)
+        assert s["ttft_s"]["max"] == pytest.approx(0.1)
+        assert s["ttfa_s"]["max"] == pytest.approx(0.5) and s["ttfa_s"]["n"] == 1
+        assert s["reasoning_first"] == 1
+
     def test_empty_stream_has_no_ttft(self) -> None:
         """An ok stream with no content chunk has no TTFT, E2E or TPOT: None, not 0."""
         s = phase_stats(*_req_and_chunks([stream("a", n=0, usage=0)]), target=1)
