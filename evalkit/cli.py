@@ -218,7 +218,7 @@ def questionnaire() -> None:
     """
 
 
-@questionnaire.command("init")
+@questionnaire.command("init", short_help="Write a blank, commented questionnaire to FILE.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @user_errors
 def questionnaire_init(file: str) -> None:
@@ -235,7 +235,7 @@ def questionnaire_init(file: str) -> None:
     click.echo(str(write_template(file)))
 
 
-@questionnaire.command("validate")
+@questionnaire.command("validate", short_help="Check FILE; every problem as file:line: field.")
 @click.argument("file", type=click.Path(dir_okay=False))
 @user_errors
 def questionnaire_validate(file: str) -> None:
