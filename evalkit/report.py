@@ -211,6 +211,15 @@ def fmt_rate(x: Any) -> str:
     return "—" if v is None else f"{fmt_num(v)} tok/s"
 
 
+def fmt_pct(share: Any) -> str:
+    """A share (0.25) as a percentage (25%)."""
+    v = _num(share)
+    if v is None:
+        return "—"
+    pct = v * 100
+    return f"{round(pct)}%" if abs(pct - round(pct)) < 1e-9 else f"{fmt_num(pct, 2)}%"
+
+
 def fmt_p(p: Any, fmt: Any = fmt_ms) -> str:
     """p50 / p90 / p99 with the sample count; a p99 from fewer than 100 samples is marked."""
     if not isinstance(p, Mapping):
@@ -345,6 +354,51 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     if client.get("client_bound"):
         figs.append(("Client check", "CLIENT-BOUND: no capacity judgement is drawn from this run"))
     return figs
+
+
+def _flag(flagged: Any) -> str:
+    return "FLAGGED" if flagged is True else ("ok" if flagged is False else "not checked")
+
+
+def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The run's self-checks (client, network, cache, output length, usage) as table rows."""
+    if not summary:
+        return []
+    checks, client = _map(summary.get("checks")), _map(summary.get("client"))
+    rows = []
+    if client:
+        bound = client.get("client_bound")
+        rows.append(("Client self-check",
+                     f"event-loop lag p99 {fmt_ms(client.get('loop_lag_p99_s'))}, CPU max "
+                     f"{fmt_pct(client.get('cpu_fraction_max'))}; "
+                     + ("CLIENT-BOUND: capacity figures from this run are not judged" if bound
+                        else "the client was not the bottleneck" if bound is False
+                        else "not checked")))
+    net = _map(checks.get("network"))
+    if net:
+        rows.append(("Network round trip", f"{fmt_ms(net.get('rtt_s'))}, "
+                     f"{fmt_pct(net.get('share_of_ttft'))} of baseline TTFT p50"))
+    cache = _map(checks.get("cache"))
+    if cache:
+        seen = cache.get("prefix_cache")
+        rows.append(("Prefix-cache check",
+                     f"repeat/first TTFT {fmt_num(cache.get('repeat_over_first'))} over "
+                     f"{fmt_value(cache.get('pairs'))} pairs: "
+                     + ("a prefix cache serves repeats" if seen is True
+                        else "no prefix cache seen" if seen is False else "not measured")))
+    length = _map(checks.get("output_length"))
+    if length:
+        rows.append(("Output length check",
+                     f"{fmt_value(length.get('short'))} of {fmt_value(length.get('checked'))} "
+                     f"requests short by > {fmt_pct(length.get('tolerance'))}: "
+                     f"{_flag(length.get('flagged'))}"))
+    usage = _map(checks.get("usage_honesty"))
+    if usage:
+        rows.append(("Usage honesty (billed vs streamed tokens)",
+                     f"{fmt_value(usage.get('disagreeing'))} of {fmt_value(usage.get('checked'))}"
+                     f" disagree by > {fmt_pct(usage.get('tolerance'))}: "
+                     f"{_flag(usage.get('flagged'))}"))
+    return rows
 
 
 def _gaps(rec: RequestRecord) -> list[float]:
@@ -500,6 +554,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "fmt_value": fmt_value,
         "outcomes": sorted(outcomes.items()),
         "n_records": len(records),
+        "checks": check_rows(summary),
         "errors": errors.most_common(10),
         "evidence": sorted(evidence.items()),
         "tolerances": sorted(tolerances.items()),

@@ -163,6 +163,15 @@ class TestChartsAndAppendix:
         assert "429: <b>slow down</b> 8" in text
         assert "Suite version 1; profile quick" in text
 
+    def test_self_checks_in_provenance(self, rendered: Rendered) -> None:
+        """The run's own checks are printed with their verdicts, flagged ones in words."""
+        text = _squash(_text(rendered[1]))
+        assert "event-loop lag p99 1.20 ms, CPU max 31%; the client was not the bottleneck" \
+            in text
+        assert "repeat/first TTFT 0.210 over 2 pairs: a prefix cache serves repeats" in text
+        assert "9 of 126 requests short by > 5%: FLAGGED" in text
+        assert "0 of 126 disagree by > 25%: ok" in text
+
     def test_low_confidence_p99_marked(
             self, rendered: Rendered) -> None:
         """Baseline p99 from 8 samples carries the low-confidence mark."""

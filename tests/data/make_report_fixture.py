@@ -94,7 +94,14 @@ def summary() -> dict[str, object]:
                     "points": [{"prompt_tokens": n, "ttft_s": 0.15 + n / 20000}
                                for n in (128, 512, 1024, 2048, 4096)]},
         "ramp": {"levels": levels, "max_sustained_concurrency": 8, "first_degraded": "ttft"},
-        "client": {"loop_lag_p99_s": 0.0012, "client_bound": False},
+        "client": {"loop_lag_p99_s": 0.0012, "cpu_fraction_max": 0.31, "client_bound": False},
+        "checks": {
+            "cache": {"pairs": 2, "repeat_over_first": 0.21, "prefix_cache": True},
+            "network": {"rtt_s": 0.0004, "share_of_ttft": 0.002},
+            "output_length": {"checked": 126, "short": 9, "tolerance": 0.05, "flagged": True},
+            "usage_honesty": {"checked": 126, "disagreeing": 0, "tolerance": 0.25,
+                              "flagged": False},
+        },
     }
 
 
