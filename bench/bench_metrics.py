@@ -40,6 +40,18 @@ def synthetic(n: int, per: int, seed: int = 1) -> list[RequestRecord]:
     return out
 
 
+def _cpu_model() -> str:
+    """The CPU's name, so a number in a report says what it was measured on."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     per = int(sys.argv[2]) if len(sys.argv) > 2 else 50
@@ -52,8 +64,8 @@ def main() -> None:
     t = time.perf_counter()
     summary = summarize_frames(req, chunks, SummaryMeta())
     t_summary = time.perf_counter() - t
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
-          f"python {platform.python_version()}")
+    print(f"machine: {_cpu_model()}, {os.cpu_count()} cpus, python "
+          f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
     print(f"records: {n:,} requests, {len(chunks):,} chunks (built in {built:.1f} s)")
     print(f"frames:    {t_frames:.2f} s")
     print(f"summary:   {t_summary:.2f} s")
