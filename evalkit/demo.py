@@ -1,11 +1,72 @@
-"""`evalkit demo`: the whole job on the built-in reference endpoint, with no network."""
+"""`evalkit demo`: the whole job on the built-in reference endpoint, with no network.
+
+Each sample vendor's questionnaire is paired with a reference profile built to tell its
+story: the forthright vendor runs on a well-sized deployment, the evasive one on an
+over-committed queue, the headline one on an endpoint that is fast alone and collapses
+under load. Every number in the scorecards is measured here and now; nothing is canned.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.errors import UsageError
 
-def run_demo(out_dir: Path) -> list[Path]:
-    """Run what exists of the pipeline; return the files written."""
+QUESTIONNAIRES = Path(__file__).resolve().parent.parent / "questionnaires"
+
+
+@dataclass(frozen=True)
+class DemoVendor:
+    """A sample vendor: its questionnaire and the reference profile that plays its endpoint."""
+
+    name: str
+    questionnaire: str
+    profile: str
+
+
+VENDORS: tuple[DemoVendor, ...] = (
+    DemoVendor("forthright", "forthright.yaml", "gpu"),
+    DemoVendor("evasive", "evasive.yaml", "queueing"),
+    DemoVendor("headline", "headline.yaml", "headline"),
+)
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What the demo wrote: per vendor, its run directory and scorecard PDF."""
+
+    runs: dict[str, Path]
+    reports: dict[str, Path]
+    comparison: Path | None
+
+
+def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
+             vendors: tuple[DemoVendor, ...] = VENDORS, suite_profile: str = "quick",
+             on_written: Callable[[Path], None] | None = None) -> DemoResult:
+    """Probe a reference endpoint per sample vendor, then write its scorecard."""
+    from evalkit.reference import ReferenceServer
+    from evalkit.report import render_report
+    from evalkit.suite import ProbeConfig, run_probe
+
+    if not QUESTIONNAIRES.is_dir():
+        raise UsageError(f"the sample questionnaires are missing ({QUESTIONNAIRES}); "
+                         "run the demo from a checkout of evalkit")
     out_dir.mkdir(parents=True, exist_ok=True)
-    return []
+    runs: dict[str, Path] = {}
+    reports: dict[str, Path] = {}
+    for vendor in vendors:
+        run_dir = out_dir / vendor.name / "run"
+        with ReferenceServer(profile=vendor.profile) as server:
+            config = ProbeConfig(base_url=server.base_url, model=server.model,
+                                 profile=suite_profile)
+            progress = progress_for(vendor.name) if progress_for else None
+            run_probe(config, run_dir, progress=progress)
+        runs[vendor.name] = run_dir
+        result = render_report(run_dir, QUESTIONNAIRES / vendor.questionnaire,
+                               out_dir / vendor.name / "scorecard.pdf")
+        reports[vendor.name] = result.pdf
+        if on_written:
+            on_written(result.pdf)
+    return DemoResult(runs, reports, None)
