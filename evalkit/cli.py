@@ -52,23 +52,39 @@ def cli() -> None:
 @cli.command()
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out/demo",
               show_default=True, help="Where the demo writes its runs and scorecards.")
+@click.option("--quiet", is_flag=True, help="No live progress display.")
 @user_errors
-def demo(out_dir: str) -> None:
+def demo(out_dir: str, quiet: bool) -> None:
     """Run the whole job offline on the built-in reference endpoint.
 
-    Starts the reference endpoint on a free port, probes it, pairs the runs with the
-    sample questionnaires and writes one scorecard per sample vendor. No network.
+    For each sample vendor in questionnaires/ (forthright, evasive, headline) it starts
+    the reference endpoint with a profile that plays that vendor, runs the quick probe
+    suite against it over loopback HTTP, and writes the run directory and a PDF
+    scorecard under OUT/VENDOR/. No network, no arguments; about a minute or two.
+
+    \b
+    Example:
+      evalkit demo && open out/demo/headline/scorecard.pdf
     """
     from pathlib import Path
 
     from evalkit.demo import run_demo
 
-    written = run_demo(Path(out_dir))
-    if not written:
-        click.echo("evalkit demo: nothing to run yet (the probe and report are not built); "
-                   "wrote nothing.")
-    for path in written:
-        click.echo(str(path))
+    def progress_for(vendor: str) -> object | None:
+        if quiet:
+            return None
+        from evalkit.progress import LiveProgress
+
+        click.echo(f"probing the reference endpoint playing '{vendor}'…")
+        return LiveProgress()
+
+    result = run_demo(Path(out_dir), progress_for=progress_for,
+                      on_written=lambda p: click.echo(f"wrote {p}"))
+    click.echo("")
+    for vendor, pdf in result.reports.items():
+        click.echo(f"{vendor:>11}: {pdf}  (run: {result.runs[vendor]})")
+    if result.comparison is not None:
+        click.echo(f" comparison: {result.comparison}")
 
 
 @cli.command()
