@@ -355,6 +355,7 @@ def _rows_mask(rows: pd.Index, rid: np.ndarray, size: int) -> np.ndarray:
 
 
 def _lookup_size(req: pd.DataFrame, rid: np.ndarray) -> int:
+    """Length of a row-id lookup table that covers both frames."""
     top = int(req.index.max()) + 1 if len(req) else 0
     return max(top, int(rid.max()) + 1 if rid.size else 0)
 
@@ -486,11 +487,69 @@ def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
 
 
 def _p90(stats: Mapping[str, Any] | None, key: str) -> float | None:
+    """The p90 of one distribution in a stats dict, if there is one."""
     return None if stats is None else (stats.get(key) or {}).get("p90")
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
+    """num / den, or None when either is missing or the result is not a finite number."""
     return _num(num / den) if num is not None and den is not None and den > 0 else None
+
+
+def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: float | None,
+                 limits: Mapping[str, float], bound: bool) -> dict[str, Any]:
+    """One level against the baseline: its ratios, which limits it exceeds, its status."""
+    values = {"ttft": _ratio(_p90(lvl, "ttft_s"), base_ttft),
+              "itl": _ratio(_p90(lvl, "tpot_s"), base_tpot),
+              "admission": lvl.get("admission_failure_rate")}
+    excess = {k: e for k, v in values.items()
+              if v is not None and (e := _num(v / limits[k])) is not None}
+    breaches = [k for k in DEGRADATION_METRICS if k in excess and excess[k] > 1.0]
+    ok = (lvl.get("outcomes") or {}).get("ok", 0)
+    if bound:
+        status = "client_bound"
+    elif breaches:
+        status = "breached"
+    elif not lvl.get("requests") or not ok:
+        status = "no_data"
+    else:
+        status = "sustained"
+    return {**lvl, "ttft_p90_ratio": values["ttft"], "tpot_p90_ratio": values["itl"],
+            "breaches": breaches if status == "breached" else [],
+            "would_breach": breaches if status == "client_bound" else [],
+            "excess": excess, "client_bound": bound, "status": status}
+
+
+def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first breach, what degraded there, and the highest level held below it."""
+    first = next((d for d in judged if d["status"] == "breached"), None)
+    ranked = [] if first is None else sorted(first["breaches"], key=lambda k: -first["excess"][k])
+    cap = math.inf if first is None else first["concurrency"]
+    held = [d["concurrency"] for d in judged
+            if d["status"] == "sustained" and d["concurrency"] < cap]
+    above = [d for d in judged if d["concurrency"] > cap
+             and d["status"] in ("breached", "sustained")]
+    if not held:
+        note = ("no level could be judged" if first is None else
+                f"the lowest judged level ({first['concurrency']}) already breaches")
+    elif first is None:
+        note = "no level breached: the highest level measured is a lower bound"
+    else:
+        note = None
+    metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
+              "admission": "admission_failure_rate"}
+    return {
+        "max_sustained_concurrency": max(held) if held else None,
+        "first_degraded": ranked[0] if ranked else None,
+        "first_degraded_metric": metric[ranked[0]] if ranked else None,
+        "first_breach_concurrency": None if first is None else first["concurrency"],
+        "first_degraded_tied": ranked if len(ranked) > 1 else [],
+        "first_degraded_tie_rule": "largest excess over its threshold"
+        if len(ranked) > 1 else None,
+        "breach_confirmed": (above[0]["status"] == "breached") if above else None,
+        "max_sustained_is_lower_bound": bool(held) and first is None,
+        "note": note,
+    }
 
 
 def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] | None,
@@ -506,65 +565,14 @@ def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] 
     limits = {"ttft": th.ttft_p90_ratio, "itl": th.tpot_p90_ratio,
               "admission": th.admission_failure_rate}
     base_ttft, base_tpot = _p90(baseline, "ttft_s"), _p90(baseline, "tpot_s")
-    judged: list[dict[str, Any]] = []
-    for lvl in sorted(levels, key=lambda d: d["concurrency"]):
-        c = int(lvl["concurrency"])
-        values = {"ttft": _ratio(_p90(lvl, "ttft_s"), base_ttft),
-                  "itl": _ratio(_p90(lvl, "tpot_s"), base_tpot),
-                  "admission": lvl.get("admission_failure_rate")}
-        excess = {k: e for k, v in values.items()
-                  if v is not None and (e := _num(v / limits[k])) is not None}
-        breaches = [k for k in DEGRADATION_METRICS if k in excess and excess[k] > 1.0]
-        ok = (lvl.get("outcomes") or {}).get("ok", 0)
-        if c in bound:
-            status = "client_bound"
-        elif breaches:
-            status = "breached"
-        elif not lvl.get("requests") or not ok:
-            status = "no_data"
-        else:
-            status = "sustained"
-        judged.append({**lvl, "ttft_p90_ratio": values["ttft"], "tpot_p90_ratio": values["itl"],
-                       "breaches": breaches if status == "breached" else [],
-                       "would_breach": breaches if status == "client_bound" else [],
-                       "excess": excess, "client_bound": c in bound, "status": status})
-
-    breached = [d for d in judged if d["status"] == "breached"]
-    first = breached[0] if breached else None
-    first_degraded: str | None = None
-    tied: list[str] = []
-    if first is not None:
-        ranked = sorted(first["breaches"], key=lambda k: -first["excess"][k])
-        first_degraded, tied = ranked[0], ranked
-    cap = first["concurrency"] if first is not None else math.inf
-    held = [d["concurrency"] for d in judged if d["status"] == "sustained" and
-            d["concurrency"] < cap]
-    above = [d for d in judged if first is not None and d["concurrency"] > first["concurrency"]
-             and d["status"] in ("breached", "sustained")]
-    note = None
-    if not held and first is not None:
-        note = f"the lowest judged level ({first['concurrency']}) already breaches"
-    elif not held:
-        note = "no level could be judged"
-    elif first is None:
-        note = "no level breached: the highest level measured is a lower bound"
+    judged = [_judge_level(lvl, base_ttft, base_tpot, limits, int(lvl["concurrency"]) in bound)
+              for lvl in sorted(levels, key=lambda d: d["concurrency"])]
     return {
         "levels": judged,
-        "max_sustained_concurrency": max(held) if held else None,
-        "first_degraded": first_degraded,
-        "first_degraded_metric": {"ttft": "ttft_s p90 / baseline", "itl":
-                                  "tpot_s p90 / baseline", "admission":
-                                  "admission_failure_rate"}.get(first_degraded or ""),
-        "first_breach_concurrency": None if first is None else first["concurrency"],
-        "first_degraded_tied": tied if len(tied) > 1 else [],
-        "first_degraded_tie_rule": "largest excess over its threshold" if len(tied) > 1
-        else None,
-        "breach_confirmed": (above[0]["status"] == "breached") if above else None,
-        "max_sustained_is_lower_bound": bool(held) and first is None,
+        **_ramp_conclusion(judged),
         "client_bound_levels": sorted(d["concurrency"] for d in judged if d["client_bound"]),
-        "judged_on": [k for k, v in (("ttft", base_ttft), ("itl", base_tpot),
-                                     ("admission", 1.0)) if v is not None],
-        "note": note,
+        "judged_on": [k for k, base in (("ttft", base_ttft), ("itl", base_tpot))
+                      if base is not None] + ["admission"],
         "thresholds": {"ttft_p90_ratio": th.ttft_p90_ratio, "tpot_p90_ratio": th.tpot_p90_ratio,
                        "admission_failure_rate": th.admission_failure_rate},
     }
@@ -644,6 +652,7 @@ def drift(req: pd.DataFrame, parts: int = 3) -> dict[str, Any] | None:
 
 
 def _single_level(req: pd.DataFrame) -> int | None:
+    """The phase's concurrency when all its records share one, else None."""
     levels = req["level"].dropna().unique()
     return int(levels[0]) if len(levels) == 1 else None
 
@@ -696,38 +705,16 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     connect_req = rows("connect")
     prefill = prefill_fit(req) if rows("prefill") is not None else None
 
-    ramp = None
     ramp_req = rows("ramp")
-    if ramp_req is not None:
-        levels = []
-        for lv, sub in ramp_req.groupby("level", sort=True):
-            levels.append({"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), th)})
-        base = baseline
-        source: str | None = "baseline"
-        if base is None:
-            base = next((d for d in levels if d["concurrency"] == 1), None)
-            source = "ramp level 1" if base is not None else None
-        client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
-        ramp = {**judge_ramp(levels, base, th, client_bound), "baseline_source": source,
-                "baseline_client_bound": bound("baseline"),
-                "unlevelled_requests": int(ramp_req["level"].isna().sum())}
+    ramp = None if ramp_req is None else _ramp_section(ramp_req, chunks, baseline, meta)
 
-    soak = None
     soak_req = rows("soak")
-    if soak_req is not None:
-        level = _single_level(soak_req)
-        soak = {"concurrency": level, **phase_stats(soak_req, chunks, level, th),
-                "drift": drift(soak_req), "client_bound": bound("soak")}
+    soak = None if soak_req is None else {**_soak_section(soak_req, chunks, th),
+                                          "client_bound": bound("soak")}
 
-    rate = None
     rate_req = rows("rate")
-    if rate_req is not None:
-        t0 = rate_req["t0_s"].to_numpy()
-        span = float(t0.max() - t0.min()) if len(t0) > 1 else 0.0
-        rate = {**phase_stats(rate_req, chunks, None, th),
-                "send_lag_s": percentiles(rate_req["send_lag_s"]),
-                "arrival_rps": (len(t0) - 1) / span if span > 0 else None,
-                "client_bound": bound("rate")}
+    rate = None if rate_req is None else {**_rate_section(rate_req, chunks, th),
+                                          "client_bound": bound("rate")}
 
     return {
         "schema": SCHEMA,
@@ -753,6 +740,41 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         "client": {**client_section(meta),
                    "capacity_judgement_affected": _judgement_affected(ramp, bound("baseline"))},
     }
+
+
+def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
+                  baseline: Mapping[str, Any] | None, meta: SummaryMeta) -> dict[str, Any]:
+    """Stats per closed-loop level, judged against the baseline (or, lacking one, level 1)."""
+    levels = [{"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), meta.thresholds)}
+              for lv, sub in ramp_req.groupby("level", sort=True)]
+    base, source = baseline, "baseline"
+    if base is None:
+        base = next((d for d in levels if d["concurrency"] == 1), None)
+        source = "ramp level 1"
+    bound = meta.phases.get("baseline")
+    client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
+    return {**judge_ramp(levels, base, meta.thresholds, client_bound),
+            "baseline_source": source if base is not None else None,
+            "baseline_client_bound": bool(bound and bound.client_bound),
+            "unlevelled_requests": int(ramp_req["level"].isna().sum())}
+
+
+def _soak_section(soak_req: pd.DataFrame, chunks: pd.DataFrame, th: Thresholds
+                  ) -> dict[str, Any]:
+    """A long hold at one level: the usual stats, plus early-vs-late drift."""
+    level = _single_level(soak_req)
+    return {"concurrency": level, **phase_stats(soak_req, chunks, level, th),
+            "drift": drift(soak_req)}
+
+
+def _rate_section(rate_req: pd.DataFrame, chunks: pd.DataFrame, th: Thresholds
+                  ) -> dict[str, Any]:
+    """Open loop: the usual stats, plus the send lag that would otherwise hide queueing."""
+    t0 = rate_req["t0_s"].to_numpy()
+    span = float(t0.max() - t0.min()) if len(t0) > 1 else 0.0
+    return {**phase_stats(rate_req, chunks, None, th),
+            "send_lag_s": percentiles(rate_req["send_lag_s"]),
+            "arrival_rps": (len(t0) - 1) / span if span > 0 else None}
 
 
 def _judgement_affected(ramp: Mapping[str, Any] | None, baseline_bound: bool) -> bool:
