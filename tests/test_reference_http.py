@@ -285,7 +285,9 @@ class TestTiming:
         arrivals = content_arrivals(s)
         assert len(writes) == len(arrivals) == 20
         lag = np.array(arrivals) - np.array([w[0] for w in writes])
-        assert lag.min() > 0 and np.median(lag) < 2 * MS
+        # the stamp follows the write syscall, so a server preempted in between can stamp
+        # after the client already has the bytes: small negatives happen under load
+        assert abs(np.median(lag)) < 1 * MS and lag.min() > -10 * MS
         sched = np.array([w[0] - w[1] for w in writes])
         assert sched.min() >= 0 and np.median(sched) < 2 * MS
         assert truth["first_write_ns"] == writes[0][0]

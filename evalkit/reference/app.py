@@ -160,8 +160,15 @@ class _Stream:
         self.tokens = 0
         self.pending = 0
         self.admitted_ns: int | None = None
+        #: the writer's fast path while it idles: plain chunks are written from the engine
+        #: loop itself, skipping a task switch per token (the cost that sets timing error)
+        self.direct: Callable[[str, int, int], None] | None = None
 
     def _push(self, kind: str, tokens: int, at: int, final: bool = False) -> None:
+        if (self.direct is not None and not self.items and not final
+                and kind in ("content", "reasoning")):
+            self.direct(kind, tokens, at)
+            return
         self.items.append((kind, tokens, at, final))
         self.wake.set()
 
@@ -377,9 +384,10 @@ class _Writer:
         self.nl = b"\r\n" if stream.plan.crlf else b"\n"
         obj = "chat.completion.chunk" if job.chat else "text_completion"
         prefix = "chatcmpl-" if job.chat else "cmpl-"
-        self.head = (f'{{"id":"{prefix}{rid}","object":"{obj}","created":{created},'
+        self.head = (f'{{"id":{json.dumps(prefix + rid)},"object":"{obj}","created":{created},'
                      f'"model":"{MODEL}",').encode()
         self.words = 0
+        self.blocked: asyncio.Future[None] | None = None  # a fast write waiting on drain
 
     def _text(self, n: int) -> str:
         out = "".join(" " + WORDS[(self.words + i) % len(WORDS)] for i in range(n))
@@ -403,6 +411,48 @@ class _Writer:
 
     async def _write(self, payload: bytes, kind: str, tokens: int, scheduled: int) -> None:
         await self.send({"type": "http.response.body", "body": payload, "more_body": True})
+        self._stamp(kind, tokens, scheduled)
+
+    def _token_payload(self, kind: str, n: int, finish: str | None) -> bytes:
+        text = self._text(n)
+        if finish is None:  # the hot path: a template (the words need no JSON escaping)
+            key = b"reasoning_content" if kind == "reasoning" else b"content"
+            middle = (b'{"index":0,"delta":{"' + key + b'":"' if self.job.chat
+                      else b'{"index":0,"text":"')
+            return self._event(self.head + b'"choices":[' + middle + text.encode()
+                               + b'"' + (b"}" if self.job.chat else b"")
+                               + b',"logprobs":null,"finish_reason":null}]}')
+        key_s = "reasoning_content" if kind == "reasoning" else "content"
+        return self._event(self._choice({key_s: text}, text, finish))
+
+    def _direct(self, kind: str, n: int, at: int) -> None:
+        """Write a token chunk now, from the engine loop, without a task switch.
+
+        uvicorn's send() only suspends when the client's transport is paused (flow
+        control); then the rest of that send is finished by a task and later items
+        queue behind it, so order is kept and no other stream waits.
+        """
+        coro: Any = self.send({"type": "http.response.body", "more_body": True,
+                               "body": self._token_payload(kind, n, None)})
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            self._stamp(kind, n, at)
+            return
+        self.s.direct = None
+        self.blocked = asyncio.ensure_future(self._resume(coro, yielded, kind, n, at))
+
+    async def _resume(self, coro: Any, yielded: Any, kind: str, n: int, at: int) -> None:
+        while True:
+            await yielded
+            try:
+                yielded = coro.send(None)
+            except StopIteration:
+                break
+        self._stamp(kind, n, at)
+
+    def _stamp(self, kind: str, tokens: int, scheduled: int) -> None:
+        """Record a write the moment its bytes were handed to the transport."""
         now = time.perf_counter_ns()
         self.truth["writes"].append([now, scheduled, tokens, kind])
         if kind in ("content", "reasoning") and self.truth["first_write_ns"] is None:
@@ -421,15 +471,29 @@ class _Writer:
             if s.gone.is_set():
                 return None
             s.wake.clear()
-            if interval > 0:
-                try:
-                    await asyncio.wait_for(s.wake.wait(), interval)
-                except TimeoutError:
-                    now = time.perf_counter_ns()
-                    await self._write(b": ping" + self.nl + self.nl, "ping", 0, now)
-            else:
-                await s.wake.wait()
+            if self.job.stream and self.blocked is None:
+                s.direct = self._direct
+            try:
+                if interval > 0:
+                    try:
+                        await asyncio.wait_for(s.wake.wait(), interval)
+                    except TimeoutError:
+                        s.direct = None
+                        await self._settle()
+                        now = time.perf_counter_ns()
+                        await self._write(b": ping" + self.nl + self.nl, "ping", 0, now)
+                else:
+                    await s.wake.wait()
+            finally:
+                s.direct = None
+        await self._settle()
         return None if s.gone.is_set() else s.items.popleft()
+
+    async def _settle(self) -> None:
+        """Let a fast write that hit flow control finish before writing anything else."""
+        if self.blocked is not None:
+            await self.blocked
+            self.blocked = None
 
     async def stream(self) -> None:
         """Write the SSE response; return early (no terminator) to cut the connection."""
@@ -448,10 +512,7 @@ class _Writer:
                                                             None, None)), "role", 0, at)
             elif kind in ("content", "reasoning"):
                 finish = plan.finish_reason if final else None
-                text = self._text(n)
-                key = "reasoning_content" if kind == "reasoning" else "content"
-                data = self._choice({key: text}, text, finish)
-                await self._write(self._event(data), kind, n, at)
+                await self._write(self._token_payload(kind, n, finish), kind, n, at)
             elif kind == "malformed":
                 bad = self.head + b'"choices":[{"index":0,"delta":{"content":" brok'
                 await self._write(self._event(bad), "malformed", 0, at)
