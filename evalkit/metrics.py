@@ -8,10 +8,13 @@ Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
 
 - Latency distributions (TTFT, TTFA, E2E, TPOT, ITL, tokens per chunk, stream rate) are
   over `ok` requests: a failed request has no honest latency. Failed requests stay in
-  the denominators of the rates: `admission_failure_rate` = requests never served / all
-  requests, where *never served* = `rejected`, or any non-ok outcome that delivered no
-  content chunk (a request queued until the client gave up was not admitted either);
-  `failure_rate` = non-ok / all. Stalls count gaps in every stream, whatever its outcome.
+  the denominators of the rates: `admission_failure_rate` = (`rejected` + `timeout`
+  without a single content chunk) / all requests: a request queued until the client
+  gave up was not admitted either, and must not hide a TTFT collapse. An `error` (a
+  500, an error payload) is not counted as admission: endpoints fail that way at any
+  load, and one random 500 in a small level would otherwise read as a capacity limit;
+  it is in `failure_rate` = non-ok / all. Stalls count gaps in every stream, whatever
+  its outcome.
 - `ttft_s` / `e2e_s` in the request frame are the record's values, or, when a record
   leaves them out, its first / last chunk's offset. An empty stream has no TTFT (None).
 - Output tokens are the record's `output_tokens` (server usage when reported); when it
@@ -237,7 +240,7 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
         "end_s": t0 + np.nan_to_num(np.fmax(e2e, last_off), nan=0.0),
         "ok": ok,
         "served": has,
-        "admission_failure": (outcome == "rejected") | (~ok & ~has),
+        "admission_failure": (outcome == "rejected") | ((outcome == "timeout") & ~has),
     })
 
     gap = np.empty(total)
