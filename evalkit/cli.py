@@ -281,6 +281,51 @@ def _add_serve_reference() -> None:
 _add_serve_reference()
 
 
+@cli.command()
+@click.argument("runs", nargs=-1, required=True, metavar="RUN_DIR[=QUESTIONNAIRE]...")
+@click.option("--out", "out_pdf", required=True, type=click.Path(dir_okay=False),
+              help="The comparison PDF; FILE.json is written beside it.")
+@click.option("--html", is_flag=True, help="Also write FILE.html.")
+@click.option("--tolerance", type=click.FloatRange(0, 10), default=0.10, show_default=True,
+              help="Relative worsening of a key figure, between two runs of one vendor, "
+                   "that counts as a regression.")
+@click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False, exists=True),
+              help="Tolerances/SLO override file, as for `evalkit report`.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["regression"]),
+              help="Exit 1 when a regression is found (for scheduled re-evaluations).")
+@user_errors
+def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
+            tolerances_file: str | None, fail_on: str | None) -> None:
+    """Compare vendors side by side, or one vendor across quarters.
+
+    Each RUN_DIR is a directory written by `evalkit probe`; add `=QUESTIONNAIRE.yaml`
+    to judge that run against the vendor's answers. Runs of the same vendor (named by
+    its questionnaire, else model and endpoint) become a trend, oldest first, and a key
+    figure that worsened beyond --tolerance is flagged as a regression. Figures are set
+    side by side only where they mean the same thing (same suite version; for load
+    figures the same prompt/output lengths and levels): the report lists what it left
+    out and why.
+
+    \b
+    Examples:
+      evalkit compare out/a/run=q/a.yaml out/b/run=q/b.yaml --out vendors.pdf
+      evalkit compare runs/2026Q2 runs/2026Q3 --out trend.pdf --fail-on regression
+    """
+    from pathlib import Path
+
+    from evalkit.compare_report import CompareInput, render_comparison
+
+    inputs = [CompareInput.parse(text) for text in runs]
+    result = render_comparison(inputs, Path(out_pdf), tolerance=tolerance,
+                               tolerances=tolerances_file, html=html)
+    click.echo(f"wrote {result.pdf}")
+    click.echo(f"wrote {result.json}")
+    for regression in result.comparison.regressions:
+        click.echo(f"regression: {regression.target}: {regression.sentence}")
+    if fail_on == "regression" and result.comparison.regressions:
+        sys.exit(1)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()
