@@ -246,6 +246,12 @@ def _price(x: float) -> str:
     return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
 
 
+def _quote(text: str | None, limit: int) -> str:
+    """Vendor text inside a reason: one line, clipped (it is untrusted and unbounded)."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def _times(ratio: float) -> str:
     return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
 
@@ -420,7 +426,7 @@ def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judge
 
     if _blank(a):
         return j("unanswered", "Q3 is not answered: no prices or capacity model were given.")
-    cur = f" {a.currency}" if a.currency else ""
+    cur = f" {_quote(a.currency, 12)}" if a.currency else ""
     if a.input_price_per_mtok is None or a.output_price_per_mtok is None:
         if a.blended_price_per_mtok is not None:
             return j("unanswerable", f"Only a single blended price "
@@ -431,6 +437,12 @@ def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judge
                  "million tokens.")
     prices = (f"input {_price(a.input_price_per_mtok)}{cur} and output "
               f"{_price(a.output_price_per_mtok)}{cur} per million tokens")
+    low, high = sorted((a.input_price_per_mtok, a.output_price_per_mtok))
+    blended = a.blended_price_per_mtok
+    if blended is not None and not low <= blended <= high:
+        return j("unreconciled", f"The blended price {_price(blended)}{cur} per million tokens "
+                 f"lies outside the separate prices ({prices}), which no mix of input and "
+                 "output tokens can give.")
     claimed_rates = (("prefill", a.prefill_tokens_per_s, m.prefill_tokens_per_s if m else None),
                      ("decode per stream", a.decode_tokens_per_s_per_stream,
                       m.baseline.stream_tokens_per_s.p50 if m and m.baseline else None))
@@ -530,6 +542,10 @@ def judge_q5(a: ObservabilityAnswer, m: Measurements | None, tol: Tolerances) ->
     if a.observability is None:
         return j("unanswerable", "Q5 does not say whether per-stream inter-token times or only "
                  "request-level latency are exposed (one of per_stream, request_level, none).")
+    if a.observability == "none" and (a.export or a.metrics_url):
+        return j("unreconciled", "The vendor states that no latency observability is exposed, "
+                 f"yet describes an export ({_quote(a.export or a.metrics_url, 80)}): the two "
+                 "answers contradict each other.")
     if a.observability == "none":
         return j("ok", "The vendor states that no latency observability is exposed, so "
                  "per-stream rhythm cannot be audited from its side.")
@@ -538,7 +554,8 @@ def judge_q5(a: ObservabilityAnswer, m: Measurements | None, tol: Tolerances) ->
                  "cannot read it.")
     how = a.export or a.metrics_url
     return j("ok", f"The vendor exposes {a.observability.replace('_', '-')} latency via "
-             f"{how!s:.120}; not compared with our measurement (no metrics scrape in this run).")
+             f"{_quote(how, 120)}; not compared with our measurement (no metrics scrape in "
+             "this run).")
 
 
 def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | None,
@@ -579,6 +596,7 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
         return j("unanswerable", f"The panel is given {_SOURCE_WORDS[a.source]}, where the live "
                  "production panel was asked.")
     window = a.window or (a.output_tokens_per_s.window if a.output_tokens_per_s else None)
+    window = _quote(window, 60) if window else None
     if not window:
         return j("unanswerable", "The production panel gives no window (when it was measured), "
                  "so it cannot be read as last week's production.")

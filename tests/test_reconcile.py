@@ -132,6 +132,10 @@ CASES: list[tuple[str, str, str, str]] = [
     ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4}\n", "unanswerable",
      "no capacity model"),
     ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "blended_price_per_mtok: 0.9, capacity_model: sized apart}\n", "unreconciled",
+     "The blended price 0.90 per million tokens lies outside the separate prices (input 0.10 "
+     "and output 0.40 per million tokens)"),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
      "prefill_tokens_per_s: 20000}\n", "unreconciled",
      "prefill claimed 20,000 tokens/s vs measured 4,900 tokens/s (tolerance ±50%): "
      "prefill 4.1× short."),
@@ -162,6 +166,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("Q5", "Q5: {notes: Enterprise-grade dashboards}\n", "unanswerable", "does not say"),
     ("Q5", "Q5: {observability: per_stream}\n", "unanswerable", "not how it is exported"),
     ("Q5", "Q5: {observability: none}\n", "ok", "no latency observability"),
+    ("Q5", "Q5: {observability: none, export: Prometheus itl histogram}\n", "unreconciled",
+     "yet describes an export (Prometheus itl histogram): the two answers contradict"),
     ("Q5", "Q5: {observability: request_level, export: Prometheus histogram}\n", "ok",
      "request-level latency via Prometheus histogram"),
     # Q6: headline 1,107 vs the panel
@@ -195,11 +201,19 @@ def test_each_status_is_triggered(qid: str, text: str, status: str, reason: str)
 
 
 def test_every_status_appears_for_every_numeric_question() -> None:
-    """The table covers all four statuses for each of Q1, Q2, Q3, Q4 and Q6."""
+    """The table covers all four statuses for each of the six questions."""
     seen = {(c[0], c[2]) for c in CASES}
-    for qid in ("Q1", "Q2", "Q3", "Q4", "Q6"):
+    for qid in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6"):
         for status in ("ok", "unanswered", "unanswerable", "unreconciled"):
             assert (qid, status) in seen, (qid, status)
+
+
+def test_vendor_text_in_a_reason_is_one_clipped_line() -> None:
+    """Vendor text quoted in a reason is flattened and clipped, so the reason stays a line."""
+    text = "Q5:\n  observability: per_stream\n  export: |\n    line one\n    " + "x" * 300 + "\n"
+    reason = reconcile(q(text), None).judgements["Q5"].reason
+    assert "\n" not in reason
+    assert "via line one " + "x" * 110 + "…; not compared" in reason  # 119 chars + …
 
 
 def test_every_reason_is_one_sentence() -> None:
