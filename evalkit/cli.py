@@ -60,7 +60,8 @@ def demo(out_dir: str, quiet: bool) -> None:
     For each sample vendor in questionnaires/ (forthright, evasive, headline) it starts
     the reference endpoint with a profile that plays that vendor, runs the quick probe
     suite against it over loopback HTTP, and writes the run directory and a PDF
-    scorecard under OUT/VENDOR/. No network, no arguments; about a minute or two.
+    scorecard under OUT/VENDOR/, then compares the three in OUT/comparison.pdf.
+    No network, no arguments; about a minute or two.
 
     \b
     Example:

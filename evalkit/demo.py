@@ -35,7 +35,7 @@ VENDORS: tuple[DemoVendor, ...] = (
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What the demo wrote: per vendor, its run directory and scorecard PDF."""
+    """What the demo wrote: per vendor, its run directory and scorecard; their comparison."""
 
     runs: dict[str, Path]
     reports: dict[str, Path]
@@ -69,4 +69,12 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
         reports[vendor.name] = result.pdf
         if on_written:
             on_written(result.pdf)
-    return DemoResult(runs, reports, None)
+    comparison = None
+    if len(vendors) > 1:
+        from evalkit.compare_report import CompareInput, render_comparison
+
+        inputs = [CompareInput(runs[v.name], QUESTIONNAIRES / v.questionnaire) for v in vendors]
+        comparison = render_comparison(inputs, out_dir / "comparison.pdf").pdf
+        if on_written:
+            on_written(comparison)
+    return DemoResult(runs, reports, comparison)
