@@ -295,28 +295,54 @@ def stream_raster(streams: Sequence[Stream], stall_s: float = 1.0) -> str | None
         return _svg(fig)
 
 
-def use_case_fit(ttft_p90_by_level: Sequence[tuple[Any, Any]],
-                 limits_s: Mapping[str, float]) -> str | None:
-    """Measured TTFT p90 per level against each use case's TTFT limit."""
-    pts = [(c, t) for c, t in ttft_p90_by_level if _finite(c) and _finite(t)]
-    if not pts:
+#: The use-case chart's panels: summary metric key, SLO profile key, label.
+FIT_PANELS = (("ttft_s", "ttft_p90_s", "TTFT p90"), ("tpot_s", "tpot_p90_s", "TPOT p90"))
+
+
+def use_case_fit(levels: Sequence[Mapping[str, Any]],
+                 limits: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Measured TTFT p90 and TPOT p90 per level against each use case's limits.
+
+    `limits` maps a use case to its SLO profile (`ttft_p90_s`, `tpot_p90_s`, ...); a
+    level fits a use case where the measured line stays under that use case's line.
+    """
+    panels = []
+    for key, limit_key, label in FIT_PANELS:
+        pts = [(lv["concurrency"], lv[key]["p90"]) for lv in levels
+               if _finite(lv.get("concurrency")) and isinstance(lv.get(key), Mapping)
+               and _finite(lv[key].get("p90"))]
+        lims = sorted((n, float(p[limit_key])) for n, p in limits.items()
+                      if _finite(p.get(limit_key)))
+        if pts:
+            panels.append((pts, lims, label))
+    if not panels:
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=2.6)
-        ax = fig.axes[0]
-        xs, ys = zip(*pts, strict=True)
-        ax.plot(xs, [y * 1000 for y in ys], label="measured TTFT p90", **_STYLES[0])
-        for style, (name, limit) in zip(_STYLES[1:] * 3, sorted(limits_s.items()), strict=False):
-            if _finite(limit):
+        fig = _figure(height_in=2.6, ncols=len(panels))
+        for ax, (pts, lims, label) in zip(fig.axes, panels, strict=True):
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, [y * 1000 for y in ys], label=f"measured {label}", **_STYLES[0])
+            for i, (style, (name, limit)) in enumerate(zip(_STYLES[1:] * 3, lims,
+                                                            strict=False)):
                 ax.axhline(limit * 1000, color=style["color"], linestyle=style["linestyle"],
                            linewidth=1)
-                ax.annotate(f"{name.replace('_', ' ')} limit {limit * 1000:.0f} ms",
-                            (1.0, limit * 1000), xycoords=("axes fraction", "data"),
-                            xytext=(-4, 2), textcoords="offset points", ha="right",
-                            fontsize=7)
-        _levels_axis(ax, xs)
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("TTFT p90 (ms)")
-        ax.legend(fontsize=7, loc="upper left")
-        ax.set_title("Use-case fit: TTFT p90 under load vs each use case's limit", loc="left")
+                # alternate sides so close limits (450 / 500 ms) stay readable
+                ax.annotate(f"{name.replace('_', ' ')} {limit * 1000:.0f} ms",
+                            (0.0 if i % 2 else 1.0, limit * 1000),
+                            xycoords=("axes fraction", "data"),
+                            xytext=(4 if i % 2 else -4, 2), textcoords="offset points",
+                            ha="left" if i % 2 else "right", fontsize=6.5)
+            _levels_axis(ax, xs)
+            # log scale: a 40 ms and a 2,000 ms limit must both be readable beside the data
+            from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(ScalarFormatter())
+            ax.yaxis.set_minor_formatter(NullFormatter())
+            top = max([y * 1000 for y in ys] + [lim * 1000 for _, lim in lims])
+            ax.set_ylim(top=top * 1.6)  # room for the highest limit's label
+            ax.set_ylabel(f"{label} (ms, log scale)")
+            ax.legend(fontsize=7, loc="lower right")
+            ax.set_title(f"{label} vs each use case's limit", loc="left")
         return _svg(fig)

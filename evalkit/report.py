@@ -407,8 +407,8 @@ def _gaps(rec: RequestRecord) -> list[float]:
 
 
 def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
-               records: Sequence[RequestRecord], slo_ttft_limits_s: Mapping[str, float]
-               ) -> list[tuple[str, Markup]]:
+               records: Sequence[RequestRecord],
+               slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     """Every chart there is data for, as (caption, inline svg)."""
     out: list[tuple[str, str | None]] = []
     q6 = (scorecard.get("questions") or {}).get("Q6") or {}
@@ -450,10 +450,9 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
                    for r in sample[:RASTER_STREAMS]]
         out.append((f"Stream raster: token arrivals of {len(streams)} streams at "
                     f"{top} concurrent streams", charts.stream_raster(streams)))
-    ttft90 = [(lv["concurrency"], _map(lv.get("ttft_s")).get("p90")) for lv in levels
-              if "concurrency" in lv]
-    out.append(("Use-case fit: TTFT p90 under load against each use case's limit",
-                charts.use_case_fit(ttft90, slo_ttft_limits_s)))
+    out.append(("Use-case fit: TTFT and TPOT p90 per level against each use case's limits "
+                "(a use case fits where the measured line stays under its limit)",
+                charts.use_case_fit(levels, slo_limits)))
     return [(caption, Markup(charts.namespaced(svg, f"fig{i}")))
             for i, (caption, svg) in enumerate(out) if svg]
 
@@ -463,15 +462,13 @@ def _status(s: Any) -> str:
     return s if s in STATUSES else "unknown"
 
 
-def _slo_ttft_limits(scorecard: Mapping[str, Any]) -> dict[str, float]:
-    """Each use case's TTFT p90 limit, from the profiles the scorecard was judged with."""
-    out: dict[str, float] = {}
+def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Each use case's SLO profile as the scorecard was judged with it."""
     profiles = _map(_map(scorecard.get("tolerances")).get("slo_profiles"))
+    out: dict[str, Mapping[str, Any]] = {str(n): _map(p) for n, p in profiles.items()}
     for name, uc in _map(scorecard.get("use_cases")).items():
-        prof = _map(_map(uc).get("profile")) or _map(profiles.get(name))
-        limit = _num(prof.get("ttft_p90_s"))
-        if limit is not None:
-            out[str(name)] = limit
+        if _map(_map(uc).get("profile")):
+            out[str(name)] = _map(_map(uc).get("profile"))
     return out
 
 
@@ -500,7 +497,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
             "status": status, "badge": BADGES.get(status, "!"),
             "claimed": fmt_value(q.get("claimed"), SHORT_TEXT, brief=True),
             "measured": fmt_value(q.get("measured"), SHORT_TEXT, brief=True),
-            "reason": clip(q.get("reason") or "", 2 * SHORT_TEXT),
+            "reason": clip(q.get("reason") or "", 3 * SHORT_TEXT),
             "claimed_long": fmt_value(q.get("claimed"), LONG_TEXT),
             "measured_long": fmt_value(q.get("measured"), LONG_TEXT),
             "reason_long": clip(q.get("reason") or "", LONG_TEXT),
@@ -540,7 +537,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "questions": questions,
         "use_cases": use_cases,
         "key_figures": figures,
-        "charts": chart_svgs(scorecard, summary, records, _slo_ttft_limits(scorecard)),
+        "charts": chart_svgs(scorecard, summary, records, slo_limits(scorecard)),
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),

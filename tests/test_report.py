@@ -55,7 +55,8 @@ def fixture_scorecard(**over: Any) -> dict[str, Any]:
                       "live_suggestions": {"fit": False, "reason": "TTFT p90 324 ms; TPOT ok"},
                       "batch": {"fit": None, "reason": "no aggregate measured"}},
         "tolerances": {"ttft_rel": 0.25,
-                       "slo_profiles": {"live_suggestions": {"ttft_p90_s": 0.45}}},
+                       "slo_profiles": {"live_suggestions": {"ttft_p90_s": 0.45,
+                                                             "tpot_p90_s": 0.04}}},
     }
     sc.update(over)
     return sc
@@ -147,7 +148,8 @@ class TestChartsAndAppendix:
         assert "fit: 150 ms + n / 20,000 tok/s, r² 0.998" in text
         assert "stall > 1 s (1)" in text  # the fixture has exactly one 1.4 s gap
         # limits come from the use case's own profile, else from the tolerances' profiles
-        assert "voice agent limit 500 ms" in text and "live suggestions limit 450 ms" in text
+        assert "voice agent 500 ms" in text and "live suggestions 450 ms" in text
+        assert "live suggestions 40 ms" in text  # the TPOT panel
         for page in rendered[1].pages:
             assert not page.images  # nothing rasterised
 
@@ -292,7 +294,7 @@ class TestUntrustedInput:
         """Every colour in every chart is a grey (r == g == b): the charts print in greyscale."""
         data = report.load_run(RUN_DIR)
         svgs = report.chart_svgs(fixture_scorecard(), data.summary, data.records,
-                                 report._slo_ttft_limits(fixture_scorecard()))
+                                 report.slo_limits(fixture_scorecard()))
         assert len(svgs) == 6
         for caption, svg in svgs:
             colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg))

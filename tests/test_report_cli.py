@@ -32,10 +32,13 @@ def _text(pdf: Path) -> str:
 
 class TestExitCodes:
     def test_fail_on_present_exits_1_and_writes_everything(self, tmp_path: Path) -> None:
-        """The headline sample has unreconciled answers: --fail-on unreconciled exits 1."""
+        """The headline sample's panel is unreconciled: --fail-on unreconciled exits 1.
+
+        (Claims-only keeps this fast; the run + questionnaire path is the slow test below.)
+        """
         out = tmp_path / "card.pdf"
-        res = CliRunner().invoke(cli, ["report", "--run", str(RUN_DIR), "--questionnaire",
-                                       str(HEADLINE), "--out", str(out), "--html",
+        res = CliRunner().invoke(cli, ["report", "--questionnaire", str(HEADLINE),
+                                       "--out", str(out), "--html",
                                        "--fail-on", "unanswered,unreconciled"])
         assert res.exit_code == 1, res.output
         card = json.loads(out.with_suffix(".json").read_text())
