@@ -390,7 +390,7 @@ class _Walker:
             raise _TooBig
         self.lines.setdefault(path, node.start_mark.line + 1)
         if node.tag not in _ALLOWED_TAGS:
-            self.problem(node, path, f"unsupported YAML tag {node.tag!r}")
+            self.problem(node, path, f"unsupported YAML tag {_clip(node.tag, 80)}")
             return None
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
@@ -404,7 +404,7 @@ class _Walker:
             self.count += 1
             key = self._scalar(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
             if not isinstance(key, str):
-                self.problem(key_node, path, f"field names must be text, got {key!r}"[:200])
+                self.problem(key_node, path, f"field names must be text, got {_clip(key)}")
                 continue
             if key in out:
                 self.problem(key_node, (*path, key), "appears twice")

@@ -269,7 +269,9 @@ def _pm(rel: float) -> str:
 
 
 def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _at(level: Level, claimed_c: int) -> str:
@@ -741,34 +743,39 @@ def _checks(profile: SloProfile, tol: Tolerances) -> list[Check]:
     return checks
 
 
+def _streams(n: int) -> str:
+    return f"{n} stream{'s' if n != 1 else ''}"
+
+
 def _ladder(m: Measurements, checks: list[Check], what: str) -> Fit:
     """Climb the measured levels; the profile holds up to the last level that passes."""
     held: tuple[Level, list[str]] | None = None
     for level in m.levels:
-        results = ([(None, f"the client was the bottleneck at {level.concurrency} streams")]
+        results = ([(None, f"the client was the bottleneck at {_streams(level.concurrency)}")]
                    if level.client_bound else [check(level) for check in checks])
-        notes = [text for _, text in results if text]
         if any(ok is None for ok, _ in results):
-            missing = [text for ok, text in results if ok is None]
+            missing = _join([text for ok, text in results if ok is None])
             if held is None:
-                return Fit(None, f"Not measurable at {level.concurrency} streams: "
-                           f"{_join(missing)}.")
-            return Fit(True, f"Holds {what} up to {held[0].concurrency} streams "
-                       f"({_join(held[1])}); not judged at {level.concurrency}: "
-                       f"{_join(missing)}.", held[0].concurrency)
+                return Fit(None, f"Not measurable at {_streams(level.concurrency)}: {missing}.")
+            return Fit(True, f"{_holds(what, held)}; not judged at {level.concurrency}: "
+                       f"{missing}.", held[0].concurrency)
         if not all(ok for ok, _ in results):
-            failed = [text for ok, text in results if not ok]
+            failed = _join([text for ok, text in results if not ok])
             if held is None:
-                return Fit(False, f"Fails {what} even at {level.concurrency} stream"
-                           f"{'s' if level.concurrency > 1 else ''}: {_join(failed)}.", None)
-            return Fit(True, f"Holds {what} up to {held[0].concurrency} streams "
-                       f"({_join(held[1])}); at {level.concurrency}: {_join(failed)}.",
+                return Fit(False, f"Fails {what} even at {_streams(level.concurrency)}: "
+                           f"{failed}.", None)
+            return Fit(True, f"{_holds(what, held)}; at {level.concurrency}: {failed}.",
                        held[0].concurrency)
-        held = (level, notes)
+        held = (level, [text for _, text in results if text])
     if held is None:
         return Fit(None, "No measured level to judge.")
-    return Fit(True, f"Holds {what} at every measured level up to {held[0].concurrency} "
-               f"streams ({_join(held[1])}).", held[0].concurrency)
+    return Fit(True, f"{_holds(what, held, every=True)}.", held[0].concurrency)
+
+
+def _holds(what: str, held: tuple[Level, list[str]], every: bool = False) -> str:
+    notes = f" ({_join(held[1])})" if held[1] else ""
+    scope = "at every measured level up to" if every else "up to"
+    return f"Holds {what} {scope} {_streams(held[0].concurrency)}{notes}"
 
 
 def _batch(m: Measurements, tol: Tolerances) -> Fit:
@@ -778,7 +785,7 @@ def _batch(m: Measurements, tol: Tolerances) -> Fit:
         return Fit(None, "No aggregate throughput was measured without admission failures.")
     best = max(rated, key=lambda lv: lv.aggregate_tokens_per_s or 0.0)
     return Fit(True, f"No latency limit: peak aggregate {fmt_rate(best.aggregate_tokens_per_s)} "
-               f"at {best.concurrency} streams; judge on price and accuracy.", best.concurrency)
+               f"at {_streams(best.concurrency)}; judge on price and accuracy.", best.concurrency)
 
 
 def use_case_fit(m: Measurements | None, tol: Tolerances) -> dict[str, Fit]:

@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 
 from evalkit.errors import InputError
 from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
-from evalkit.reconcile import measurements, reconcile, streams_at_reading_speed, use_case_fit
+from evalkit.reconcile import (
+    Fit,
+    measurements,
+    reconcile,
+    streams_at_reading_speed,
+    use_case_fit,
+)
 from evalkit.scorecard import build_scorecard
 from evalkit.tolerances import Tolerances, load_tolerances, tolerances_from_dict
 
@@ -369,6 +375,21 @@ class TestUseCases:
         j = reconcile(q(text), summary).judgements["Q2"]
         assert j.status == "unreconciled"
         assert j.reason.endswith(": infinitely short per stream (p50).")
+
+    def test_baseline_only_and_a_profile_without_limits(self) -> None:
+        """A run with only a baseline is judged at 1 stream; a limitless profile still reads."""
+        summary = {"baseline": _level(1)}
+        tol = tolerances_from_dict({"slo_profiles": {"anything": {"label": "anything"}}})
+        fits = use_case_fit(measurements(summary), tol)
+        assert fits["anything"] == Fit(True, "Holds the anything limits at every measured "
+                                              "level up to 1 stream (0.0% failed ≤ 1%).", 1)
+        assert fits["voice_agent"].reason.startswith("Holds the voice agent limits at every "
+                                                     "measured level up to 1 stream (TTFT p90 "
+                                                     "180 ms ≤ 500 ms")
+        del summary["baseline"]["outcomes"], summary["baseline"]["requests"]
+        fits = use_case_fit(measurements(summary), tol)
+        assert fits["anything"] == Fit(True, "Holds the anything limits at every measured "
+                                              "level up to 1 stream.", 1)
 
     def test_profile_that_fails_at_the_first_level(self) -> None:
         """A limit below the baseline fails the use case outright."""
