@@ -134,6 +134,11 @@ class Prober:
         self.shard = shard
         self.force_length = target.force_length
         self._seq = 0
+        #: content chunks timed, and those that shared a socket read with the next content
+        #: chunk: servers write one chunk per decode step, so a shared read means we read
+        #: late and the earlier chunk carries the later one's stamp (`coalesced_fraction`)
+        self.content_chunks = 0
+        self.coalesced_chunks = 0
 
     async def __aenter__(self) -> Prober:
         return self
@@ -204,6 +209,7 @@ class Prober:
         parse = self.adapter.parse
         perf = time.perf_counter_ns
         net = response.extensions.get("network_stream")
+        pending: int | None = None  # stamp of the last content chunk, until the next event
         async for raw in response.aiter_raw():
             # when the bytes arrived: the socket read's stamp, else now (before any parsing)
             now = getattr(net, "last_arrival_ns", None) or perf()
@@ -220,6 +226,11 @@ class Prober:
                     st.payload_error = delta.error
                     continue
                 if delta.text or delta.reasoning:
+                    # two content chunks, written a decode step apart, in one read: we read
+                    # late, and the first carries the second's stamp
+                    self.coalesced_chunks += pending == now
+                    pending = now
+                    self.content_chunks += 1
                     st.chunk_ns.append(now)
                     st.chunk_tokens.append(count_tokens(delta.text) + count_tokens(delta.reasoning))
                     if delta.text and st.first_answer_ns is None:

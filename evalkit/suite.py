@@ -179,6 +179,42 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
     return s
 
 
+# --------------------------------------------------------------------------- self-check
+
+def window_start(mon: LoopMonitor, prober: Prober) -> tuple[Any, int, int]:
+    """Begin a self-check window over the loop and the prober's chunk counters."""
+    return mon.start_window(), prober.content_chunks, prober.coalesced_chunks
+
+
+def window_end(mon: LoopMonitor, prober: Prober, mark: tuple[Any, int, int]) -> dict[str, Any]:
+    """Loop lag, CPU and the share of chunks whose read was late (coalesced) in the window."""
+    loop_mark, chunks0, coalesced0 = mark
+    check = mon.end_window(loop_mark)
+    chunks = prober.content_chunks - chunks0
+    coalesced = prober.coalesced_chunks - coalesced0
+    check["content_chunks"] = chunks
+    check["coalesced_chunks"] = coalesced
+    check["coalesced_fraction"] = round(coalesced / chunks, 5) if chunks else None
+    return check
+
+
+def judge_client(check: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any]:
+    """Was the client the bottleneck? Then no capacity conclusion may be drawn.
+
+    Bound when the client's CPU is saturated (it set the pace), when its event loop lags
+    so much that closed-loop workers send late, or when more than a small share of chunks
+    were read late enough to merge with the next one (their stamps would be late).
+    """
+    lag, cpu = check.get("loop_lag_p99_s"), check.get("cpu_fraction")
+    merged = check.get("coalesced_fraction")
+    reasons = [why for why, hit in (
+        ("cpu", cpu is not None and cpu > float(limits["cpu_fraction"])),
+        ("loop_lag", lag is not None and lag > float(limits["loop_lag_p99_s"])),
+        ("late_reads", merged is not None and merged > float(limits["coalesced_fraction"])),
+    ) if hit]
+    return {**check, "client_bound": bool(reasons), "client_bound_reasons": reasons}
+
+
 # --------------------------------------------------------------------------- shards
 
 @dataclass(frozen=True)
@@ -199,6 +235,7 @@ class ShardTask:
     user_prompts: tuple[Prompt, ...] = ()
     seed: int = 0
     rate: float | None = None
+    client_limits: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -224,7 +261,7 @@ async def _run_shard(task: ShardTask) -> ShardResult:
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
-        mark = mon.start_window()
+        mark = window_start(mon, prober)
         if task.rate is not None:
             await open_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
                             records.append, phase=task.phase, rate=task.rate / task.shards,
@@ -233,7 +270,7 @@ async def _run_shard(task: ShardTask) -> ShardResult:
             await closed_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
                               records.append, phase=task.phase, level=task.level,
                               workers=workers, duration_s=task.duration_s, max_requests=None)
-        check = mon.end_window(mark)
+        check = judge_client(window_end(mon, prober, mark), task.client_limits)
     return ShardResult(tuple(records), check)
 
 
@@ -272,11 +309,7 @@ class _Suite:
                                  int(out or self.s["output_tokens"]))
 
     def _judge_check(self, check: dict[str, Any]) -> dict[str, Any]:
-        limits = self.s["client_check"]
-        lag, cpu = check.get("loop_lag_p99_s"), check.get("cpu_fraction")
-        bound = bool((lag is not None and lag > float(limits["loop_lag_p99_s"])) or
-                     (cpu is not None and cpu > float(limits["cpu_fraction"])))
-        return {**check, "client_bound": bound}
+        return judge_client(check, self.s["client_check"])
 
     # -- phases
     async def run(self) -> None:
@@ -284,10 +317,11 @@ class _Suite:
                 Prober(self.target, self.origin_ns, self.run_tag) as prober, \
                 LoopMonitor() as mon:
             for phase in self.s["phases"]:
-                mark = mon.start_window()
+                mark = window_start(mon, prober)
                 await getattr(self, f"_phase_{phase}")(client, prober, mon)
                 # a sharded phase already stored its shards' merged check
-                self.phase_checks.setdefault(phase, self._judge_check(mon.end_window(mark)))
+                self.phase_checks.setdefault(
+                    phase, self._judge_check(window_end(mon, prober, mark)))
 
     async def _phase_connect(self, client: httpx.AsyncClient, prober: Prober,
                              mon: LoopMonitor) -> None:
@@ -349,10 +383,10 @@ class _Suite:
         """Hold `level` streams for `duration_s`, here or split over worker processes."""
         self._announce(phase, level, f"{level} streams for {duration_s:g} s")
         if self.executor is None:
-            mark = mon.start_window()
+            mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s, max_requests=None)
-            return self._judge_check(mon.end_window(mark))
+            return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
     async def _sharded(self, phase: str, level: int, duration_s: float,
@@ -362,7 +396,8 @@ class _Suite:
         tasks = [ShardTask(self.target, self.origin_ns, self.run_tag, i, n, phase, level,
                            duration_s, start_at, int(self.s["prompt_tokens"]),
                            int(self.s["output_tokens"]), tuple(self.user_prompts),
-                           self.config.seed, rate) for i in range(n)]
+                           self.config.seed, rate, dict(self.s["client_check"]))
+                 for i in range(n)]
         loop = asyncio.get_running_loop()
         assert self.executor is not None
         results = await asyncio.gather(*(loop.run_in_executor(self.executor, run_shard, t)
@@ -370,7 +405,7 @@ class _Suite:
         for res in results:
             for rec in sorted(res.records, key=lambda r: r.t0_s):
                 self.on_record(rec)
-        return self._merge_checks([self._judge_check(r.check) for r in results])
+        return self._merge_checks([r.check for r in results])
 
     @staticmethod
     def _merge_checks(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -379,8 +414,11 @@ class _Suite:
             return max(vals) if vals else None
         return {"loop_lag_p50_s": worst("loop_lag_p50_s"), "loop_lag_p99_s":
                 worst("loop_lag_p99_s"), "loop_lag_max_s": worst("loop_lag_max_s"),
-                "cpu_fraction": worst("cpu_fraction"), "shards": len(checks),
-                "client_bound": any(c.get("client_bound") for c in checks)}
+                "cpu_fraction": worst("cpu_fraction"),
+                "coalesced_fraction": worst("coalesced_fraction"), "shards": len(checks),
+                "client_bound": any(c.get("client_bound") for c in checks),
+                "client_bound_reasons": sorted({r for c in checks
+                                                for r in c.get("client_bound_reasons") or []})}
 
     async def _phase_ramp(self, client: httpx.AsyncClient, prober: Prober,
                           mon: LoopMonitor) -> None:
@@ -392,9 +430,11 @@ class _Suite:
             self.level_checks[level] = check
             self.ramp_levels_run.append(level)
             if check["client_bound"]:
-                self._note(f"level {level}: the client set the pace (loop lag p99 "
-                           f"{_ms(check.get('loop_lag_p99_s'))}, CPU "
-                           f"{check.get('cpu_fraction')}); stopping the ramp")
+                self._note(f"level {level}: the client was the bottleneck "
+                           f"({', '.join(check.get('client_bound_reasons') or [])}: loop lag "
+                           f"p99 {_ms(check.get('loop_lag_p99_s'))}, CPU "
+                           f"{check.get('cpu_fraction')}, late reads "
+                           f"{check.get('coalesced_fraction')}); stopping the ramp")
                 break
             if breached_at is None and self._breached(level):
                 breached_at = level
