@@ -697,7 +697,8 @@ Q3:
 
 # Q4. Maximum concurrent streaming sessions per node, and what degrades first near the
 # limit: inter-token latency (itl), time to first token (ttft), or admission (requests
-# refused or queued). We check it against our concurrency ramp.
+# refused or queued). A load test (source: lab) counts here; an estimate does not.
+# We check it against our concurrency ramp: where it held, where it broke, and on what.
 Q4:
   max_concurrent_streams_per_node:
   nodes:           # nodes behind the endpoint we measure
