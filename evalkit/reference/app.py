@@ -262,7 +262,8 @@ class ReferenceApp:
         elif method == "GET" and path == "/_reference/state":
             await _send_json(send, 200, {"in_flight": self.in_flight, "logged": self.logged,
                                          "requests": self.requests,
-                                         "profile": self.profile.name})
+                                         "profile": self.profile.name,
+                                         "params": dict(self.profile.params)})
         elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
             await self._generate(scope, receive, send, received, path == "/v1/chat/completions")
         else:

@@ -1,0 +1,67 @@
+"""`evalkit serve-reference`: help that explains everything, errors with exit code 2."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import httpx
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.reference import load_profiles, param_specs
+
+
+def test_help_explains_every_profile_and_parameter() -> None:
+    """Each profile's story and each parameter's option, meaning and unit are in --help."""
+    result = CliRunner().invoke(cli, ["serve-reference", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    for name, prof in load_profiles().items():
+        assert f"{name} {prof.story}" in text
+    for spec in param_specs().values():
+        assert "--" + spec.name.replace("_", "-") in text
+        assert f"[{spec.unit}; default {spec.default}]" in text
+        assert " ".join(spec.help.split()) in text
+
+
+def test_bad_parameters_are_user_errors() -> None:
+    """Unknown names and bad values print `Error: …` and exit 2, no traceback."""
+    runner = CliRunner()
+    result = runner.invoke(cli, ["serve-reference", "--set", "warp_speed=9"])
+    assert result.exit_code == 2
+    assert "Error: unknown reference parameter 'warp_speed'" in result.output
+    result = runner.invoke(cli, ["serve-reference", "--set", "fault_crlf=3"])
+    assert result.exit_code == 2 and "probability" in result.output
+    result = runner.invoke(cli, ["serve-reference", "--set", "max_batch"])
+    assert result.exit_code == 2 and "PARAM=VALUE" in result.output
+
+
+def test_serves_and_prints_its_url() -> None:
+    """Started as a command, it prints its base URL and answers there with the options set."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from evalkit.cli import main; main()", "serve-reference",
+         "--port", "0", "--profile", "queueing", "--max-batch", "3", "--set",
+         "request_overhead_ms=0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"\(queueing\): (http://127\.0\.0\.1:\d+/v1)", line)
+        assert match, line
+        url = match.group(1)
+        for _ in range(200):
+            try:
+                models = httpx.get(url + "/models", timeout=2).json()
+                break
+            except httpx.TransportError:
+                continue
+        assert models["data"][0]["id"] == "evalkit-reference"
+        state = httpx.get(url.removesuffix("/v1") + "/_reference/state").json()
+        assert state["profile"] == "queueing"
+        assert (state["params"]["max_batch"], state["params"]["request_overhead_ms"]) == (3, 0)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout:
+            proc.stdout.close()
