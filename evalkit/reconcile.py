@@ -571,15 +571,17 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
         claimed["headline_unit"] = headline_unit or "output_tokens_per_s"
     if a.output_tokens_per_s is not None and _dist_numbers(a.output_tokens_per_s):
         claimed["panel"] = claimed.get("output_tokens_per_s")
+    # one stream alone is no capacity judgement: shown beside the panel unless that phase
+    # itself was client-bound
+    base = m.baseline if m and m.baseline and not m.baseline.client_bound else None
+    ours: dict[str, Any] | None = (
+        {"baseline_stream_tokens_per_s": _dist_dict(base.stream_tokens_per_s)} if base else None)
     mu = _usable(m)
-    ours = None
-    if mu is not None:
-        ours = {"baseline_stream_tokens_per_s":
-                _dist_dict(mu.baseline.stream_tokens_per_s) if mu.baseline else None}
-        top = next((lv for lv in mu.levels if lv.concurrency == mu.max_sustained), None)
-        if top is not None:
-            ours[f"stream_tokens_per_s_at_{top.concurrency}"] = _dist_dict(top.stream_tokens_per_s)
-    our_p50 = (mu.baseline.stream_tokens_per_s.p50 if mu and mu.baseline else None)
+    top = next((lv for lv in mu.levels if lv.concurrency == mu.max_sustained), None) if mu else None
+    if top is not None:
+        ours = ours or {}
+        ours[f"stream_tokens_per_s_at_{top.concurrency}"] = _dist_dict(top.stream_tokens_per_s)
+    our_p50 = base.stream_tokens_per_s.p50 if base else None
     beside = (f"; we measured {fmt_rate(our_p50)} per stream (p50) with one stream" if our_p50
               else "; our own distribution was not measured")
 

@@ -310,6 +310,12 @@ class TestPartialInputs:
         assert {f.fit for f in review.use_cases.values()} == {None}
         assert review.reading_speed.fit is None
         assert "client-bound" in review.verdict.text
+        headline = reconcile(load_questionnaire(SAMPLES / "headline.yaml"),
+                             make_summary(client_bound=True)).judgements["Q6"]
+        assert headline.reason.endswith("; we measured 95.2 tokens/s per stream (p50) with one "
+                                        "stream.")  # the baseline alone was not bound
+        assert headline.measured is not None and list(headline.measured) == [
+            "baseline_stream_tokens_per_s"]
 
     def test_missing_and_garbage_summary_fields_are_not_measured(self) -> None:
         """A summary with holes and wrong types yields 'not measured', never a crash."""
