@@ -50,6 +50,38 @@ not run gives `None` for its section (`connect`, `baseline`, `prefill`, `ramp`, 
 `rate`, and `checks.cache` / `checks.network`). Inside a section that exists, a metric
 that cannot be computed is `None`.
 
+Keys beyond the contract (all stable within `evalkit.summary/1`):
+
+    top level   tool, tool_version, suite_version, requests, outcomes,
+                output_tokens_estimated, thresholds, soak, rate, checks
+    phase stats (baseline, each ramp level, soak, rate): requests, outcomes,
+                admission_failure_rate, failure_rate, ttft_s, ttfa_s, reasoning_first,
+                e2e_s, tpot_s, itl_s, tokens_per_chunk, stream_tokens_per_s (+p10, p1),
+                output_tokens, output_tokens_estimated, aggregate_tokens_per_s,
+                steady_state {start_s, end_s, basis, target_inflight, max_inflight,
+                duration_s}, stalls, stalled_streams, max_gap_s, stall_threshold_s,
+                output_length; baseline/soak/rate also client_bound
+    ramp level  + ttft_p90_ratio, tpot_p90_ratio, excess {metric: value / limit},
+                breaches, would_breach (client-bound levels), client_bound,
+                status: sustained | breached | client_bound | no_data
+    ramp        + first_degraded_metric, first_breach_concurrency, first_degraded_tied,
+                first_degraded_tie_rule, breach_confirmed, max_sustained_is_lower_bound,
+                client_bound_levels, judged_on, note, thresholds, baseline_source,
+                baseline_client_bound, unlevelled_requests
+    prefill     + slope_s_per_token, lengths, requests, prompt_tokens_estimated,
+                low_confidence (< 3 lengths), reason (why None)
+    soak        concurrency, phase stats, drift {windows, ttft_p90_ratio, tpot_p90_ratio}
+    rate        phase stats, send_lag_s (P), arrival_rps
+    checks      cache {pairs, first_ttft_s, repeat_ttft_s, repeat_over_first,
+                prefix_cache}, network {rtt_s, rtt, source, share_of_ttft},
+                output_length {checked, short, flagged, ...},
+                usage_honesty {checked, usage_over_counted, disagreeing, flagged}
+    client      + cpu_fraction_max, client_bound_phases, client_bound_levels, phases,
+                levels, capacity_judgement_affected
+
+For "no stall above X s" limits below the stall threshold (voice agent: 0.3 s), read
+`max_gap_s`: it is the longest in-stream gap of the group, whatever the threshold.
+
 `meta` (`SummaryMeta`, or a plain dict of the same shape, e.g. read back from JSON):
 
     SummaryMeta(
