@@ -511,6 +511,21 @@ class TestSummarize:
         assert {"loop_lag_p99_s", "client_bound"} <= set(s["client"])
         assert s["client"]["client_bound"] is False
 
+    def test_documented_extra_keys_are_there(self) -> None:
+        """The keys the module docstring promises to readers exist in a full run."""
+        s = summarize(self._run())
+        stats = {"admission_failure_rate", "failure_rate", "ttfa_s", "reasoning_first",
+                 "e2e_s", "tokens_per_chunk", "output_tokens", "steady_state",
+                 "stalled_streams", "max_gap_s", "output_length", "output_tokens_estimated"}
+        assert stats <= set(s["baseline"]) and stats <= set(s["ramp"]["levels"][0])
+        assert {"p10", "p1"} <= set(s["ramp"]["levels"][0]["stream_tokens_per_s"])
+        assert {"status", "excess", "breaches", "ttft_p90_ratio", "tpot_p90_ratio"} <= \
+            set(s["ramp"]["levels"][0])
+        assert {"first_breach_concurrency", "breach_confirmed", "baseline_source",
+                "max_sustained_is_lower_bound", "judged_on", "note"} <= set(s["ramp"])
+        assert {"cache", "network", "output_length", "usage_honesty"} == set(s["checks"])
+        assert s["checks"]["network"] is None  # no rtt records, no meta rtt_s
+
     def test_missing_phases_are_none(self) -> None:
         """Only a baseline was run: the other sections are None, not empty numbers."""
         s = summarize([stream("b")])
