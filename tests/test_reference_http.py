@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -179,6 +180,25 @@ class TestApi:
                  if c.get("choices") and c["choices"][0]["delta"].get("content")]
         assert sizes == [4, 4, 2]
         assert [w[2] for w in srv.truth()[0]["writes"] if w[3] == "content"] == [4, 4, 2]
+
+
+    def test_client_that_leaves_is_logged_and_its_stream_stops(
+            self, reference: Factory) -> None:
+        """A client closing mid-stream: outcome `disconnected`, generation stops there."""
+        srv = reference(mode="thread", request_overhead_ms=0, decode_base_ms=10,
+                        decode_per_stream_ms=0)
+        with httpx.Client(timeout=10) as client, client.stream(
+                "POST", srv.base_url + "/chat/completions",
+                json=chat_body(max_tokens=500)) as r:
+            seen = 0
+            for data in r.iter_raw():
+                seen += data.count(b'"content":" ')
+                if seen >= 3:
+                    break
+        [truth] = srv.truth()
+        assert truth["outcome"] == "disconnected" and truth["client_disconnected"]
+        assert 3 <= truth["completion_tokens"] < 50
+        assert srv.state()["in_flight"] == 0
 
 
 # ----------------------------------------------------------------------- engine model
@@ -377,3 +397,51 @@ class TestFaults:
         s, truth = fault_stream(reference, fault_no_usage=1.0)
         assert not any("usage" in c for c in s.chunks()) and s.events[-1] == "[DONE]"
         assert truth["outcome"] == "ok" and "no_usage" in truth["faults"]
+
+
+class TestWriter:
+    def test_a_fast_write_held_by_flow_control_keeps_the_order(self) -> None:
+        """If send() suspends (client not reading), later tokens queue behind it: the
+        words still arrive in order and every write is stamped once, in order."""
+        from evalkit.reference import get_profile
+        from evalkit.reference.app import Job, _Stream, _Writer
+        from evalkit.reference.engine import Seq
+        from evalkit.reference.faults import plan_request
+
+        async def scenario() -> tuple[list[bytes], dict[str, Any]]:
+            gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            bodies: list[bytes] = []
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.body" and len(bodies) == 1:
+                    await gate  # the second chunk meets a paused transport
+                bodies.append(message.get("body", b""))
+
+            prof = get_profile("gpu", {"fault_role_first_chunk": 0})
+            plan = plan_request(prof, 0, 0, 5, ignore_eos=True)
+            stream_ = _Stream(plan, 1)
+            truth: dict[str, Any] = {"writes": [], "first_write_ns": None,
+                                     "first_answer_ns": None, "request_id": "w"}
+            writer = _Writer(send, stream_, Job(True, True, 1, 5, 0, True, False), "w", 0,
+                             truth)
+            task = asyncio.ensure_future(writer.stream())
+            seq = Seq(1, 5, sink=stream_)
+            for i in range(5):
+                for _ in range(3):
+                    await asyncio.sleep(0)  # let the writer reach its idle wait
+                seq.generated += 1
+                stream_.on_token(1000 + i, seq)
+                if i == 3:
+                    gate.set_result(None)
+            await asyncio.wait_for(task, 5)
+            return bodies, truth
+
+        bodies, truth = asyncio.run(scenario())
+        words = [w.decode() for b in bodies for w in re.findall(
+            rb'"content":"([^"]*)"', b)]
+        assert words == [" the", " of", " and", " to", " in"]
+        content = [w for w in truth["writes"] if w[3] == "content"]
+        assert [w[1] for w in content] == [1000, 1001, 1002, 1003, 1004]
+        stamps = [w[0] for w in content]
+        assert stamps == sorted(stamps)
+        assert bodies[-1] == b"" and b"[DONE]" in bodies[-2]

@@ -360,6 +360,7 @@ class ReferenceApp:
             seq.cancelled = True
             watcher.cancel()
             truth["admitted_ns"] = stream.admitted_ns
+            truth["completion_tokens"] = stream.tokens  # generated, whatever reached the wire
             if stream.gone.is_set():
                 truth["client_disconnected"] = True
                 if truth["outcome"] == "ok":
@@ -444,8 +445,13 @@ class _Writer:
         self.blocked = asyncio.ensure_future(self._resume(coro, yielded, kind, n, at))
 
     async def _resume(self, coro: Any, yielded: Any, kind: str, n: int, at: int) -> None:
+        """Drive a suspended send() to its end, as a Task would have."""
         while True:
-            await yielded
+            if yielded is None:  # a bare yield (sleep(0)): just give the loop a turn
+                await asyncio.sleep(0)
+            else:
+                yielded._asyncio_future_blocking = False  # what Task.__step does
+                await yielded
             try:
                 yielded = coro.send(None)
             except StopIteration:
