@@ -37,20 +37,12 @@ from weasyprint.urls import URLFetcher, URLFetcherResponse
 import evalkit
 from evalkit import charts
 from evalkit.errors import InputError, RunDirError, UsageError
+from evalkit.questionnaire import QUESTION_IDS, QUESTION_TITLES
+from evalkit.reconcile import STATUSES
 from evalkit.records import RequestRecord
 from evalkit.runstore import REQUESTS_FILE, read_records
 
 TEMPLATES_DIR = Path(evalkit.__file__).resolve().parent.parent / "templates"
-STATUSES = ("ok", "unanswered", "unanswerable", "unreconciled")
-QUESTION_IDS = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
-QUESTION_TITLES = {
-    "Q1": "TTFT at P50 and P90 under load",
-    "Q2": "Sustained output throughput per GPU at the concurrency sold",
-    "Q3": "Prefill and decode costs, separately, in pricing and capacity",
-    "Q4": "Max concurrent streams per node, and what degrades first",
-    "Q5": "Per-stream inter-token observability",
-    "Q6": "Live production panel vs headline, reconciled",
-}
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
 BADGES = {"ok": "✓", "unanswered": "○", "unanswerable": "?", "unreconciled": "✗"}
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
@@ -66,6 +58,8 @@ class RunData:
     summary: dict[str, Any]
     records: tuple[RequestRecord, ...]
     raw: dict[str, bytes] = field(default_factory=dict)
+    #: requests.jsonl is too big to attach; its hash is printed so it can still be checked
+    requests_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,8 +104,13 @@ def load_run(run_dir: Path) -> RunData:
         raise InputError(f"{run_dir / 'summary.json'}: schema is {summary.get('schema')!r}, "
                          "expected 'evalkit.summary/1'")
     jsonl = run_dir / REQUESTS_FILE
-    records = read_records(jsonl) if jsonl.is_file() else []
-    return RunData(run, summary, tuple(records), {"run.json": run_raw, "summary.json": summary_raw})
+    records, digest = [], None
+    if jsonl.is_file():
+        records = read_records(jsonl)
+        with jsonl.open("rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    return RunData(run, summary, tuple(records),
+                   {"run.json": run_raw, "summary.json": summary_raw}, digest)
 
 
 def parse_fail_on(text: str | None) -> tuple[str, ...]:
@@ -338,13 +337,18 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     degraded = ramp.get("first_degraded")
     r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
     client = summary.get("client") or {}
+    best = ramp.get("max_sustained_concurrency")
+    if best is None:
+        max_text = "not established by this run" + (f"; first to degrade: {degraded}"
+                                                     if degraded else "")
+    else:
+        max_text = (f"{fmt_value(best)} streams; first to degrade: "
+                    f"{degraded or 'nothing within the levels tried'}")
     figs = [
         (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"),
         (f"Stream rate{at}", f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}"),
         ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))),
-        ("Max sustained concurrency",
-         f"{ramp.get('max_sustained_concurrency', '—')} streams; first to degrade: "
-         f"{degraded or 'nothing within the levels tried'}"),
+        ("Max sustained concurrency", max_text),
         ("Prefill rate", fmt_rate(pre.get("tokens_per_s")) + r2
          + (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
             and isinstance(pre.get("reason"), str) else "")),
@@ -514,6 +518,10 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     tolerances = dict(_map(scorecard.get("tolerances")))
     slo_profiles = _map(tolerances.pop("slo_profiles", None))
     figures = key_figures(summary)
+    run_status = run_doc.get("status")
+    if run is not None and run_status not in (None, "complete"):
+        figures.insert(0, ("Run status", f"{clip(run_status, 30).upper()}: the figures cover only "
+                                         "what was measured before the run stopped"))
     reading = _map(scorecard.get("streams_at_reading_speed"))
     if summary and reading:
         pct, speed = reading.get("percentile") or "p90", reading.get("reading_speed_tokens_per_s")
@@ -554,6 +562,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "checks": check_rows(summary),
         "errors": errors.most_common(10),
         "evidence": sorted(evidence.items()),
+        "requests_sha256": run.requests_sha256 if run else None,
         "tolerances": sorted(tolerances.items()),
         "slo_profiles": sorted(slo_profiles.items()),
         "has_run": run is not None,

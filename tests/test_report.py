@@ -197,6 +197,8 @@ class TestEvidence:
             digest = hashlib.sha256(data).hexdigest()
             assert res.sha256[name] == digest
             assert digest in text, name
+        jsonl = hashlib.sha256((RUN_DIR / "requests.jsonl").read_bytes()).hexdigest()
+        assert jsonl in text  # not attached, but checkable against the run directory
 
     def test_scorecard_json_beside_pdf(
             self, rendered: Rendered) -> None:
@@ -305,10 +307,22 @@ class TestUntrustedInput:
 
 
 class TestPartialReviews:
+    def test_interrupted_run_says_so_first(self) -> None:
+        """A run stopped early leads the key figures with its status."""
+        data = report.load_run(RUN_DIR)
+        stopped = report.RunData({**data.run, "status": "interrupted"}, data.summary, (), {})
+        ctx = report.build_context(fixture_scorecard(), stopped, {})
+        assert ctx["key_figures"][0] == (
+            "Run status", "INTERRUPTED: the figures cover only what was measured before the "
+            "run stopped")
+        complete = report.build_context(fixture_scorecard(), data, {})
+        assert all(label != "Run status" for label, _ in complete["key_figures"])
+
     def test_missing_metrics_are_dashes_not_numbers(self) -> None:
         """A summary without a ramp shows em dashes, not zeros."""
         figs = dict(report.key_figures({"schema": "evalkit.summary/1", "baseline": {}}))
         assert figs["Prefill rate"] == "—"
+        assert figs["Max sustained concurrency"] == "not established by this run"
         assert figs["TTFT under load"] == "p50 — · p90 —"
         assert charts.throughput_vs_concurrency([], None, None) is None
         assert charts.prefill_fit([], None, None, None) is None
