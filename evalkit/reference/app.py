@@ -244,7 +244,11 @@ class ReferenceApp:
             await _sleep_until(step.end_ns)
             emitted, _ = core.finish_step()
             for seq in emitted:
-                seq.sink.on_token(step.end_ns, seq)
+                try:
+                    seq.sink.on_token(step.end_ns, seq)
+                except Exception:  # a bug in one stream must not stop every stream
+                    seq.cancelled = True
+                    _log.exception("reference endpoint: stream failed; cancelled it")
 
     # ----------------------------------------------------------------- ASGI
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -611,6 +615,7 @@ class _QuietCut(logging.Filter):
 
 
 logging.getLogger("uvicorn.error").addFilter(_QuietCut())
+_log = logging.getLogger("evalkit.reference")
 
 
 async def _sleep_until(deadline_ns: int, spin: bool = True) -> None:
