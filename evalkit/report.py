@@ -5,7 +5,8 @@
     questionnaire ──┘                                            │
     build_context(...)  pure: the numbers and words the template shows
     render_html(ctx)    jinja2, autoescape on: vendor text is only ever text
-    render_pdf(html)    weasyprint with AssetFetcher: only our own templates/ files load
+    render_pdf(html)    weasyprint with AssetFetcher: nothing but our own templates/ may load
+                        (and nothing needs to: the CSS and the SVG charts are inline)
 
 Vendor text is untrusted. It never becomes markup (autoescape), URLs (no link is built
 from it), styles (CSS classes come from a closed list) or fetches (the fetcher refuses
@@ -583,7 +584,8 @@ def _env() -> jinja2.Environment:
 
 def render_html(context: Mapping[str, Any]) -> str:
     """The scorecard as HTML; every string from the context is escaped."""
-    return _env().get_template("scorecard.html.j2").render(**context)
+    css = Markup((TEMPLATES_DIR / "scorecard.css").read_text(encoding="utf-8"))
+    return _env().get_template("scorecard.html.j2").render(css=css, **context)
 
 
 def render_pdf(html: str, attachments: Mapping[str, bytes],

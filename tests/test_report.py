@@ -207,6 +207,7 @@ class TestEvidence:
         assert res.scorecard_json == res.pdf.with_suffix(".json")
         assert json.loads(res.scorecard_json.read_text()) == fixture_scorecard()
         assert res.html is not None and res.html.read_text().startswith("<!DOCTYPE html>")
+        assert (res.fetched, res.refused) == ((), ())  # styles and charts are inline
 
 
 class _CountingHandler(http.server.BaseHTTPRequestHandler):
@@ -268,7 +269,7 @@ class TestUntrustedInput:
         assert "&lt;img src=&#34;http://127.0.0.1:9/img.png&#34;&gt;" in html
         for tag in ("<img", "<style>@import", "<object", "<link rel=\"attachment\"", "<a href"):
             assert tag not in html, tag
-        assert html.count("<link") == 1  # our own stylesheet, nothing else
+        assert "<link" not in html and html.count("<style>") == 1  # our inline stylesheet
         assert "W" * report.LONG_TEXT in html and "W" * (report.LONG_TEXT + 1) not in html
         assert "[U+1F680]" in html and "[U+202E]" in html
         assert len(html) < 200_000
