@@ -252,6 +252,7 @@ def run_shard(task: ShardTask) -> ShardResult:
 
 
 async def _run_shard(task: ShardTask) -> ShardResult:
+    _warm_up(metrics=False)
     records: list[RequestRecord] = []
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
@@ -566,13 +567,15 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
     return RunResult(Path(out_dir), status, len(store.records), summary)
 
 
-def _warm_up() -> None:
-    """Load the tokenizer and pandas now, not inside a timed phase (they block ~0.5 s)."""
-    import evalkit.metrics  # noqa: F401  (imports pandas)
+def _warm_up(metrics: bool = True) -> bool:
+    """Load the tokenizer (and pandas) now, not inside a timed phase (they block ~0.5 s)."""
+    if metrics:
+        import evalkit.metrics  # noqa: F401  (imports pandas)
     from evalkit.prompts import count_tokens, filler_words
 
     filler_words()
     count_tokens("warm up")
+    return True
 
 
 def _final_summary(suite: _Suite, store: RunStore, status: str) -> dict[str, Any] | None:
@@ -598,6 +601,8 @@ def _executor(processes: int) -> Any:
 
     # spawn: a fresh interpreter per worker, no inherited event loop or sockets
     with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as ex:
+        # start every worker and load its tokenizer before any level is timed
+        list(ex.map(_warm_up, [False] * processes))
         yield ex
 
 

@@ -1,0 +1,183 @@
+"""The probe suite end to end over real HTTP against the reference endpoint's profiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.records import RequestRecord
+from evalkit.runstore import load_run
+from evalkit.suite import ProbeConfig, merge_runs, run_probe
+
+#: A shortened quick profile: the same phases and judgement, fewer seconds.
+SHORT: dict[str, Any] = {"output_tokens": 16, "baseline": {"requests": 4},
+                         "ramp": {"levels": [1, 2, 4, 8, 16], "level_duration_s": 1.2},
+                         "prefill": {"repeats": 1}, "cache": {"pairs": 1},
+                         "connect": {"rtt_samples": 5}}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+class TestRamp:
+    @pytest.mark.slow
+    @pytest.mark.parametrize("profile, degrades", [
+        ("gpu", "itl"), ("admission", "admission"), ("queueing", "ttft")])
+    def test_names_what_degrades_first(self, reference: Any, tmp_path: Path, profile: str,
+                                       degrades: str) -> None:
+        """Each reference profile is built to degrade one way first; the ramp names it."""
+        srv = reference(profile)
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline",
+                                                                        "ramp"),
+                                    overrides=SHORT), tmp_path / "run")
+        ramp = res.summary["ramp"] if res.summary else {}
+        bound = ramp.get("client_bound_levels") or []
+        if bound and min(bound) <= (ramp.get("first_breach_concurrency") or 99):
+            # a saturated machine: the run must withhold judgement, and say so
+            assert res.summary and res.summary["client"]["client_bound"]
+            return
+        assert ramp["first_degraded"] == degrades, ramp
+        # every level below the first breach held; the breach was confirmed one level up
+        sustained = ramp["max_sustained_concurrency"]
+        assert sustained is not None and sustained < ramp["first_breach_concurrency"]
+        assert [lv["status"] for lv in ramp["levels"]
+                if lv["concurrency"] <= sustained] == ["sustained"] * len(
+                    [lv for lv in ramp["levels"] if lv["concurrency"] <= sustained])
+        levels_run = [lv["concurrency"] for lv in ramp["levels"]]
+        assert levels_run[-1] <= ramp["first_breach_concurrency"] * 2  # stopped after confirming
+        if profile == "admission":
+            # 6 held at once (running + queued): 4 streams fit, 8 cannot
+            assert sustained == 4
+
+
+class TestQuickSuite:
+    @pytest.mark.slow
+    def test_run_directory_and_secrets(self, reference: Any, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+        """All phases write a complete run dir; the key and header values appear nowhere."""
+        secret, header_secret = "sk-live-NEVER-WRITE-ME-42", "org-secret-value-77"
+        monkeypatch.setenv("OPENAI_API_KEY", secret)
+        srv = reference("gpu")
+        out = tmp_path / "run"
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, overrides=SHORT,
+                                    phases=("connect", "baseline", "prefill", "cache"),
+                                    headers=(("X-Org", header_secret),)), out)
+        assert res.status == "complete"
+        files = {p.name: p.read_text() for p in out.iterdir()}
+        assert set(files) >= {"run.json", "requests.jsonl", "summary.json"}
+        for name, text in files.items():
+            assert secret not in text and header_secret not in text, name
+        meta, records = load_run(out)
+        assert meta["status"] == "complete" and meta["target"]["api_key_set"] is True
+        assert meta["target"]["header_names"] == ["X-Org"]
+        assert isinstance(meta["clock"]["origin_ns"], int)
+        assert len(records) == res.requests == 1 + 4 + 4 + 2
+        assert [r.phase for r in records][:2] == ["connect", "baseline"]
+        # records match the server's truth by id, on the shared monotonic clock
+        truth = {t["request_id"]: t for t in srv.truth()}
+        for r in records:
+            t = truth[r.id]
+            assert r.ttft_s is not None
+            ours = meta["clock"]["origin_ns"] + (r.t0_s + r.ttft_s) * 1e9
+            assert abs(ours - t["first_write_ns"]) < 20e6
+        s = res.summary
+        assert s is not None and s["schema"] == "evalkit.summary/1"
+        assert s["connect"]["usage_reported"] is True
+        assert s["connect"]["rtt_s"] is not None and 0 < s["connect"]["rtt_s"] < 0.05
+        assert s["baseline"]["requests"] == 4
+        # the prefill scan recovers the configured prefill rate (gpu: 100k tokens/s)
+        assert s["prefill"]["tokens_per_s"] == pytest.approx(100_000, rel=0.3)
+        assert s["checks"]["cache"]["prefix_cache"] is False
+        assert s["checks"]["output_length"]["flagged"] is False
+        assert s["checks"]["usage_honesty"]["flagged"] is False
+
+    def test_prompts_file_and_open_loop(self, reference: Any, tmp_path: Path) -> None:
+        """--rate sends Poisson arrivals with t0 = scheduled time; --prompts uses the user's."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=5)
+        prompts = tmp_path / "p.jsonl"
+        prompts.write_text('{"id": "mine", "prompt": "hello there friend", "max_tokens": 5}\n')
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect",), rate=20.0,
+                                    prompts_file=prompts,
+                                    overrides={"rate": {"duration_s": 1.5}}), tmp_path / "r")
+        _, records = load_run(tmp_path / "r")
+        rate = [r for r in records if r.phase == "rate"]
+        assert 8 <= len(rate) <= 70           # Poisson(30): far outside is a bug
+        assert all(r.prompt_id == "mine" and r.requested_output_tokens == 5 for r in rate)
+        assert all(r.send_lag_s is not None and 0 <= r.send_lag_s < 0.2 for r in rate)
+        t0s = sorted(r.t0_s for r in rate)
+        assert t0s[-1] - t0s[0] < 1.5
+        assert res.summary and res.summary["rate"] is not None
+
+
+class TestInterruptAndShards:
+    @pytest.mark.slow
+    def test_ctrl_c_keeps_records_and_summary(self, reference: Any, tmp_path: Path) -> None:
+        """SIGINT mid-ramp: every completed record is on disk and a summary is written."""
+        srv = reference("gpu")
+        out = tmp_path / "run"
+        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
+             "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
+             "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        req = out / "requests.jsonl"
+        while time.monotonic() < deadline and (
+                not req.exists() or req.read_text().count("\n") < 8):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        meta = json.loads((out / "run.json").read_text())
+        assert meta["status"] == "interrupted"
+        lines = _lines(req)
+        assert len(lines) >= 8 and meta["requests"] == len(lines)
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["run_status"] == "interrupted"
+        assert summary["baseline"]["requests"] == sum(x["phase"] == "baseline" for x in lines)
+
+    @pytest.mark.slow
+    def test_level_split_over_processes(self, reference: Any, tmp_path: Path) -> None:
+        """Two processes share each level; their records merge into one judged ramp."""
+        srv = reference("gpu")
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
+                                    levels=(4, 8), processes=2,
+                                    overrides={**SHORT, "baseline": {"requests": 2}}),
+                        tmp_path / "run")
+        _, records = load_run(tmp_path / "run")
+        ramp = [r for r in records if r.phase == "ramp"]
+        assert {r.shard for r in ramp} == {0, 1}
+        assert len({r.id for r in records}) == len(records)
+        # the server saw both shards' streams at once: up to 8 in flight at level 8
+        truth = {t["request_id"]: t for t in srv.truth()}
+        spans = [(truth[r.id]["received_ns"], truth[r.id]["end_ns"]) for r in ramp
+                 if r.level == 8]
+        peak = max(sum(a <= s < b for a, b in spans) for s, _ in spans)
+        assert peak == 8
+        assert res.summary and [lv["concurrency"] for lv in res.summary["ramp"]["levels"]] \
+            == [4, 8]
+        # and two run directories merge into one, re-judged
+        merged = merge_runs([tmp_path / "run", tmp_path / "run"], tmp_path / "merged")
+        _, both = load_run(merged)
+        assert len(both) == 2 * len(records)
+        summary = json.loads((merged / "summary.json").read_text())
+        assert summary["ramp"]["levels"][0]["requests"] == 2 * sum(
+            r.level == 4 for r in ramp)
+
+
+def test_records_roundtrip_through_json(tmp_path: Path) -> None:
+    """A record read back from requests.jsonl equals the one written (ids, chunks, outcome)."""
+    rec = RequestRecord(id="a", phase="ramp", level=4, outcome="incomplete", t0_s=1.5,
+                        chunks=[(0.25, 1), (0.5, 3)], error="connection cut")
+    back = RequestRecord.from_dict(json.loads(rec.to_json()))
+    assert back == rec
