@@ -345,16 +345,20 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     else:
         max_text = (f"{fmt_value(best)} streams; first to degrade: "
                     f"{degraded or 'nothing within the levels tried'}")
+    # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
+    est = " (tokens estimated)" if lv.get("output_tokens_estimated") is True else ""
+    base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
     figs = [
         (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"),
-        (f"Stream rate{at}", f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}"),
-        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))),
+        (f"Stream rate{at}",
+         f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}{est}"),
+        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s")) + est),
         ("Max sustained concurrency", max_text),
         ("Prefill rate", fmt_rate(pre.get("tokens_per_s")) + r2
          + (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
             and isinstance(pre.get("reason"), str) else "")),
         ("Decode rate (1/TPOT, alone)",
-         fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50"))),
+         fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50")) + base_est),
     ]
     if client.get("client_bound"):
         figs.append(("Client check", "CLIENT-BOUND: no capacity judgement is drawn from this run"))

@@ -328,6 +328,16 @@ class TestPartialReviews:
         assert charts.throughput_vs_concurrency([], None, None) is None
         assert charts.prefill_fit([], None, None, None) is None
 
+    def test_estimated_tokens_are_marked(self) -> None:
+        """Rates from tokens we counted ourselves say so; server-reported ones do not."""
+        summary = json.loads((RUN_DIR / "summary.json").read_text())
+        assert "estimated" not in " ".join(v for _, v in report.key_figures(summary))
+        summary["ramp"]["levels"][3]["output_tokens_estimated"] = True  # the 8-stream level
+        figs = dict(report.key_figures(summary))
+        assert figs["Stream rate at 8 streams"].endswith("(tokens estimated)")
+        assert figs["Aggregate throughput at 8 streams"] == "277 tok/s (tokens estimated)"
+        assert "estimated" not in figs["Decode rate (1/TPOT, alone)"]
+
 
 class TestFailOn:
     def test_parse_and_flag(self) -> None:
