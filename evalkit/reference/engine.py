@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evalkit.reference.params import Profile
@@ -171,7 +171,6 @@ class _SimSeqState:
     send_ns: int
     first_ns: int | None = None
     last_ns: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def simulate_closed_loop(

@@ -11,6 +11,7 @@ or in a thread of this process (cheaper to start, for functional tests):
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -106,6 +107,7 @@ class ReferenceServer:
 
     def start(self) -> None:
         """Start the endpoint and return once `/v1/models` answers."""
+        atexit.register(self.stop)  # never leave a server process behind
         if self.mode == "thread":
             self._start_thread()
         else:
@@ -128,11 +130,14 @@ class ReferenceServer:
         if self.truth_log is not None:
             cmd += ["--truth-log", str(self.truth_log)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+        proc = self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()
-                                                             if self._proc and self._proc.stdout
-                                                             else ""), daemon=True)
+
+        def first_line() -> None:  # the child prints its URL once it is listening
+            if proc.stdout is not None:
+                line.append(proc.stdout.readline())
+
+        reader = threading.Thread(target=first_line, daemon=True)
         reader.start()
         reader.join(STARTUP_TIMEOUT_S)
         url = line[0].strip() if line else ""
@@ -156,6 +161,7 @@ class ReferenceServer:
 
     def stop(self) -> None:
         """Stop the endpoint (open streams are cut after a short grace period)."""
+        atexit.unregister(self.stop)
         if self._server is not None:
             self._server.should_exit = True
             if self._thread is not None:
