@@ -144,6 +144,7 @@ class TestApi:
             (json.dumps({**chat_body(), "max_tokens": -1}).encode(), 400, "max_tokens"),
             (json.dumps({**chat_body(), "min_tokens": 99}).encode(), 400, "min_tokens"),
             (json.dumps({**chat_body(), "model": "gpt-9"}).encode(), 404, "gpt-9"),
+            (json.dumps({**chat_body(), "n": 3}).encode(), 400, "n=1"),
         ]
         for raw, status, needle in cases:
             r = httpx.post(srv.base_url + "/chat/completions", content=raw, timeout=10)

@@ -137,6 +137,8 @@ def parse_job(body: Any, chat: bool, default_max_tokens: int) -> Job:
     if min_tokens > max_tokens:
         raise BadRequest(400, f"'min_tokens' ({min_tokens}) exceeds 'max_tokens' ({max_tokens})",
                          param="min_tokens")
+    if body.get("n", 1) != 1:
+        raise BadRequest(400, "only n=1 is supported by the reference endpoint", param="n")
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest(400, "'stream' must be a boolean", param="stream")
