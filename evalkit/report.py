@@ -220,6 +220,12 @@ def fmt_pct(share: Any) -> str:
     return f"{round(pct)}%" if abs(pct - round(pct)) < 1e-9 else f"{fmt_num(pct, 2)}%"
 
 
+def fmt_outcomes(outcomes: Any) -> str:
+    """Outcome counts without the zeros: 'ok 12 · rejected 3'."""
+    parts = [f"{k} {fmt_value(v)}" for k, v in _map(outcomes).items() if v]
+    return " · ".join(parts) or "—"
+
+
 def fmt_p(p: Any, fmt: Any = fmt_ms) -> str:
     """p50 / p90 / p99 with the sample count; a p99 from fewer than 100 samples is marked."""
     if not isinstance(p, Mapping):
@@ -437,7 +443,9 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
         s["itl"].extend(_gaps(r))
     levels = _levels(summary)
     dist = charts.latency_distributions(samples) or charts.latency_percentiles(levels)
-    out.append(("TTFT and ITL distributions per concurrency level", dist))
+    tpc = _map(_map(summary.get("connect")).get("tokens_per_chunk")).get("p50")
+    out.append(("TTFT and ITL distributions per concurrency level (ITL is per chunk; "
+                f"tokens per chunk p50: {fmt_num(tpc)})", dist))
     ramp = summary.get("ramp") or {}
     out.append(("Throughput per stream and aggregate vs concurrency; the knee is marked",
                 charts.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
@@ -561,7 +569,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "summary": summary or {},
         "levels": _levels(summary or {}),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
-        "fmt_value": fmt_value,
+        "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes,
         "outcomes": sorted(outcomes.items()),
         "n_records": len(records),
         "checks": check_rows(summary),

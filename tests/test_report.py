@@ -163,6 +163,7 @@ class TestChartsAndAppendix:
         assert f"rejected {rejected}" in text
         assert f"ok {len(recs) - rejected}" in text
         assert "429: <b>slow down</b> 8" in text
+        assert "16 64 ok 56 · rejected 8" in text  # the 16-stream row of the ramp table
         assert "Suite version 1; profile quick" in text
 
     def test_self_checks_in_provenance(self, rendered: Rendered) -> None:
