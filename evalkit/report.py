@@ -666,6 +666,14 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
     if out_pdf.suffix.lower() != ".pdf":
         raise UsageError(f"--out {out_pdf}: the report file must end in .pdf "
                          "(its scorecard.json is written beside it as FILE.json)")
+    inputs = [Path(p).resolve() for p in (questionnaire_path, tolerances) if
+              isinstance(p, str | Path)]
+    if run_dir is not None:
+        inputs += [(Path(run_dir) / n).resolve() for n in ("run.json", "summary.json")]
+    for written in (out_pdf, out_pdf.with_suffix(".json"), out_pdf.with_suffix(".html")):
+        if written.resolve() in inputs:
+            raise UsageError(f"--out {out_pdf} would overwrite the input {written}; "
+                             "write the report somewhere else")
     tol = tolerances if isinstance(tolerances, Tolerances) else load_tolerances(tolerances)
     run = load_run(Path(run_dir)) if run_dir is not None else None
     attached: tuple[str, bytes] | None = None

@@ -88,6 +88,18 @@ class TestExitCodes:
         assert res.stderr.splitlines()[0] == message
         assert list(tmp_path.iterdir()) == []
 
+    def test_never_overwrites_an_input(self, tmp_path: Path) -> None:
+        """--out acme.pdf beside acme.json would replace the questionnaire: refused, exit 2."""
+        q = tmp_path / "acme.json"
+        q.write_bytes(HEADLINE.read_bytes())  # refused before it is read
+        before = q.read_bytes()
+        res = CliRunner().invoke(cli, ["report", "--questionnaire", str(q),
+                                       "--out", str(tmp_path / "acme.pdf")])
+        assert res.exit_code == 2
+        assert res.stderr.startswith(f"Error: --out {tmp_path / 'acme.pdf'} would overwrite "
+                                     f"the input {q};")
+        assert q.read_bytes() == before and not (tmp_path / "acme.pdf").exists()
+
     def test_invalid_questionnaire_exits_2(self, tmp_path: Path) -> None:
         """A malformed questionnaire is named with its line, exit 2."""
         bad = tmp_path / "bad.yaml"
