@@ -99,8 +99,9 @@ class _Clients:
     client, so nothing scales with the number of streams.
     """
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, stamped: bool = True) -> None:
         self.target = target
+        self.stamped = stamped
         # one TLS context for all (building one loads the CA bundle: ~50 ms each)
         self._ssl = httpx.create_ssl_context()
         self._free: list[httpx.AsyncClient] = []
@@ -109,7 +110,8 @@ class _Clients:
     def acquire(self) -> httpx.AsyncClient:
         if self._free:
             return self._free.pop()
-        client = make_client(self.target, max_connections=1, ssl_context=self._ssl)
+        client = make_client(self.target, max_connections=1, stamped=self.stamped,
+                             ssl_context=self._ssl)
         self._all.append(client)
         return client
 
@@ -125,9 +127,10 @@ class _Clients:
 class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
-    def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0) -> None:
+    def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
+                 stamped: bool = True) -> None:
         self.target = target
-        self.clients = _Clients(target)
+        self.clients = _Clients(target, stamped)
         self.adapter: Adapter = get_adapter(target.api)
         self.origin_ns = origin_ns
         self.run_tag = run_tag

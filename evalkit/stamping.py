@@ -326,6 +326,11 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
 class StampedBackend(httpcore.AsyncNetworkBackend):
     """httpcore backend whose reads carry their arrival time (kernel-stamped on plain TCP)."""
 
+    #: resolved addresses, shared by every connection of the process: 256 streams
+    #: opening at once must not queue 256 lookups on the thread pool (GIL hand-offs
+    #: stalled the event loop for ~100 ms, measured)
+    _resolved: dict[tuple[str, int], list[Any]] = {}  # noqa: RUF012
+
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                           local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None
@@ -335,7 +340,10 @@ class StampedBackend(httpcore.AsyncNetworkBackend):
         last: OSError | None = None
         try:
             async with asyncio.timeout(timeout):
-                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                infos = self._resolved.get((host, port))
+                if infos is None:
+                    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                    self._resolved[(host, port)] = infos
                 for family, kind, proto, _name, addr in infos:
                     sock = socket.socket(family, kind, proto)
                     sock.setblocking(False)
