@@ -317,7 +317,8 @@ class TestPartialReviews:
         assert ctx["key_figures"][0] == (
             "Run status", "INTERRUPTED: the figures cover only what was measured before the "
             "run stopped")
-        complete = report.build_context(fixture_scorecard(), data, {})
+        complete = report.build_context(
+            fixture_scorecard(), report.RunData(data.run, data.summary, (), {}), {})
         assert all(label != "Run status" for label, _ in complete["key_figures"])
 
     def test_missing_metrics_are_dashes_not_numbers(self) -> None:
