@@ -133,9 +133,13 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                    f"TPOT p90 {_s(lvl, 'tpot_s', 'p90')}, aggregate "
                    f"{'-' if agg is None else f'{agg:.0f}'} tok/s, outcomes "
                    f"{_outcomes(lvl.get('outcomes'))}{bound}")
-    if ramp:
+    if ramp and ramp.get("first_degraded"):
         out.append(f"ramp: max sustained concurrency {ramp.get('max_sustained_concurrency')}, "
-                   f"first degraded: {ramp.get('first_degraded')}")
+                   f"first degraded: {ramp['first_degraded']} (at concurrency "
+                   f"{ramp.get('first_breach_concurrency')})")
+    elif ramp:
+        out.append(f"ramp: no level breached; max sustained concurrency "
+                   f"{ramp.get('max_sustained_concurrency')} is a lower bound")
     client = summary.get("client") or {}
     if client.get("client_bound"):
         out.append("client: the client was the bottleneck somewhere; no capacity conclusion "

@@ -259,6 +259,27 @@ class TestEndpointErrors:
         with pytest.raises(EndpointError, match="cannot reach"):
             asyncio.run(check(closed, "m"))
 
+    def test_cli_exit_code_2(self, reference: Any, tmp_path: Path) -> None:
+        """The probe command turns an unknown model or a closed port into `Error:` + exit 2."""
+        from click.testing import CliRunner
+
+        from evalkit.cli import cli
+
+        srv = reference("gpu", mode="thread")
+        result = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+                                          "gpt-nope", "--out", str(tmp_path / "a"), "--quiet"])
+        assert result.exit_code == 2
+        assert "Error: model 'gpt-nope' is not served" in result.output
+        assert srv.model in result.output  # says what it does serve
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+        result = CliRunner().invoke(cli, ["probe", "--base-url", closed, "--model", "m",
+                                          "--out", str(tmp_path / "b"), "--quiet"])
+        assert result.exit_code == 2
+        assert f"Error: cannot reach {closed}" in result.output
+        assert "Traceback" not in result.output
+
     def test_401_names_the_variable_not_the_key(self, monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
         """A 401 says which variable to fix, exit code 2, and never prints the key."""
