@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 import pypdf
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalkit import charts, report
 
@@ -350,3 +352,39 @@ class TestFailOn:
         sc = fixture_scorecard()
         assert report.flagged(sc, ("unanswered", "unreconciled")) == ["Q2", "Q6"]
         assert report.flagged(sc, ("unanswerable",)) == ["Q3"]
+
+
+class TestEscapingProperty:
+    @staticmethod
+    def _tags(page: str) -> list[str]:
+        """The element structure of a page: every start tag, in order."""
+        from html.parser import HTMLParser
+
+        tags: list[str] = []
+
+        class P(HTMLParser):
+            def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+                tags.append(tag + "".join(sorted(f" {k}" for k, _ in attrs)))
+
+        P().feed(page)
+        return tags
+
+    @settings(max_examples=40, deadline=None)
+    @given(text=st.lists(st.one_of(
+        st.sampled_from(["<img src=x>", "<b>", "</td></tr>", "<script>", "&amp;", "\"", "'",
+                         "<!--", "]]>", "{{ vendor }}", "{% if %}", "<style>", "\u202e"]),
+        st.text(max_size=20)), max_size=12).map("".join))
+    def test_vendor_text_never_changes_the_page_structure(self, text: str) -> None:
+        """Any string in any vendor field leaves the tag structure exactly as for plain text."""
+        def card(t: str) -> dict[str, Any]:
+            sc = fixture_scorecard(vendor=t)
+            for q in sc["questions"].values():
+                q["reason"], q["claimed"] = t, {"notes": t, t[:40] or "k": t}
+            sc["verdict"]["text"] = t
+            sc["use_cases"]["voice_agent"]["reason"] = t
+            return sc
+
+        def page(t: str) -> str:
+            return report.render_html(report.build_context(card(t), None, {}))
+
+        assert self._tags(page(text)) == self._tags(page("plain"))
