@@ -54,13 +54,19 @@ class TestExitCodes:
         assert card["vendor"] == "Blazefast Cloud" and "Blazefast Cloud" in text
 
     def test_fail_on_absent_exits_0(self, tmp_path: Path) -> None:
-        """A status nobody has does not fail the command; claims-only review works."""
+        """Claims-only, with a tolerance file that lets the headline stand 10x the panel:
+        Q6 is no longer unreconciled, so --fail-on unreconciled exits 0."""
         out = tmp_path / "claims.pdf"
+        tol = tmp_path / "tol.yaml"
+        tol.write_text("headline_panel_ratio: 10\n")
         res = CliRunner().invoke(cli, ["report", "--questionnaire", str(HEADLINE),
-                                       "--out", str(out), "--fail-on", "unanswered"])
+                                       "--out", str(out), "--fail-on", "unreconciled",
+                                       "--tolerances", str(tol)])
         card = json.loads(out.with_suffix(".json").read_text())
-        assert "unanswered" not in {q["status"] for q in card["questions"].values()}
+        assert card["questions"]["Q6"]["status"] == "ok"
+        assert "unreconciled" not in {q["status"] for q in card["questions"].values()}
         assert res.exit_code == 0, res.output
+        assert "headline/panel p50 ≤ 10×" in _text(out)  # the tolerance used is printed
         reader = pypdf.PdfReader(out)
         assert sorted(reader.attachments) == ["questionnaire.yaml", "scorecard.json"]
         text = _text(out)
