@@ -19,7 +19,7 @@ from evalkit.suite import ProbeConfig, merge_runs, run_probe
 
 #: A shortened quick profile: the same phases and judgement, fewer seconds.
 SHORT: dict[str, Any] = {"output_tokens": 16, "baseline": {"requests": 4},
-                         "ramp": {"levels": [1, 2, 4, 8, 16], "level_duration_s": 1.0},
+                         "ramp": {"levels": [1, 4, 8, 16], "level_duration_s": 1.0},
                          "prefill": {"repeats": 1}, "cache": {"pairs": 1},
                          "connect": {"rtt_samples": 5}}
 
