@@ -174,7 +174,12 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
         processes=processes)
-    result = run_probe(config, Path(out_dir), None if quiet else LiveProgress())
+    progress = None if quiet else LiveProgress()
+    try:
+        result = run_probe(config, Path(out_dir), progress)
+    finally:
+        if progress is not None:
+            progress.close()  # restore the terminal even when the probe fails early
     for line in summary_lines(result.summary):
         click.echo(line)
     click.echo(f"{result.status}: {result.requests} requests written to {result.out_dir}")

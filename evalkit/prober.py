@@ -163,17 +163,23 @@ class Prober:
                      "x-request-id": rid})
 
     async def stream(self, prompt: Prompt, phase: str, level: int | None,
-                     scheduled_ns: int | None = None) -> RequestRecord:
-        """Send one streaming request and return its record (never raises for a failure)."""
+                     scheduled_ns: int | None = None,
+                     facts: dict[str, Any] | None = None) -> RequestRecord:
+        """Send one streaming request and return its record (never raises for a failure).
+
+        `facts`, if given, receives the stream's format facts (role chunk first,
+        keep-alives, CRLF, [DONE], usage): what the connect phase reports.
+        """
         rid = self._next_id()
         client = self.clients.acquire()
         try:
-            return await self._stream(client, rid, prompt, phase, level, scheduled_ns)
+            return await self._stream(client, rid, prompt, phase, level, scheduled_ns, facts)
         finally:
             self.clients.release(client)
 
     async def _stream(self, client: httpx.AsyncClient, rid: str, prompt: Prompt, phase: str,
-                      level: int | None, scheduled_ns: int | None) -> RequestRecord:
+                      level: int | None, scheduled_ns: int | None,
+                      facts: dict[str, Any] | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState()
         sent_ns = time.perf_counter_ns()
@@ -195,6 +201,8 @@ class Prober:
                     f"connection cut: {exc or type(exc).__name__}")
         except httpx.HTTPError as exc:
             st.fail("error", f"{type(exc).__name__}: {exc}")
+        if facts is not None:
+            facts.update(st.facts())
         return self._record(rid, prompt, phase, level, t0, sent_ns, scheduled_ns, st)
 
     async def _read_error(self, response: httpx.Response, st: _StreamState) -> None:
@@ -222,9 +230,12 @@ class Prober:
                 except ValueError as exc:
                     st.protocol_error = f"malformed event data: {str(exc)[:80]}"
                     continue
+                st.events += 1
                 if delta.done:
                     st.done = True
                     continue
+                if delta.role_only and not st.chunk_ns:
+                    st.role_first = True
                 if delta.error is not None:
                     st.payload_error = delta.error
                     continue
@@ -246,6 +257,7 @@ class Prober:
                     st.usage_pt = delta.usage_prompt_tokens
         st.cut_event = parser.pending
         st.comments = parser.comments
+        st.crlf = parser.saw_cr
 
     def _record(self, rid: str, prompt: Prompt, phase: str, level: int | None, t0: int,
                 sent_ns: int, scheduled_ns: int | None, st: _StreamState) -> RequestRecord:
@@ -287,6 +299,18 @@ class _StreamState:
     transport: tuple[Outcome, str] | None = None
     cut_event: bool = False
     comments: int = 0
+    events: int = 0
+    role_first: bool = False
+    crlf: bool = False
+
+    def facts(self) -> dict[str, Any]:
+        """Format facts of the stream, for the connect phase's report."""
+        return {"http_status": self.status, "events": self.events,
+                "content_chunks": len(self.chunk_ns), "role_chunk_first": self.role_first,
+                "keepalive_comments": self.comments, "crlf_line_ends": self.crlf,
+                "done_sentinel": self.done, "finish_reason": self.finish_reason,
+                "usage_reported": self.usage_ct is not None,
+                "cut_off_final_event": self.cut_event}
 
     def fail(self, outcome: Outcome, text: str) -> None:
         if self.transport is None:

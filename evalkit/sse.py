@@ -33,7 +33,7 @@ class SSEParser:
     """Incremental SSE parser: `feed(bytes)` returns the events those bytes completed."""
 
     __slots__ = ("_buf", "_data", "_event", "_id", "_pending_cr", "_started", "comments",
-                 "retry_ms")
+                 "retry_ms", "saw_cr")
 
     def __init__(self) -> None:
         self._buf = b""
@@ -46,6 +46,8 @@ class SSEParser:
         self.comments = 0
         #: the last valid `retry:` field, if any
         self.retry_ms: int | None = None
+        #: CR or CRLF line ends were seen (a format fact the connect phase reports)
+        self.saw_cr = False
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse the bytes of one read; return the events whose blank line arrived."""
@@ -57,6 +59,7 @@ class SSEParser:
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
         if b"\r" in chunk:
+            self.saw_cr = True
             self._pending_cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf + chunk if self._buf else chunk

@@ -328,13 +328,15 @@ class _Suite:
                              mon: LoopMonitor) -> None:
         self._announce("connect", 1, "list models, one stream, round trip")
         self.connect_info = await check_endpoint(client, self.target, self.config.api_key_env)
-        rec = await prober.stream(self._prompt(), "connect", 1)
+        facts: dict[str, Any] = {}
+        rec = await prober.stream(self._prompt(), "connect", 1, facts=facts)
         if rec.http_status == 400 and prober.force_length and any(
                 w in (rec.error or "") for w in _FORCE_WORDS):
             # the vendor rejects the length-forcing extensions: say so and go on without
             prober.force_length = False
             self.connect_info["force_length_rejected"] = rec.error
-            rec = await prober.stream(self._prompt(), "connect", 1)
+            rec = await prober.stream(self._prompt(), "connect", 1, facts=facts)
+        self.connect_info["format"] = facts
         self._check_first_stream(rec)
         self.on_record(rec)
         self.connect_info["force_length"] = prober.force_length

@@ -81,6 +81,9 @@ class TestQuickSuite:
         assert meta["status"] == "complete" and meta["target"]["api_key_set"] is True
         assert meta["target"]["header_names"] == ["X-Org"]
         assert isinstance(meta["clock"]["origin_ns"], int)
+        fmt = meta["connect"]["format"]  # the connect phase's format checks
+        assert fmt["role_chunk_first"] and fmt["done_sentinel"] and fmt["usage_reported"]
+        assert fmt["finish_reason"] == "length" and not fmt["crlf_line_ends"]
         assert len(records) == res.requests == 1 + 4 + 8 + 2
         assert [r.phase for r in records][:2] == ["connect", "baseline"]
         # records match the server's truth by id, on the shared monotonic clock
@@ -175,6 +178,26 @@ class TestInterruptAndShards:
         summary = json.loads((merged / "summary.json").read_text())
         assert summary["ramp"]["levels"][0]["requests"] == 2 * sum(
             r.level == 4 for r in ramp)
+
+
+def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug mid-run still leaves the records, a summary of them, and status 'crashed'."""
+    from evalkit import suite
+
+    async def boom(*args: Any) -> None:
+        raise RuntimeError("a bug in a later phase")
+
+    monkeypatch.setattr(suite._Suite, "_phase_prefill", boom)
+    srv = reference("gpu", mode="thread", request_overhead_ms=5)
+    with pytest.raises(RuntimeError, match="a bug"):
+        run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "prefill"),
+                              overrides={"baseline": {"requests": 3}, "output_tokens": 4}),
+                  tmp_path / "run")
+    meta, records = load_run(tmp_path / "run")
+    assert meta["status"] == "crashed" and len(records) == 3
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["run_status"] == "crashed" and summary["baseline"]["requests"] == 3
 
 
 def test_records_roundtrip_through_json(tmp_path: Path) -> None:
