@@ -83,10 +83,15 @@ def analyse(truth: list[dict], streams: int) -> dict[str, float]:
     actual = np.array([w[0] for w in content], dtype=np.int64)
     sched = np.array([w[1] for w in content], dtype=np.int64)
     err_ms = (actual - sched) / 1e6
-    # steady window: from the last first-token to the first stream end
-    start = max(t["first_write_ns"] for t in truth if t["first_write_ns"])
-    end = min(t["end_ns"] for t in truth)
-    inside = (actual >= start) & (actual <= end)
+    # steady window, on the engine's own timeline (it stretches when the server cannot keep
+    # up, so tokens over it is what the server sustained, free of write-burst edges): from
+    # the last stream's first token to the first stream's last token
+    firsts = [min(w[1] for w in t["writes"] if w[3] == "content") for t in truth
+              if t["first_write_ns"]]
+    lasts = [max(w[1] for w in t["writes"] if w[3] == "content") for t in truth
+             if t["first_write_ns"]]
+    start, end = max(firsts), min(lasts)
+    inside = (sched > start) & (sched <= end)
     window_s = max((end - start) / 1e9, 1e-9)
     steady = err_ms[inside] if inside.any() else err_ms
     return {"tokens_per_s": float(inside.sum() / window_s), "window_s": window_s,

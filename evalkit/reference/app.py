@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
-from evalkit.reference.engine import EngineCore, Seq
+from evalkit.reference.engine import EngineCore, Seq, Step
 from evalkit.reference.faults import RequestPlan, plan_request
 from evalkit.reference.params import Profile
 
@@ -234,23 +234,35 @@ class ReferenceApp:
     async def _run_engine(self) -> None:
         assert self._wake is not None
         core = self.core
+        step = None
         while True:
-            if not core.running and not core.waiting:
-                self._wake.clear()
-                await self._wake.wait()
-            step = core.plan_step(time.perf_counter_ns())
             if step is None:
-                continue
-            for seq in step.admitted:
-                seq.sink.on_admitted(step.start_ns)
+                if not core.running and not core.waiting:
+                    self._wake.clear()
+                    await self._wake.wait()
+                step = core.plan_step(time.perf_counter_ns())
+                if step is None:
+                    continue
+                self._admitted(step)
             await _sleep_until(step.end_ns)
             emitted, _ = core.finish_step()
+            # plan the next step at the boundary, before the writes: writing to many streams
+            # takes a while, and the model's timeline must not slip by that much every step
+            following = core.plan_step(time.perf_counter_ns())
             for seq in emitted:
                 try:
                     seq.sink.on_token(step.end_ns, seq)
                 except Exception:  # a bug in one stream must not stop every stream
                     seq.cancelled = True
                     _log.exception("reference endpoint: stream failed; cancelled it")
+            step = following
+            if step is not None:
+                self._admitted(step)
+
+    @staticmethod
+    def _admitted(step: Step) -> None:
+        for seq in step.admitted:
+            seq.sink.on_admitted(step.start_ns)
 
     # ----------------------------------------------------------------- ASGI
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
