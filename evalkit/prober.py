@@ -354,12 +354,13 @@ NextPrompt = Callable[[], Prompt]
 
 async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
                       phase: str, level: int, workers: int, duration_s: float | None,
-                      max_requests: int | None) -> None:
+                      max_requests: int | None, reject_pause_s: float = 0.05) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
     (whichever first); requests in flight then finish (the drain), so no record is cut
-    short by the phase ending.
+    short by the phase ending. A worker turned away (429/503) pauses `reject_pause_s`
+    before trying again: still offering its load, without hammering a vendor in a loop.
     """
     deadline = time.perf_counter() + duration_s if duration_s is not None else None
     started = 0
@@ -369,7 +370,10 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
         while (deadline is None or time.perf_counter() < deadline) and (
                 max_requests is None or started < max_requests):
             started += 1
-            on_record(await prober.stream(next_prompt(), phase, level))
+            rec = await prober.stream(next_prompt(), phase, level)
+            on_record(rec)
+            if rec.outcome == "rejected" and reject_pause_s > 0:
+                await asyncio.sleep(reject_pause_s)
 
     await asyncio.gather(*(worker() for _ in range(workers)))
 
