@@ -47,7 +47,7 @@ TEMPLATES_DIR = Path(evalkit.__file__).resolve().parent.parent / "templates"
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
 BADGES = {"ok": "✓", "unanswered": "○", "unanswerable": "?", "unreconciled": "✗"}
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
-SHORT_TEXT, LONG_TEXT = 120, 4000
+SHORT_TEXT, LONG_TEXT = 110, 4000
 RASTER_STREAMS = 40
 
 
