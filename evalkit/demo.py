@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalkit.errors import UsageError
 
@@ -44,8 +45,12 @@ class DemoResult:
 
 def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
              vendors: tuple[DemoVendor, ...] = VENDORS, suite_profile: str = "quick",
-             on_written: Callable[[Path], None] | None = None) -> DemoResult:
-    """Probe a reference endpoint per sample vendor, then write its scorecard."""
+             on_written: Callable[[Path], None] | None = None,
+             suite_overrides: dict[str, Any] | None = None) -> DemoResult:
+    """Probe a reference endpoint per sample vendor, then write its scorecard.
+
+    `suite_overrides` are deep-merged over the suite profile (tests shorten the ramp).
+    """
     from evalkit.reference import ReferenceServer
     from evalkit.report import render_report
     from evalkit.suite import ProbeConfig, run_probe
@@ -60,7 +65,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
         run_dir = out_dir / vendor.name / "run"
         with ReferenceServer(profile=vendor.profile) as server:
             config = ProbeConfig(base_url=server.base_url, model=server.model,
-                                 profile=suite_profile)
+                                 profile=suite_profile, overrides=dict(suite_overrides or {}))
             progress = progress_for(vendor.name) if progress_for else None
             run_probe(config, run_dir, progress=progress)
         runs[vendor.name] = run_dir

@@ -1,0 +1,36 @@
+"""The demo's wiring: real probe runs of the sample vendors become their scorecards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+from evalkit.demo import VENDORS, run_demo
+
+
+@pytest.mark.slow
+def test_demo_writes_each_vendors_story_and_their_comparison(tmp_path: Path) -> None:
+    """Forthright holds up on the well-sized profile; headline's panel is unreconciled."""
+    vendors = tuple(v for v in VENDORS if v.name in ("forthright", "headline"))
+    written: list[Path] = []
+    result = run_demo(tmp_path, vendors=vendors, on_written=written.append,
+                      suite_overrides={"ramp": {"levels": [1, 2, 4, 8, 16],
+                                                "level_duration_s": 1.5}})
+    assert set(result.reports) == {"forthright", "headline"}
+    assert result.comparison == tmp_path / "comparison.pdf"
+    assert written == [result.reports["forthright"], result.reports["headline"],
+                       result.comparison]
+    for name, pdf in result.reports.items():
+        card = json.loads(pdf.with_suffix(".json").read_text())
+        assert card["schema"] == "evalkit.scorecard/1"
+        assert (result.runs[name] / "requests.jsonl").stat().st_size > 0
+        assert len(PdfReader(pdf).pages) >= 2
+    headline = json.loads(result.reports["headline"].with_suffix(".json").read_text())
+    assert headline["questions"]["Q6"]["status"] == "unreconciled"
+    assert headline["verdict"]["streaming_ready"] is False
+    forthright = json.loads(result.reports["forthright"].with_suffix(".json").read_text())
+    assert forthright["questions"]["Q3"]["status"] == "ok"
+    assert "Steadystream Inference" in PdfReader(result.comparison).pages[0].extract_text()
