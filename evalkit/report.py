@@ -269,7 +269,7 @@ def printable(text: str) -> str:
 def clip(text: Any, limit: int) -> str:
     """Vendor text cut to `limit` characters, saying so, and made printable."""
     s = text if isinstance(text, str) else str(text)
-    if len(s) > limit:
+    if len(s) > limit * 1.2:  # cutting "[3 more characters]" would help nobody
         s = s[:limit] + f"… [{len(s) - limit:,} more characters]"
     return printable(s)
 

@@ -176,7 +176,9 @@ def test_hostile_questionnaire_renders_as_text_and_fetches_nothing(
     assert f'Evil <img src="{url}/vendor.png"> Corp' in text
     assert "file:///etc/passwd" in text and "root:x:" not in text
     assert "[U+1F680]" in text and "[U+202E]" in text  # emoji and bidi override shown as codes
-    assert "Z" * 200 in text and long_word not in text.replace(" ", "")  # cut, not dropped
+    # page one leaves the 4 kB reconciliation to the appendix, which prints it in full
+    page_one = pypdf.PdfReader(result.pdf).pages[0].extract_text()
+    assert "Z" * 100 not in page_one and long_word in text.replace(" ", "")
     html = result.html.read_text() if result.html else ""
     assert "<img" not in html and "<object" not in html and "<link rel=\"stylesheet\" href=\"h" \
         not in html and "&lt;img src=" in html
