@@ -259,6 +259,7 @@ async def _run_shard(task: ShardTask) -> ShardResult:
     source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
     async with Prober(task.target, task.origin_ns, tag, task.shard) as prober, \
             LoopMonitor() as mon:
+        await prober.clients.prepare(workers)
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
@@ -386,6 +387,7 @@ class _Suite:
         """Hold `level` streams for `duration_s`, here or split over worker processes."""
         self._announce(phase, level, f"{level} streams for {duration_s:g} s")
         if self.executor is None:
+            await prober.clients.prepare(level)
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s, max_requests=None)
@@ -395,7 +397,8 @@ class _Suite:
     async def _sharded(self, phase: str, level: int, duration_s: float,
                        rate: float | None) -> dict[str, Any]:
         n = self.config.processes
-        start_at = time.perf_counter_ns() + 300_000_000  # all shards start together
+        # all shards start together, once each has opened its connections
+        start_at = time.perf_counter_ns() + 300_000_000 + level * 2_000_000
         tasks = [ShardTask(self.target, self.origin_ns, self.run_tag, i, n, phase, level,
                            duration_s, start_at, int(self.s["prompt_tokens"]),
                            int(self.s["output_tokens"]), tuple(self.user_prompts),
