@@ -171,6 +171,8 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
         if not config.levels or min(config.levels) < 1:
             raise UsageError("--levels must be positive integers, e.g. 1,2,4,8")
         ramp["levels"] = sorted(set(config.levels))
+        if config.max_concurrency is None:  # levels asked for by name are not capped
+            ramp["max_concurrency"] = max(int(ramp["max_concurrency"]), max(config.levels))
     ramp["levels"] = [c for c in ramp["levels"] if c <= int(ramp["max_concurrency"])]
     s["ramp"] = ramp
     if config.processes < 1:

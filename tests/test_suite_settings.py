@@ -41,6 +41,8 @@ class TestSettings:
         assert (s["output_tokens"], s["prompt_tokens"]) == (7, 99)
         s = resolve_settings(_cfg(levels=(8, 2, 2), max_concurrency=4))
         assert s["ramp"]["levels"] == [2]
+        s = resolve_settings(_cfg(levels=(1, 512)))  # above the profile's cap, but asked for
+        assert s["ramp"]["levels"] == [1, 512]
 
     def test_rate_replaces_ramp(self) -> None:
         """--rate runs the open-loop phase instead of the ramp."""
