@@ -177,6 +177,10 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     progress = None if quiet else LiveProgress()
     try:
         result = run_probe(config, Path(out_dir), progress)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: the completed requests and their summary are in {out_dir}",
+                   err=True)
+        sys.exit(130)
     finally:
         if progress is not None:
             progress.close()  # restore the terminal even when the probe fails early

@@ -141,8 +141,9 @@ class TestInterruptAndShards:
                 not req.exists() or req.read_text().count("\n") < 8):
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
-        assert proc.returncode != 0
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        assert f"interrupted: the completed requests and their summary are in {out}" in err
         meta = json.loads((out / "run.json").read_text())
         assert meta["status"] == "interrupted"
         lines = _lines(req)
