@@ -372,19 +372,24 @@ NextPrompt = Callable[[], Prompt]
 
 async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
                       phase: str, level: int, workers: int, duration_s: float | None,
-                      max_requests: int | None, reject_pause_s: float = 0.05) -> None:
+                      max_requests: int | None, reject_pause_s: float = 0.05,
+                      stagger_s: float = 0.0005) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
     (whichever first); requests in flight then finish (the drain), so no record is cut
     short by the phase ending. A worker turned away (429/503) pauses `reject_pause_s`
     before trying again: still offering its load, without hammering a vendor in a loop.
+    Worker i starts i x `stagger_s` late (0.13 s for 256 workers): a herd of simultaneous
+    first requests would stall the client's own loop for nothing.
     """
     deadline = time.perf_counter() + duration_s if duration_s is not None else None
     started = 0
 
-    async def worker() -> None:
+    async def worker(i: int) -> None:
         nonlocal started
+        if i and stagger_s > 0:
+            await asyncio.sleep(i * stagger_s)
         while (deadline is None or time.perf_counter() < deadline) and (
                 max_requests is None or started < max_requests):
             started += 1
@@ -393,7 +398,7 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
             if rec.outcome == "rejected" and reject_pause_s > 0:
                 await asyncio.sleep(reject_pause_s)
 
-    await asyncio.gather(*(worker() for _ in range(workers)))
+    await asyncio.gather(*(worker(i) for i in range(workers)))
 
 
 async def open_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
