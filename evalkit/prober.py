@@ -1,17 +1,20 @@
 """The streaming prober: one HTTP stream per request, timed at byte arrival.
 
-Every read is stamped with `time.perf_counter_ns()` the moment httpx hands it over,
-*before* SSE parsing or JSON decoding, so parsing cost never enters a measured time.
-Events completed by one read share that read's timestamp (their bytes arrived
-together). A failed request is data: it comes back as a record with an outcome, never as
-an exception. The only exceptions are for an endpoint that cannot be probed at all
-(`EndpointError`, raised by `check_endpoint`).
+Every socket read carries its arrival time on the `time.perf_counter_ns()` clock, taken
+from the kernel's receive stamp by `evalkit.stamping` (or, without it, the moment the
+bytes reach us), *before* HTTP, SSE or JSON parsing, so neither parsing nor the other
+streams' work enters a measured time. Events completed by one read share its stamp
+(their bytes arrived together). Each concurrent stream holds its own keep-alive
+connection (`_Clients`). A failed request is data: it comes back as a record with an
+outcome, never as an exception. The only exceptions are for an endpoint that cannot be
+probed at all (`EndpointError`, raised by `check_endpoint`).
 
 Load generation lives here too: `closed_loop` (N workers, each sending its next request
 when the previous one ends) and `open_loop` (Poisson arrivals; `t0` is the *scheduled*
 send time and the scheduling lag is recorded, so a slow client cannot hide queueing).
-`LoopMonitor` measures the client's own event-loop lag and CPU, so a run can tell when
-the client, not the vendor, set the pace.
+`LoopMonitor` measures the client's own event-loop lag and CPU, and the prober counts
+chunks read late enough to merge with the next one, so a run can tell when the client,
+not the vendor, set the pace (`evalkit.suite.judge_client`).
 """
 
 from __future__ import annotations
