@@ -27,7 +27,7 @@ import platform
 import secrets
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -51,11 +51,13 @@ from evalkit.prober import (
 )
 from evalkit.prompts import Prompt, PromptSource, load_prompts, synthetic
 from evalkit.records import RequestRecord
-from evalkit.runstore import RunStore, load_run, write_json, write_records
+from evalkit.runstore import RunStore, load_run, read_records, write_json, write_records
 
 #: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
 PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
 _SERIAL = ("connect", "baseline", "prefill", "cache")
+#: shards of a level in progress append their records here (merged, then removed)
+SPILL_PREFIX = ".shard-"
 _FORCE_WORDS = ("ignore_eos", "min_tokens")
 
 
@@ -238,6 +240,8 @@ class ShardTask:
     seed: int = 0
     rate: float | None = None
     client_limits: dict[str, Any] = field(default_factory=dict)
+    #: where the shard appends each record as it completes (None: keep them in memory)
+    spill_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,23 @@ def run_shard(task: ShardTask) -> ShardResult:
 async def _run_shard(task: ShardTask) -> ShardResult:
     _warm_up(metrics=False)
     records: list[RequestRecord] = []
+    spill = open(task.spill_path, "a", encoding="utf-8") if task.spill_path else None  # noqa: SIM115
+
+    def keep(rec: RequestRecord) -> None:
+        records.append(rec)
+        if spill is not None:  # on disk now: an interrupted level keeps what completed
+            spill.write(rec.to_json() + "\n")
+            spill.flush()
+
+    try:
+        return await _shard_level(task, keep, records)
+    finally:
+        if spill is not None:
+            spill.close()
+
+
+async def _shard_level(task: ShardTask, keep: Callable[[RequestRecord], None],
+                       records: list[RequestRecord]) -> ShardResult:
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
     source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
@@ -268,11 +289,11 @@ async def _run_shard(task: ShardTask) -> ShardResult:
         mark = window_start(mon, prober)
         if task.rate is not None:
             await open_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
-                            records.append, phase=task.phase, rate=task.rate / task.shards,
+                            keep, phase=task.phase, rate=task.rate / task.shards,
                             duration_s=task.duration_s, seed=task.seed * 1000 + task.shard)
         elif workers:
             await closed_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
-                              records.append, phase=task.phase, level=task.level,
+                              keep, phase=task.phase, level=task.level,
                               workers=workers, duration_s=task.duration_s, max_requests=None)
         check = judge_client(window_end(mon, prober, mark), task.client_limits)
     return ShardResult(tuple(records), check)
@@ -404,7 +425,8 @@ class _Suite:
         tasks = [ShardTask(self.target, self.origin_ns, self.run_tag, i, n, phase, level,
                            duration_s, start_at, int(self.s["prompt_tokens"]),
                            int(self.s["output_tokens"]), tuple(self.user_prompts),
-                           self.config.seed, rate, dict(self.s["client_check"]))
+                           self.config.seed, rate, dict(self.s["client_check"]),
+                           str(self.store.dir / f"{SPILL_PREFIX}{i}.jsonl"))
                  for i in range(n)]
         loop = asyncio.get_running_loop()
         assert self.executor is not None
@@ -413,7 +435,24 @@ class _Suite:
         for res in results:
             for rec in sorted(res.records, key=lambda r: r.t0_s):
                 self.on_record(rec)
+        self._drop_spills()
         return self._merge_checks([r.check for r in results])
+
+    def _drop_spills(self) -> None:
+        for path in self.store.dir.glob(f"{SPILL_PREFIX}*.jsonl"):
+            path.unlink()
+
+    def recover_spills(self) -> int:
+        """After an interrupted sharded level: adopt the records its shards had written."""
+        known = {r.id for r in self.store.records}
+        adopted = 0
+        for path in sorted(self.store.dir.glob(f"{SPILL_PREFIX}*.jsonl")):
+            for rec in read_records(path):
+                if rec.id not in known:
+                    self.store.append(rec)
+                    adopted += 1
+        self._drop_spills()
+        return adopted
 
     @staticmethod
     def _merge_checks(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -561,6 +600,7 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         status, error = "failed", target.redact(str(exc))
         raise
     finally:
+        suite.recover_spills()
         store.close()
         summary = _final_summary(suite, store, status)
         store.update_meta(status=status, ended_at=_now_iso(), error=error,

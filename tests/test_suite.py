@@ -125,7 +125,9 @@ class TestQuickSuite:
 
 class TestInterruptAndShards:
     @pytest.mark.slow
-    def test_ctrl_c_keeps_records_and_summary(self, reference: Any, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("processes", [1, 2])
+    def test_ctrl_c_keeps_records_and_summary(self, reference: Any, tmp_path: Path,
+                                              processes: int) -> None:
         """SIGINT mid-ramp: every completed record is on disk and a summary is written."""
         srv = reference("gpu")
         out = tmp_path / "run"
@@ -133,7 +135,8 @@ class TestInterruptAndShards:
         proc = subprocess.Popen(
             [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
              "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
-             "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet"],
+             "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet",
+             "--processes", str(processes)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         req = out / "requests.jsonl"
@@ -151,6 +154,8 @@ class TestInterruptAndShards:
         summary = json.loads((out / "summary.json").read_text())
         assert summary["run_status"] == "interrupted"
         assert summary["baseline"]["requests"] == sum(x["phase"] == "baseline" for x in lines)
+        assert sorted(p.name for p in out.iterdir()) == [
+            "requests.jsonl", "run.json", "summary.json"]  # shard spill files merged away
 
     @pytest.mark.slow
     def test_level_split_over_processes(self, reference: Any, tmp_path: Path) -> None:
