@@ -148,16 +148,17 @@ class ReferenceServer:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                if httpx.get(self.base_url + "/models", timeout=2.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or (self._proc and self._proc.poll() is not None):
-                self.stop()
-                raise EvalkitError("the reference endpoint did not answer /v1/models")
-            time.sleep(0.02)
+        with httpx.Client(timeout=2.0) as client:  # one client: building one costs ~50 ms
+            while True:
+                try:
+                    if client.get(self.base_url + "/models").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline or (self._proc and self._proc.poll() is not None):
+                    self.stop()
+                    raise EvalkitError("the reference endpoint did not answer /v1/models")
+                time.sleep(0.02)
 
     def stop(self) -> None:
         """Stop the endpoint (open streams are cut after a short grace period)."""
@@ -184,18 +185,22 @@ class ReferenceServer:
         """The server root (base_url without `/v1`)."""
         return self.base_url.removesuffix("/v1")
 
-    def state(self) -> dict[str, Any]:
-        """Requests in flight and logged so far, as the server counts them."""
-        data: dict[str, Any] = httpx.get(self.root_url + "/_reference/state", timeout=5).json()
-        return data
+    def state(self, client: httpx.Client | None = None) -> dict[str, Any]:
+        """Requests in flight and logged so far, and the effective parameters."""
+        url = self.root_url + "/_reference/state"
+        if client is None:
+            with httpx.Client(timeout=5) as own:
+                return dict(own.get(url).json())
+        return dict(client.get(url).json())
 
     def truth(self, timeout_s: float = 10.0) -> list[dict[str, Any]]:
         """Every ground-truth line written so far, once no request is in flight."""
         if self.truth_log is None:
             raise UsageError("this ReferenceServer was started without truth_log")
         deadline = time.monotonic() + timeout_s
-        while self.state()["in_flight"] and time.monotonic() < deadline:
-            time.sleep(0.01)
+        with httpx.Client(timeout=5) as client:
+            while self.state(client)["in_flight"] and time.monotonic() < deadline:
+                time.sleep(0.01)
         if not self.truth_log.exists():
             return []
         with self.truth_log.open(encoding="utf-8") as fh:
