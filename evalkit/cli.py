@@ -123,13 +123,17 @@ def demo(out_dir: str, quiet: bool) -> None:
                                                          "request counts as a timeout.")
 @click.option("--processes", type=int, default=1, show_default=True,
               help="Split each ramp/soak level over N client processes (shards).")
+@click.option("--shard", "shard_spec", metavar="I/N",
+              help="Run shard I of N started together elsewhere (other machines): this run "
+                   "holds its slice of each level; merge the run directories afterwards.")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], extra_body: str | None, rate: float | None,
-          timeout_s: float | None, processes: int, quiet: bool) -> None:
+          timeout_s: float | None, processes: int, shard_spec: str | None,
+          quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -162,9 +166,11 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         parse_extra_body,
         parse_header,
         parse_int_list,
+        parse_shard,
         run_probe,
     )
 
+    shard, shards = parse_shard(shard_spec)
     config = ProbeConfig(
         base_url=base_url, model=model, profile=profile,
         phases=tuple(p.strip() for p in phases.split(",") if p.strip()) if phases else None,
@@ -173,7 +179,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
-        processes=processes)
+        processes=processes, shard=shard, shards=shards)
     progress = None if quiet else LiveProgress()
     try:
         result = run_probe(config, Path(out_dir), progress)

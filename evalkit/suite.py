@@ -82,6 +82,10 @@ class ProbeConfig:
     timeout_s: float | None = None
     #: processes that share each ramp/soak level (shards); 1 = all in this process
     processes: int = 1
+    #: this run is shard `shard` of `shards` run apart (other processes or machines, started
+    #: together): it holds its slice of every level's streams; `merge_runs` joins them
+    shard: int = 0
+    shards: int = 1
     seed: int = 0
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
@@ -179,6 +183,13 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
     s["ramp"] = ramp
     if config.processes < 1:
         raise UsageError("--processes must be at least 1")
+    if not 0 <= config.shard < config.shards:
+        raise UsageError(f"--shard {config.shard}/{config.shards}: need 0 <= I < N")
+    if config.shards > 1 and config.processes > 1:
+        raise UsageError("use --shard or --processes, not both")
+    if config.shards > 1 and config.shard > 0:
+        # concurrency-1 phases are run once, by shard 0
+        s["phases"] = [p for p in s["phases"] if p not in ("baseline", "prefill", "cache")]
     s["phases"] = [p for p in PHASES if p in s["phases"]]  # the suite's own order
     return s
 
@@ -311,7 +322,7 @@ class _Suite:
         self.store, self.progress = store, progress
         self.origin_ns, self.run_tag = origin_ns, run_tag
         self.user_prompts = user_prompts
-        self.prompts = PromptSource(run_tag, config.seed, user_prompts)
+        self.prompts = PromptSource(f"{run_tag}s{config.shard}", config.seed, user_prompts)
         self.phase_checks: dict[str, dict[str, Any]] = {}
         self.level_checks: dict[int, dict[str, Any]] = {}
         self.rtt_samples: list[float] = []
@@ -339,7 +350,7 @@ class _Suite:
     # -- phases
     async def run(self) -> None:
         async with make_client(self.target) as client, \
-                Prober(self.target, self.origin_ns, self.run_tag) as prober, \
+                Prober(self.target, self.origin_ns, self.run_tag, self.config.shard) as prober, \
                 LoopMonitor() as mon:
             for phase in self.s["phases"]:
                 mark = window_start(mon, prober)
@@ -410,10 +421,11 @@ class _Suite:
         """Hold `level` streams for `duration_s`, here or split over worker processes."""
         self._announce(phase, level, f"{level} streams for {duration_s:g} s")
         if self.executor is None:
-            await prober.clients.prepare(level)
+            workers = len(range(self.config.shard, level, self.config.shards))
+            await prober.clients.prepare(workers)
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
-                              workers=level, duration_s=duration_s, max_requests=None)
+                              workers=workers, duration_s=duration_s, max_requests=None)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
@@ -483,6 +495,8 @@ class _Suite:
                            f"{check.get('cpu_fraction')}, late reads "
                            f"{check.get('coalesced_fraction')}); stopping the ramp")
                 break
+            if self.config.shards > 1:
+                continue  # a shard cannot judge alone: every level runs, merge_runs judges
             if breached_at is None and self._breached(level):
                 breached_at = level
             if breached_at is not None and (
@@ -501,7 +515,8 @@ class _Suite:
         level = s.get("concurrency")
         if level is None:
             ramp = self.summary().get("ramp") or {}
-            level = ramp.get("max_sustained_concurrency") or max(self.ramp_levels_run or [1])
+            level = (ramp.get("max_sustained_concurrency") if self.config.shards == 1 else None
+                     ) or max(self.ramp_levels_run or [1])
         check = await self._level(prober, mon, "soak", int(level), float(s["duration_s"]))
         if self.executor is not None:
             self.phase_checks["soak"] = check
@@ -514,8 +529,9 @@ class _Suite:
         if self.executor is not None:
             self.phase_checks["rate"] = await self._sharded("rate", 0, duration, rate)
             return
-        await open_loop(prober, self._prompt, self.on_record, phase="rate", rate=rate,
-                        duration_s=duration, seed=self.config.seed,
+        await open_loop(prober, self._prompt, self.on_record, phase="rate",
+                        rate=rate / self.config.shards, duration_s=duration,
+                        seed=self.config.seed * 1000 + self.config.shard,
                         max_in_flight=int(self.s["ramp"]["max_concurrency"]) * 16)
 
     def _note(self, text: str) -> None:
@@ -581,7 +597,8 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         "config": _config_for_file(config),
         "client": {"host": platform.node(), "python": platform.python_version(),
                    "platform": platform.platform(), "cpus": os.cpu_count(),
-                   "processes": config.processes},
+                   "processes": config.processes,
+                   "shard": config.shard, "shards": config.shards},
     }
     _warm_up()
     store = RunStore(Path(out_dir), meta)
@@ -745,3 +762,13 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise UsageError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
     return obj
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """--shard 'I/N' → (I, N); none → (0, 1), a single, whole run."""
+    if not text:
+        return 0, 1
+    i, sep, n = text.partition("/")
+    if not sep or not i.strip().isdigit() or not n.strip().isdigit():
+        raise UsageError(f"--shard takes I/N, e.g. 0/2 (got {text!r})")
+    return int(i), int(n)

@@ -186,6 +186,37 @@ class TestInterruptAndShards:
             r.level == 4 for r in ramp)
 
 
+@pytest.mark.slow
+def test_shards_run_apart_then_merged(reference: Any, tmp_path: Path) -> None:
+    """`--shard 0/2` and `--shard 1/2` started together: one ramp once merged."""
+    srv = reference("gpu")
+    profile = tmp_path / "short.json"
+    profile.write_text(json.dumps({"extends": "quick", "baseline": {"requests": 2},
+                                   "ramp": {"level_duration_s": 1.0}}))
+    cmd = [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
+           "--model", srv.model, "--phases", "baseline,ramp", "--levels", "2,4",
+           "--output-tokens", "16", "--quiet", "--profile", str(profile)]
+    procs = [subprocess.Popen([*cmd, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    merged = merge_runs([tmp_path / "s0", tmp_path / "s1"], tmp_path / "all")
+    meta, records = load_run(merged)
+    assert meta["merged_from"] == [str(tmp_path / "s0"), str(tmp_path / "s1")]
+    assert {r.shard for r in records if r.phase == "baseline"} == {0}  # run once, by shard 0
+    assert {r.shard for r in records if r.phase == "ramp"} == {0, 1}
+    truth = {t["request_id"]: t for t in srv.truth()}
+    level4 = [(truth[r.id]["received_ns"], truth[r.id]["end_ns"]) for r in records
+              if r.level == 4]
+    assert max(sum(a <= s < b for a, b in level4) for s, _ in level4) == 4
+    summary = json.loads((merged / "summary.json").read_text())
+    assert [lv["concurrency"] for lv in summary["ramp"]["levels"]] == [2, 4]
+    assert summary["baseline"]["requests"] == json.loads(
+        (tmp_path / "s0" / "summary.json").read_text())["baseline"]["requests"]
+
+
 def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug mid-run still leaves the records, a summary of them, and status 'crashed'."""

@@ -17,6 +17,7 @@ from evalkit.suite import (
     parse_extra_body,
     parse_header,
     parse_int_list,
+    parse_shard,
     profile_names,
     resolve_settings,
 )
@@ -50,6 +51,14 @@ class TestSettings:
         assert "ramp" not in s["phases"] and "rate" in s["phases"]
         assert s["rate"]["rate"] == 5.0
 
+    def test_other_shards_skip_serial_phases(self) -> None:
+        """Concurrency-1 phases run once, on shard 0; --shard parses I/N."""
+        assert "baseline" in resolve_settings(_cfg(shard=0, shards=2))["phases"]
+        assert resolve_settings(_cfg(shard=1, shards=2))["phases"] == ["connect", "ramp"]
+        assert parse_shard("1/4") == (1, 4) and parse_shard(None) == (0, 1)
+        with pytest.raises(UsageError, match="I/N"):
+            parse_shard("1-4")
+
     def test_phases_keep_suite_order(self) -> None:
         """Phases run in the suite's order whatever order they were given in."""
         assert resolve_settings(_cfg(phases=("ramp", "connect")))["phases"] == ["connect", "ramp"]
@@ -60,6 +69,8 @@ class TestSettings:
         ({"rate": 0.0}, "--rate"),
         ({"levels": (0, 2)}, "--levels"),
         ({"processes": 0}, "--processes"),
+        ({"shard": 2, "shards": 2}, "--shard"),
+        ({"shard": 0, "shards": 2, "processes": 2}, "not both"),
     ])
     def test_bad_settings(self, kw: dict[str, object], message: str) -> None:
         """Each bad setting is a UsageError that names what is wrong."""
