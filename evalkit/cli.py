@@ -342,6 +342,28 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
         sys.exit(1)
 
 
+@cli.command("merge-runs")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Run directory to write the merged run to.")
+@user_errors
+def merge_runs_command(run_dirs: tuple[str, ...], out_dir: str) -> None:
+    """Merge the run directories of `probe --shard I/N` runs into one, judged as a whole.
+
+    \b
+    Example:
+      evalkit probe ... --shard 0/2 --out runs/a    # on one machine
+      evalkit probe ... --shard 1/2 --out runs/b    # on another, started together
+      evalkit merge-runs runs/a runs/b --out runs/all
+    """
+    from pathlib import Path
+
+    from evalkit.suite import merge_runs
+
+    merged = merge_runs([Path(d) for d in run_dirs], Path(out_dir))
+    click.echo(f"merged {len(run_dirs)} runs into {merged}")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()

@@ -202,7 +202,14 @@ def test_shards_run_apart_then_merged(reference: Any, tmp_path: Path) -> None:
     for proc in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
-    merged = merge_runs([tmp_path / "s0", tmp_path / "s1"], tmp_path / "all")
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    result = CliRunner().invoke(cli, ["merge-runs", str(tmp_path / "s0"), str(tmp_path / "s1"),
+                                      "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    merged = tmp_path / "all"
     meta, records = load_run(merged)
     assert meta["merged_from"] == [str(tmp_path / "s0"), str(tmp_path / "s1")]
     assert {r.shard for r in records if r.phase == "baseline"} == {0}  # run once, by shard 0
@@ -235,6 +242,17 @@ def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
     assert meta["status"] == "crashed" and len(records) == 3
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["run_status"] == "crashed" and summary["baseline"]["requests"] == 3
+
+
+def test_merge_runs_needs_runs(tmp_path: Path) -> None:
+    """Merging a directory that is not a run is `Error:` and exit code 2."""
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+
+    result = CliRunner().invoke(cli, ["merge-runs", str(tmp_path), "--out", str(tmp_path / "m")])
+    assert result.exit_code == 2
+    assert "not a run directory" in result.output
 
 
 def test_records_roundtrip_through_json(tmp_path: Path) -> None:
