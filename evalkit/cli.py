@@ -124,8 +124,11 @@ def demo(out_dir: str, quiet: bool) -> None:
 @click.option("--processes", type=int, default=1, show_default=True,
               help="Split each ramp/soak level over N client processes (shards).")
 @click.option("--shard", "shard_spec", metavar="I/N",
-              help="Run shard I of N started together elsewhere (other machines): this run "
-                   "holds its slice of each level; merge the run directories afterwards.")
+              help="Run shard I of N (other machines run the others): this run holds its "
+                   "slice of each level; merge the run directories afterwards.")
+@click.option("--start-at", type=float, metavar="UNIX_TIME",
+              help="With --shard: when every shard starts its first level (the same value "
+                   "for all, e.g. $(( $(date +%s) + 20 ))).")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
@@ -133,7 +136,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], extra_body: str | None, rate: float | None,
           timeout_s: float | None, processes: int, shard_spec: str | None,
-          quiet: bool) -> None:
+          start_at: float | None, quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -179,7 +182,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
-        processes=processes, shard=shard, shards=shards)
+        processes=processes, shard=shard, shards=shards, start_at=start_at)
     progress = None if quiet else LiveProgress()
     try:
         result = run_probe(config, Path(out_dir), progress)

@@ -86,6 +86,9 @@ class ProbeConfig:
     #: together): it holds its slice of every level's streams; `merge_runs` joins them
     shard: int = 0
     shards: int = 1
+    #: with shards: wall-clock (unix) time at which every shard starts its first level;
+    #: level k then starts at start_at + the slots of the levels before it (2 x duration + 1 s)
+    start_at: float | None = None
     seed: int = 0
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
@@ -187,10 +190,15 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
         raise UsageError(f"--shard {config.shard}/{config.shards}: need 0 <= I < N")
     if config.shards > 1 and config.processes > 1:
         raise UsageError("use --shard or --processes, not both")
-    if config.shards > 1 and config.shard > 0:
-        # concurrency-1 phases are run once, by shard 0
-        s["phases"] = [p for p in s["phases"] if p not in ("baseline", "prefill", "cache")]
     s["phases"] = [p for p in PHASES if p in s["phases"]]  # the suite's own order
+    if config.shards > 1:
+        if config.start_at is None:
+            raise UsageError("--shard needs --start-at: the same start time for every shard")
+        # the shared levels first, on the common schedule; the concurrency-1 phases after
+        # them, once, by shard 0
+        serial = [p for p in s["phases"] if p in ("baseline", "prefill", "cache")]
+        s["phases"] = [p for p in s["phases"] if p not in serial] + (
+            serial if config.shard == 0 else [])
     return s
 
 
@@ -329,6 +337,8 @@ class _Suite:
         self.connect_info: dict[str, Any] = {}
         self.ramp_levels_run: list[int] = []
         self.executor: Executor | None = None
+        #: shards: wall-clock start of the next level on the schedule all shards share
+        self.next_slot: float | None = config.start_at if config.shards > 1 else None
 
     # -- plumbing
     def on_record(self, rec: RequestRecord) -> None:
@@ -423,11 +433,24 @@ class _Suite:
         if self.executor is None:
             workers = len(range(self.config.shard, level, self.config.shards))
             await prober.clients.prepare(workers)
+            await self._wait_for_slot(phase, level, duration_s)
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
                               workers=workers, duration_s=duration_s, max_requests=None)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
+
+    async def _wait_for_slot(self, phase: str, level: int, duration_s: float) -> None:
+        """Shards: start this level when every shard does (a shared wall-clock schedule)."""
+        if self.next_slot is None:
+            return
+        start, self.next_slot = self.next_slot, self.next_slot + 2 * duration_s + 1.0
+        delay = start - time.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        elif delay < -0.1:
+            self._note(f"{phase} level {level} started {-delay:.1f} s after its slot: the "
+                       f"previous level drained late; shards overlap less")
 
     async def _sharded(self, phase: str, level: int, duration_s: float,
                        rate: float | None) -> dict[str, Any]:
@@ -529,6 +552,7 @@ class _Suite:
         if self.executor is not None:
             self.phase_checks["rate"] = await self._sharded("rate", 0, duration, rate)
             return
+        await self._wait_for_slot("rate", 0, duration)
         await open_loop(prober, self._prompt, self.on_record, phase="rate",
                         rate=rate / self.config.shards, duration_s=duration,
                         seed=self.config.seed * 1000 + self.config.shard,
@@ -598,7 +622,8 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         "client": {"host": platform.node(), "python": platform.python_version(),
                    "platform": platform.platform(), "cpus": os.cpu_count(),
                    "processes": config.processes,
-                   "shard": config.shard, "shards": config.shards},
+                   "shard": config.shard, "shards": config.shards,
+                   "start_at": config.start_at},
     }
     _warm_up()
     store = RunStore(Path(out_dir), meta)

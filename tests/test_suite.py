@@ -188,7 +188,7 @@ class TestInterruptAndShards:
 
 @pytest.mark.slow
 def test_shards_run_apart_then_merged(reference: Any, tmp_path: Path) -> None:
-    """`--shard 0/2` and `--shard 1/2` started together: one ramp once merged."""
+    """`--shard 0/2` and `--shard 1/2` on a shared schedule: one ramp once merged."""
     srv = reference("gpu")
     profile = tmp_path / "short.json"
     profile.write_text(json.dumps({"extends": "quick", "baseline": {"requests": 2},
@@ -196,7 +196,9 @@ def test_shards_run_apart_then_merged(reference: Any, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
            "--model", srv.model, "--phases", "baseline,ramp", "--levels", "2,4",
            "--output-tokens", "16", "--quiet", "--profile", str(profile)]
-    procs = [subprocess.Popen([*cmd, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2"],
+    start = f"{time.time() + 3:.3f}"  # both shards' first level starts then
+    procs = [subprocess.Popen([*cmd, "--out", str(tmp_path / f"s{i}"), "--shard", f"{i}/2",
+                               "--start-at", start],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in range(2)]
     for proc in procs:

@@ -53,8 +53,12 @@ class TestSettings:
 
     def test_other_shards_skip_serial_phases(self) -> None:
         """Concurrency-1 phases run once, on shard 0; --shard parses I/N."""
-        assert "baseline" in resolve_settings(_cfg(shard=0, shards=2))["phases"]
-        assert resolve_settings(_cfg(shard=1, shards=2))["phases"] == ["connect", "ramp"]
+        assert resolve_settings(_cfg(shard=0, shards=2, start_at=1.0))["phases"] == [
+            "connect", "ramp", "baseline", "prefill", "cache"]  # shared levels first
+        assert resolve_settings(_cfg(shard=1, shards=2, start_at=1.0))["phases"] == [
+            "connect", "ramp"]
+        with pytest.raises(UsageError, match="--start-at"):
+            resolve_settings(_cfg(shard=1, shards=2))
         assert parse_shard("1/4") == (1, 4) and parse_shard(None) == (0, 1)
         with pytest.raises(UsageError, match="I/N"):
             parse_shard("1-4")
@@ -70,7 +74,7 @@ class TestSettings:
         ({"levels": (0, 2)}, "--levels"),
         ({"processes": 0}, "--processes"),
         ({"shard": 2, "shards": 2}, "--shard"),
-        ({"shard": 0, "shards": 2, "processes": 2}, "not both"),
+        ({"shard": 0, "shards": 2, "processes": 2, "start_at": 1.0}, "not both"),
     ])
     def test_bad_settings(self, kw: dict[str, object], message: str) -> None:
         """Each bad setting is a UsageError that names what is wrong."""
