@@ -366,8 +366,13 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("Decode rate (1/TPOT, alone)",
          fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50")) + base_est),
     ]
-    if client.get("client_bound"):
+    affected = client.get("capacity_judgement_affected", client.get("client_bound"))
+    if affected:
         figs.append(("Client check", "CLIENT-BOUND: no capacity judgement is drawn from this run"))
+    elif client.get("client_bound"):
+        figs.append(("Client check", "client-bound in "
+                     + ", ".join(map(str, client.get("client_bound_phases") or []))
+                     + " only; the capacity judgement is unaffected"))
     return figs
 
 
@@ -383,11 +388,15 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     rows = []
     if client:
         bound = client.get("client_bound")
+        affected = client.get("capacity_judgement_affected", bound)
+        where = ", ".join(map(str, (client.get("client_bound_phases") or [])
+                              + [f"level {c}" for c in client.get("client_bound_levels") or []]))
         rows.append(("Client self-check",
                      f"event-loop lag p99 {fmt_ms(client.get('loop_lag_p99_s'))}, CPU max "
                      f"{fmt_pct(client.get('cpu_fraction_max'))}; "
-                     + ("CLIENT-BOUND: capacity figures from this run are not judged" if bound
-                        else "the client was not the bottleneck" if bound is False
+                     + ("CLIENT-BOUND: capacity figures from this run are not judged" if affected
+                        else f"client-bound in {where} only; capacity judgement unaffected"
+                        if bound else "the client was not the bottleneck" if bound is False
                         else "not checked")))
     net = _map(checks.get("network"))
     if net:

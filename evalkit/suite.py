@@ -230,10 +230,14 @@ def judge_client(check: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     """
     lag, cpu = check.get("loop_lag_p99_s"), check.get("cpu_fraction")
     merged = check.get("coalesced_fraction")
+    # A share needs a count behind it: one merged read among a short phase's 30 chunks is
+    # two server writes closer together than a read, not a client falling behind.
+    enough = int(check.get("coalesced_chunks") or 0) >= int(limits.get("coalesced_min", 5))
     reasons = [why for why, hit in (
         ("cpu", cpu is not None and cpu > float(limits["cpu_fraction"])),
         ("loop_lag", lag is not None and lag > float(limits["loop_lag_p99_s"])),
-        ("late_reads", merged is not None and merged > float(limits["coalesced_fraction"])),
+        ("late_reads", enough and merged is not None
+         and merged > float(limits["coalesced_fraction"])),
     ) if hit]
     return {**check, "client_bound": bool(reasons), "client_bound_reasons": reasons}
 

@@ -343,3 +343,14 @@ class TestEndpointErrors:
         assert secret not in result.output
         for f in (tmp_path / "r").iterdir():
             assert secret not in f.read_text()
+
+
+def test_one_merged_read_in_a_short_phase_is_not_a_client_bottleneck() -> None:
+    """A share of late reads needs a count behind it; a steady share with a count does bind."""
+    limits = load_profile("quick")["client_check"]
+    quiet = {"loop_lag_p99_s": 0.002, "cpu_fraction": 0.1}
+    one_of_32 = judge_client({**quiet, "coalesced_chunks": 1, "coalesced_fraction": 1 / 32},
+                             limits)
+    assert one_of_32["client_bound"] is False
+    many = judge_client({**quiet, "coalesced_chunks": 40, "coalesced_fraction": 0.02}, limits)
+    assert many["client_bound"] is True and many["client_bound_reasons"] == ["late_reads"]
