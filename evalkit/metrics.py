@@ -32,7 +32,8 @@ Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
   concurrency is never reached, the window is the span at the peak in-flight count
   (`basis: "peak"`); open-loop phases (no level) use the arrival span (`"arrivals"`);
   a window shorter than 10 % of the phase falls back to the whole span (`"whole"`).
-  A request's end is its last chunk; a request without chunks ends at its `t0`.
+  A request's end is the record's `end_s` (when it ended, whatever its outcome), else
+  its last chunk, else its `t0`: a request that hung until a timeout was in flight.
 - Prefill fit: least squares over the *median* TTFT per prompt length, so that each
   length weighs the same however many samples it has, and one slow outlier (a GC pause,
   a queue hiccup) cannot tilt the line.
@@ -216,7 +217,7 @@ class Window:
 
 _NUMERIC = ("t0_s", "level", "prompt_tokens", "requested_output_tokens", "output_tokens",
             "counted_output_tokens", "usage_completion_tokens", "ttft_s", "ttfa_s", "e2e_s",
-            "http_status", "send_lag_s")
+            "http_status", "send_lag_s", "end_s")
 _TEXT = ("id", "phase", "outcome", "finish_reason", "error", "prompt_id")
 _FLAGS = ("prompt_tokens_estimated", "output_tokens_estimated")
 
@@ -269,7 +270,9 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
         "chunk_tokens": chunk_tokens,
         "tpot_s": tpot,
         "stream_tokens_per_s": rate,
-        "end_s": t0 + np.nan_to_num(np.fmax(e2e, last_off), nan=0.0),
+        # fmax ignores NaN: the record's own end (any outcome) when the prober gave one,
+        # else its last chunk, else t0 (older runs: a failure without content)
+        "end_s": t0 + np.nan_to_num(np.fmax(cols["end_s"], np.fmax(e2e, last_off)), nan=0.0),
         "ok": ok,
         "served": has,
         "admission_failure": (outcome == "rejected") | ((outcome == "timeout") & ~has),

@@ -222,6 +222,7 @@ class Prober:
                     f"connection cut: {exc or type(exc).__name__}")
         except httpx.HTTPError as exc:
             st.fail("error", f"{type(exc).__name__}: {exc}")
+        st.end_ns = time.perf_counter_ns()
         if facts is not None:
             facts.update(st.facts())
         return self._record(rid, prompt, phase, level, t0, sent_ns, scheduled_ns, st)
@@ -300,6 +301,7 @@ class Prober:
             chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
             error=self.target.redact(error)[:_ERR_MAX] if error else None,
             send_lag_s=(sent_ns - scheduled_ns) / 1e9 if scheduled_ns is not None else None,
+            end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
             shard=self.shard, prompt_id=prompt.id)
 
 
@@ -308,6 +310,7 @@ class _StreamState:
     """Mutable facts gathered while one stream is read (private to the prober)."""
 
     status: int | None = None
+    end_ns: int = 0
     chunk_ns: list[int] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
     first_answer_ns: int | None = None

@@ -43,6 +43,9 @@ class RequestRecord:
     error: str | None = None
     #: open loop only: actual send time minus scheduled send time (s)
     send_lag_s: float | None = None
+    #: when the request ended, whatever its outcome (offset from t0): a request that
+    #: failed without content still held a connection until then
+    end_s: float | None = None
     shard: int = 0
     prompt_id: str | None = None
 

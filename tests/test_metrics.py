@@ -606,3 +606,14 @@ def test_any_records_give_strict_json(records: list[RequestRecord], bound: bool)
     json.dumps(s, allow_nan=False)
     assert s["requests"] == len(records)
     assert sum(s["outcomes"].values()) == len(records)
+
+
+def test_a_request_that_hung_until_its_timeout_counts_as_in_flight() -> None:
+    """A failed request without content holds its connection until it ended (`end_s`)."""
+    from evalkit.metrics import records_frame
+
+    hung = RequestRecord(id="h", phase="ramp", level=2, outcome="timeout", t0_s=10.0,
+                         end_s=30.0)
+    old = RequestRecord(id="o", phase="ramp", level=2, outcome="timeout", t0_s=10.0)
+    ends = records_frame([hung, old])["end_s"].tolist()
+    assert ends == [40.0, 10.0]
