@@ -32,6 +32,8 @@ class RunView:
     settings: dict[str, Any]
     summary: dict[str, Any]
     scorecard: dict[str, Any] | None = None
+    #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
+    ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

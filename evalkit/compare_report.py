@@ -66,6 +66,10 @@ def load_view(item: CompareInput, tolerances: Any = None) -> RunView:
     who = (questionnaire.vendor if questionnaire and questionnaire.vendor else
            f"{target.get('model', '?')} at {target.get('base_url', '?')}")
     started = str(run.run.get("started_at") or "")
+    ttft_by_level: dict[int, list[float]] = {}
+    for rec in run.records:
+        if rec.phase == "ramp" and rec.outcome == "ok" and rec.level and rec.ttft_s is not None:
+            ttft_by_level.setdefault(int(rec.level), []).append(rec.ttft_s)
     settings = run.run.get("settings") or {}
     return RunView(
         label=f"{clip(who, 40)} {started[:10]}".strip(), target=who, started=started,
@@ -74,7 +78,7 @@ def load_view(item: CompareInput, tolerances: Any = None) -> RunView:
                   "output_tokens": settings.get("output_tokens"),
                   "levels": (settings.get("ramp") or {}).get("levels"),
                   "profile": run.run.get("profile")},
-        summary=run.summary, scorecard=scorecard)
+        summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level)
 
 
 def _unique_labels(views: list[RunView]) -> list[RunView]:
@@ -89,6 +93,11 @@ def _unique_labels(views: list[RunView]) -> list[RunView]:
 
 
 # --------------------------------------------------------------------------- charts
+
+
+def _plain(text: str) -> str:
+    """A vendor's name as literal chart text: matplotlib would read `$…$` as mathtext."""
+    return text.replace("$", r"\$")
 
 
 def _levels(view: RunView) -> list[Mapping[str, Any]]:
@@ -120,13 +129,33 @@ def _overlay(views: Sequence[RunView], panels: Sequence[tuple[str, tuple[str, ..
             pts = _series(view, *path)
             if pts:
                 xs, ys = zip(*pts, strict=True)
-                ax.plot(xs, [y * scale for y in ys], label=view.label,
+                ax.plot(xs, [y * scale for y in ys], label=_plain(view.label),
                         **_STYLES[i % len(_STYLES)])
         _levels_axis(ax, all_levels)
         ax.set_title(title)
         ax.set_ylabel(label)
     axes[0].legend(fontsize=6)
     return _svg(fig)
+
+
+def _ttft_distribution(views: Sequence[RunView]) -> tuple[str, str] | None:
+    """TTFT ECDF per run at the highest level every run measured: like against like."""
+    common = set.intersection(*(set(v.ttft_by_level) for v in views)) if views else set()
+    if not common:
+        return None
+    level = max(common)
+    fig = _figure(6.6, 2.6)
+    ax = fig.axes[0]
+    for i, view in enumerate(views):
+        xs = sorted(view.ttft_by_level[level])
+        ys = [(k + 1) / len(xs) for k in range(len(xs))]
+        style = {**_STYLES[i % len(_STYLES)], "marker": None}
+        ax.step([x * 1000 for x in xs], ys, where="post",
+                label=_plain(f"{view.label} (n={len(xs)})"), **style)
+    ax.set_xlabel("TTFT (ms)")
+    ax.set_ylabel("share of requests")
+    ax.legend(fontsize=6)
+    return f"TTFT distribution at {level} concurrent streams (every run measured it)", _svg(fig)
 
 
 def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None:
@@ -148,14 +177,16 @@ def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None
     ax.set_xticks(range(len(idx)), [cmp.runs[i].started[:10] or str(k) for k, i in
                                      enumerate(idx)])
     ax.set_ylabel("% of first run")
-    ax.set_title(clip(target, 60))
+    ax.set_title(_plain(clip(target, 60)))
     ax.legend(fontsize=6)
     return _svg(fig)
 
 
 def _charts(cmp: Comparison) -> list[tuple[str, Markup]]:
     views = cmp.runs
-    charts = [
+    dist = _ttft_distribution(views)
+    charts: list[tuple[str, str | None]] = [dist] if dist else []
+    charts += [
         ("TTFT under load", _overlay(views, [("TTFT p50", ("ttft_s", "p50"), 1000.0),
                                              ("TTFT p90", ("ttft_s", "p90"), 1000.0)],
                                      ["ms", "ms"])),
@@ -166,7 +197,8 @@ def _charts(cmp: Comparison) -> list[tuple[str, Markup]]:
     ]
     for target, idx in cmp.trends.items():
         charts.append((f"Trend: {target}", _trend_chart(cmp, target, idx)))
-    # Markup: drawn by matplotlib from numbers only; run labels inside are escaped by it
+    # Markup: drawn by matplotlib; the run labels in legends are XML-escaped by its SVG
+    # writer and kept out of mathtext by _plain
     return [(title, Markup(namespaced(svg, f"c{i}"))) for i, (title, svg) in enumerate(charts)
             if svg]
 

@@ -88,3 +88,13 @@ class TestOverTime:
         assert data["trends"] == {"A": ["q1", "q2"]}
         assert {r["figure"] for r in data["regressions"]} >= {
             "TTFT p50, alone", "Max sustained concurrent streams"}
+
+
+def test_hostile_vendor_names_stay_literal_chart_text() -> None:
+    """A questionnaire's vendor name reaches chart legends: never mathtext, never markup."""
+    from evalkit.compare_report import _overlay
+
+    for name in ["$\\frac{1}{0}$ <b>x</b> &", "a$b", "$$", "\\$x$"]:
+        svg = _overlay([_run(name, "A", "1", _summary(0.2, 50, 4, 800))],
+                       [("TTFT p50", ("ttft_s", "p50"), 1000.0)], ["ms"])
+        assert svg is not None and "<b>" not in svg
