@@ -279,6 +279,12 @@ BRIEF_SKIP = frozenset({"evidence", "notes", "panel_url", "metrics_url", "source
                         "reconciliation", "capacity_model", "export", "headline_unit"})
 
 
+def _brief_key(key: Any) -> str:
+    """A field name as words that wrap in a narrow column (`ttft_p50_ms` → `ttft p50 ms`);
+    the appendix and scorecard.json keep the exact names."""
+    return str(key).replace("tokens_per_s", "tok/s").replace("_", " ")
+
+
 def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
     """A claimed or measured value (any JSON) as one line of plain text.
 
@@ -302,6 +308,7 @@ def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
         parts = []
         for k, v in items:
             inner = fmt_value(v, 60 if brief else limit, brief)
+            k = _brief_key(k) if brief else k
             parts.append(f"{k} ({inner})" if isinstance(v, Mapping) else f"{k}: {inner}")
         return clip("; ".join(parts) or "—", limit)
     if isinstance(value, list | tuple):
