@@ -17,6 +17,10 @@ Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
   its outcome.
 - `ttft_s` / `e2e_s` in the request frame are the record's values, or, when a record
   leaves them out, its first / last chunk's offset. An empty stream has no TTFT (None).
+- TPOT = (E2E − TTFT) / (output tokens − tokens of the first chunk): the SPEC's
+  (output tokens − 1) when a chunk carries one token, and not deflated when the first
+  chunk bundles k (with 4-token chunks, dividing by n − 1 reads ~5% low, as both peer
+  tools do: bench/peers.md). k is our own count of the first chunk.
 - Output tokens are the record's `output_tokens` (server usage when reported); when it
   is missing, our count (`counted_output_tokens`, else the chunks' token sum), and the
   result is marked `output_tokens_estimated`.
@@ -254,9 +258,16 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
     out = np.where(np.isnan(out), cols["counted_output_tokens"], out)
     out = np.where(np.isnan(out) & has, chunk_tokens, out)
     with np.errstate(all="ignore"):  # 0/0 and x/0 become NaN/inf, filtered below
-        tpot = np.where(out >= 2, (e2e - ttft) / (out - 1), np.nan)
-        rate = np.where(tpot > 0, 1.0 / tpot, np.nan)
         scale = np.where((chunk_tokens > 0) & np.isfinite(out), out / chunk_tokens, 1.0)
+        # tokens that arrived after the first chunk: out - 1 when chunks carry one token
+        # (the SPEC's formula); out - k when the first chunk bundles k, else TPOT reads low.
+        # k is our count of that chunk, unscaled: where usage and our count disagree, how
+        # the difference spreads over chunks is unknown, and the first chunk is one chunk.
+        first_tokens = np.ones(n)
+        first_tokens[has] = tokens[first[has]]
+        after_first = out - np.fmax(first_tokens, 1.0)
+        tpot = np.where((out >= 2) & (after_first > 0), (e2e - ttft) / after_first, np.nan)
+        rate = np.where(tpot > 0, 1.0 / tpot, np.nan)
     outcome = cols["outcome"].to_numpy()
     ok = outcome == "ok"
     t0 = cols["t0_s"]
