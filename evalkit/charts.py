@@ -23,7 +23,7 @@ matplotlib.use("Agg")  # no display, ever; must precede any pyplot import elsewh
 from matplotlib.figure import Figure
 
 #: Greyscale-safe styles, in the order series are drawn.
-_STYLES: tuple[dict[str, Any], ...] = (
+STYLES: tuple[dict[str, Any], ...] = (
     {"color": "black", "linestyle": "-", "marker": "o"},
     {"color": "0.35", "linestyle": "--", "marker": "s"},
     {"color": "0.55", "linestyle": ":", "marker": "^"},
@@ -52,13 +52,14 @@ class Stream:
     level: int | None = None
 
 
-def _figure(width_in: float = 6.6, height_in: float = 2.6, ncols: int = 1) -> Figure:
+def new_figure(width_in: float = 6.6, height_in: float = 2.6, ncols: int = 1) -> Figure:
+    """A page-width figure with `ncols` panels; pyplot-free, so no global state leaks."""
     fig = Figure(figsize=(width_in, height_in), layout="constrained")
     fig.subplots(1, ncols)
     return fig
 
 
-def _levels_axis(ax: Any, levels: Sequence[float]) -> None:
+def levels_axis(ax: Any, levels: Sequence[float]) -> None:
     """Log-2 concurrency axis labelled with the levels themselves (1, 2, 4 ... not 2^k)."""
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
@@ -69,7 +70,7 @@ def _levels_axis(ax: Any, levels: Sequence[float]) -> None:
     ax.set_xlabel("concurrent streams")
 
 
-def _svg(fig: Figure) -> str:
+def to_svg(fig: Figure) -> str:
     """Serialise a figure to an `<svg>` element ready to inline in HTML."""
     buf = io.StringIO()
     with matplotlib.rc_context(_RC):
@@ -112,7 +113,7 @@ def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
     if not rows:
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=0.55 * len(rows) + 1.0)
+        fig = new_figure(height_in=0.55 * len(rows) + 1.0)
         ax = fig.axes[0]
         markers = {"headline": "*", "p50": "o", "p90": "s", "p99": "^"}
         for y, (_label, vals) in enumerate(reversed(rows)):
@@ -129,7 +130,7 @@ def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
         ax.set_xlabel(f"output {unit} per stream")
         ax.set_xlim(left=0)
         ax.set_title("Headline vs production panel vs our measurement", loc="left")
-        return _svg(fig)
+        return to_svg(fig)
 
 
 def latency_distributions(samples: Mapping[int, Mapping[str, Sequence[float]]]) -> str | None:
@@ -138,7 +139,7 @@ def latency_distributions(samples: Mapping[int, Mapping[str, Sequence[float]]]) 
     if not levels:
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=2.6, ncols=2)
+        fig = new_figure(height_in=2.6, ncols=2)
         for ax, key, title in zip(fig.axes, ("ttft", "itl"),
                                   ("TTFT per concurrency level", "ITL (chunk gaps) per level"),
                                   strict=True):
@@ -154,7 +155,7 @@ def latency_distributions(samples: Mapping[int, Mapping[str, Sequence[float]]]) 
             ax.set_xlabel("concurrent streams")
             ax.set_ylabel("ms")
             ax.set_title(title, loc="left")
-        return _svg(fig)
+        return to_svg(fig)
 
 
 def latency_percentiles(levels: Sequence[Mapping[str, Any]]) -> str | None:
@@ -163,20 +164,20 @@ def latency_percentiles(levels: Sequence[Mapping[str, Any]]) -> str | None:
     if not levels or not all(_finite(c) for c in conc):
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=2.6, ncols=2)
+        fig = new_figure(height_in=2.6, ncols=2)
         drawn = False
         for ax, key, title in zip(fig.axes, ("ttft_s", "itl_s"), ("TTFT", "ITL"), strict=True):
-            for style, q in zip(_STYLES, ("p50", "p90", "p99"), strict=False):
+            for style, q in zip(STYLES, ("p50", "p90", "p99"), strict=False):
                 pts = [(c, lv[key][q] * 1000) for c, lv in zip(conc, levels, strict=True)
                        if isinstance(lv.get(key), Mapping) and _finite(lv[key].get(q))]
                 if pts:
                     drawn = True
                     ax.plot(*zip(*pts, strict=True), label=q, **style)
-            _levels_axis(ax, [float(c) for c in conc])  # type: ignore[arg-type]
+            levels_axis(ax, [float(c) for c in conc])  # type: ignore[arg-type]
             ax.set_ylabel("ms")
             ax.set_title(f"{title} percentiles per level", loc="left")
             ax.legend(fontsize=7)
-        return _svg(fig) if drawn else None
+        return to_svg(fig) if drawn else None
 
 
 def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained: int | None,
@@ -188,21 +189,21 @@ def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained
     if not pts:
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=2.8)
+        fig = new_figure(height_in=2.8)
         ax = fig.axes[0]
         per = [(c, s["p50"]) for c, s, _ in pts if _finite(s.get("p50"))]
         per90 = [(c, s["p90"]) for c, s, _ in pts if _finite(s.get("p90"))]
         agg = [(c, a) for c, _, a in pts if _finite(a)]
         if per:
-            ax.plot(*zip(*per, strict=True), label="per stream p50", **_STYLES[0])
+            ax.plot(*zip(*per, strict=True), label="per stream p50", **STYLES[0])
         if per90:
-            ax.plot(*zip(*per90, strict=True), label="per stream p90", **_STYLES[2])
-        _levels_axis(ax, [c for c, _, _ in pts])
+            ax.plot(*zip(*per90, strict=True), label="per stream p90", **STYLES[2])
+        levels_axis(ax, [c for c, _, _ in pts])
         ax.set_ylabel("tokens/s per stream")
         ax2 = ax.twinx()
         ax2.grid(False)
         if agg:
-            ax2.plot(*zip(*agg, strict=True), label="aggregate", **_STYLES[1])
+            ax2.plot(*zip(*agg, strict=True), label="aggregate", **STYLES[1])
         ax2.set_ylabel("aggregate tokens/s")
         if _finite(max_sustained):
             ax.axvline(float(max_sustained), color="black", linewidth=1.2,  # type: ignore[arg-type]
@@ -218,7 +219,7 @@ def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained
         ax.set_ylim(bottom=0)
         ax2.set_ylim(bottom=0)
         ax.set_title("Throughput vs concurrency", loc="left")
-        return _svg(fig)
+        return to_svg(fig)
 
 
 def prefill_fit(points: Sequence[tuple[float, float]], overhead_s: float | None,
@@ -228,7 +229,7 @@ def prefill_fit(points: Sequence[tuple[float, float]], overhead_s: float | None,
     if not pts:
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=2.6)
+        fig = new_figure(height_in=2.6)
         ax = fig.axes[0]
         xs, ys = zip(*pts, strict=True)
         ax.plot(xs, [y * 1000 for y in ys], linestyle="none", marker="o", color="black",
@@ -246,7 +247,7 @@ def prefill_fit(points: Sequence[tuple[float, float]], overhead_s: float | None,
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="upper left")
         ax.set_title("TTFT vs prompt length (prefill)", loc="left")
-        return _svg(fig)
+        return to_svg(fig)
 
 
 def stream_raster(streams: Sequence[Stream], stall_s: float = 1.0) -> str | None:
@@ -256,7 +257,7 @@ def stream_raster(streams: Sequence[Stream], stall_s: float = 1.0) -> str | None
         return None
     origin = rows[0].t0_s
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=min(0.12 * len(rows) + 1.2, 4.2))
+        fig = new_figure(height_in=min(0.12 * len(rows) + 1.2, 4.2))
         ax = fig.axes[0]
         stalls = 0
         # One path per layer (not one per tick) keeps the SVG small and the PDF fast.
@@ -292,7 +293,7 @@ def stream_raster(streams: Sequence[Stream], stall_s: float = 1.0) -> str | None
         ax.set_ylabel("stream (by send time)")
         ax.set_title(f"Stream raster: grey = waiting for first token, tick = chunk, "
                      f"bold = stall > {stall_s:g} s ({stalls}), x = not ok", loc="left")
-        return _svg(fig)
+        return to_svg(fig)
 
 
 #: The use-case chart's panels: summary metric key, SLO profile key, label.
@@ -318,11 +319,11 @@ def use_case_fit(levels: Sequence[Mapping[str, Any]],
     if not panels:
         return None
     with matplotlib.rc_context(_RC):
-        fig = _figure(height_in=2.6, ncols=len(panels))
+        fig = new_figure(height_in=2.6, ncols=len(panels))
         for ax, (pts, lims, label) in zip(fig.axes, panels, strict=True):
             xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, [y * 1000 for y in ys], label=f"measured {label}", **_STYLES[0])
-            for i, (style, (name, limit)) in enumerate(zip(_STYLES[1:] * 3, lims,
+            ax.plot(xs, [y * 1000 for y in ys], label=f"measured {label}", **STYLES[0])
+            for i, (style, (name, limit)) in enumerate(zip(STYLES[1:] * 3, lims,
                                                             strict=False)):
                 ax.axhline(limit * 1000, color=style["color"], linestyle=style["linestyle"],
                            linewidth=1)
@@ -332,7 +333,7 @@ def use_case_fit(levels: Sequence[Mapping[str, Any]],
                             xycoords=("axes fraction", "data"),
                             xytext=(4 if i % 2 else -4, 2), textcoords="offset points",
                             ha="left" if i % 2 else "right", fontsize=6.5)
-            _levels_axis(ax, xs)
+            levels_axis(ax, xs)
             # log scale: a 40 ms and a 2,000 ms limit must both be readable beside the data
             from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
@@ -345,4 +346,4 @@ def use_case_fit(levels: Sequence[Mapping[str, Any]],
             ax.set_ylabel(f"{label} (ms, log scale)")
             ax.legend(fontsize=7, loc="lower right")
             ax.set_title(f"{label} vs each use case's limit", loc="left")
-        return _svg(fig)
+        return to_svg(fig)

@@ -17,7 +17,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from evalkit.charts import _STYLES, _figure, _levels_axis, _svg, namespaced
+from evalkit.charts import STYLES, levels_axis, namespaced, new_figure, to_svg
 from evalkit.compare import DEFAULT_REGRESSION_TOLERANCE, Comparison, RunView, compare_runs
 from evalkit.errors import UsageError
 from evalkit.report import clip, fmt_value, load_run, render_pdf, sha256
@@ -121,7 +121,7 @@ def _overlay(views: Sequence[RunView], panels: Sequence[tuple[str, tuple[str, ..
     """One panel per metric, one line per run, styles that survive greyscale printing."""
     if not any(_series(v, *panels[0][1]) for v in views):
         return None
-    fig = _figure(6.6, 2.6, ncols=len(panels))
+    fig = new_figure(6.6, 2.6, ncols=len(panels))
     axes = fig.axes
     all_levels = sorted({c for v in views for c, _ in _series(v, *panels[0][1])})
     for ax, (title, path, scale), label in zip(axes, panels, ylabel, strict=True):
@@ -130,12 +130,12 @@ def _overlay(views: Sequence[RunView], panels: Sequence[tuple[str, tuple[str, ..
             if pts:
                 xs, ys = zip(*pts, strict=True)
                 ax.plot(xs, [y * scale for y in ys], label=_plain(view.label),
-                        **_STYLES[i % len(_STYLES)])
-        _levels_axis(ax, all_levels)
+                        **STYLES[i % len(STYLES)])
+        levels_axis(ax, all_levels)
         ax.set_title(title)
         ax.set_ylabel(label)
     axes[0].legend(fontsize=6)
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def _ttft_distribution(views: Sequence[RunView]) -> tuple[str, str] | None:
@@ -144,23 +144,23 @@ def _ttft_distribution(views: Sequence[RunView]) -> tuple[str, str] | None:
     if not common:
         return None
     level = max(common)
-    fig = _figure(6.6, 2.6)
+    fig = new_figure(6.6, 2.6)
     ax = fig.axes[0]
     for i, view in enumerate(views):
         xs = sorted(view.ttft_by_level[level])
         ys = [(k + 1) / len(xs) for k in range(len(xs))]
-        style = {**_STYLES[i % len(_STYLES)], "marker": None}
+        style = {**STYLES[i % len(STYLES)], "marker": None}
         ax.step([x * 1000 for x in xs], ys, where="post",
                 label=_plain(f"{view.label} (n={len(xs)})"), **style)
     ax.set_xlabel("TTFT (ms)")
     ax.set_ylabel("share of requests")
     ax.legend(fontsize=6)
-    return f"TTFT distribution at {level} concurrent streams (every run measured it)", _svg(fig)
+    return f"TTFT distribution at {level} concurrent streams (every run measured it)", to_svg(fig)
 
 
 def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None:
     """Each key figure relative to the vendor's first run: a regression is a line going bad."""
-    fig = _figure(6.6, 2.4)
+    fig = new_figure(6.6, 2.4)
     ax = fig.axes[0]
     drawn = 0
     for row in cmp.rows:
@@ -170,7 +170,7 @@ def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None
             continue
         base = known[0][1]
         ax.plot([k for k, _ in known], [100 * v / base for _, v in known], label=row.figure.title,
-                **_STYLES[drawn % len(_STYLES)])
+                **STYLES[drawn % len(STYLES)])
         drawn += 1
     if not drawn:
         return None
@@ -179,7 +179,7 @@ def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None
     ax.set_ylabel("% of first run")
     ax.set_title(_plain(clip(target, 60)))
     ax.legend(fontsize=6)
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def _charts(cmp: Comparison) -> list[tuple[str, Markup]]:
