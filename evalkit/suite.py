@@ -646,18 +646,36 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         status, error = "failed", target.redact(str(exc))
         raise
     finally:
-        suite.recover_spills()
-        store.close()
-        summary = _final_summary(suite, store, status)
-        store.update_meta(status=status, ended_at=_now_iso(), error=error,
-                          client_checks={"phases": suite.phase_checks,
-                                         "levels": {str(k): v for k, v in
-                                                    suite.level_checks.items()}},
-                          connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
-                          requests=len(store.records))
-        if progress is not None:
-            progress.close()
+        try:
+            summary = _finish(suite, store, status, error)
+        except KeyboardInterrupt:
+            # Ctrl-C while the run was being written up (the summary takes a second):
+            # finish writing it up as interrupted, then stop, so run.json never says running
+            status = "interrupted"
+            _finish(suite, store, status, error)
+            raise
+        finally:
+            if progress is not None:
+                progress.close()
     return RunResult(Path(out_dir), status, len(store.records), summary)
+
+
+def _finish(suite: _Suite, store: RunStore, status: str,
+            error: str | None) -> dict[str, Any] | None:
+    """Write the run up: adopt shard spills, close the records, summary, final run.json.
+
+    Safe to call twice (a second call after an interrupted first rewrites the same files).
+    """
+    suite.recover_spills()
+    store.close()
+    summary = _final_summary(suite, store, status)
+    store.update_meta(status=status, ended_at=_now_iso(), error=error,
+                      client_checks={"phases": suite.phase_checks,
+                                     "levels": {str(k): v for k, v in
+                                                suite.level_checks.items()}},
+                      connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
+                      requests=len(store.records))
+    return summary
 
 
 def _warm_up(metrics: bool = True) -> bool:

@@ -263,3 +263,34 @@ def test_records_roundtrip_through_json(tmp_path: Path) -> None:
                         chunks=[(0.25, 1), (0.5, 3)], error="connection cut")
     back = RequestRecord.from_dict(json.loads(rec.to_json()))
     assert back == rec
+
+
+def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
+        reference: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt landing in the second-long write-up must not leave run.json 'running'.
+
+    A real SIGINT cannot be aimed into that window reliably, so the write-up's first
+    summary attempt raises KeyboardInterrupt as the signal would.
+    """
+    import evalkit.suite as suite_mod
+
+    real = suite_mod._final_summary
+    calls = []
+
+    def interrupted_once(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(suite_mod, "_final_summary", interrupted_once)
+    srv = reference("gpu", mode="thread")
+    out = tmp_path / "run"
+    config = ProbeConfig(base_url=srv.base_url, model=srv.model, phases=("baseline",),
+                         output_tokens=8, overrides={"baseline": {"requests": 2}})
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(config, out)
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["requests"] == 2
+    assert json.loads((out / "summary.json").read_text())["run_status"] == "interrupted"
+    assert len(calls) == 2
