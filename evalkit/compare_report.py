@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from markupsafe import Markup
 from evalkit.charts import STYLES, levels_axis, namespaced, new_figure, to_svg
 from evalkit.compare import DEFAULT_REGRESSION_TOLERANCE, Comparison, RunView, compare_runs
 from evalkit.errors import UsageError
-from evalkit.report import clip, fmt_value, load_run, render_pdf, sha256
+from evalkit.report import clip, fmt_value, load_run, render_html, render_pdf, sha256
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
 
@@ -82,9 +82,7 @@ def load_view(item: CompareInput, tolerances: Any = None) -> RunView:
 
 
 def _unique_labels(views: list[RunView]) -> list[RunView]:
-    """Two runs with the same vendor and day get their directory's name as well."""
-    from dataclasses import replace
-
+    """Two runs with the same vendor and day get a number each, in the order given."""
     seen: dict[str, int] = {}
     for v in views:
         seen[v.label] = seen.get(v.label, 0) + 1
@@ -271,8 +269,6 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
                       tolerance: float = DEFAULT_REGRESSION_TOLERANCE,
                       tolerances: Any = None, html: bool = False) -> CompareResult:
     """Compare runs and write `out_pdf` with `out_pdf.json` beside it (and HTML if asked)."""
-    from evalkit.report import _env
-
     out_pdf = Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise UsageError(f"--out {out_pdf}: the comparison file must end in .pdf")
@@ -285,8 +281,7 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
     for i, item in enumerate(inputs):
         attachments[f"run{i + 1}-summary.json"] = (item.run_dir / "summary.json").read_bytes()
     hashes = {name: sha256(blob) for name, blob in attachments.items()}
-    html_text = _env().get_template("compare.html.j2").render(
-        **build_context(cmp, inputs, hashes))
+    html_text = render_html(build_context(cmp, inputs, hashes), "compare.html.j2")
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     json_path = out_pdf.with_suffix(".json")
     json_path.write_bytes(data)

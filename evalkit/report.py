@@ -373,14 +373,25 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("Decode rate (1/TPOT, alone)",
          fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50")) + base_est),
     ]
-    affected = client.get("capacity_judgement_affected", client.get("client_bound"))
-    if affected:
-        figs.append(("Client check", "CLIENT-BOUND: no capacity judgement is drawn from this run"))
-    elif client.get("client_bound"):
-        figs.append(("Client check", "client-bound in "
-                     + ", ".join(map(str, client.get("client_bound_phases") or []))
-                     + " only; the capacity judgement is unaffected"))
+    if client.get("client_bound"):
+        figs.append(("Client check", client_verdict(client)))
     return figs
+
+
+def client_verdict(client: Mapping[str, Any]) -> str:
+    """Whether the client set the pace, and whether that voids the capacity judgement.
+
+    A bound confined to a phase or level the judgement does not rest on is named, not
+    shouted: `capacity_judgement_affected` says which (older runs lack it: assume so).
+    """
+    bound = client.get("client_bound")
+    if client.get("capacity_judgement_affected", bound):
+        return "CLIENT-BOUND: no capacity judgement is drawn from this run"
+    if bound:
+        where = ", ".join([str(p) for p in client.get("client_bound_phases") or []]
+                          + [f"level {c}" for c in client.get("client_bound_levels") or []])
+        return f"client-bound in {where} only; the capacity judgement is unaffected"
+    return "the client was not the bottleneck" if bound is False else "not checked"
 
 
 def _flag(flagged: Any) -> str:
@@ -394,17 +405,9 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     checks, client = _map(summary.get("checks")), _map(summary.get("client"))
     rows = []
     if client:
-        bound = client.get("client_bound")
-        affected = client.get("capacity_judgement_affected", bound)
-        where = ", ".join(map(str, (client.get("client_bound_phases") or [])
-                              + [f"level {c}" for c in client.get("client_bound_levels") or []]))
         rows.append(("Client self-check",
                      f"event-loop lag p99 {fmt_ms(client.get('loop_lag_p99_s'))}, CPU max "
-                     f"{fmt_pct(client.get('cpu_fraction_max'))}; "
-                     + ("CLIENT-BOUND: capacity figures from this run are not judged" if affected
-                        else f"client-bound in {where} only; capacity judgement unaffected"
-                        if bound else "the client was not the bottleneck" if bound is False
-                        else "not checked")))
+                     f"{fmt_pct(client.get('cpu_fraction_max'))}; {client_verdict(client)}"))
     net = _map(checks.get("network"))
     if net:
         rows.append(("Network round trip", f"{fmt_ms(net.get('rtt_s'))}, "
@@ -610,10 +613,10 @@ def _env() -> jinja2.Environment:
     )
 
 
-def render_html(context: Mapping[str, Any]) -> str:
-    """The scorecard as HTML; every string from the context is escaped."""
+def render_html(context: Mapping[str, Any], template: str = "scorecard.html.j2") -> str:
+    """A page of ours as HTML, stylesheet inlined; every string from the context is escaped."""
     css = Markup((TEMPLATES_DIR / "scorecard.css").read_text(encoding="utf-8"))
-    return _env().get_template("scorecard.html.j2").render(css=css, **context)
+    return _env().get_template(template).render(css=css, **context)
 
 
 def render_pdf(html: str, attachments: Mapping[str, bytes],
