@@ -117,6 +117,7 @@ import pandas as pd
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import UsageError
 from evalkit.records import OUTCOMES, RequestRecord
+from evalkit.validity import MOSTLY_FAILED_OK_SHARE, group_validity, run_validity
 
 SCHEMA = "evalkit.summary/1"
 #: A p99 from fewer samples than this is marked low-confidence (SPEC).
@@ -178,6 +179,10 @@ class SummaryMeta:
     levels: Mapping[int, ClientCheck] = field(default_factory=dict)
     rtt_s: float | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
+    #: how the run ended (complete, failed, interrupted, crashed), for its validity
+    run_status: str | None = None
+    #: why it failed, when the connect gate stopped it
+    run_error: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
@@ -197,6 +202,8 @@ class SummaryMeta:
             levels={int(k): check(v) for k, v in (d.get("levels") or {}).items()},
             rtt_s=d.get("rtt_s"),
             thresholds=Thresholds.from_dict(d.get("thresholds") or {}),
+            run_status=d.get("run_status"),
+            run_error=d.get("run_error"),
         )
 
 
@@ -261,10 +268,10 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
         scale = np.where((chunk_tokens > 0) & np.isfinite(out), out / chunk_tokens, 1.0)
         # tokens that arrived after the first chunk: out - 1 when chunks carry one token
         # (the SPEC's formula); out - k when the first chunk bundles k, else TPOT reads low.
-        # k is our count of that chunk, unscaled: where usage and our count disagree, how
-        # the difference spreads over chunks is unknown, and the first chunk is one chunk.
+        # k is our count of that chunk scaled to the server's usage, like every chunk count
+        # (our tokenizer is not the vendor's).
         first_tokens = np.ones(n)
-        first_tokens[has] = tokens[first[has]]
+        first_tokens[has] = tokens[first[has]] * scale[has]
         after_first = out - np.fmax(first_tokens, 1.0)
         tpot = np.where((out >= 2) & (after_first > 0), (e2e - ttft) / after_first, np.nan)
         rate = np.where(tpot > 0, 1.0 / tpot, np.nan)
@@ -481,7 +488,7 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "e2e_s": percentiles(ok_req["e2e_s"]),
         "tpot_s": percentiles(ok_req["tpot_s"]),
         "itl_s": percentiles(gap[ok_chunk]),
-        "tokens_per_chunk": percentiles(chunks["tokens"].to_numpy()[ok_chunk]),
+        "tokens_per_chunk": percentiles(chunks["scaled_tokens"].to_numpy()[ok_chunk]),
         "stream_tokens_per_s": percentiles(ok_req["stream_tokens_per_s"], extra=(10.0, 1.0)),
         "output_tokens": percentiles(ok_req["output_tokens"]),
         "output_tokens_estimated": bool(ok_req["output_tokens_estimated"].any()),
@@ -493,7 +500,17 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "max_gap_s": _num(np.nanmax(g_gap)) if np.isfinite(g_gap).any() else None,
         "stall_threshold_s": th.stall_s,
         "output_length": output_length_check(req, th.output_shortfall),
+        "top_error": top_error(req),
     }
+
+
+def top_error(req: pd.DataFrame) -> str | None:
+    """The most frequent error of a group, with its count: what a reader fixes first."""
+    errors = req.loc[~req["ok"].to_numpy(), "error"].dropna()
+    if errors.empty:
+        return None
+    counts = errors.astype(str).str.slice(0, 120).value_counts()
+    return f"{counts.index[0]} (x{int(counts.iloc[0])})"
 
 
 def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
@@ -548,36 +565,47 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: float | None,
                  limits: Mapping[str, float], bound: bool) -> dict[str, Any]:
     """One level against the baseline: its ratios, which limits it exceeds, its status."""
+    # every request that did not end ok was not served: rejected (429/503) as well as
+    # errors, timeouts and cut streams (SPEC: they count toward degradation)
+    requests = int(lvl.get("requests") or 0)
+    ok = int((lvl.get("outcomes") or {}).get("ok", 0))
+    failure_rate = lvl.get("failure_rate")
+    if failure_rate is None and requests:
+        failure_rate = 1 - ok / requests
     values = {"ttft": _ratio(_p90(lvl, "ttft_s"), base_ttft),
               "itl": _ratio(_p90(lvl, "tpot_s"), base_tpot),
-              "admission": lvl.get("admission_failure_rate")}
+              "admission": failure_rate}
     excess = {k: e for k, v in values.items()
               if v is not None and (e := _num(v / limits[k])) is not None}
     breaches = [k for k in DEGRADATION_METRICS if k in excess and excess[k] > 1.0]
-    ok = (lvl.get("outcomes") or {}).get("ok", 0)
-    if bound:
+    if not requests:
+        status = "no_data"
+    elif ok < MOSTLY_FAILED_OK_SHARE * requests:
+        # mostly failed: the server's own answer, whatever the client's state
+        status, breaches = "failed", ["admission"]
+    elif bound:
         status = "client_bound"
     elif breaches:
         status = "breached"
-    elif not lvl.get("requests") or not ok:
-        status = "no_data"
     else:
         status = "sustained"
+    failures = {k: v for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
     return {**lvl, "ttft_p90_ratio": values["ttft"], "tpot_p90_ratio": values["itl"],
-            "breaches": breaches if status == "breached" else [],
+            "breaches": breaches if status in ("breached", "failed") else [],
             "would_breach": breaches if status == "client_bound" else [],
+            "failures": failures,
             "excess": excess, "client_bound": bound, "status": status}
 
 
 def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The first breach, what degraded there, and the highest level held below it."""
-    first = next((d for d in judged if d["status"] == "breached"), None)
+    first = next((d for d in judged if d["status"] in ("breached", "failed")), None)
     ranked = [] if first is None else sorted(first["breaches"], key=lambda k: -first["excess"][k])
     cap = math.inf if first is None else first["concurrency"]
     held = [d["concurrency"] for d in judged
             if d["status"] == "sustained" and d["concurrency"] < cap]
     above = [d for d in judged if d["concurrency"] > cap
-             and d["status"] in ("breached", "sustained")]
+             and d["status"] in ("breached", "failed", "sustained")]
     if not held:
         note = ("no level could be judged" if first is None else
                 f"the lowest judged level ({first['concurrency']}) already breaches")
@@ -586,7 +614,7 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     else:
         note = None
     metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
-              "admission": "admission_failure_rate"}
+              "admission": "failure_rate"}
     return {
         "max_sustained_concurrency": max(held) if held else None,
         "first_degraded": ranked[0] if ranked else None,
@@ -595,8 +623,10 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "first_degraded_tied": ranked if len(ranked) > 1 else [],
         "first_degraded_tie_rule": "largest excess over its threshold"
         if len(ranked) > 1 else None,
-        "breach_confirmed": (above[0]["status"] == "breached") if above else None,
+        "breach_confirmed": (above[0]["status"] in ("breached", "failed")) if above else None,
         "max_sustained_is_lower_bound": bool(held) and first is None,
+        # what the failed requests at the first breach were, when failures breached
+        "first_breach_failures": (first["failures"] or None) if first else None,
         "note": note,
     }
 
@@ -675,7 +705,7 @@ def connect_section(req: pd.DataFrame, chunks: pd.DataFrame, rtt_s: float | None
                           _lookup_size(req, chunks["rid"].to_numpy()))
     return {"usage_reported": bool(ok["usage_completion_tokens"].notna().any())
             if len(ok) else None,
-            "tokens_per_chunk": percentiles(chunks["tokens"].to_numpy()[ok_chunk]),
+            "tokens_per_chunk": percentiles(chunks["scaled_tokens"].to_numpy()[ok_chunk]),
             "rtt_s": rtt_s,
             "requests": len(req),
             "outcomes": outcome_counts(req["outcome"]),
@@ -752,6 +782,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     network = network_share(req, (baseline or {}).get("ttft_s", {}).get("p50"), meta.rtt_s)
     rtt = None if network is None else network["rtt_s"]
     connect_req = rows("connect")
+    connect = None if connect_req is None else connect_section(connect_req, chunks, rtt)
     prefill = prefill_fit(req) if rows("prefill") is not None else None
 
     ramp_req = rows("ramp")
@@ -765,6 +796,13 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     rate = None if rate_req is None else {**_rate_section(rate_req, chunks, th),
                                           "client_bound": bound("rate")}
 
+    affected = _judgement_affected(ramp, bound("baseline"))
+    validity = _validity(req, ramp, meta, affected)
+    for section, name in ((connect, "connect"), (baseline, "baseline"), (soak, "soak"),
+                          (rate, "rate"), (prefill, "prefill")):
+        if section is not None:
+            section["validity"] = validity["phases"][name]
+
     return {
         "schema": SCHEMA,
         "tool": "evalkit",
@@ -774,7 +812,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         "outcomes": outcome_counts(req["outcome"]),
         "output_tokens_estimated": bool(req.loc[req["ok"], "output_tokens_estimated"].any()),
         "thresholds": asdict(th),
-        "connect": None if connect_req is None else connect_section(connect_req, chunks, rtt),
+        "connect": connect,
         "baseline": baseline,
         "prefill": prefill,
         "ramp": ramp,
@@ -786,9 +824,29 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             "output_length": output_length_check(req, th.output_shortfall),
             "usage_honesty": usage_honesty(req, th.usage_disagreement),
         },
-        "client": {**client_section(meta),
-                   "capacity_judgement_affected": _judgement_affected(ramp, bound("baseline"))},
+        "client": {**client_section(meta), "capacity_judgement_affected": affected},
+        "validity": validity,
     }
+
+
+def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMeta,
+              affected: bool) -> dict[str, Any]:
+    """Validity of every phase and ramp level, and of the run (evalkit.validity)."""
+    limit = meta.thresholds.admission_failure_rate
+
+    def of(sub: pd.DataFrame, bound: bool) -> dict[str, Any]:
+        return group_validity(len(sub), outcome_counts(sub["outcome"]), max_failure_rate=limit,
+                              top_error=top_error(sub), client_bound=bound)
+
+    phases = {str(p): of(sub, bool((c := meta.phases.get(str(p))) and c.client_bound))
+              for p, sub in req.groupby("phase", sort=False) if p != "rtt"}
+    levels = {}
+    for lvl in (ramp or {}).get("levels") or []:
+        sub = req[(req["phase"] == "ramp") & (req["level"] == lvl["concurrency"])]
+        levels[str(lvl["concurrency"])] = lvl["validity"] = of(sub, bool(lvl["client_bound"]))
+    run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
+                       capacity_judgement_affected=affected)
+    return {**run, "phases": phases, "levels": levels}
 
 
 def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,

@@ -23,8 +23,10 @@ import asyncio
 import contextlib
 import json
 import random
+import re
 import ssl
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,12 +37,15 @@ from evalkit.api import Adapter, get_adapter
 from evalkit.errors import EndpointError
 from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
+from evalkit.sanitize import clean
 from evalkit.sse import SSEParser
 from evalkit.stamping import stamped_transport
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
 _ERR_MAX = 300
+#: what a record keeps of an error response's body (after sanitising)
+ERROR_BODY_MAX = 500
 
 
 @dataclass(frozen=True)
@@ -170,9 +175,12 @@ class Prober:
     async def __aexit__(self, *exc: object) -> None:
         await self.clients.aclose()
 
-    def _next_id(self) -> str:
+    def _next_id(self) -> tuple[str, str]:
+        """(request id, label): the id sent as X-Request-ID is a UUID, because some servers
+        reject any other shape (llama.cpp's answers a bare 400); the label is ours to read
+        (run tag, shard, sequence) and the record keeps both."""
         self._seq += 1
-        return f"{self.run_tag}-s{self.shard}-{self._seq:06d}"
+        return str(uuid.uuid4()), f"{self.run_tag}-s{self.shard}-{self._seq:06d}"
 
     def _request(self, client: httpx.AsyncClient, rid: str, prompt: Prompt) -> httpx.Request:
         body = self.adapter.build_body(self.target.model, prompt.content, prompt.max_tokens,
@@ -191,15 +199,16 @@ class Prober:
         `facts`, if given, receives the stream's format facts (role chunk first,
         keep-alives, CRLF, [DONE], usage): what the connect phase reports.
         """
-        rid = self._next_id()
+        rid, label = self._next_id()
         client = self.clients.acquire()
         try:
-            return await self._stream(client, rid, prompt, phase, level, scheduled_ns, facts)
+            return await self._stream(client, rid, label, prompt, phase, level, scheduled_ns,
+                                      facts)
         finally:
             self.clients.release(client)
 
-    async def _stream(self, client: httpx.AsyncClient, rid: str, prompt: Prompt, phase: str,
-                      level: int | None, scheduled_ns: int | None,
+    async def _stream(self, client: httpx.AsyncClient, rid: str, label: str, prompt: Prompt,
+                      phase: str, level: int | None, scheduled_ns: int | None,
                       facts: dict[str, Any] | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState()
@@ -225,7 +234,7 @@ class Prober:
         st.end_ns = time.perf_counter_ns()
         if facts is not None:
             facts.update(st.facts())
-        return self._record(rid, prompt, phase, level, t0, sent_ns, scheduled_ns, st)
+        return self._record(rid, label, prompt, phase, level, t0, sent_ns, scheduled_ns, st)
 
     async def _read_error(self, response: httpx.Response, st: _StreamState) -> None:
         body = b""
@@ -233,7 +242,9 @@ class Prober:
             body += part
             if len(body) > 4096:
                 break
-        text = _error_message(body) or response.reason_phrase
+        st.error_body = clean(self.target.redact(body.decode("utf-8", errors="replace")),
+                              ERROR_BODY_MAX)
+        text = _error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
         outcome: Outcome = "rejected" if st.status in ADMISSION_STATUSES else "error"
         st.fail(outcome, f"HTTP {st.status}: {text}")
 
@@ -281,8 +292,9 @@ class Prober:
         st.comments = parser.comments
         st.crlf = parser.saw_cr
 
-    def _record(self, rid: str, prompt: Prompt, phase: str, level: int | None, t0: int,
-                sent_ns: int, scheduled_ns: int | None, st: _StreamState) -> RequestRecord:
+    def _record(self, rid: str, label: str, prompt: Prompt, phase: str, level: int | None,
+                t0: int, sent_ns: int, scheduled_ns: int | None, st: _StreamState
+                ) -> RequestRecord:
         outcome, error = st.verdict()
         counted = sum(st.chunk_tokens) if st.status == 200 else None
         output = st.usage_ct if st.usage_ct is not None else counted
@@ -299,10 +311,11 @@ class Prober:
             ttfa_s=(st.first_answer_ns - t0) / 1e9 if st.first_answer_ns is not None else None,
             e2e_s=chunks[-1][0] if chunks else None,
             chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
-            error=self.target.redact(error)[:_ERR_MAX] if error else None,
+            error=clean(self.target.redact(error), _ERR_MAX) if error else None,
+            error_body=st.error_body,
             send_lag_s=(sent_ns - scheduled_ns) / 1e9 if scheduled_ns is not None else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
-            shard=self.shard, prompt_id=prompt.id)
+            shard=self.shard, prompt_id=prompt.id, label=label)
 
 
 @dataclass
@@ -326,6 +339,7 @@ class _StreamState:
     events: int = 0
     role_first: bool = False
     crlf: bool = False
+    error_body: str | None = None
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""
@@ -353,21 +367,29 @@ class _StreamState:
         if self.finish_reason is None:
             why = "cut-off final event" if self.cut_event else "stream ended"
             return "incomplete", f"{why} without a finish_reason"
+        if not self.chunk_ns:
+            # an empty 200 stream is no success: nothing was generated to time
+            return "error", f"stream finished ({self.finish_reason}) with no content"
         return "ok", None
 
 
 def _error_message(body: bytes) -> str:
+    """The message of an error body (OpenAI's {"error": {"message"}} or FastAPI's
+    {"detail"}), else the body itself: one clean line of at most 200 characters."""
     text = body.decode("utf-8", errors="replace")
     try:
         obj = json.loads(text)
     except json.JSONDecodeError:
-        return " ".join(text.split())[:200]
+        if text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+            text = re.sub(r"<(style|script|title)\b.*?</\1\s*>|<[^>]*>", " ", text,
+                          flags=re.S | re.I)  # an HTML error page: its words only
+        return clean(text, 200)
     if isinstance(obj, dict):
-        err = obj.get("error", obj)
+        err = obj.get("error", obj.get("detail", obj))
         if isinstance(err, dict):
-            return str(err.get("message") or err.get("type") or err)[:200]
-        return str(err)[:200]
-    return str(obj)[:200]
+            return clean(str(err.get("message") or err.get("type") or err), 200)
+        return clean(str(err), 200)
+    return clean(str(obj), 200)
 
 
 # --------------------------------------------------------------------------- load shapes
@@ -384,8 +406,9 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
 
     New requests start until `duration_s` has passed or `max_requests` were started
     (whichever first); requests in flight then finish (the drain), so no record is cut
-    short by the phase ending. A worker turned away (429/503) pauses `reject_pause_s`
-    before trying again: still offering its load, without hammering a vendor in a loop.
+    short by the phase ending. A worker turned away (429/503) or failed before any content
+    pauses `reject_pause_s` before trying again: still offering its load, without
+    hammering a vendor in a loop (nor spinning the client's CPU on instant failures).
     Worker i starts i x `stagger_s` late (0.13 s for 256 workers): a herd of simultaneous
     first requests would stall the client's own loop for nothing.
     """
@@ -401,7 +424,7 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
             started += 1
             rec = await prober.stream(next_prompt(), phase, level)
             on_record(rec)
-            if rec.outcome == "rejected" and reject_pause_s > 0:
+            if rec.outcome != "ok" and not rec.chunks and reject_pause_s > 0:
                 await asyncio.sleep(reject_pause_s)
 
     await asyncio.gather(*(worker(i) for i in range(workers)))
@@ -511,14 +534,84 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
                             f"{target.redact(_error_message(response.content))}")
     try:
         data = response.json().get("data", [])
-        models = [str(m.get("id")) for m in data if isinstance(m, dict)]
+        models = [str(m.get("id")) for m in data[:1000] if isinstance(m, dict)]
     except (ValueError, AttributeError):
         models = []
     if models and target.model not in models:
-        shown = ", ".join(models[:10])
+        shown = ", ".join(clean(m, 80) for m in models[:10])
         raise EndpointError(f"model {target.model!r} is not served by {target.base_url}; "
                             f"it lists: {shown}")
-    return {"models_listed": True, "models": models[:50]}
+    return {"models_listed": True, "models": [clean(m, 200) for m in models[:50]]}
+
+
+#: the request body fields we send, which a 400's body may name
+_BODY_FIELDS = ("model", "messages", "prompt", "max_tokens", "stream_options", "stream",
+                "ignore_eos", "min_tokens")
+_SENT_HEADERS = ("x-request-id", "authorization", "content-type", "accept", "user-agent",
+                 "accept-encoding")
+
+
+def explain_failure(rec: RequestRecord, target: Target, path: str, api_key_env: str) -> str:
+    """Why the connect stream failed and what to try, from the record of that stream.
+
+    The server's status and (bounded, sanitised) body come first; the advice follows
+    from the status: a 404 points at the base URL, 401/403 at the key, a 400 at the
+    body field or header it names, anything else at --extra-body / --header / --api.
+    """
+    url = target.base_url.rstrip("/") + path
+    status = rec.http_status
+    head = (f"the connect stream failed: POST {url} answered {rec.error}"
+            f"{'' if rec.error_body else ' (empty body)'}" if status not in (None, 200)
+            else f"the connect stream failed: {rec.error or rec.outcome}")
+    return f"{target.redact(head)}\nwhat to try: {_advice(rec, target, url, api_key_env)}"
+
+
+def _advice(rec: RequestRecord, target: Target, url: str, api_key_env: str) -> str:
+    status, body = rec.http_status, (rec.error_body or "").lower()
+    if status is None:
+        return (f"check that the server is running and that --base-url {target.base_url} "
+                "is right (scheme, host, port)")
+    if status == 404 and "model" in body:
+        return f"the endpoint does not serve model {target.model!r}: check --model"
+    if status == 404:
+        return (f"nothing is served at {url}: check --base-url (the URL that serves /models "
+                "and /chat/completions, usually ending in /v1) and --api")
+    if status in (401, 403):
+        return (f"check the key in ${api_key_env}" if target.secret else
+                f"${api_key_env} is not set: export the API key there (or name another "
+                "variable with --api-key-env)")
+    if status in (405, 501):
+        return (f"{url} does not take POST: is this an OpenAI-compatible server? check "
+                "--base-url and --api")
+    if status == 400:
+        return _advice_400(body, target)
+    if status in ADMISSION_STATUSES:
+        return "the endpoint is not admitting requests now (quota or load): try again later"
+    if status == 200:
+        return ("the server streamed, but not in the format --api expects: check --api "
+                f"({target.api}) and the model's output")
+    return ("the server failed on our request: check --extra-body and --header, or try "
+            "again later")
+
+
+def _advice_400(body: str, target: Target) -> str:
+    """A 400 names what it rejects, sometimes: point at that field or header."""
+    extra = [k for k in target.extra_body if k.lower() in body]
+    if extra:
+        return f"the server rejects {extra[0]!r} from --extra-body: leave it out or fix it"
+    header = next((h for h, _ in target.headers if h.lower() in body), None) or next(
+        (h for h in _SENT_HEADERS if h in body), None)
+    if header:
+        return (f"the server rejects the {header!r} header: check --header (evalkit sends "
+                "X-Request-ID as a UUID)")
+    field = next((f for f in _BODY_FIELDS if f in body), None)
+    if field == "model":
+        return f"the server rejects model {target.model!r}: check --model"
+    if field:
+        return (f"the server rejects the request field {field!r}: check --api "
+                f"({target.api}); add or override fields with --extra-body")
+    return ("the server rejected the request without saying which part: try without "
+            "--extra-body and --header, check --api, or ask the vendor what it expects")
 
 
 async def measure_rtt(client: httpx.AsyncClient, samples: int) -> list[float]:

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from evalkit.records import RequestRecord
+from evalkit.sanitize import clean
 
 
 class LiveProgress:
@@ -128,7 +129,9 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
     ramp = summary.get("ramp") or {}
     for lvl in ramp.get("levels") or []:
         agg = lvl.get("aggregate_tokens_per_s")
-        bound = "  [client-bound]" if lvl.get("client_bound") else ""
+        bound = {"client_bound": "  [client-bound]", "failed": "  [FAILED]",
+                 "breached": "  [breached]", "no_data": "  [no data]"}.get(
+                     lvl.get("status"), "")
         out.append(f"  c={lvl.get('concurrency'):>4}: TTFT p90 {_s(lvl, 'ttft_s', 'p90')}, "
                    f"TPOT p90 {_s(lvl, 'tpot_s', 'p90')}, aggregate "
                    f"{'-' if agg is None else f'{agg:.0f}'} tok/s, outcomes "
@@ -137,14 +140,35 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
         out.append(f"ramp: max sustained concurrency {ramp.get('max_sustained_concurrency')}, "
                    f"first degraded: {ramp['first_degraded']} (at concurrency "
                    f"{ramp.get('first_breach_concurrency')})")
-    elif ramp:
+    elif ramp and ramp.get("max_sustained_concurrency") is not None:
         out.append(f"ramp: no level breached; max sustained concurrency "
                    f"{ramp.get('max_sustained_concurrency')} is a lower bound")
+    elif ramp:
+        out.append(f"ramp: no capacity conclusion: {ramp.get('note') or 'no level was judged'}")
     client = summary.get("client") or {}
-    if client.get("client_bound"):
-        out.append("client: the client was the bottleneck somewhere; no capacity conclusion "
-                   "was drawn from those levels")
+    if client.get("capacity_judgement_affected"):
+        out.append("client: the client was the bottleneck where the capacity judgement is "
+                   "drawn; no capacity conclusion comes from this run")
+    elif client.get("client_bound"):
+        out.append("client: the client was the bottleneck in "
+                   + ", ".join([*map(str, client.get("client_bound_phases") or []),
+                                *(f"level {c}" for c in client.get("client_bound_levels")
+                                  or [])])
+                   + " only; the capacity judgement is unaffected")
+    out += validity_lines(summary.get("validity"))
     return out
+
+
+def validity_lines(validity: dict[str, Any] | None) -> list[str]:
+    """The run's validity as the probe's last word: a measured-nothing run must say so."""
+    if not validity:
+        return ["validity: not assessed (a summary from an older evalkit)"]
+    status = str(validity.get("status"))
+    reasons = [clean(str(r), 300) for r in validity.get("reasons") or []]
+    if status == "valid":
+        return ["validity: valid"]
+    head = "RUN INVALID" if status == "invalid" else "validity: degraded"
+    return [f"{head}: {reasons[0] if reasons else status}", *(f"  also: {r}" for r in reasons[1:])]
 
 
 def _s(d: dict[str, Any], key: str, q: str) -> str:

@@ -48,6 +48,11 @@ class RequestRecord:
     end_s: float | None = None
     shard: int = 0
     prompt_id: str | None = None
+    #: a bounded, sanitised excerpt of an error response's body (HTTP status not 200)
+    error_body: str | None = None
+    #: our readable name for the request (run tag, shard, sequence); `id` is the UUID
+    #: sent to the vendor as X-Request-ID, so its logs can be matched to this record
+    label: str | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare."""

@@ -45,6 +45,7 @@ from evalkit.prober import (
     Target,
     check_endpoint,
     closed_loop,
+    explain_failure,
     make_client,
     measure_rtt,
     open_loop,
@@ -52,6 +53,7 @@ from evalkit.prober import (
 from evalkit.prompts import Prompt, PromptSource, load_prompts, synthetic
 from evalkit.records import RequestRecord
 from evalkit.runstore import RunStore, load_run, read_records, write_json, write_records
+from evalkit.sanitize import clean
 
 #: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
 PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
@@ -90,6 +92,11 @@ class ProbeConfig:
     #: level k then starts at start_at + the slots of the levels before it (2 x duration + 1 s)
     start_at: float | None = None
     seed: int = 0
+    #: who the endpoint belongs to, as the user names it: `compare` groups runs by it
+    vendor: str | None = None
+    #: the model and endpoint this run stands in for (the demo: the reference endpoint plays
+    #: a sample vendor); every scorecard from the run says so on page one
+    stands_in_for: dict[str, str] | None = None
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -102,6 +109,11 @@ class RunResult:
     status: str
     requests: int
     summary: dict[str, Any] | None
+
+    @property
+    def validity(self) -> str:
+        """valid | degraded | invalid; a run without a summary measured nothing."""
+        return str(((self.summary or {}).get("validity") or {}).get("status", "invalid"))
 
 
 # --------------------------------------------------------------------------- settings
@@ -184,6 +196,10 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
             ramp["max_concurrency"] = max(int(ramp["max_concurrency"]), max(config.levels))
     ramp["levels"] = [c for c in ramp["levels"] if c <= int(ramp["max_concurrency"])]
     s["ramp"] = ramp
+    if config.vendor is not None and not (
+            0 < len(config.vendor) <= 100 and clean(config.vendor, 100) == config.vendor):
+        raise UsageError("--vendor takes a name of one line, at most 100 characters, with no "
+                         "control characters")
     if config.processes < 1:
         raise UsageError("--processes must be at least 1")
     if not 0 <= config.shard < config.shards:
@@ -386,20 +402,12 @@ class _Suite:
             self.connect_info["force_length_rejected"] = rec.error
             rec = await prober.stream(self._prompt(), "connect", 1, facts=facts)
         self.connect_info["format"] = facts
-        self._check_first_stream(rec)
-        self.on_record(rec)
+        self.on_record(rec)  # kept as evidence even when it fails the gate
+        if rec.outcome != "ok":
+            raise EndpointError(explain_failure(rec, self.target, prober.adapter.path,
+                                                self.config.api_key_env))
         self.connect_info["force_length"] = prober.force_length
         self.rtt_samples = await measure_rtt(client, int(self.s["connect"]["rtt_samples"]))
-
-    def _check_first_stream(self, rec: RequestRecord) -> None:
-        status, err = rec.http_status, rec.error or ""
-        if status in (401, 403):
-            raise EndpointError(f"{self.target.base_url} answered HTTP {status} (unauthorised): "
-                                f"check the key in ${self.config.api_key_env}")
-        if status == 404 or (status == 400 and "model" in err.lower()):
-            raise EndpointError(f"the endpoint refused model {self.target.model!r}: {err}")
-        if rec.outcome == "error" and rec.http_status is None:
-            raise EndpointError(f"cannot stream from {self.target.base_url}: {err}")
 
     async def _phase_baseline(self, client: httpx.AsyncClient, prober: Prober,
                               mon: LoopMonitor) -> None:
@@ -575,8 +583,9 @@ class _Suite:
                 "levels": {str(k): v for k, v in self.level_checks.items()},
                 "rtt_s": statistics.median(self.rtt_samples) if self.rtt_samples else None}
 
-    def summary(self) -> dict[str, Any]:
-        return summarize_run(self.store.records, self.meta())
+    def summary(self, status: str | None = None, error: str | None = None) -> dict[str, Any]:
+        return summarize_run(self.store.records,
+                             {**self.meta(), "run_status": status, "run_error": error})
 
 
 def summarize_run(records: Sequence[RequestRecord], meta: dict[str, Any]) -> dict[str, Any]:
@@ -621,6 +630,8 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         "clock": {"origin_ns": origin_ns, "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in requests.jsonl are offsets from origin_ns"},
         "target": target.describe(), "api_key_env": config.api_key_env,
+        "vendor": config.vendor,
+        "stands_in_for": config.stands_in_for,
         "profile": config.profile, "settings": settings,
         "config": _config_for_file(config),
         "client": {"host": platform.node(), "python": platform.python_version(),
@@ -668,7 +679,7 @@ def _finish(suite: _Suite, store: RunStore, status: str,
     """
     suite.recover_spills()
     store.close()
-    summary = _final_summary(suite, store, status)
+    summary = _final_summary(suite, store, status, error)
     store.update_meta(status=status, ended_at=_now_iso(), error=error,
                       client_checks={"phases": suite.phase_checks,
                                      "levels": {str(k): v for k, v in
@@ -689,10 +700,11 @@ def _warm_up(metrics: bool = True) -> bool:
     return True
 
 
-def _final_summary(suite: _Suite, store: RunStore, status: str) -> dict[str, Any] | None:
+def _final_summary(suite: _Suite, store: RunStore, status: str,
+                   error: str | None = None) -> dict[str, Any] | None:
     """Summarise whatever exists; a failure here must not hide the run's own error."""
     try:
-        summary = suite.summary()
+        summary = suite.summary(status, error)
     except Exception as exc:  # a summary bug must not lose the records' story
         store.update_meta(summary_error=f"{type(exc).__name__}: {exc}")
         if status == "complete":

@@ -117,9 +117,12 @@ class TestStreamMetrics:
         assert s["e2e_s"]["p50"] == pytest.approx(0.1 + 9 * 0.04)
 
     def test_tpot_uses_server_usage_not_chunk_count(self) -> None:
-        """Server says 21 tokens though we counted 10 chunks: TPOT divides by 20."""
+        """Server says 21 tokens though we counted 10 chunks of 1: each chunk carried 2.1
+        of the server's tokens, so 18.9 came after the first, and TPOT divides by that
+        (dividing by our count, 9, would read 2.1x slow; by 21 - 1 = 20, 5 % fast)."""
         s = phase_stats(*_req_and_chunks([stream("a", gap=0.05, n=10, usage=21)]), target=1)
-        assert s["tpot_s"]["p50"] == pytest.approx(0.45 / 20)
+        assert s["tpot_s"]["p50"] == pytest.approx(0.45 / 18.9)
+        assert s["tokens_per_chunk"]["p50"] == pytest.approx(2.1)
         assert s["output_tokens_estimated"] is False
 
     def test_ttfa_beside_ttft_when_reasoning_comes_first(self) -> None:
@@ -269,9 +272,10 @@ class TestSteadyState:
 def _level(c: int, ttft_p90: float | None, tpot_p90: float | None, admission: float = 0.0,
            requests: int = 100) -> dict:
     ok = round(requests * (1 - admission))
-    return {"concurrency": c, "requests": requests, "outcomes": {"ok": ok},
+    return {"concurrency": c, "requests": requests,
+            "outcomes": {"ok": ok, "rejected": requests - ok},
             "ttft_s": {"p90": ttft_p90}, "tpot_s": {"p90": tpot_p90},
-            "admission_failure_rate": admission}
+            "admission_failure_rate": admission, "failure_rate": 1 - ok / requests}
 
 
 BASE = {"ttft_s": {"p90": 0.1}, "tpot_s": {"p90": 0.02}}
@@ -349,13 +353,25 @@ class TestJudgeRamp:
         assert judge_ramp(levels, BASE)["first_degraded"] is None
         assert judge_ramp(levels, BASE, Thresholds(ttft_p90_ratio=1.2))["first_degraded"] == "ttft"
 
-    def test_level_without_successes_is_not_sustained(self) -> None:
-        """All requests failed mid-stream (no admission breach): no data, not sustained."""
+    def test_level_without_successes_is_the_breach(self) -> None:
+        """All requests failed mid-stream: a failed level is the breach (never 'no level
+        breached'), judged on its failure rate, whatever the client's state."""
         lv = _level(4, None, None)
-        lv["outcomes"] = {"ok": 0}
+        lv["outcomes"], lv["failure_rate"] = {"ok": 0, "incomplete": 100}, None
+        out = judge_ramp([_level(1, .1, .02), lv], BASE, client_bound=[4])
+        assert out["levels"][1]["status"] == "failed"
+        assert out["levels"][1]["excess"]["admission"] == pytest.approx(100.0)
+        assert out["max_sustained_concurrency"] == 1
+        assert (out["first_breach_concurrency"], out["first_degraded"]) == (4, "admission")
+        assert out["max_sustained_is_lower_bound"] is False
+
+    def test_a_level_with_no_requests_is_no_data(self) -> None:
+        """Nothing sent at a level is no evidence either way."""
+        lv = _level(4, None, None)
+        lv["requests"], lv["outcomes"], lv["failure_rate"] = 0, {}, None
         out = judge_ramp([_level(1, .1, .02), lv], BASE)
         assert out["levels"][1]["status"] == "no_data"
-        assert out["max_sustained_concurrency"] == 1
+        assert out["first_breach_concurrency"] is None
 
 
 class TestPrefillFit:

@@ -1,0 +1,109 @@
+"""Run validity (fail closed): did the run measure what its figures claim to show?
+
+A run that measured nothing must never look like a run that found nothing wrong. Each
+phase and ramp level gets a validity from its own outcomes, and the run one from those
+that every judgement rests on:
+
+    valid     every request of the group ended ok (or few enough failed to be noise)
+    degraded  some failed, or the client set the pace: figures stand, with the reason
+    invalid   nothing, or mostly nothing, succeeded: no figure of the group means anything
+
+The run is `invalid` when the connect gate failed, when its baseline (or, with no
+baseline phase, the whole run) has no `ok` request; `degraded` when it was cut short,
+when a phase that every judgement leans on (connect, baseline, prefill, cache, soak,
+rate) is degraded or invalid, or when the client was the bottleneck where the capacity
+judgement is drawn. Ramp levels that fail *above* the first working level are the
+finding, not a defect of the run: the ramp reports them as its breach.
+
+Pure: counts in, plain dicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+Validity = Literal["valid", "degraded", "invalid"]
+#: A group in which fewer than this share of requests ended ok "mostly failed".
+MOSTLY_FAILED_OK_SHARE = 0.5
+#: Phases run before the ramp at concurrency 1: every figure leans on them.
+GROUNDWORK = ("connect", "baseline", "prefill", "cache")
+_RANK = {"valid": 0, "degraded": 1, "invalid": 2}
+
+
+def _failures(outcomes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in outcomes.items() if k != "ok" and v)
+
+
+def group_validity(requests: int, outcomes: Mapping[str, int], *,
+                   max_failure_rate: float, top_error: str | None = None,
+                   client_bound: bool = False) -> dict[str, Any]:
+    """One phase's or level's validity from its outcome counts, with reasons in words."""
+    ok = int(outcomes.get("ok", 0))
+    failed = requests - ok
+    why = f" ({_failures(outcomes)}{'; most often: ' + top_error if top_error else ''})"
+    reasons: list[str] = []
+    if requests == 0:
+        status: Validity = "invalid"
+        reasons.append("no request was sent")
+    elif ok == 0:
+        status = "invalid"
+        reasons.append(f"no request succeeded: {failed} of {requests} failed{why}")
+    elif ok < MOSTLY_FAILED_OK_SHARE * requests:
+        status = "invalid"
+        reasons.append(f"most requests failed: {failed} of {requests}{why}")
+    elif failed / requests > max_failure_rate:
+        status = "degraded"
+        reasons.append(f"{failed} of {requests} requests failed{why}")
+    else:
+        status = "valid"
+    if client_bound:
+        status = worst(status, "degraded")
+        reasons.append("the client was the bottleneck")
+    return {"status": status, "reasons": reasons, "requests": requests, "ok": ok}
+
+
+def worst(*statuses: Validity) -> Validity:
+    """The worse of several validities."""
+    return max(statuses, key=_RANK.__getitem__)
+
+
+def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | None,
+                 capacity_judgement_affected: bool,
+                 run_error: str | None = None) -> dict[str, Any]:
+    """The run's validity from its phases' (`phases[name]["status"]`) and how it ended."""
+    reasons: list[str] = []
+    status: Validity = "valid"
+
+    def mark(level: Validity, reason: str) -> None:
+        nonlocal status
+        status = worst(status, level)
+        reasons.append(reason)
+
+    if run_status == "failed":
+        first_line = (run_error or "").splitlines()[0] if run_error else ""
+        mark("invalid", "the connect gate failed" + (f": {first_line}" if first_line else ""))
+    elif run_status in ("interrupted", "crashed"):
+        mark("degraded", f"the run was {run_status}: figures cover only what was measured "
+                         "before it stopped")
+    elif run_status == "running":
+        mark("degraded", "the run did not finish writing up (it may have been killed)")
+    total_ok = sum(int(p.get("ok", 0)) for p in phases.values())
+    if run_status != "failed" and (not phases or total_ok == 0):
+        mark("invalid", "no request of the run succeeded")
+    anchor = "baseline" if "baseline" in phases else None
+    for name in (*GROUNDWORK, "soak", "rate"):
+        p = phases.get(name)
+        if p is None or p["status"] == "valid" or (name == "connect" and run_status == "failed"):
+            continue
+        level: Validity = ("invalid" if name == anchor and p["status"] == "invalid"
+                           else "degraded")
+        mark(level, f"{name}: {'; '.join(p.get('reasons') or [p['status']])}")
+    if capacity_judgement_affected:
+        mark("degraded", "the client was the bottleneck where the capacity judgement is "
+                         "drawn: no capacity conclusion")
+    return {"status": status, "reasons": _unique(reasons)}
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,183 @@
+"""Run validity (fail closed): a run that measured nothing never reads as one that found
+nothing wrong. Pure tests on counts and on records built to fail in known ways."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalkit.metrics import summarize
+from evalkit.progress import summary_lines
+from evalkit.records import RequestRecord
+from evalkit.validity import group_validity, run_validity
+
+LIMIT = 0.01
+
+
+def _counts(ok: int = 0, **failed: int) -> dict[str, int]:
+    return {"ok": ok, **failed}
+
+
+class TestGroup:
+    """One phase's or level's validity from its outcomes."""
+
+    @pytest.mark.parametrize(("ok", "failed", "status"), [
+        (0, {}, "invalid"),                 # nothing sent
+        (0, {"error": 6}, "invalid"),       # nothing succeeded
+        (2, {"error": 3}, "invalid"),       # most failed (2 of 5 ok)
+        (3, {"timeout": 3}, "degraded"),    # half ok is not "most failed"
+        (99, {"incomplete": 1}, "valid"),   # 1 % is within the 1 % limit
+        (98, {"rejected": 2}, "degraded"),  # 2 % is not
+        (10, {}, "valid"),
+    ])
+    def test_status_follows_the_outcomes(self, ok: int, failed: dict[str, int],
+                                         status: str) -> None:
+        """The boundaries: none ok, under half ok, over the failure limit, within it."""
+        n = ok + sum(failed.values())
+        v = group_validity(n, _counts(ok, **failed), max_failure_rate=LIMIT)
+        assert v["status"] == status
+
+    def test_reasons_name_the_outcomes_and_the_error(self) -> None:
+        """A reader sees which outcomes failed and the error to fix first."""
+        v = group_validity(6, _counts(0, error=5, timeout=1), max_failure_rate=LIMIT,
+                           top_error="HTTP 501: Unsupported method (x5)")
+        [reason] = v["reasons"]
+        assert "6 of 6" in reason
+        assert "error 5" in reason and "timeout 1" in reason
+        assert "HTTP 501" in reason
+
+    def test_a_client_bound_group_is_degraded_not_valid(self) -> None:
+        """The client's own bottleneck lowers a clean group to degraded, never higher."""
+        assert group_validity(10, _counts(10), max_failure_rate=LIMIT,
+                              client_bound=True)["status"] == "degraded"
+        assert group_validity(10, _counts(0, error=10), max_failure_rate=LIMIT,
+                              client_bound=True)["status"] == "invalid"
+
+
+def _phase(status: str, ok: int = 5) -> dict[str, object]:
+    return {"status": status, "reasons": [f"{status} reason"], "ok": ok}
+
+
+class TestRun:
+    """The run's validity rests on the phases every judgement leans on."""
+
+    def test_a_failed_connect_gate_is_invalid(self) -> None:
+        """The gate's first line is the reason; later lines (advice) are not repeated."""
+        v = run_validity({"connect": _phase("invalid", 0)}, run_status="failed",
+                         capacity_judgement_affected=False,
+                         run_error="POST /v1/chat/completions answered HTTP 404\nwhat to try: x")
+        assert v["status"] == "invalid"
+        assert v["reasons"] == ["the connect gate failed: POST /v1/chat/completions answered "
+                                "HTTP 404"]
+
+    def test_a_baseline_without_success_is_invalid_whatever_the_ramp_did(self) -> None:
+        """SPEC: a run whose baseline has no ok request is invalid."""
+        v = run_validity({"connect": _phase("valid"), "baseline": _phase("invalid", 0),
+                          "ramp": _phase("valid", 100)}, run_status="complete",
+                         capacity_judgement_affected=False)
+        assert v["status"] == "invalid"
+        assert any(r.startswith("baseline:") for r in v["reasons"])
+
+    def test_no_success_anywhere_is_invalid(self) -> None:
+        """Without a baseline phase, a run with no ok request at all is still invalid."""
+        v = run_validity({"ramp": _phase("invalid", 0)}, run_status="complete",
+                         capacity_judgement_affected=False)
+        assert v["status"] == "invalid"
+
+    @pytest.mark.parametrize(("phases", "status", "affected", "expected"), [
+        ({"baseline": _phase("valid")}, "complete", False, "valid"),
+        ({"baseline": _phase("valid")}, "interrupted", False, "degraded"),
+        ({"baseline": _phase("valid")}, "running", False, "degraded"),
+        ({"baseline": _phase("valid")}, "complete", True, "degraded"),
+        ({"baseline": _phase("valid"), "prefill": _phase("invalid", 0)}, "complete", False,
+         "degraded"),
+        ({"baseline": _phase("degraded")}, "complete", False, "degraded"),
+        # ramp levels that fail are the finding, not a defect of the run
+        ({"baseline": _phase("valid"), "ramp": _phase("invalid", 3)}, "complete", False,
+         "valid"),
+    ])
+    def test_degraded_when_what_judgements_rest_on_is_weak(
+            self, phases: dict[str, dict[str, object]], status: str, affected: bool,
+            expected: str) -> None:
+        """Cut short, a weak groundwork phase, a client bottleneck where it matters."""
+        v = run_validity(phases, run_status=status, capacity_judgement_affected=affected)
+        assert v["status"] == expected
+        assert bool(v["reasons"]) == (expected != "valid")
+
+
+def _ok(rid: str, phase: str, level: int, t0: float, ttft: float, gap: float,
+        tokens: int = 8) -> RequestRecord:
+    chunks = [(ttft + i * gap, 1) for i in range(tokens)]
+    return RequestRecord(id=rid, phase=phase, level=level, outcome="ok", t0_s=t0,
+                         output_tokens=tokens, output_tokens_estimated=False,
+                         usage_completion_tokens=tokens, ttft_s=ttft, e2e_s=chunks[-1][0],
+                         chunks=chunks, http_status=200, finish_reason="length",
+                         end_s=chunks[-1][0])
+
+
+def _err(rid: str, phase: str, level: int, t0: float, status: int = 500) -> RequestRecord:
+    outcome = "rejected" if status in (429, 503) else "error"
+    return RequestRecord(id=rid, phase=phase, level=level, outcome=outcome, t0_s=t0,
+                         http_status=status, error=f"HTTP {status}: boom", end_s=0.001)
+
+
+def _run(ramp: dict[int, tuple[int, int]], baseline_ok: int = 6) -> list[RequestRecord]:
+    """Baseline, then ramp levels {concurrency: (ok, errors)} with healthy latencies."""
+    recs = [_ok(f"b{i}", "baseline", 1, i, 0.2, 0.02) for i in range(baseline_ok)]
+    recs += [_err(f"be{i}", "baseline", 1, 10 + i) for i in range(6 - baseline_ok)]
+    t = 20.0
+    for c, (ok, bad) in ramp.items():
+        recs += [_ok(f"r{c}-{i}", "ramp", c, t + i * 0.01, 0.2, 0.02) for i in range(ok)]
+        recs += [_err(f"e{c}-{i}", "ramp", c, t + i * 0.01) for i in range(bad)]
+        t += 10
+    return recs
+
+
+class TestSummary:
+    """summarize() carries validity everywhere, and a failed level is a breach."""
+
+    def test_a_level_that_mostly_failed_is_the_breach_not_a_lower_bound(self) -> None:
+        """Errors count toward degradation: level 4 failed, so 2 is the max sustained."""
+        s = summarize(_run({1: (20, 0), 2: (20, 0), 4: (3, 17), 8: (0, 20)}))
+        ramp = s["ramp"]
+        statuses = {lv["concurrency"]: lv["status"] for lv in ramp["levels"]}
+        assert statuses == {1: "sustained", 2: "sustained", 4: "failed", 8: "failed"}
+        assert ramp["max_sustained_concurrency"] == 2
+        assert ramp["first_breach_concurrency"] == 4
+        assert ramp["first_degraded"] == "admission"
+        assert ramp["first_breach_failures"] == {"error": 17}
+        assert ramp["max_sustained_is_lower_bound"] is False
+        assert s["validity"]["levels"]["8"]["status"] == "invalid"
+        assert s["validity"]["status"] == "valid"  # the run measured that finding well
+        assert not any("no level breached" in line for line in summary_lines(s))
+
+    def test_errors_beyond_the_limit_breach_as_admission(self) -> None:
+        """A 500 is a failure to serve: 2 of 40 (5 %) breaches the 1 % limit."""
+        s = summarize(_run({1: (40, 0), 2: (38, 2)}))
+        lv2 = s["ramp"]["levels"][1]
+        assert lv2["status"] == "breached" and lv2["breaches"] == ["admission"]
+        assert s["ramp"]["first_degraded"] == "admission"
+
+    def test_a_failed_baseline_makes_the_run_invalid_and_the_probe_says_so(self) -> None:
+        """The last lines a user reads say RUN INVALID; no 'no level breached'."""
+        s = summarize(_run({1: (0, 10), 2: (0, 10)}, baseline_ok=0),
+                      {"run_status": "complete"})
+        assert s["validity"]["status"] == "invalid"
+        assert s["baseline"]["validity"]["status"] == "invalid"
+        assert s["ramp"]["max_sustained_concurrency"] is None
+        lines = summary_lines(s)
+        assert any(line.startswith("RUN INVALID") for line in lines)
+        assert not any("no level breached" in line for line in lines)
+
+    def test_tokens_per_chunk_follow_server_usage(self) -> None:
+        """48 tokens (server usage) in 16 chunks read 3.0 per chunk, whatever we counted."""
+        chunks = [(0.1 + i * 0.03, 4 if i % 2 else 3) for i in range(16)]  # we count 56
+        rec = RequestRecord(id="a", phase="baseline", level=1, outcome="ok", t0_s=0.0,
+                            output_tokens=48, output_tokens_estimated=False,
+                            usage_completion_tokens=48, counted_output_tokens=56,
+                            ttft_s=0.1, e2e_s=chunks[-1][0], chunks=chunks, http_status=200,
+                            finish_reason="stop", end_s=chunks[-1][0])
+        s = summarize([rec])
+        assert s["baseline"]["tokens_per_chunk"]["p50"] == pytest.approx(3.0)
+        # TPOT divides the decode time by the tokens after the first chunk, that chunk's
+        # count scaled to usage like every other (3 of our 56 → 3 × 48/56 of the server's)
+        assert s["baseline"]["tpot_s"]["p50"] == pytest.approx(15 * 0.03 / (48 - 3 * 48 / 56))
