@@ -8,6 +8,7 @@ and keeps its traceback.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from evalkit import __version__
-from evalkit.errors import EvalkitError
+from evalkit.errors import EndpointError, EvalkitError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,6 +130,9 @@ def demo(out_dir: str, quiet: bool) -> None:
 @click.option("--start-at", type=float, metavar="UNIX_TIME",
               help="With --shard: when every shard starts its first level (the same value "
                    "for all, e.g. $(( $(date +%s) + 20 ))).")
+@click.option("--vendor", help="Who this endpoint belongs to (a label written to run.json), so "
+                               "`evalkit compare` keeps one vendor's runs together when its "
+                               "endpoint moves.")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
@@ -136,7 +140,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], extra_body: str | None, rate: float | None,
           timeout_s: float | None, processes: int, shard_spec: str | None,
-          start_at: float | None, quiet: bool) -> None:
+          start_at: float | None, vendor: str | None, quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -154,6 +158,12 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
       rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
     Output-length and usage-honesty checks run on every request. The client checks
     itself (event-loop lag, CPU) and marks levels where it set the pace.
+
+    \b
+    Fail closed: connect is a gate. If its one stream fails, the probe stops at once
+    with the server's status and body and what to try (exit 2). A run whose baseline
+    has no successful request is RUN INVALID (exit 2); one with failures or a
+    client bottleneck where it matters is "degraded" (exit 0, said in the last lines).
 
     \b
     Example:
@@ -182,10 +192,12 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
-        processes=processes, shard=shard, shards=shards, start_at=start_at)
+        processes=processes, shard=shard, shards=shards, start_at=start_at, vendor=vendor)
     progress = None if quiet else LiveProgress()
     try:
         result = run_probe(config, Path(out_dir), progress)
+    except EndpointError as exc:
+        raise EndpointError(f"{exc}\n(the failed request is recorded in {out_dir})") from None
     except KeyboardInterrupt:
         click.echo(f"interrupted: the completed requests and their summary are in {out_dir}",
                    err=True)
@@ -196,6 +208,10 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     for line in summary_lines(result.summary):
         click.echo(line)
     click.echo(f"{result.status}: {result.requests} requests written to {result.out_dir}")
+    if result.validity == "invalid":
+        click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
+                   "see the reasons above", err=True)
+        sys.exit(2)
 
 
 @cli.command()
@@ -207,8 +223,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
               help="PDF to write; FILE.json (the scorecard) is written beside it.")
 @click.option("--html", is_flag=True, help="Also write FILE.html, the page the PDF was made from.")
 @click.option("--fail-on", metavar="STATUS,...",
-              help="Exit 1 when any question has one of these statuses "
-                   "(ok, unanswered, unanswerable, unreconciled).")
+              help="Exit 1 when any question has one of these statuses (ok, unverified, "
+                   "unanswered, unanswerable, unreconciled); exit 2 when there is nothing to "
+                   "judge (an invalid run, no questionnaire).")
 @click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False),
               help="YAML/JSON file overriding default tolerances and SLO profiles.")
 @user_errors
@@ -226,7 +243,7 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     """
     from pathlib import Path
 
-    from evalkit.report import flagged, parse_fail_on, render_report
+    from evalkit.report import flagged, nothing_to_judge, parse_fail_on, render_report
 
     statuses = parse_fail_on(fail_on)  # a typo is exit 2 before any work
     result = render_report(Path(run_dir) if run_dir else None,
@@ -235,6 +252,15 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     for path in (result.pdf, result.scorecard_json, result.html):
         if path is not None:
             click.echo(str(path))
+    card = result.scorecard
+    ready = (card.get("verdict") or {}).get("streaming_ready")
+    counts = Counter(q.get("status") for q in (card.get("questions") or {}).values())
+    click.echo(("STREAMING-READY" if ready else "NOT STREAMING-READY") + ": "
+               + ", ".join(f"{n} {s}" for s, n in counts.most_common()))
+    why = nothing_to_judge(card) if statuses else None
+    if why:  # a gate with nothing to judge must not pass silently
+        raise UsageError(f"--fail-on has nothing to judge: {why}; the scorecard is written "
+                         "but verifies nothing")
     hits = flagged(result.scorecard, statuses)
     if hits:
         qs = result.scorecard["questions"]
@@ -311,24 +337,37 @@ _add_serve_reference()
 @click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False, exists=True),
               help="Tolerances/SLO override file, as for `evalkit report`.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["regression"]),
-              help="Exit 1 when a regression is found (for scheduled re-evaluations).")
+              help="Exit 1 when a regression is found (for scheduled re-evaluations); "
+                   "exit 2 when no vendor's trend could be judged at all.")
+@click.option("--same-vendor", metavar="NAME",
+              help="Treat all the given runs as one vendor named NAME (an endpoint that "
+                   "moved, runs with neither questionnaire nor vendor label).")
 @user_errors
 def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
-            tolerances_file: str | None, fail_on: str | None) -> None:
+            tolerances_file: str | None, fail_on: str | None, same_vendor: str | None) -> None:
     """Compare vendors side by side, or one vendor across quarters.
 
     Each RUN_DIR is a directory written by `evalkit probe`; add `=QUESTIONNAIRE.yaml`
-    to judge that run against the vendor's answers. Runs of the same vendor (named by
-    its questionnaire, else model and endpoint) become a trend, oldest first, and a key
-    figure that worsened beyond --tolerance is flagged as a regression. Figures are set
-    side by side only where they mean the same thing (same suite version; for load
-    figures the same prompt/output lengths and levels): the report lists what it left
-    out and why.
+    to judge that run against the vendor's answers. Runs of the same vendor become a
+    trend, oldest first, and a key figure that worsened beyond --tolerance is flagged as
+    a regression. A run's vendor is, in this order: --same-vendor NAME; the vendor its
+    questionnaire names; the label given at probe time (`evalkit probe --vendor NAME`);
+    else its model and endpoint URL, so a run after a change of port or host name is
+    another vendor unless one of the others says otherwise. Figures are set side by
+    side only where they mean the same thing (same suite version; for load figures the
+    same prompt/output lengths and levels): the report lists what it left out and why.
+
+    With --fail-on regression: exit 1 on a regression; exit 2 when no two runs are of one
+    vendor, or no vendor has two runs with a comparable key figure (nothing was judged,
+    so nothing could fail); vendors that were not judged are named.
 
     \b
     Examples:
       evalkit compare out/a/run=q/a.yaml out/b/run=q/b.yaml --out vendors.pdf
-      evalkit compare runs/2026Q2 runs/2026Q3 --out trend.pdf --fail-on regression
+      evalkit compare runs/2026Q2=acme.yaml runs/2026Q3=acme.yaml --out trend.pdf \\
+          --fail-on regression
+      evalkit compare runs/2026Q2 runs/2026Q3 --same-vendor Acme --out trend.pdf \\
+          --fail-on regression
     """
     from pathlib import Path
 
@@ -336,9 +375,12 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
 
     inputs = [CompareInput.parse(text) for text in runs]
     result = render_comparison(inputs, Path(out_pdf), tolerance=tolerance,
-                               tolerances=tolerances_file, html=html)
+                               tolerances=tolerances_file, html=html, same_vendor=same_vendor,
+                               require_trend=fail_on == "regression")
     click.echo(f"wrote {result.pdf}")
     click.echo(f"wrote {result.json}")
+    for target, why in result.comparison.not_judged.items():
+        click.echo(f"not judged: {target!r}: {why}", err=True)
     for regression in result.comparison.regressions:
         click.echo(f"regression: {regression.target}: {regression.sentence}")
     if fail_on == "regression" and result.comparison.regressions:

@@ -51,6 +51,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
 
     `suite_overrides` are deep-merged over the suite profile (tests shorten the ramp).
     """
+    from evalkit.questionnaire import load_questionnaire
     from evalkit.reference import ReferenceServer
     from evalkit.report import render_report
     from evalkit.suite import ProbeConfig, run_probe
@@ -63,9 +64,15 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
     reports: dict[str, Path] = {}
     for vendor in vendors:
         run_dir = out_dir / vendor.name / "run"
+        sample = load_questionnaire(QUESTIONNAIRES / vendor.questionnaire)
         with ReferenceServer(profile=vendor.profile) as server:
+            # the reference endpoint plays the sample vendor's (fictional) endpoint; the run
+            # records that, and every scorecard from it says so on page one
             config = ProbeConfig(base_url=server.base_url, model=server.model,
-                                 profile=suite_profile, overrides=dict(suite_overrides or {}))
+                                 profile=suite_profile, overrides=dict(suite_overrides or {}),
+                                 vendor=sample.vendor,
+                                 stands_in_for={"model": sample.model or "",
+                                                "endpoint": sample.endpoint or ""})
             progress = progress_for(vendor.name) if progress_for else None
             run_probe(config, run_dir, progress=progress)
         runs[vendor.name] = run_dir

@@ -1,14 +1,23 @@
 """The reconciliation engine: a questionnaire and a summary in, judgements out. No I/O.
 
-Each question gets one status (SPEC): `ok`, `unanswered`, `unanswerable`, `unreconciled`,
-with a one-sentence reason that names the numbers and the tolerance used. Claims are
-checked one-sidedly: a claim holds when our measurement is at least as good as claimed
-within tolerance (a vendor that under-promises is not flagged). Either input may be
-missing: without a summary the review judges internal consistency only and says so;
-without a questionnaire every answer is `unanswered` and the measurements are still
-judged for use-case fit.
+Each question gets one status (SPEC), and a green mark is earned only by evidence:
 
-    review = reconcile(questionnaire, summary, Tolerances())
+    ok            answered with numbers, checked against our measurement in the regime
+                  the claim names (its concurrency reached, its model and endpoint
+                  probed, the run valid and not client-bound there), within tolerance
+    unverified    consistent numbers this run could not check; the reason names the
+                  run that would (a claims-only review, a level not reached, ...)
+    unanswered    missing or empty
+    unanswerable  answered, but not with measured numbers
+    unreconciled  numbers that disagree with our measurement or with each other
+
+Beside the status, `finding` is "gap" where an honest answer reveals that the endpoint
+does not serve the streaming regime (Q5 request-level or no observability, Q3 one
+blended price, Q4 a limit below the concurrency sold). Claims are checked one-sidedly:
+a claim holds when our measurement is at least as good within tolerance (a vendor that
+under-promises is not flagged).
+
+    review = reconcile(questionnaire, summary, Tolerances(), RunTarget(model, url))
     review.judgements["Q1"].status, review.verdict.text, review.use_cases["batch"].fit
 """
 
@@ -18,6 +27,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from evalkit.questionnaire import (
     QUESTION_IDS,
@@ -32,9 +42,12 @@ from evalkit.questionnaire import (
     TtftAnswer,
 )
 from evalkit.tolerances import PERCENTILE_SHARE, SloProfile, Tolerances
+from evalkit.validity import group_validity
 
-Status = Literal["ok", "unanswered", "unanswerable", "unreconciled"]
-STATUSES: tuple[Status, ...] = ("ok", "unanswered", "unanswerable", "unreconciled")
+Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
+STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
+                                "unreconciled")
+Finding = Literal["gap"]
 
 #: The questions a streaming quote must answer with measured numbers (SPEC).
 STREAMING_QUESTIONS = ("Q2", "Q4", "Q6")
@@ -49,6 +62,8 @@ class Judgement:
     claimed: dict[str, Any]
     measured: dict[str, Any] | None
     tolerance: str
+    #: "gap" when an honest answer shows the endpoint does not serve the streaming regime
+    finding: Finding | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,8 @@ class Fit:
     reason: str
     #: highest measured concurrency at which the profile held (None: not even the first)
     max_concurrency: int | None = None
+    #: it held at every level tried: `max_concurrency` is a lower bound, not a limit
+    lower_bound: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,29 @@ class Verdict:
 
     streaming_ready: bool
     text: str
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """What the run probed (from run.json), to hold against what the questionnaire names."""
+
+    model: str | None = None
+    endpoint: str | None = None
+    #: the model and endpoint this run stood in for (the demo's reference endpoint)
+    stands_in_for: Mapping[str, Any] | None = None
+    #: the suite profile (quick / standard / a file)
+    profile: str | None = None
+
+    @classmethod
+    def from_run(cls, run: Mapping[str, Any] | None) -> RunTarget | None:
+        """From a run.json dict, read defensively; None without one."""
+        if not isinstance(run, Mapping):
+            return None
+        target = _map(run.get("target"))
+        stand = _map(run.get("stands_in_for")) or None
+        profile = run.get("profile")
+        return cls(_str(target.get("model")), _str(target.get("base_url")), stand,
+                   _str(profile))
 
 
 @dataclass(frozen=True)
@@ -80,6 +120,11 @@ class Review:
     has_questionnaire: bool
     has_measurements: bool
     client_bound: bool
+    #: valid | degraded | invalid | unknown (no run: None)
+    run_validity: str | None = None
+    run_validity_reasons: tuple[str, ...] = ()
+    #: why the questionnaire's model/endpoint and the run's do not match (None: they do)
+    target_mismatch: str | None = None
 
 
 # ----------------------------------------------------------------- measured side
@@ -116,6 +161,8 @@ class Level:
     client_bound: bool = False
     #: in-stream gaps above the run's stall threshold (default 1 s)
     stalls: int | None = None
+    #: the ramp's status for it (sustained, breached, failed, client_bound, no_data)
+    status: str | None = None
 
     @property
     def failure_rate(self) -> float | None:
@@ -123,6 +170,12 @@ class Level:
         if not self.requests or self.failed is None:
             return None
         return self.failed / self.requests
+
+    @property
+    def mostly_failed(self) -> bool:
+        """Most of its requests failed: its latency figures describe the few survivors."""
+        return self.status == "failed" or (
+            self.failure_rate is not None and self.failure_rate > 0.5)
 
 
 @dataclass(frozen=True)
@@ -137,15 +190,14 @@ class Measurements:
     client_bound: bool
     #: the ramp's first breaching level, when the summary names it
     first_breach: int | None = None
+    #: the run's validity (valid | degraded | invalid | unknown) and why
+    validity: str = "unknown"
+    validity_reasons: tuple[str, ...] = ()
 
-    def nearest(self, concurrency: int) -> Level | None:
-        """The measured level closest to a claimed concurrency (log scale; a tie goes to the
-        lower level, which favours the vendor rather than flag it unfairly)."""
-        usable = [lv for lv in self.levels if not lv.client_bound]
-        if not usable:
-            return None
-        return min(usable, key=lambda lv: (abs(math.log(lv.concurrency / concurrency)),
-                                           lv.concurrency))
+    @property
+    def top(self) -> int | None:
+        """The highest concurrency measured."""
+        return max((lv.concurrency for lv in self.levels), default=None)
 
 
 def _num(value: Any) -> float | None:
@@ -167,6 +219,10 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _str(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
 def _pct(value: Any) -> Pct:
     d = _map(value)
     return Pct(_num(d.get("p50")), _num(d.get("p90")), _num(d.get("p99")), _int(d.get("n")))
@@ -178,9 +234,26 @@ def _level(d: Mapping[str, Any], concurrency: int) -> Level:
     requests = _int(d.get("requests")) or (sum(counts.values()) if counts else None)
     failed = (requests - counts.get("ok", 0)) if counts and requests is not None else None
     bound = d.get("client_bound") is True or d.get("status") == "client_bound"
+    status = d.get("status") if isinstance(d.get("status"), str) else None
     return Level(concurrency, _pct(d.get("ttft_s")), _pct(d.get("tpot_s")), _pct(d.get("itl_s")),
                  _pct(d.get("stream_tokens_per_s")), _num(d.get("aggregate_tokens_per_s")),
-                 requests, failed, bound, _int(d.get("stalls")))
+                 requests, failed, bound, _int(d.get("stalls")), status)
+
+
+def _validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """The run's validity as the summary states it; an older summary without one is judged
+    from its baseline's outcomes, and one with neither is `unknown` (verifies nothing)."""
+    v = _map(summary.get("validity"))
+    if v.get("status") in ("valid", "degraded", "invalid"):
+        reasons = v.get("reasons")
+        return str(v["status"]), tuple(str(r) for r in reasons or [] if isinstance(
+            reasons, list))
+    outcomes = _map(_map(summary.get("baseline")).get("outcomes"))
+    counts = {str(k): _int(n) or 0 for k, n in outcomes.items()}
+    if not counts:
+        return "unknown", ("the summary states no validity and no baseline outcomes",)
+    g = group_validity(sum(counts.values()), counts, max_failure_rate=0.01)
+    return str(g["status"]), tuple(f"baseline: {r}" for r in g["reasons"])
 
 
 def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
@@ -199,7 +272,8 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
     if baseline is not None and 1 not in levels:
         levels[1] = baseline
     prefill = _num(_map(summary.get("prefill")).get("tokens_per_s"))
-    if not levels and prefill is None:
+    validity, reasons = _validity(summary)
+    if not levels and prefill is None and validity != "invalid":
         return None
     degraded = ramp.get("first_degraded")
     return Measurements(
@@ -210,6 +284,8 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
         first_degraded=degraded if degraded in ("ttft", "itl", "admission") else None,
         client_bound=_judgement_affected(_map(summary.get("client"))),
         first_breach=_int(ramp.get("first_breach_concurrency")),
+        validity=validity,
+        validity_reasons=reasons,
     )
 
 
@@ -219,6 +295,74 @@ def _judgement_affected(client: Mapping[str, Any]) -> bool:
     if isinstance(affected, bool):
         return affected
     return client.get("client_bound") is True
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Two base URLs name one endpoint: scheme and host case, default ports and a trailing
+    slash aside."""
+    def norm(url: str) -> tuple[str, str, int | None, str]:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+    return norm(a) == norm(b)
+
+
+def target_mismatch(q: Questionnaire | None, run: RunTarget | None) -> str | None:
+    """Why the run cannot stand for the model and endpoint the questionnaire names."""
+    if q is None or run is None:
+        return None
+    probed = run.stands_in_for or {"model": run.model, "endpoint": run.endpoint}
+    model, endpoint = _str(probed.get("model")), _str(probed.get("endpoint"))
+    problems = []
+    if not model or not endpoint:
+        problems.append("the run does not say which model and endpoint it probed")
+    if not q.model or not q.endpoint:
+        missing = _join([w for w, v in (("model", q.model), ("endpoint", q.endpoint)) if not v])
+        problems.append(f"the questionnaire does not name its {missing}, so the run cannot be "
+                        "tied to its claims")
+    if q.model and model and q.model.strip() != model:
+        problems.append(f"the run probed model {_quote(model, 60)}, the questionnaire names "
+                        f"{_quote(q.model, 60)}")
+    if q.endpoint and endpoint and not same_endpoint(q.endpoint, endpoint):
+        problems.append(f"the run probed {_quote(endpoint, 80)}, the questionnaire names "
+                        f"{_quote(q.endpoint, 80)}")
+    return "; ".join(problems) or None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The measurements and, when they cannot verify a claim, why not (and what would)."""
+
+    m: Measurements | None
+    #: why no measured judgement can be drawn at all, with the run that would verify it
+    blocker: str | None = None
+
+    @property
+    def usable(self) -> Measurements | None:
+        """The measurements, when a claim may be judged against them."""
+        return None if self.blocker else self.m
+
+
+def run_blocker(m: Measurements | None) -> str | None:
+    """Why this run supports no measured judgement (None: it does)."""
+    if m is None:
+        return ("this is a claims-only review: no probe run was given (run `evalkit probe` "
+                "against the vendor's endpoint and report with --run)")
+    if m.validity == "invalid":
+        why = f" ({_quote(m.validity_reasons[0], 160)})" if m.validity_reasons else ""
+        return (f"the run is invalid{why}, so it verifies nothing; fix the endpoint or the "
+                "probe's options and re-run it")
+    if m.validity == "unknown":
+        return ("the run's summary states no validity (an older evalkit wrote it); re-run the "
+                "probe with this version")
+    if m.client_bound:
+        return ("our run was client-bound where the capacity judgement is drawn, so it "
+                "supports none; re-run from a bigger client or with --processes")
+    return None
 
 
 # ------------------------------------------------------------------------ format
@@ -256,27 +400,10 @@ def _times(ratio: float) -> str:
     return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
 
 
-def _reach(level: Level, claimed_c: int, tol: Tolerances) -> str:
-    """A check at far fewer streams than claimed confirms only that far."""
-    if level.concurrency * tol.concurrency_match_factor >= claimed_c:
-        return ""
-    return (f", though the claimed {claimed_c} streams were not reached, so it is checked only "
-            f"up to {level.concurrency}")
-
-
-def _pm(rel: float) -> str:
-    return f"±{rel * 100:.0f}%"
-
-
 def _join(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def _at(level: Level, claimed_c: int) -> str:
-    return (f"at {level.concurrency}" if level.concurrency == claimed_c
-            else f"at {level.concurrency} (nearest measured level)")
 
 
 _SOURCE_WORDS = {"lab": "from a lab benchmark", "estimate": "as an estimate",
@@ -296,25 +423,70 @@ def _dist_dict(p: Pct) -> dict[str, Any] | None:
     return out or None
 
 
-def _why_unmeasured(m: Measurements | None, what: str) -> str:
-    if m is None:
-        return " (no probe run was given)"
-    if m.client_bound:
-        return " (our run was client-bound, so it supports no capacity judgement)"
-    return f" (our run has no {what} there)"
+def _at_most(rel: float, name: str) -> str:
+    """A one-sided tolerance on a latency: ours may be at most this much above the claim."""
+    return f"one-sided: measured ≤ claimed × {1 + rel:g} ({name} {rel * 100:.0f}%)"
 
 
-def _usable(m: Measurements | None) -> Measurements | None:
-    """A client-bound run supports no capacity judgement (SPEC)."""
-    return None if m is None or m.client_bound else m
+def _at_least(rel: float, name: str) -> str:
+    """A one-sided tolerance on a rate: ours may fall at most this share short of the claim."""
+    return f"one-sided: measured ≥ claimed × {1 - rel:g} ({name} {rel * 100:.0f}%)"
+
+
+def _levels_for(c: int) -> str:
+    """Ramp levels that bracket a claimed concurrency: below, at and one above."""
+    return ",".join(str(x) for x in sorted({max(1, c // 2), c, 2 * c}))
+
+
+def rerun_for(c: int) -> str:
+    """The probe options that would measure a claim made at `c` streams."""
+    return f"re-run the probe with --levels {_levels_for(c)}"
+
+
+#: a level's check: (holds? None when it cannot tell, what we measured, the outcome)
+Check = Callable[["Level"], tuple[bool | None, str]]
+LevelCheck = Callable[["Level"], tuple[bool | None, str, str]]
+
+
+def _in_regime(m: Measurements, c: int, check: LevelCheck
+               ) -> tuple[Status, Level | None, str]:
+    """Judge a claim made at `c` streams where it was made, or where the run's levels
+    still decide it: a claim already broken at fewer streams cannot hold at more, and one
+    that holds at more streams holds at fewer (load only makes latency and per-stream
+    rates worse). Anything else is unverified, with the levels that would decide it.
+
+    Returns the status, the level it rests on and the end of a sentence that begins
+    "Claimed ... " (e.g. "vs measured 330 ms at 16 streams: holds").
+    """
+    usable = [lv for lv in m.levels if not lv.client_bound]
+    exact = next((lv for lv in usable if lv.concurrency == c), None)
+    if exact is not None:
+        ok, got, outcome = check(exact)
+        if ok is not None:
+            return ("ok" if ok else "unreconciled"), exact, f"vs {got} at {c}: {outcome}"
+    below = [lv for lv in usable if lv.concurrency < c]
+    if below:
+        ok, got, outcome = check(below[-1])
+        if ok is False:
+            return ("unreconciled", below[-1], f"vs {got} already at {below[-1].concurrency} "
+                    f"streams, fewer than claimed: {outcome}")
+    above = [lv for lv in usable if lv.concurrency > c]
+    if above:
+        ok, got, outcome = check(above[0])
+        if ok:
+            return ("ok", above[0], f"vs {got} even at {above[0].concurrency} streams, more "
+                    f"than claimed: {outcome}")
+    reached = (f"the run's levels stop at {m.top}" if m.top is not None and m.top < c
+               else f"the run measured no level that decides {c} streams")
+    return "unverified", None, f"is consistent; not verified: {reached}; {rerun_for(c)}"
 
 
 # ---------------------------------------------------------------- the questions
 
 
-def judge_q1(a: TtftAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
-    """TTFT p50/p90 under load vs measured TTFT at the nearest concurrency."""
-    tolerance = f"{_pm(tol.ttft_rel)} (ttft_rel)"
+def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
+    """TTFT p50/p90 under load vs our TTFT at the claimed concurrency."""
+    tolerance = _at_most(tol.ttft_rel, "ttft_rel")
 
     def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
         return Judgement(status, reason, a.to_dict(), measured, tolerance)
@@ -336,29 +508,34 @@ def judge_q1(a: TtftAnswer, m: Measurements | None, tol: Tolerances) -> Judgemen
     if "p50" in claims and "p90" in claims and claims["p50"] > claims["p90"]:
         return j("unreconciled", f"Claimed TTFT p50 {_n(claims['p50'])} ms is above its own "
                  f"p90 {_n(claims['p90'])} ms: the two cannot both hold.")
-    mu = _usable(m)
-    level = mu.nearest(c) if mu else None
-    measured = {k: level.ttft_s.get(k) for k in claims} if level else {}
-    pairs = {k: (claims[k], v) for k, v in measured.items() if v is not None}
-    if level is None or not pairs:
-        return j("ok", f"Claims-only review: TTFT {said} at {c} streams from production is "
-                 f"internally consistent; not checked against a measurement"
-                 f"{_why_unmeasured(m, 'TTFT')}.")
-    shown = {"concurrency": level.concurrency, **{f"ttft_{k}_ms": round(v * 1000, 1)
-                                                   for k, (_, v) in pairs.items()}}
-    key = max(pairs, key=lambda k: pairs[k][1] * 1000 / pairs[k][0] if pairs[k][0] else math.inf)
-    claimed_ms, meas_s = pairs[key]
-    ratio = meas_s * 1000 / claimed_ms if claimed_ms else math.inf
-    head = (f"Claimed TTFT {key} {_n(claimed_ms)} ms at {c} streams vs measured "
-            f"{fmt_s(meas_s)} {_at(level, c)} (tolerance {_pm(tol.ttft_rel)})")
-    if ratio > 1 + tol.ttft_rel:
-        return j("unreconciled", f"{head}: {_times(ratio)} slower.", shown)
-    return j("ok", f"{head}: holds{_reach(level, c, tol)}.", shown)
+    claim = f"TTFT {said} at {c} streams"
+    if ev.usable is None:
+        return j("unverified", f"{claim} is internally consistent; not verified: {ev.blocker}.")
+
+    def check(level: Level) -> tuple[bool | None, str, str]:
+        if level.mostly_failed:
+            return False, "a level where most requests failed", "it does not hold"
+        pairs = {k: (claims[k], v) for k in claims if (v := level.ttft_s.get(k)) is not None}
+        if not pairs:
+            return None, "", ""
+        key = max(pairs, key=lambda k: pairs[k][1] * 1000 / pairs[k][0]
+                  if pairs[k][0] else math.inf)
+        claimed_ms, meas_s = pairs[key]
+        ratio = meas_s * 1000 / claimed_ms if claimed_ms else math.inf
+        ok = ratio <= 1 + tol.ttft_rel
+        return (ok, f"measured {key} {fmt_s(meas_s)}",
+                "holds" if ok else f"{_times(ratio)} slower")
+
+    status, level, text = _in_regime(ev.usable, c, check)
+    shown = None if level is None else {
+        "concurrency": level.concurrency, **{f"ttft_{k}_ms": round(v * 1000, 1) for k in claims
+                                              if (v := level.ttft_s.get(k)) is not None}}
+    return j(status, f"Claimed {claim} {text}.", shown)
 
 
-def judge_q2(a: ThroughputAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
+def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     """Per-GPU throughput at the concurrency sold vs measured per-stream and aggregate rates."""
-    tolerance = f"{_pm(tol.throughput_rel)} (throughput_rel)"
+    tolerance = _at_least(tol.throughput_rel, "throughput_rel")
 
     def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
         return Judgement(status, reason, a.to_dict(), measured, tolerance)
@@ -385,46 +562,52 @@ def judge_q2(a: ThroughputAnswer, m: Measurements | None, tol: Tolerances) -> Ju
                  "each other.")
     if v > max(dist) * (1 + tol.throughput_rel):
         return j("unreconciled", f"Claimed sustained {_n(v)} tokens/s per GPU exceeds the top "
-                 f"of its own production distribution ({_n(max(dist))}) by more than the "
-                 f"tolerance {_pm(tol.throughput_rel)}.")
-    mu = _usable(m)
-    level = mu.nearest(c) if mu else None
-    if level is None or a.gpus is None:
-        why = (" (the GPU count behind the endpoint is not given)" if level is not None
-               else _why_unmeasured(m, "level to compare"))
-        return j("ok", f"Claims-only review: {_n(v)} tokens/s per GPU at {c} streams sits within "
-                 f"its own production distribution ({'/'.join(map(_n, dist))}); not compared "
-                 f"with our measurement{why}.")
+                 f"of its own production distribution ({_n(max(dist))}) by more than "
+                 f"{tol.throughput_rel * 100:.0f}% (throughput_rel).")
+    if a.gpus is None:
+        return j("unanswerable", f"{_n(v)} tokens/s per GPU at {c} streams is given without "
+                 "the GPU count behind the endpoint, so it cannot be set against what the "
+                 "endpoint delivers.")
     aggregate = v * a.gpus
     per_stream = aggregate / c
-    meas_stream = level.stream_tokens_per_s.p50
-    meas_agg = level.aggregate_tokens_per_s if level.concurrency == c else None
-    shown = {"concurrency": level.concurrency, "stream_tokens_per_s_p50": meas_stream,
-             "aggregate_tokens_per_s": level.aggregate_tokens_per_s}
-    checks = [(name, claimed, got) for name, claimed, got in
-              (("per stream (p50)", per_stream, meas_stream), ("aggregate", aggregate, meas_agg))
-              if got is not None]
-    if not checks:
-        return j("ok", f"{_n(v)} tokens/s per GPU × {a.gpus} GPU(s) at {c} streams is internally "
-                 f"consistent; our run has no throughput {_at(level, c)} to compare.", shown)
-    compared = " and ".join(f"{fmt_rate(got)} {name}" for name, _, got in checks)
-    head = (f"Claimed {_n(v)} tokens/s per GPU × {a.gpus} GPU{'s' if a.gpus > 1 else ''} at "
-            f"{c} streams implies "
-            f"{fmt_rate(per_stream)} per stream and {fmt_rate(aggregate)} aggregate; measured "
-            f"{compared} {_at(level, c)} (tolerance {_pm(tol.throughput_rel)})")
-    worst = max(checks, key=lambda t: t[1] / t[2] if t[2] else math.inf)
-    short = worst[1] / worst[2] if worst[2] else math.inf
-    if short > 1 / (1 - tol.throughput_rel):
-        return j("unreconciled", f"{head}: {_times(short)} short {worst[0]}.", shown)
-    return j("ok", f"{head}: holds{_reach(level, c, tol)}.", shown)
+    claim = (f"{_n(v)} tokens/s per GPU × {a.gpus} GPU{'s' if a.gpus > 1 else ''} at {c} "
+             f"streams ({fmt_rate(per_stream)} per stream, {fmt_rate(aggregate)} aggregate)")
+    if ev.usable is None:
+        return j("unverified", f"{claim} sits within its own production distribution "
+                 f"({'/'.join(map(_n, dist))}); not verified: {ev.blocker}.")
+    floor = 1 - tol.throughput_rel
+
+    def check(level: Level) -> tuple[bool | None, str, str]:
+        if level.mostly_failed:
+            return False, "a level where most requests failed", "it does not hold"
+        got = [(name, claimed, meas) for name, claimed, meas in
+               (("per stream (p50)", per_stream, level.stream_tokens_per_s.p50),
+                ("aggregate", aggregate,
+                 level.aggregate_tokens_per_s if level.concurrency == c else None))
+               if meas is not None]
+        if not got:
+            return None, "", ""
+        worst = min(got, key=lambda t: t[2] / t[1] if t[1] else math.inf)
+        ok = all(meas >= claimed * floor for _, claimed, meas in got)
+        said = " and ".join(f"{fmt_rate(meas)} {name}" for name, _, meas in got)
+        short = worst[1] / worst[2] if worst[2] else math.inf
+        return ok, f"measured {said}", "holds" if ok else f"{_times(short)} short {worst[0]}"
+
+    status, level, text = _in_regime(ev.usable, c, check)
+    shown = None if level is None else {
+        "concurrency": level.concurrency,
+        "stream_tokens_per_s_p50": level.stream_tokens_per_s.p50,
+        "aggregate_tokens_per_s": level.aggregate_tokens_per_s}
+    return j(status, f"Claimed {claim} {text}.", shown)
 
 
-def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
+def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     """Separate input/output prices and a capacity model that names prefill and decode."""
-    tolerance = f"{_pm(tol.rate_rel)} (rate_rel)"
+    tolerance = _at_least(tol.rate_rel, "rate_rel")
 
-    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+    def j(status: Status, reason: str, measured: dict[str, Any] | None = None,
+          finding: Finding | None = None) -> Judgement:
+        return Judgement(status, reason, a.to_dict(), measured, tolerance, finding)
 
     if _blank(a):
         return j("unanswered", "Q3 is not answered: no prices or capacity model were given.")
@@ -434,7 +617,7 @@ def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judge
             return j("unanswerable", f"Only a single blended price "
                      f"({_price(a.blended_price_per_mtok)}"
                      f"{cur} per million tokens) is given, so prefill and decode costs cannot be "
-                     "told apart.")
+                     "told apart.", finding="gap")
         return j("unanswerable", "Q3 does not give separate input and output prices per "
                  "million tokens.")
     prices = (f"input {_price(a.input_price_per_mtok)}{cur} and output "
@@ -445,31 +628,37 @@ def judge_q3(a: PricingAnswer, m: Measurements | None, tol: Tolerances) -> Judge
         return j("unreconciled", f"The blended price {_price(blended)}{cur} per million tokens "
                  f"lies outside the separate prices ({prices}), which no mix of input and "
                  "output tokens can give.")
-    claimed_rates = (("prefill", a.prefill_tokens_per_s, m.prefill_tokens_per_s if m else None),
-                     ("decode per stream", a.decode_tokens_per_s_per_stream,
-                      m.baseline.stream_tokens_per_s.p50 if m and m.baseline else None))
-    if not (a.capacity_model or "").strip() and all(r[1] is None for r in claimed_rates):
+    claimed = [(name, rate) for name, rate in (("prefill", a.prefill_tokens_per_s),
+                                               ("decode per stream",
+                                                a.decode_tokens_per_s_per_stream))
+               if rate is not None]
+    if not (a.capacity_model or "").strip() and not claimed:
         return j("unanswerable", f"Prices are separate ({prices}) but no capacity model names "
                  "how prefill and decode each consume capacity.")
-    mu = _usable(m)
-    checks = [(name, claimed, got) for name, claimed, got in claimed_rates
-              if claimed is not None and got is not None and mu is not None]
-    shown = ({"prefill_tokens_per_s": mu.prefill_tokens_per_s,
-              "decode_tokens_per_s_per_stream_p50": claimed_rates[1][2]} if mu else None)
-    if all(r[1] is None for r in claimed_rates):
-        return j("ok", f"Prices are separate ({prices}) and a capacity model is given in words; "
-                 "it states no prefill or decode rate to compare with a measurement.", shown)
-    if not checks:
-        return j("ok", f"Claims-only review: prices are separate ({prices}) and a capacity model "
-                 f"is given; its rates are not compared with a measurement"
-                 f"{_why_unmeasured(m, 'matching rate')}.", shown)
+    if not claimed:
+        return j("unverified", f"Prices are separate ({prices}) and a capacity model is given "
+                 "in words, but it states no prefill or decode rate, so no run can check it; "
+                 "ask for its prefill tokens/s and decode tokens/s per stream.")
+    m = ev.usable
+    if m is None:
+        return j("unverified", f"Prices are separate ({prices}) and the capacity model's rates "
+                 f"are stated; not verified: {ev.blocker}.")
+    ours = {"prefill": m.prefill_tokens_per_s,
+            "decode per stream": m.baseline.stream_tokens_per_s.p50 if m.baseline else None}
+    shown = {"prefill_tokens_per_s": ours["prefill"],
+             "decode_tokens_per_s_per_stream_p50": ours["decode per stream"]}
+    checks = [(name, rate, got) for name, rate in claimed if (got := ours[name]) is not None]
+    unmeasured = [name for name, _ in claimed if ours[name] is None]
     compared = "; ".join(f"{name} claimed {fmt_rate(cl)} vs measured {fmt_rate(got)}"
                          for name, cl, got in checks)
-    worst = max(checks, key=lambda t: t[1] / t[2] if t[2] else math.inf)
-    short = worst[1] / worst[2] if worst[2] else math.inf
-    head = f"Prices are separate ({prices}); {compared} (tolerance {_pm(tol.rate_rel)})"
-    if short > 1 / (1 - tol.rate_rel):
-        return j("unreconciled", f"{head}: {worst[0]} {_times(short)} short.", shown)
+    head = f"Prices are separate ({prices}); {compared or 'rates claimed'}"
+    short = [(name, cl / got) for name, cl, got in checks if got < cl * (1 - tol.rate_rel)]
+    if short:
+        name, ratio = max(short, key=lambda t: t[1])
+        return j("unreconciled", f"{head}: {name} {_times(ratio)} short.", shown)
+    if unmeasured:
+        return j("unverified", f"{head}; not verified: the run did not measure the "
+                 f"{_join(unmeasured)} rate (run the prefill and baseline phases).", shown)
     return j("ok", f"{head}: holds.", shown)
 
 
@@ -483,13 +672,19 @@ def _breaking_level(m: Measurements) -> int | None:
     return min(above) if above else None
 
 
-def judge_q4(a: ConcurrencyAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
-    """Maximum streams per node and the first-degrading metric vs the concurrency ramp."""
-    tolerance = f"{_pm(tol.concurrency_rel)} (concurrency_rel)"
+def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
+             sold: int | None = None) -> Judgement:
+    """Maximum streams per node and the first-degrading metric vs the concurrency ramp.
+
+    `sold` is the concurrency Q2 sells: a limit below it is a gap whatever the ramp says.
+    """
+    tolerance = (f"one-sided: claimed ≤ breaking level × {1 + tol.concurrency_rel:g} "
+                 f"(concurrency_rel {tol.concurrency_rel * 100:.0f}%)")
 
     def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+        return Judgement(status, reason, a.to_dict(), measured, tolerance, gap)
 
+    gap: Finding | None = None
     if _blank(a):
         return j("unanswered", "Q4 is not answered: no maximum of concurrent streams was given.")
     n, first = a.max_concurrent_streams_per_node, a.first_degrades
@@ -507,37 +702,49 @@ def judge_q4(a: ConcurrencyAnswer, m: Measurements | None, tol: Tolerances) -> J
     said = (f"{n} streams per node × {a.nodes} node{'s' if nodes > 1 else ''} = {claimed}, "
             f"{first} first" if a.nodes else
             f"{n} streams per node (at least {n} for the endpoint), {first} first")
-    mu = _usable(m)
-    if mu is None or (mu.max_sustained is None and mu.first_degraded is None):
-        return j("ok", f"Claims-only review: {said}; not checked against a concurrency ramp"
-                 f"{_why_unmeasured(m, 'ramp')}.")
+    gap_text = ""
+    if sold is not None and claimed < sold:
+        gap = "gap"
+        gap_text = (f"; the stated limit is below the {sold} streams Q2 sells, so the quote "
+                    "oversells the endpoint")
+    mu = ev.usable
+    if mu is None:
+        return j("unverified", f"Claimed {said}; not verified: {ev.blocker}{gap_text}.")
     breaking = _breaking_level(mu)
     shown = {"max_sustained_concurrency": mu.max_sustained, "first_degraded": mu.first_degraded,
              "breaking_concurrency": breaking}
-    ramp = (f"the ramp sustained {mu.max_sustained if mu.max_sustained is not None else 'no level'}"
-            + (f" and broke at {breaking} on {mu.first_degraded}" if mu.first_degraded else
-               " without degrading"))
-    head = f"Claimed {said} vs {ramp} (tolerance {_pm(tol.concurrency_rel)})"
+    if mu.first_degraded is None:
+        held = mu.max_sustained
+        if held is None:
+            return j("unverified", f"Claimed {said}; not verified: the ramp judged no level "
+                     f"({rerun_for(claimed)}){gap_text}.", shown)
+        more = f"--max-concurrency {2 * max(held, claimed)}"
+        if held < claimed:
+            return j("unverified", f"Claimed {said}; not verified: the ramp held up to {held} "
+                     f"streams and stopped below the claim without degrading; re-run the "
+                     f"probe with {more}{gap_text}.", shown)
+        return j("unverified", f"Claimed {said}; not verified: the ramp held {held} streams, "
+                 f"at least the claim, and nothing degraded, so what degrades first was not "
+                 f"seen; re-run the probe with {more}{gap_text}.", shown)
+    head = (f"Claimed {said} vs the ramp, which sustained "
+            f"{mu.max_sustained if mu.max_sustained is not None else 'no level'} and broke at "
+            f"{breaking} on {mu.first_degraded}")
     problems = []
-    if mu.first_degraded is not None:
-        limit = breaking if breaking is not None else (mu.max_sustained or 0) + 1
-        if claimed > limit * (1 + tol.concurrency_rel):
-            problems.append(f"the claim is {_times(claimed / limit)} the level at which it "
-                            "broke")
-        if first != mu.first_degraded:
-            problems.append(f"{mu.first_degraded}, not {first}, degraded first")
+    limit = breaking if breaking is not None else (mu.max_sustained or 0) + 1
+    if claimed > limit * (1 + tol.concurrency_rel):
+        problems.append(f"the claim is {_times(claimed / limit)} the level at which it broke")
+    if first != mu.first_degraded:
+        problems.append(f"{mu.first_degraded}, not {first}, degraded first")
     if problems:
-        return j("unreconciled", f"{head}: {_join(problems)}.", shown)
-    if mu.first_degraded is None and (mu.max_sustained or 0) < claimed:
-        return j("ok", f"{head}: not contradicted, though the ramp stopped below the claim.",
-                 shown)
-    return j("ok", f"{head}: holds.", shown)
+        return j("unreconciled", f"{head}: {_join(problems)}{gap_text}.", shown)
+    return j("ok", f"{head}: holds{gap_text}.", shown)
 
 
-def judge_q5(a: ObservabilityAnswer, m: Measurements | None, tol: Tolerances) -> Judgement:
+def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     """Per-stream vs request-level observability, and how it is exported."""
-    def j(status: Status, reason: str) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), None, "none (categorical answer)")
+    def j(status: Status, reason: str, finding: Finding | None = None) -> Judgement:
+        return Judgement(status, reason, a.to_dict(), None, "none (categorical answer)",
+                         finding)
 
     if _blank(a):
         return j("unanswered", "Q5 is not answered: no observability level was given.")
@@ -550,18 +757,22 @@ def judge_q5(a: ObservabilityAnswer, m: Measurements | None, tol: Tolerances) ->
                  "answers contradict each other.")
     if a.observability == "none":
         return j("ok", "The vendor states that no latency observability is exposed, so "
-                 "per-stream rhythm cannot be audited from its side.")
+                 "per-stream rhythm cannot be audited from its side.", "gap")
     if not (a.export or a.metrics_url):
         return j("unanswerable", f"Q5 says {a.observability} but not how it is exported, so we "
                  "cannot read it.")
-    how = a.export or a.metrics_url
-    return j("ok", f"The vendor exposes {a.observability.replace('_', '-')} latency via "
-             f"{_quote(how, 120)}; not compared with our measurement (no metrics scrape in "
-             "this run).")
+    how = _quote(a.export or a.metrics_url, 120)
+    if a.observability == "request_level":
+        return j("ok", f"The vendor exposes request-level latency only (via {how}): "
+                 "per-stream inter-token rhythm, which a streaming product lives on, cannot be "
+                 "audited from its side.", "gap")
+    return j("unverified", f"The vendor says it exposes per-stream latency via {how}; not "
+             "verified: that needs a scrape of the vendor's metrics endpoint, which this "
+             "version of evalkit does not do yet.")
 
 
 def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | None,
-             m: Measurements | None, tol: Tolerances) -> Judgement:
+             ev: Evidence, tol: Tolerances) -> Judgement:
     """The production panel vs the headline figure, with our own distribution beside both."""
     tolerance = (f"headline/panel p50 ≤ {tol.headline_panel_ratio:g}× without a written "
                  "reconciliation (headline_panel_ratio)")
@@ -571,19 +782,17 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
         claimed["headline_unit"] = headline_unit or "output_tokens_per_s"
     if a.output_tokens_per_s is not None and _dist_numbers(a.output_tokens_per_s):
         claimed["panel"] = claimed.get("output_tokens_per_s")
-    # one stream alone is no capacity judgement: shown beside the panel unless that phase
-    # itself was client-bound
+    m = ev.usable
     base = m.baseline if m and m.baseline and not m.baseline.client_bound else None
     ours: dict[str, Any] | None = (
         {"baseline_stream_tokens_per_s": _dist_dict(base.stream_tokens_per_s)} if base else None)
-    mu = _usable(m)
-    top = next((lv for lv in mu.levels if lv.concurrency == mu.max_sustained), None) if mu else None
+    top = next((lv for lv in m.levels if lv.concurrency == m.max_sustained), None) if m else None
     if top is not None:
         ours = ours or {}
         ours[f"stream_tokens_per_s_at_{top.concurrency}"] = _dist_dict(top.stream_tokens_per_s)
     our_p50 = base.stream_tokens_per_s.p50 if base else None
     beside = (f"; we measured {fmt_rate(our_p50)} per stream (p50) with one stream" if our_p50
-              else "; our own distribution was not measured")
+              else "")
 
     def j(status: Status, reason: str) -> Judgement:
         return Judgement(status, reason, claimed, ours, tolerance)
@@ -613,38 +822,42 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
     written = len((a.reconciliation or "").strip()) >= tol.min_reconciliation_chars
     p50 = a.output_tokens_per_s.p50 if a.output_tokens_per_s else None
     if headline_value is None:
-        return j("ok", f"The production panel ({window}) is given and there is no headline "
-                 f"figure to reconcile it with{beside}.")
-    if p50 is None or headline_unit not in (None, "output_tokens_per_s"):
+        agreed = (f"The production panel ({window}) is given and there is no headline figure "
+                  "to reconcile it with")
+    elif p50 is None or headline_unit not in (None, "output_tokens_per_s"):
         basis = ("the panel has no per-request p50" if p50 is None
                  else f"the headline is in {headline_unit}, the panel per request")
-        if written:
-            return j("ok", f"Headline {_n(headline_value)} and the panel cannot be divided "
-                     f"({basis}), and a written reconciliation is given{beside}.")
-        return j("unreconciled", f"Headline {_n(headline_value)} and the panel cannot be "
-                 f"compared ({basis}) and no written reconciliation bridges them{beside}.")
-    ratio = headline_value / p50 if p50 else math.inf
-    head = (f"Headline {_n(headline_value)} tokens/s is {ratio:.1f}× the production panel's "
-            f"median {_n(p50)} tokens/s ({window}; limit {tol.headline_panel_ratio:g}× without "
-            "a written reconciliation)")
-    if ratio <= tol.headline_panel_ratio:
-        return j("ok", f"{head}: within the limit{beside}.")
-    if written:
-        return j("ok", f"{head}: a written reconciliation explains the gap{beside}.")
-    return j("unreconciled", f"{head}, and no written reconciliation is given{beside}.")
+        if not written:
+            return j("unreconciled", f"Headline {_n(headline_value)} and the panel cannot be "
+                     f"compared ({basis}) and no written reconciliation bridges them{beside}.")
+        agreed = (f"Headline {_n(headline_value)} and the panel cannot be divided ({basis}), "
+                  "and a written reconciliation is given")
+    else:
+        ratio = headline_value / p50 if p50 else math.inf
+        head = (f"Headline {_n(headline_value)} tokens/s is {ratio:.1f}× the production "
+                f"panel's median {_n(p50)} tokens/s ({window}; limit "
+                f"{tol.headline_panel_ratio:g}× without a written reconciliation)")
+        if ratio > tol.headline_panel_ratio and not written:
+            return j("unreconciled", f"{head}, and no written reconciliation is given{beside}.")
+        agreed = head + (": within the limit" if ratio <= tol.headline_panel_ratio
+                         else ": a written reconciliation explains the gap")
+    if m is None or base is None:
+        why = ev.blocker or "the run has no baseline to set our own distribution beside it"
+        return j("unverified", f"{agreed}; not verified against our own measurement: {why}.")
+    return j("ok", f"{agreed}{beside}.")
 
 
-def judge_questions(q: Questionnaire | None, m: Measurements | None,
+def judge_questions(q: Questionnaire | None, ev: Evidence,
                     tol: Tolerances) -> dict[str, Judgement]:
     """Q1..Q6 judgements; with no questionnaire every one is `unanswered`."""
     q = q or Questionnaire()
     return {
-        "Q1": judge_q1(q.q1, m, tol),
-        "Q2": judge_q2(q.q2, m, tol),
-        "Q3": judge_q3(q.q3, m, tol),
-        "Q4": judge_q4(q.q4, m, tol),
-        "Q5": judge_q5(q.q5, m, tol),
-        "Q6": judge_q6(q.q6, q.headline.value, q.headline.unit, m, tol),
+        "Q1": judge_q1(q.q1, ev, tol),
+        "Q2": judge_q2(q.q2, ev, tol),
+        "Q3": judge_q3(q.q3, ev, tol),
+        "Q4": judge_q4(q.q4, ev, tol, q.q2.at_concurrency),
+        "Q5": judge_q5(q.q5, ev, tol),
+        "Q6": judge_q6(q.q6, q.headline.value, q.headline.unit, ev, tol),
     }
 
 
@@ -652,42 +865,58 @@ def judge_questions(q: Questionnaire | None, m: Measurements | None,
 
 
 def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
-            has_questionnaire: bool = True, client_bound: bool = False,
-            measured: bool = True) -> Verdict:
-    """Sized for the streaming regime only when Q2, Q4 and Q6 are measured and hold up."""
+            has_questionnaire: bool = True, validity: str | None = "valid",
+            validity_reasons: tuple[str, ...] = ()) -> Verdict:
+    """Streaming-ready only when Q2, Q4 and Q6 are `ok` (verified) on a valid run.
+
+    `validity` is the run's (None: no run, a claims-only review, which at best reads
+    "complete and consistent, not verified").
+    """
     who = vendor or "The vendor"
-    tail = (" Our own run was client-bound, so no capacity judgement is drawn from it."
-            if client_bound else "")
     others = [f"{qid} {judgements[qid].status}" for qid in QUESTION_IDS
               if qid not in STREAMING_QUESTIONS and judgements[qid].status != "ok"]
-    also = f" Also flagged: {_join(others)}." if others else ""
+    gaps = [qid for qid in QUESTION_IDS if judgements[qid].finding == "gap"]
+    also = (f" Also flagged: {_join(others)}." if others else "") + (
+        f" Gaps found: {_join(gaps)}." if gaps else "")
+    if validity == "invalid":
+        why = f" ({_quote(validity_reasons[0], 200)})" if validity_reasons else ""
+        return Verdict(False, f"RUN INVALID{why}: the run measured nothing a judgement can rest "
+                       "on, so no claim is verified and no verdict is drawn from it." + also)
     if not has_questionnaire:
         return Verdict(False, "No questionnaire was given, so nothing shows the quote is sized "
-                       "for the streaming regime; only the measurements are judged." + tail)
-    missing = [qid for qid in STREAMING_QUESTIONS
-               if judgements[qid].status in ("unanswered", "unanswerable")]
+                       "for the streaming regime; only the measurements are judged.")
+    trio = {qid: judgements[qid].status for qid in STREAMING_QUESTIONS}
+    missing = [qid for qid, st in trio.items() if st in ("unanswered", "unanswerable")]
     if missing:
         return Verdict(False, f"{who} cannot answer {_join(missing)} with measured numbers, so "
                        "it has sized its quote for a regime the product is leaving (batch / "
-                       "request-rate), not for concurrent streams." + also + tail)
-    broken = [qid for qid in STREAMING_QUESTIONS if judgements[qid].status == "unreconciled"]
+                       "request-rate), not for concurrent streams." + also)
+    broken = [qid for qid, st in trio.items() if st == "unreconciled"]
     if broken:
         return Verdict(False, f"{who} answers Q2, Q4 and Q6 with measured numbers, but "
                        f"{_join(broken)} do{'es' if len(broken) == 1 else ''} not hold up, so "
                        "the quote is not shown to be sized for the streaming regime until "
-                       "reconciled." + also + tail)
-    if not measured:
-        return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that agree with "
-                       "each other, so its quote is sized for the streaming regime on its own "
-                       "account; no usable probe run has checked them yet." + also + tail)
+                       "reconciled." + also)
+    unverified = [qid for qid, st in trio.items() if st == "unverified"]
+    if validity is None:
+        return Verdict(False, f"{who} answers Q2, Q4 and Q6 with measured numbers that are "
+                       "complete and consistent, but this is a claims-only review: not verified, "
+                       "so not shown streaming-ready until a probe run checks them." + also)
+    if unverified:
+        return Verdict(False, f"{who} answers Q2, Q4 and Q6 with consistent numbers, but this "
+                       f"run could not verify {_join(unverified)}, so it is not shown "
+                       "streaming-ready; each reason says which run would verify it." + also)
+    if validity != "valid":
+        why = f" ({_quote(validity_reasons[0], 200)})" if validity_reasons else ""
+        return Verdict(False, f"{who}'s answers to Q2, Q4 and Q6 hold up, but the run is "
+                       f"{validity}{why}, so no verdict of readiness is drawn from it; re-run "
+                       "the probe." + also)
     return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold up "
                    "against our measurements, so its quote is sized for the streaming regime."
-                   + also + tail)
+                   + also)
 
 
 # ---------------------------------------------------------------- use-case fit
-
-Check = Callable[[Level], tuple[bool | None, str]]
 
 
 def _limit(name: str, value: float | None, limit: float, fmt: Callable[[float | None], str]
@@ -771,12 +1000,14 @@ def _ladder(m: Measurements, checks: list[Check], what: str) -> Fit:
         held = (level, [text for _, text in results if text])
     if held is None:
         return Fit(None, "No measured level to judge.")
-    return Fit(True, f"{_holds(what, held, every=True)}.", held[0].concurrency)
+    return Fit(True, f"{_holds(what, held, every=True)}; not tried above "
+               f"{held[0].concurrency}, so that is a lower bound.", held[0].concurrency,
+               lower_bound=True)
 
 
 def _holds(what: str, held: tuple[Level, list[str]], every: bool = False) -> str:
     notes = f" ({_join(held[1])})" if held[1] else ""
-    scope = "at every measured level up to" if every else "up to"
+    scope = "at every level tried, up to" if every else "up to"
     return f"Holds {what} {scope} {_streams(held[0].concurrency)}{notes}"
 
 
@@ -791,13 +1022,12 @@ def _batch(m: Measurements, tol: Tolerances) -> Fit:
 
 
 def use_case_fit(m: Measurements | None, tol: Tolerances) -> dict[str, Fit]:
-    """Each SLO profile judged on the measured levels."""
+    """Each SLO profile judged on the measured levels (of a run that supports judgement)."""
     out: dict[str, Fit] = {}
+    blocker = run_blocker(m)
     for name, profile in tol.slo_profiles.items():
-        if m is None:
-            out[name] = Fit(None, "Not measured: no probe run was given.")
-        elif m.client_bound:
-            out[name] = Fit(None, "Not judged: the client was the bottleneck of the run.")
+        if m is None or blocker:
+            out[name] = Fit(None, f"Not judged: {blocker}.")
         elif profile.throughput_only:
             out[name] = _batch(m, tol)
         else:
@@ -807,10 +1037,9 @@ def use_case_fit(m: Measurements | None, tol: Tolerances) -> dict[str, Fit]:
 
 def streams_at_reading_speed(m: Measurements | None, tol: Tolerances) -> Fit:
     """Highest measured concurrency at which nearly every stream stays above reading speed."""
-    if m is None:
-        return Fit(None, "Not measured: no probe run was given.")
-    if m.client_bound:
-        return Fit(None, "Not judged: the client was the bottleneck of the run.")
+    blocker = run_blocker(m)
+    if m is None or blocker:
+        return Fit(None, f"Not judged: {blocker}.")
     checks: list[Check] = [lambda lv: _reading(lv, tol), lambda lv: _failures(lv, tol)]
     return _ladder(m, checks, "reading speed")
 
@@ -819,19 +1048,33 @@ def streams_at_reading_speed(m: Measurements | None, tol: Tolerances) -> Fit:
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
-              tol: Tolerances | None = None) -> Review:
-    """The whole judgement: questions, verdict, use-case fit, streams at reading speed."""
+              tol: Tolerances | None = None, run: RunTarget | None = None) -> Review:
+    """The whole judgement: questions, verdict, use-case fit, streams at reading speed.
+
+    `run` says what the run probed; with a summary but no `run`, the run cannot be tied
+    to the questionnaire's model and endpoint, and every measured claim is unverified.
+    """
     tol = tol or Tolerances()
-    m = measurements(summary)
-    judgements = judge_questions(questionnaire, m, tol)
-    client_bound = bool(m and m.client_bound)
+    m = measurements(summary) if summary is not None else None
+    if summary is not None and m is None:  # a summary with nothing measured in it
+        m = Measurements((), None, None, None, None, False, validity="invalid",
+                         validity_reasons=("the summary holds no measured level",))
+    mismatch = target_mismatch(questionnaire, run or RunTarget()) if m is not None else None
+    blocker = run_blocker(m) or (
+        f"{mismatch}; re-run the probe against the model and endpoint the questionnaire names"
+        if mismatch else None)
+    judgements = judge_questions(questionnaire, Evidence(m, blocker), tol)
     return Review(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
-                        questionnaire is not None, client_bound, _usable(m) is not None),
+                        questionnaire is not None, m.validity if m else None,
+                        m.validity_reasons if m else ()),
         use_cases=use_case_fit(m, tol),
         reading_speed=streams_at_reading_speed(m, tol),
         has_questionnaire=questionnaire is not None,
         has_measurements=m is not None,
-        client_bound=client_bound,
+        client_bound=bool(m and m.client_bound),
+        run_validity=m.validity if m else None,
+        run_validity_reasons=m.validity_reasons if m else (),
+        target_mismatch=mismatch,
     )

@@ -45,7 +45,8 @@ from evalkit.runstore import REQUESTS_FILE, read_records
 
 TEMPLATES_DIR = Path(evalkit.__file__).resolve().parent.parent / "templates"
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
-BADGES = {"ok": "✓", "unanswered": "○", "unanswerable": "?", "unreconciled": "✗"}
+BADGES = {"ok": "✓", "unverified": "◐", "unanswered": "○", "unanswerable": "?",
+          "unreconciled": "✗"}
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
 SHORT_TEXT, LONG_TEXT = 110, 4000
 RASTER_STREAMS = 40
@@ -124,6 +125,23 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
         raise UsageError(f"--fail-on: unknown status {', '.join(unknown)}; "
                          f"choose from {', '.join(STATUSES)}")
     return names
+
+
+def nothing_to_judge(scorecard: Mapping[str, Any]) -> str | None:
+    """Why a `--fail-on` gate would have nothing to judge (it must not pass silently)."""
+    run = _map(scorecard.get("run"))
+    if scorecard.get("review") == "claims_only":
+        return None  # claims are judged (every measured claim is unverified, and says so)
+    if scorecard.get("review") in ("measurements_only", "empty"):
+        return "no questionnaire was given, so there are no claims to judge"
+    if not run:
+        return "no run was given"
+    if run.get("validity") == "invalid":
+        reasons = run.get("validity_reasons") or []
+        return "the run is invalid" + (f" ({clip(reasons[0], 200)})" if reasons else "")
+    if run.get("validity") not in ("valid", "degraded"):
+        return "the run states no validity (an older evalkit wrote it)"
+    return None
 
 
 def flagged(scorecard: Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
@@ -355,14 +373,17 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     if best is None:
         max_text = "not established by this run" + (f"; first to degrade: {degraded}"
                                                      if degraded else "")
+    elif ramp.get("max_sustained_is_lower_bound"):
+        max_text = (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
+                    "none above was tried)")
     else:
-        max_text = (f"{fmt_value(best)} streams; first to degrade: "
-                    f"{degraded or 'nothing within the levels tried'}")
+        max_text = f"{fmt_value(best)} streams; first to degrade: {degraded}"
     # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
     est = " (tokens estimated)" if lv.get("output_tokens_estimated") is True else ""
     base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
     figs = [
-        (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"),
+        (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"
+         + _n_mark(ttft)),
         (f"Stream rate{at}",
          f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}{est}"),
         ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s")) + est),
@@ -376,6 +397,24 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     if client.get("client_bound"):
         figs.append(("Client check", client_verdict(client)))
     return figs
+
+
+def _n_mark(p: Mapping[str, Any]) -> str:
+    """The sample count behind a percentile, marked when it is too few to lean on."""
+    n = p.get("n")
+    if not isinstance(n, int):
+        return ""
+    return f" (n={n}, low confidence)" if n < 100 else f" (n={n})"
+
+
+def validity_text(run: Mapping[str, Any] | None) -> str:
+    """The run's validity in words for page one: the status and its first reasons."""
+    run = _map(run)
+    status = run.get("validity")
+    reasons = [clip(r, 160) for r in run.get("validity_reasons") or [] if isinstance(r, str)]
+    label = {"valid": "valid", "degraded": "DEGRADED", "invalid": "RUN INVALID"}.get(
+        str(status), "not assessed (summary from an older evalkit): treated as unverified")
+    return label + (": " + "; ".join(reasons[:3]) if reasons else "")
 
 
 def client_verdict(client: Mapping[str, Any]) -> str:
@@ -508,13 +547,17 @@ def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-def _fit_badge(fit: Any) -> tuple[str, str]:
-    """(css class, label) for a use-case fit: True, False, or None (not measurable)."""
+def _fit_badge(uc: Mapping[str, Any]) -> tuple[str, str]:
+    """(css class, label) for a use-case fit, qualified by how far it was tried."""
+    fit, top = uc.get("fit"), uc.get("max_concurrency")
     if fit is True:
-        return "ok", "✓ fits"
+        if not isinstance(top, int):
+            return "ok", "✓ fits"
+        return "ok", (f"✓ fits ≥ {top} streams" if uc.get("lower_bound")
+                      else f"✓ fits up to {top} streams")
     if fit is False:
         return "unreconciled", "✗ does not fit"
-    return "unanswered", "○ not measured"
+    return "unanswered", "○ not judged"
 
 
 def build_context(scorecard: Mapping[str, Any], run: RunData | None,
@@ -531,6 +574,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         questions.append({
             "id": qid, "title": clip(q.get("title") or QUESTION_TITLES[qid], 80),
             "status": status, "badge": BADGES.get(status, "!"),
+            "gap": q.get("finding") == "gap",
             "claimed": fmt_value(q.get("claimed"), SHORT_TEXT, brief=True),
             "measured": fmt_value(q.get("measured"), SHORT_TEXT, brief=True),
             "reason": clip(q.get("reason") or "", 3 * SHORT_TEXT),
@@ -542,7 +586,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     use_cases = []
     for name, uc in _map(scorecard.get("use_cases")).items():
         uc = _map(uc)
-        css, label = _fit_badge(uc.get("fit"))
+        css, label = _fit_badge(uc)
         use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
                           "css": css, "label": label,
                           "reason": clip(uc.get("reason") or "", 2 * SHORT_TEXT)})
@@ -550,15 +594,27 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     tolerances = dict(_map(scorecard.get("tolerances")))
     slo_profiles = _map(tolerances.pop("slo_profiles", None))
     figures = key_figures(summary)
+    run_card = _map(scorecard.get("run"))
+    lead: list[tuple[str, str]] = []
+    if run is not None:
+        lead.append(("Run validity", validity_text(run_card)))
     run_status = run_doc.get("status")
     if run is not None and run_status not in (None, "complete"):
-        figures.insert(0, ("Run status", f"{clip(run_status, 30).upper()}: the figures cover only "
-                                         "what was measured before the run stopped"))
+        lead.append(("Run status", f"{clip(run_status, 30).upper()}: the figures cover only "
+                                   "what was measured before the run stopped"))
+    if run is not None:
+        lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
+                     + f" (suite v{clip(run_doc.get('suite_version') or '?', 10)})"))
+    figures = lead + figures
     reading = _map(scorecard.get("streams_at_reading_speed"))
     if summary and reading:
         pct, speed = reading.get("percentile") or "p90", reading.get("reading_speed_tokens_per_s")
-        figures.append(("Streams at reading speed",
-                        f"{fmt_value(reading.get('value'))} ({pct} stream ≥ {fmt_rate(speed)})"))
+        value = fmt_value(reading.get("value"))
+        if reading.get("lower_bound") and reading.get("value") is not None:
+            value = f"≥ {value} (the highest level tried)"
+        elif reading.get("fit") is None:
+            value = "not judged"
+        figures.append(("Streams at reading speed", f"{value} ({pct} stream ≥ {fmt_rate(speed)})"))
     if run is None:  # claims-only: the vendor's own words for what was reviewed
         model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
         endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
@@ -568,9 +624,22 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
     outcomes = Counter(r.outcome for r in records)
     errors = Counter(clip(r.error, 200) for r in records if r.error)
+    stand = _map(run_card.get("stands_in_for"))
+    notices = []
+    if stand:
+        notices.append(f"A demonstration: evalkit's built-in reference endpoint played this "
+                       f"vendor's endpoint ({clip(stand.get('model') or '—', 60)} at "
+                       f"{clip(stand.get('endpoint') or '—', 80)}). Every figure was measured "
+                       "on the reference endpoint, not on the vendor's.")
+    if run_card.get("target_mismatch"):
+        notices.append("The run does not match the questionnaire: "
+                       f"{clip(run_card['target_mismatch'], 300)}. Claims that need a "
+                       "measurement are unverified.")
     return {
         "vendor": clip(scorecard.get("vendor") or "(vendor not named)", SHORT_TEXT),
         "model": model, "endpoint": endpoint,
+        "run_invalid": run_card.get("validity") == "invalid",
+        "notices": notices,
         "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
         "streaming_ready": bool(verdict.get("streaming_ready")),
         "verdict": clip(verdict.get("text") or "No verdict was drawn.", LONG_TEXT),
@@ -676,6 +745,7 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
     `tolerances` is a `Tolerances`, a path to an override file, or None for the defaults.
     """
     from evalkit.questionnaire import load_questionnaire
+    from evalkit.reconcile import RunTarget
     from evalkit.scorecard import build_scorecard
     from evalkit.tolerances import Tolerances, load_tolerances
 
@@ -702,5 +772,6 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
         suffix = Path(questionnaire_path).suffix.lower()
         name = "questionnaire" + (suffix if suffix in (".yaml", ".yml", ".json") else ".yaml")
         attached = (name, Path(questionnaire_path).read_bytes())
-    scorecard = build_scorecard(questionnaire, run.summary if run else None, tol)
+    scorecard = build_scorecard(questionnaire, run.summary if run else None, tol,
+                                RunTarget.from_run(run.run) if run else None)
     return write_scorecard(scorecard, run, attached, out_pdf, html)

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from evalkit.questionnaire import QUESTION_TITLES, Questionnaire
-from evalkit.reconcile import Fit, reconcile
+from evalkit.reconcile import Fit, RunTarget, reconcile
 from evalkit.tolerances import Tolerances
 
 SCHEMA_ID = "evalkit.scorecard/1"
@@ -31,14 +31,20 @@ def _json_safe(value: Any) -> Any:
 
 
 def _fit(f: Fit) -> dict[str, Any]:
-    return {"fit": f.fit, "reason": f.reason, "max_concurrency": f.max_concurrency}
+    return {"fit": f.fit, "reason": f.reason, "max_concurrency": f.max_concurrency,
+            "lower_bound": f.lower_bound}
 
 
 def build_scorecard(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
-                    tolerances: Tolerances | None = None) -> dict[str, Any]:
-    """Reconcile the two inputs (either may be None) into the scorecard.json dict."""
+                    tolerances: Tolerances | None = None,
+                    run: RunTarget | None = None) -> dict[str, Any]:
+    """Reconcile the two inputs (either may be None) into the scorecard.json dict.
+
+    `run` is what the run probed (`RunTarget.from_run(run_json)`): without it a run cannot
+    be tied to the questionnaire's model and endpoint, and verifies no claim.
+    """
     tol = tolerances or Tolerances()
-    review = reconcile(questionnaire, summary, tol)
+    review = reconcile(questionnaire, summary, tol, run)
     q = questionnaire
     kind = {(True, True): "claims_and_measurements", (True, False): "claims_only",
             (False, True): "measurements_only", (False, False): "empty"}[
@@ -54,11 +60,21 @@ def build_scorecard(questionnaire: Questionnaire | None, summary: Mapping[str, A
         "endpoint": q.endpoint if q else None,
         "review": kind,
         "client_bound": review.client_bound,
+        "run": None if summary is None else {
+            "validity": review.run_validity,
+            "validity_reasons": list(review.run_validity_reasons),
+            "model": run.model if run else None,
+            "endpoint": run.endpoint if run else None,
+            "profile": run.profile if run else None,
+            "stands_in_for": dict(run.stands_in_for) if run and run.stands_in_for else None,
+            "target_mismatch": review.target_mismatch,
+        },
         "verdict": {"streaming_ready": review.verdict.streaming_ready,
                     "text": review.verdict.text},
         "questions": {
-            qid: {"title": QUESTION_TITLES[qid], "status": j.status, "claimed": j.claimed,
-                  "measured": j.measured, "reason": j.reason, "tolerance": j.tolerance}
+            qid: {"title": QUESTION_TITLES[qid], "status": j.status, "finding": j.finding,
+                  "claimed": j.claimed, "measured": j.measured, "reason": j.reason,
+                  "tolerance": j.tolerance}
             for qid, j in review.judgements.items()
         },
         "use_cases": use_cases,

@@ -59,6 +59,9 @@ def fixture_scorecard(**over: Any) -> dict[str, Any]:
         "tolerances": {"ttft_rel": 0.25,
                        "slo_profiles": {"live_suggestions": {"ttft_p90_s": 0.45,
                                                              "tpot_p90_s": 0.04}}},
+        "run": {"validity": "valid", "validity_reasons": [], "model": "ref-model-7b",
+                "endpoint": "http://127.0.0.1:8011/v1", "profile": "quick",
+                "stands_in_for": None, "target_mismatch": None},
     }
     sc.update(over)
     return sc
@@ -123,18 +126,35 @@ class TestPageOne:
             self, rendered: Rendered) -> None:
         """Under-load figures come from the max sustained level (8); prefill from the fit."""
         text = _squash(rendered[1].pages[0].extract_text() + rendered[1].pages[1].extract_text())
-        assert "TTFT under load at 8 streams p50 300 ms · p90 324 ms" in text
+        summary = json.loads((RUN_DIR / "summary.json").read_text())
+        level8 = summary["ramp"]["levels"][3]
+        assert level8["concurrency"] == summary["ramp"]["max_sustained_concurrency"] == 8
+        ttft = level8["ttft_s"]
+        assert (f"TTFT under load at 8 streams p50 {report.fmt_ms(ttft['p50'])} · p90 "
+                f"{report.fmt_ms(ttft['p90'])} (n=32, low confidence)") in text
+        assert 0.28 < ttft["p50"] < 0.33  # the fixture's 300 ms ± 10 %
         assert "8 streams; first to degrade: ttft" in text
-        assert "Prefill rate 20,000 tok/s (fit r² 0.998)" in text
-        assert "Decode rate (1/TPOT, alone) 50.0 tok/s" in text
-        assert "Stream rate at 8 streams p50 38.5 tok/s" in text
+        assert "Prefill rate 20,100 tok/s (fit r² 1.000)" in text  # 1 / 20,000 per token ± noise
+        assert "Decode rate (1/TPOT, alone) 50.4 tok/s" in text    # 1 / 20 ms ± jitter
+        assert "Run validity valid" in text
+        assert "Suite profile quick (suite v1)" in text
 
     def test_use_cases(self, rendered: Rendered) -> None:
         """Use-case rows read fits / does not fit as words, not colour."""
         text = _squash(_text(rendered[1]))
         assert "✓ fits TTFT p90 324 ms within 500 ms" in text
         assert "✗ does not fit TTFT p90 324 ms; TPOT ok" in text
-        assert "○ not measured no aggregate measured" in text
+        assert "○ not judged no aggregate measured" in text
+
+    def test_a_fit_says_how_far_it_was_tried(self) -> None:
+        """'fits up to N' where a level broke it, 'fits ≥ N' where none tried did."""
+        def label(uc: dict[str, Any]) -> str:
+            card = fixture_scorecard(use_cases={"voice_agent": uc})
+            return report.build_context(card, None, {})["use_cases"][0]["label"]
+        assert label({"fit": True, "max_concurrency": 4, "lower_bound": False}) == \
+            "✓ fits up to 4 streams"
+        assert label({"fit": True, "max_concurrency": 16, "lower_bound": True}) == \
+            "✓ fits ≥ 16 streams"
 
 
 class TestChartsAndAppendix:
@@ -147,7 +167,7 @@ class TestChartsAndAppendix:
         assert "Figure 7." not in text
         assert "max sustained: 8; first degraded: ttft" in text
         assert "headline 1,107" in text and "p50 170" in text
-        assert "fit: 150 ms + n / 20,000 tok/s, r² 0.998" in text
+        assert "fit: 151 ms + n / 20,100 tok/s, r² 1.000" in text
         assert "stall > 1 s (1)" in text  # the fixture has exactly one 1.4 s gap
         # limits come from the use case's own profile, else from the tolerances' profiles
         assert "voice agent 500 ms" in text and "live suggestions 450 ms" in text
@@ -161,11 +181,11 @@ class TestChartsAndAppendix:
         text = _squash(_text(rendered[1]))
         recs = [json.loads(x) for x in (RUN_DIR / "requests.jsonl").read_text().splitlines()]
         rejected = sum(r["outcome"] == "rejected" for r in recs)
-        assert rejected == 8
+        assert rejected == 1
         assert f"rejected {rejected}" in text
         assert f"ok {len(recs) - rejected}" in text
-        assert "429: <b>slow down</b> 8" in text
-        assert "16 64 ok 56 · rejected 8" in text  # the 16-stream row of the ramp table
+        assert "429: <b>slow down</b> 1" in text
+        assert "16 64 ok 63 · rejected 1" in text  # the 16-stream row of the ramp table
         assert "Suite version 1; profile quick" in text
 
     def test_self_checks_in_provenance(self, rendered: Rendered) -> None:
@@ -174,14 +194,15 @@ class TestChartsAndAppendix:
         assert "event-loop lag p99 1.20 ms, CPU max 31%; the client was not the bottleneck" \
             in text
         assert "repeat/first TTFT 0.210 over 2 pairs: a prefix cache serves repeats" in text
-        assert "9 of 126 requests short by > 5%: FLAGGED" in text
-        assert "0 of 126 disagree by > 25%: ok" in text
+        assert "3 of 135 requests short by > 5%: FLAGGED" in text  # the three 20-token outputs
+        assert "0 of 135 disagree by > 25%: ok" in text
 
     def test_low_confidence_p99_marked(
             self, rendered: Rendered) -> None:
         """Baseline p99 from 8 samples carries the low-confidence mark."""
         text = _squash(_text(rendered[1]))
-        assert "p99 220 ms (low confidence) · n=8" in text
+        p99 = json.loads((RUN_DIR / "summary.json").read_text())["baseline"]["ttft_s"]["p99"]
+        assert f"p99 {report.fmt_ms(p99)} (low confidence) · n=8" in text
 
 
 class TestEvidence:
@@ -316,7 +337,8 @@ class TestPartialReviews:
         data = report.load_run(RUN_DIR)
         stopped = report.RunData({**data.run, "status": "interrupted"}, data.summary, (), {})
         ctx = report.build_context(fixture_scorecard(), stopped, {})
-        assert ctx["key_figures"][0] == (
+        assert ctx["key_figures"][0] == ("Run validity", "valid")
+        assert ctx["key_figures"][1] == (
             "Run status", "INTERRUPTED: the figures cover only what was measured before the "
             "run stopped")
         complete = report.build_context(
@@ -339,7 +361,9 @@ class TestPartialReviews:
         summary["ramp"]["levels"][3]["output_tokens_estimated"] = True  # the 8-stream level
         figs = dict(report.key_figures(summary))
         assert figs["Stream rate at 8 streams"].endswith("(tokens estimated)")
-        assert figs["Aggregate throughput at 8 streams"] == "277 tok/s (tokens estimated)"
+        agg = summary["ramp"]["levels"][3]["aggregate_tokens_per_s"]
+        assert figs["Aggregate throughput at 8 streams"] == \
+            f"{report.fmt_rate(agg)} (tokens estimated)"
         assert "estimated" not in figs["Decode rate (1/TPOT, alone)"]
 
 
@@ -406,3 +430,16 @@ def test_client_verdict_separates_a_void_judgement_from_a_confined_bound(
     from evalkit.report import client_verdict
 
     assert client_verdict(client) == expected
+
+
+def test_fixture_is_what_its_generator_writes() -> None:
+    """The run fixture is derived, never hand-edited: its summary is summarize(records)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_report_fixture", RUN_DIR.parent / "make_report_fixture.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for name, text in gen.files().items():
+        assert (RUN_DIR / name).read_text() == text, f"re-run {spec.origin} ({name} differs)"

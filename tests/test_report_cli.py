@@ -45,8 +45,14 @@ class TestExitCodes:
         flagged = [q for q, v in card["questions"].items()
                    if v["status"] in ("unanswered", "unreconciled")]
         assert flagged  # the sample is built to be flagged
-        assert res.stdout.splitlines() == [str(out), str(out.with_suffix(".json")),
-                                           str(out.with_suffix(".html"))]
+        lines = res.stdout.splitlines()
+        assert lines[:3] == [str(out), str(out.with_suffix(".json")),
+                             str(out.with_suffix(".html"))]
+        counts = {s: sum(q["status"] == s for q in card["questions"].values())
+                  for s in ("unreconciled", "unverified", "ok")}
+        assert lines[3].startswith("NOT STREAMING-READY: ")  # the outcome, without the PDF
+        for status, n in counts.items():
+            assert (f"{n} {status}" in lines[3]) == (n > 0), (status, lines[3])
         assert f"flagged: {flagged[0]} {card['questions'][flagged[0]]['status']}" in res.stderr
         text = _text(out)
         for qid, q in card["questions"].items():  # every status on the page is the JSON's
@@ -55,7 +61,8 @@ class TestExitCodes:
 
     def test_fail_on_absent_exits_0(self, tmp_path: Path) -> None:
         """Claims-only, with a tolerance file that lets the headline stand 10x the panel:
-        Q6 is no longer unreconciled, so --fail-on unreconciled exits 0."""
+        Q6 is no longer unreconciled (only unverified: no run), so --fail-on unreconciled
+        exits 0."""
         out = tmp_path / "claims.pdf"
         tol = tmp_path / "tol.yaml"
         tol.write_text("headline_panel_ratio: 10\n")
@@ -63,7 +70,7 @@ class TestExitCodes:
                                        "--out", str(out), "--fail-on", "unreconciled",
                                        "--tolerances", str(tol)])
         card = json.loads(out.with_suffix(".json").read_text())
-        assert card["questions"]["Q6"]["status"] == "ok"
+        assert card["questions"]["Q6"]["status"] == "unverified"
         assert "unreconciled" not in {q["status"] for q in card["questions"].values()}
         assert res.exit_code == 0, res.output
         assert "headline/panel p50 ≤ 10×" in _text(out)  # the tolerance used is printed
@@ -78,8 +85,8 @@ class TestExitCodes:
     @pytest.mark.parametrize(("args", "message"), [
         (["--out", "x.pdf"], "Error: give --run DIR, --questionnaire FILE, or both"),
         (["--run", str(RUN_DIR), "--out", "x.pdf", "--fail-on", "ok,bogus"],
-         "Error: --fail-on: unknown status bogus; choose from ok, unanswered, unanswerable, "
-         "unreconciled"),
+         "Error: --fail-on: unknown status bogus; choose from ok, unverified, unanswered, "
+         "unanswerable, unreconciled"),
         (["--run", "/nonexistent/run", "--out", "x.pdf"],
          "Error: /nonexistent/run: not a directory"),
         (["--run", str(RUN_DIR), "--out", "x.txt"], "Error: --out x.txt: the report file must end "

@@ -1,0 +1,184 @@
+"""Fail closed, end to end: an endpoint that measured nothing never earns a green mark.
+
+Small misbehaving servers on loopback (real sockets, no mocks), the real probe, and the
+real report read back from its PDF and scorecard.json.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pypdf
+import pytest
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.errors import EndpointError
+from evalkit.prober import Target, explain_failure
+from evalkit.records import RequestRecord
+from evalkit.runstore import read_records
+from evalkit.suite import ProbeConfig, run_probe
+
+ROOT = Path(__file__).resolve().parent.parent
+FORTHRIGHT = ROOT / "questionnaires" / "forthright.yaml"
+
+
+class _Hostile(http.server.BaseHTTPRequestHandler):
+    """Lists no models; answers every POST with a status and a body full of escapes."""
+
+    status: ClassVar[int] = 400
+    body: ClassVar[bytes] = b""
+
+    def do_GET(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(self.status)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def hostile() -> Iterator[Any]:
+    """Factory: hostile(status, body) -> base URL of a server answering every POST so."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start(status: int, body: bytes = b"") -> str:
+        handler = type("H", (_Hostile,), {"status": status, "body": body})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _text(pdf: Path) -> str:
+    return re.sub(r"\s+", " ", "\n".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages))
+
+
+class TestConnectGate:
+    def test_a_failing_endpoint_stops_at_once_with_status_body_and_advice(
+            self, hostile: Any, tmp_path: Path) -> None:
+        """One request, not thousands; exit 2; the body is shown without its escapes."""
+        url = hostile(400, b'{"error": {"message": "\\u001b]0;owned\\u0007unknown field '
+                           b'\\"stream_options\\" \\u001b[2J"}}')
+        res = CliRunner().invoke(cli, ["probe", "--base-url", url, "--model", "m", "--quiet",
+                                       "--out", str(tmp_path / "run")])
+        assert res.exit_code == 2, res.output
+        assert "answered HTTP 400: ]0;owned unknown field \"stream_options\"" in res.stderr
+        assert "\x1b" not in res.stderr and "\x07" not in res.stderr
+        assert "what to try: the server rejects the request field 'stream_options'" in res.stderr
+        assert f"the failed request is recorded in {tmp_path / 'run'}" in res.stderr
+        [rec] = read_records(tmp_path / "run" / "requests.jsonl")
+        assert (rec.phase, rec.outcome, rec.http_status) == ("connect", "error", 400)
+        assert rec.error_body is not None and "stream_options" in rec.error_body
+        assert "\x1b" not in rec.error_body
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert run["status"] == "failed"
+        assert summary["validity"]["status"] == "invalid"
+        assert summary["validity"]["reasons"][0].startswith("the connect gate failed")
+
+    def test_an_invalid_run_scores_nothing_green(self, hostile: Any, tmp_path: Path) -> None:
+        """The scorecard of a dead endpoint leads with RUN INVALID; no ok, no fit, no
+        streaming-ready; and a --fail-on gate refuses to pass on it (exit 2)."""
+        url = hostile(501, b"<html><body><h1>Unsupported method ('POST')</h1></body></html>")
+        with pytest.raises(EndpointError, match="HTTP 501"):
+            run_probe(ProbeConfig(base_url=url, model="m"), tmp_path / "run")
+        out = tmp_path / "card.pdf"
+        res = CliRunner().invoke(cli, ["report", "--run", str(tmp_path / "run"),
+                                       "--questionnaire", str(FORTHRIGHT), "--out", str(out),
+                                       "--fail-on", "unreconciled"])
+        assert res.exit_code == 2, res.output
+        assert "--fail-on has nothing to judge: the run is invalid" in res.stderr
+        card = json.loads(out.with_suffix(".json").read_text())
+        assert card["verdict"]["streaming_ready"] is False
+        assert card["run"]["validity"] == "invalid"
+        measured = ("Q1", "Q2", "Q3", "Q4", "Q6")
+        assert all(card["questions"][q]["status"] != "ok" for q in measured)
+        assert {uc["fit"] for uc in card["use_cases"].values()} == {None}
+        text = _text(out)
+        assert "RUN INVALID" in text
+        assert "✓ STREAMING-READY" not in text and "✓ fits" not in text
+        assert "Unsupported method" in text  # the error, as the endpoint gave it
+
+    @pytest.mark.parametrize(("status", "body", "advice"), [
+        (404, "", "nothing is served at http://h/v1/chat/completions: check --base-url"),
+        (404, '{"error": {"message": "model x not found"}}', "does not serve model 'x'"),
+        (401, "", "$KEY is not set"),
+        (403, "forbidden", "$KEY is not set"),
+        (400, "", "without saying which part"),
+        (400, "bad x-request-id header", "rejects the 'x-request-id' header"),
+        (400, "top_k must be an int", "rejects 'top_k' from --extra-body"),
+        (501, "", "does not take POST"),
+        (429, "", "not admitting requests now"),
+        (500, "", "the server failed on our request"),
+    ])
+    def test_advice_follows_the_status_and_body(self, status: int, body: str,
+                                                advice: str) -> None:
+        """Each failure points at the one thing most likely wrong."""
+        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
+                            http_status=status, error=f"HTTP {status}: x",
+                            error_body=body or None)
+        target = Target("http://h/v1", "x", extra_body={"top_k": "1"})
+        message = explain_failure(rec, target, "/chat/completions", "KEY")
+        first, second = message.splitlines()
+        assert first.startswith(f"the connect stream failed: POST http://h/v1/chat/completions "
+                                f"answered HTTP {status}")
+        assert advice in second
+
+
+class TestRequestIds:
+    def test_request_ids_are_uuids_and_the_record_keeps_our_label(
+            self, reference: Any, tmp_path: Path) -> None:
+        """The vendor sees a UUID (llama.cpp rejects anything else); the record keeps both."""
+        srv = reference("gpu", mode="thread")
+        result = run_probe(ProbeConfig(base_url=srv.base_url, model=srv.model,
+                                       phases=("connect", "baseline"),
+                                       overrides={"baseline": {"requests": 3}}), tmp_path / "r")
+        assert result.validity == "valid"
+        records = read_records(tmp_path / "r" / "requests.jsonl")
+        seen = {t["request_id"] for t in srv.truth()}
+        assert {r.id for r in records} <= seen
+        for r in records:
+            assert str(uuid.UUID(r.id)) == r.id
+            assert r.label is not None and r.label.endswith(f"-{r.label[-6:]}")
+        assert len({r.label for r in records}) == len(records)
+
+
+class TestInvalidRun:
+    def test_a_baseline_that_never_succeeds_is_run_invalid_exit_2(
+            self, reference: Any, tmp_path: Path) -> None:
+        """Without the connect gate (not asked for), the baseline's failures make the run
+        invalid: the last lines say RUN INVALID and the exit code is 2."""
+        srv = reference("gpu", mode="thread", fault_http_500=1.0)
+        res = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+                                       srv.model, "--phases", "baseline,ramp", "--levels", "1,2",
+                                       "--quiet", "--out", str(tmp_path / "r")])
+        assert res.exit_code == 2, res.output
+        assert any(line.startswith("RUN INVALID: ") for line in res.stdout.splitlines())
+        assert "no level breached" not in res.stdout
+        assert "Error: the run is invalid" in res.stderr
+        summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+        assert summary["validity"]["status"] == "invalid"
+        assert summary["baseline"]["validity"]["status"] == "invalid"
+        assert {lv["status"] for lv in summary["ramp"]["levels"]} == {"failed"}
+        assert summary["client"]["client_bound"] is False  # failures are not the client's
