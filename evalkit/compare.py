@@ -34,6 +34,9 @@ class RunView:
     scorecard: dict[str, Any] | None = None
     #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
     ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
+    #: how `target` was found (questionnaire, probe-time vendor label, model and endpoint…),
+    #: so a run that landed in no trend can be explained
+    grouped_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,12 @@ class Regression:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The whole comparison: rows of figures, trends per target, what was left out."""
+    """The whole comparison: rows of figures, trends per target, what was left out.
+
+    A trend is *judged* when at least one key figure is comparable in two of its runs;
+    `not_judged` says, per trend that is not, why (runs left out, figures not measured).
+    A regression check with no judged trend has checked nothing.
+    """
 
     runs: list[RunView]
     rows: list[Row]
@@ -153,6 +161,8 @@ class Comparison:
     trends: dict[str, list[int]]
     regressions: list[Regression]
     left_out: list[str] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)
+    not_judged: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON written beside the comparison PDF (schema `evalkit.compare/1`)."""
@@ -177,6 +187,8 @@ class Comparison:
                              "before_run": g.before_label, "after_run": g.after_label,
                              "text": g.sentence} for g in self.regressions],
             "left_out": self.left_out,
+            "judged_trends": self.judged,
+            "not_judged": self.not_judged,
         }
 
 
@@ -210,6 +222,19 @@ def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
         best = min(known) if fig.better == "lower" else max(known)
         cells = [Cell(c.value, c.value == best, c.excluded) for c in cells]
     return Row(fig, cells)
+
+
+def _why_not_judged(rows: Sequence[Row], runs: Sequence[RunView], idx: Sequence[int]
+                    ) -> str | None:
+    """None when a key figure is comparable in two of the trend's runs, else why not."""
+    if any(sum(row.cells[i].value is not None for i in idx) >= 2 for row in rows):
+        return None
+    why = sorted({f"{runs[i].label}: {row.cells[i].excluded}" for row in rows for i in idx
+                  if row.cells[i].excluded})
+    if why:
+        return (f"no key figure is comparable in two of its {len(idx)} runs; left out: "
+                + "; ".join(why))
+    return f"no key figure was measured in two of its {len(idx)} runs"
 
 
 def _worse_by(fig: Figure, change: float) -> float:
@@ -254,5 +279,8 @@ def compare_runs(runs: Sequence[RunView],
     }
     cases = sorted({k for r in runs for k in (_get(r.scorecard, "use_cases") or {})})
     use_cases = {k: [_get(r.scorecard, "use_cases", k, "fit") for r in runs] for k in cases}
+    why_not = {t: _why_not_judged(rows, runs, idx) for t, idx in trends.items()}
     return Comparison(list(runs), rows, statuses, use_cases, trends,
-                      _regressions(rows, runs, trends, tolerance), left_out)
+                      _regressions(rows, runs, trends, tolerance), left_out,
+                      judged=[t for t, why in why_not.items() if why is None],
+                      not_judged={t: why for t, why in why_not.items() if why is not None})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +24,18 @@ from evalkit.errors import UsageError
 from evalkit.report import clip, fmt_value, load_run, render_html, render_pdf, sha256
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
+
+#: Longest vendor name that groups runs (a run.json label or `--same-vendor NAME`).
+VENDOR_NAME_MAX = 100
+
+#: What the user can do when runs of one vendor were not grouped as one.
+_HOW_TO_GROUP = (
+    "Runs are one vendor when their questionnaires name the same vendor, else when they "
+    "carry the same vendor label from `evalkit probe --vendor NAME`, else when model and "
+    "endpoint URL are the same (a changed port or host name makes another vendor). "
+    "Pair each run with its questionnaire (RUN_DIR=QUESTIONNAIRE.yaml), label the runs "
+    "at probe time (evalkit probe --vendor NAME), or say that the given runs are one "
+    "vendor: evalkit compare RUN_DIR... --same-vendor NAME.")
 
 
 @dataclass(frozen=True)
@@ -48,23 +61,55 @@ class CompareResult:
     comparison: Comparison
 
 
-def load_view(item: CompareInput, tolerances: Any = None) -> RunView:
+def vendor_name(value: Any) -> str | None:
+    """`value` as a vendor name that groups runs, or None when it cannot be one.
+
+    A name is a string of one line, at most VENDOR_NAME_MAX characters once white space
+    is folded, with no control or format characters (terminal escapes, bidi overrides).
+    """
+    if not isinstance(value, str):
+        return None
+    name = " ".join(value.split())
+    if not name or len(name) > VENDOR_NAME_MAX or any(
+            unicodedata.category(c) in ("Cc", "Cf") for c in name):
+        return None
+    return name
+
+
+def load_view(item: CompareInput, tolerances: Any = None,
+              same_vendor: str | None = None) -> RunView:
     """A run as the comparison sees it; its scorecard comes from the same engine as reports.
 
-    Runs of the same vendor are grouped into a trend: the vendor's name from its
-    questionnaire when there is one, else the model at the endpoint it was probed at.
+    Runs of the same vendor are grouped into a trend, named by the first of:
+    `same_vendor` (`compare --same-vendor`), the vendor's name from its questionnaire,
+    the vendor label run.json's `vendor` records (`probe --vendor`; ignored unless
+    `vendor_name` accepts it), else the model at the endpoint it was probed at.
     """
     from evalkit.questionnaire import load_questionnaire
+    from evalkit.reconcile import RunTarget
     from evalkit.scorecard import build_scorecard
     from evalkit.tolerances import Tolerances, load_tolerances
 
     tol = tolerances if isinstance(tolerances, Tolerances) else load_tolerances(tolerances)
     run = load_run(item.run_dir)
     questionnaire = load_questionnaire(item.questionnaire) if item.questionnaire else None
-    scorecard = build_scorecard(questionnaire, run.summary, tol)
+    scorecard = build_scorecard(questionnaire, run.summary, tol, RunTarget.from_run(run.run))
     target = run.run.get("target") or {}
-    who = (questionnaire.vendor if questionnaire and questionnaire.vendor else
-           f"{target.get('model', '?')} at {target.get('base_url', '?')}")
+    label = vendor_name(run.run.get("vendor"))
+    # the questionnaire's name was checked with the questionnaire; white space is folded
+    # so that it can meet the same name given as a label
+    named = " ".join((questionnaire.vendor or "").split()) if questionnaire else None
+    if same_vendor is not None:
+        who, grouped_by = same_vendor, "--same-vendor"
+    elif named:
+        who, grouped_by = named, f"vendor named in questionnaire {item.questionnaire}"
+    elif label:
+        who, grouped_by = label, "vendor label in run.json, from probe --vendor"
+    else:
+        who = f"{target.get('model', '?')} at {target.get('base_url', '?')}"
+        grouped_by = "model and endpoint URL: no questionnaire, no vendor label"
+        if run.run.get("vendor") is not None:
+            grouped_by += "; run.json's vendor ignored: not a short one-line string"
     started = str(run.run.get("started_at") or "")
     ttft_by_level: dict[int, list[float]] = {}
     for rec in run.records:
@@ -78,7 +123,8 @@ def load_view(item: CompareInput, tolerances: Any = None) -> RunView:
                   "output_tokens": settings.get("output_tokens"),
                   "levels": (settings.get("ramp") or {}).get("levels"),
                   "profile": run.run.get("profile")},
-        summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level)
+        summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level,
+        grouped_by=grouped_by)
 
 
 def _unique_labels(views: list[RunView]) -> list[RunView]:
@@ -256,6 +302,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
         "use_cases": [(k.replace("_", " "), v) for k, v in sorted(cmp.use_cases.items())],
         "fits": _fits(cmp),
         "trends": [(t, [cmp.runs[i].label for i in idx]) for t, idx in cmp.trends.items()],
+        "judged": cmp.judged,
+        "not_judged": [(clip(t, 80), clip(why, 600)) for t, why in sorted(cmp.not_judged.items())],
         "regressions": [g.sentence for g in cmp.regressions],
         "regression_targets": [g.target for g in cmp.regressions],
         "changes": _changed_answers(cmp),
@@ -265,17 +313,67 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
     }
 
 
+def _quoted(name: str) -> str:
+    """A vendor or endpoint name for a terminal message: quoted, clipped, escapes shown."""
+    return repr(name if len(name) <= 80 else name[:80] + "…")
+
+
+def require_judged_trend(cmp: Comparison, inputs: Sequence[CompareInput]) -> None:
+    """A regression check (`--fail-on regression`) must have judged some vendor's trend.
+
+    Raises UsageError, saying how each run was grouped and what to do, when no two runs
+    are of one vendor, or when no vendor's runs have a key figure comparable in two of
+    them. When some trends are judged and some not, it passes: `cmp.not_judged` says
+    which were not.
+    """
+    if cmp.judged:
+        return
+    if not cmp.trends:
+        grouping = "\n".join(
+            f"  run {i + 1} ({item.run_dir}): {_quoted(v.target)} ({v.grouped_by})"
+            for i, (v, item) in enumerate(zip(cmp.runs, inputs, strict=True)))
+        n = len(cmp.runs)
+        which = f"no two of the {n} runs given are" if n > 1 else "the one run given is not"
+        raise UsageError(
+            f"--fail-on regression has no trend to judge: {which} of one vendor, so no "
+            f"regression could be found. Runs grouped as:\n{grouping}\n{_HOW_TO_GROUP}")
+    runs = "\n".join(
+        f"  {_quoted(t)} (runs {', '.join(str(i + 1) for i in cmp.trends[t])}): {why}"
+        for t, why in cmp.not_judged.items())
+    raise UsageError(
+        "--fail-on regression has nothing to judge: no vendor has two runs with a key "
+        f"figure that can be compared, so no regression could be found.\n{runs}\n"
+        "Figures are compared only within one suite version, and load figures only with "
+        "the same prompt and output lengths and ramp levels: probe again with the "
+        "settings of the earlier run, or compare runs that match.")
+
+
 def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
                       tolerance: float = DEFAULT_REGRESSION_TOLERANCE,
-                      tolerances: Any = None, html: bool = False) -> CompareResult:
-    """Compare runs and write `out_pdf` with `out_pdf.json` beside it (and HTML if asked)."""
+                      tolerances: Any = None, html: bool = False,
+                      same_vendor: str | None = None,
+                      require_trend: bool = False) -> CompareResult:
+    """Compare runs and write `out_pdf` with `out_pdf.json` beside it (and HTML if asked).
+
+    `same_vendor` names all runs as one vendor (`compare --same-vendor`). With
+    `require_trend` (`--fail-on regression`) a comparison that judged no vendor's trend
+    is a UsageError (see `require_judged_trend`), raised before anything is written.
+    """
     out_pdf = Path(out_pdf)
     if out_pdf.suffix.lower() != ".pdf":
         raise UsageError(f"--out {out_pdf}: the comparison file must end in .pdf")
     if not inputs:
         raise UsageError("give at least one run directory to compare")
-    views = _unique_labels([load_view(item, tolerances) for item in inputs])
+    one_vendor = None
+    if same_vendor is not None:
+        one_vendor = vendor_name(same_vendor)
+        if one_vendor is None:
+            raise UsageError(f"--same-vendor {_quoted(same_vendor)}: give a vendor name of "
+                             f"one line, at most {VENDOR_NAME_MAX} characters")
+    views = _unique_labels([load_view(item, tolerances, one_vendor) for item in inputs])
     cmp = compare_runs(views, tolerance)
+    if require_trend:
+        require_judged_trend(cmp, inputs)
     data = json.dumps(cmp.to_dict(), indent=2, allow_nan=False).encode() + b"\n"
     attachments = {"compare.json": data}
     for i, item in enumerate(inputs):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -98,3 +99,77 @@ def test_hostile_vendor_names_stay_literal_chart_text() -> None:
         svg = _overlay([_run(name, "A", "1", _summary(0.2, 50, 4, 800))],
                        [("TTFT p50", ("ttft_s", "p50"), 1000.0)], ["ms"])
         assert svg is not None and "<b>" not in svg
+
+
+class TestJudged:
+    """A regression gate must know whether it judged anything at all."""
+
+    def test_trend_of_comparable_runs_is_judged(self) -> None:
+        cmp = compare_runs([_run("q1", "A", "1", _summary(0.2, 50, 4, 800)),
+                            _run("q2", "A", "2", _summary(0.2, 50, 4, 800)),
+                            _run("b", "B", "1", _summary(0.1, 40, 8, 900))])
+        assert cmp.judged == ["A"] and cmp.not_judged == {}
+        assert cmp.to_dict()["judged_trends"] == ["A"]
+
+    def test_trend_whose_runs_were_left_out_is_not_judged_and_says_why(self) -> None:
+        """A's second quarter is another suite version: A has nothing comparable; B has."""
+        cmp = compare_runs([_run("a1", "A", "1", _summary(0.2, 50, 4, 800)),
+                            _run("a2", "A", "2", _summary(0.9, 5, 1, 80), suite="0"),
+                            _run("b1", "B", "1", _summary(0.1, 40, 8, 900)),
+                            _run("b2", "B", "2", _summary(0.1, 40, 8, 900))])
+        assert cmp.judged == ["B"]
+        assert "a2: suite version 0 differs from 1" in cmp.not_judged["A"]
+        assert cmp.regressions == []  # a2 is far worse, but not comparable
+        assert cmp.to_dict()["not_judged"] == cmp.not_judged
+
+    def test_trend_with_no_figure_measured_twice_is_not_judged(self) -> None:
+        cmp = compare_runs([_run("q1", "A", "1", {"schema": "evalkit.summary/1"}),
+                            _run("q2", "A", "2", _summary(0.2, 50, 4, 800))])
+        assert cmp.judged == []
+        assert cmp.not_judged == {"A": "no key figure was measured in two of its 2 runs"}
+
+
+class TestRegressionGate:
+    """`--fail-on regression` (render_comparison(require_trend=True)) never passes silently."""
+
+    def test_no_two_runs_of_one_vendor_is_a_usage_error_naming_each_runs_group(self) -> None:
+        from pathlib import Path
+
+        from evalkit.compare_report import CompareInput, require_judged_trend
+        from evalkit.errors import UsageError
+
+        runs = [replace(_run("q1", "m at http://h:1/v1", "1", _summary(0.2, 50, 4, 800)),
+                        grouped_by="model and endpoint URL"),
+                replace(_run("q2", "m at http://h:2/v1", "2", _summary(0.2, 50, 4, 800)),
+                        grouped_by="model and endpoint URL")]
+        with pytest.raises(UsageError) as exc:
+            require_judged_trend(compare_runs(runs), [CompareInput(Path("r/q1")),
+                                                     CompareInput(Path("r/q2"))])
+        text = str(exc.value)
+        assert text.startswith("--fail-on regression has no trend to judge")
+        assert "run 1 (r/q1): 'm at http://h:1/v1' (model and endpoint URL)" in text
+        assert "run 2 (r/q2): 'm at http://h:2/v1'" in text
+        assert "--same-vendor NAME" in text and "probe --vendor NAME" in text
+
+    def test_some_vendor_judged_passes(self) -> None:
+        from pathlib import Path
+
+        from evalkit.compare_report import CompareInput, require_judged_trend
+
+        runs = [_run("a1", "A", "1", _summary(0.2, 50, 4, 800)),
+                _run("a2", "A", "2", _summary(0.2, 50, 4, 800), suite="0"),
+                _run("b1", "B", "1", _summary(0.1, 40, 8, 900)),
+                _run("b2", "B", "2", _summary(0.1, 40, 8, 900))]
+        require_judged_trend(compare_runs(runs), [CompareInput(Path(r.label)) for r in runs])
+
+
+@pytest.mark.parametrize(("value", "name"), [
+    ("Acme", "Acme"), ("  Acme \n Cloud ", "Acme Cloud"), ("x" * 100, "x" * 100),
+    ("x" * 101, None), ("", None), ("   ", None), (None, None), (7, None), (["Acme"], None),
+    ("Acme\x1b[2J", None), ("Acme\u202eduA", None),
+])
+def test_vendor_label_is_a_short_line_of_text_or_nothing(value: Any, name: str | None) -> None:
+    """run.json's `vendor` is input: a name only if it is a short, printable line."""
+    from evalkit.compare_report import vendor_name
+
+    assert vendor_name(value) == name

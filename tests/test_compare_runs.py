@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,23 +19,30 @@ QUESTIONNAIRES = Path(__file__).resolve().parent.parent / "questionnaires"
 SHORT = {"baseline": {"requests": 3}, "ramp": {"levels": [1, 2, 4], "level_duration_s": 1.0}}
 
 
-def _probe(out: Path, profile: str, **overrides: float) -> Path:
-    with ReferenceServer(profile, overrides) as srv:
-        config = ProbeConfig(base_url=srv.base_url, model=srv.model,
-                             phases=("connect", "baseline", "ramp"), output_tokens=16,
-                             overrides=SHORT)
-        result = run_probe(config, out)
+def _probe(out: Path, srv: ReferenceServer) -> Path:
+    config = ProbeConfig(base_url=srv.base_url, model=srv.model,
+                         phases=("connect", "baseline", "ramp"), output_tokens=16,
+                         overrides=SHORT)
+    result = run_probe(config, out)
     assert result.status == "complete"
     return out
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Vendor A this quarter and next (decode made 2.5x slower), and vendor B."""
+    """Vendor A this quarter and next (decode made 2.5x slower), and vendor B.
+
+    A's two endpoints are up together, so the quarters are on two ports: an endpoint
+    that moved, as it does between quarters.
+    """
     base = tmp_path_factory.mktemp("compare")
-    return {"a1": _probe(base / "a1", "gpu"),
-            "a2": _probe(base / "a2", "gpu", decode_base_ms=30.0),
-            "b": _probe(base / "b", "queueing")}
+    with ReferenceServer("gpu", {}) as a1, \
+            ReferenceServer("gpu", {"decode_base_ms": 30.0}) as a2:
+        assert a1.base_url != a2.base_url
+        runs = {"a1": _probe(base / "a1", a1), "a2": _probe(base / "a2", a2)}
+    with ReferenceServer("queueing", {}) as b:
+        runs["b"] = _probe(base / "b", b)
+    return runs
 
 
 def _text(pdf: Path) -> str:
@@ -78,7 +86,9 @@ def test_two_vendors_side_by_side(runs: dict[str, Path], tmp_path: Path) -> None
         "Steadystream Inference", "Apex Hyperscale AI"]
     ttft90 = data["figures"]["sustained_ttft_p90_s"]
     assert sum(ttft90["best"]) == 1
-    assert data["statuses"]["Q4"] == ["ok", "unanswered"]
+    # the reference endpoint is not the endpoint forthright.yaml names: its measured
+    # claims are unverified, never ok (the demo records what it stands in for instead)
+    assert data["statuses"]["Q4"] == ["unverified", "unanswered"]
     pdf = PdfReader(out)
     text = _text(out)
     assert "Steadystream Inference" in text and "Apex Hyperscale AI" in text
@@ -91,3 +101,112 @@ def test_compare_rejects_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
                                       str(tmp_path / "x.pdf")])
     assert result.exit_code == 2
     assert "is this a run directory?" in result.output
+
+
+def _labelled(run: Path, into: Path, vendor: object) -> Path:
+    """A copy of `run` whose run.json carries `vendor`, as `evalkit probe --vendor` writes."""
+    shutil.copytree(run, into)
+    meta = json.loads((into / "run.json").read_text())
+    meta["vendor"] = vendor
+    (into / "run.json").write_text(json.dumps(meta))
+    return into
+
+
+@pytest.mark.slow
+def test_moved_endpoint_without_vendor_fails_the_regression_gate_with_the_reason(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    """One vendor on two ports, no questionnaire, no label: no trend, so exit 2, not 0."""
+    out = tmp_path / "trend.pdf"
+    result = CliRunner().invoke(cli, ["compare", str(runs["a1"]), str(runs["a2"]),
+                                      "--out", str(out), "--fail-on", "regression"])
+    assert result.exit_code == 2, result.output
+    urls = [json.loads((runs[k] / "run.json").read_text())["target"]["base_url"]
+            for k in ("a1", "a2")]
+    assert result.output.startswith("Error: --fail-on regression has no trend to judge: "
+                                    "no two of the 2 runs given are of one vendor")
+    for i, (key, url) in enumerate(zip(("a1", "a2"), urls, strict=True)):
+        assert f"run {i + 1} ({runs[key]}): " in result.output
+        assert f" at {url}' (model and endpoint URL: no questionnaire" in result.output
+    for remedy in ("RUN_DIR=QUESTIONNAIRE.yaml", "evalkit probe --vendor NAME",
+                   "--same-vendor NAME"):
+        assert remedy in result.output
+    assert not out.exists()  # nothing was judged, so nothing is written as if it had been
+    # without the gate the same runs are a side-by-side comparison, as before
+    assert CliRunner().invoke(cli, ["compare", str(runs["a1"]), str(runs["a2"]),
+                                    "--out", str(out)]).exit_code == 0
+
+
+@pytest.mark.slow
+def test_vendor_label_in_run_json_keeps_a_moved_endpoint_one_vendor(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    """run.json's `vendor` (probe --vendor) groups the two ports: the slower run fails."""
+    a1 = _labelled(runs["a1"], tmp_path / "a1", "Steadystream")
+    a2 = _labelled(runs["a2"], tmp_path / "a2", " Steadystream\n")  # white space folds
+    out = tmp_path / "trend.pdf"
+    result = CliRunner().invoke(cli, ["compare", str(a1), str(a2), "--out", str(out),
+                                      "--fail-on", "regression"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert list(data["trends"]) == ["Steadystream"]
+    assert data["judged_trends"] == ["Steadystream"] and data["not_judged"] == {}
+    assert "regression: Steadystream: Stream rate p50, alone" in result.output
+    # the label is vendor input: anything but a short line of text is ignored
+    for i, bad in enumerate([{"name": "x"}, "x" * 101, "Steady\x1b]0;ok\x07", ""]):
+        bad_dir = _labelled(runs["a2"], tmp_path / f"bad{i}", bad)
+        result = CliRunner().invoke(cli, ["compare", str(a1), str(bad_dir), "--out",
+                                          str(out), "--fail-on", "regression"])
+        assert result.exit_code == 2, (bad, result.output)
+        assert "run.json's vendor ignored" in result.output
+
+
+@pytest.mark.slow
+def test_same_vendor_makes_the_given_runs_one_trend(runs: dict[str, Path],
+                                                     tmp_path: Path) -> None:
+    """`compare --same-vendor NAME`: no labels needed; the regression is found."""
+    out = tmp_path / "trend.pdf"
+    args = ["compare", str(runs["a1"]), str(runs["a2"]), "--out", str(out),
+            "--same-vendor", "Steadystream"]
+    result = CliRunner().invoke(cli, [*args, "--fail-on", "regression"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["judged_trends"] == ["Steadystream"]
+    assert "regression: Steadystream: Stream rate p50, alone" in result.output
+    # the same run twice does not regress: judged, and passes
+    result = CliRunner().invoke(cli, ["compare", str(runs["a1"]), str(runs["a1"]),
+                                      "--out", str(out), "--same-vendor", "Steadystream",
+                                      "--fail-on", "regression"])
+    assert result.exit_code == 0, result.output
+    assert "regression:" not in result.output
+    result = CliRunner().invoke(cli, [*args[:-1], "\x1b[2J", "--fail-on", "regression"])
+    assert result.exit_code == 2 and "--same-vendor '\\x1b[2J'" in result.output
+
+
+@pytest.mark.slow
+def test_runs_left_out_leave_the_vendor_unjudged(runs: dict[str, Path],
+                                                 tmp_path: Path) -> None:
+    """A quarter of another suite version is not comparable: nothing judged is exit 2;
+    with another vendor's trend judged it proceeds, and says which vendor was not."""
+    old = tmp_path / "old"
+    shutil.copytree(runs["a2"], old)
+    summary = json.loads((old / "summary.json").read_text())
+    summary["suite_version"] = "0"
+    (old / "summary.json").write_text(json.dumps(summary))
+    q = QUESTIONNAIRES / "forthright.yaml"
+    out = tmp_path / "trend.pdf"
+    result = CliRunner().invoke(cli, ["compare", f"{runs['a1']}={q}", f"{old}={q}",
+                                      "--out", str(out), "--fail-on", "regression"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("Error: --fail-on regression has nothing to judge")
+    assert "'Steadystream Inference' (runs 1, 2): no key figure is comparable" in result.output
+    assert "suite version 0 differs from" in result.output
+    # B measured twice is judged (and steady); A's quarters are named as not judged
+    e = QUESTIONNAIRES / "evasive.yaml"
+    result = CliRunner().invoke(cli, [
+        "compare", f"{runs['a1']}={q}", f"{old}={q}", f"{runs['b']}={e}", f"{runs['b']}={e}",
+        "--out", str(out), "--fail-on", "regression"])
+    assert result.exit_code == 0, result.output
+    assert "not judged: 'Steadystream Inference': no key figure is comparable" in result.output
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert data["judged_trends"] == ["Apex Hyperscale AI"]
+    assert list(data["not_judged"]) == ["Steadystream Inference"]
+    assert "Not judged for regressions" in _text(out)
