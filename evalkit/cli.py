@@ -122,6 +122,10 @@ def demo(out_dir: str, quiet: bool) -> None:
                                          "at R requests/s.")
 @click.option("--timeout", "timeout_s", type=float, help="Seconds without a byte before a "
                                                          "request counts as a timeout.")
+@click.option("--deadline", "deadline_s", type=float,
+              help="Longest one request may take in all (default: --timeout plus 0.5 s per "
+                   "requested token); a stream still going then is a timeout, kept with what "
+                   "it had streamed.")
 @click.option("--processes", type=int, default=1, show_default=True,
               help="Split each ramp/soak level over N client processes (shards).")
 @click.option("--shard", "shard_spec", metavar="I/N",
@@ -139,7 +143,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], extra_body: str | None, rate: float | None,
-          timeout_s: float | None, processes: int, shard_spec: str | None,
+          timeout_s: float | None, deadline_s: float | None, processes: int, shard_spec: str | None,
           start_at: float | None, vendor: str | None, quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
@@ -192,6 +196,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
+        deadline_s=deadline_s,
         processes=processes, shard=shard, shards=shards, start_at=start_at, vendor=vendor)
     progress = None if quiet else LiveProgress()
     try:

@@ -20,6 +20,7 @@ not the vendor, set the pace (`evalkit.suite.judge_client`).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import random
@@ -30,6 +31,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -38,11 +40,15 @@ from evalkit.errors import EndpointError
 from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean
-from evalkit.sse import SSEParser
+from evalkit.sse import SSEParser, SSETooLarge
 from evalkit.stamping import stamped_transport
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
+#: headers that carry a credential; one given with --header replaces the environment's key
+CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+#: the longest a Retry-After is honoured (a vendor must not park a probe for an hour)
+MAX_RETRY_AFTER_S = 30.0
 _ERR_MAX = 300
 #: what a record keeps of an error response's body (after sanitising)
 ERROR_BODY_MAX = 500
@@ -60,20 +66,58 @@ class Target:
     timeout_s: float = 60.0
     force_length: bool = True
     secret: str | None = field(default=None, repr=False)
+    #: the longest one request may take, whatever it streams (None: derived per request
+    #: from the output asked for, `request_deadline`)
+    deadline_s: float | None = None
+
+    def request_deadline(self, max_tokens: int) -> float:
+        """A request's whole-time deadline: an endless trickle must end as a timeout.
+
+        By default the read timeout (the first token may queue that long) plus half a
+        second per requested token: a stream slower than 2 tokens/s is far below reading
+        speed, so nothing a judgement needs is lost by cutting it there.
+        """
+        if self.deadline_s is not None:
+            return self.deadline_s
+        return self.timeout_s + 0.5 * max(max_tokens, 1)
 
     def redact(self, text: str) -> str:
-        """Text with the API key (and any header value) blanked: for errors and logs."""
-        for value in [self.secret or "", *(v for _, v in self.headers)]:
-            if len(value) >= 4:
-                text = text.replace(value, "***")
+        """Text with the API key (and any header value) blanked, in every form a vendor
+        may echo it: as sent, upper or lower case, URL-encoded, base64 (also of the
+        'user:key' pair Basic auth sends). For errors and logs."""
+        for form in self._secret_forms():
+            text = text.replace(form, "***")
         return text
+
+    def _secret_forms(self) -> list[str]:
+        values = [self.secret or "", *(v for _, v in self.headers)]
+        values += [v.split(" ", 1)[1] for v in values if " " in v]  # 'Bearer KEY' → KEY
+        forms: set[str] = set()
+        for v in (v.strip() for v in values):
+            if len(v) < 4:
+                continue
+            raw = v.encode()
+            forms |= {v, v.upper(), v.lower(), quote(v, safe=""),
+                      base64.b64encode(raw).decode().rstrip("="),
+                      base64.urlsafe_b64encode(raw).decode().rstrip("="),
+                      base64.b64encode(b":" + raw).decode().rstrip("=")}
+        return sorted(forms, key=len, reverse=True)  # longest first: no partial leftovers
+
+    @property
+    def credential(self) -> str:
+        """Where the credential comes from (never its value), for run.json."""
+        named = [k for k, _ in self.headers if k.lower() in CREDENTIAL_HEADERS]
+        if named:
+            return f"header {named[0]}"
+        return "environment" if self.secret else "none"
 
     def describe(self) -> dict[str, Any]:
         """What run.json may say about the target: header names, never their values."""
         return {"base_url": self.base_url, "model": self.model, "api": self.api,
                 "header_names": [k for k, _ in self.headers],
                 "extra_body": self.extra_body, "timeout_s": self.timeout_s,
-                "force_length": self.force_length, "api_key_set": bool(self.secret)}
+                "force_length": self.force_length, "api_key_set": bool(self.secret),
+                "credential": self.credential}
 
 
 def make_client(target: Target, max_connections: int | None = None,
@@ -87,7 +131,8 @@ def make_client(target: Target, max_connections: int | None = None,
     """
     headers = {"accept-encoding": "identity", "user-agent": "evalkit"}
     headers.update(dict(target.headers))
-    if target.secret:
+    if target.secret and target.credential == "environment":
+        # an explicit credential header wins: the environment's key never goes out beside it
         headers["authorization"] = f"Bearer {target.secret}"
     timeout = httpx.Timeout(target.timeout_s, pool=None)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=None)
@@ -168,6 +213,8 @@ class Prober:
         #: late and the earlier chunk carries the later one's stamp (`coalesced_fraction`)
         self.content_chunks = 0
         self.coalesced_chunks = 0
+        #: seconds workers spent waiting after rejections and failures (closed_loop)
+        self.paused_s = 0.0
 
     async def __aenter__(self) -> Prober:
         return self
@@ -212,18 +259,23 @@ class Prober:
                       facts: dict[str, Any] | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState()
+        deadline = self.target.request_deadline(prompt.max_tokens)
         sent_ns = time.perf_counter_ns()
         t0 = scheduled_ns if scheduled_ns is not None else sent_ns
         try:
-            response = await client.send(request, stream=True)
-            try:
-                st.status = response.status_code
-                if st.status != 200:
-                    await self._read_error(response, st)
-                else:
-                    await self._read_stream(response, st)
-            finally:
-                await response.aclose()
+            async with asyncio.timeout(deadline):
+                response = await client.send(request, stream=True)
+                try:
+                    st.status = response.status_code
+                    if st.status != 200:
+                        await self._read_error(response, st)
+                    else:
+                        await self._read_stream(response, st)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            st.fail("timeout", f"no end after {deadline:g} s (the request's deadline; "
+                               f"{len(st.chunk_ns)} content chunks had arrived)")
         except httpx.TimeoutException as exc:
             st.fail("timeout", f"no bytes for {self.target.timeout_s:g} s ({type(exc).__name__})")
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
@@ -246,9 +298,17 @@ class Prober:
                               ERROR_BODY_MAX)
         text = _error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
         outcome: Outcome = "rejected" if st.status in ADMISSION_STATUSES else "error"
+        if outcome == "rejected":
+            st.retry_after_s = retry_after(response.headers.get("retry-after"))
         st.fail(outcome, f"HTTP {st.status}: {text}")
 
     async def _read_stream(self, response: httpx.Response, st: _StreamState) -> None:
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            st.protocol_error = (f"the stream is {clean(encoding, 20)}-encoded although "
+                                 "'accept-encoding: identity' was asked for; evalkit reads "
+                                 "only plain event streams")
+            return
         parser = SSEParser()
         parse = self.adapter.parse
         perf = time.perf_counter_ns
@@ -257,7 +317,12 @@ class Prober:
         async for raw in response.aiter_raw():
             # when the bytes arrived: the socket read's stamp, else now (before any parsing)
             now = getattr(net, "last_arrival_ns", None) or perf()
-            for event in parser.feed(raw):
+            try:
+                events = parser.feed(raw)
+            except SSETooLarge as exc:
+                st.protocol_error = str(exc)
+                return
+            for event in events:
                 try:
                     delta = parse(event.data)
                 except ValueError as exc:
@@ -312,7 +377,7 @@ class Prober:
             e2e_s=chunks[-1][0] if chunks else None,
             chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
             error=clean(self.target.redact(error), _ERR_MAX) if error else None,
-            error_body=st.error_body,
+            error_body=st.error_body, retry_after_s=st.retry_after_s,
             send_lag_s=(sent_ns - scheduled_ns) / 1e9 if scheduled_ns is not None else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
             shard=self.shard, prompt_id=prompt.id, label=label)
@@ -340,6 +405,7 @@ class _StreamState:
     role_first: bool = False
     crlf: bool = False
     error_body: str | None = None
+    retry_after_s: float | None = None
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""
@@ -373,6 +439,16 @@ class _StreamState:
         return "ok", None
 
 
+def retry_after(value: str | None) -> float | None:
+    """A Retry-After header in seconds (delta form), bounded; None when absent or an HTTP
+    date (a vendor's clock is not ours to trust)."""
+    try:
+        seconds = float((value or "").strip())
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
+
+
 def _error_message(body: bytes) -> str:
     """The message of an error body (OpenAI's {"error": {"message"}} or FastAPI's
     {"detail"}), else the body itself: one clean line of at most 200 characters."""
@@ -401,31 +477,52 @@ NextPrompt = Callable[[], Prompt]
 async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
                       phase: str, level: int, workers: int, duration_s: float | None,
                       max_requests: int | None, reject_pause_s: float = 0.05,
-                      stagger_s: float = 0.0005) -> None:
+                      stagger_s: float = 0.0005, max_pause_s: float = 2.0,
+                      on_note: Callable[[str], None] | None = None) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
     (whichever first); requests in flight then finish (the drain), so no record is cut
-    short by the phase ending. A worker turned away (429/503) or failed before any content
-    pauses `reject_pause_s` before trying again: still offering its load, without
-    hammering a vendor in a loop (nor spinning the client's CPU on instant failures).
+    short by the phase ending. A worker turned away (429/503) waits what its Retry-After
+    asked for (bounded), else `reject_pause_s`; one that failed before any content backs
+    off, doubling from `reject_pause_s` up to `max_pause_s` while failures repeat: it
+    still offers its load, without hammering a vendor in a loop (nor spinning the
+    client's CPU on instant failures). The pauses are counted in `prober.paused_s`.
+    A request that timed out without a single byte of content ("headers, then silence")
+    ends the phase: every further request would cost the same timeout for nothing.
     Worker i starts i x `stagger_s` late (0.13 s for 256 workers): a herd of simultaneous
     first requests would stall the client's own loop for nothing.
     """
     deadline = time.perf_counter() + duration_s if duration_s is not None else None
     started = 0
+    silent = False
 
     async def worker(i: int) -> None:
-        nonlocal started
+        nonlocal started, silent
         if i and stagger_s > 0:
             await asyncio.sleep(i * stagger_s)
-        while (deadline is None or time.perf_counter() < deadline) and (
+        pause = reject_pause_s
+        while not silent and (deadline is None or time.perf_counter() < deadline) and (
                 max_requests is None or started < max_requests):
             started += 1
             rec = await prober.stream(next_prompt(), phase, level)
             on_record(rec)
-            if rec.outcome != "ok" and not rec.chunks and reject_pause_s > 0:
-                await asyncio.sleep(reject_pause_s)
+            if rec.outcome == "ok" or rec.chunks:
+                pause = reject_pause_s
+                continue
+            if rec.outcome == "timeout" and not silent:
+                silent = True
+                if on_note is not None:
+                    on_note(f"{phase}{f' level {level}' if level > 1 else ''}: a request timed "
+                            f"out without any content ({rec.error}); no more are sent in this "
+                            "phase, each would cost the same wait")
+                break
+            wait = rec.retry_after_s if rec.retry_after_s is not None else pause
+            if wait > 0:
+                prober.paused_s += wait
+                await asyncio.sleep(wait)
+            if rec.outcome != "rejected" or rec.retry_after_s is None:
+                pause = min(max(pause, 0.001) * 2, max_pause_s)
 
     await asyncio.gather(*(worker(i) for i in range(workers)))
 

@@ -50,6 +50,8 @@ class RequestRecord:
     prompt_id: str | None = None
     #: a bounded, sanitised excerpt of an error response's body (HTTP status not 200)
     error_body: str | None = None
+    #: a 429/503's Retry-After, in seconds (bounded): the pause the vendor asked for
+    retry_after_s: float | None = None
     #: our readable name for the request (run tag, shard, sequence); `id` is the UUID
     #: sent to the vendor as X-Request-ID, so its logs can be matched to this record
     label: str | None = None

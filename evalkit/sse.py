@@ -6,6 +6,11 @@ line ends (even a CRLF split across two reads), comments (`: ping` keep-alives a
 counted, not returned), multi-line `data:` fields, a leading BOM, and discards a final
 event that was cut off before its blank line, as the spec requires.
 
+Bounded: a vendor can send one endless line or one endless event. A partial line is kept
+as a list of reads (joined once, when its end arrives: linear time, where re-joining the
+buffer on every read was quadratic), and a line or an event's data beyond `max_bytes`
+raises `SSETooLarge`, which the prober records as a protocol error.
+
     >>> p = SSEParser()
     >>> [e.data for e in p.feed(b"data: a\\r\\ndata: b\\r\\n\\r\\n: ping\\n\\n")]
     ['a\\nb']
@@ -18,6 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 _BOM = b"\xef\xbb\xbf"
+#: the longest line, and the most data one event may carry (1 MiB: a token is bytes)
+MAX_EVENT_BYTES = 1 << 20
+
+
+class SSETooLarge(ValueError):
+    """A line or an event grew past the parser's bound: the stream is not SSE we can read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +43,17 @@ class SSEEvent:
 class SSEParser:
     """Incremental SSE parser: `feed(bytes)` returns the events those bytes completed."""
 
-    __slots__ = ("_buf", "_data", "_event", "_id", "_pending_cr", "_started", "comments",
-                 "retry_ms", "saw_cr")
+    __slots__ = ("_buf", "_data", "_data_bytes", "_event", "_id", "_parts", "_parts_bytes",
+                 "_pending_cr", "_started", "comments", "max_bytes", "retry_ms", "saw_cr")
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = MAX_EVENT_BYTES) -> None:
+        self.max_bytes = max_bytes
         self._buf = b""
+        #: reads of a line whose end has not arrived yet (joined when it does)
+        self._parts: list[bytes] = []
+        self._parts_bytes = 0
         self._data: list[bytes] = []
+        self._data_bytes = 0
         self._event = b""
         self._id = b""
         self._pending_cr = False
@@ -62,19 +78,29 @@ class SSEParser:
             self.saw_cr = True
             self._pending_cr = chunk.endswith(b"\r")
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        buf = self._buf + chunk if self._buf else chunk
         if not self._started:
+            buf = self._buf + chunk
             if len(buf) < len(_BOM) and _BOM.startswith(buf):
                 self._buf = buf
                 return []
             self._started = True
-            if buf.startswith(_BOM):
-                buf = buf[len(_BOM):]
-        if b"\n" not in buf:
-            self._buf = buf
+            self._buf = b""
+            chunk = buf[len(_BOM):] if buf.startswith(_BOM) else buf
+        if b"\n" not in chunk:
+            self._parts.append(chunk)
+            self._parts_bytes += len(chunk)
+            if self._parts_bytes + len(self._buf) > self.max_bytes:
+                raise SSETooLarge(f"an SSE line longer than {self.max_bytes:,} bytes")
             return []
-        lines = buf.split(b"\n")
+        if self._parts:
+            chunk = self._buf + b"".join(self._parts) + chunk
+            self._parts, self._parts_bytes, self._buf = [], 0, b""
+        elif self._buf:
+            chunk = self._buf + chunk
+        lines = chunk.split(b"\n")
         self._buf = lines.pop()
+        if len(self._buf) > self.max_bytes:
+            raise SSETooLarge(f"an SSE line longer than {self.max_bytes:,} bytes")
         events: list[SSEEvent] = []
         for line in lines:
             if not line:
@@ -88,14 +114,15 @@ class SSEParser:
     def close(self) -> list[SSEEvent]:
         """End of stream: a final event without its blank line is discarded (per spec)."""
         self._buf = b""
-        self._data = []
+        self._parts, self._parts_bytes = [], 0
+        self._data, self._data_bytes = [], 0
         self._event = b""
         return []
 
     @property
     def pending(self) -> bool:
         """True when bytes of an unfinished event are buffered (a cut-off if the stream ends)."""
-        return bool(self._buf or self._data or self._event)
+        return bool(self._buf or self._parts or self._data or self._event)
 
     def _line(self, line: bytes) -> None:
         if line[:1] == b":":
@@ -106,6 +133,9 @@ class SSEParser:
             value = value[1:]
         if name == b"data":
             self._data.append(value)
+            self._data_bytes += len(value) + 1
+            if self._data_bytes > self.max_bytes:
+                raise SSETooLarge(f"an SSE event carrying over {self.max_bytes:,} bytes of data")
         elif name == b"event":
             self._event = value
         elif name == b"id":
@@ -117,7 +147,7 @@ class SSEParser:
 
     def _dispatch(self) -> SSEEvent | None:
         data, event = self._data, self._event
-        self._data, self._event = [], b""
+        self._data, self._data_bytes, self._event = [], 0, b""
         if not data:
             return None
         text = b"\n".join(data).decode("utf-8", errors="replace")

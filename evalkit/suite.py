@@ -26,6 +26,7 @@ import os
 import platform
 import secrets
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -82,6 +83,9 @@ class ProbeConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
     rate: float | None = None
     timeout_s: float | None = None
+    #: the longest one request may take in all (None: the read timeout plus 0.5 s per
+    #: requested token, `Target.request_deadline`)
+    deadline_s: float | None = None
     #: processes that share each ramp/soak level (shards); 1 = all in this process
     processes: int = 1
     #: this run is shard `shard` of `shards` run apart (other processes or machines, started
@@ -176,7 +180,7 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
         s["rate"] = {**s.get("rate", {}), "rate": config.rate}
     for key, value in (("prompt_tokens", config.prompt_tokens),
                        ("output_tokens", config.output_tokens),
-                       ("timeout_s", config.timeout_s)):
+                       ("timeout_s", config.timeout_s), ("deadline_s", config.deadline_s)):
         if value is not None:
             if value <= 0:
                 raise UsageError(f"--{key.replace('_', '-').replace('-s', '')} must be positive")
@@ -220,15 +224,18 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- self-check
 
-def window_start(mon: LoopMonitor, prober: Prober) -> tuple[Any, int, int]:
+def window_start(mon: LoopMonitor, prober: Prober) -> tuple[Any, int, int, float]:
     """Begin a self-check window over the loop and the prober's chunk counters."""
-    return mon.start_window(), prober.content_chunks, prober.coalesced_chunks
+    return mon.start_window(), prober.content_chunks, prober.coalesced_chunks, prober.paused_s
 
 
-def window_end(mon: LoopMonitor, prober: Prober, mark: tuple[Any, int, int]) -> dict[str, Any]:
-    """Loop lag, CPU and the share of chunks whose read was late (coalesced) in the window."""
-    loop_mark, chunks0, coalesced0 = mark
+def window_end(mon: LoopMonitor, prober: Prober, mark: tuple[Any, int, int, float]
+               ) -> dict[str, Any]:
+    """Loop lag, CPU and the share of chunks whose read was late (coalesced) in the window,
+    and how long workers waited after rejections and failures (backoff, Retry-After)."""
+    loop_mark, chunks0, coalesced0, paused0 = mark
     check = mon.end_window(loop_mark)
+    check["backoff_s"] = round(prober.paused_s - paused0, 3)
     chunks = prober.content_chunks - chunks0
     coalesced = prober.coalesced_chunks - coalesced0
     check["content_chunks"] = chunks
@@ -414,7 +421,7 @@ class _Suite:
         n = int(self.s["baseline"]["requests"])
         self._announce("baseline", 1, f"{n} requests one at a time")
         await closed_loop(prober, self._prompt, self.on_record, phase="baseline", level=1,
-                          workers=1, duration_s=None, max_requests=n)
+                          workers=1, duration_s=None, max_requests=n, on_note=self._note)
 
     async def _phase_prefill(self, client: httpx.AsyncClient, prober: Prober,
                              mon: LoopMonitor) -> None:
@@ -448,7 +455,8 @@ class _Suite:
             await self._wait_for_slot(phase, level, duration_s)
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
-                              workers=workers, duration_s=duration_s, max_requests=None)
+                              workers=workers, duration_s=duration_s, max_requests=None,
+                              on_note=self._note)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
@@ -617,6 +625,8 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
     target = Target(base_url=config.base_url, model=config.model, api=config.api,
                     headers=config.headers, extra_body=dict(config.extra_body),
                     timeout_s=float(settings["timeout_s"]),
+                    deadline_s=(float(settings["deadline_s"])
+                                if settings.get("deadline_s") is not None else None),
                     force_length=bool(settings.get("force_output_length", True)), secret=secret)
     from evalkit.api import get_adapter
 
@@ -723,10 +733,24 @@ def _executor(processes: int) -> Any:
     import multiprocessing
 
     # spawn: a fresh interpreter per worker, no inherited event loop or sockets
-    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as ex:
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_die_with_parent) as ex:
         # start every worker and load its tokenizer before any level is timed
         list(ex.map(_warm_up, [False] * processes))
         yield ex
+
+
+def _die_with_parent() -> None:
+    """Worker processes die with the probe: a SIGKILLed driver must not leave them sending
+    load to the vendor (Linux: the kernel signals them when their parent dies)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() == 1:  # the driver died before the line above ran
+        os._exit(1)
 
 
 def _config_for_file(config: ProbeConfig) -> dict[str, Any]:

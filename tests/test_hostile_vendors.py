@@ -1,0 +1,275 @@
+"""Hostile vendors: every wait has a deadline, every buffer a cap, the key goes out once.
+
+Each server below misbehaves in one way, over a real loopback socket (no mocked
+transport): a stream that never ends, headers then silence, a line with no end, a
+gzip body nobody asked for, 429s with Retry-After, an error that echoes the key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import http.server
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from evalkit.prober import Prober, Target, closed_loop
+from evalkit.prompts import synthetic
+from evalkit.records import RequestRecord
+from evalkit.sse import SSEParser, SSETooLarge
+from evalkit.suite import ProbeConfig, run_probe
+
+#: the bound on how long any one of these servers keeps a connection busy
+SERVER_LIMIT_S = 20.0
+
+
+def _chunk(text: str, finish: str | None = None) -> bytes:
+    obj = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+class _Vendor(http.server.BaseHTTPRequestHandler):
+    """One misbehaviour per subclass (`mode`); records the headers of every request."""
+
+    mode: ClassVar[str] = "ok"
+    seen: ClassVar[list[dict[str, list[str]]]]
+    calls: ClassVar[list[float]]
+
+    def do_GET(self) -> None:
+        body = b'{"data": [{"id": "m"}]}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers: dict[str, list[str]] = {}
+        for k, v in self.headers.items():
+            headers.setdefault(k.lower(), []).append(v)
+        type(self).seen.append(headers)
+        type(self).calls.append(time.monotonic())
+        getattr(self, f"_{self.mode}")()
+
+    def _sse_head(self, extra: dict[str, str] | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def _ok(self) -> None:
+        self._sse_head()
+        self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
+    def _endless(self) -> None:  # a token every 50 ms, never a finish
+        self._sse_head()
+        end = time.monotonic() + SERVER_LIMIT_S
+        while time.monotonic() < end:
+            try:
+                self.wfile.write(_chunk("x"))
+                self.wfile.flush()
+            except OSError:
+                return
+            time.sleep(0.05)
+
+    def _silent(self) -> None:  # headers, then nothing
+        self._sse_head()
+        self.wfile.flush()
+        time.sleep(3)
+
+    def _long_line(self) -> None:  # 4 MB of one line, in 64 KB writes
+        self._sse_head()
+        try:
+            self.wfile.write(b"data: ")
+            for _ in range(64):
+                self.wfile.write(b"y" * 65536)
+            self.wfile.write(b"\n\n")
+        except OSError:
+            pass
+
+    def _gzip(self) -> None:
+        self._sse_head({"Content-Encoding": "gzip"})
+        self.wfile.write(gzip.compress(_chunk("hi", "stop") + b"data: [DONE]\n\n"))
+
+    def _retry_after(self) -> None:  # the first two are turned away for 1 s
+        if len(type(self).calls) <= 2:
+            self.send_response(429)
+            self.send_header("Retry-After", "1")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self._ok()
+
+    def _echo_key(self) -> None:  # a 401 that repeats the credential back, in three forms
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        body = (f"bad key {token} / {token.upper()} / "
+                f"{base64.b64encode(token.encode()).decode()}").encode()
+        self.send_response(401)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def vendor() -> Iterator[Callable[[str], tuple[str, type[_Vendor]]]]:
+    """Factory: vendor(mode) -> (base URL, handler class with .seen and .calls)."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start(mode: str) -> tuple[str, type[_Vendor]]:
+        handler = type(f"V_{mode}", (_Vendor,), {"mode": mode, "seen": [], "calls": []})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1", handler
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _one(target: Target, max_tokens: int = 8) -> RequestRecord:
+    async def go() -> RequestRecord:
+        async with Prober(target, time.perf_counter_ns(), "t") as prober:
+            return await prober.stream(synthetic(16, max_tokens, "p", 0), "baseline", 1)
+    return asyncio.run(go())
+
+
+class TestBoundedInTime:
+    def test_an_endless_stream_ends_at_its_deadline_with_what_it_streamed(
+            self, vendor: Any) -> None:
+        """A trickle that never finishes is a timeout at the deadline, chunks kept."""
+        url, _ = vendor("endless")
+        started = time.monotonic()
+        rec = _one(Target(url, "m", timeout_s=5, deadline_s=1.5))
+        took = time.monotonic() - started
+        assert rec.outcome == "timeout"
+        assert "deadline" in (rec.error or "")
+        assert 1.4 < took < 4.0
+        assert len(rec.chunks) >= 10  # a chunk every 50 ms for 1.5 s, all kept
+
+    def test_the_default_deadline_follows_the_output_asked_for(self) -> None:
+        """Read timeout plus half a second per requested token, unless set."""
+        assert Target("u", "m", timeout_s=30).request_deadline(32) == 46.0
+        assert Target("u", "m", timeout_s=30, deadline_s=5).request_deadline(32) == 5.0
+
+    def test_headers_then_silence_stops_the_phase_after_the_first(
+            self, vendor: Any) -> None:
+        """One wait for a stream that never speaks, not one per request of the phase."""
+        url, handler = vendor("silent")
+        notes: list[str] = []
+        records: list[RequestRecord] = []
+
+        async def go() -> None:
+            async with Prober(Target(url, "m", timeout_s=0.5), time.perf_counter_ns(),
+                              "t") as prober:
+                await closed_loop(prober, lambda: synthetic(16, 4, "p", 0), records.append,
+                                  phase="baseline", level=1, workers=1, duration_s=None,
+                                  max_requests=6, on_note=notes.append)
+        asyncio.run(go())
+        assert [r.outcome for r in records] == ["timeout"]
+        assert len(handler.calls) == 1
+        assert notes and "without any content" in notes[0]
+
+
+class TestBoundedInMemory:
+    def test_a_line_with_no_end_is_a_protocol_error(self, vendor: Any) -> None:
+        """4 MB of one line stops at the 1 MiB cap: an error outcome, not a buffer."""
+        url, _ = vendor("long_line")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "error"
+        assert "longer than 1,048,576 bytes" in (rec.error or "")
+
+    def test_the_parser_joins_a_long_line_once(self) -> None:
+        """Reads of one line are kept apart and joined when its end arrives (linear time),
+        and a line under the cap still makes its event."""
+        parser = SSEParser(max_bytes=1 << 20)
+        assert parser.feed(b"data: ") == []
+        for _ in range(15):
+            assert parser.feed(b"z" * 65536) == []
+        assert parser.pending
+        [event] = parser.feed(b"\n\n")
+        assert event.data == "z" * (15 * 65536)
+        assert not parser.pending
+
+    def test_a_gzip_stream_says_what_it_is(self, vendor: Any) -> None:
+        """'accept-encoding: identity' was asked for; a gzip body is named, not 'cut off'."""
+        url, handler = vendor("gzip")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert handler.seen[0]["accept-encoding"] == ["identity"]
+        assert rec.outcome == "error"
+        assert "gzip-encoded" in (rec.error or "")
+
+
+class TestPolite:
+    def test_retry_after_is_honoured_and_counted(self, vendor: Any) -> None:
+        """Turned away with Retry-After: 1, a worker waits 1 s before its next try."""
+        url, handler = vendor("retry_after")
+        records: list[RequestRecord] = []
+
+        async def go() -> float:
+            async with Prober(Target(url, "m", timeout_s=5), time.perf_counter_ns(),
+                              "t") as prober:
+                await closed_loop(prober, lambda: synthetic(16, 4, "p", 0), records.append,
+                                  phase="ramp", level=1, workers=1, duration_s=None,
+                                  max_requests=3)
+                return prober.paused_s
+        paused = asyncio.run(go())
+        assert [r.outcome for r in records] == ["rejected", "rejected", "ok"]
+        assert [r.retry_after_s for r in records[:2]] == [1.0, 1.0]
+        gaps = [b - a for a, b in zip(handler.calls, handler.calls[1:], strict=False)]
+        assert all(g >= 0.95 for g in gaps), gaps
+        assert paused == pytest.approx(2.0)
+
+
+class TestYourKey:
+    def test_an_explicit_credential_header_goes_out_alone(
+            self, vendor: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With $OPENAI_API_KEY set and --header Authorization, one Authorization header:
+        the user's; run.json says where the credential came from, never its value."""
+        url, handler = vendor("ok")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env-0123456789")
+        run_probe(ProbeConfig(base_url=url, model="m", phases=("connect", "baseline"),
+                              headers=(("Authorization", "Bearer sk-user-9876543210"),),
+                              overrides={"baseline": {"requests": 2}}), tmp_path / "r")
+        for headers in handler.seen:
+            assert headers["authorization"] == ["Bearer sk-user-9876543210"]
+        run = (tmp_path / "r" / "run.json").read_text()
+        assert json.loads(run)["target"]["credential"] == "header Authorization"
+        assert "sk-user" not in run and "sk-env" not in run
+
+    def test_an_echoed_key_is_redacted_in_every_form(self, vendor: Any) -> None:
+        """Plain, upper case and base64: none of them reaches the record."""
+        url, _ = vendor("echo_key")
+        key = "sk-secret-abcdef123456"
+        rec = _one(Target(url, "m", timeout_s=5, secret=key))
+        text = json.dumps([rec.error, rec.error_body])
+        assert rec.http_status == 401
+        for form in (key, key.upper(), base64.b64encode(key.encode()).decode().rstrip("=")):
+            assert form not in text, form
+        assert text.count("***") >= 3
+
+
+def test_sse_line_cap_raises() -> None:
+    """Past the cap the parser refuses, whether the line comes in one read or many."""
+    with pytest.raises(SSETooLarge):
+        SSEParser(max_bytes=1000).feed(b"data: " + b"a" * 2000)
+    parser = SSEParser(max_bytes=1000)
+    with pytest.raises(SSETooLarge):
+        for _ in range(10):
+            parser.feed(b"b" * 200)
+    with pytest.raises(SSETooLarge):  # many short data lines: the event's data is capped
+        SSEParser(max_bytes=1000).feed(b"data: aaaa\n" * 300)
