@@ -1,11 +1,16 @@
 """The vendor questionnaire (`evalkit.questionnaire/1`): read, validate, and template.
 
 Vendor text is untrusted. The file is read as bounded bytes, decoded as UTF-8, composed
-with PyYAML's SafeLoader (never `yaml.load`), and turned into plain data by our own
+with a bounded PyYAML composer (never `yaml.load`), and turned into plain data by our own
 walker, which bounds alias expansion and nesting and remembers the line of every node.
-The plain data is validated with the JSON Schema `SCHEMA` (shipped for vendors as
-`questionnaires/questionnaire.schema.json`), and every problem is reported at once as
-`file:line: field.path: message`, raised as one `QuestionnaireError`.
+Scalars follow the YAML 1.2 core schema, not PyYAML's YAML 1.1 rules: `0200` is 200 (not
+octal 128), `2:50` and `1_000` are text (not 170 and 1000), `yes`/`on` are text, `2e2` is
+the number 200.0, and dates are text checked as YYYY-MM-DD. Explicit tags (`!!int`,
+`!!python/...`, `!x`) are refused, never constructed. The plain data is validated with the
+JSON Schema `SCHEMA` (shipped for vendors as `questionnaires/questionnaire.schema.json`;
+"integer" here means a number written without a decimal point or exponent), and every
+problem is reported at once as `file:line: field.path: message`, raised as one
+`QuestionnaireError`.
 
     q = load_questionnaire("questionnaires/forthright.yaml")
     q.vendor, q.headline.value, q.q1.ttft_p90_ms
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,9 +63,14 @@ def _nullable(type_: str, **extra: Any) -> dict[str, Any]:
 #: a measured latency or rate is never zero; a price may be
 _NUM = _nullable("number", exclusiveMinimum=0, maximum=1e12)
 _PRICE = _nullable("number", minimum=0, maximum=1e12)
-_COUNT = _nullable("integer", minimum=1, maximum=1e9)
+_COUNT = _nullable("integer", minimum=1, maximum=1e9,
+                   description="a whole number, written without a decimal point or exponent")
 _TEXT = _nullable("string", maxLength=4000)
 _SHORT = _nullable("string", maxLength=400)
+#: an ISO 8601 calendar date; the loader also checks that the day exists
+DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DATE = _nullable("string", pattern=DATE_PATTERN, format="date",
+                  description="a calendar date, YYYY-MM-DD")
 _SOURCE = {
     "enum": ["production", "lab", "estimate", None],
     "description": "production = measured on live traffic; lab = a benchmark or load test; "
@@ -96,7 +107,9 @@ SCHEMA: dict[str, Any] = {
     "$id": "https://evalkit.invalid/schemas/questionnaire-1.json",
     "title": "evalkit vendor capacity questionnaire (evalkit.questionnaire/1)",
     "description": "A vendor's answers to the six streaming-capacity questions. Numbers "
-    "carry their unit in the field name; leave a field empty rather than write words in it.",
+    "carry their unit in the field name; leave a field empty rather than write words in it. "
+    "The file is read as YAML 1.2 (0200 is 200; 2:50 and 1_000 are text, not numbers) and "
+    "YAML tags (!!int, !!str, ...) are refused; see docs/questionnaire.md.",
     "type": "object",
     "additionalProperties": False,
     "required": ["schema"],
@@ -105,7 +118,7 @@ SCHEMA: dict[str, Any] = {
         "vendor": _SHORT,
         "model": _SHORT,
         "endpoint": _SHORT,
-        "date": _SHORT,
+        "date": _DATE,
         "contact": {
             "type": ["object", "null"],
             "additionalProperties": False,
@@ -116,7 +129,7 @@ SCHEMA: dict[str, Any] = {
             "unit": {"enum": ["output_tokens_per_s", "output_tokens_per_s_per_gpu",
                               "output_tokens_per_s_per_node", None]},
             "source": _TEXT,
-            "published": _SHORT,
+            "published": _DATE,
             "notes": _TEXT,
         }),
         "Q1": _section(QUESTION_TITLES["Q1"], {
@@ -358,50 +371,148 @@ def questionnaire_from_dict(data: dict[str, Any], path: str | None = None) -> Qu
         **answers,
     )
 
+
 # ------------------------------------------------------------------- reading safely
 
 
 class _TooBig(Exception):
-    """Alias expansion or nesting went past the bounds."""
+    """Alias expansion or nesting went past the bounds (at `line`)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
 
 
-_ALLOWED_TAGS = {
-    "tag:yaml.org,2002:" + t
-    for t in ("str", "int", "float", "bool", "null", "timestamp", "map", "seq")
-}
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
+_SEQ, _MAP = _TAG + "seq", _TAG + "map"
+_ALLOWED_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, _SEQ, _MAP}
+
+# The YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1023-core-schema), for plain
+# (unquoted) scalars; anything else is text. ASCII digits only: `[0-9]`, not `\d`.
+_CORE_NULL = {"", "~", "null", "Null", "NULL"}
+_CORE_BOOL = {"true": True, "True": True, "TRUE": True,
+              "false": False, "False": False, "FALSE": False}
+_CORE_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_CORE_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                         r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+
+
+def core_tag(plain: str) -> str:
+    """The YAML 1.2 core-schema tag of a plain scalar."""
+    if plain in _CORE_NULL:
+        return _NULL
+    if plain in _CORE_BOOL:
+        return _BOOL
+    if _CORE_INT.fullmatch(plain):
+        return _INT
+    if _CORE_FLOAT.fullmatch(plain):
+        return _FLOAT
+    return _STR
+
+
+def core_value(tag: str, text: str) -> Any:
+    """A scalar's value under the core schema (raises ValueError for a number Python will
+    not convert, e.g. an integer of more than 4,300 digits)."""
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return _CORE_BOOL[text]
+    if tag == _INT:
+        if text.startswith(("0o", "0x")):
+            return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 10)  # "0200" is 200: YAML 1.2 has no implicit octal
+    if tag == _FLOAT:
+        special = text.lstrip("+-").lower()
+        if special in (".inf", ".nan"):
+            return math.nan if special == ".nan" else -math.inf if text[0] == "-" else math.inf
+        return float(text)
+    return text
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's scanner, parser and composer, with YAML 1.2 core-schema resolution, bounds
+    on node count and nesting (MAX_NODES, MAX_DEPTH), and every explicit tag noted by node
+    so the walker can refuse it (PyYAML's own constructors crash on `!!bool maybe`)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._nodes = 0
+        self._depth = 0
+        #: id(node) -> the tag written on it (a tag, any tag, is refused)
+        self.explicit: dict[int, str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode:
+            return core_tag(value) if implicit[0] else _STR
+        return _SEQ if kind is yaml.SequenceNode else _MAP
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._nodes += 1
+        self._depth += 1
+        try:
+            event = self.peek_event()
+            if self._nodes > MAX_NODES or self._depth > MAX_DEPTH:
+                raise _TooBig(event.start_mark.line + 1)
+            tag = getattr(event, "tag", None)
+            node = super().compose_node(parent, index)
+            if tag is not None:
+                self.explicit[id(node)] = tag
+            return node
+        finally:
+            self._depth -= 1
 
 
 class _Walker:
     """Node graph -> plain data, with a line for every path and bounds on size."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, explicit: dict[int, str]) -> None:
         self.file = file
+        self.explicit = explicit
         self.lines: dict[tuple[str | int, ...], int] = {}
+        #: the scalar as written, by path, to quote numbers as the vendor wrote them
+        self.texts: dict[tuple[str | int, ...], str] = {}
         self.problems: list[tuple[int, str]] = []
         self.count = 0
-        self.constructor = yaml.constructor.SafeConstructor()
 
     def problem(self, node: yaml.Node, path: tuple[str | int, ...], message: str) -> None:
         self.problems.append((node.start_mark.line + 1, f"{_dotted(path)}: {message}"))
 
+    def refused_tag(self, node: yaml.Node, path: tuple[str | int, ...]) -> bool:
+        """A tag on the node (explicit, or one the core schema cannot give) is a problem."""
+        tag = self.explicit.get(id(node))
+        if tag is not None:
+            shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
+            self.problem(node, path, f"YAML tags are not accepted (found {_clip(shown, 80)}); "
+                         "write the value plainly")
+            return True
+        if node.tag not in _ALLOWED_TAGS:
+            self.problem(node, path, f"unsupported YAML tag {_clip(node.tag, 80)}")
+            return True
+        return False
+
     def walk(self, node: yaml.Node, path: tuple[str | int, ...] = (), depth: int = 0) -> Any:
         self.count += 1
         if self.count > MAX_NODES or depth > MAX_DEPTH:
-            raise _TooBig
+            raise _TooBig(node.start_mark.line + 1)
         self.lines.setdefault(path, node.start_mark.line + 1)
-        if node.tag not in _ALLOWED_TAGS:
-            self.problem(node, path, f"unsupported YAML tag {_clip(node.tag, 80)}")
+        if self.refused_tag(node, path):
             return None
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             return [self.walk(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        return self._scalar(node, path)
+        value = self._scalar(node, path)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            self.texts[path] = node.value
+        return value
 
     def _mapping(self, node: yaml.MappingNode, path: tuple[str | int, ...], depth: int) -> Any:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             self.count += 1
+            if self.refused_tag(key_node, path):
+                continue
             key = self._scalar(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
             if not isinstance(key, str):
                 self.problem(key_node, path, f"field names must be text, got {_clip(key)}")
@@ -415,12 +526,10 @@ class _Walker:
 
     def _scalar(self, node: yaml.Node, path: tuple[str | int, ...]) -> Any:
         try:
-            value = self.constructor.construct_object(node, deep=True)
-        except (yaml.YAMLError, ValueError, OverflowError):
-            self.problem(node, path, f"unreadable value {_clip(node.value)}")
+            value = core_value(node.tag, node.value)
+        except ValueError:
+            self.problem(node, path, f"unreadable number {_clip(node.value)}")
             return None
-        if isinstance(value, dt.datetime | dt.date):
-            return value.isoformat()
         if isinstance(value, float) and not math.isfinite(value):
             self.problem(node, path, f"expected a finite number, got {_clip(node.value)}")
             return None
@@ -453,7 +562,7 @@ def _decode(raw: bytes, file: str) -> str:
                       and (32 <= max(lead) < 127 or max(lead) in (9, 10, 13)))
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or ascii_in_utf16:
         raise QuestionnaireError(
-            f"{file}: looks like UTF-16 text; save the questionnaire as UTF-8")
+            f"{file}:1: looks like UTF-16 text; save the questionnaire as UTF-8")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -463,36 +572,21 @@ def _decode(raw: bytes, file: str) -> str:
             f"{exc.start}); save the questionnaire as UTF-8") from None
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that stops composing past MAX_NODES nodes or MAX_DEPTH levels."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._nodes = 0
-        self._depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self._nodes += 1
-        self._depth += 1
-        try:
-            if self._nodes > MAX_NODES or self._depth > MAX_DEPTH:
-                raise _TooBig
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-
-def _too_big(file: str) -> QuestionnaireError:
+def _too_big(file: str, line: int) -> QuestionnaireError:
     return QuestionnaireError(
-        f"{file}: holds more than {MAX_NODES:,} values (YAML aliases expanded) or more "
+        f"{file}:{line}: holds more than {MAX_NODES:,} values (YAML aliases expanded) or more "
         f"than {MAX_DEPTH} levels of nesting; a questionnaire is far smaller")
 
 
-def _compose(text: str, file: str) -> yaml.Node | None:
-    try:
-        return yaml.compose(text, Loader=_BoundedLoader)
-    except _TooBig:
-        raise _too_big(file) from None
+def _compose(text: str, file: str) -> tuple[yaml.Node | None, dict[int, str]]:
+    """The document's node graph and its explicitly tagged nodes, or a QuestionnaireError
+    naming the line."""
+    loader: _BoundedLoader | None = None
+    try:  # the reader checks every character as the loader is made
+        loader = _BoundedLoader(text)
+        return loader.get_single_node(), loader.explicit
+    except _TooBig as exc:
+        raise _too_big(file, exc.line) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -504,9 +598,12 @@ def _compose(text: str, file: str) -> yaml.Node | None:
         raise QuestionnaireError(f"{file}:{line}: not valid YAML: control character "
                                  f"U+{code:04X} is not allowed") from None
     except yaml.YAMLError as exc:
-        raise QuestionnaireError(f"{file}: not valid YAML: {str(exc)[:200]}") from None
+        raise QuestionnaireError(f"{file}:1: not valid YAML: {str(exc)[:200]}") from None
     except RecursionError:
-        raise QuestionnaireError(f"{file}: nested too deeply to be a questionnaire") from None
+        raise QuestionnaireError(f"{file}:1: nested too deeply to be a questionnaire") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 # ---------------------------------------------------------------- schema messages
@@ -514,34 +611,59 @@ def _compose(text: str, file: str) -> yaml.Node | None:
 _TYPE_WORDS = {"number": "a number", "integer": "a whole number", "string": "text",
                "array": "a list", "object": "a mapping", "boolean": "true or false"}
 
+#: text a vendor meant as a number: YAML 1.1 read `2:50` as 170 and `1_000` as 1000
+_NUMBERISH = re.compile(r"[-+]?[0-9][0-9_:,.]*")
 
-def _got(value: Any) -> str:
+
+def _is_integer(_checker: Any, value: Any) -> bool:
+    """An integer is a number written without a decimal point or exponent: `4.0` and `2e2`
+    are floats, refused where a count is asked (JSON Schema alone would take 4.0)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer))
+
+
+def _got(value: Any, text: str | None = None) -> str:
     if value is None:
         return "nothing"
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if text is not None and isinstance(value, int | float) and not isinstance(value, bool):
+        return _clip(text)[1:-1]  # the number as written (2e2, 0x10), not as Python prints it
     return _clip(value)
 
 
-def _message(error: jsonschema.ValidationError) -> str:
+def _message(error: jsonschema.ValidationError, text: str | None = None) -> str:
     v, inst = error.validator, error.instance
+    got = _got(inst, text)
+    if v in ("type", "pattern") and error.schema.get("pattern") == DATE_PATTERN:
+        return f"expected a date as YYYY-MM-DD (ISO 8601), got {got}"
     if v == "type":
         wanted = [t for t in ([error.validator_value] if isinstance(error.validator_value, str)
                               else error.validator_value) if t != "null"]
-        return f"expected {' or '.join(_TYPE_WORDS.get(t, t) for t in wanted)}, got {_got(inst)}"
+        hint = ""
+        if "integer" in wanted and isinstance(inst, float):
+            hint = " (a count is written without a decimal point or exponent)"
+        elif (set(wanted) & {"number", "integer"} and isinstance(inst, str)
+              and _NUMBERISH.fullmatch(inst) and set(inst) & set("_:,")):
+            hint = " (write the number as plain digits, without ',', '_' or ':')"
+        return f"expected {' or '.join(_TYPE_WORDS.get(t, t) for t in wanted)}, got {got}{hint}"
     if v == "enum":
         options = ", ".join(str(o) for o in error.validator_value if o is not None)
-        return f"expected one of {options}; got {_got(inst)}"
+        return f"expected one of {options}; got {got}"
     if v == "const":
-        return f"expected {error.validator_value!r}, got {_got(inst)}"
+        return f"expected {error.validator_value!r}, got {got}"
     if v == "minimum":
-        return f"must be at least {error.validator_value}, got {_got(inst)}"
+        return f"must be at least {error.validator_value}, got {got}"
     if v == "maximum":
-        return f"must be at most {error.validator_value:g}, got {_got(inst)}"
+        return f"must be at most {error.validator_value:g}, got {got}"
     if v == "exclusiveMinimum":
-        return f"must be greater than {error.validator_value}, got {_got(inst)}"
+        return f"must be greater than {error.validator_value}, got {got}"
     if v == "maxLength":
         return f"text longer than {error.validator_value} characters"
     if v == "maxItems":
@@ -549,9 +671,9 @@ def _message(error: jsonschema.ValidationError) -> str:
     return error.message[:200]
 
 
-def _schema_problems(data: Any, lines: dict[tuple[str | int, ...], int]) -> Iterator[
-        tuple[int, str]]:
-    validator = jsonschema.Draft202012Validator(SCHEMA)
+def _schema_problems(data: Any, lines: dict[tuple[str | int, ...], int],
+                     texts: dict[tuple[str | int, ...], str]) -> Iterator[tuple[int, str]]:
+    validator = _Validator(SCHEMA)
     for error in validator.iter_errors(data):
         path = tuple(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
@@ -567,30 +689,51 @@ def _schema_problems(data: Any, lines: dict[tuple[str | int, ...], int]) -> Iter
                     yield lines.get(path, 1), f"{_dotted((*path, key))}: required field missing"
             continue
         line = next((lines[path[:i]] for i in range(len(path), -1, -1) if path[:i] in lines), 1)
-        yield line, f"{_dotted(path)}: {_message(error)}"
+        yield line, f"{_dotted(path)}: {_message(error, texts.get(path))}"
+
+
+#: fields that hold a date (DATE_PATTERN in the schema; here, that the day exists)
+_DATE_FIELDS = (("date",), ("headline", "published"))
+
+
+def _date_problems(data: dict[str, Any], lines: dict[tuple[str | int, ...], int]) -> Iterator[
+        tuple[int, str]]:
+    for path in _DATE_FIELDS:
+        value: Any = data
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, str) and re.fullmatch(DATE_PATTERN, value):
+            try:
+                dt.date.fromisoformat(value)
+            except ValueError:
+                yield lines.get(path, 1), f"{_dotted(path)}: {value!r} is not a calendar date"
 
 
 def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionnaire:
-    """Bytes -> Questionnaire, or one QuestionnaireError listing every problem found."""
+    """Bytes -> Questionnaire, or one QuestionnaireError listing every problem found.
+
+    Every problem names `file:line:` (only a file over MAX_BYTES is refused as a whole).
+    """
     if len(raw) > MAX_BYTES:
         raise QuestionnaireError(
             f"{file}: {len(raw):,} bytes is too large for a questionnaire "
             f"(limit {MAX_BYTES:,} bytes)")
     text = _decode(raw, file)
-    node = _compose(text, file)
+    node, explicit = _compose(text, file)
     if node is None:
-        raise QuestionnaireError(f"{file}: the file is empty; start from "
+        raise QuestionnaireError(f"{file}:1: the file is empty; start from "
                                  f"`evalkit questionnaire init {file}`")
-    walker = _Walker(file)
+    walker = _Walker(file, explicit)
     try:
         data = walker.walk(node)
-    except _TooBig:
-        raise _too_big(file) from None
+    except _TooBig as exc:
+        raise _too_big(file, exc.line) from None
     problems = list(walker.problems)
     if not isinstance(data, dict):
         problems.append((1, f"(top level): expected a mapping of fields, got {_got(data)}"))
     else:
-        problems.extend(_schema_problems(data, walker.lines))
+        problems.extend(_schema_problems(data, walker.lines, walker.texts))
+        problems.extend(_date_problems(data, walker.lines))
     if problems:
         problems.sort(key=lambda p: p[0])
         lines = [f"{file}:{line}: {msg}" for line, msg in problems]
@@ -630,6 +773,10 @@ TEMPLATE = """\
 # "varies" or "contact sales" is recorded as not answered with numbers. Put caveats
 # in `notes`. Check the file with:  evalkit questionnaire validate THIS_FILE
 # A JSON Schema for editors ships as questionnaires/questionnaire.schema.json.
+#
+# The file is read as YAML 1.2: numbers are plain digits (0200 is 200, 2e2 is 200.0;
+# 2:50 and 1_000 are not numbers), counts have no decimal point (4, not 4.0), dates are
+# YYYY-MM-DD, and YAML tags (!!int, !!str, ...) are refused. (evalkit: docs/questionnaire.md)
 
 schema: evalkit.questionnaire/1
 vendor:            # company name
@@ -647,7 +794,7 @@ headline:
   unit:            # output_tokens_per_s (per stream) | output_tokens_per_s_per_gpu
                    # | output_tokens_per_s_per_node
   source:          # URL or document where the figure is published
-  published:       # date published
+  published:       # date published, YYYY-MM-DD
   notes:
 
 # Q1. Time to first token at P50 and P90 UNDER LOAD, not in isolation.

@@ -1,8 +1,12 @@
-"""The questionnaire: samples, schema, line-numbered problems, hostile input, CLI."""
+"""The questionnaire: samples, schema, line-numbered problems, hostile input, YAML 1.2
+scalars, refused tags, counts and dates, mutated samples, CLI."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
+import re
 from pathlib import Path
 
 import jsonschema
@@ -18,6 +22,7 @@ from evalkit.questionnaire import (
     MAX_BYTES,
     SCHEMA,
     TEMPLATE,
+    Distribution,
     Questionnaire,
     load_questionnaire,
     parse_questionnaire,
@@ -120,7 +125,8 @@ class TestProblems:
             "acme.yaml:4: Q1.ttft_p90_ms: expected a number, got 'fast'",
             "acme.yaml:5: Q1.at_concurency: unknown field",
             "acme.yaml:6: Q1.source: expected one of production, lab, estimate; got 'prod'",
-            "acme.yaml:8: Q2.gpus: expected a whole number, got 1.5",
+            "acme.yaml:8: Q2.gpus: expected a whole number, got 1.5 (a count is written "
+            "without a decimal point or exponent)",
             "acme.yaml:9: Q2.distribution.p50: must be greater than 0, got -3",
             "acme.yaml:10: Q2.evidence[1]: expected text, got 7",
             "acme.yaml:12: Q4.first_degrades: expected one of itl, ttft, admission; got 'memory'",
@@ -225,12 +231,12 @@ class TestHostileInput:
         """Tags that would run code with an unsafe loader are reported, not run."""
         text = HEAD + "vendor: !!python/object/apply:os.system ['echo pwned']\n"
         assert problems_of(text) == [
-            "q.yaml:2: vendor: unsupported YAML tag "
-            "'tag:yaml.org,2002:python/object/apply:os.system'",
+            "q.yaml:2: vendor: YAML tags are not accepted (found "
+            "'!!python/object/apply:os.system'); write the value plainly",
         ]
 
     @pytest.mark.parametrize("text, expected", [
-        ("", "q.yaml: the file is empty; start from `evalkit questionnaire init q.yaml`"),
+        ("", "q.yaml:1: the file is empty; start from `evalkit questionnaire init q.yaml`"),
         ("- a\n- b\n", "q.yaml:1: (top level): expected a mapping of fields, got a list"),
         ("just words", "q.yaml:1: (top level): expected a mapping of fields, got 'just words'"),
         (HEAD + "? [a, b]\n: 1\n", "q.yaml:2: (top level): field names must be text, got None"),
@@ -248,8 +254,7 @@ class TestHostileInput:
         try:
             assert isinstance(parse_questionnaire(text.encode(), "h.yaml"), Questionnaire)
         except QuestionnaireError as exc:
-            assert str(exc).startswith("h.yaml")
-            assert all(p.startswith("h.yaml:") for p in exc.problems)
+            assert all(re.match(r"h\.yaml:[0-9]+: ", p) for p in exc.problems or [str(exc)])
 
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.binary(max_size=300))
@@ -258,7 +263,7 @@ class TestHostileInput:
         try:
             parse_questionnaire(raw, "b.yaml")
         except QuestionnaireError as exc:
-            assert str(exc).startswith("b.yaml")
+            assert all(re.match(r"b\.yaml:[0-9]+: ", p) for p in exc.problems or [str(exc)])
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.dictionaries(st.sampled_from(["schema", "vendor", "date", "headline", "Q1", "Q2",
@@ -328,3 +333,267 @@ class TestCli:
         result = CliRunner().invoke(cli, ["questionnaire", "validate", str(path)])
         assert result.exit_code == 2
         assert result.stderr == f"Error: {path}: cannot read: No such file or directory\n"
+
+
+def answer(text: str) -> Questionnaire:
+    """Parse a document that must be valid."""
+    return parse_questionnaire((HEAD + text).encode(), "q.yaml")
+
+
+class TestYaml12Scalars:
+    """Issue 15: the questionnaire is read with YAML 1.2 core-schema rules, not PyYAML's 1.1."""
+
+    @pytest.mark.parametrize("written, value", [
+        ("0200", 200),        # YAML 1.1: octal 128
+        ("200", 200),
+        ("+200", 200),
+        ("2e2", 200.0),       # YAML 1.1 (PyYAML): the text '2e2', refused as no number
+        ("1.2e3", 1200.0),
+        ("1.5E+2", 150.0),
+        ("250.", 250.0),
+        (".5", 0.5),
+        ("0x10", 16),
+        ("0o17", 15),
+    ])
+    def test_numbers_are_yaml_1_2(self, written: str, value: float) -> None:
+        """Numbers read as YAML 1.2 says: no implicit octal, exponents without a dot."""
+        got = answer(f"Q1:\n  ttft_p50_ms: {written}\n").q1.ttft_p50_ms
+        assert got == value and type(got) is type(value)
+
+    @pytest.mark.parametrize("written", ["2:50", "1_000", "1,000", "0b101", "1:02:03.5"])
+    def test_yaml_1_1_number_forms_are_text_and_refused_in_a_number_field(
+            self, written: str) -> None:
+        """`2:50` is not 170 and `1_000` not 1000: text, refused with its line and a hint."""
+        assert problems_of(f"{HEAD}vendor: V\nQ2:\n  gpus: 1\n  at_concurrency: {written}\n") \
+            == [f"q.yaml:5: Q2.at_concurrency: expected a whole number, got '{written}'"
+                + (" (write the number as plain digits, without ',', '_' or ':')"
+                   if set(written) & set("_:,") else "")]
+
+    @pytest.mark.parametrize("written", ["yes", "no", "on", "off", "y", "n"])
+    def test_yaml_1_1_booleans_are_text(self, written: str) -> None:
+        """`yes`/`on` are words in YAML 1.2: text where text is asked, refused elsewhere."""
+        assert answer(f"vendor: {written}\n").vendor == written
+        assert problems_of(f"{HEAD}Q5:\n  observability: {written}\n") == [
+            f"q.yaml:3: Q5.observability: expected one of per_stream, request_level, none; "
+            f"got '{written}'"]
+
+    @pytest.mark.parametrize("written", ["~", "null", "Null", "NULL", ""])
+    def test_core_nulls_are_empty(self, written: str) -> None:
+        """The core schema's null spellings leave a field empty."""
+        assert answer(f"Q1:\n  ttft_p50_ms: {written}\n").q1.ttft_p50_ms is None
+
+    def test_quoted_number_is_text(self) -> None:
+        """Quotes make text in every YAML version; a number field says so."""
+        assert problems_of(HEAD + 'Q1:\n  ttft_p50_ms: "200"\n') == [
+            "q.yaml:3: Q1.ttft_p50_ms: expected a number, got '200'"]
+
+    def test_number_too_long_to_convert_names_its_line(self) -> None:
+        """Python refuses to convert a 5,000-digit integer; that is a problem with a line."""
+        [problem] = problems_of(HEAD + "Q1:\n  ttft_p50_ms: " + "9" * 5000 + "\n")
+        assert problem.startswith("q.yaml:3: Q1.ttft_p50_ms: unreadable number '999")
+        assert len(problem) < 120
+
+    @pytest.mark.parametrize("written", ["1e400", "-.inf", ".Inf", ".NaN"])
+    def test_non_finite_numbers_are_refused(self, written: str) -> None:
+        """A float that overflows, and the YAML infinities and NaN, are no measurements."""
+        assert problems_of(f"{HEAD}Q1:\n  ttft_p50_ms: {written}\n") == [
+            f"q.yaml:3: Q1.ttft_p50_ms: expected a finite number, got '{written}'"]
+
+
+class TestTags:
+    """Issue 15: `!!bool maybe` and friends went through PyYAML's constructors (tracebacks)."""
+
+    @pytest.mark.parametrize("value, shown", [
+        ("!!bool maybe", "!!bool"),
+        ("!!timestamp hello", "!!timestamp"),
+        ("!!int ''", "!!int"),
+        ("!!int 4", "!!int"),
+        ("!!float 1", "!!float"),
+        ("!!str 5", "!!str"),
+        ("!!null x", "!!null"),
+        ("!!binary aGVsbG8=", "!!binary"),
+        ("!!set {a, b}", "!!set"),
+        ("!!omap [a: 1]", "!!omap"),
+        ("!!map {}", "!!map"),
+        ("!!seq []", "!!seq"),
+        ("!local 5", "!local"),
+        ("! 5", "!"),
+        ("!<tag:example.com,2026:x> 5", "tag:example.com,2026:x"),
+    ])
+    def test_every_explicit_tag_is_refused_with_its_line(self, value: str, shown: str) -> None:
+        """A tag, any tag, is a problem at its line; nothing it names is constructed."""
+        assert problems_of(f"{HEAD}vendor: V\nQ1:\n  at_concurrency: {value}\n") == [
+            f"q.yaml:4: Q1.at_concurrency: YAML tags are not accepted (found {shown!r}); "
+            "write the value plainly"]
+
+    def test_tags_on_field_names_and_sections_are_refused(self) -> None:
+        """Keys and whole sections carry tags too; each is reported where it stands."""
+        assert problems_of(HEAD + "!!str vendor: V\nQ1: !!map\n  at_concurrency: 4\n") == [
+            "q.yaml:2: (top level): YAML tags are not accepted (found '!!str'); write the "
+            "value plainly",
+            "q.yaml:3: Q1: YAML tags are not accepted (found '!!map'); write the value plainly",
+        ]
+
+    def test_tag_directive_is_refused(self) -> None:
+        """A %TAG shorthand still ends in a tag on the node."""
+        text = "%TAG !e! tag:example.com,2026:\n---\n" + HEAD + "vendor: !e!x V\n"
+        assert problems_of(text) == [
+            "q.yaml:4: vendor: YAML tags are not accepted (found 'tag:example.com,2026:x'); "
+            "write the value plainly"]
+
+    def test_merge_key_is_an_unknown_field(self) -> None:
+        """`<<` merges only in YAML 1.1; here it is a field name like any other."""
+        assert problems_of(HEAD + "base: &b {at_concurrency: 4}\nQ1:\n  <<: *b\n") == [
+            "q.yaml:2: base: unknown field", "q.yaml:4: Q1.<<: unknown field"]
+
+
+class TestCountsAndDates:
+    """Issue 15: floats in integer fields and non-ISO dates were accepted."""
+
+    @pytest.mark.parametrize("written", ["4.5", "4.0", "4.", "2e2", "4e0"])
+    def test_a_count_with_a_decimal_point_or_exponent_is_refused(self, written: str) -> None:
+        """at_concurrency: 4.5 (or 4.0) is not a count of streams."""
+        assert problems_of(f"{HEAD}Q1:\n  at_concurrency: {written}\n") == [
+            f"q.yaml:3: Q1.at_concurrency: expected a whole number, got {written} (a count is "
+            "written without a decimal point or exponent)"]
+
+    @pytest.mark.parametrize("section, field", [
+        ("Q1", "prompt_tokens"), ("Q2", "gpus"), ("Q2", "at_concurrency"),
+        ("Q4", "max_concurrent_streams_per_node"), ("Q4", "nodes")])
+    def test_every_count_field_refuses_floats(self, section: str, field: str) -> None:
+        """The rule holds for every integer field of the schema."""
+        assert problems_of(f"{HEAD}{section}:\n  {field}: 8.0\n")[0].startswith(
+            f"q.yaml:3: {section}.{field}: expected a whole number, got 8.0")
+
+    def test_counts_load_as_int_and_rates_keep_their_value(self) -> None:
+        """A count is an int; a rate written 2e2 is the float 200.0."""
+        q = answer("Q2:\n  gpus: 8\n  at_concurrency: 0064\n  output_tokens_per_s_per_gpu: 2e2\n")
+        assert (q.q2.gpus, q.q2.at_concurrency) == (8, 64)
+        assert type(q.q2.at_concurrency) is int and q.q2.output_tokens_per_s_per_gpu == 200.0
+
+    @pytest.mark.parametrize("written", ["23/11/2026", "11/23/2026", "2026/11/23", "23.11.2026",
+                                         "Nov 23, 2026", "2026-11-23T10:00:00Z", "2026-11",
+                                         "20261123", "2026-W47-1", "'2026-11-23 '"])
+    def test_non_iso_dates_are_refused(self, written: str) -> None:
+        """date: 23/11/2026 is ambiguous between countries; only YYYY-MM-DD is accepted."""
+        shown = written.strip("'") if written != "20261123" else 20261123
+        assert problems_of(f"{HEAD}vendor: V\ndate: {written}\n") == [
+            f"q.yaml:3: date: expected a date as YYYY-MM-DD (ISO 8601), got {shown!r}"]
+
+    def test_published_is_a_date_too(self) -> None:
+        """The headline's publication date follows the same rule."""
+        assert problems_of(HEAD + "headline:\n  value: 70\n  published: 2/10/2026\n") == [
+            "q.yaml:4: headline.published: expected a date as YYYY-MM-DD (ISO 8601), "
+            "got '2/10/2026'"]
+
+    @pytest.mark.parametrize("written", ["2026-02-30", "2026-13-01", "2026-00-10"])
+    def test_a_date_that_does_not_exist_is_refused(self, written: str) -> None:
+        """The right shape is not enough: the day must exist."""
+        assert problems_of(f"{HEAD}date: {written}\n") == [
+            f"q.yaml:2: date: '{written}' is not a calendar date"]
+
+    def test_iso_dates_load_as_text(self) -> None:
+        """A valid date, quoted or not, is kept as the text the vendor wrote."""
+        q = answer("date: 2026-02-28\nheadline:\n  published: '2024-02-29'\n")
+        assert (q.date, q.headline.published) == ("2026-02-28", "2024-02-29")
+
+
+# ------------------------------------------------------------- mutated questionnaires
+
+SAMPLE_TEXTS = {name: (SAMPLES / f"{name}.yaml").read_text()
+                for name in ("forthright", "evasive", "headline")}
+PROBLEM = re.compile(r"^m\.yaml:[0-9]+: ")
+#: scalars a vendor (or a fuzzer) might write where a value goes
+HOSTILE_SCALARS = [
+    "0200", "0o17", "0x1F", "2:50", "1:02:03", "1_000", "1,000", "2e2", "1.2e3", "-1e3",
+    "1e400", ".inf", "-.Inf", ".nan", "4.5", "4.0", "4.", ".5", "-0", "0", "+7", "-3",
+    "9" * 30, "yes", "no", "on", "off", "y", "true", "False", "~", "null", "", "''", '""',
+    "'200'", '"2026-11-23"', "2026-11-23", "2026-02-30", "23/11/2026", "2026-11-23T10:00:00Z",
+    "Nov 23", "lab", "production", "per_stream", "itl", "output_tokens_per_s", "[]", "{}",
+    "[1, 2]", "{p50: 2, p90: 1}", "&a 5", "*a", "=", "<<", "|\n  block", ">-\n  folded",
+    "'\\x1b[2J'", "\"\\e]0;x\\a\"", "- a", "? x", "@x", "`x", "%x", "!x", "a: b: c",
+]
+TAGS = ["!!bool", "!!int", "!!float", "!!str", "!!null", "!!timestamp", "!!binary", "!!set",
+        "!!omap", "!!pairs", "!!map", "!!seq", "!!merge", "!!value", "!!python/none",
+        "!!python/object/apply:os.system", "!local", "!", "!<tag:x.example,2026:t>"]
+KEY_VALUE = re.compile(r"^(\s*(?:- )?[A-Za-z0-9_]+:)(.*)$")
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> str:
+    """A sample questionnaire with one to four mutations of scalars, tags or structure."""
+    lines = SAMPLE_TEXTS[draw(st.sampled_from(sorted(SAMPLE_TEXTS)))].splitlines()
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(lines) - 1))
+        kind = draw(st.sampled_from(["scalar", "scalar", "number", "number", "text", "tag",
+                                     "tag", "delete", "duplicate", "swap", "indent", "splice",
+                                     "truncate"]))
+        m = KEY_VALUE.match(lines[i])
+        if kind == "scalar" and m:
+            lines[i] = f"{m.group(1)} {draw(st.sampled_from(HOSTILE_SCALARS))}"
+        elif kind == "number" and m:  # well-formed, but may put percentiles out of order
+            number = draw(st.one_of(st.integers(1, 5000), st.floats(0.01, 5000)))
+            lines[i] = f"{m.group(1)} {number}"
+        elif kind == "text" and m:
+            lines[i] = f"{m.group(1)} {draw(st.text(max_size=12))}"
+        elif kind == "tag" and m:
+            lines[i] = f"{m.group(1)} {draw(st.sampled_from(TAGS))}{m.group(2)}"
+        elif kind == "delete":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, lines[i])
+        elif kind == "swap":
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        elif kind == "indent":
+            lines[i] = " " * draw(st.integers(0, 6)) + lines[i].lstrip()
+        elif kind == "splice":
+            other = SAMPLE_TEXTS[draw(st.sampled_from(sorted(SAMPLE_TEXTS)))].splitlines()
+            lines.insert(i, draw(st.sampled_from(other)))
+        elif kind == "truncate":
+            lines = lines[:i]
+        if not lines:
+            lines = [""]
+    return "\n".join(lines) + "\n"
+
+
+_COUNT_FIELDS = {("q1", "at_concurrency"), ("q1", "prompt_tokens"), ("q2", "at_concurrency"),
+                 ("q2", "gpus"), ("q4", "max_concurrent_streams_per_node"), ("q4", "nodes")}
+
+
+def assert_well_typed(q: Questionnaire) -> None:
+    """A questionnaire that loads holds what its fields promise: counts are ints, measured
+    numbers finite and positive (not bools), dates ISO calendar dates."""
+    for section, name in _COUNT_FIELDS:
+        value = getattr(getattr(q, section), name)
+        assert value is None or (type(value) is int and value >= 1), (section, name, value)
+    for a in (q.headline, *q.questions.values()):
+        for name, value in vars(a).items():
+            if isinstance(value, Distribution):
+                values = [value.p50, value.p90, value.p99]
+            elif isinstance(value, int | float):
+                values = [value]
+            else:
+                continue
+            for v in values:
+                assert v is None or (type(v) in (int, float) and math.isfinite(v)), (name, v)
+    for d in (q.date, q.headline.published):
+        assert d is None or dt.date.fromisoformat(d).isoformat() == d
+
+
+class TestMutatedQuestionnaires:
+    """Issue 15 measured 149 tracebacks in 6,000 mutants of the samples. Every mutant is now
+    a well-typed Questionnaire or a QuestionnaireError whose every problem names file:line."""
+
+    @settings(max_examples=300, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(mutated())
+    def test_a_mutant_is_a_questionnaire_or_problems_with_lines(self, text: str) -> None:
+        """Never another exception; never a problem without its line."""
+        try:
+            q = parse_questionnaire(text.encode(), "m.yaml")
+        except QuestionnaireError as exc:
+            lines = exc.problems or [str(exc)]
+            assert all(PROBLEM.match(p) for p in lines), lines
+            return
+        assert_well_typed(q)
