@@ -12,6 +12,10 @@ JSON Schema `SCHEMA` (shipped for vendors as `questionnaires/questionnaire.schem
 problem is reported at once as `file:line: field.path: message`, raised as one
 `QuestionnaireError`.
 
+Whether the numbers agree with each other (a p50 above its p90, percentiles out of order)
+is not a file error but a finding about the vendor: `disorders` lists them, and the
+reconciler shows them to the reviewer (docs/questionnaire.md).
+
     q = load_questionnaire("questionnaires/forthright.yaml")
     q.vendor, q.headline.value, q.q1.ttft_p90_ms
 """
@@ -371,6 +375,33 @@ def questionnaire_from_dict(data: dict[str, Any], path: str | None = None) -> Qu
         **answers,
     )
 
+
+def _figure(x: float) -> str:
+    return f"{x:g}" if abs(x) < 1e6 else f"{x:.3g}"
+
+
+def disorders(answer: Answer) -> list[str]:
+    """Where one answer's own percentiles contradict each other (a p50 above its p90, a
+    distribution not in increasing order), one sentence each; [] when they agree.
+
+    Not a file error: a well-formed file may say inconsistent things, and that is a
+    finding about the vendor, which the reconciler reports whatever else it judges.
+    """
+    found: list[str] = []
+    if isinstance(answer, TtftAnswer):
+        p50, p90 = answer.ttft_p50_ms, answer.ttft_p90_ms
+        if p50 is not None and p90 is not None and p50 > p90:
+            found.append(f"TTFT p50 {_figure(p50)} ms is above p90 {_figure(p90)} ms")
+    for name in sorted(_DISTRIBUTION_FIELDS):
+        d = getattr(answer, name, None)
+        if not isinstance(d, Distribution):
+            continue
+        values = [v for v in (d.p50, d.p90, d.p99) if v is not None]
+        if values != sorted(values):
+            said = " / ".join(f"{k} {_figure(v)}" for k in ("p50", "p90", "p99")
+                              if (v := getattr(d, k)) is not None)
+            found.append(f"{name} {said} is not in increasing order")
+    return found
 
 # ------------------------------------------------------------------- reading safely
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -40,6 +40,7 @@ from evalkit.questionnaire import (
     Questionnaire,
     ThroughputAnswer,
     TtftAnswer,
+    disorders,
 )
 from evalkit.tolerances import PERCENTILE_SHARE, SloProfile, Tolerances
 from evalkit.validity import group_validity
@@ -847,11 +848,26 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
     return j("ok", f"{agreed}{beside}.")
 
 
+def _with_disorders(j: Judgement, answer: Answer) -> Judgement:
+    """Percentiles that contradict each other are always shown: the judges check order only
+    on the way to a measured judgement, so an answer refused earlier (lab, no concurrency,
+    no window...) would hide them. The earlier status stands (it says why the answer is not
+    measured production numbers); the contradiction is added to its reason."""
+    found = disorders(answer)
+    if not found or j.status == "unreconciled":  # the judge already said so
+        return j
+    said = _join(found)
+    if j.status in ("ok", "unverified"):
+        return replace(j, status="unreconciled",
+                       reason=f"The answer contradicts itself: {said}.")
+    return replace(j, reason=f"{j.reason} Its numbers also contradict each other: {said}.")
+
+
 def judge_questions(q: Questionnaire | None, ev: Evidence,
                     tol: Tolerances) -> dict[str, Judgement]:
     """Q1..Q6 judgements; with no questionnaire every one is `unanswered`."""
     q = q or Questionnaire()
-    return {
+    judged = {
         "Q1": judge_q1(q.q1, ev, tol),
         "Q2": judge_q2(q.q2, ev, tol),
         "Q3": judge_q3(q.q3, ev, tol),
@@ -859,6 +875,7 @@ def judge_questions(q: Questionnaire | None, ev: Evidence,
         "Q5": judge_q5(q.q5, ev, tol),
         "Q6": judge_q6(q.q6, q.headline.value, q.headline.unit, ev, tol),
     }
+    return {qid: _with_disorders(j, q.questions[qid]) for qid, j in judged.items()}
 
 
 # ----------------------------------------------------------------------- verdict
