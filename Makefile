@@ -3,6 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# llama-cpp-python (extra `engines`) compiles llama.cpp once per machine (~10 min on 2
+# cores; pip caches the wheel): CPU only, portable, no bundled tools
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	-DLLAMA_BUILD_SERVER=OFF
 
 .PHONY: install demo test lint bench clean
 
@@ -12,7 +16,10 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@echo "installing evalkit[test,engines]; the first time on a machine this compiles llama.cpp (~10 min)"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) \
+	$(BIN)/python -m pip install --quiet -e '.[test,engines]'
 	touch $(STAMP)
 
 demo: install

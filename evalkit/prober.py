@@ -47,6 +47,8 @@ from evalkit.stamping import stamped_transport
 ADMISSION_STATUSES = frozenset({429, 503})
 #: headers that carry a credential; one given with --header replaces the environment's key
 CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+#: a read this long after the kernel received its bytes was late (the client's doing)
+LATE_READ_NS = 1_000_000
 #: the longest a Retry-After is honoured (a vendor must not park a probe for an hour)
 MAX_RETRY_AFTER_S = 30.0
 _ERR_MAX = 300
@@ -338,9 +340,12 @@ class Prober:
                     st.payload_error = delta.error
                     continue
                 if delta.text or delta.reasoning:
-                    # two content chunks, written a decode step apart, in one read: we read
-                    # late, and the first carries the second's stamp
-                    self.coalesced_chunks += pending == now
+                    # two content chunks in one read, and we read it late after the kernel
+                    # had it: the first carries the second's stamp. (Read promptly, the
+                    # server wrote them together: llama.cpp does now and then; not ours.)
+                    late = getattr(net, "last_read_delay_ns", None)
+                    self.coalesced_chunks += pending == now and (
+                        late is None or late > LATE_READ_NS)
                     pending = now
                     self.content_chunks += 1
                     st.chunk_ns.append(now)

@@ -193,13 +193,18 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._sock = sock
         self._loop = loop
         self._fd = sock.fileno()
-        self._reads: deque[tuple[int, bytes]] = deque()
+        #: (arrival ns, bytes, how long after the kernel's stamp we read them, -1: unknown)
+        self._reads: deque[tuple[int, bytes, int]] = deque()
         self._buffered = 0
         self._eof = False
         self._error: OSError | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._reading = True
         self.last_arrival_ns: int | None = None
+        #: how late the last read came after its bytes arrived (None: no kernel stamp): two
+        #: events in one read were merged by *us* only when this is large; a small value
+        #: means the server wrote them together
+        self.last_read_delay_ns: int | None = None
         #: reads stamped by the kernel / by us (a socket without kernel stamps says so)
         self.kernel_stamped = 0
         self.user_stamped = 0
@@ -229,7 +234,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 break
         if stamp == now:
             self.user_stamped += 1
-        self._reads.append((stamp, data))
+        self._reads.append((stamp, data, now - stamp if stamp != now else -1))
         self._buffered += len(data)
         if self._buffered > _MAX_BUFFERED:
             self._loop.remove_reader(self._fd)  # back-pressure until httpcore catches up
@@ -264,11 +269,12 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             if self._error is not None:
                 raise httpcore.ReadError(str(self._error) or type(self._error).__name__)
             return b""
-        at, data = self._reads.popleft()
+        at, data, delay = self._reads.popleft()
         if len(data) > max_bytes:
-            self._reads.appendleft((at, data[max_bytes:]))
+            self._reads.appendleft((at, data[max_bytes:], delay))
             data = data[:max_bytes]
         self._buffered -= len(data)
+        self.last_read_delay_ns = delay if delay >= 0 else None
         if not self._reading and not self._eof and self._buffered <= _MAX_BUFFERED // 2:
             self._loop.add_reader(self._fd, self._on_readable)
             self._reading = True
