@@ -134,6 +134,18 @@ def demo(out_dir: str, quiet: bool) -> None:
 @click.option("--start-at", type=float, metavar="UNIX_TIME",
               help="With --shard: when every shard starts its first level (the same value "
                    "for all, e.g. $(( $(date +%s) + 20 ))).")
+@click.option("--questionnaire", "questionnaire_file", type=click.Path(dir_okay=False,
+                                                                         exists=True),
+              help="The vendor's questionnaire as the test plan: ramp levels that bracket "
+                   "every claimed concurrency, enough requests there for the percentile "
+                   "claimed, the claimed prompt length, the soak at the concurrency sold. "
+                   "--levels, --max-concurrency and --prompt-tokens still override it.")
+@click.option("--budget", "budget_requests", type=int, metavar="REQUESTS",
+              help="With --questionnaire: the most requests the ramp may plan; the highest "
+                   "levels are left out (and their claims listed as unreachable) to fit.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (levels, requests, what cannot be reached) and stop "
+                   "without sending anything.")
 @click.option("--vendor", help="Who this endpoint belongs to (a label written to run.json), so "
                                "`evalkit compare` keeps one vendor's runs together when its "
                                "endpoint moves.")
@@ -144,7 +156,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], extra_body: str | None, rate: float | None,
           timeout_s: float | None, deadline_s: float | None, processes: int, shard_spec: str | None,
-          start_at: float | None, vendor: str | None, quiet: bool) -> None:
+          start_at: float | None, questionnaire_file: str | None,
+          budget_requests: int | None, dry_run: bool, vendor: str | None,
+          quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -170,13 +184,21 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     client bottleneck where it matters is "degraded" (exit 0, said in the last lines).
 
     \b
-    Example:
+    Probe what was claimed: with --questionnaire FILE the vendor's claims are the plan.
+    It is printed before the run (--dry-run prints it and stops), with every claim the
+    run cannot reach (a --max-concurrency cap, the client's ceiling, a --budget).
+
+    \b
+    Examples:
       export OPENAI_API_KEY=...
       evalkit probe --base-url https://api.example.com/v1 --model my-model \\
           --out runs/example --profile standard --max-concurrency 64
+      evalkit probe --base-url https://api.acme.example/v1 --model acme-8b \\
+          --questionnaire acme.yaml --out runs/acme --dry-run
     """
     from pathlib import Path
 
+    from evalkit.plan import describe
     from evalkit.progress import LiveProgress, summary_lines
     from evalkit.suite import (
         ProbeConfig,
@@ -184,6 +206,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         parse_header,
         parse_int_list,
         parse_shard,
+        plan_run,
         run_probe,
     )
 
@@ -197,7 +220,25 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
         deadline_s=deadline_s,
-        processes=processes, shard=shard, shards=shards, start_at=start_at, vendor=vendor)
+        processes=processes, shard=shard, shards=shards, start_at=start_at, vendor=vendor,
+        questionnaire=Path(questionnaire_file) if questionnaire_file else None,
+        budget_requests=budget_requests)
+    settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
+    if plan is not None:
+        for line in describe(plan):
+            click.echo(line)
+        click.echo(f"  at least {sum(plan.min_requests.values())} requests at the claimed "
+                   f"levels, each level {settings['ramp']['level_duration_s']} s or until its "
+                   "floor is met; the ramp stops one level after the first breach, except at "
+                   "levels a claim names (the request count and duration at the baseline's "
+                   "pace are printed once the baseline has run)")
+    if dry_run:
+        if plan is None:
+            click.echo(f"dry run: levels {', '.join(map(str, settings['ramp']['levels']))}, "
+                       f"phases {', '.join(settings['phases'])}; nothing was sent")
+        else:
+            click.echo("dry run: nothing was sent")
+        return
     progress = None if quiet else LiveProgress()
     try:
         result = run_probe(config, Path(out_dir), progress)

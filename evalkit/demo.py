@@ -71,6 +71,9 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
             config = ProbeConfig(base_url=server.base_url, model=server.model,
                                  profile=suite_profile, overrides=dict(suite_overrides or {}),
                                  vendor=sample.vendor,
+                                 # the sample's claims are the plan: levels that bracket
+                                 # them, requests enough for the percentiles claimed
+                                 questionnaire=QUESTIONNAIRES / vendor.questionnaire,
                                  stands_in_for={"model": sample.model or "",
                                                 "endpoint": sample.endpoint or ""})
             progress = progress_for(vendor.name) if progress_for else None

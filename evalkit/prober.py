@@ -483,11 +483,14 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
                       phase: str, level: int, workers: int, duration_s: float | None,
                       max_requests: int | None, reject_pause_s: float = 0.05,
                       stagger_s: float = 0.0005, max_pause_s: float = 2.0,
-                      on_note: Callable[[str], None] | None = None) -> None:
+                      on_note: Callable[[str], None] | None = None,
+                      min_requests: int = 0, overtime_s: float = 120.0) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
-    (whichever first); requests in flight then finish (the drain), so no record is cut
+    (whichever first), and, with `min_requests`, until that many were started too (a
+    percentile claimed at this level needs them), for at most `overtime_s` past
+    `duration_s`; requests in flight then finish (the drain), so no record is cut
     short by the phase ending. A worker turned away (429/503) waits what its Retry-After
     asked for (bounded), else `reject_pause_s`; one that failed before any content backs
     off, doubling from `reject_pause_s` up to `max_pause_s` while failures repeat: it
@@ -498,17 +501,26 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
     Worker i starts i x `stagger_s` late (0.13 s for 256 workers): a herd of simultaneous
     first requests would stall the client's own loop for nothing.
     """
-    deadline = time.perf_counter() + duration_s if duration_s is not None else None
+    begin = time.perf_counter()
+    deadline = begin + duration_s if duration_s is not None else None
+    hard = None if deadline is None else deadline + overtime_s
     started = 0
     silent = False
+
+    def more() -> bool:
+        if silent or (max_requests is not None and started >= max_requests):
+            return False
+        now = time.perf_counter()
+        if deadline is None or now < deadline:
+            return True
+        return started < min_requests and hard is not None and now < hard
 
     async def worker(i: int) -> None:
         nonlocal started, silent
         if i and stagger_s > 0:
             await asyncio.sleep(i * stagger_s)
         pause = reject_pause_s
-        while not silent and (deadline is None or time.perf_counter() < deadline) and (
-                max_requests is None or started < max_requests):
+        while more():
             started += 1
             rec = await prober.stream(next_prompt(), phase, level)
             on_record(rec)

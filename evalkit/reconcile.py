@@ -341,6 +341,8 @@ class Evidence:
     m: Measurements | None
     #: why no measured judgement can be drawn at all, with the run that would verify it
     blocker: str | None = None
+    #: the probe command that would verify the questionnaire's claims (`probe_command`)
+    command: str = "evalkit probe --questionnaire FILE"
 
     @property
     def usable(self) -> Measurements | None:
@@ -348,11 +350,21 @@ class Evidence:
         return None if self.blocker else self.m
 
 
-def run_blocker(m: Measurements | None) -> str | None:
+def probe_command(q: Questionnaire | None) -> str:
+    """The command that probes what `q` claims: its endpoint and model, planned from it."""
+    if q is None:
+        return "evalkit probe --base-url URL --model MODEL"
+    name = q.path.replace("\\", "/").rsplit("/", 1)[-1] if q.path else "FILE"
+    return (f"evalkit probe --base-url {_quote(q.endpoint, 80) or 'URL'} --model "
+            f"{_quote(q.model, 60) or 'MODEL'} --questionnaire {_quote(name, 60)}")
+
+
+def run_blocker(m: Measurements | None,
+                command: str = "evalkit probe --base-url URL --model MODEL") -> str | None:
     """Why this run supports no measured judgement (None: it does)."""
     if m is None:
-        return ("this is a claims-only review: no probe run was given (run `evalkit probe` "
-                "against the vendor's endpoint and report with --run)")
+        return (f"this is a claims-only review: no probe run was given (run `{command} --out "
+                "DIR` and report with --run DIR)")
     if m.validity == "invalid":
         why = f" ({_quote(m.validity_reasons[0], 160)})" if m.validity_reasons else ""
         return (f"the run is invalid{why}, so it verifies nothing; fix the endpoint or the "
@@ -439,9 +451,12 @@ def _levels_for(c: int) -> str:
     return ",".join(str(x) for x in sorted({max(1, c // 2), c, 2 * c}))
 
 
-def rerun_for(c: int) -> str:
-    """The probe options that would measure a claim made at `c` streams."""
-    return f"re-run the probe with --levels {_levels_for(c)}"
+def rerun_for(c: int, command: str | None = None) -> str:
+    """What would measure a claim made at `c` streams: the questionnaire's own plan (it
+    brackets every claimed level), with the cap raised past `c`."""
+    if command is None:
+        return f"re-run the probe with --levels {_levels_for(c)}"
+    return f"re-run `{command} --max-concurrency {2 * c} --out DIR`"
 
 
 #: a level's check: (holds? None when it cannot tell, what we measured, the outcome)
@@ -449,7 +464,7 @@ Check = Callable[["Level"], tuple[bool | None, str]]
 LevelCheck = Callable[["Level"], tuple[bool | None, str, str]]
 
 
-def _in_regime(m: Measurements, c: int, check: LevelCheck
+def _in_regime(m: Measurements, c: int, check: LevelCheck, command: str | None = None
                ) -> tuple[Status, Level | None, str]:
     """Judge a claim made at `c` streams where it was made, or where the run's levels
     still decide it: a claim already broken at fewer streams cannot hold at more, and one
@@ -479,7 +494,8 @@ def _in_regime(m: Measurements, c: int, check: LevelCheck
                     f"than claimed: {outcome}")
     reached = (f"the run's levels stop at {m.top}" if m.top is not None and m.top < c
                else f"the run measured no level that decides {c} streams")
-    return "unverified", None, f"is consistent; not verified: {reached}; {rerun_for(c)}"
+    return ("unverified", None,
+            f"is consistent; not verified: {reached}; {rerun_for(c, command)}")
 
 
 # ---------------------------------------------------------------- the questions
@@ -527,7 +543,7 @@ def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
         return (ok, f"measured {key} {fmt_s(meas_s)}",
                 "holds" if ok else f"{_times(ratio)} slower")
 
-    status, level, text = _in_regime(ev.usable, c, check)
+    status, level, text = _in_regime(ev.usable, c, check, ev.command)
     shown = None if level is None else {
         "concurrency": level.concurrency, **{f"ttft_{k}_ms": round(v * 1000, 1) for k in claims
                                               if (v := level.ttft_s.get(k)) is not None}}
@@ -594,7 +610,7 @@ def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
         short = worst[1] / worst[2] if worst[2] else math.inf
         return ok, f"measured {said}", "holds" if ok else f"{_times(short)} short {worst[0]}"
 
-    status, level, text = _in_regime(ev.usable, c, check)
+    status, level, text = _in_regime(ev.usable, c, check, ev.command)
     shown = None if level is None else {
         "concurrency": level.concurrency,
         "stream_tokens_per_s_p50": level.stream_tokens_per_s.p50,
@@ -718,15 +734,15 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
         held = mu.max_sustained
         if held is None:
             return j("unverified", f"Claimed {said}; not verified: the ramp judged no level "
-                     f"({rerun_for(claimed)}){gap_text}.", shown)
-        more = f"--max-concurrency {2 * max(held, claimed)}"
+                     f"({rerun_for(claimed, ev.command)}){gap_text}.", shown)
+        more = rerun_for(max(held, claimed), ev.command)
         if held < claimed:
             return j("unverified", f"Claimed {said}; not verified: the ramp held up to {held} "
-                     f"streams and stopped below the claim without degrading; re-run the "
-                     f"probe with {more}{gap_text}.", shown)
+                     f"streams and stopped below the claim without degrading; {more}"
+                     f"{gap_text}.", shown)
         return j("unverified", f"Claimed {said}; not verified: the ramp held {held} streams, "
                  f"at least the claim, and nothing degraded, so what degrades first was not "
-                 f"seen; re-run the probe with {more}{gap_text}.", shown)
+                 f"seen; {more}{gap_text}.", shown)
     head = (f"Claimed {said} vs the ramp, which sustained "
             f"{mu.max_sustained if mu.max_sustained is not None else 'no level'} and broke at "
             f"{breaking} on {mu.first_degraded}")
@@ -1077,10 +1093,11 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         m = Measurements((), None, None, None, None, False, validity="invalid",
                          validity_reasons=("the summary holds no measured level",))
     mismatch = target_mismatch(questionnaire, run or RunTarget()) if m is not None else None
-    blocker = run_blocker(m) or (
-        f"{mismatch}; re-run the probe against the model and endpoint the questionnaire names"
-        if mismatch else None)
-    judgements = judge_questions(questionnaire, Evidence(m, blocker), tol)
+    command = probe_command(questionnaire)
+    blocker = run_blocker(m, command) or (
+        f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint the "
+        "questionnaire names" if mismatch else None)
+    judgements = judge_questions(questionnaire, Evidence(m, blocker, command), tol)
     return Review(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,

@@ -640,6 +640,9 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "model": model, "endpoint": endpoint,
         "run_invalid": run_card.get("validity") == "invalid",
         "notices": notices,
+        # page one's "what this run did not verify": each with the run that would
+        "not_verified": [(q["id"], q["reason"]) for q in questions
+                         if q["status"] == "unverified"],
         "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
         "streaming_ready": bool(verdict.get("streaming_ready")),
         "verdict": clip(verdict.get("text") or "No verdict was drawn.", LONG_TEXT),

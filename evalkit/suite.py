@@ -40,6 +40,7 @@ import httpx
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, UsageError
+from evalkit.plan import Plan, estimate, plan_probe
 from evalkit.prober import (
     LoopMonitor,
     Prober,
@@ -101,6 +102,11 @@ class ProbeConfig:
     #: the model and endpoint this run stands in for (the demo: the reference endpoint plays
     #: a sample vendor); every scorecard from the run says so on page one
     stands_in_for: dict[str, str] | None = None
+    #: the vendor's questionnaire, read as the test plan (evalkit.plan): ramp levels that
+    #: bracket every claimed concurrency, request floors for the percentiles claimed
+    questionnaire: Path | None = None
+    #: the most requests the ramp may plan (a paying user's budget); levels beyond it go
+    budget_requests: int | None = None
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -422,6 +428,17 @@ class _Suite:
         self._announce("baseline", 1, f"{n} requests one at a time")
         await closed_loop(prober, self._prompt, self.on_record, phase="baseline", level=1,
                           workers=1, duration_s=None, max_requests=n, on_note=self._note)
+        floors = {int(c): int(v) for c, v in (self.s["ramp"].get("min_requests") or {}).items()}
+        if floors and "ramp" in self.s["phases"]:
+            e2e = sorted(r.e2e_s for r in self.store.records
+                         if r.phase == "baseline" and r.outcome == "ok" and r.e2e_s)
+            est = estimate(self.s["ramp"]["levels"], floors,
+                           float(self.s["ramp"]["level_duration_s"]),
+                           e2e[len(e2e) // 2] if e2e else None)
+            if est["seconds"] is not None:
+                self._note(f"plan at the baseline's pace: the ramp, if every level runs, "
+                           f"sends about {est['requests']} requests in about "
+                           f"{est['seconds']} s")
 
     async def _phase_prefill(self, client: httpx.AsyncClient, prober: Prober,
                              mon: LoopMonitor) -> None:
@@ -448,7 +465,10 @@ class _Suite:
     async def _level(self, prober: Prober, mon: LoopMonitor, phase: str, level: int,
                      duration_s: float) -> dict[str, Any]:
         """Hold `level` streams for `duration_s`, here or split over worker processes."""
-        self._announce(phase, level, f"{level} streams for {duration_s:g} s")
+        floor = int((self.s["ramp"].get("min_requests") or {}).get(str(level), 0)
+                    ) if phase == "ramp" else 0
+        self._announce(phase, level, f"{level} streams for {duration_s:g} s"
+                       + (f", at least {floor} requests" if floor else ""))
         if self.executor is None:
             workers = len(range(self.config.shard, level, self.config.shards))
             await prober.clients.prepare(workers)
@@ -456,7 +476,7 @@ class _Suite:
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
                               workers=workers, duration_s=duration_s, max_requests=None,
-                              on_note=self._note)
+                              on_note=self._note, min_requests=floor)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
@@ -526,8 +546,12 @@ class _Suite:
                           mon: LoopMonitor) -> None:
         r = self.s["ramp"]
         confirm = int(r.get("confirm_levels", 1))
+        claimed = {int(c) for c in r.get("min_requests") or {}}
         breached_at: int | None = None
+        done = False
         for level in r["levels"]:
+            if done and level not in claimed:
+                continue  # past the confirmed breach, only levels a claim names still run
             check = await self._level(prober, mon, "ramp", level, float(r["level_duration_s"]))
             self.level_checks[level] = check
             self.ramp_levels_run.append(level)
@@ -544,7 +568,9 @@ class _Suite:
                 breached_at = level
             if breached_at is not None and (
                     r["levels"].index(level) - r["levels"].index(breached_at) >= confirm):
-                break
+                done = True
+                if not any(c > level for c in claimed):
+                    break
         if self.executor is not None and self.level_checks:
             self.phase_checks["ramp"] = self._merge_checks(list(self.level_checks.values()))
 
@@ -611,6 +637,38 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def plan_run(config: ProbeConfig) -> tuple[dict[str, Any], Plan | None]:
+    """The settings the run will use and, with a questionnaire, the plan behind them.
+
+    Nothing is sent: `evalkit probe --dry-run` prints this and stops.
+    """
+    settings = resolve_settings(config)
+    if config.questionnaire is None:
+        if config.budget_requests is not None:
+            raise UsageError("--budget plans the ramp from a questionnaire: give "
+                             "--questionnaire FILE too")
+        return settings, None
+    if config.budget_requests is not None and config.budget_requests < 1:
+        raise UsageError("--budget must be a positive number of requests")
+    from evalkit.questionnaire import load_questionnaire
+
+    q = load_questionnaire(config.questionnaire)
+    ramp = settings["ramp"]
+    per_level = max(1, round(float(ramp["level_duration_s"])))  # a floor for the estimate
+    plan = plan_probe(q, ramp["levels"], max_concurrency=config.max_concurrency,
+                      levels_given=config.levels is not None, processes=config.processes,
+                      prompt_given=config.prompt_tokens is not None,
+                      budget_requests=config.budget_requests, default_requests=per_level)
+    settings["ramp"] = {**ramp, "levels": list(plan.levels),
+                        "max_concurrency": plan.max_concurrency,
+                        "min_requests": {str(c): n for c, n in plan.min_requests.items()}}
+    if plan.prompt_tokens:
+        settings["prompt_tokens"] = plan.prompt_tokens
+    if plan.soak_concurrency and settings.get("soak", {}).get("concurrency") is None:
+        settings["soak"] = {**settings.get("soak", {}), "concurrency": plan.soak_concurrency}
+    return settings, plan
+
+
 def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
     """Run the suite against `config.base_url`; write the run directory; return how it ended.
 
@@ -618,7 +676,7 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
     unknown model) and UsageError for settings that do not fit; KeyboardInterrupt passes
     through after the run directory was completed with what was measured.
     """
-    settings = resolve_settings(config)
+    settings, plan = plan_run(config)
     user_prompts = (load_prompts(config.prompts_file, int(settings["output_tokens"]))
                     if config.prompts_file else [])
     secret = os.environ.get(config.api_key_env) or None
@@ -643,6 +701,8 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         "vendor": config.vendor,
         "stands_in_for": config.stands_in_for,
         "profile": config.profile, "settings": settings,
+        "plan": None if plan is None else {
+            **plan.to_dict(), "questionnaire": str(config.questionnaire)},
         "config": _config_for_file(config),
         "client": {"host": platform.node(), "python": platform.python_version(),
                    "platform": platform.platform(), "cpus": os.cpu_count(),

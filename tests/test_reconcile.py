@@ -132,11 +132,11 @@ CASES: list[tuple[str, str, str, str]] = [
     ("Q1", "Q1: {ttft_p90_ms: 400, at_concurrency: 20, source: production}\n", "ok",
      "vs measured p90 490 ms even at 32 streams, more than claimed: holds."),
     ("Q1", "Q1: {ttft_p90_ms: 300, at_concurrency: 20, source: production}\n", "unverified",
-     "not verified: the run measured no level that decides 20 streams; re-run the probe "
-     "with --levels 10,20,40."),
+     "not verified: the run measured no level that decides 20 streams; re-run `evalkit "
+     "probe --base-url https://api.vendor.example/v1 --model m-7b --questionnaire t.yaml "
+     "--max-concurrency 40 --out DIR`."),
     ("Q1", "Q1: {ttft_p90_ms: 9000, at_concurrency: 4096, source: production}\n", "unverified",
-     "not verified: the run's levels stop at 512; re-run the probe with --levels "
-     "2048,4096,8192."),
+     "not verified: the run's levels stop at 512; re-run `evalkit probe"),
     # Q2: measured at 16: 55.6 tokens/s per stream (p50), 844 aggregate
     ("Q2", "", "unanswered", "Q2 is not answered"),
     ("Q2", "Q2: {notes: Industry-leading throughput}\n", "unanswerable", "only text"),
@@ -497,8 +497,9 @@ class TestUseCases:
         j = judge(text, summary).judgements["Q4"]
         assert j.status == "unverified"
         assert j.reason.endswith("the ramp held up to 16 streams and stopped below the claim "
-                                 "without degrading; re-run the probe with --max-concurrency "
-                                 "128.")
+                                 "without degrading; re-run `evalkit probe --base-url "
+                                 "https://api.vendor.example/v1 --model m-7b --questionnaire "
+                                 "t.yaml --max-concurrency 128 --out DIR`.")
         text = "Q4: {max_concurrent_streams_per_node: 8, first_degrades: itl, source: lab}\n"
         j = judge(text, summary).judgements["Q4"]
         assert j.status == "unverified"

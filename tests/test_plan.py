@@ -1,0 +1,149 @@
+"""Probe what was claimed: the questionnaire as the test plan (pure plan, then real runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.plan import plan_probe, samples_for
+from evalkit.questionnaire import Questionnaire, parse_questionnaire
+from evalkit.runstore import read_records
+from evalkit.suite import ProbeConfig, run_probe
+
+BASE = [1, 2, 4, 8, 16, 32, 64]
+
+
+def _q(text: str, name: str = "acme.yaml") -> Questionnaire:
+    return parse_questionnaire(("schema: evalkit.questionnaire/1\n" + text).encode(), name)
+
+
+CLAIMS = """
+Q1: {ttft_p50_ms: 300, ttft_p90_ms: 900, at_concurrency: 24, prompt_tokens: 512,
+     source: production}
+Q2: {output_tokens_per_s_per_gpu: 900, at_concurrency: 24, gpus: 1, source: production,
+     distribution: {p50: 850, p90: 950}}
+Q4: {max_concurrent_streams_per_node: 48, first_degrades: itl, source: lab}
+"""
+
+
+class TestPlan:
+    def test_samples_a_percentile_needs(self) -> None:
+        """The sample range bounds the q-quantile at 95 % from these counts on, not before."""
+        assert [samples_for(q) for q in (0.5, 0.9, 0.99)] == [6, 29, 299]
+
+    def test_levels_bracket_every_claim_and_floors_follow_the_percentile(self) -> None:
+        """24 and 48 are bracketed (12, 24, 48, 96); 24 needs 29 requests for its p90."""
+        plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=None, levels_given=False)
+        assert plan.levels == (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96)
+        assert plan.min_requests == {24: 29, 48: 29}
+        assert plan.prompt_tokens == 512 and plan.soak_concurrency == 24
+        assert all(c.reachable for c in plan.claims)
+
+    def test_a_cap_below_a_claim_makes_it_unreachable_before_the_run(self) -> None:
+        """--max-concurrency 32: the 48-stream limit can only be decided by a breach."""
+        plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=32, levels_given=False)
+        assert max(plan.levels) == 32
+        [q4] = plan.unreachable
+        assert q4.question == "Q4" and "above --max-concurrency 32" in (q4.why_not or "")
+
+    def test_levels_given_are_kept_and_what_they_miss_is_said(self) -> None:
+        plan = plan_probe(_q(CLAIMS), [1, 4, 16], max_concurrency=None, levels_given=True)
+        assert plan.levels == (1, 4, 16)
+        assert {c.question for c in plan.unreachable} == {"Q1", "Q2", "Q4"}
+
+    def test_the_client_ceiling_and_a_budget_bound_the_plan(self) -> None:
+        """Past 256 streams a process is client-bound; a budget drops the top levels."""
+        big = _q("Q1: {ttft_p90_ms: 900, at_concurrency: 1000, source: production}\n")
+        [claim] = plan_probe(big, BASE, max_concurrency=None, levels_given=False).claims
+        assert not claim.reachable and "ceiling of about 256" in (claim.why_not or "")
+        assert plan_probe(big, BASE, max_concurrency=None, levels_given=False,
+                          processes=4).claims[0].reachable
+        plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=None, levels_given=False,
+                          budget_requests=60, default_requests=3)
+        assert plan.levels == (1, 2, 4, 8, 12, 16, 24, 32)  # 7 × 3 + 29 = 50 ≤ 60; +48 is not
+        assert {c.question for c in plan.unreachable} == {"Q4"}
+        assert "beyond the --budget of 60 requests" in (plan.unreachable[0].why_not or "")
+
+
+def _questionnaire(tmp_path: Path, srv: Any, claims: str) -> Path:
+    path = tmp_path / "acme.yaml"
+    path.write_text(f"schema: evalkit.questionnaire/1\nvendor: Acme\nmodel: {srv.model}\n"
+                    f"endpoint: {srv.base_url}\n" + claims)
+    return path
+
+
+QUICK = {"output_tokens": 8, "baseline": {"requests": 3}, "connect": {"rtt_samples": 2},
+         "ramp": {"level_duration_s": 0.5}}
+
+
+class TestPlannedRuns:
+    def test_a_claim_at_32_streams_is_measured_at_32(self, reference: Any,
+                                                    tmp_path: Path) -> None:
+        """The plan adds 32 to the ramp and runs it with its floor, even past a breach."""
+        srv = reference("gpu", decode_base_ms=2, decode_per_stream_ms=2)
+        q = _questionnaire(tmp_path, srv, "Q1: {ttft_p90_ms: 2000, at_concurrency: 32, "
+                                          "source: production}\n")
+        run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline", "ramp"),
+                              questionnaire=q, overrides=QUICK), tmp_path / "run")
+        records = read_records(tmp_path / "run" / "requests.jsonl")
+        at32 = [r for r in records if r.phase == "ramp" and r.level == 32]
+        assert len(at32) >= 29
+        truth_ids = {t["request_id"] for t in srv.truth()}
+        assert {r.id for r in at32} <= truth_ids  # really sent, really served
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert run["plan"]["claims"][0]["concurrency"] == 32
+        assert 32 in run["settings"]["ramp"]["levels"]
+
+    def test_an_unreachable_claim_is_said_before_and_unverified_after(
+            self, reference: Any, tmp_path: Path) -> None:
+        """Capped at 8, a 64-stream claim is listed as unreachable, and the scorecard says
+        unverified with the command that would verify it."""
+        srv = reference("gpu", decode_base_ms=2, decode_per_stream_ms=1)
+        q = _questionnaire(tmp_path, srv, "Q1: {ttft_p90_ms: 2000, at_concurrency: 64, "
+                                          "source: production}\n")
+        res = CliRunner().invoke(cli, [
+            "probe", "--base-url", srv.base_url, "--model", srv.model, "--quiet",
+            "--questionnaire", str(q), "--max-concurrency", "8", "--phases",
+            "connect,baseline,ramp", "--output-tokens", "8", "--out", str(tmp_path / "run")])
+        assert res.exit_code == 0, res.output
+        before = res.stdout[:res.stdout.index("baseline:")]
+        assert "Q1 claims 64 streams: UNREACHABLE: above --max-concurrency 8" in before
+        out = tmp_path / "card.pdf"
+        res = CliRunner().invoke(cli, ["report", "--run", str(tmp_path / "run"),
+                                       "--questionnaire", str(q), "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        q1 = json.loads(out.with_suffix(".json").read_text())["questions"]["Q1"]
+        assert q1["status"] == "unverified"
+        assert (f"re-run `evalkit probe --base-url {srv.base_url} --model {srv.model} "
+                "--questionnaire acme.yaml --max-concurrency 128 --out DIR`") in q1["reason"]
+
+    def test_dry_run_sends_nothing(self, reference: Any, tmp_path: Path) -> None:
+        """The plan is printed; the endpoint's truth log stays empty; no run dir."""
+        srv = reference("gpu", mode="thread")
+        q = _questionnaire(tmp_path, srv, CLAIMS)
+        res = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+                                       srv.model, "--questionnaire", str(q), "--dry-run",
+                                       "--out", str(tmp_path / "run")])
+        assert res.exit_code == 0, res.output
+        assert "plan: ramp levels 1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96" in res.stdout
+        assert "dry run: nothing was sent" in res.stdout
+        assert srv.truth() == []
+        assert not (tmp_path / "run").exists()
+
+    @pytest.mark.parametrize("args", [["--budget", "100"], ["--budget", "0", "--questionnaire"]])
+    def test_budget_needs_a_questionnaire_and_a_positive_count(
+            self, args: list[str], tmp_path: Path) -> None:
+        q = tmp_path / "q.yaml"
+        q.write_text("schema: evalkit.questionnaire/1\n")
+        argv = ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--dry-run",
+                "--out", str(tmp_path / "r"), *args]
+        if argv[-1] == "--questionnaire":
+            argv.append(str(q))
+        res = CliRunner().invoke(cli, argv)
+        assert res.exit_code == 2
+        assert "--budget" in res.stderr
