@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench mutation clean
 
 install: $(STAMP)
 
@@ -34,6 +34,11 @@ test: install lint
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# Mutation testing of the pure core (tools/mutation.py; by hand, not CI): one worker at
+# the lowest priority, then the kill rate per module and any survivor not yet explained
+mutation: install
+	nice -n 19 $(BIN)/python tools/mutation.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,199 @@
+"""`make mutation`: mutation testing of evalkit's pure core with mutmut 3 (by hand, not CI).
+
+    python tools/mutation.py            # a clean run of every module in scope, then the report
+    python tools/mutation.py validity   # only the modules named (for work on one of them)
+    python tools/mutation.py --report   # the report of the last run, without running
+
+Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile,
+validity, sse, api, questionnaire and tolerances whole; of prober.py only the outcome rules
+(`PROBER_SCOPE`). Each mutant runs only the fast pure tests that reach the mutated function
+(`pytest_add_cli_args_test_selection`), one worker process at a time: run it under
+`nice -n 19`, as the Makefile does, so it never competes with timing-sensitive work.
+
+String literals with a space in them are prose (reasons, advice, separators) and are not
+mutated: tests assert the facts in a sentence (the number, the status, the tolerance), not
+its wording. Every other literal, statuses and keys included, is.
+
+The report prints the kill rate per module (killed + timed out / mutants in scope) and
+checks the survivors against docs/mutation-survivors.md, where each one left is listed with
+the reason it cannot change behaviour. It exits 1 when a module is below `GOAL` or a
+survivor is not listed there (or a listed one no longer matches its mutant).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SURVIVORS = ROOT / "docs" / "mutation-survivors.md"
+GOAL = 0.90
+MODULES = ("metrics", "reconcile", "validity", "sse", "api", "prober", "questionnaire",
+           "tolerances")
+#: prober.py is mostly I/O; its pure outcome rules are in scope
+PROBER_SCOPE = ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_message",
+                "x_explain_failure", "x__advice", "x__advice_400")
+#: functions run while the module is imported (the schema's builders): mutmut selects
+#: mutants per test call, and no test calls these, so they are outside its reach
+OUT_OF_REACH = {"questionnaire": ("x__nullable", "x__distribution", "x__section")}
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+
+
+def scope_globs(modules: list[str]) -> list[str]:
+    """The mutant names in scope, as the globs `mutmut run` takes."""
+    globs = []
+    for mod in modules:
+        if mod == "prober":
+            globs += [f"evalkit.prober.{fn}__mutmut_*" for fn in PROBER_SCOPE]
+        else:
+            globs.append(f"evalkit.{mod}.*")
+    return globs
+
+
+def in_scope(mod: str, name: str) -> bool:
+    """Is this mutant (`evalkit.mod.x_fn__mutmut_N`) one the report counts?"""
+    func = name.split(".", 2)[2].rsplit("__mutmut_", 1)[0]
+    if mod == "prober":
+        return func in PROBER_SCOPE
+    return func not in OUT_OF_REACH.get(mod, ())
+
+
+def _prose_free_strings() -> None:
+    """Leave prose string literals (with a space) alone; mutate every other literal."""
+    import libcst as cst
+    from mutmut.mutation import mutators
+
+    entry = (cst.BaseString, mutators.operator_string)
+    if entry not in mutators.mutation_operators:
+        sys.exit("tools/mutation.py: mutmut's string operator is not where 3.8 keeps it; "
+                 "check the pinned mutmut version")
+
+    def operator_string(node: cst.BaseString):  # type: ignore[no-untyped-def]
+        if isinstance(node, cst.SimpleString) and " " in str(node.evaluated_value):
+            return
+        yield from mutators.operator_string(node)
+
+    mutators.mutation_operators[mutators.mutation_operators.index(entry)] = (
+        cst.BaseString, operator_string)
+
+
+def _hypothesis_for_mutation() -> None:
+    """Property tests, run the mutmut way: derandomized (a kill must not depend on luck),
+    and without the check that a test method always sees one `self` (mutmut runs the suite
+    several times in one process, so it never does)."""
+    import hypothesis.core
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("mutation", derandomize=True, database=None)
+    settings.load_profile("mutation")
+    original = hypothesis.core.fail_health_check
+
+    def fail_health_check(s, message, health_check):  # type: ignore[no-untyped-def]
+        if health_check != HealthCheck.differing_executors:
+            original(s, message, health_check)
+
+    hypothesis.core.fail_health_check = fail_health_check
+
+
+def run(modules: list[str]) -> None:
+    """A clean mutmut run over the modules' mutants (one worker)."""
+    from mutmut.__main__ import cli
+
+    _prose_free_strings()
+    _hypothesis_for_mutation()
+    shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    try:
+        cli(["run", "--max-children", "1", *scope_globs(modules)], standalone_mode=False)
+    except SystemExit as exc:
+        if exc.code:
+            raise
+
+
+def _status(code: int | None) -> str:
+    from mutmut.stats import status_by_exit_code
+
+    return str(status_by_exit_code[code])
+
+
+def _change(name: str, path: str) -> str:
+    """The mutant's change as `old → new` (the lines that differ, stripped)."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    diff = get_diff_for_mutant(name, path=path).splitlines()[2:]
+    old = " ".join(x[1:].strip() for x in diff if x.startswith("-"))
+    new = " ".join(x[1:].strip() for x in diff if x.startswith("+"))
+    return f"{old} → {new}"
+
+
+def listed_survivors() -> dict[str, str]:
+    """docs/mutation-survivors.md: mutant name -> the change it was listed with."""
+    out = {}
+    if SURVIVORS.exists():
+        for m in re.finditer(r"^\| `([^`]+)` \| `(.*?)` \|", SURVIVORS.read_text(), re.M):
+            out[m.group(1)] = m.group(2).replace("\\|", "|")
+    return out
+
+
+def report(modules: list[str]) -> int:
+    """Kill rate per module; survivors checked against the listed ones. 0 when all is well."""
+    listed = listed_survivors()
+    failures = 0
+    survivors: list[tuple[str, str, str]] = []
+    print(f"\n{'module':<15}{'mutants':>8}{'killed':>8}{'survived':>9}{'no test':>8}"
+          f"{'kill rate':>11}")
+    for mod in modules:
+        meta = ROOT / "mutants" / "evalkit" / f"{mod}.py.meta"
+        if not meta.exists():
+            print(f"{mod:<15}  (not run: no {meta.relative_to(ROOT)})")
+            failures += 1
+            continue
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        statuses = {n: _status(c) for n, c in codes.items() if in_scope(mod, n)}
+        count = Counter("killed" if s in KILLED else s for s in statuses.values())
+        total = len(statuses)
+        killed = count["killed"]
+        rate = killed / total if total else 1.0
+        print(f"evalkit/{mod + '.py':<7}{total:>8}{killed:>8}{count['survived']:>9}"
+              f"{count['no tests']:>8}{rate:>10.1%}" + ("" if rate >= GOAL else "  < goal"))
+        failures += rate < GOAL
+        survivors += [(n, s, f"evalkit/{mod}.py") for n, s in sorted(statuses.items())
+                      if s not in KILLED]
+    new = []
+    for name, status, path in survivors:
+        change = _change(name, path)
+        if listed.get(name) != change:
+            new.append(f"| `{name}` | `{change.replace('|', chr(92) + '|')}` | {status} |")
+    if new:
+        failures += 1
+        print(f"\n{len(new)} survivor(s) not listed in {SURVIVORS.relative_to(ROOT)} (or "
+              "listed with another change): kill each with a test, or list it there with "
+              "the reason it cannot change behaviour:")
+        print("\n".join(new))
+    ran = {n for n, _, _ in survivors}
+    stale = [n for n in listed if n.split(".")[1] in modules and n not in ran]
+    if stale:
+        print(f"\nlisted in {SURVIVORS.relative_to(ROOT)} but no longer surviving: "
+              + ", ".join(stale))
+    return 1 if failures else 0
+
+
+def main(argv: list[str]) -> int:
+    only_report = "--report" in argv
+    names = [a for a in argv if not a.startswith("-")]
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        sys.exit(f"unknown module {unknown[0]!r}; choose from {', '.join(MODULES)}")
+    modules = names or list(MODULES)
+    os.chdir(ROOT)  # mutmut works in ./mutants and reads ./pyproject.toml
+    if not only_report:
+        run(modules)
+    return report(modules)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
