@@ -9,18 +9,29 @@ counts the SPEC defines.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalkit.metrics import records_frame
-from evalkit.prober import LoopMonitor, Prober, Target, check_endpoint, make_client
-from evalkit.prompts import synthetic
+from evalkit.metrics import records_frame, summarize
+from evalkit.prober import (
+    LoopMonitor,
+    Prober,
+    Target,
+    _error_message,
+    _StreamState,
+    check_endpoint,
+    explain_failure,
+    make_client,
+)
+from evalkit.prompts import count_tokens, synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from evalkit.suite import judge_client, load_profile, window_end, window_start
@@ -56,7 +67,7 @@ def _content_writes(truth: dict[str, Any]) -> list[list[Any]]:
 
 @pytest.fixture(scope="module")
 def accurate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceServer]:
-    """The gpu profile in a subprocess, made cheap to hold 256 streams (short prefill)."""
+    """The gpu profile in a subprocess, made cheap to hold many streams (short prefill)."""
     truth = tmp_path_factory.mktemp("truth") / "truth.jsonl"
     with ReferenceServer("gpu", {"decode_per_stream_ms": 0.3, "request_overhead_ms": 5,
                                  "prefill_overhead_ms": 1},
@@ -66,11 +77,23 @@ def accurate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceServ
 
 class TestAccuracy:
     @pytest.mark.slow
-    @pytest.mark.parametrize("concurrency", [1, 64, 256])
+    @pytest.mark.parametrize("concurrency", [1, 16, 32])
     def test_chunk_times_match_server_writes(self, accurate: ReferenceServer,
                                              concurrency: int) -> None:
-        """TTFT and every chunk arrival within 2 ms (p50) and 10 ms (p99) of the server's write."""
-        origin, recs, check = _probe(accurate, concurrency, out=12)
+        """TTFT and every chunk arrival within 2 ms (p50) and 10 ms (p99) of the server's write.
+
+        Only a run the client's self-check vouches for says anything about accuracy, so the
+        load is one a 2-core machine holds without being the bottleneck; a burst of other
+        work on the machine gets two more tries, and a client that stays bound fails the
+        test (it never passes having checked nothing).
+        """
+        for _ in range(3):
+            origin, recs, check = _probe(accurate, concurrency, out=12)
+            if not check["client_bound"]:
+                break
+        assert not check["client_bound"], (
+            f"the client was the bottleneck at {concurrency} streams in 3 tries "
+            f"({check['client_bound_reasons']}): too busy a machine to check accuracy", check)
         truth = {t["request_id"]: t for t in accurate.truth()}
         # Signed error, ms: our arrival - the server's stamp of its write. The server stamps
         # *after* its send returns, and our kernel stamp is taken inside that send, so
@@ -99,15 +122,10 @@ class TestAccuracy:
         # a read that was not merged with a later one carries the kernel's own stamp
         assert _pct([abs(e) for e in alone], 0.5) <= 2.0
         assert _pct(alone, 0.99) <= 10.0, (min(alone), max(alone), check)
-        if not check["client_bound"]:
-            # the self-check vouched for this level: every chunk and TTFT is within bounds
-            for errs in (every, ttft_err):
-                assert _pct([abs(e) for e in errs], 0.5) <= 2.0, (concurrency, check)
-                assert _pct(errs, 0.99) <= 10.0, (concurrency, sorted(errs)[-12:], check)
-        else:
-            # it did not (a machine this busy delays even the kernel's loopback delivery):
-            # then it must have said why, in numbers
-            assert check["client_bound_reasons"], check
+        # the self-check vouched for this level: every chunk and TTFT is within bounds
+        for errs in (every, ttft_err):
+            assert _pct([abs(e) for e in errs], 0.5) <= 2.0, (concurrency, check)
+            assert _pct(errs, 0.99) <= 10.0, (concurrency, sorted(errs)[-12:], check)
 
 
 class TestTraps:
@@ -139,11 +157,13 @@ class TestTraps:
             assert itl == pytest.approx(3 * 0.008, rel=0.25)
             assert (r.e2e_s - r.ttft_s) / 9 == pytest.approx(itl, rel=0.25)
             writes = _content_writes(t)
-            # the server's per-token time: 27 tokens were generated after the first chunk
-            # (dividing by 29 would read 7.4 ms, deflated by the bundle)
+            # the server's per-token time: 27 tokens were generated after the first chunk;
+            # dividing by 29 would read 27/29 of it (7.4 ms for 8), deflated by the bundle
             true_tpot = (writes[-1][0] - writes[0][0]) / 1e9 / 27
-            assert tpot == pytest.approx(true_tpot, abs=0.001)   # per token, not per chunk
-            assert tpot == pytest.approx(0.008, rel=0.1)
+            deflated = (r.e2e_s - r.ttft_s) / 29
+            assert tpot == pytest.approx(true_tpot, rel=0.03)    # per token, not per chunk
+            assert deflated != pytest.approx(true_tpot, rel=0.03)  # the bound tells them apart
+            assert 0.008 * 0.97 <= tpot <= 0.008 * 1.15  # a decode step is at least 8 ms
 
     def test_reasoning_then_answer(self, reference: Any) -> None:
         """Reasoning counts as content for TTFT; TTFA waits for the answer; no double count."""
@@ -209,28 +229,33 @@ class TestFaults:
         assert sum(r.outcome == "ok" for r in recs) == 6
 
 
-class _Unauthorised:
-    """A real loopback HTTP server that refuses every request with 401."""
+class _Scripted:
+    """A real loopback HTTP server answering every POST with one scripted response."""
 
-    def __init__(self) -> None:
+    model = "scripted"
+
+    def __init__(self, status: int, body: list[bytes],
+                 content_type: bytes = b"text/event-stream") -> None:
         import uvicorn
 
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 return
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json")]})
-            await send({"type": "http.response.body",
-                        "body": b'{"error": {"message": "bad key"}}'})
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-type", content_type)]})
+            for part in body:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+                await asyncio.sleep(0.002)
+            await send({"type": "http.response.body", "body": b""})
 
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
         self.thread = threading.Thread(target=self.server.run,
                                        kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> _Unauthorised:
+    def __enter__(self) -> _Scripted:
         self.thread.start()
         while not self.server.started:
             time.sleep(0.01)
@@ -239,6 +264,14 @@ class _Unauthorised:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(5)
+
+
+class _Unauthorised(_Scripted):
+    """A real loopback HTTP server that refuses every request with 401."""
+
+    def __init__(self) -> None:
+        super().__init__(401, [b'{"error": {"message": "bad key"}}'], b"application/json")
+        self.url = self.base_url
 
 
 class TestTLS:
@@ -357,3 +390,192 @@ def test_one_merged_read_in_a_short_phase_is_not_a_client_bottleneck() -> None:
     assert one_of_32["client_bound"] is False
     many = judge_client({**quiet, "coalesced_chunks": 40, "coalesced_fraction": 0.02}, limits)
     assert many["client_bound"] is True and many["client_bound_reasons"] == ["late_reads"]
+
+
+def test_a_saturated_cpu_is_named_in_the_client_check() -> None:
+    """CPU above its limit binds the client and says so; at the limit it does not."""
+    limits = load_profile("quick")["client_check"]
+    busy = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": 0.97}, limits)
+    assert busy["client_bound"] is True and busy["client_bound_reasons"] == ["cpu"]
+    edge = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": limits["cpu_fraction"]},
+                        limits)
+    assert edge["client_bound"] is False and edge["client_bound_reasons"] == []
+    lag = judge_client({"loop_lag_p99_s": 0.2, "cpu_fraction": 0.97}, limits)
+    assert lag["client_bound_reasons"] == ["cpu", "loop_lag"]
+
+
+# ----------------------------------------------------------- outcomes over real HTTP
+
+
+def _chunk(content: str | None = None, finish: str | None = None,
+           usage: int | None = None) -> bytes:
+    body: dict[str, Any] = {"choices": [] if usage is not None else [
+        {"index": 0, "delta": {} if content is None else {"content": content},
+         "finish_reason": finish}]}
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": 7, "completion_tokens": usage}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _one(status: int, body: list[bytes]) -> RequestRecord:
+    with _Scripted(status, body) as srv:
+        _, (rec,), _ = _probe(srv, 1, out=3)  # type: ignore[arg-type]
+    return rec
+
+
+class TestOutcomesOverHTTP:
+    def test_a_clean_end_without_finish_reason_is_incomplete(self) -> None:
+        """Content, usage and [DONE], but no finish_reason: the answer may be cut short, so
+        it is `incomplete`, never `ok`; with the finish_reason the same stream is ok."""
+        body = [_chunk("Hello"), _chunk(" there"), _chunk(" friend"), _chunk(usage=3),
+                b"data: [DONE]\n\n"]
+        rec = _one(200, body)
+        assert (rec.outcome, rec.http_status, len(rec.chunks)) == ("incomplete", 200, 3)
+        assert rec.error is not None and "finish_reason" in rec.error
+        finished = _one(200, [*body[:2], _chunk(" friend", "length"), *body[3:]])
+        assert (finished.outcome, finished.finish_reason, finished.error) == (
+            "ok", "length", None)
+
+    def test_503_is_admission_and_500_is_not(self) -> None:
+        """503 (like 429) means not admitted now: `rejected`, counted as an admission
+        failure; a 500 is an `error` that only counts as a failure."""
+        err = b'{"error": {"message": "overloaded, retry later"}}'
+        rejected, failed = _one(503, [err]), _one(500, [err])
+        assert (rejected.outcome, rejected.http_status, rejected.ttft_s) == ("rejected", 503,
+                                                                            None)
+        assert rejected.error is not None and "overloaded" in rejected.error
+        assert (failed.outcome, failed.http_status) == ("error", 500)
+        ok = _one(200, [_chunk("Hi", "stop"), _chunk(usage=1), b"data: [DONE]\n\n"])
+        recs = [replace(r, id=f"r{i}", phase="ramp", level=3)
+                for i, r in enumerate((rejected, failed, ok))]
+        level = summarize(recs)["ramp"]["levels"][0]
+        assert level["admission_failure_rate"] == pytest.approx(1 / 3)
+        assert level["failure_rate"] == pytest.approx(2 / 3)
+
+    def test_server_usage_is_preferred_to_our_count(self) -> None:
+        """When the server's completion_tokens and our count differ, output tokens are the
+        server's (what it bills), not estimated; our count is kept beside it."""
+        text = ["Hello", " there", " my", " good", " friend"]
+        ours = sum(count_tokens(t) for t in text)
+        body = [*(_chunk(t) for t in text[:-1]), _chunk(text[-1], "stop"),
+                _chunk(usage=ours + 4), b"data: [DONE]\n\n"]
+        rec = _one(200, body)
+        assert rec.outcome == "ok"
+        assert (rec.output_tokens, rec.counted_output_tokens, rec.usage_completion_tokens,
+                rec.output_tokens_estimated) == (ours + 4, ours, ours + 4, False)
+        assert rec.prompt_tokens == 7 and rec.prompt_tokens_estimated is False
+        summary = summarize([replace(rec, phase="baseline", level=1)])
+        assert summary["baseline"]["output_tokens"]["p50"] == ours + 4
+        assert summary["checks"]["usage_honesty"]["checked"] == 1
+
+
+# ------------------------------------------------------------ outcome rules, pure
+
+
+def _state(**kw: Any) -> _StreamState:
+    base: dict[str, Any] = {"status": 200, "finish_reason": "stop", "chunk_ns": [1, 2]}
+    return _StreamState(**{**base, **kw})
+
+
+class TestOutcomeRules:
+    """`_StreamState.verdict`: which outcome explains a stream best, in order."""
+
+    def test_a_finished_stream_with_content_is_ok(self) -> None:
+        assert _state().verdict() == ("ok", None)
+
+    @pytest.mark.parametrize("outcome", ["rejected", "error", "timeout"])
+    def test_a_transport_failure_outranks_what_the_stream_said(self, outcome: str) -> None:
+        st = _state(payload_error="boom", protocol_error="bad json")
+        st.fail(outcome, "first")  # type: ignore[arg-type]
+        st.fail("incomplete", "second")  # the first failure stands
+        assert st.verdict() == (outcome, "first")
+
+    def test_a_payload_error_then_a_protocol_error_then_a_cut(self) -> None:
+        st = _state(payload_error="engine died", protocol_error="malformed event data: x")
+        st.fail("incomplete", "connection cut: eof")
+        assert st.verdict() == ("error", "error payload in stream: engine died")
+        st.payload_error = None
+        assert st.verdict() == ("error", "malformed event data: x")
+        st.protocol_error = None
+        assert st.verdict() == ("incomplete", "connection cut: eof")
+
+    @pytest.mark.parametrize(("cut", "why"), [(False, "stream ended"),
+                                              (True, "cut-off final event")])
+    def test_no_finish_reason_is_incomplete(self, cut: bool, why: str) -> None:
+        outcome, error = _state(finish_reason=None, cut_event=cut).verdict()
+        assert outcome == "incomplete" and error is not None
+        assert error.startswith(why) and "finish_reason" in error
+
+    def test_a_finished_stream_without_content_is_an_error(self) -> None:
+        outcome, error = _state(chunk_ns=[], finish_reason="length").verdict()
+        assert outcome == "error" and error is not None and "(length)" in error
+
+
+class TestErrorMessage:
+    """`_error_message`: the server's message, in one clean bounded line."""
+
+    @pytest.mark.parametrize(("body", "message"), [
+        (b'{"error": {"message": "model x not found", "type": "nf"}}', "model x not found"),
+        (b'{"error": {"type": "invalid_request_error"}}', "invalid_request_error"),
+        (b'{"error": {"code": 7}}', "{'code': 7}"),
+        (b'{"error": "quota exceeded"}', "quota exceeded"),
+        (b'{"detail": "Not Found"}', "Not Found"),
+        (b'{"detail": {"message": "bad field"}}', "bad field"),
+        (b'{"message": "no error key"}', "no error key"),
+        (b'["a", "b"]', "['a', 'b']"),
+        (b"upstream timed out\n", "upstream timed out"),
+        (b"<!DOCTYPE html><html><head><title>502</title><style>p{}</style></head>"
+         b"<body><h1>Bad Gateway</h1></body></html>", "Bad Gateway"),
+        (b"  <HTML><script>x()</script><p>Service Unavailable</p></HTML>",
+         "Service Unavailable"),
+    ])
+    def test_the_message_of_each_shape(self, body: bytes, message: str) -> None:
+        assert _error_message(body) == message
+
+    def test_bounded_and_one_line(self) -> None:
+        """200 characters of the message are kept, and the cut is marked."""
+        text = _error_message(b'{"error": {"message": "' + b"x" * 500 + b'\\nmore"}}')
+        assert text == "x" * 200 + "… [cut]"
+        assert _error_message(b"y" * 500) == "y" * 200 + "… [cut]"
+        assert _error_message(b'{"error": {"message": "two\\nlines"}}') == "two lines"
+
+
+class TestExplainFailure:
+    """explain_failure: the status and body first, then the one thing to try."""
+
+    def _explain(self, status: int | None, body: str | None = None, **target: Any) -> str:
+        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
+                            http_status=status, error=f"HTTP {status}: x" if status else
+                            "ConnectError: refused", error_body=body)
+        t = Target("http://h:1/v1/", "m", **{"extra_body": {"top_k": 1}, **target})
+        return explain_failure(rec, t, "/chat/completions", "KEY")
+
+    @pytest.mark.parametrize(("status", "body", "advice"), [
+        (None, None, "--base-url http://h:1/v1/ is right"),
+        (404, "no route", "nothing is served at http://h:1/v1/chat/completions"),
+        (405, None, "does not take POST"),
+        (200, None, "not in the format --api expects: check --api (openai-chat)"),
+        (400, "unknown field max_tokens", "rejects the request field 'max_tokens'"),
+        (400, "model is required", "rejects model 'm': check --model"),
+        (400, "X-Tenant header missing", "rejects the 'X-Tenant' header"),
+        (503, None, "not admitting requests now"),
+        (502, None, "the server failed on our request"),
+    ])
+    def test_advice_follows_the_status(self, status: int | None, body: str | None,
+                                       advice: str) -> None:
+        first, second = self._explain(status, body, headers=(("X-Tenant", "acme"),)
+                                      ).splitlines()
+        assert second.startswith("what to try: ") and advice in second, second
+        if status in (None, 200):
+            said = "ConnectError: refused" if status is None else f"HTTP {status}: x"
+            assert first == f"the connect stream failed: {said}"
+        else:
+            assert first.startswith("the connect stream failed: POST "
+                                    f"http://h:1/v1/chat/completions answered HTTP {status}")
+            assert first.endswith(" (empty body)") == (body is None)
+
+    def test_the_key_is_never_in_the_message(self) -> None:
+        secret = "sk-very-secret-key"
+        text = self._explain(401, f"bad key {secret}", secret=secret)
+        assert secret not in text and "check the key in $KEY" in text
+        assert "$KEY is not set" in self._explain(403)
