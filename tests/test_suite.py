@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -40,11 +42,11 @@ class TestRamp:
                                                                         "ramp"),
                                     overrides=SHORT), tmp_path / "run")
         ramp = res.summary["ramp"] if res.summary else {}
-        bound = ramp.get("client_bound_levels") or []
-        if bound and min(bound) <= (ramp.get("first_breach_concurrency") or 99):
-            # a saturated machine: the run must withhold judgement, and say so
-            assert res.summary and res.summary["client"]["client_bound"]
-            return
+        # 16 streams at most: a load a 2-core client holds; a run that was bound where the
+        # judgement is drawn checked nothing, and says so here rather than passing
+        assert res.summary and not res.summary["client"]["capacity_judgement_affected"], (
+            "the client was the bottleneck: too busy a machine to judge the ramp",
+            res.summary["client"] if res.summary else None)
         assert ramp["first_degraded"] == degrades, ramp
         # every level below the first breach held; the breach was confirmed one level up
         sustained = ramp["max_sustained_concurrency"]
@@ -115,11 +117,18 @@ class TestQuickSuite:
                                     overrides={"rate": {"duration_s": 1.5}}), tmp_path / "r")
         _, records = load_run(tmp_path / "r")
         rate = [r for r in records if r.phase == "rate"]
-        assert 8 <= len(rate) <= 70           # Poisson(30): far outside is a bug
         assert all(r.prompt_id == "mine" and r.requested_output_tokens == 5 for r in rate)
         assert all(r.send_lag_s is not None and 0 <= r.send_lag_s < 0.2 for r in rate)
+        # t0 is the scheduled time: the seeded schedule (seed 0, 20/s), to the nanosecond,
+        # whenever each request was actually sent
+        rng, gaps = random.Random(0), []
+        while sum(gaps) < 1.5e9:
+            gaps.append(int(rng.expovariate(20.0) * 1e9))
+        gaps.pop()  # the arrival past the end is not sent
         t0s = sorted(r.t0_s for r in rate)
-        assert t0s[-1] - t0s[0] < 1.5
+        assert len(t0s) == len(gaps)
+        assert [b - a for a, b in itertools.pairwise(t0s)] == pytest.approx(
+            [g / 1e9 for g in gaps[1:]], abs=1e-6)
         assert res.summary and res.summary["rate"] is not None
 
 
