@@ -254,9 +254,12 @@ class TestHostileInput:
     def test_any_text_is_a_questionnaire_or_a_clear_error(self, text: str) -> None:
         """Arbitrary text never escapes as another exception."""
         try:
-            assert isinstance(parse_questionnaire(text.encode(), "h.yaml"), Questionnaire)
+            q = parse_questionnaire(text.encode(), "h.yaml")
         except QuestionnaireError as exc:
             assert all(re.match(r"h\.yaml:[0-9]+: ", p) for p in exc.problems or [str(exc)])
+        else:  # only a document that names the schema loads, and it keeps its types
+            assert "evalkit.questionnaire/1" in text and q.path == "h.yaml"
+            assert_well_typed(q)
 
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.binary(max_size=300))
@@ -280,8 +283,14 @@ class TestHostileInput:
             q = parse_questionnaire(text.encode(), "n.yaml")
         except QuestionnaireError as exc:
             assert exc.problems and all(p.startswith("n.yaml:") for p in exc.problems)
-        else:
-            assert isinstance(q, Questionnaire)
+        else:  # what loads keeps its types, and every number is the one written
+            assert_well_typed(q)
+            for qid, section in doc.items():
+                if not (qid.startswith("Q") and isinstance(section, dict)):
+                    continue
+                for key, value in section.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        assert getattr(q.questions[qid], key) == value, (qid, key)
 
 
 class TestCli:

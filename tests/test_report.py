@@ -110,6 +110,20 @@ class TestPageOne:
                          "its quote is sized for a batch regime"):
             assert expected in page
 
+    def test_a_ready_quote_gets_the_streaming_ready_banner(self, tmp_path: Path) -> None:
+        """A verdict of ready is rendered as the STREAMING-READY banner on page one, and
+        never beside a NOT; an invalid run adds its RUN INVALID box above the verdict."""
+        ready = fixture_scorecard(verdict={"streaming_ready": True, "text": "Holds up."})
+        page = _squash(pypdf.PdfReader(_render(tmp_path, ready).pdf).pages[0].extract_text())
+        assert "STREAMING-READY" in page and "NOT STREAMING-READY" not in page
+        assert "RUN INVALID" not in page
+        html = report.render_html(report.build_context(ready, None, {}))
+        assert '<div class="verdict ready">' in html
+        invalid = fixture_scorecard(run={**fixture_scorecard()["run"], "validity": "invalid"})
+        html = report.render_html(report.build_context(invalid, None, {}))
+        assert "RUN INVALID" in html and "✗ NOT STREAMING-READY" in html
+        assert html.index("RUN INVALID") < html.index("NOT STREAMING-READY")
+
     def test_each_question_shows_its_status(
             self, rendered: Rendered) -> None:
         """Each question row carries its own status word, in order, with its reason."""

@@ -19,7 +19,8 @@ import yaml
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.report import fmt_rate, render_report
+from evalkit.questionnaire import QUESTION_TITLES
+from evalkit.report import BADGES, fmt_rate, render_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_DIR = ROOT / "tests" / "data" / "report_run"
@@ -55,8 +56,12 @@ class TestExitCodes:
             assert (f"{n} {status}" in lines[3]) == (n > 0), (status, lines[3])
         assert f"flagged: {flagged[0]} {card['questions'][flagged[0]]['status']}" in res.stderr
         text = _text(out)
-        for qid, q in card["questions"].items():  # every status on the page is the JSON's
-            assert qid in text and q["status"] in text
+        page = re.sub(r"\s+", " ", pypdf.PdfReader(out).pages[0].extract_text())
+        starts = [page.index(f"{qid} {QUESTION_TITLES[qid]}") for qid in card["questions"]]
+        for (qid, q), start, end in zip(card["questions"].items(), starts,
+                                        [*starts[1:], len(page)], strict=True):
+            row = page[start:end]  # each row's status on page one is the JSON's
+            assert f"{BADGES[q['status']]} {q['status']}" in row, (qid, row)
         assert card["vendor"] == "Blazefast Cloud" and "Blazefast Cloud" in text
 
     def test_fail_on_absent_exits_0(self, tmp_path: Path) -> None:
