@@ -19,13 +19,16 @@ from hypothesis import strategies as st
 from evalkit.errors import InputError
 from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
 from evalkit.reconcile import (
+    STREAMING_QUESTIONS,
     Fit,
+    Judgement,
     Review,
     RunTarget,
     measurements,
     reconcile,
     streams_at_reading_speed,
     use_case_fit,
+    verdict,
 )
 from evalkit.scorecard import build_scorecard
 from evalkit.tolerances import Tolerances, load_tolerances, tolerances_from_dict
@@ -725,3 +728,204 @@ def test_any_override_is_tolerances_or_an_input_error(data: dict[str, Any]) -> N
     for sample in ("forthright", "headline"):
         card = build_scorecard(load_questionnaire(SAMPLES / f"{sample}.yaml"), SUMMARY, tol)
         json.dumps(card, allow_nan=False)
+
+
+# ------------------------------------------------------------------ the verdict, pure
+
+QIDS = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
+
+
+def _judged(finding: str | None = None, **status: str) -> dict[str, Judgement]:
+    """Q1..Q6 all `ok` but for the statuses given (and a finding on each of those)."""
+    return {qid: Judgement(status.get(qid, "ok"), "r.", {}, None, "t",
+                           finding if qid in status else None)  # type: ignore[arg-type]
+            for qid in QIDS}
+
+
+class TestVerdict:
+    def test_ready_only_when_q2_q4_q6_are_ok_on_a_valid_run(self) -> None:
+        """All six ok on a valid run: ready, and the vendor is named."""
+        v = verdict(_judged(), "Acme")
+        assert v.streaming_ready is True
+        assert v.text.startswith("Acme ") and "Also flagged" not in v.text
+        assert verdict(_judged(), None).text.startswith("The vendor ")
+
+    @pytest.mark.parametrize("qid", STREAMING_QUESTIONS)
+    @pytest.mark.parametrize(("status", "says"), [
+        ("unanswered", "cannot answer"), ("unanswerable", "cannot answer"),
+        ("unreconciled", "not hold up"), ("unverified", "could not verify")])
+    def test_one_streaming_question_short_of_ok_is_not_ready(
+            self, qid: str, status: str, says: str) -> None:
+        """Q2 alone, Q4 alone or Q6 alone failing (the others ok) denies readiness, and
+        the verdict names that question and why."""
+        v = verdict(_judged(**{qid: status}), "Acme")
+        assert v.streaming_ready is False
+        assert says in v.text
+        rest = v.text.replace("Q2, Q4 and Q6", "")  # the three it must answer, named
+        assert [q for q in STREAMING_QUESTIONS if q in rest] == [qid], v.text
+
+    def test_what_is_missing_outranks_what_is_broken_and_unverified(self) -> None:
+        """Unanswered beats unreconciled beats unverified, each naming only its questions."""
+        def named(v: Any) -> list[str]:
+            rest = v.text.replace("Q2, Q4 and Q6", "")
+            return [q for q in STREAMING_QUESTIONS if q in rest]
+
+        v = verdict(_judged(Q2="unverified", Q4="unreconciled", Q6="unanswered"), "Acme")
+        assert ("cannot answer" in v.text, named(v)) == (True, ["Q6"])
+        v = verdict(_judged(Q2="unverified", Q4="unreconciled", Q6="unreconciled"), "Acme")
+        assert ("not hold up" in v.text, named(v)) == (True, ["Q4", "Q6"])
+        v = verdict(_judged(Q2="unverified", Q6="unverified"), "Acme")
+        assert ("could not verify" in v.text, named(v)) == (True, ["Q2", "Q6"])
+
+    @pytest.mark.parametrize("qid", ["Q1", "Q3", "Q5"])
+    def test_the_other_questions_are_flagged_but_do_not_decide(self, qid: str) -> None:
+        """Q1, Q3 or Q5 short of ok leaves the quote ready, and is listed with its status;
+        a gap is listed wherever it is found."""
+        v = verdict(_judged(**{qid: "unreconciled"}), "Acme")
+        assert v.streaming_ready is True
+        assert v.text.endswith(f" Also flagged: {qid} unreconciled.")
+        gap = verdict(_judged("gap", **{qid: "ok"}), "Acme")
+        assert gap.streaming_ready is True
+        assert gap.text.endswith(f" Gaps found: {qid}.")
+
+    @pytest.mark.parametrize(("validity", "reasons", "says"), [
+        ("invalid", ("baseline: no request succeeded",), "RUN INVALID (baseline: no request"),
+        ("invalid", (), "RUN INVALID: "),
+        ("degraded", ("cache: 1 of 4 failed",), "the run is degraded (cache: 1 of 4 failed)"),
+        ("degraded", (), "the run is degraded, so"),
+        ("unknown", (), "the run is unknown"),
+        (None, (), "claims-only review"),
+    ])
+    def test_a_run_that_is_not_valid_never_makes_a_quote_ready(
+            self, validity: str | None, reasons: tuple[str, ...], says: str) -> None:
+        """Every answer ok is still not ready on an invalid, degraded or missing run."""
+        v = verdict(_judged(Q1="unanswered"), "Acme", True, validity, reasons)
+        assert v.streaming_ready is False
+        assert says in v.text
+        assert v.text.endswith("Also flagged: Q1 unanswered.")
+
+    def test_an_invalid_run_outranks_a_missing_questionnaire(self) -> None:
+        """RUN INVALID is said first, whatever else is missing."""
+        v = verdict(_judged(), None, has_questionnaire=False, validity="invalid")
+        assert v.text.startswith("RUN INVALID")
+        v = verdict(_judged(), None, has_questionnaire=False, validity="valid")
+        assert (v.streaming_ready, v.text.startswith("No questionnaire")) == (False, True)
+
+
+# ------------------------------------------------------------- each tolerance's edge
+
+EDGES: list[tuple[str, str, str, str | None]] = [
+    # (question, yaml, expected status, the tolerance override or None)
+    # Q1 ttft_rel 25 %: p90 330 ms at 16 holds a claim of 265 (1.245×), not 263 (1.255×)
+    ("Q1", "Q1: {ttft_p90_ms: 265, at_concurrency: 16, source: production}\n", "ok", None),
+    ("Q1", "Q1: {ttft_p90_ms: 263, at_concurrency: 16, source: production}\n",
+     "unreconciled", None),
+    ("Q1", "Q1: {ttft_p90_ms: 263, at_concurrency: 16, source: production}\n", "ok",
+     "ttft_rel: 0.3"),
+    # ... and the p50 (230 ms) on its own: 185 holds (1.243×), 183 does not (1.257×)
+    ("Q1", "Q1: {ttft_p50_ms: 185, ttft_p90_ms: 900, at_concurrency: 16, "
+     "source: production}\n", "ok", None),
+    ("Q1", "Q1: {ttft_p50_ms: 183, ttft_p90_ms: 900, at_concurrency: 16, "
+     "source: production}\n", "unreconciled", None),
+    # Q2 throughput_rel 25 %, one-sided: aggregate 844 at 16 holds 1,125 but not 1,127 ...
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 1125, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 1100, p90: 1200}}\n", "ok", None),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 1127, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 1100, p90: 1200}}\n", "unreconciled", None),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 1127, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 1100, p90: 1200}}\n", "ok",
+     "throughput_rel: 0.3"),
+    # ... a vendor that under-promises is never flagged ...
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 10, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 9, p90: 10}}\n", "ok", None),
+    # ... per stream (p50 38.5 at 32, the level above a claim at 20 streams): 51.2 per
+    # stream holds even there, 51.4 does not, and 16 below does not contradict it
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 512, at_concurrency: 20, gpus: 2, "
+     "source: production, distribution: {p50: 500, p90: 600}}\n", "ok", None),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 514, at_concurrency: 20, gpus: 2, "
+     "source: production, distribution: {p50: 500, p90: 600}}\n", "unverified", None),
+    # ... and the claim may sit at most 25 % above its own distribution's top
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 1000, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 700, p90: 800}}\n", "ok", None),
+    ("Q2", "Q2: {output_tokens_per_s_per_gpu: 1001, at_concurrency: 16, gpus: 1, "
+     "source: production, distribution: {p50: 700, p90: 800}}\n", "unreconciled", None),
+    # Q3 rate_rel 50 %: decode alone 95.2 tokens/s holds 190 per stream, not 191
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "decode_tokens_per_s_per_stream: 190}\n", "ok", None),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "decode_tokens_per_s_per_stream: 191}\n", "unreconciled", None),
+    ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+     "decode_tokens_per_s_per_stream: 191}\n", "ok", "rate_rel: 0.6"),
+    # Q4 concurrency_rel 25 %: broke at 32, so 40 holds and 41 does not
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 41, first_degrades: itl, source: lab}\n",
+     "ok", "concurrency_rel: 0.3"),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 20, nodes: 2, first_degrades: itl, "
+     "source: lab}\n", "ok", None),
+    ("Q4", "Q4: {max_concurrent_streams_per_node: 21, nodes: 2, first_degrades: itl, "
+     "source: lab}\n", "unreconciled", None),
+    # Q6 headline_panel_ratio 2×: 340 over a median of 170 needs no reconciliation, 341 does
+    ("Q6", "headline: {value: 340}\n" + PANEL, "ok", None),
+    ("Q6", "headline: {value: 341}\n" + PANEL, "unreconciled", None),
+    ("Q6", "headline: {value: 341}\n" + PANEL, "ok", "headline_panel_ratio: 2.1"),
+    # ... and a written reconciliation needs 40 characters
+    ("Q6", "headline: {value: 1107}\n" + PANEL + "  reconciliation: " + "w" * 40 + "\n",
+     "ok", None),
+    ("Q6", "headline: {value: 1107}\n" + PANEL + "  reconciliation: " + "w" * 39 + "\n",
+     "unreconciled", None),
+    ("Q6", "headline: {value: 1107}\n" + PANEL + "  reconciliation: " + "w" * 39 + "\n",
+     "ok", "min_reconciliation_chars: 39"),
+]
+
+
+@pytest.mark.parametrize("qid, text, status, override", EDGES,
+                         ids=[f"{e[0]}-{e[2]}-{i}" for i, e in enumerate(EDGES)])
+def test_claims_just_inside_and_just_outside_each_tolerance(
+        qid: str, text: str, status: str, override: str | None) -> None:
+    """Each tolerance holds a claim just inside it and flags one just outside, and an
+    override moves the edge."""
+    import yaml
+
+    tol = tolerances_from_dict(yaml.safe_load(override)) if override else None
+    j = judge(text, SUMMARY, tol).judgements[qid]
+    assert j.status == status, j.reason
+
+
+def _with_level(**fields: Any) -> dict[str, Any]:
+    """The synthetic run with level 16 changed."""
+    summary = make_summary()
+    summary["ramp"]["levels"][4].update(fields)
+    return summary
+
+
+class TestUseCaseEdges:
+    def test_a_latency_exactly_at_the_limit_holds(self) -> None:
+        """TTFT p90 of 450 ms exactly meets live suggestions' 450 ms; 451 ms does not."""
+        for p90, held in ((0.45, 16), (0.451, 8)):
+            summary = _with_level(ttft_s={"p50": 0.2, "p90": p90, "p99": 0.5, "n": 200})
+            fit = use_case_fit(measurements(summary), Tolerances())["live_suggestions"]
+            assert (fit.fit, fit.max_concurrency) == (True, held)
+
+    def test_a_failure_rate_exactly_at_the_limit_holds(self) -> None:
+        """1 failed in 100 meets max_failure_rate 1 %; 2 in 100 do not."""
+        for failed, held in ((1, 16), (2, 8)):
+            summary = _with_level(requests=100, outcomes={"ok": 100 - failed, "error": failed})
+            fit = use_case_fit(measurements(summary), Tolerances())["live_suggestions"]
+            assert (fit.fit, fit.max_concurrency) == (True, held)
+
+    def test_reading_speed_exactly_at_the_limit_holds(self) -> None:
+        """1/TPOT p90 of exactly 4 tokens/s meets a reading speed of 4; just below does not."""
+        tol = tolerances_from_dict({"reading_speed_tokens_per_s": 4})
+        for p90, fits in ((0.25, True), (0.2501, False)):
+            summary = {"baseline": {**_level(1), "tpot_s": {"p50": 0.2, "p90": p90}},
+                       "validity": {"status": "valid"}}
+            fit = streams_at_reading_speed(measurements(summary), tol)
+            assert fit.fit is fits, fit.reason
+
+    def test_half_failed_is_not_mostly_failed(self) -> None:
+        """A level where exactly half failed is judged on its figures; more than half is
+        a level where the claim cannot hold."""
+        text = "Q1: {ttft_p90_ms: 900, at_concurrency: 16, source: production}\n"
+        for failed, status in ((100, "ok"), (101, "unreconciled")):
+            summary = _with_level(requests=200, outcomes={"ok": 200 - failed,
+                                                          "error": failed})
+            assert judge(text, summary).judgements["Q1"].status == status
