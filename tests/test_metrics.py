@@ -24,6 +24,8 @@ from evalkit.metrics import (
     steady_state_window,
     summarize,
 )
+from evalkit.questionnaire import parse_questionnaire
+from evalkit.reconcile import RunTarget, reconcile
 from evalkit.records import RequestRecord
 
 
@@ -515,6 +517,27 @@ class TestSummarize:
         assert s["client"]["client_bound"] is True
         assert s["client"]["capacity_judgement_affected"] is False
 
+    def test_a_client_bound_baseline_voids_the_capacity_judgement(self) -> None:
+        """Every ramp ratio is taken against the baseline: bound there, no level's verdict
+        stands, however clean the ramp looked, and no claim is verified from the run."""
+        s = summarize(self._run(), {"phases": {"baseline": {"cpu_fraction": 0.99,
+                                                            "client_bound": True}}})
+        assert s["ramp"]["baseline_client_bound"] is True
+        assert s["baseline"]["client_bound"] is True
+        assert s["client"]["client_bound_phases"] == ["baseline"]
+        assert s["client"]["capacity_judgement_affected"] is True
+        assert s["validity"]["status"] == "degraded"
+        assert any("no capacity conclusion" in r for r in s["validity"]["reasons"])
+        claim = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m\n"
+                                    b"endpoint: http://h/v1\nQ4: {max_concurrent_streams_"
+                                    b"per_node: 4, first_degrades: ttft, source: lab}\n")
+        q4 = reconcile(claim, s, None, RunTarget("m", "http://h/v1")).judgements["Q4"]
+        assert q4.status == "unverified" and "client-bound" in q4.reason
+        clean = summarize(self._run())
+        assert clean["client"]["capacity_judgement_affected"] is False
+        assert reconcile(claim, clean, None, RunTarget("m", "http://h/v1")).judgements[
+            "Q4"].status == "ok"
+
     def test_contract_keys_and_json_safety(self) -> None:
         """Every contract key is present, and the dict survives strict JSON."""
         s = summarize(self._run(), SummaryMeta(phases={"ramp": ClientCheck(0.001, 0.3)}))
@@ -638,3 +661,123 @@ def test_a_request_that_hung_until_its_timeout_counts_as_in_flight() -> None:
     old = RequestRecord(id="o", phase="ramp", level=2, outcome="timeout", t0_s=10.0)
     ends = records_frame([hung, old])["end_s"].tolist()
     assert ends == [40.0, 10.0]
+
+
+class TestSections:
+    """Each section's exact keys (the contract readers code against) and its edge cases."""
+
+    def test_connect_section(self) -> None:
+        recs = [stream("c", "connect", ttft=0.3, usage=None, counted=10)]
+        c = summarize(recs)["connect"]
+        assert set(c) == {"usage_reported", "tokens_per_chunk", "rtt_s", "requests",
+                          "outcomes", "ttft_s", "output_tokens_estimated", "validity"}
+        assert (c["usage_reported"], c["requests"], c["ttft_s"]) == (False, 1, 0.3)
+        assert (c["outcomes"]["ok"], c["output_tokens_estimated"]) == (1, True)
+        assert summarize([stream("c", "connect")])["connect"]["usage_reported"] is True
+        failed_only = summarize([failed("c", "error", "connect")])["connect"]
+        assert (failed_only["usage_reported"], failed_only["ttft_s"]) == (None, None)
+        assert failed_only["output_tokens_estimated"] is False
+
+    def test_prefill_keys_points_and_confidence(self) -> None:
+        recs = [stream(f"p{p}", "prefill", t0=i, ttft=0.05 + 0.0001 * p, n=2,
+                       prompt_tokens=p, prompt_tokens_estimated=True)
+                for i, p in enumerate((100, 1000))]
+        fit = summarize(recs)["prefill"]
+        assert set(fit) == {"tokens_per_s", "overhead_s", "r2", "slope_s_per_token", "points",
+                            "lengths", "requests", "prompt_tokens_estimated", "reason",
+                            "low_confidence", "validity", "slope_ci", "overhead_s_ci",
+                            "tokens_per_s_ci", "tokens_per_s_at_least"}
+        assert fit["slope_ci"] is None  # two lengths: a line, but no interval
+        assert fit["points"] == [{"prompt_tokens": 100, "ttft_s": pytest.approx(0.06), "n": 1},
+                                 {"prompt_tokens": 1000, "ttft_s": pytest.approx(0.15), "n": 1}]
+        assert (fit["lengths"], fit["requests"], fit["low_confidence"]) == (2, 2, True)
+        assert fit["prompt_tokens_estimated"] is True and fit["reason"] is None
+        assert fit["slope_s_per_token"] == pytest.approx(0.0001)
+        three = summarize([*recs, stream("p3", "prefill", t0=9, ttft=0.25, n=2,
+                                         prompt_tokens=2000)])["prefill"]
+        assert (three["low_confidence"], three["prompt_tokens_estimated"]) == (False, True)
+
+    def test_prefill_uses_only_ok_prefill_requests_with_a_length(self) -> None:
+        recs = [stream(f"p{p}", "prefill", t0=i, ttft=0.05 + 0.0001 * p, n=2, prompt_tokens=p)
+                for i, p in enumerate((100, 1000, 2000))]
+        noise = [stream("b", t0=10, ttft=9.0, n=2, prompt_tokens=500),            # baseline
+                 stream("x", "prefill", t0=11, ttft=9.0, n=2),                    # no length
+                 stream("f", "prefill", t0=12, ttft=9.0, n=2, prompt_tokens=300,
+                        outcome="incomplete")]                                    # not ok
+        fit = summarize(recs + noise)["prefill"]
+        assert fit["requests"] == 3 and fit["tokens_per_s"] == pytest.approx(10_000)
+        assert fit["r2"] == pytest.approx(1.0)
+
+    def test_prefill_r2_of_a_noisy_fit(self) -> None:
+        """r² = 1 − SS_res/SS_tot, by hand for three points off a line."""
+        ttft = {100: 0.06, 200: 0.08, 300: 0.07}
+        recs = [stream(f"p{p}", "prefill", t0=i, ttft=t, n=2, prompt_tokens=p)
+                for i, (p, t) in enumerate(ttft.items())]
+        x, y = np.array(list(ttft)), np.array(list(ttft.values()))
+        b, a = np.polyfit(x, y, 1)
+        r2 = 1 - ((y - (a + b * x)) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+        fit = summarize(recs)["prefill"]
+        assert fit["r2"] == pytest.approx(r2) and 0 < r2 < 1
+        assert fit["slope_s_per_token"] == pytest.approx(b)
+
+    def test_a_flat_prefill_has_no_rate(self) -> None:
+        """TTFT that does not grow with the prompt: slope 0, no rate, r² undefined."""
+        recs = [stream(f"p{p}", "prefill", t0=i, ttft=0.0, n=2, prompt_tokens=p)
+                for i, p in enumerate((100, 1000, 2000))]
+        fit = summarize(recs)["prefill"]
+        assert fit["tokens_per_s"] is None and fit["r2"] is None
+        assert fit["slope_s_per_token"] == 0.0
+        assert "slope" in fit["reason"]
+
+    def test_ramp_section_keys_thresholds_and_targets(self) -> None:
+        recs = closed_loop("ramp", 2, 4, t_start=0) + closed_loop("ramp", 4, 4, t_start=10)
+        recs.append(stream("u", "ramp", None, t0=30))
+        s = summarize(recs, {"thresholds": {"stall_s": 0.3, "ttft_p90_ratio": 5}})
+        ramp = s["ramp"]
+        assert ramp["unlevelled_requests"] == 1
+        assert ramp["baseline_client_bound"] is False and ramp["baseline_source"] is None
+        assert ramp["thresholds"]["ttft_p90_ratio"] == 5
+        assert [lv["stall_threshold_s"] for lv in ramp["levels"]] == [0.3, 0.3]
+        assert [lv["steady_state"]["target_inflight"] for lv in ramp["levels"]] == [2, 4]
+
+    def test_soak_section(self) -> None:
+        recs = closed_loop("soak", 3, 4)
+        soak = summarize(recs, {"thresholds": {"stall_s": 0.3}})["soak"]
+        assert soak["concurrency"] == 3 and soak["stall_threshold_s"] == 0.3
+        assert soak["steady_state"]["target_inflight"] == 3
+        mixed = [*recs, stream("other", "soak", 5, t0=1)]
+        assert summarize(mixed)["soak"]["concurrency"] is None
+
+    @pytest.mark.parametrize(("t0s", "rps"), [((0.0, 0.5), 2.0), ((0.0, 2.0, 4.0), 0.5),
+                                              ((1.0, 1.0), None), ((3.0,), None)])
+    def test_rate_arrivals(self, t0s: tuple[float, ...], rps: float | None) -> None:
+        recs = [stream(f"r{i}", "rate", None, t0=t, send_lag_s=0.0) for i, t in enumerate(t0s)]
+        rate = summarize(recs, {"thresholds": {"stall_s": 0.3}})["rate"]
+        assert rate["arrival_rps"] == (pytest.approx(rps) if rps else None)
+        assert rate["stall_threshold_s"] == 0.3
+
+    def test_drift_windows(self) -> None:
+        """Thirds of the soak by start time; each window's own p90; last over first."""
+        recs = [stream(f"s{i}", "soak", 2, t0=float(i), ttft=0.1 + 0.1 * (i // 3),
+                       gap=0.01 * (1 + i // 3)) for i in range(9)]
+        drift = summarize(recs)["soak"]["drift"]
+        assert set(drift) == {"windows", "ttft_p90_ratio", "tpot_p90_ratio"}
+        assert [(w["start_s"], w["end_s"]) for w in drift["windows"]] == [
+            (0.0, pytest.approx(8 / 3)), (pytest.approx(8 / 3), pytest.approx(16 / 3)),
+            (pytest.approx(16 / 3), 8.0)]
+        assert [w["ttft_s"]["p90"] for w in drift["windows"]] == pytest.approx([0.1, 0.2, 0.3])
+        assert [w["tpot_s"]["p90"] for w in drift["windows"]] == pytest.approx(
+            [0.01, 0.02, 0.03])
+        assert drift["ttft_p90_ratio"] == pytest.approx(3.0)
+        assert drift["tpot_p90_ratio"] == pytest.approx(3.0)
+        assert summarize(recs[:6])["soak"]["drift"] is not None  # two per window: enough
+        assert summarize(recs[:5])["soak"]["drift"] is None
+
+    def test_meta_from_plain_data(self) -> None:
+        meta = SummaryMeta.from_dict({"phases": {"baseline": {"cpu_fraction": 0.4}},
+                                      "levels": {"8": {"loop_lag_p99_s": 0.01}}})
+        assert meta.phases["baseline"] == ClientCheck(None, 0.4, False)
+        assert meta.levels[8] == ClientCheck(0.01, None, False)
+        assert (meta.tool_version, meta.run_status) == (SummaryMeta().tool_version, None)
+        s = summarize([stream("b")], {"phases": {"baseline": {"cpu_fraction": 0.4}}})
+        assert s["client"]["cpu_fraction_max"] == 0.4

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.api import OpenAIChat, OpenAICompletions
-from evalkit.sse import SSEParser
+from evalkit.api import OpenAIChat, OpenAICompletions, get_adapter
+from evalkit.errors import UsageError
+from evalkit.sse import SSEParser, SSETooLarge
 
 STREAM = (
     b": ping\n\n"
@@ -121,3 +122,162 @@ class TestAdapters:
         assert (d.text, d.finish_reason, d.is_content) == (" hi", None, True)
         body = a.build_body("m", [{"role": "user", "content": "q"}], 7, force_length=False)
         assert body["prompt"] == "q" and body["max_tokens"] == 7 and "ignore_eos" not in body
+
+
+class TestParserState:
+    """What a fresh parser, a closed one and each bound do: the edges of the spec."""
+
+    def test_a_first_event_is_a_message_with_no_id(self) -> None:
+        parser = SSEParser()
+        (event,) = parser.feed(b"data: x\n\n")
+        assert (event.data, event.event, event.id) == ("x", "message", "")
+        assert parser.retry_ms is None and parser.saw_cr is False and parser.comments == 0
+        assert parser.pending is False
+
+    def test_fields_that_must_be_ignored(self) -> None:
+        """An id with NUL is ignored, a non-numeric retry is ignored, an unknown field with
+        a number is not a retry, and every comment is counted."""
+        parser = SSEParser()
+        events = parser.feed(b"id: 1\ndata: a\n\n: one\n: two\nid: 2\x003\nretry: soon\n"
+                             b"foo: 42\ndata: b\n\n")
+        assert [(e.data, e.id) for e in events] == [("a", "1"), ("b", "1")]
+        assert parser.retry_ms is None and parser.comments == 2
+
+    def test_invalid_utf8_is_replaced_not_raised(self) -> None:
+        (event,) = SSEParser().feed(b"event: \xffx\nid: \xfe\ndata: \xff\n\n")
+        assert (event.data, event.event, event.id) == ("\ufffd", "\ufffdx", "\ufffd")
+
+    @pytest.mark.parametrize("eol", [b"\r\n", b"\r"])
+    def test_cr_line_ends_are_reported(self, eol: bytes) -> None:
+        parser = SSEParser()
+        assert [e.data for e in parser.feed(b"data: a" + eol + eol)] == ["a"]
+        assert parser.saw_cr is True
+
+    def test_a_cr_at_a_read_boundary_is_consumed_once(self) -> None:
+        """CR ends one read, its LF starts the next: one line end, and only that LF."""
+        out, _ = _parse_all([b"data: a\r", b"\ndata: b\n\n"])
+        assert out == ["a\nb"]
+        out, _ = _parse_all([b"data: a\r", b"\n", b"\n"])
+        assert out == ["a"]
+
+    def test_a_bom_split_across_reads_and_a_bom_inside_the_data(self) -> None:
+        """Only the stream's first bytes may be a BOM; U+FEFF later is data."""
+        out, _ = _parse_all([b"\xef", b"\xbb\xbfdata: x\n\n"])
+        assert out == ["x"]
+        out, _ = _parse_all([b"data: ", "\ufeffy\n\n".encode()])
+        assert out == ["\ufeffy"]
+        parser = SSEParser()
+        assert parser.feed(b"\n") == [] and parser.pending is False
+
+    def test_close_discards_the_unfinished_event(self) -> None:
+        """After close nothing is pending, and the parser reads a new stream from scratch."""
+        parser = SSEParser(max_bytes=16)
+        parser.feed(b"event: e\ndata: cut\npart")
+        assert parser.pending
+        assert parser.close() == [] and parser.pending is False
+        parser.feed(b"x" * 16)  # a whole line's worth, nothing carried over
+        assert [(e.data, e.event) for e in parser.feed(b"\ndata: y\n\n")] == [("y", "message")]
+
+
+class TestBounds:
+    """A line or an event past `max_bytes` raises SSETooLarge; exactly at it does not."""
+
+    def test_a_line_split_over_reads(self) -> None:
+        parser = SSEParser(max_bytes=16)
+        parser.feed(b"data: 0123")
+        parser.feed(b"456789")  # 16 bytes of one line so far
+        with pytest.raises(SSETooLarge, match="longer than 16 bytes"):
+            parser.feed(b"A")
+
+    def test_a_line_begun_after_a_line_end(self) -> None:
+        parser = SSEParser(max_bytes=16)
+        parser.feed(b"\ndata: 0123456")  # 13 bytes wait for their line end
+        parser.feed(b"789")              # 16
+        with pytest.raises(SSETooLarge):
+            parser.feed(b"A")
+
+    def test_the_rest_of_a_read(self) -> None:
+        SSEParser(max_bytes=16).feed(b"\n" + b"x" * 16)
+        with pytest.raises(SSETooLarge, match="longer than 16 bytes"):
+            SSEParser(max_bytes=16).feed(b"\n" + b"x" * 17)
+
+    def test_after_a_joined_line_the_count_starts_again(self) -> None:
+        parser = SSEParser(max_bytes=16)
+        parser.feed(b"data: ab")
+        parser.feed(b"c\n\n")
+        parser.feed(b"x" * 16)
+        with pytest.raises(SSETooLarge):
+            parser.feed(b"y")
+
+    def test_the_data_of_one_event(self) -> None:
+        """Each data line counts its bytes and its line end; each event starts at 0."""
+        parser = SSEParser(max_bytes=16)
+        assert [e.data for e in parser.feed(b"data: 1234567\ndata: 1234567\n\n")] == [
+            "1234567\n1234567"]
+        assert len(parser.feed(b"data: 1234567\ndata: 1234567\n\n")) == 1
+        with pytest.raises(SSETooLarge, match="over 16 bytes of data"):
+            parser.feed(b"data: 1234567\ndata: 12345678\n")
+
+
+class TestAdapterFields:
+    """Every field an adapter reads, and what a wrong type in it becomes."""
+
+    def test_error_objects(self) -> None:
+        a = OpenAIChat()
+        assert a.parse('{"error": {"type": "overloaded_error"}}').error == "overloaded_error"
+        assert a.parse('{"error": {"code": 7}}').error == '{"code": 7}'
+        assert a.parse('{"error": "plain"}').error == "plain"
+        assert a.parse('{"error": {"code": "' + "x" * 300 + '"}}').error == (
+            '{"code": "' + "x" * 190)
+        assert a.parse('{"error": {"message": "' + "m" * 600 + '"}}').error == "m" * 500
+        assert a.parse('{"error": "' + "p" * 600 + '"}').error == "p" * 500
+        assert OpenAICompletions().parse('{"error": {"message": "gone"}}').error == "gone"
+
+    def test_wrong_types_are_left_out(self) -> None:
+        a = OpenAIChat()
+        d = a.parse('{"choices": [{"delta": {"content": null, "reasoning_content": 5},'
+                    ' "finish_reason": 3}], "usage": {"completion_tokens": "9",'
+                    ' "prompt_tokens": 2.5}}')
+        assert (d.text, d.reasoning, d.finish_reason) == ("", "", None)
+        assert (d.usage_completion_tokens, d.usage_prompt_tokens) == (None, None)
+        c = OpenAICompletions().parse('{"choices": [{"text": 5, "finish_reason": 1}]}')
+        assert (c.text, c.finish_reason) == ("", None)
+        with pytest.raises(ValueError, match="JSON list"):
+            a.parse("[1]")
+
+    def test_role_only_means_a_role_and_nothing_else(self) -> None:
+        a = OpenAIChat()
+        assert not a.parse('{"choices": [{"delta": {"role": "assistant", "content": "x"}}]}'
+                           ).role_only
+        assert not a.parse('{"choices": [{"delta": {"role": "assistant", "reasoning": "r"}}]}'
+                           ).role_only
+        assert not a.parse('{"choices": [{"delta": {}}]}').role_only
+
+    def test_completions_finish_usage_and_done(self) -> None:
+        a = OpenAICompletions()
+        d = a.parse('{"choices": [{"text": "", "finish_reason": "stop"}], '
+                    '"usage": {"completion_tokens": 4, "prompt_tokens": 3}}')
+        assert (d.finish_reason, d.usage_completion_tokens, d.usage_prompt_tokens) == (
+            "stop", 4, 3)
+        assert a.parse(" [DONE] ").done
+
+    def test_request_bodies(self) -> None:
+        """What each adapter sends: the model, the prompt, streaming with usage, and the
+        exact-length extensions only when asked."""
+        chat = OpenAIChat().build_body("m", "hi", 7, force_length=True)
+        assert chat == {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                        "max_tokens": 7, "stream": True,
+                        "stream_options": {"include_usage": True},
+                        "ignore_eos": True, "min_tokens": 7}
+        own = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+        assert OpenAIChat().build_body("m", own, 3, force_length=False)["messages"] == own
+        comp = OpenAICompletions().build_body("m", [*own, {"role": "user"}], 5, True)
+        assert comp == {"model": "m", "prompt": "s\nu\n", "max_tokens": 5, "stream": True,
+                        "stream_options": {"include_usage": True},
+                        "ignore_eos": True, "min_tokens": 5}
+
+    def test_adapters_by_name(self) -> None:
+        assert isinstance(get_adapter("openai-chat"), OpenAIChat)
+        assert isinstance(get_adapter("openai-completions"), OpenAICompletions)
+        with pytest.raises(UsageError, match=r"'nope'.*openai-chat, openai-completions"):
+            get_adapter("nope")

@@ -181,3 +181,74 @@ class TestSummary:
         # TPOT divides the decode time by the tokens after the first chunk, that chunk's
         # count scaled to usage like every other (3 of our 56 → 3 × 48/56 of the server's)
         assert s["baseline"]["tpot_s"]["p50"] == pytest.approx(15 * 0.03 / (48 - 3 * 48 / 56))
+
+
+def _strings(v: dict[str, object]) -> list[str]:
+    reasons = v["reasons"]
+    assert isinstance(reasons, list) and all(isinstance(r, str) and r for r in reasons)
+    return reasons
+
+
+class TestEdges:
+    """The boundaries of each rule, and what each verdict carries."""
+
+    @pytest.mark.parametrize(("requests", "outcomes", "status", "ok", "says"), [
+        (0, {}, "invalid", 0, "no request was sent"),
+        (1, {"ok": 1}, "valid", 1, None),
+        (3, {"error": 3}, "invalid", 0, "no request succeeded: 3 of 3 failed (error 3)"),
+        (2, {"ok": 1, "error": 1}, "degraded", 1, "1 of 2 requests failed (error 1)"),
+        (3, {"ok": 1, "timeout": 2}, "invalid", 1, "most requests failed: 2 of 3 (timeout 2)"),
+        (100, {"ok": 99, "error": 1}, "valid", 99, None),
+    ])
+    def test_each_rule_at_its_edge(self, requests: int, outcomes: dict[str, int], status: str,
+                                   ok: int, says: str | None) -> None:
+        v = group_validity(requests, outcomes, max_failure_rate=LIMIT)
+        assert (v["status"], v["requests"], v["ok"]) == (status, requests, ok)
+        assert _strings(v) == ([says] if says else [])
+
+    def test_a_client_bound_group_says_so(self) -> None:
+        v = group_validity(4, _counts(4), max_failure_rate=LIMIT, client_bound=True)
+        assert _strings(v) == ["the client was the bottleneck"]
+
+    @pytest.mark.parametrize(("status", "error", "reason"), [
+        ("failed", None, "the connect gate failed"),
+        ("failed", "HTTP 404\nadvice", "the connect gate failed: HTTP 404"),
+        ("crashed", None, "the run was crashed"),
+        ("interrupted", None, "the run was interrupted"),
+        ("running", None, "the run did not finish writing up"),
+    ])
+    def test_how_the_run_ended(self, status: str, error: str | None, reason: str) -> None:
+        v = run_validity({"connect": _phase("valid"), "baseline": _phase("valid")},
+                         run_status=status, run_error=error, capacity_judgement_affected=False)
+        assert v["status"] == ("invalid" if status == "failed" else "degraded")
+        assert _strings(v)[0].startswith(reason), v["reasons"]
+        assert len(v["reasons"]) == 1
+
+    def test_the_worst_mark_stands(self) -> None:
+        """A milder finding after an invalid one never lifts the run to degraded."""
+        v = run_validity({"connect": _phase("invalid", 0)}, run_status="failed",
+                         capacity_judgement_affected=True)
+        assert v["status"] == "invalid"
+        assert len(_strings(v)) == 2 and "no capacity conclusion" in v["reasons"][1]
+
+    @pytest.mark.parametrize("name", ["connect", "prefill", "cache", "soak", "rate"])
+    def test_every_phase_a_judgement_leans_on_counts(self, name: str) -> None:
+        """Connect, prefill, cache, soak and rate weaken the run (baseline voids it)."""
+        v = run_validity({"baseline": _phase("valid"), name: _phase("degraded")},
+                         run_status="complete", capacity_judgement_affected=False)
+        assert v["status"] == "degraded"
+        assert _strings(v) == [f"{name}: degraded reason"]
+
+    def test_a_phase_without_reasons_is_named_by_its_status(self) -> None:
+        v = run_validity({"baseline": _phase("valid"),
+                          "prefill": {"status": "invalid", "ok": 0}},
+                         run_status="complete", capacity_judgement_affected=False)
+        assert (v["status"], _strings(v)) == ("degraded", ["prefill: invalid"])
+
+    def test_phases_that_say_no_ok_count_succeeded_nowhere(self) -> None:
+        v = run_validity({"baseline": {"status": "valid"}}, run_status="complete",
+                         capacity_judgement_affected=False)
+        assert (v["status"], _strings(v)) == ("invalid", ["no request of the run succeeded"])
+        assert run_validity({}, run_status=None, capacity_judgement_affected=False)[
+            "status"] == "invalid"
+

@@ -1,0 +1,139 @@
+"""Tolerance overrides: every value is checked, every error names the field and the value,
+and what is accepted is exactly what was written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalkit.errors import InputError
+from evalkit.tolerances import (
+    MAX_OVERRIDE_BYTES,
+    Tolerances,
+    _show,
+    load_tolerances,
+    tolerances_from_dict,
+)
+
+
+def _error(data: object) -> str:
+    with pytest.raises(InputError) as info:
+        tolerances_from_dict(data)
+    return str(info.value)
+
+
+class TestNumbers:
+    @pytest.mark.parametrize("value", [1e9, 0.001, 3])
+    def test_in_range(self, value: float) -> None:
+        assert tolerances_from_dict({"ttft_rel": value}).ttft_rel == value
+
+    @pytest.mark.parametrize(("value", "says"), [
+        (0, "ttft_rel: must be greater than 0, got 0"),
+        (-0.5, "ttft_rel: must be greater than 0, got -0.5"),
+        (1e9 + 1, "ttft_rel: expected a number, got 1000000001.0"),
+        (float("nan"), "ttft_rel: expected a number, got nan"),
+        (float("inf"), "ttft_rel: expected a number, got inf"),
+        (True, "ttft_rel: expected a number, got True"),
+        ("0.3", "ttft_rel: expected a number, got '0.3'"),
+    ])
+    def test_out_of_range(self, value: object, says: str) -> None:
+        assert _error({"ttft_rel": value}) == says
+
+    def test_a_shortfall_share_stays_below_1(self) -> None:
+        assert tolerances_from_dict({"rate_rel": 0.99}).rate_rel == 0.99
+        assert _error({"rate_rel": 1.0}).startswith("rate_rel: a shortfall share must be")
+        assert tolerances_from_dict({"ttft_rel": 1.5}).ttft_rel == 1.5  # not a shortfall
+
+    def test_a_character_count_is_whole(self) -> None:
+        tol = tolerances_from_dict({"min_reconciliation_chars": 39.0})
+        assert tol.min_reconciliation_chars == 39
+        assert type(tol.min_reconciliation_chars) is int
+
+    def test_percentile_names(self) -> None:
+        assert tolerances_from_dict({"reading_speed_percentile": "p50"}
+                                    ).reading_speed_percentile == "p50"
+        assert "got 5" in _error({"reading_speed_percentile": 5})
+
+    def test_nothing_and_non_mappings(self) -> None:
+        assert tolerances_from_dict(None) == Tolerances()
+        assert _error("x") == "tolerances: expected a mapping, got str"
+        assert _error({"slo_profiles": [1]}) == "slo_profiles: expected a mapping, got [1]"
+
+
+class TestProfiles:
+    def test_a_new_profile_is_labelled_from_its_name(self) -> None:
+        tol = tolerances_from_dict({"slo_profiles": {"code_review": {"ttft_p90_s": 3}}})
+        p = tol.slo_profiles["code_review"]
+        assert (p.label, p.ttft_p90_s, p.tpot_p90_s) == ("code review", 3.0, None)
+        assert "voice_agent" in tol.slo_profiles  # the defaults stay
+
+    def test_an_override_keeps_the_rest_of_a_default(self) -> None:
+        tol = tolerances_from_dict({"slo_profiles": {"voice_agent": {
+            "label": 7, "itl_p99_s": None, "above_reading_speed": True}}})
+        p = tol.slo_profiles["voice_agent"]
+        assert (p.label, p.ttft_p90_s, p.itl_p99_s, p.above_reading_speed) == (
+            "7", 0.5, None, True)
+        assert tolerances_from_dict({"slo_profiles": {"batch": {"throughput_only": False}}}
+                                    ).slo_profiles["batch"].throughput_only is False
+
+    @pytest.mark.parametrize(("data", "says"), [
+        ({"voice_agent": 3}, "slo_profiles.voice_agent: expected a mapping, got 3"),
+        ({"voice_agent": {"ttft_p90_s": 0}},
+         "slo_profiles.voice_agent.ttft_p90_s: must be greater than 0, got 0"),
+        ({"voice_agent": {"ttft_p90_s": "x"}},
+         "slo_profiles.voice_agent.ttft_p90_s: expected a number, got 'x'"),
+        ({"x": {"throughput_only": "yes"}},
+         "slo_profiles.x.throughput_only: expected true or false, got 'yes'"),
+        ({"x": {"above_reading_speed": 1}},
+         "slo_profiles.x.above_reading_speed: expected true or false, got 1"),
+        ({"n" * 50: {"bogus": 1}}, f"slo_profiles.{'n' * 40}: unknown field 'bogus'"),
+    ])
+    def test_bad_profiles(self, data: dict[str, object], says: str) -> None:
+        assert _error({"slo_profiles": data}) == says
+
+
+def test_shown_values_are_clipped() -> None:
+    """Vendor-sized values in a message are cut at 40 characters, and the cut is marked."""
+    assert _show("x" * 38) == repr("x" * 38)           # 40 with its quotes: whole
+    assert _show("x" * 39) == "'" + "x" * 35 + "...'"   # 41: cut
+    assert len(_error({"ttft_rel": "y" * 500})) < 80
+
+
+class TestFiles:
+    def test_json_is_read_as_json(self, tmp_path: Path) -> None:
+        """A .json file is JSON (1e-1 is a number there, text to YAML); others are YAML."""
+        path = tmp_path / "t.json"
+        path.write_text('{"ttft_rel": 1e-1}')
+        assert load_tolerances(path).ttft_rel == 0.1
+        yaml_path = tmp_path / "t.yaml"
+        yaml_path.write_text("\ufeffttft_rel: 0.2\n")  # a BOM is allowed
+        assert load_tolerances(yaml_path).ttft_rel == 0.2
+        assert load_tolerances(None) == Tolerances()
+
+    def test_size_bound(self, tmp_path: Path) -> None:
+        """A file of exactly the bound is read; one byte more is refused unread."""
+        body = b"ttft_rel: 0.2\n"
+        path = tmp_path / "t.yaml"
+        path.write_bytes(body + b"#" * (MAX_OVERRIDE_BYTES - len(body)))
+        assert load_tolerances(path).ttft_rel == 0.2
+        path.write_bytes(body + b"#" * (MAX_OVERRIDE_BYTES + 1 - len(body)))
+        with pytest.raises(InputError, match=f"t.yaml: tolerances file is larger than "
+                                             f"{MAX_OVERRIDE_BYTES} bytes"):
+            load_tolerances(path)
+
+    @pytest.mark.parametrize(("content", "says"), [
+        (b"ttft_rel: [\n", "not a readable tolerances file (ParserError)"),
+        (b"\xff\xfe", "not a readable tolerances file (UnicodeDecodeError)"),
+        (b"ttft_rel: -1\n", "ttft_rel: must be greater than 0"),
+    ])
+    def test_errors_name_the_file(self, tmp_path: Path, content: bytes, says: str) -> None:
+        path = tmp_path / "t.yaml"
+        path.write_bytes(content)
+        with pytest.raises(InputError) as info:
+            load_tolerances(path)
+        assert str(info.value).startswith(f"{path}: ") and says in str(info.value)
+
+    def test_a_missing_file(self, tmp_path: Path) -> None:
+        with pytest.raises(InputError, match="cannot read tolerances file: No such file"):
+            load_tolerances(tmp_path / "none.yaml")
