@@ -116,6 +116,7 @@ import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import UsageError
+from evalkit.intervals import ols, quantile_interval, rate_interval
 from evalkit.records import OUTCOMES, RequestRecord
 from evalkit.validity import MOSTLY_FAILED_OK_SHARE, group_validity, run_validity
 
@@ -345,18 +346,22 @@ def _num(x: Any) -> float | None:
 
 
 def percentiles(values: Any, extra: Sequence[float] = ()) -> dict[str, Any]:
-    """p50/p90/p99 with the count beside them, so a thin tail is never read as solid."""
+    """p50/p90/p99 with the count beside them, so a thin tail is never read as solid, and
+    each with its 95 % interval (`p90_ci`: [low, high], distribution-free; an end is None
+    where n cannot bound it, evalkit.intervals)."""
     a = np.asarray(values, dtype=np.float64).ravel()
-    a = a[np.isfinite(a)]
+    a = np.sort(a[np.isfinite(a)])
     n = int(a.size)
     qs = (50.0, 90.0, 99.0, *extra)
     keys = [f"p{q:g}" for q in qs]
     out: dict[str, Any] = dict.fromkeys(keys)
     out.update({"n": n, "low_confidence": n < LOW_CONFIDENCE_N,
                 "mean": None, "min": None, "max": None})
+    out.update({f"{k}_ci": [None, None] for k in keys})
     if n:
-        for k, v in zip(keys, np.percentile(a, qs), strict=True):
+        for k, q, v in zip(keys, qs, np.percentile(a, qs), strict=True):
             out[k] = float(v)
+            out[f"{k}_ci"] = quantile_interval(a, q / 100)
         with np.errstate(over="ignore"):
             out.update(mean=_num(a.mean()), min=float(a.min()), max=float(a.max()))
     return out
@@ -469,11 +474,13 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
     stall = g_gap > th.stall_s
     window = steady_state_window(req["t0_s"].to_numpy(), req["end_s"].to_numpy(), target)
     aggregate: float | None = None
+    aggregate_ci: list[float] | None = None
     if window is not None:
         t = chunks["t_s"].to_numpy()
         inside = ok_chunk & (t > window.start_s) & (t <= window.end_s)
-        aggregate = _num(float(chunks["scaled_tokens"].to_numpy()[inside].sum())
-                         / window.duration_s)
+        tokens = chunks["scaled_tokens"].to_numpy()[inside]
+        aggregate = _num(float(tokens.sum()) / window.duration_s)
+        aggregate_ci = rate_interval(t[inside], tokens, window.start_s, window.end_s)
 
     admission = int(req["admission_failure"].sum())
     failed = int((~req["ok"]).sum())
@@ -493,6 +500,7 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "output_tokens": percentiles(ok_req["output_tokens"]),
         "output_tokens_estimated": bool(ok_req["output_tokens_estimated"].any()),
         "aggregate_tokens_per_s": aggregate,
+        "aggregate_tokens_per_s_ci": aggregate_ci,
         "steady_state": None if window is None else {
             **asdict(window), "duration_s": window.duration_s},
         "stalls": int(stall.sum()),
@@ -530,22 +538,36 @@ def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
                            "lengths": len(points), "requests": len(sub),
                            "prompt_tokens_estimated":
                                bool(df.loc[m, "prompt_tokens_estimated"].any()),
-                           "reason": None, "low_confidence": len(points) < 3}
+                           "reason": None, "low_confidence": len(points) < 3,
+                           # 95 % intervals (OLS, Student t): None with fewer than 3 lengths
+                           "slope_ci": None, "overhead_s_ci": None, "tokens_per_s_ci": None,
+                           # a slope indistinguishable from 0 gives only a lower bound
+                           "tokens_per_s_at_least": None}
     if len(points) < 2:
         out["reason"] = "fewer than 2 distinct prompt lengths"
         return out
     x = per.index.to_numpy(dtype=np.float64)
     y = per["median"].to_numpy(dtype=np.float64)
-    b, a = np.polyfit(x, y, 1)
+    fit = ols(x, y)
+    b, a = fit["slope"], fit["intercept"]
     resid = y - (a + b * x)
     ss_tot = float(((y - y.mean()) ** 2).sum())
     out["slope_s_per_token"] = float(b)
+    out["slope_ci"], out["overhead_s_ci"] = fit["slope_ci"], fit["intercept_ci"]
     out["r2"] = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else None
-    if not b > 0:
+    low, high = fit["slope_ci"] or (b, b)
+    if high <= 0:
         out["reason"] = "TTFT does not grow with prompt length (slope ≤ 0)"
         return out
-    out["tokens_per_s"] = 1.0 / float(b)
     out["overhead_s"] = float(a)
+    if low <= 0 or not b > 0:
+        # a slope indistinguishable from zero is no rate: only "faster than 1/high"
+        out["tokens_per_s_at_least"] = 1.0 / high
+        out["reason"] = (f"no measurable prefill cost: above {1.0 / high:,.0f} tokens/s (the "
+                         "fit's 95 % interval for the slope includes zero)")
+        return out
+    out["tokens_per_s"] = 1.0 / float(b)
+    out["tokens_per_s_ci"] = [1.0 / high, 1.0 / low] if fit["slope_ci"] else None
     return out
 
 

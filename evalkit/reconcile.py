@@ -194,6 +194,8 @@ class Measurements:
     #: the run's validity (valid | degraded | invalid | unknown) and why
     validity: str = "unknown"
     validity_reasons: tuple[str, ...] = ()
+    #: when the prefill fit's slope is indistinguishable from zero: only "faster than this"
+    prefill_at_least: float | None = None
 
     @property
     def top(self) -> int | None:
@@ -287,6 +289,7 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
         first_breach=_int(ramp.get("first_breach_concurrency")),
         validity=validity,
         validity_reasons=reasons,
+        prefill_at_least=_num(_map(summary.get("prefill")).get("tokens_per_s_at_least")),
     )
 
 
@@ -673,6 +676,11 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     if short:
         name, ratio = max(short, key=lambda t: t[1])
         return j("unreconciled", f"{head}: {name} {_times(ratio)} short.", shown)
+    if "prefill" in unmeasured and m.prefill_at_least is not None:
+        return j("unverified", f"{head}; not verified: this run saw no measurable prefill "
+                 f"cost (above {fmt_rate(m.prefill_at_least)}, the fit's slope could be "
+                 "zero), which confirms no claimed rate; probe with longer prompts "
+                 "(--profile standard).", shown)
     if unmeasured:
         return j("unverified", f"{head}; not verified: the run did not measure the "
                  f"{_join(unmeasured)} rate (run the prefill and baseline phases).", shown)

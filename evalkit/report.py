@@ -388,15 +388,28 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
          f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}{est}"),
         ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s")) + est),
         ("Max sustained concurrency", max_text),
-        ("Prefill rate", fmt_rate(pre.get("tokens_per_s")) + r2
-         + (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
-            and isinstance(pre.get("reason"), str) else "")),
+        ("Prefill rate", prefill_text(pre, r2)),
         ("Decode rate (1/TPOT, alone)",
          fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50")) + base_est),
     ]
     if client.get("client_bound"):
         figs.append(("Client check", client_verdict(client)))
     return figs
+
+
+def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
+    """The prefill rate as a reader may lean on it: a rate with its interval, or only a
+    lower bound when the fit's slope could be zero, or why it was not measured."""
+    at_least = _num(pre.get("tokens_per_s_at_least"))
+    if at_least is not None:
+        return (f"≥ {fmt_rate(at_least)} (a lower bound: no measurable prefill cost, the "
+                "fit's slope could be zero)")
+    ci = pre.get("tokens_per_s_ci")
+    span = (f" [95 %: {fmt_num(ci[0])}–{fmt_num(ci[1])}]" if isinstance(ci, list)
+            and len(ci) == 2 and all(_num(v) is not None for v in ci) else "")
+    why = (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
+           and isinstance(pre.get("reason"), str) else "")
+    return fmt_rate(pre.get("tokens_per_s")) + span + r2 + why
 
 
 def _n_mark(p: Mapping[str, Any]) -> str:

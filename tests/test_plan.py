@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
+from evalkit.intervals import quantile_ranks
 from evalkit.plan import plan_probe, samples_for
 from evalkit.questionnaire import Questionnaire, parse_questionnaire
 from evalkit.runstore import read_records
@@ -33,14 +34,17 @@ Q4: {max_concurrent_streams_per_node: 48, first_degrades: itl, source: lab}
 
 class TestPlan:
     def test_samples_a_percentile_needs(self) -> None:
-        """The sample range bounds the q-quantile at 95 % from these counts on, not before."""
-        assert [samples_for(q) for q in (0.5, 0.9, 0.99)] == [6, 29, 299]
+        """A 95 % interval with both ends needs these counts, not fewer."""
+        assert [samples_for(q) for q in (0.5, 0.9, 0.99)] == [6, 36, 368]
+        for q in (0.5, 0.9, 0.99):
+            n = samples_for(q)
+            assert None not in quantile_ranks(n, q) and None in quantile_ranks(n - 1, q)
 
     def test_levels_bracket_every_claim_and_floors_follow_the_percentile(self) -> None:
-        """24 and 48 are bracketed (12, 24, 48, 96); 24 needs 29 requests for its p90."""
+        """24 and 48 are bracketed (12, 24, 48, 96); 24 needs 36 requests for its p90."""
         plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=None, levels_given=False)
         assert plan.levels == (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96)
-        assert plan.min_requests == {24: 29, 48: 29}
+        assert plan.min_requests == {24: 36, 48: 36}
         assert plan.prompt_tokens == 512 and plan.soak_concurrency == 24
         assert all(c.reachable for c in plan.claims)
 
@@ -65,7 +69,7 @@ class TestPlan:
                           processes=4).claims[0].reachable
         plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=None, levels_given=False,
                           budget_requests=60, default_requests=3)
-        assert plan.levels == (1, 2, 4, 8, 12, 16, 24, 32)  # 7 × 3 + 29 = 50 ≤ 60; +48 is not
+        assert plan.levels == (1, 2, 4, 8, 12, 16, 24, 32)  # 7 × 3 + 36 = 57 ≤ 60; +48 is not
         assert {c.question for c in plan.unreachable} == {"Q4"}
         assert "beyond the --budget of 60 requests" in (plan.unreachable[0].why_not or "")
 
@@ -92,7 +96,7 @@ class TestPlannedRuns:
                               questionnaire=q, overrides=QUICK), tmp_path / "run")
         records = read_records(tmp_path / "run" / "requests.jsonl")
         at32 = [r for r in records if r.phase == "ramp" and r.level == 32]
-        assert len(at32) >= 29
+        assert len(at32) >= 36
         truth_ids = {t["request_id"] for t in srv.truth()}
         assert {r.id for r in at32} <= truth_ids  # really sent, really served
         run = json.loads((tmp_path / "run" / "run.json").read_text())

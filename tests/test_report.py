@@ -148,7 +148,8 @@ class TestPageOne:
                 f"{report.fmt_ms(ttft['p90'])} (n=32, low confidence)") in text
         assert 0.28 < ttft["p50"] < 0.33  # the fixture's 300 ms ± 10 %
         assert "8 streams; first to degrade: ttft" in text
-        assert "Prefill rate 20,100 tok/s (fit r² 1.000)" in text  # 1 / 20,000 per token ± noise
+        # 1 / 20,000 per token ± noise, with the fit's 95 % interval around it
+        assert "Prefill rate 20,100 tok/s [95 %: 19,406–20,844] (fit r² 1.000)" in text
         assert "Decode rate (1/TPOT, alone) 50.4 tok/s" in text    # 1 / 20 ms ± jitter
         assert "Run validity valid" in text
         assert "Suite profile quick (suite v1)" in text

@@ -1,0 +1,113 @@
+"""95 % intervals for the figures a judgement rests on. Pure numpy, no I/O.
+
+A claim is set against our measurement, and both are estimates: a p99 from 16 samples
+must not reconcile a claim like one from 10,000. Three kinds, each the standard one:
+
+- **Percentiles**: distribution-free, from order statistics. The number K of samples
+  below the true q-quantile is Binomial(n, q), so [x(l), x(u)] covers it with
+  probability P(l <= K < u); l and u are chosen so that each tail is at most 2.5 %.
+  Exact for any n (the binomial is summed, not approximated, up to 20,000 samples);
+  an end is None where n is too small to bound it at all (a p90 needs 29 samples).
+- **A fitted slope and intercept**: ordinary least squares with Student-t intervals.
+- **A rate over a window**: batch means (10 equal sub-windows) with a Student-t interval,
+  since tokens in neighbouring moments are not independent samples.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+CONFIDENCE = 0.95
+#: two-sided 97.5 % Student-t quantiles for 1..30 degrees of freedom
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+         2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+#: beyond this many samples the binomial is summed by its normal approximation
+_EXACT_N = 20_000
+BATCHES = 10
+
+
+def t975(dof: int) -> float:
+    """The 97.5 % quantile of Student's t (a two-sided 95 % interval's half-width factor)."""
+    if dof < 1:
+        return math.inf
+    if dof <= len(_T975):
+        return _T975[dof - 1]
+    return 2.0 if dof <= 60 else 1.96
+
+
+def _binomial_cdf(n: int, q: float) -> np.ndarray:
+    """P(K <= k) for k = 0..n, K ~ Binomial(n, q), summed in log space (no overflow)."""
+    k = np.arange(n + 1, dtype=np.float64)
+    steps = np.log(np.maximum(n - k[:-1], 1e-300)) - np.log(k[:-1] + 1)
+    log_pmf = np.concatenate([[n * math.log1p(-q)],
+                              n * math.log1p(-q) + np.cumsum(steps + math.log(q / (1 - q)))])
+    pmf = np.exp(log_pmf - log_pmf.max())
+    return np.asarray(np.cumsum(pmf / pmf.sum()))
+
+
+def quantile_ranks(n: int, q: float, confidence: float = CONFIDENCE
+                   ) -> tuple[int | None, int | None]:
+    """1-based ranks (l, u) of the order statistics bounding the q-quantile; None for an
+    end that n samples cannot bound."""
+    if n <= 0 or not 0 < q < 1:
+        return None, None
+    tail = (1 - confidence) / 2
+    if n > _EXACT_N:
+        half = 1.959964 * math.sqrt(n * q * (1 - q))
+        low, high = math.floor(n * q - half), math.ceil(n * q + half) + 1
+        return (low if low >= 1 else None), (high if high <= n else None)
+    cdf = _binomial_cdf(n, q)
+    # lower: the largest l with P(K <= l - 1) <= tail; upper: the smallest u with
+    # P(K <= u - 1) >= 1 - tail
+    below = np.flatnonzero(cdf <= tail)
+    above = np.flatnonzero(cdf >= 1 - tail)
+    lo = int(below[-1]) + 1 if below.size else None
+    hi = int(above[0]) + 1 if above.size else None
+    return lo, (hi if hi is not None and hi <= n else None)
+
+
+def quantile_interval(sorted_values: np.ndarray, q: float, confidence: float = CONFIDENCE
+                      ) -> list[float | None]:
+    """[low, high] bounding the true q-quantile at `confidence` (values sorted ascending)."""
+    lo, hi = quantile_ranks(int(sorted_values.size), q, confidence)
+    return [None if lo is None else float(sorted_values[lo - 1]),
+            None if hi is None else float(sorted_values[hi - 1])]
+
+
+def ols(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """y = a + b x by least squares, with 95 % intervals on a and b (None with < 3 points)."""
+    n = int(x.size)
+    b, a = np.polyfit(x, y, 1)
+    out: dict[str, Any] = {"slope": float(b), "intercept": float(a), "slope_ci": None,
+                           "intercept_ci": None, "dof": n - 2}
+    if n < 3:
+        return out
+    resid = y - (a + b * x)
+    s2 = float((resid ** 2).sum()) / (n - 2)
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if sxx <= 0:
+        return out
+    t = t975(n - 2)
+    se_b = math.sqrt(s2 / sxx)
+    se_a = math.sqrt(s2 * (1 / n + x.mean() ** 2 / sxx))
+    out["slope_ci"] = [float(b - t * se_b), float(b + t * se_b)]
+    out["intercept_ci"] = [float(a - t * se_a), float(a + t * se_a)]
+    return out
+
+
+def rate_interval(times: np.ndarray, amounts: np.ndarray, start: float, end: float,
+                  batches: int = BATCHES) -> list[float] | None:
+    """A 95 % interval for amount per second over (start, end], by batch means."""
+    span = end - start
+    if not span > 0 or times.size == 0:
+        return None
+    edges = np.linspace(start, end, batches + 1)
+    which = np.clip(np.searchsorted(edges, times, side="left") - 1, 0, batches - 1)
+    per = np.bincount(which, weights=amounts, minlength=batches) / (span / batches)
+    mean, sd = float(per.mean()), float(per.std(ddof=1))
+    half = t975(batches - 1) * sd / math.sqrt(batches)
+    return [max(mean - half, 0.0), mean + half]

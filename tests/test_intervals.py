@@ -1,0 +1,109 @@
+"""Every figure carries its uncertainty: intervals checked against known distributions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evalkit.intervals import ols, quantile_interval, quantile_ranks, rate_interval
+from evalkit.metrics import percentiles, summarize
+from evalkit.records import RequestRecord
+
+
+class TestQuantileInterval:
+    @pytest.mark.parametrize(("n", "q"), [(12, 0.5), (60, 0.9), (400, 0.99), (30_000, 0.9)])
+    def test_coverage_by_simulation(self, n: int, q: float) -> None:
+        """Drawn from a known distribution, the 95 % interval covers the true percentile
+        about 95 % of the time (at least 95 % by construction: the order statistics'
+        coverage is exact, rounded up to whole ranks)."""
+        rng = np.random.default_rng(7)
+        truth = -math.log(1 - q)  # the q-quantile of Exp(1)
+        trials = 400 if n > 1000 else 2000
+        hits = 0
+        for _ in range(trials):
+            lo, hi = quantile_interval(np.sort(rng.exponential(size=n)), q)
+            hits += (lo is None or lo <= truth) and (hi is None or truth <= hi)
+        assert 0.93 <= hits / trials <= 0.995, hits / trials
+
+    def test_too_few_samples_leave_an_end_open(self) -> None:
+        """Under 36 samples a p90 has no upper bound: the interval says so, not a number."""
+        assert quantile_ranks(35, 0.9)[1] is None
+        assert quantile_ranks(36, 0.9) == (29, 36)
+        assert quantile_ranks(5, 0.5) == (None, None)
+        p = percentiles(np.arange(1.0, 17.0))  # n = 16
+        assert p["p90_ci"][1] is None and p["p50_ci"] == [4.0, 13.0]  # the 4th and 13th
+
+    def test_interval_brackets_the_estimate(self) -> None:
+        """Whatever the data, low ≤ estimate ≤ high for every percentile given."""
+        rng = np.random.default_rng(3)
+        for n in (7, 50, 500):
+            p = percentiles(rng.lognormal(size=n))
+            for k in ("p50", "p90", "p99"):
+                lo, hi = p[f"{k}_ci"]
+                assert (lo is None or lo <= p[k]) and (hi is None or p[k] <= hi)
+
+
+class TestFits:
+    def test_ols_interval_covers_the_true_slope(self) -> None:
+        """A known line with noise: the slope's interval holds the truth ~95 % of runs."""
+        rng = np.random.default_rng(11)
+        x = np.array([64.0, 512, 1024, 2048, 4096])
+        hits = 0
+        for _ in range(1000):
+            y = 0.1 + 2e-5 * x + rng.normal(scale=0.004, size=x.size)
+            lo, hi = ols(x, y)["slope_ci"]
+            hits += lo <= 2e-5 <= hi
+        assert 0.93 <= hits / 1000 <= 0.98
+
+    @staticmethod
+    def _flat(seed: int) -> list[RequestRecord]:
+        rng = np.random.default_rng(seed)
+        recs = []
+        for i, n in enumerate((64, 512, 1024, 2048) * 3):
+            ttft = 0.05 + rng.normal(scale=0.002)
+            recs.append(RequestRecord(
+                id=f"p{i}", phase="prefill", level=1, outcome="ok", t0_s=float(i),
+                prompt_tokens=n, ttft_s=ttft, e2e_s=ttft + 0.01,
+                chunks=[(ttft, 1), (ttft + 0.01, 1)], http_status=200, finish_reason="length",
+                output_tokens=2))
+        return recs
+
+    def test_a_flat_prefill_is_a_lower_bound_never_a_rate(self) -> None:
+        """TTFT that does not grow with prompt length (noise only): no rate is printed,
+        only 'above X tokens/s', and Q3 cannot lean on it."""
+        fit = summarize(self._flat(1))["prefill"]
+        assert fit["tokens_per_s"] is None and fit["tokens_per_s_ci"] is None
+        assert fit["slope_ci"][0] <= 0 <= fit["slope_ci"][1]
+        assert fit["tokens_per_s_at_least"] > 0
+        assert fit["reason"].startswith("no measurable prefill cost: above")
+        # whatever the noise draws, a flat endpoint never gets a rate
+        assert all(summarize(self._flat(seed))["prefill"]["tokens_per_s"] is None
+                   for seed in range(20))
+
+    def test_rate_interval_covers_a_steady_rate(self) -> None:
+        """Tokens arriving at 500/s on average: the batch-means interval covers 500."""
+        rng = np.random.default_rng(2)
+        hits = 0
+        for _ in range(300):
+            times = np.sort(rng.uniform(0, 10, size=5000))
+            lo, hi = rate_interval(times, np.ones(times.size), 0.0, 10.0)
+            hits += lo <= 500 <= hi
+        assert 0.9 <= hits / 300 <= 1.0
+
+
+def test_q3_never_counts_a_lower_bound_as_confirming_a_rate() -> None:
+    """A prefill claim against 'above X tokens/s' is unverified, even when X exceeds it."""
+    from evalkit.questionnaire import parse_questionnaire
+    from evalkit.reconcile import RunTarget, reconcile
+
+    q = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m\nendpoint: http://e/v1\n"
+                            b"Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+                            b"prefill_tokens_per_s: 4000}\n", "q.yaml")
+    summary = {"validity": {"status": "valid"},
+               "baseline": {"outcomes": {"ok": 6}, "requests": 6},
+               "prefill": {"tokens_per_s": None, "tokens_per_s_at_least": 90000.0}}
+    j = reconcile(q, summary, None, RunTarget("m", "http://e/v1")).judgements["Q3"]
+    assert j.status == "unverified"
+    assert "no measurable prefill cost (above 90,000 tokens/s" in j.reason
