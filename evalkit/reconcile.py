@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -139,11 +139,18 @@ class Pct:
     p90: float | None = None
     p99: float | None = None
     n: int | None = None
+    #: 95 % intervals by percentile name ((low, high), an end None where n cannot bound
+    #: it); empty for a summary written before intervals (judged on the point, as then)
+    ci: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     def get(self, name: str) -> float | None:
         """A percentile by name ('p50', 'p90', 'p99')."""
         value: float | None = getattr(self, name, None)
         return value
+
+    def interval(self, name: str) -> tuple[float | None, float | None] | None:
+        """The 95 % interval of a percentile, None when the summary gives none."""
+        return self.ci.get(name)
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,8 @@ class Level:
     stalls: int | None = None
     #: the ramp's status for it (sustained, breached, failed, client_bound, no_data)
     status: str | None = None
+    #: the aggregate rate's 95 % interval (batch means), None when the summary has none
+    aggregate_ci: tuple[float | None, float | None] | None = None
 
     @property
     def failure_rate(self) -> float | None:
@@ -228,7 +237,15 @@ def _str(value: Any) -> str | None:
 
 def _pct(value: Any) -> Pct:
     d = _map(value)
-    return Pct(_num(d.get("p50")), _num(d.get("p90")), _num(d.get("p99")), _int(d.get("n")))
+    return Pct(_num(d.get("p50")), _num(d.get("p90")), _num(d.get("p99")), _int(d.get("n")),
+               {k: ci for k in ("p50", "p90", "p99") if (ci := _interval(d.get(f"{k}_ci")))})
+
+
+def _interval(value: Any) -> tuple[float | None, float | None] | None:
+    """[low, high] as summary.json writes it (ends may be null); None when absent."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    return _num(value[0]), _num(value[1])
 
 
 def _level(d: Mapping[str, Any], concurrency: int) -> Level:
@@ -240,7 +257,8 @@ def _level(d: Mapping[str, Any], concurrency: int) -> Level:
     status = d.get("status") if isinstance(d.get("status"), str) else None
     return Level(concurrency, _pct(d.get("ttft_s")), _pct(d.get("tpot_s")), _pct(d.get("itl_s")),
                  _pct(d.get("stream_tokens_per_s")), _num(d.get("aggregate_tokens_per_s")),
-                 requests, failed, bound, _int(d.get("stalls")), status)
+                 requests, failed, bound, _int(d.get("stalls")), status,
+                 _interval(d.get("aggregate_tokens_per_s_ci")))
 
 
 def _validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -464,7 +482,42 @@ def rerun_for(c: int, command: str | None = None) -> str:
 
 #: a level's check: (holds? None when it cannot tell, what we measured, the outcome)
 Check = Callable[["Level"], tuple[bool | None, str]]
-LevelCheck = Callable[["Level"], tuple[bool | None, str, str]]
+#: how a measurement stands against a limit once its 95 % interval is taken into account
+Decision = Literal["holds", "fails", "undecided"]
+#: a claim's check at one level: (decision, None when the level has no such figure;
+#: what we measured; the outcome in words)
+LevelCheck = Callable[["Level"], tuple[Decision | None, str, str]]
+_Q = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def decide(value: float, interval: tuple[float | None, float | None] | None, limit: float,
+           *, at_most: bool, n: int | None, q: float | None,
+           fmt: Callable[[float | None], str]) -> tuple[Decision, str]:
+    """Does a measurement hold a one-sided limit? `ok` only when its whole 95 % interval
+    does, `fails` only when the whole interval is beyond it; straddling is undecided, with
+    about how many samples would decide it. Without an interval (a summary written before
+    intervals), the point decides, as it did then."""
+    if interval is None:
+        return ("holds" if (value <= limit if at_most else value >= limit) else "fails"), ""
+    lo, hi = interval
+    # the end of the interval nearest the limit's bad side decides a hold, the far end
+    # decides a failure
+    near, far = (hi, lo) if at_most else (lo, hi)
+    if near is not None and (near <= limit if at_most else near >= limit):
+        return "holds", ""
+    if far is not None and (far > limit if at_most else far < limit):
+        return "fails", ""
+    if lo is None or hi is None:
+        from evalkit.plan import samples_for
+
+        need = f"at least {samples_for(q)}" if q is not None else "more"
+    else:
+        gap = abs(value - limit)
+        need = (f"about {math.ceil((n or 1) * ((hi - lo) / 2 / gap) ** 2)}" if gap > 0
+                else "many more")
+    shown = "–".join(fmt(v) if v is not None else "unbounded" for v in (lo, hi))
+    return "undecided", (f"not enough evidence: n = {n}, 95 % interval {shown} straddles "
+                         f"the limit {fmt(limit)}; {need} requests there would decide it")
 
 
 def _in_regime(m: Measurements, c: int, check: LevelCheck, command: str | None = None
@@ -479,22 +532,28 @@ def _in_regime(m: Measurements, c: int, check: LevelCheck, command: str | None =
     """
     usable = [lv for lv in m.levels if not lv.client_bound]
     exact = next((lv for lv in usable if lv.concurrency == c), None)
+    undecided: tuple[Level, str] | None = None
     if exact is not None:
-        ok, got, outcome = check(exact)
-        if ok is not None:
-            return ("ok" if ok else "unreconciled"), exact, f"vs {got} at {c}: {outcome}"
+        state, got, outcome = check(exact)
+        if state in ("holds", "fails"):
+            return (("ok" if state == "holds" else "unreconciled"), exact,
+                    f"vs {got} at {c}: {outcome}")
+        if state == "undecided":
+            undecided = (exact, f"vs {got} at {c}: {outcome}")
     below = [lv for lv in usable if lv.concurrency < c]
     if below:
-        ok, got, outcome = check(below[-1])
-        if ok is False:
+        state, got, outcome = check(below[-1])
+        if state == "fails":
             return ("unreconciled", below[-1], f"vs {got} already at {below[-1].concurrency} "
                     f"streams, fewer than claimed: {outcome}")
     above = [lv for lv in usable if lv.concurrency > c]
     if above:
-        ok, got, outcome = check(above[0])
-        if ok:
+        state, got, outcome = check(above[0])
+        if state == "holds":
             return ("ok", above[0], f"vs {got} even at {above[0].concurrency} streams, more "
                     f"than claimed: {outcome}")
+    if undecided is not None:
+        return "unverified", undecided[0], undecided[1]
     reached = (f"the run's levels stop at {m.top}" if m.top is not None and m.top < c
                else f"the run measured no level that decides {c} streams")
     return ("unverified", None,
@@ -532,19 +591,24 @@ def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     if ev.usable is None:
         return j("unverified", f"{claim} is internally consistent; not verified: {ev.blocker}.")
 
-    def check(level: Level) -> tuple[bool | None, str, str]:
+    def check(level: Level) -> tuple[Decision | None, str, str]:
         if level.mostly_failed:
-            return False, "a level where most requests failed", "it does not hold"
+            return "fails", "a level where most requests failed", "it does not hold"
         pairs = {k: (claims[k], v) for k in claims if (v := level.ttft_s.get(k)) is not None}
         if not pairs:
             return None, "", ""
-        key = max(pairs, key=lambda k: pairs[k][1] * 1000 / pairs[k][0]
-                  if pairs[k][0] else math.inf)
+        decided = {k: decide(v, level.ttft_s.interval(k), cl / 1000 * (1 + tol.ttft_rel),
+                             at_most=True, n=level.ttft_s.n, q=_Q[k], fmt=fmt_s)
+                   for k, (cl, v) in pairs.items()}
+        order = {"fails": 0, "undecided": 1, "holds": 2}
+        key = min(pairs, key=lambda k: (order[decided[k][0]],
+                                        -(pairs[k][1] * 1000 / pairs[k][0])
+                                        if pairs[k][0] else -math.inf))
         claimed_ms, meas_s = pairs[key]
+        state, why = decided[key]
         ratio = meas_s * 1000 / claimed_ms if claimed_ms else math.inf
-        ok = ratio <= 1 + tol.ttft_rel
-        return (ok, f"measured {key} {fmt_s(meas_s)}",
-                "holds" if ok else f"{_times(ratio)} slower")
+        outcome = {"holds": "holds", "fails": f"{_times(ratio)} slower", "undecided": why}
+        return state, f"measured {key} {fmt_s(meas_s)}", outcome[state]
 
     status, level, text = _in_regime(ev.usable, c, check, ev.command)
     shown = None if level is None else {
@@ -597,21 +661,30 @@ def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
                  f"({'/'.join(map(_n, dist))}); not verified: {ev.blocker}.")
     floor = 1 - tol.throughput_rel
 
-    def check(level: Level) -> tuple[bool | None, str, str]:
+    def check(level: Level) -> tuple[Decision | None, str, str]:
         if level.mostly_failed:
-            return False, "a level where most requests failed", "it does not hold"
-        got = [(name, claimed, meas) for name, claimed, meas in
-               (("per stream (p50)", per_stream, level.stream_tokens_per_s.p50),
+            return "fails", "a level where most requests failed", "it does not hold"
+        got = [(name, claimed, meas, ci, n, q) for name, claimed, meas, ci, n, q in
+               (("per stream (p50)", per_stream, level.stream_tokens_per_s.p50,
+                 level.stream_tokens_per_s.interval("p50"), level.stream_tokens_per_s.n, 0.5),
                 ("aggregate", aggregate,
-                 level.aggregate_tokens_per_s if level.concurrency == c else None))
+                 level.aggregate_tokens_per_s if level.concurrency == c else None,
+                 level.aggregate_ci, level.requests, None))
                if meas is not None]
         if not got:
             return None, "", ""
-        worst = min(got, key=lambda t: t[2] / t[1] if t[1] else math.inf)
-        ok = all(meas >= claimed * floor for _, claimed, meas in got)
-        said = " and ".join(f"{fmt_rate(meas)} {name}" for name, _, meas in got)
-        short = worst[1] / worst[2] if worst[2] else math.inf
-        return ok, f"measured {said}", "holds" if ok else f"{_times(short)} short {worst[0]}"
+        decided = [decide(meas, ci, claimed * floor, at_most=False, n=n, q=q, fmt=fmt_rate)
+                   for _, claimed, meas, ci, n, q in got]
+        said = " and ".join(f"{fmt_rate(meas)} {name}" for name, _, meas, *_ in got)
+        if any(d == "fails" for d, _ in decided):
+            worst = min((g for g, (d, _) in zip(got, decided, strict=True) if d == "fails"),
+                        key=lambda t: t[2] / t[1] if t[1] else math.inf)
+            short = worst[1] / worst[2] if worst[2] else math.inf
+            return "fails", f"measured {said}", f"{_times(short)} short {worst[0]}"
+        unsure = [why for d, why in decided if d == "undecided"]
+        if unsure:
+            return "undecided", f"measured {said}", unsure[0]
+        return "holds", f"measured {said}", "holds"
 
     status, level, text = _in_regime(ev.usable, c, check, ev.command)
     shown = None if level is None else {

@@ -383,7 +383,7 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
     figs = [
         (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"
-         + _n_mark(ttft)),
+         + ci_text(ttft.get("p90_ci"), fmt_ms) + _n_mark(ttft)),
         (f"Stream rate{at}",
          f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}{est}"),
         ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s")) + est),
@@ -410,6 +410,14 @@ def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
     why = (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
            and isinstance(pre.get("reason"), str) else "")
     return fmt_rate(pre.get("tokens_per_s")) + span + r2 + why
+
+
+def ci_text(ci: Any, fmt: Any = fmt_num) -> str:
+    """' [95 %: low–high]' for an interval; an end n cannot bound reads 'open'."""
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return ""
+    lo, hi = (fmt(v) if _num(v) is not None else "open" for v in ci)
+    return f" [95 %: {lo}–{hi}]"
 
 
 def _n_mark(p: Mapping[str, Any]) -> str:

@@ -107,3 +107,30 @@ def test_q3_never_counts_a_lower_bound_as_confirming_a_rate() -> None:
     j = reconcile(q, summary, None, RunTarget("m", "http://e/v1")).judgements["Q3"]
     assert j.status == "unverified"
     assert "no measurable prefill cost (above 90,000 tokens/s" in j.reason
+
+
+@pytest.mark.parametrize(("p90", "ci", "status", "words"), [
+    (0.33, [0.31, 0.36], "ok", "holds"),                              # all of it ≤ 375 ms
+    (0.50, [0.45, 0.60], "unreconciled", "1.7× slower"),              # all of it > 375 ms
+    (0.33, [0.25, 0.45], "unverified", "interval 250 ms–450 ms straddles the limit 375 ms"),
+    (0.33, [0.20, None], "unverified", "at least 36 requests there would decide it"),
+    (0.33, None, "ok", "holds"),                                      # no interval: the point
+])
+def test_a_claim_is_judged_on_the_interval(p90: float, ci: list[float | None] | None,
+                                           status: str, words: str) -> None:
+    """TTFT p90 claimed 300 ms at 16 streams (limit 375 ms with ttft_rel 25 %): inside the
+    interval is ok, outside unreconciled, straddling unverified with the n that decides."""
+    from evalkit.questionnaire import parse_questionnaire
+    from evalkit.reconcile import RunTarget, reconcile
+
+    q = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m\nendpoint: http://e/v1\n"
+                            b"Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n",
+                            "q.yaml")
+    level = {"concurrency": 16, "requests": 16, "outcomes": {"ok": 16},
+             "ttft_s": {"p90": p90, "n": 16, **({"p90_ci": ci} if ci is not None else {})}}
+    summary = {"validity": {"status": "valid"}, "ramp": {"levels": [level]}}
+    j = reconcile(q, summary, None, RunTarget("m", "http://e/v1")).judgements["Q1"]
+    assert j.status == status, j.reason
+    assert words in j.reason
+    if status == "unverified":
+        assert "n = 16" in j.reason
