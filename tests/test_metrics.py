@@ -781,3 +781,131 @@ class TestSections:
         assert (meta.tool_version, meta.run_status) == (SummaryMeta().tool_version, None)
         s = summarize([stream("b")], {"phases": {"baseline": {"cpu_fraction": 0.4}}})
         assert s["client"]["cpu_fraction_max"] == 0.4
+
+
+class TestJudgeRampEdges:
+    def test_exactly_at_a_threshold_is_not_a_breach(self) -> None:
+        """TTFT p90 exactly 2× the baseline's is at the limit, not over it."""
+        out = judge_ramp([_level(1, .1, .02), _level(4, .2, .02)], BASE)
+        assert (out["levels"][1]["status"], out["levels"][1]["excess"]["ttft"]) == (
+            "sustained", 1.0)
+
+    def test_exactly_half_ok_is_not_mostly_failed(self) -> None:
+        half = _level(4, .1, .02, admission=0.5)
+        out = judge_ramp([_level(1, .1, .02), half], BASE)
+        assert out["levels"][1]["status"] == "breached"  # 50 % failed > 1 %, not 'failed'
+        below = _level(4, .1, .02, admission=0.51)
+        assert judge_ramp([_level(1, .1, .02), below], BASE)["levels"][1]["status"] == "failed"
+
+    def test_failure_rate_from_outcomes_when_not_given(self) -> None:
+        lv = {"concurrency": 4, "requests": 10, "outcomes": {"ok": 8, "error": 2},
+              "ttft_s": {"p90": .1}, "tpot_s": {"p90": .02}}
+        out = judge_ramp([_level(1, .1, .02), lv], BASE)
+        assert out["levels"][1]["excess"]["admission"] == pytest.approx(0.2 / 0.01)
+        no_ok = {**lv, "outcomes": {"error": 10}}
+        assert judge_ramp([no_ok], BASE)["levels"][0]["status"] == "failed"
+
+    def test_a_bound_level_says_what_it_would_have_breached(self) -> None:
+        out = judge_ramp([_level(1, .1, .02), _level(8, .5, .02)], BASE, client_bound=[8])
+        lv8 = out["levels"][1]
+        assert (lv8["status"], lv8["breaches"], lv8["would_breach"]) == (
+            "client_bound", [], ["ttft"])
+        assert out["levels"][0]["would_breach"] == []
+        assert out["client_bound_levels"] == [8]
+        assert out["note"] == "no level breached: the highest level measured is a lower bound"
+
+    def test_the_larger_excess_goes_first_whatever_its_name(self) -> None:
+        """TTFT 5× (2.5× its limit) beats TPOT 3× (1.5×) at level 8."""
+        out = judge_ramp([_level(1, .1, .02), _level(8, .5, .06)], BASE)
+        assert (out["first_degraded"], out["first_degraded_tied"]) == ("ttft", ["ttft", "itl"])
+        assert out["first_degraded_metric"] == "ttft_s p90 / baseline"
+        one = judge_ramp([_level(1, .1, .02), _level(8, .5, .02)], BASE)
+        assert (one["first_degraded_tied"], one["first_degraded_tie_rule"]) == ([], None)
+        admission = judge_ramp([_level(1, .1, .02), _level(8, .1, .02, .05)], BASE)
+        assert admission["first_degraded_metric"] == "failure_rate"
+
+    def test_notes_and_confirmation_by_a_failed_level(self) -> None:
+        failed = _level(16, None, None)
+        failed["outcomes"], failed["failure_rate"] = {"ok": 0, "error": 100}, None
+        out = judge_ramp([_level(1, .1, .02), _level(8, .5, .02), failed], BASE)
+        assert out["breach_confirmed"] is True and out["note"] is None
+        first = judge_ramp([_level(1, .5, .02)], BASE)
+        assert first["note"] == "the lowest judged level (1) already breaches"
+        nothing = judge_ramp([_level(1, .1, .02)], BASE, client_bound=[1])
+        assert nothing["note"] == "no level could be judged"
+
+    def test_judged_on_and_thresholds(self) -> None:
+        out = judge_ramp([_level(1, .1, .02)], {"ttft_s": {"p90": .1}})
+        assert out["judged_on"] == ["ttft", "admission"]
+        assert judge_ramp([_level(1, .1, .02)], None)["judged_on"] == ["admission"]
+        assert judge_ramp([_level(1, .1, .02)], BASE)["judged_on"] == ["ttft", "itl",
+                                                                       "admission"]
+        assert out["thresholds"] == {"ttft_p90_ratio": 2.0, "tpot_p90_ratio": 2.0,
+                                     "admission_failure_rate": 0.01}
+
+
+class TestSummaryParts:
+    def test_ramp_keys(self) -> None:
+        s = summarize(closed_loop("ramp", 1, 3) + closed_loop("ramp", 2, 3, t_start=10))
+        assert set(s["ramp"]) == {
+            "levels", "max_sustained_concurrency", "first_degraded", "first_degraded_metric",
+            "first_breach_concurrency", "first_degraded_tied", "first_degraded_tie_rule",
+            "breach_confirmed", "max_sustained_is_lower_bound", "first_breach_failures",
+            "note", "client_bound_levels", "judged_on", "thresholds", "baseline_source",
+            "baseline_client_bound", "unlevelled_requests"}
+        assert {"ttft_p90_ratio", "tpot_p90_ratio", "breaches", "would_breach", "failures",
+                "excess", "client_bound", "status", "validity"} <= set(s["ramp"]["levels"][1])
+
+    def test_client_section(self) -> None:
+        meta = {"phases": {"baseline": {"cpu_fraction": 0.3, "client_bound": True},
+                           "soak": {"loop_lag_p99_s": 0.01}},
+                "levels": {"16": {"cpu_fraction": 0.95}, "4": {"client_bound": True}}}
+        client = summarize([stream("b")], meta)["client"]
+        assert set(client) == {"loop_lag_p99_s", "cpu_fraction_max", "client_bound",
+                               "client_bound_phases", "client_bound_levels", "phases",
+                               "levels", "capacity_judgement_affected"}
+        assert (client["cpu_fraction_max"], client["loop_lag_p99_s"]) == (0.95, 0.01)
+        assert (client["client_bound_phases"], client["client_bound_levels"]) == (
+            ["baseline"], [4])
+        assert list(client["levels"]) == ["4", "16"]
+        assert client["phases"]["soak"] == {"loop_lag_p99_s": 0.01, "cpu_fraction": None,
+                                            "client_bound": False}
+        assert summarize([stream("b")])["client"]["cpu_fraction_max"] is None
+
+    def test_network_from_records_or_meta(self) -> None:
+        recs = [stream(f"rtt{i}", "rtt", None, t0=i, n=0, usage=None, counted=None,
+                       ttft_s=0.02) for i in range(3)]  # no e2e: the round trip is ttft
+        recs += [stream(f"b{i}", t0=10 + i, ttft=0.2) for i in range(3)]
+        net = summarize(recs, {"rtt_s": 0.5})["checks"]["network"]
+        assert set(net) == {"rtt_s", "rtt", "source", "baseline_ttft_p50_s", "share_of_ttft"}
+        assert (net["rtt_s"], net["source"], net["rtt"]["n"]) == (pytest.approx(0.02),
+                                                                  "rtt records", 3)
+        assert net["baseline_ttft_p50_s"] == pytest.approx(0.2)
+        meta_only = summarize(recs[3:], {"rtt_s": 0.05})["checks"]["network"]
+        assert (meta_only["rtt_s"], meta_only["source"]) == (0.05, "meta")
+        assert meta_only["share_of_ttft"] == pytest.approx(0.25)
+
+    def test_usage_honesty_edges(self) -> None:
+        recs = [stream("a", n=100, usage=125, counted=100),   # 25 % over: at the tolerance
+                stream("b", n=100, usage=126, counted=100, t0=1),  # over it
+                stream("c", n=100, usage=100, counted=0, t0=2)]    # nothing counted: skipped
+        check = summarize(recs)["checks"]["usage_honesty"]
+        assert set(check) == {"checked", "usage_over_counted", "disagreeing", "flagged",
+                              "tolerance"}
+        assert (check["checked"], check["disagreeing"], check["tolerance"]) == (2, 1, 0.25)
+        assert check["usage_over_counted"]["n"] == 2
+        assert check["flagged"] is True  # median 1.255
+        at_edge = summarize([stream("a", n=100, usage=125, counted=100)])
+        assert at_edge["checks"]["usage_honesty"]["flagged"] is False
+        none = summarize([stream("a", n=10, usage=None, counted=10)])["checks"][
+            "usage_honesty"]
+        assert (none["checked"], none["disagreeing"], none["flagged"]) == (0, 0, None)
+
+    def test_meta_thresholds_reach_every_check(self) -> None:
+        recs = [stream("c0", "cache", t0=0, ttft=0.2, prompt_id="p"),
+                stream("c1", "cache", t0=1, ttft=0.14, prompt_id="p"),
+                *[stream(f"b{i}", t0=10 + i) for i in range(3)]]
+        assert summarize(recs)["checks"]["cache"]["prefix_cache"] is False      # 0.7 ≥ 0.5
+        tuned = summarize(recs, {"thresholds": {"cache_ttft_ratio": 0.8}})
+        assert tuned["checks"]["cache"]["prefix_cache"] is True                  # 0.7 < 0.8
+        assert tuned["baseline"]["steady_state"]["target_inflight"] == 1

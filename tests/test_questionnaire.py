@@ -27,6 +27,7 @@ from evalkit.questionnaire import (
     disorders,
     load_questionnaire,
     parse_questionnaire,
+    write_template,
 )
 from evalkit.reconcile import reconcile
 
@@ -692,3 +693,44 @@ class TestMutatedQuestionnaires:
                 assert judgements[qid].status in ("unanswerable", "unreconciled")
                 reason = judgements[qid].reason
                 assert "cannot both hold" in reason or "contradict" in reason, reason
+
+
+class TestSchemaMessages:
+    """Each schema rule's message names the field, the limit and the value written."""
+
+    @pytest.mark.parametrize(("text", "problem"), [
+        ("schema: evalkit.questionnaire/2\n",
+         "q.yaml:1: schema: expected 'evalkit.questionnaire/1', got 'evalkit.questionnaire/2'"),
+        (HEAD + "Q1: {at_concurrency: 0}\n", "q.yaml:2: Q1.at_concurrency: must be at least 1, "
+                                            "got 0"),
+        (HEAD + "Q1: {ttft_p90_ms: 2000000000000}\n",
+         "q.yaml:2: Q1.ttft_p90_ms: must be at most 1e+12, got 2000000000000"),
+        (HEAD + "Q1: {notes: " + "n" * 4001 + "}\n",
+         "q.yaml:2: Q1.notes: text longer than 4000 characters"),
+        (HEAD + "Q1: {evidence: [" + ", ".join(["e"] * 51) + "]}\n",
+         "q.yaml:2: Q1.evidence: more than 50 items"),
+        (HEAD + "Q1: {ttft_p90_ms: '1,000'}\n",
+         "q.yaml:2: Q1.ttft_p90_ms: expected a number, got '1,000' (write the number as plain "
+         "digits, without ',', '_' or ':')"),
+        (HEAD + "Q1: '1,000'\n", "q.yaml:2: Q1: expected a mapping, got '1,000'"),
+    ])
+    def test_each_rule(self, text: str, problem: str) -> None:
+        assert problems_of(text) == [problem]
+
+
+class TestFiles:
+    def test_a_file_of_exactly_the_size_bound_is_read(self, tmp_path: Path) -> None:
+        """MAX_BYTES is read whole; one byte more is refused before parsing."""
+        body = (HEAD + "vendor: Acme\n").encode()
+        path = tmp_path / "q.yaml"
+        path.write_bytes(body + b"#" * (MAX_BYTES - len(body)))
+        assert load_questionnaire(path).vendor == "Acme"
+        path.write_bytes(body + b"#" * (MAX_BYTES + 1 - len(body)))
+        with pytest.raises(QuestionnaireError, match="too large"):
+            load_questionnaire(path)
+
+    def test_a_template_that_cannot_be_written_says_why(self, tmp_path: Path) -> None:
+        with pytest.raises(QuestionnaireError) as info:
+            write_template(tmp_path / "no" / "such" / "dir.yaml")
+        assert str(info.value) == f"{tmp_path / 'no' / 'such' / 'dir.yaml'}: cannot write: " \
+                                  "No such file or directory"

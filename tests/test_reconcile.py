@@ -24,9 +24,13 @@ from evalkit.reconcile import (
     Judgement,
     Review,
     RunTarget,
+    fmt_rate,
+    fmt_s,
     measurements,
     reconcile,
+    same_endpoint,
     streams_at_reading_speed,
+    target_mismatch,
     use_case_fit,
     verdict,
 )
@@ -929,3 +933,117 @@ class TestUseCaseEdges:
             summary = _with_level(requests=200, outcomes={"ok": 200 - failed,
                                                           "error": failed})
             assert judge(text, summary).judgements["Q1"].status == status
+
+
+# ------------------------------------------------- reading the summary, and numbers shown
+
+
+class TestReadingTheSummary:
+    """What `measurements` and `RunTarget.from_run` make of what they are given."""
+
+    def test_run_target_from_run_json(self) -> None:
+        run = {"target": {"model": " m ", "base_url": "http://h/v1"}, "profile": "quick",
+               "stands_in_for": {"model": "x"}}
+        assert RunTarget.from_run(run) == RunTarget("m", "http://h/v1", {"model": "x"}, "quick")
+        assert RunTarget.from_run({"target": {"model": "  "}, "stands_in_for": {}}) == \
+            RunTarget(None, None, None, None)
+        assert RunTarget.from_run(None) is None and RunTarget.from_run([1]) is None
+
+    def test_levels_outcomes_and_flags(self) -> None:
+        summary = {"validity": {"status": "valid"}, "ramp": {
+            "levels": [{"concurrency": 0}, {"concurrency": 2.5},
+                       {"concurrency": 4, "outcomes": {"ok": 6, "error": 2, "odd": "x"},
+                        "status": "client_bound", "stalls": 3},
+                       {"concurrency": 8, "requests": 10, "client_bound": True, "status": 7},
+                       {"concurrency": 16, "requests": True, "outcomes": {}}],
+            "max_sustained_concurrency": 4.0, "first_degraded": "memory",
+            "first_breach_concurrency": 8}}
+        m = measurements(summary)
+        assert m is not None
+        assert [lv.concurrency for lv in m.levels] == [4, 8, 16]
+        four, eight, sixteen = m.levels
+        assert (four.requests, four.failed, four.client_bound, four.status, four.stalls) == (
+            8, 2, True, "client_bound", 3)
+        assert (eight.requests, eight.failed, eight.client_bound, eight.status) == (
+            10, None, True, None)
+        assert (sixteen.requests, sixteen.failed) == (None, None)
+        assert (m.max_sustained, m.first_degraded, m.first_breach) == (4, None, 8)
+        assert m.baseline is None and m.client_bound is False
+
+    def test_the_baseline_is_level_1_unless_the_ramp_measured_1(self) -> None:
+        ramp_one = {**_level(1), "aggregate_tokens_per_s": 7.0}
+        m = measurements({"validity": {"status": "valid"}, "baseline": _level(1),
+                          "ramp": {"levels": [ramp_one]}})
+        assert m is not None and m.levels[0].aggregate_tokens_per_s == 7.0
+        assert m.baseline is not None and m.baseline.aggregate_tokens_per_s != 7.0
+
+    @pytest.mark.parametrize(("summary", "validity"), [
+        ({"validity": {"status": "degraded", "reasons": ["a", 2]}}, ("degraded", ("a", "2"))),
+        ({"validity": {"status": "weird"}, "baseline": {"outcomes": {"ok": 0, "error": 3}}},
+         ("invalid", ("baseline: no request succeeded: 3 of 3 failed (error 3)",))),
+        ({"baseline": {"outcomes": {"ok": 5}}}, ("valid", ())),
+        ({"baseline": {"outcomes": {}}},
+         ("unknown", ("the summary states no validity and no baseline outcomes",))),
+    ])
+    def test_validity_as_stated_or_judged_from_the_baseline(
+            self, summary: dict[str, Any], validity: tuple[str, tuple[str, ...]]) -> None:
+        summary = {**summary, "prefill": {"tokens_per_s": 100.0}}
+        m = measurements(summary)
+        assert m is not None and (m.validity, m.validity_reasons) == validity
+
+    def test_nothing_measured(self) -> None:
+        assert measurements({"validity": {"status": "valid"}}) is None
+        assert measurements(None) is None and measurements([]) is None  # type: ignore[arg-type]
+        invalid = measurements({"validity": {"status": "invalid"}})
+        assert invalid is not None and invalid.levels == ()
+        review = reconcile(None, {"validity": {"status": "valid"}})
+        assert review.run_validity == "invalid"
+        assert review.run_validity_reasons == ("the summary holds no measured level",)
+
+    @pytest.mark.parametrize(("client", "bound"), [
+        ({"client_bound": True}, True), ({"client_bound": "yes"}, False),
+        ({"client_bound": True, "capacity_judgement_affected": False}, False),
+        ({"capacity_judgement_affected": True}, True), ({}, False)])
+    def test_client_bound_prefers_the_narrowed_flag(self, client: dict[str, Any],
+                                                    bound: bool) -> None:
+        m = measurements({"validity": {"status": "valid"}, "baseline": _level(1),
+                          "client": client})
+        assert m is not None and m.client_bound is bound
+
+    @pytest.mark.parametrize(("a", "b", "same"), [
+        ("https://API.x.example:443/v1/", "https://api.x.example/v1", True),
+        ("http://x.example:80/v1", "HTTP://x.example/v1", True),
+        ("http://x.example:8080/v1", "http://x.example/v1", False),
+        ("https://x.example/v1", "http://x.example/v1", False),
+        ("https://x.example/v1", "https://x.example/v2", False),
+        ("http://x.example:99999/v1", "http://x.example/v1", False),
+        (" http://x.example/v1 ", "http://x.example/v1", True),
+    ])
+    def test_same_endpoint(self, a: str, b: str, same: bool) -> None:
+        assert same_endpoint(a, b) is same
+
+    def test_what_stops_a_run_from_standing_for_the_claims(self) -> None:
+        named = q("vendor: A\n")
+        assert target_mismatch(named, RunTarget("m-7b", RUN.endpoint)) is None
+        assert target_mismatch(named, None) is None and target_mismatch(None, RUN) is None
+        unnamed = parse_questionnaire(b"schema: evalkit.questionnaire/1\n", "t.yaml")
+        said = target_mismatch(unnamed, RunTarget(None, None))
+        assert said is not None and said.count(";") == 1
+        assert "model and endpoint it probed" in said and "its model and endpoint" in said
+        only_model = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m-7b\n")
+        said = target_mismatch(only_model, RUN)
+        assert said is not None and "its endpoint," in said and "model and" not in said
+
+
+class TestNumbersInWords:
+    @pytest.mark.parametrize(("seconds", "shown"), [
+        (None, "not measured"), (0.9994, "999 ms"), (0.33, "330 ms"), (1.0, "1.00 s"),
+        (2.345, "2.35 s")])
+    def test_durations(self, seconds: float | None, shown: str) -> None:
+        assert fmt_s(seconds) == shown
+
+    @pytest.mark.parametrize(("rate", "shown"), [
+        (None, "not measured"), (99.94, "99.9 tokens/s"), (100.0, "100 tokens/s"),
+        (1234.5, "1,234 tokens/s")])
+    def test_rates(self, rate: float | None, shown: str) -> None:
+        assert fmt_rate(rate) == shown
