@@ -1047,3 +1047,53 @@ class TestNumbersInWords:
         (1234.5, "1,234 tokens/s")])
     def test_rates(self, rate: float | None, shown: str) -> None:
         assert fmt_rate(rate) == shown
+
+
+class TestWhatWasMeasured:
+    """Each judgement's `measured` holds the figures it rests on, by name (scorecard.json)."""
+
+    def test_measured_figures_per_question(self) -> None:
+        text = ("Q1: {ttft_p50_ms: 300, ttft_p90_ms: 400, at_concurrency: 16, "
+                "source: production}\n"
+                "Q2: {output_tokens_per_s_per_gpu: 800, at_concurrency: 16, gpus: 1, "
+                "source: production, distribution: {p50: 780, p90: 900}}\n"
+                "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+                "prefill_tokens_per_s: 5000}\n"
+                "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n"
+                "headline: {value: 300}\n" + PANEL)
+        j = judge(text).judgements
+        assert j["Q1"].measured == {"concurrency": 16, "ttft_p50_ms": 230.0,
+                                    "ttft_p90_ms": 330.0}
+        assert j["Q2"].measured == {"concurrency": 16,
+                                    "stream_tokens_per_s_p50": pytest.approx(1 / 0.018),
+                                    "aggregate_tokens_per_s": pytest.approx(0.95 * 16 / 0.018)}
+        assert j["Q3"].measured == {"prefill_tokens_per_s": 4900.0,
+                                    "decode_tokens_per_s_per_stream_p50": pytest.approx(
+                                        1 / 0.0105)}
+        assert j["Q4"].measured == {"max_sustained_concurrency": 16, "first_degraded": "itl",
+                                    "breaking_concurrency": 32}
+        assert j["Q6"].claimed["headline_unit"] == "output_tokens_per_s"
+        assert set(j["Q6"].measured or {}) == {"baseline_stream_tokens_per_s",
+                                               "stream_tokens_per_s_at_16"}
+
+    def test_a_level_reads_requests_before_its_outcomes(self) -> None:
+        """`requests` counts every request; outcomes may list only some (then the rest
+        failed); with no `requests` the outcomes are the count."""
+        summary = {"validity": {"status": "valid"}, "ramp": {"levels": [
+            {"concurrency": 2, "requests": 10, "outcomes": {"ok": 8},
+             "ttft_s": {"p90": 0.2, "n": 8}},
+            {"concurrency": 4, "outcomes": {"ok": 6, "error": 3}}]}}
+        m = measurements(summary)
+        assert m is not None
+        two, four = m.levels
+        assert (two.requests, two.failed, two.ttft_s.n) == (10, 2, 8)
+        assert (four.requests, four.failed) == (9, 3)
+
+    def test_a_breaking_level_without_the_ramps_word_for_it(self) -> None:
+        """No first_breach_concurrency: the first level above the sustained one broke."""
+        summary = make_summary()
+        summary["ramp"]["first_breach_concurrency"] = None
+        text = "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n"
+        assert judge(text, summary).judgements["Q4"].measured == {
+            "max_sustained_concurrency": 16, "first_degraded": "itl",
+            "breaking_concurrency": 32}
