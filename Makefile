@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install demo test lint bench mutation clean
+.PHONY: install demo test lint bench mutation wheel-check clean
 
 install: $(STAMP)
 
@@ -31,6 +31,19 @@ lint: install
 
 test: install lint
 	$(BIN)/python -m pytest
+
+# The wheel works outside a checkout: build it, install it into a fresh virtualenv in a
+# temporary folder, and run the demo and `questionnaire init` there (CI runs this).
+wheel-check: install
+	rm -rf build/wheel-check && mkdir -p build/wheel-check
+	$(BIN)/python -m pip wheel --quiet --no-deps -w build/wheel-check/dist .
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PY) -m venv "$$tmp/venv" && \
+	"$$tmp/venv/bin/python" -m pip install --quiet build/wheel-check/dist/evalkit-*.whl && \
+	cd "$$tmp" && "$$tmp/venv/bin/evalkit" questionnaire init acme.yaml && \
+	"$$tmp/venv/bin/evalkit" questionnaire validate acme.yaml && \
+	"$$tmp/venv/bin/evalkit" demo --quiet --out "$$tmp/demo" && \
+	test -s "$$tmp/demo/forthright/scorecard.pdf" && echo "wheel-check: the installed wheel ran the demo"
 
 bench: install
 	$(BIN)/python bench/run.py

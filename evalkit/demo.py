@@ -13,9 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import UsageError
 
-QUESTIONNAIRES = Path(__file__).resolve().parent.parent / "questionnaires"
+def sample_dir() -> Path:
+    """The sample questionnaires, installed or in a checkout (evalkit.resources)."""
+    from evalkit.resources import data_dir
+
+    return data_dir("questionnaires")
+
+
+QUESTIONNAIRES = sample_dir()
 
 
 @dataclass(frozen=True)
@@ -56,9 +62,6 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
     from evalkit.report import render_report
     from evalkit.suite import ProbeConfig, run_probe
 
-    if not QUESTIONNAIRES.is_dir():
-        raise UsageError(f"the sample questionnaires are missing ({QUESTIONNAIRES}); "
-                         "run the demo from a checkout of evalkit")
     out_dir.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Path] = {}
     reports: dict[str, Path] = {}

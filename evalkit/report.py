@@ -41,9 +41,10 @@ from evalkit.errors import InputError, RunDirError, UsageError
 from evalkit.questionnaire import QUESTION_IDS, QUESTION_TITLES
 from evalkit.reconcile import STATUSES
 from evalkit.records import RequestRecord
+from evalkit.resources import data_dir
 from evalkit.runstore import REQUESTS_FILE, read_records
 
-TEMPLATES_DIR = Path(evalkit.__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = data_dir("templates")
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
 BADGES = {"ok": "✓", "unverified": "◐", "unanswered": "○", "unanswerable": "?",
           "unreconciled": "✗"}
