@@ -42,6 +42,8 @@ PROBER_SCOPE = ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_m
 #: mutants per test call, and no test calls these, so they are outside its reach
 OUT_OF_REACH = {"questionnaire": ("x__nullable", "x__distribution", "x__section")}
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+#: examples per property test in a mutation run (see _hypothesis_for_mutation)
+EXAMPLES = 25
 
 
 def scope_globs(modules: list[str]) -> list[str]:
@@ -84,13 +86,24 @@ def _prose_free_strings() -> None:
 
 def _hypothesis_for_mutation() -> None:
     """Property tests, run the mutmut way: derandomized (a kill must not depend on luck),
-    and without the check that a test method always sees one `self` (mutmut runs the suite
-    several times in one process, so it never does)."""
+    at most `EXAMPLES` examples each (a surviving mutant runs every test that reaches it,
+    and hundreds of examples per test would take the run past the hour), and without the
+    check that a test method always sees one `self` (mutmut runs the suite several times
+    in one process, so it never does)."""
     import hypothesis.core
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile("mutation", derandomize=True, database=None)
+    settings.register_profile("mutation", derandomize=True, database=None,
+                              max_examples=EXAMPLES)
     settings.load_profile("mutation")
+    init = settings.__init__
+
+    def capped(self, parent=None, **kw):  # type: ignore[no-untyped-def]
+        if isinstance(kw.get("max_examples"), int):
+            kw["max_examples"] = min(kw["max_examples"], EXAMPLES)
+        init(self, parent, **kw)
+
+    settings.__init__ = capped  # type: ignore[method-assign]
     original = hypothesis.core.fail_health_check
 
     def fail_health_check(s, message, health_check):  # type: ignore[no-untyped-def]
