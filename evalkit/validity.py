@@ -82,6 +82,7 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
 
     if run_status == "failed":
         first_line = (run_error or "").splitlines()[0] if run_error else ""
+        first_line = first_line.removeprefix("the connect stream failed: ")
         mark("invalid", "the connect gate failed" + (f": {first_line}" if first_line else ""))
     elif run_status in ("interrupted", "crashed"):
         mark("degraded", f"the run was {run_status}: figures cover only what was measured "
