@@ -2,21 +2,30 @@
 
 Each record is appended and flushed the moment its request ends, so a run stopped by
 Ctrl-C or a crash keeps every completed request; reading tolerates a last line cut
-mid-write. `run.json` and `summary.json` are replaced atomically (write, then rename) so a
-reader never sees half a file. Nothing secret is ever written: the caller passes a config
-already stripped of keys and header values.
+mid-write. Reading streams the file a line at a time, each line bounded (MAX_LINE_BYTES),
+and checks every field of every record (`parse_record`): `iter_records` skips and counts
+what is not a record, `read_records` refuses it. `run.json` and `summary.json` are
+replaced atomically (write, then rename) so a reader never sees half a file. Nothing
+secret is ever written: the caller passes a config already stripped of keys and header
+values.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import json
+import math
 import os
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from evalkit.errors import RunDirError
-from evalkit.records import RequestRecord
+from evalkit.records import OUTCOMES, RequestRecord
 
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
@@ -69,20 +78,233 @@ class RunStore:
             self._fh = None
 
 
+#: A line of requests.jsonl longer than this is not a record we wrote (the longest real
+#: ones, a stream of thousands of chunks, are tens of KB): it is skipped and counted, and
+#: reading never holds more than this of one line.
+MAX_LINE_BYTES = 1 << 20
+#: Larger than any duration a probe can measure (115 days): a record claiming more is absurd.
+MAX_SECONDS = 1e7
+#: Larger than any count a probe can make (tokens, levels, statuses): absurd beyond it.
+MAX_COUNT = 10**12
+#: Times that are differences and may fall below zero (sent earlier than scheduled).
+SIGNED_TIMES = frozenset({"send_lag_s"})
+_MISSING = object()
+
+
+def _number(name: str, value: Any, kind: str) -> int | float:
+    """`value` as the field's number, or ValueError saying why the record is not one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} is not a number")
+    if kind == "int":
+        if not isinstance(value, int):
+            raise ValueError(f"{name} is not a whole number")
+        if not 0 <= value <= MAX_COUNT:
+            raise ValueError(f"{name} {value} is out of range")
+        return value
+    if not math.isfinite(value):
+        raise ValueError(f"{name} is not a finite number")
+    if name.endswith("_s") and name not in SIGNED_TIMES and value < 0:
+        raise ValueError(f"{name} {value:g} is a negative duration")
+    if abs(value) > MAX_SECONDS:
+        raise ValueError(f"{name} {value:g} is out of range")
+    return float(value)
+
+
+_REAL = frozenset({int, float})
+
+
+def _chunks(value: Any) -> list[tuple[float, int]]:
+    """[[seconds, tokens], ...] checked in a few passes at C speed (a record may have
+    thousands of chunks, and a report reads millions of records)."""
+    if type(value) is not list:
+        raise ValueError("chunks is not a list")
+    if any(type(c) is not list or len(c) != 2 or type(c[0]) not in _REAL
+           or type(c[1]) is not int for c in value):
+        raise ValueError("a chunk is not [seconds, tokens]")
+    if not value:
+        return []
+    times, tokens = [c[0] for c in value], [c[1] for c in value]
+    try:
+        total = float(sum(times))
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total) or min(times) < 0 or max(times) > MAX_SECONDS:
+        raise ValueError("a chunk's time is negative, not finite or out of range")
+    if min(tokens) < 0 or max(tokens) > MAX_COUNT:
+        raise ValueError("a chunk's token count is out of range")
+    return list(zip(map(float, times), tokens, strict=True))
+
+
+@functools.cache
+def _field_kinds() -> tuple[tuple[str, str, bool, bool], ...]:
+    """(name, kind, may be null, required) of every RequestRecord field, from its type."""
+    out = []
+    for name, f in RequestRecord.__dataclass_fields__.items():
+        parts = str(f.type).split(" | ")
+        base = next((p for p in parts if p != "None"), "")
+        kind = ("chunks" if name == "chunks" else "outcome" if base == "Outcome"
+                else base.split("[")[0] if base in ("int", "float", "bool", "str") else "any")
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append((name, kind, "None" in parts, required))
+    return tuple(out)
+
+
+def parse_record(obj: Any) -> RequestRecord:
+    """A parsed JSON line as a RequestRecord, every field checked against its type.
+
+    ValueError says what is wrong: a line that is not an object, a required field missing,
+    a field of the wrong type, a duration below zero, a number that is not finite or is
+    absurd (see MAX_SECONDS, MAX_COUNT). Unknown keys are ignored, as `from_dict` does;
+    a field of a type this reader does not know is kept as read.
+    """
+    if type(obj) is not dict:
+        raise ValueError(f"not a JSON object but {type(obj).__name__}")
+    fields: dict[str, Any] = {}
+    for name, kind, nullable, required in _field_kinds():
+        value = obj.get(name, _MISSING)
+        if value is _MISSING:
+            if required:
+                raise ValueError(f"no {name}")
+        elif value is None and nullable:
+            fields[name] = None
+        elif kind == "str":
+            if type(value) is not str:
+                raise ValueError(f"{name} is not a string")
+            fields[name] = value
+        elif kind in ("int", "float"):
+            fields[name] = _number(name, value, kind)
+        elif kind == "bool":
+            if type(value) is not bool:
+                raise ValueError(f"{name} is not true or false")
+            fields[name] = value
+        elif kind == "chunks":
+            fields[name] = _chunks(value)
+        elif kind == "outcome":
+            if value not in OUTCOMES:
+                raise ValueError(f"outcome {str(value)[:40]!r} is not one of "
+                                 f"{', '.join(OUTCOMES)}")
+            fields[name] = value
+        else:
+            fields[name] = value
+    return RequestRecord(**fields)
+
+
+@dataclass
+class RecordScan:
+    """What reading requests.jsonl found: kept records, skipped lines and why, its hash."""
+
+    path: Path
+    #: non-blank lines read
+    lines: int = 0
+    records: int = 0
+    #: reason -> lines skipped for it
+    skipped: Counter[str] = field(default_factory=Counter)
+    #: the first few skipped lines as "line N: reason"
+    examples: list[str] = field(default_factory=list)
+    #: the last line was cut mid-write (a crash or a kill while it was written)
+    torn_tail: bool = False
+    #: bytes read, and their SHA-256 (the file as it was read, whatever happens to it later)
+    bytes: int = 0
+    sha256: str | None = None
+
+    @property
+    def malformed(self) -> int:
+        """Lines skipped because they are not records (a torn last line is not counted)."""
+        return sum(self.skipped.values())
+
+    def skip(self, lineno: int, reason: str) -> None:
+        """Count a skipped line."""
+        self.skipped[reason.split(":")[0]] += 1
+        if len(self.examples) < 3:
+            self.examples.append(f"line {lineno}: {reason}")
+
+    def describe(self) -> str | None:
+        """The skipped lines in one sentence, or None when every line was a record."""
+        if not self.malformed:
+            return None
+        why = ", ".join(f"{n:,} {reason}" for reason, n in self.skipped.most_common(4))
+        more = len(self.skipped) - 4
+        return (f"{self.path.name}: {self.malformed:,} of {self.lines:,} lines are not request "
+                f"records and were skipped ({why}{f', {more} other reasons' if more > 0 else ''}"
+                f"; first: {'; '.join(self.examples)})")
+
+
+def _lines(fh: BinaryIO, scan: RecordScan, limit: int | None
+           ) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(line number, line or None when too long, ended by a newline), reading at most
+    MAX_LINE_BYTES + 1 of a line at once; every byte read goes into the hash."""
+    digest = hashlib.sha256()
+    lineno = 0
+    while limit is None or scan.bytes < limit:
+        want = MAX_LINE_BYTES + 1
+        if limit is not None:
+            want = min(want, limit - scan.bytes)
+        line = fh.readline(want)
+        if not line:
+            break
+        lineno += 1
+        scan.bytes += len(line)
+        digest.update(line)
+        if line.endswith(b"\n") or len(line) <= MAX_LINE_BYTES:
+            yield lineno, line, line.endswith(b"\n")
+            continue
+        while not line.endswith(b"\n"):  # too long: read on to its end, holding none of it
+            line = fh.readline(MAX_LINE_BYTES if limit is None
+                               else min(MAX_LINE_BYTES, limit - scan.bytes))
+            if not line:
+                break
+            scan.bytes += len(line)
+            digest.update(line)
+        yield lineno, None, line.endswith(b"\n")
+    scan.sha256 = digest.hexdigest()
+
+
+def iter_records(path: Path, scan: RecordScan | None = None, *, strict: bool = False,
+                 limit: int | None = None) -> Iterator[RequestRecord]:
+    """Stream requests.jsonl one line at a time (memory bounded by MAX_LINE_BYTES).
+
+    A line that is not a record (not UTF-8, not JSON, not an object, a field of the wrong
+    type or out of range, longer than MAX_LINE_BYTES) is skipped and counted in `scan`;
+    with `strict` it is a RunDirError instead. A last line cut mid-write (no newline, does
+    not parse: a crash or a kill) is noted as `torn_tail`, never an error. `limit` stops
+    after that many bytes (to re-read exactly what an earlier pass read).
+    """
+    scan = scan if scan is not None else RecordScan(Path(path))
+    with open(path, "rb") as fh:
+        for lineno, line, ended in _lines(fh, scan, limit):
+            if line is not None and not line.strip():
+                continue
+            scan.lines += 1
+            try:
+                if line is None:
+                    raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ValueError("not UTF-8") from None
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"not JSON: {exc.msg}") from None
+                except RecursionError:
+                    raise ValueError("not JSON: nested too deep") from None
+                rec = parse_record(obj)
+            except ValueError as exc:
+                if not ended:  # the final, unterminated line of a crashed run
+                    scan.torn_tail = True
+                    scan.lines -= 1
+                    break
+                if strict:
+                    raise RunDirError(f"{path}:{lineno}: not a request record: {exc}") from None
+                scan.skip(lineno, str(exc))
+                continue
+            scan.records += 1
+            yield rec
+
+
 def read_records(path: Path) -> list[RequestRecord]:
     """Read requests.jsonl; a last line cut mid-write (a crash) is skipped, others must parse."""
-    records: list[RequestRecord] = []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(RequestRecord.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            if i >= len(lines) - 1:  # the final, unterminated line of a crashed run
-                break
-            raise RunDirError(f"{path}:{i}: not a request record: {exc}") from None
-    return records
+    return list(iter_records(path, strict=True))
 
 
 def load_run(run_dir: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
@@ -96,6 +318,8 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
         meta = json.loads(run_file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunDirError(f"{run_file}: not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise RunDirError(f"{run_file}: not a JSON object")
     return meta, read_records(req_file)
 
 
