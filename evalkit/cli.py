@@ -298,6 +298,8 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     for path in (result.pdf, result.scorecard_json, result.html):
         if path is not None:
             click.echo(str(path))
+    for note in result.notes:  # what reading the run directory repaired (also on page one)
+        click.echo(f"note: {note}", err=True)
     card = result.scorecard
     ready = (card.get("verdict") or {}).get("streaming_ready")
     counts = Counter(q.get("status") for q in (card.get("questions") or {}).values())
@@ -425,6 +427,8 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
                                require_trend=fail_on == "regression")
     click.echo(f"wrote {result.pdf}")
     click.echo(f"wrote {result.json}")
+    for note in result.notes:  # what reading the run directories repaired (also in the PDF)
+        click.echo(f"note: {note}", err=True)
     for target, why in result.comparison.not_judged.items():
         click.echo(f"not judged: {target!r}: {why}", err=True)
     for regression in result.comparison.regressions:

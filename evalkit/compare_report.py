@@ -21,7 +21,15 @@ from markupsafe import Markup
 from evalkit.charts import STYLES, levels_axis, namespaced, new_figure, to_svg
 from evalkit.compare import DEFAULT_REGRESSION_TOLERANCE, Comparison, RunView, compare_runs
 from evalkit.errors import UsageError
-from evalkit.report import clip, fmt_value, load_run, render_html, render_pdf, sha256
+from evalkit.report import (
+    RunData,
+    clip,
+    fmt_value,
+    load_run,
+    render_html,
+    render_pdf,
+    sha256,
+)
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
 
@@ -59,6 +67,13 @@ class CompareResult:
     pdf: Path
     json: Path
     comparison: Comparison
+    #: what reading the run directories found and repaired, one sentence each
+    notes: tuple[str, ...] = ()
+
+
+def _map(x: Any) -> Mapping[str, Any]:
+    """x if it is a mapping, else an empty one: a run.json handed over may hold anything."""
+    return x if isinstance(x, Mapping) else {}
 
 
 def vendor_name(value: Any) -> str | None:
@@ -77,13 +92,15 @@ def vendor_name(value: Any) -> str | None:
 
 
 def load_view(item: CompareInput, tolerances: Any = None,
-              same_vendor: str | None = None) -> RunView:
+              same_vendor: str | None = None, run: RunData | None = None) -> RunView:
     """A run as the comparison sees it; its scorecard comes from the same engine as reports.
 
     Runs of the same vendor are grouped into a trend, named by the first of:
     `same_vendor` (`compare --same-vendor`), the vendor's name from its questionnaire,
     the vendor label run.json's `vendor` records (`probe --vendor`; ignored unless
-    `vendor_name` accepts it), else the model at the endpoint it was probed at.
+    `vendor_name` accepts it), else the model at the endpoint it was probed at. `run` is
+    the run directory already loaded (`report.load_run`: checked, its summary re-derived
+    from the records where it was missing or disagreed with them).
     """
     from evalkit.questionnaire import load_questionnaire
     from evalkit.reconcile import RunTarget
@@ -91,10 +108,10 @@ def load_view(item: CompareInput, tolerances: Any = None,
     from evalkit.tolerances import Tolerances, load_tolerances
 
     tol = tolerances if isinstance(tolerances, Tolerances) else load_tolerances(tolerances)
-    run = load_run(item.run_dir)
+    run = run if run is not None else load_run(item.run_dir)
     questionnaire = load_questionnaire(item.questionnaire) if item.questionnaire else None
     scorecard = build_scorecard(questionnaire, run.summary, tol, RunTarget.from_run(run.run))
-    target = run.run.get("target") or {}
+    target = _map(run.run.get("target"))
     label = vendor_name(run.run.get("vendor"))
     # the questionnaire's name was checked with the questionnaire; white space is folded
     # so that it can meet the same name given as a label
@@ -111,17 +128,15 @@ def load_view(item: CompareInput, tolerances: Any = None,
         if run.run.get("vendor") is not None:
             grouped_by += "; run.json's vendor ignored: not a short one-line string"
     started = str(run.run.get("started_at") or "")
-    ttft_by_level: dict[int, list[float]] = {}
-    for rec in run.records:
-        if rec.phase == "ramp" and rec.outcome == "ok" and rec.level and rec.ttft_s is not None:
-            ttft_by_level.setdefault(int(rec.level), []).append(rec.ttft_s)
-    settings = run.run.get("settings") or {}
+    ttft_by_level = {level: run.stats.ttft_values("ramp", level)
+                     for level in sorted(run.stats.levels) if run.stats.ttft.get(("ramp", level))}
+    settings = _map(run.run.get("settings"))
     return RunView(
         label=f"{clip(who, 40)} {started[:10]}".strip(), target=who, started=started,
         suite_version=run.summary.get("suite_version") or run.run.get("suite_version"),
         settings={"prompt_tokens": settings.get("prompt_tokens"),
                   "output_tokens": settings.get("output_tokens"),
-                  "levels": (settings.get("ramp") or {}).get("levels"),
+                  "levels": _map(settings.get("ramp")).get("levels"),
                   "profile": run.run.get("profile")},
         summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level,
         grouped_by=grouped_by)
@@ -370,20 +385,30 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
         if one_vendor is None:
             raise UsageError(f"--same-vendor {_quoted(same_vendor)}: give a vendor name of "
                              f"one line, at most {VENDOR_NAME_MAX} characters")
-    views = _unique_labels([load_view(item, tolerances, one_vendor) for item in inputs])
+    runs = [load_run(item.run_dir) for item in inputs]
+    views = _unique_labels([load_view(item, tolerances, one_vendor, run)
+                            for item, run in zip(inputs, runs, strict=True)])
+    # what reading each run directory found and repaired: on page one and the terminal
+    notes = [f"run {i + 1} ({item.run_dir}): {note}"
+             for i, (item, run) in enumerate(zip(inputs, runs, strict=True))
+             for note in run.notes]
     cmp = compare_runs(views, tolerance)
     if require_trend:
         require_judged_trend(cmp, inputs)
     data = json.dumps(cmp.to_dict(), indent=2, allow_nan=False).encode() + b"\n"
     attachments = {"compare.json": data}
-    for i, item in enumerate(inputs):
-        attachments[f"run{i + 1}-summary.json"] = (item.run_dir / "summary.json").read_bytes()
+    for i, run in enumerate(runs):  # the bytes read and checked, from inside the run dir
+        for name in ("summary.json", "summary.rebuilt.json"):
+            if name in run.raw:
+                attachments[f"run{i + 1}-{name}"] = run.raw[name]
     hashes = {name: sha256(blob) for name, blob in attachments.items()}
-    html_text = render_html(build_context(cmp, inputs, hashes), "compare.html.j2")
+    context = {**build_context(cmp, inputs, hashes),
+               "input_notes": [clip(n, 800) for n in notes]}
+    html_text = render_html(context, "compare.html.j2")
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     json_path = out_pdf.with_suffix(".json")
     json_path.write_bytes(data)
     if html:
         out_pdf.with_suffix(".html").write_text(html_text, encoding="utf-8")
     out_pdf.write_bytes(render_pdf(html_text, attachments))
-    return CompareResult(out_pdf, json_path, cmp)
+    return CompareResult(out_pdf, json_path, cmp, tuple(notes))

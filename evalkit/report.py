@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import math
 import unicodedata
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -37,12 +35,13 @@ from weasyprint.urls import URLFetcher, URLFetcherResponse
 
 import evalkit
 from evalkit import charts
-from evalkit.errors import InputError, RunDirError, UsageError
+from evalkit.errors import UsageError
 from evalkit.questionnaire import QUESTION_IDS, QUESTION_TITLES
 from evalkit.reconcile import STATUSES
 from evalkit.records import RequestRecord
 from evalkit.resources import data_dir
-from evalkit.runstore import REQUESTS_FILE, read_records
+from evalkit.runcheck import RecordDigest, read_run
+from evalkit.runstore import iter_records
 
 TEMPLATES_DIR = data_dir("templates")
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
@@ -55,14 +54,49 @@ RASTER_STREAMS = 40
 
 @dataclass(frozen=True)
 class RunData:
-    """A run directory, read once: parsed documents, records, and the exact bytes we attach."""
+    """A run directory, read once: parsed documents, records, and the exact bytes we attach.
+
+    `load_run` keeps no record in memory: `records` re-reads requests.jsonl when iterated,
+    and `digest` holds what the report shows of them (counts, TTFT per level, chart
+    samples). Built by hand (tests, benchmarks), `records` may be any collection and the
+    digest is drawn from it.
+    """
 
     run: dict[str, Any]
     summary: dict[str, Any]
-    records: tuple[RequestRecord, ...]
+    records: Collection[RequestRecord] = ()
     raw: dict[str, bytes] = field(default_factory=dict)
     #: requests.jsonl is too big to attach; its hash is printed so it can still be checked
     requests_sha256: str | None = None
+    digest: RecordDigest | None = None
+    #: what reading the run directory found and repaired, one sentence each
+    notes: tuple[str, ...] = ()
+    #: why the summary was re-derived from the records (None: summary.json as written)
+    rebuilt: str | None = None
+    #: lines of requests.jsonl that are not records (skipped)
+    skipped_lines: int = 0
+
+    @functools.cached_property
+    def stats(self) -> RecordDigest:
+        """What the report shows of the records."""
+        return self.digest if self.digest is not None else RecordDigest.of(self.records)
+
+
+class RecordFile(Collection[RequestRecord]):
+    """The records of requests.jsonl, streamed from the file each time they are iterated
+    (malformed lines skipped; only the bytes read when the run was loaded)."""
+
+    def __init__(self, path: Path | None, count: int, limit: int) -> None:
+        self.path, self.count, self.limit = path, count, limit
+
+    def __iter__(self) -> Iterator[RequestRecord]:
+        return iter_records(self.path, limit=self.limit) if self.path else iter(())
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, item: object) -> bool:
+        return any(item == rec for rec in self)
 
 
 @dataclass(frozen=True)
@@ -76,44 +110,25 @@ class ReportResult:
     sha256: dict[str, str]
     fetched: tuple[str, ...]
     refused: tuple[str, ...]
+    #: what reading the run directory found and repaired, one sentence each
+    notes: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- input
 
 
-def _read_json(path: Path) -> tuple[dict[str, Any], bytes]:
-    try:
-        raw = path.read_bytes()
-        doc = json.loads(raw)
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot read ({exc.strerror})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object")
-    return doc, raw
-
-
 def load_run(run_dir: Path) -> RunData:
-    """Read run.json, summary.json and requests.jsonl; a missing file is a RunDirError."""
-    if not run_dir.is_dir():
-        raise RunDirError(f"{run_dir}: not a directory")
-    for name in ("run.json", "summary.json"):
-        if not (run_dir / name).is_file():
-            raise RunDirError(f"{run_dir}: no {name}; is this a run directory?")
-    run, run_raw = _read_json(run_dir / "run.json")
-    summary, summary_raw = _read_json(run_dir / "summary.json")
-    if summary.get("schema") != "evalkit.summary/1":
-        raise InputError(f"{run_dir / 'summary.json'}: schema is {summary.get('schema')!r}, "
-                         "expected 'evalkit.summary/1'")
-    jsonl = run_dir / REQUESTS_FILE
-    records, digest = [], None
-    if jsonl.is_file():
-        records = read_records(jsonl)
-        with jsonl.open("rb") as fh:
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
-    return RunData(run, summary, tuple(records),
-                   {"run.json": run_raw, "summary.json": summary_raw}, digest)
+    """Read and check a run directory (`evalkit.runcheck.read_run`): a missing summary or
+    one the records do not support is re-derived from them, malformed record lines are
+    skipped and counted, and nothing outside the directory is read. Not a run directory
+    is a RunDirError; a run.json or summary.json that is not a JSON object an InputError.
+    """
+    checked = read_run(Path(run_dir))
+    scan = checked.scan
+    return RunData(checked.run, checked.summary,
+                   RecordFile(checked.requests_path, checked.digest.n, scan.bytes),
+                   checked.raw, scan.sha256 if checked.requests_path else None,
+                   checked.digest, checked.notes, checked.rebuilt, scan.malformed)
 
 
 def parse_fail_on(text: str | None) -> tuple[str, ...]:
@@ -339,8 +354,8 @@ def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
 
 
 def _levels(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    ramp = summary.get("ramp") or {}
-    return [lv for lv in ramp.get("levels") or [] if isinstance(lv, dict)]
+    levels = _map(summary.get("ramp")).get("levels")
+    return [lv for lv in levels if isinstance(lv, dict)] if isinstance(levels, list) else []
 
 
 def _load_level(summary: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -348,35 +363,37 @@ def _load_level(summary: Mapping[str, Any]) -> dict[str, Any] | None:
     levels = _levels(summary)
     if not levels:
         return None
-    best = (summary.get("ramp") or {}).get("max_sustained_concurrency")
+    best = _map(summary.get("ramp")).get("max_sustained_concurrency")
     for lv in levels:
         if lv.get("concurrency") == best:
             return lv
-    return max(levels, key=lambda lv: lv.get("concurrency") or 0)
+    return max(levels, key=lambda lv: _num(lv.get("concurrency")) or 0)
 
 
 def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """Page one's key figures, each a (label, value) pair; unmeasured ones say so."""
     if not summary:
         return [("Measurement", "none: this is a claims-only review")]
-    ramp = summary.get("ramp") or {}
-    base = summary.get("baseline") or {}
-    pre = summary.get("prefill") or {}
+    ramp = _map(summary.get("ramp"))
+    base = _map(summary.get("baseline"))
+    pre = _map(summary.get("prefill"))
     lv = _load_level(summary) or {}
     conc = lv.get("concurrency")
-    at = f" at {conc} streams" if conc is not None else ""
-    ttft = lv.get("ttft_s") or {}
-    rate = lv.get("stream_tokens_per_s") or {}
+    at = f" at {fmt_value(conc)} streams" if conc is not None else ""
+    ttft = _map(lv.get("ttft_s"))
+    rate = _map(lv.get("stream_tokens_per_s"))
     degraded = ramp.get("first_degraded")
     r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
-    client = summary.get("client") or {}
+    client = _map(summary.get("client"))
     best = ramp.get("max_sustained_concurrency")
     if best is None:
         max_text = "not established by this run" + (f"; first to degrade: {degraded}"
                                                      if degraded else "")
     elif ramp.get("max_sustained_is_lower_bound"):
+        stopped = summary.get("run_status") not in (None, "complete", "merged")
         max_text = (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
-                    "none above was tried)")
+                    + ("the run stopped before any level above)" if stopped
+                       else "none above was tried)"))
     else:
         max_text = f"{fmt_value(best)} streams; first to degrade: {degraded}"
     # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
@@ -391,7 +408,7 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("Max sustained concurrency", max_text),
         ("Prefill rate", prefill_text(pre, r2)),
         ("Decode rate (1/TPOT, alone)",
-         fmt_rate((base.get("stream_tokens_per_s") or {}).get("p50")) + base_est),
+         fmt_rate(_map(base.get("stream_tokens_per_s")).get("p50")) + base_est),
     ]
     if client.get("client_bound"):
         figs.append(("Client check", client_verdict(client)))
@@ -496,43 +513,35 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return rows
 
 
-def _gaps(rec: RequestRecord) -> list[float]:
-    times = [t for t, _ in rec.chunks]
-    return [b - a for a, b in itertools.pairwise(times)]
-
-
 def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
-               records: Sequence[RequestRecord],
+               records: Iterable[RequestRecord] | RecordDigest,
                slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
-    """Every chart there is data for, as (caption, inline svg)."""
+    """Every chart there is data for, as (caption, inline svg); `records` may be given as
+    their digest (what `load_run` keeps)."""
+    digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
-    q6 = (scorecard.get("questions") or {}).get("Q6") or {}
+    q6 = _map(_map(scorecard.get("questions")).get("Q6"))
     claimed = _map(q6.get("claimed"))
     panel = _map(claimed.get("panel")) or claimed
     summary = summary or {}
-    measured = (_load_level(summary) or {}).get("stream_tokens_per_s") or \
-        (summary.get("baseline") or {}).get("stream_tokens_per_s")
+    measured = _map(_load_level(summary)).get("stream_tokens_per_s") or \
+        _map(summary.get("baseline")).get("stream_tokens_per_s")
     out.append(("Headline vs production panel vs our measurement (per-stream tokens/s)",
-                charts.claims_vs_measured(_num(claimed.get("headline")), panel, measured)))
-    ramp_recs = [r for r in records if r.phase == "ramp" and r.level is not None]
-    samples: dict[int, dict[str, list[float]]] = {}
-    for r in ramp_recs:
-        s = samples.setdefault(int(r.level or 0), {"ttft": [], "itl": []})
-        if r.outcome == "ok" and r.ttft_s is not None:
-            s["ttft"].append(r.ttft_s)
-        s["itl"].extend(_gaps(r))
+                charts.claims_vs_measured(_num(claimed.get("headline")), panel,
+                                          _map(measured))))
+    samples = {level: {"ttft": digest.ttft_values("ramp", level),
+                       "itl": digest.itl.get(level, [])} for level in digest.levels}
     levels = _levels(summary)
     dist = charts.latency_distributions(samples) or charts.latency_percentiles(levels)
     tpc = _map(_map(summary.get("connect")).get("tokens_per_chunk")).get("p50")
     out.append(("TTFT and ITL distributions per concurrency level (ITL is per chunk; "
                 f"tokens per chunk p50: {fmt_num(tpc)})", dist))
-    ramp = summary.get("ramp") or {}
+    ramp = _map(summary.get("ramp"))
     out.append(("Throughput per stream and aggregate vs concurrency; the knee is marked",
                 charts.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
                                                  ramp.get("first_degraded"))))
-    pre = summary.get("prefill") or {}
-    points = [(float(r.prompt_tokens), r.ttft_s) for r in records
-              if r.phase == "prefill" and r.outcome == "ok" and r.prompt_tokens and r.ttft_s]
+    pre = _map(summary.get("prefill"))
+    points = list(digest.prefill_points)
     if not points:
         for p in pre.get("points") or []:
             if isinstance(p, Mapping) and _num(p.get("prompt_tokens")) and _num(p.get("ttft_s")):
@@ -540,11 +549,10 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
     out.append(("TTFT vs prompt length with the prefill fit",
                 charts.prefill_fit(points, _num(pre.get("overhead_s")),
                                    _num(pre.get("tokens_per_s")), _num(pre.get("r2")))))
-    if ramp_recs:
-        top = max(int(r.level or 0) for r in ramp_recs)
-        sample = sorted((r for r in ramp_recs if r.level == top), key=lambda r: r.t0_s)
-        streams = [charts.Stream(r.t0_s, tuple(t for t, _ in r.chunks), r.outcome, r.level)
-                   for r in sample[:RASTER_STREAMS]]
+    if digest.raster:
+        top = max(digest.raster)
+        streams = [charts.Stream(t0, times, outcome, top)
+                   for t0, times, outcome in digest.raster_streams(top)]
         out.append((f"Stream raster: token arrivals of {len(streams)} streams at "
                     f"{top} concurrent streams", charts.stream_raster(streams)))
     out.append(("Use-case fit: TTFT and TPOT p90 per level against each use case's limits "
@@ -582,12 +590,40 @@ def _fit_badge(uc: Mapping[str, Any]) -> tuple[str, str]:
     return "unanswered", "○ not judged"
 
 
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def stopped_at(run_doc: Mapping[str, Any], digest: RecordDigest) -> str | None:
+    """When the run's last recorded request ended, in words: on the run's clock, and as a
+    time of day from run.json's started_at (the clock's origin, to the second)."""
+    last = digest.last_end_s
+    if last is None:
+        return None
+    text = f"{_duration(last)} into the run"
+    started = run_doc.get("started_at")
+    try:
+        t0 = datetime.fromisoformat(started) if isinstance(started, str) else None
+        if t0 is not None:
+            t = t0 + timedelta(seconds=last)
+            text += (f", about {t.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if t.tzinfo
+                     else f", about {t:%Y-%m-%d %H:%M:%S}")
+    except (ValueError, OverflowError):
+        pass
+    return text
+
+
 def build_context(scorecard: Mapping[str, Any], run: RunData | None,
                   evidence: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O)."""
     run_doc = run.run if run else {}
     summary = run.summary if run else None
-    records = run.records if run else ()
+    digest = run.stats if run else RecordDigest()
     target = _map(run_doc.get("target"))
     questions = []
     for qid in QUESTION_IDS:
@@ -621,9 +657,18 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     if run is not None:
         lead.append(("Run validity", validity_text(run_card)))
     run_status = run_doc.get("status")
-    if run is not None and run_status not in (None, "complete"):
-        lead.append(("Run status", f"{clip(run_status, 30).upper()}: the figures cover only "
-                                   "what was measured before the run stopped"))
+    when = stopped_at(run_doc, digest) if run is not None else None
+    if run is not None and run_status == "running":
+        top = f"; the last level it reached ({max(digest.levels)} streams) may be " \
+            "incomplete" if digest.levels else ""
+        lead.append(("Run status", f"CUT{' ' + when if when else ''}: the probe stopped "
+                     "without writing the run up (killed, or still running when this report "
+                     f"was made); the figures cover only the {digest.n:,} requests it "
+                     f"recorded{top}"))
+    elif run is not None and run_status not in (None, "complete", "merged"):
+        lead.append(("Run status", f"{clip(run_status, 30).upper()}"
+                     f"{' ' + when if when else ''}: the figures cover only "
+                     "what was measured before the run stopped"))
     if run is not None:
         lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
                      + f" (suite v{clip(run_doc.get('suite_version') or '?', 10)})"))
@@ -644,10 +689,9 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         model = clip(target.get("model") or "—", SHORT_TEXT)
         endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
     started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
-    outcomes = Counter(r.outcome for r in records)
-    errors = Counter(clip(r.error, 200) for r in records if r.error)
     stand = _map(run_card.get("stands_in_for"))
-    notices = []
+    # what reading the run directory repaired comes first: the figures rest on it
+    notices = [clip(note, 600) for note in (run.notes if run else ())]
     if stand:
         notices.append(f"A demonstration: evalkit's built-in reference endpoint played this "
                        f"vendor's endpoint ({clip(stand.get('model') or '—', 60)} at "
@@ -671,22 +715,27 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "questions": questions,
         "use_cases": use_cases,
         "key_figures": figures,
-        "charts": chart_svgs(scorecard, summary, records, slo_limits(scorecard)),
+        "charts": chart_svgs(scorecard, summary, digest, slo_limits(scorecard)),
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
         "profile": fmt_value(run_doc.get("profile") or _map(run_doc.get("config")).get("profile")),
         "client_host": fmt_value(run_doc.get("client")),
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
-                     + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else ""),
+                     + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
+                     + (f"; last request ended {when}" if when else ""),
         "summary": summary or {},
         "levels": _levels(summary or {}),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
         "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes,
-        "outcomes": sorted(outcomes.items()),
-        "n_records": len(records),
+        "outcomes": sorted(digest.outcomes.items()),
+        "n_records": digest.n,
+        "skipped_lines": run.skipped_lines if run else 0,
+        "summary_source": (clip(run.rebuilt, 600) if run and run.rebuilt
+                           else "summary.json, as the probe wrote it, checked against the "
+                                "records" if run else ""),
         "checks": check_rows(summary),
-        "errors": errors.most_common(10),
+        "errors": [(clip(msg, 200), n) for msg, n in digest.errors.most_common(10)],
         "evidence": sorted(evidence.items()),
         "requests_sha256": run.requests_sha256 if run else None,
         "tolerances": sorted(tolerances.items()),
@@ -759,7 +808,7 @@ def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
         html_path = out_pdf.with_suffix(".html")
         html_path.write_text(text, encoding="utf-8")
     return ReportResult(out_pdf, json_path, html_path, dict(scorecard), evidence,
-                        tuple(fetcher.calls), tuple(fetcher.refused))
+                        tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else ())
 
 
 def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf: Path,
