@@ -1,0 +1,471 @@
+"""Run directories are input, not truth (issue 15): a hard-killed probe's run is reported,
+tampered and malformed run dirs never give a traceback, a summary is checked against its
+records, nothing outside the run dir is read or attached, and reading is bounded.
+
+The run is the synthetic fixture tests/data/report_run (its summary is summarize(records)),
+copied and damaged one way per test; one test SIGKILLs a real `evalkit probe` mid-ramp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pypdf
+import pytest
+from click.testing import CliRunner
+
+from evalkit import report
+from evalkit.cli import cli
+from evalkit.compare_report import CompareInput, load_view
+from evalkit.errors import EvalkitError, InputError, RunDirError
+from evalkit.metrics import summarize
+from evalkit.records import RequestRecord
+from evalkit.runcheck import ITL_SAMPLE, RecordDigest, read_run
+from evalkit.runstore import MAX_LINE_BYTES, RecordScan, iter_records, read_records
+
+RUN_DIR = Path(__file__).parent / "data" / "report_run"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """A fresh copy of the fixture run to damage."""
+    return Path(shutil.copytree(RUN_DIR, tmp_path / "run"))
+
+
+def _lines(d: Path) -> list[bytes]:
+    return (d / "requests.jsonl").read_bytes().splitlines()
+
+
+def _put_lines(d: Path, lines: list[bytes]) -> None:
+    (d / "requests.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+
+
+def _edit_summary(d: Path, fn: Callable[[dict[str, Any]], Any]) -> None:
+    s = json.loads((d / "summary.json").read_text())
+    fn(s)
+    (d / "summary.json").write_text(json.dumps(s))
+
+
+def _text(pdf: Path) -> str:
+    return re.sub(r"\s+", " ", "\n".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages))
+
+
+def _page_one(pdf: Path) -> str:
+    return re.sub(r"\s+", " ", pypdf.PdfReader(pdf).pages[0].extract_text())
+
+
+#: Lines that are not request records, each with what the reader says about it.
+BAD_LINES = {
+    b"[1, 2]": "not a JSON object but list",
+    b"null": "not a JSON object but NoneType",
+    b'"a string"': "not a JSON object but str",
+    b"7": "not a JSON object but int",
+    b'{"id": "\xff\xfe"}': "not UTF-8",
+    b"{not json": "not JSON",
+    b'{"id": "x", "phase": "ramp", "level": 1, "outcome": "ok"}': "no t0_s",
+}
+
+
+def _record(**over: Any) -> bytes:
+    d = json.loads(_lines(RUN_DIR)[20])
+    d.update(over)
+    return json.dumps(d).encode()
+
+
+BAD_FIELDS = {
+    "ttft_s is not a number": _record(ttft_s="fast"),
+    "ttft_s -0.5 is a negative duration": _record(ttft_s=-0.5),
+    "ttft_s is not a finite number": _record(ttft_s=math.nan),
+    "e2e_s 1e+300 is out of range": _record(e2e_s=1e300),
+    "level is not a number": _record(level="x"),
+    "level is not a whole number": _record(level=1.5),
+    "outcome 'weird' is not one of": _record(outcome="weird"),
+    "a chunk is not [seconds, tokens]": _record(chunks=[[1]]),
+    "chunks is not a list": _record(chunks="abc"),
+    "a chunk's time is negative": _record(chunks=[[0.1, 1], [-1, 1]]),
+    "a chunk's token count is out of range": _record(chunks=[[0.1, 10**30]]),
+    "id is not a string": _record(id=5),
+    "phase is not a string": _record(phase=["x"]),
+}
+
+
+class TestRecordLines:
+    def test_every_malformed_line_is_skipped_and_counted(self, run_dir: Path) -> None:
+        """Lists, nulls, non-UTF-8 bytes, wrong types, NaN, negative durations: each line is
+        skipped and counted with its reason; the others are all read."""
+        good = _lines(run_dir)
+        bad = list(BAD_LINES) + list(BAD_FIELDS.values())
+        _put_lines(run_dir, good[:10] + bad + good[10:])
+        scan = RecordScan(run_dir / "requests.jsonl")
+        recs = list(iter_records(run_dir / "requests.jsonl", scan))
+        assert [r.id for r in recs] == [json.loads(line)["id"] for line in good]
+        assert scan.malformed == len(bad) and scan.records == len(good)
+        assert scan.lines == len(good) + len(bad) and not scan.torn_tail
+        assert scan.examples[0] == "line 11: not a JSON object but list"
+        for i, line in enumerate(bad):  # each one's own reason
+            one = RecordScan(run_dir / "x")
+            (run_dir / "one.jsonl").write_bytes(line + b"\n")
+            assert list(iter_records(run_dir / "one.jsonl", one)) == []
+            reason = (list(BAD_LINES.values()) + list(BAD_FIELDS))[i]
+            assert one.examples[0].startswith(f"line 1: {reason}"), (line, one.examples)
+        # the strict reader (merge-runs, shard spills) refuses, naming the line: no traceback
+        with pytest.raises(RunDirError, match=r"requests.jsonl:11: not a request record"):
+            read_records(run_dir / "requests.jsonl")
+
+    def test_the_report_says_how_many_lines_it_skipped(self, run_dir: Path) -> None:
+        """The records still agree with the summary; page one and the terminal name the
+        skipped lines, the appendix counts them beside the records."""
+        good = _lines(run_dir)
+        _put_lines(run_dir, [*good[:3], b"[]", b"null", b'{"a": "\xff"}', *good[3:]])
+        res = CliRunner().invoke(cli, ["report", "--run", str(run_dir),
+                                       "--out", str(run_dir.parent / "card.pdf")])
+        assert res.exit_code == 0, res.output
+        assert "note: requests.jsonl: 3 of 149 lines are not request records and were " \
+               "skipped" in res.stderr
+        page = _page_one(run_dir.parent / "card.pdf")
+        assert "3 of 149 lines are not request records" in page
+        assert "summary.json" not in page  # it agrees with the records: kept as written
+        text = _text(run_dir.parent / "card.pdf")
+        assert (f"Request records {len(good)} (3 lines of requests.jsonl are not records "
+                "and were skipped)") in text
+
+    def test_a_long_line_is_skipped_in_bounded_memory(self, tmp_path: Path) -> None:
+        """A line of 8 MiB is skipped ("longer than 1 MiB") without ever being held whole."""
+        path = tmp_path / "requests.jsonl"
+        good = _lines(RUN_DIR)[0]
+        with path.open("wb") as fh:
+            fh.write(good + b"\n" + b'{"id": "' + b"x" * (8 << 20) + b'"}\n' + good + b"\n")
+        scan = RecordScan(path)
+        tracemalloc.start()
+        recs = list(iter_records(path, scan))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert len(recs) == 2 and scan.malformed == 1
+        assert scan.examples == [f"line 2: longer than {MAX_LINE_BYTES:,} bytes"]
+        assert peak < 4 * MAX_LINE_BYTES, peak  # never the 8 MiB line whole
+        assert scan.bytes == path.stat().st_size
+
+    def test_a_line_cut_mid_write_is_not_an_error(self, tmp_path: Path) -> None:
+        """A kill while a line was written leaves it torn: noted, not counted as malformed,
+        not refused even by the strict reader."""
+        path = tmp_path / "requests.jsonl"
+        good = _lines(RUN_DIR)
+        path.write_bytes(b"\n".join(good[:5]) + b"\n" + good[5][:40])
+        scan = RecordScan(path)
+        assert len(list(iter_records(path, scan))) == 5
+        assert scan.torn_tail and scan.malformed == 0
+        assert len(read_records(path)) == 5
+
+    def test_hash_is_of_the_bytes_read(self, run_dir: Path) -> None:
+        """requests.jsonl's SHA-256 is taken as it is read: the printed hash is of the
+        very bytes the figures came from."""
+        import hashlib
+
+        run = report.load_run(run_dir)
+        assert run.requests_sha256 == hashlib.sha256(
+            (run_dir / "requests.jsonl").read_bytes()).hexdigest()
+
+
+def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    def levels(fn: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        return lambda s: [fn(lv) for lv in s["ramp"]["levels"]]
+
+    return {
+        "a level that is a string": lambda s: s["ramp"]["levels"].__setitem__(0, "x"),
+        "levels that are a string": lambda s: s["ramp"].__setitem__("levels", "x"),
+        "a ramp that is a list": lambda s: s.__setitem__("ramp", [1]),
+        "a baseline that is a string": lambda s: s.__setitem__("baseline", "x"),
+        "a TTFT that is a string": lambda s: s["ramp"]["levels"][0].__setitem__("ttft_s", "x"),
+        "huge throughput": levels(lambda lv: lv.__setitem__("aggregate_tokens_per_s", 1e308)),
+        "a throughput of 400 digits": levels(
+            lambda lv: lv.__setitem__("aggregate_tokens_per_s", 10**400)),
+        "a NaN": lambda s: s["baseline"]["ttft_s"].__setitem__("p50", math.nan),
+        "-3 streams": lambda s: s["ramp"].__setitem__("max_sustained_concurrency", -3),
+        "9,999 streams": lambda s: s["ramp"].__setitem__("max_sustained_concurrency", 9999),
+        "a negative TTFT": lambda s: s["ramp"]["levels"][2]["ttft_s"].__setitem__("p50", -0.5),
+        "requests as text": lambda s: s.__setitem__("requests", "many"),
+        "more requests than records": lambda s: s.__setitem__("requests", 9999),
+        "other outcomes": lambda s: s["outcomes"].__setitem__("ok", 1),
+        "a level's requests": lambda s: s["ramp"]["levels"][1].__setitem__("requests", 80),
+        "a plausible but wrong TTFT": lambda s: s["ramp"]["levels"][3]["ttft_s"].__setitem__(
+            "p50", s["ramp"]["levels"][3]["ttft_s"]["p50"] * 0.8),
+        "a level not in the records": lambda s: s["ramp"]["levels"].append(
+            {**s["ramp"]["levels"][-1], "concurrency": 32}),
+    }
+
+
+class TestSummaryCheckedAgainstRecords:
+    def test_a_consistent_summary_is_kept_as_written(self) -> None:
+        run = report.load_run(RUN_DIR)
+        assert run.rebuilt is None and run.notes == () and run.skipped_lines == 0
+        assert run.summary == json.loads((RUN_DIR / "summary.json").read_text())
+        assert "summary.rebuilt.json" not in run.raw
+        assert isinstance(run.records, report.RecordFile)  # not held: re-read when iterated
+        assert len(run.records) == len(list(run.records)) == 146
+
+    @pytest.mark.parametrize("name", list(_mutations()))
+    def test_a_summary_the_records_do_not_support_is_re_derived(self, run_dir: Path,
+                                                                name: str) -> None:
+        """Malformed, absurd or simply different from its records: the summary is
+        re-derived from the records, the run is marked degraded, page one says so."""
+        _edit_summary(run_dir, _mutations()[name])
+        run = report.load_run(run_dir)
+        assert run.rebuilt is not None and run.notes[0] == run.rebuilt
+        assert re.match(r"summary.json (is malformed|does not agree with requests.jsonl): ",
+                        run.rebuilt), run.rebuilt
+        assert run.rebuilt.endswith("every figure was re-derived from the 146 request records")
+        truth = summarize(read_records(run_dir / "requests.jsonl"), {"run_status": "complete"})
+        assert run.summary["ramp"]["levels"] == truth["ramp"]["levels"]
+        assert run.summary["ramp"]["max_sustained_concurrency"] == 8
+        assert run.summary["validity"]["status"] == "degraded"
+        assert any(r.startswith("summary.json ") for r in run.summary["validity"]["reasons"])
+        assert run.summary["rebuilt_from_records"]["records"] == 146
+        assert json.loads(run.raw["summary.rebuilt.json"]) == run.summary
+        assert run.raw["summary.json"] == (run_dir / "summary.json").read_bytes()
+        ctx = report.build_context({}, run, {})
+        assert ctx["notices"][0] == run.rebuilt
+        figures = " ".join(v for _, v in ctx["key_figures"])
+        assert "-3" not in figures and "9,999" not in figures and "-500" not in figures
+
+    def test_no_records_means_no_figures(self, run_dir: Path) -> None:
+        """A summary beside an empty (or missing) requests.jsonl has nothing behind it:
+        RUN INVALID, every figure a dash, never figures beside "Request records 0"."""
+        (run_dir / "requests.jsonl").write_bytes(b"")
+        run = report.load_run(run_dir)
+        assert run.rebuilt == ("requests.jsonl holds no record: no figure of summary.json has "
+                               "a measurement behind it, so none is shown")
+        assert run.summary["validity"]["status"] == "invalid"
+        ctx = report.build_context({"run": {"validity": "invalid"}}, run, {})
+        figures = dict(ctx["key_figures"])
+        assert figures["TTFT under load"] == "p50 — · p90 —"
+        assert figures["Aggregate throughput"] == "—"
+        assert ctx["n_records"] == 0 and ctx["run_invalid"]
+        (run_dir / "requests.jsonl").unlink()
+        assert report.load_run(run_dir).rebuilt.startswith("requests.jsonl is missing")  # type: ignore[union-attr]
+
+    def test_neither_summary_nor_records_is_not_a_run(self, run_dir: Path) -> None:
+        (run_dir / "summary.json").unlink()
+        (run_dir / "requests.jsonl").write_bytes(b"null\n")
+        with pytest.raises(RunDirError, match=r"no summary\.json and no request record"):
+            report.load_run(run_dir)
+        (run_dir / "requests.jsonl").unlink()
+        with pytest.raises(RunDirError, match=r"no summary\.json and no request record"):
+            report.load_run(run_dir)
+        (run_dir / "run.json").unlink()
+        with pytest.raises(RunDirError, match=r"no run\.json; is this a run directory"):
+            report.load_run(run_dir)
+
+    @pytest.mark.parametrize("text", ["[]", '{"schema": "\xff"}', "{", "1" * 5000])
+    def test_a_summary_that_is_not_json_is_an_input_error(self, run_dir: Path,
+                                                          text: str) -> None:
+        (run_dir / "summary.json").write_text(text, encoding="latin-1")
+        with pytest.raises(InputError, match=r"summary\.json"):
+            report.load_run(run_dir)
+
+    def test_run_json_fields_of_the_wrong_type_are_ignored(self, run_dir: Path) -> None:
+        meta = json.loads((run_dir / "run.json").read_text())
+        meta.update(target=[1], settings="x", started_at=5, status={"a": 1})
+        (run_dir / "run.json").write_text(json.dumps(meta))
+        run = report.load_run(run_dir)
+        assert set(run.notes) == {f"run.json: {k} is not {what}; ignored" for k, what in (
+            ("target", "an object"), ("settings", "an object"), ("started_at", "text"),
+            ("status", "text"))}
+        assert run.run["target"] is None and run.raw["run.json"] == (
+            run_dir / "run.json").read_bytes()
+        view = load_view(CompareInput(run_dir, None), run=run)
+        assert view.target == "? at ?" and view.settings["levels"] is None
+
+
+class TestNothingFromOutside:
+    @pytest.mark.parametrize("name", ["run.json", "summary.json", "requests.jsonl"])
+    def test_a_link_out_of_the_run_dir_is_refused(self, run_dir: Path, tmp_path: Path,
+                                                  name: str) -> None:
+        """A run dir file that resolves elsewhere is neither read, hashed nor attached."""
+        secret = tmp_path / "secret.json"
+        secret.write_text(json.dumps({"schema": "evalkit.summary/1", "key": "TOPSECRET"}))
+        (run_dir / name).unlink()
+        (run_dir / name).symlink_to(secret)
+        with pytest.raises(RunDirError, match=f"{name} is a link to .*secret.json, outside "
+                                              "the run directory"):
+            report.load_run(run_dir)
+        res = CliRunner().invoke(cli, ["report", "--run", str(run_dir),
+                                       "--out", str(tmp_path / "card.pdf")])
+        assert res.exit_code == 2 and "outside the run directory" in res.output
+        assert not (tmp_path / "card.pdf").exists()
+
+    def test_links_inside_the_run_dir_are_followed(self, run_dir: Path, tmp_path: Path) -> None:
+        (run_dir / "run.json").rename(run_dir / "meta.json")
+        (run_dir / "run.json").symlink_to("meta.json")
+        linked = tmp_path / "linked-run"
+        linked.symlink_to(run_dir)  # the directory the user names may itself be a link
+        run = report.load_run(linked)
+        assert run.raw["run.json"] == (run_dir / "meta.json").read_bytes()
+
+    def test_a_fifo_is_not_read(self, run_dir: Path) -> None:
+        (run_dir / "summary.json").unlink()
+        os.mkfifo(run_dir / "summary.json")
+        with pytest.raises(RunDirError, match="not a regular file"):
+            report.load_run(run_dir)
+
+
+class TestBoundedMemory:
+    def test_records_are_digested_not_held(self, tmp_path: Path) -> None:
+        """Loading a run keeps a bounded digest, not the records: peak memory stays below
+        the file's size (the old reader held its text, its lines and every record)."""
+        d = Path(shutil.copytree(RUN_DIR, tmp_path / "run"))
+        base = read_records(RUN_DIR / "requests.jsonl")
+        ramp = [r for r in base if r.phase == "ramp" and r.level == 16]
+        records = list(base)
+        for k in range(120):
+            records += [RequestRecord(**{**r.__dict__, "id": f"{r.id}-{k}",
+                                         "t0_s": r.t0_s + 100 * (k + 1)}) for r in ramp]
+        with open(d / "requests.jsonl", "w") as fh:
+            for r in records:
+                fh.write(r.to_json() + "\n")
+        summary = summarize(read_records(d / "requests.jsonl"), {"run_status": "complete"})
+        (d / "summary.json").write_text(json.dumps(summary))
+        size = (d / "requests.jsonl").stat().st_size
+        tracemalloc.start()
+        run = report.load_run(d)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert run.rebuilt is None, run.rebuilt
+        assert run.stats.n == len(records) and run.stats.itl_seen[16] > ITL_SAMPLE
+        assert len(run.stats.itl[16]) == ITL_SAMPLE
+        assert len(run.stats.raster_streams(16)) == 40
+        assert peak < size / 2, (peak, size)
+
+
+def test_digest_samples_are_fixed_and_uniform() -> None:
+    """The ITL sample is a fixed-seed uniform sample: the same PDF every time."""
+    def sampled() -> list[float]:
+        d = RecordDigest()
+        for i in range(0, 400_000, 40):
+            d._sample_itl(2, [float(v) for v in range(i, i + 40)])
+        return d.itl[2]
+
+    a, b = sampled(), sampled()
+    assert a == b and len(a) == ITL_SAMPLE and len(set(a)) == ITL_SAMPLE
+    assert abs(sum(a) / len(a) - 200_000) < 5_000
+
+
+class TestRenderedNoTraceback:
+    def test_tampered_dirs_report_and_compare(self, tmp_path: Path) -> None:
+        """report and compare on damaged run dirs: exit 0 with the repair said, or exit 2
+        with the file named; never a traceback."""
+        damaged = {
+            "lines": lambda d: _put_lines(d, [b"[1]", b"null", b"\xff", *_lines(d)]),
+            "level": lambda d: _edit_summary(
+                d, lambda s: s["ramp"]["levels"].__setitem__(0, "x")),
+            "huge": lambda d: _edit_summary(d, lambda s: [lv.__setitem__(
+                "aggregate_tokens_per_s", 10**400) for lv in s["ramp"]["levels"]]),
+            "streams": lambda d: _edit_summary(
+                d, lambda s: s["ramp"].__setitem__("max_sustained_concurrency", -3)),
+        }
+        dirs = []
+        for name, damage in damaged.items():
+            d = Path(shutil.copytree(RUN_DIR, tmp_path / name))
+            damage(d)
+            dirs.append(d)
+            res = CliRunner().invoke(cli, ["report", "--run", str(d),
+                                           "--out", str(tmp_path / f"{name}.pdf")])
+            assert res.exit_code == 0 and res.exception is None, (name, res.output)
+            assert "note: " in res.stderr
+            page = _page_one(tmp_path / f"{name}.pdf")
+            assert "-3 streams" not in page and "9,999" not in page
+            if name != "lines":
+                assert "every figure was re-derived from the 146 request records" in page
+                assert "DEGRADED" in page
+        res = CliRunner().invoke(cli, ["compare", *map(str, dirs),
+                                       "--out", str(tmp_path / "cmp.pdf")])
+        assert res.exit_code == 0 and res.exception is None, res.output
+        assert res.stderr.count("note: run ") >= 4
+        text = _text(tmp_path / "cmp.pdf")
+        assert "Run directories repaired or cut short" in text
+        names = pypdf.PdfReader(tmp_path / "cmp.pdf").attachments
+        assert {"run2-summary.json", "run2-summary.rebuilt.json"} <= set(names)
+
+
+def _ramp_lines(path: Path) -> int:
+    return sum('"phase":"ramp"' in line for line in path.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_sigkill_mid_ramp_then_report(reference: Any, tmp_path: Path) -> None:
+    """A probe killed with SIGKILL mid-ramp leaves no summary and run.json 'running':
+    `report` rebuilds the summary from every record, and page one says the run was cut
+    and when; `compare` reads it too."""
+    srv = reference("gpu")
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
+         "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
+         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    req = out / "requests.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not req.exists() or _ramp_lines(req) < 4):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (out / "summary.json").exists()
+    assert json.loads((out / "run.json").read_text())["status"] == "running"
+    kept = req.read_bytes().count(b"\n")  # every complete line is a record
+    assert kept >= 4
+
+    pdf = tmp_path / "cut.pdf"
+    res = CliRunner().invoke(cli, ["report", "--run", str(out), "--out", str(pdf)])
+    assert res.exit_code == 0, res.output
+    assert (f"note: summary.json is missing (the probe stopped before writing it): every "
+            f"figure was rebuilt from the {kept} request records") in res.stderr
+    page = _page_one(pdf)
+    assert "CUT " in page and "into the run, about" in page and " UTC" in page
+    assert f"the figures cover only the {kept} requests it recorded" in page
+    assert "DEGRADED" in page
+    card = json.loads(pdf.with_suffix(".json").read_text())
+    assert card["run"]["validity"] == "degraded"
+    attached = pypdf.PdfReader(pdf).attachments
+    rebuilt = json.loads(attached["summary.rebuilt.json"][0])
+    assert rebuilt["requests"] == kept and rebuilt["run_status"] == "running"
+    assert rebuilt["client"]["client_bound"] is None  # the checks died with the probe
+    assert "summary.json" not in attached
+    assert f"Request records {kept}" in _text(pdf)
+
+    res = CliRunner().invoke(cli, ["compare", str(out), str(RUN_DIR),
+                                   "--out", str(tmp_path / "cmp.pdf")])
+    assert res.exit_code == 0, res.output
+    assert "note: run 1" in res.stderr and "summary.json is missing" in res.stderr
+
+
+def test_every_damaged_dir_is_an_evalkit_error_or_a_report(tmp_path: Path) -> None:
+    """The in-process matrix (no PDF): read_run either reads a damaged dir or raises an
+    EvalkitError; nothing else escapes."""
+    cases: list[Callable[[Path], Any]] = [
+        lambda d: (d / "run.json").write_text("[]"),
+        lambda d: (d / "run.json").write_bytes(b"\xff"),
+        lambda d: (d / "summary.json").write_text('{"schema": "other"}'),
+        lambda d: (d / "summary.json").write_text("[" * 100_000),
+        lambda d: (d / "requests.jsonl").write_bytes(b"\xff\n" * 10),
+        lambda d: (d / "requests.jsonl").write_bytes(b"[" * 100_000 + b"\n"),
+        lambda d: _put_lines(d, [_record(t0_s=1e300), _record(level=10**30)]),
+    ]
+    for i, damage in enumerate(cases):
+        d = Path(shutil.copytree(RUN_DIR, tmp_path / f"d{i}"))
+        damage(d)
+        with contextlib.suppress(EvalkitError):
+            read_run(d)
