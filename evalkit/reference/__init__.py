@@ -9,14 +9,22 @@ as ground truth. Profiles live in `profiles.json`.
     with ReferenceServer(profile="queueing", truth_log=path) as srv:
         ...  # srv.base_url, srv.model, srv.truth()
 
-Ground-truth log: one JSON line per request, written when it ends. Times are absolute
-`time.perf_counter_ns()` (CLOCK_MONOTONIC, shared by every process on the machine):
-`request_id` (the `x-request-id` header, else `ref-<index>`), `index` (arrival order),
-`path`, `received_ns`, `queued` (the batch was full on arrival), `admitted_ns` (its first
-engine step began), `first_write_ns` (first content or reasoning chunk), `first_answer_ns`
-(first answer chunk), `writes` = `[[actual_ns, scheduled_ns, tokens, kind], ...]` with kind
-in role/content/reasoning/usage/done/ping/error/malformed (actual = stamped right after
-the bytes went to the transport; scheduled = the engine model's time), `end_ns`,
+Ground-truth log: one JSON line per request, written in batches after it ends
+(`srv.truth()` waits for every line). Times are absolute `time.perf_counter_ns()`
+(CLOCK_MONOTONIC, shared by every process on the machine): `request_id` (the
+`x-request-id` header, else `ref-<index>`), `index` (arrival order), `path`, `arrived_ns`
+(when the server's event loop first saw the request's bytes: the socket read holding its
+first byte, stamped in the HTTP protocol's `data_received` before any parsing; null under
+a uvicorn config without `server.arrival_stamped_protocol`), `poll_began_ns` and
+`polled_ns` (when the loop's poll that reported that read began and returned: bytes sent
+before `poll_began_ns` found the loop busy with other work, bytes ready inside the poll
+waited for the server's process to get a CPU), `received_ns` (the handler's first line,
+after parsing and task dispatch; truth TTFT runs from here), `queued` (the batch was full
+on arrival), `admitted_ns` (its first engine step began), `first_write_ns` (first content
+or reasoning chunk), `first_answer_ns` (first answer chunk), `writes` = `[[actual_ns,
+scheduled_ns, tokens, kind], ...]` with kind in
+role/content/reasoning/usage/done/ping/error/malformed (actual = stamped right after the
+bytes went to the transport; scheduled = the engine model's time), `end_ns`,
 `prompt_tokens` (o200k_base), `completion_tokens` (generated), `status` (HTTP), `outcome`
 (`ok`, `rejected`, `error`, `disconnected`, `fault:<name>`), `faults` (all injected, also
 the harmless ones such as `role_first_chunk`), `client_disconnected`.

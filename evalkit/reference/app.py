@@ -4,7 +4,8 @@ One engine loop (an asyncio task) steps `EngineCore` on the absolute monotonic t
 each request's handler owns a writer that turns the tokens it is given into SSE chunks,
 so a slow client only slows its own stream. Every write is stamped right after its
 bytes are handed to the transport, next to the time the engine scheduled it, and the
-whole story of each request goes to the ground-truth log (JSON lines) when it ends.
+whole story of each request goes to the ground-truth log (JSON lines) once it ends, in
+batches (`TRUTH_FLUSH_S` later, or when `/_reference/state` is asked).
 
 Prompt tokens are counted with o200k_base (`bpe_openai`, offline): for chat, the sum over
 messages of each content's tokens (no chat-template overhead); for completions, the
@@ -30,6 +31,8 @@ from evalkit.reference.faults import RequestPlan, plan_request
 from evalkit.reference.params import Profile
 
 MODEL = "evalkit-reference"
+#: the ASGI scope extension where the server's protocol puts the request's arrival stamp
+ARRIVAL_EXTENSION = "evalkit.arrival"
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -44,6 +47,10 @@ _WORD_TEXT = (
 WORDS = tuple(_WORD_TEXT.split())
 #: ahead of a step's end, the engine sleeps until this close, then yields in a tight loop
 SPIN_NS = 1_200_000
+#: truth lines are encoded and written this long after their request ended, in batches:
+#: the streams of one decode step end together and their clients' next requests arrive
+#: right then, so the server must not be busy with its own log at that moment
+TRUTH_FLUSH_S = 0.25
 
 
 @lru_cache(maxsize=1)
@@ -217,6 +224,8 @@ class ReferenceApp:
         self.core = EngineCore(profile, seed)
         self.truth_path = truth_log
         self._truth: TextIO | None = None
+        self._pending: list[dict[str, Any]] = []
+        self._flushing: asyncio.TimerHandle | None = None
         self._engine: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self.requests = 0
@@ -278,6 +287,7 @@ class ReferenceApp:
                 {"id": MODEL, "object": "model", "created": self.created,
                  "owned_by": "evalkit"}]})
         elif method == "GET" and path == "/_reference/state":
+            self._flush()  # whoever asks sees every ended request in the truth log
             await _send_json(send, 200, {"in_flight": self.in_flight, "logged": self.logged,
                                          "requests": self.requests,
                                          "profile": self.profile.name,
@@ -299,6 +309,7 @@ class ReferenceApp:
             elif message["type"] == "lifespan.shutdown":
                 if self._engine is not None:
                     self._engine.cancel()
+                self._flush()
                 if self._truth is not None:
                     self._truth.close()
                     self._truth = None
@@ -306,10 +317,23 @@ class ReferenceApp:
                 return
 
     def _log(self, record: dict[str, Any]) -> None:
-        if self._truth is not None:
-            self._truth.write(json.dumps(record, separators=(",", ":")) + "\n")
-            self._truth.flush()
+        """Queue a request's truth line; `_flush` writes the batch (TRUTH_FLUSH_S later)."""
         self.logged += 1
+        if self._truth is None:
+            return
+        self._pending.append(record)
+        if self._flushing is None:
+            self._flushing = asyncio.get_running_loop().call_later(TRUTH_FLUSH_S, self._flush)
+
+    def _flush(self) -> None:
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
+        pending, self._pending = self._pending, []
+        if self._truth is not None and pending:
+            self._truth.write("".join(json.dumps(r, separators=(",", ":")) + "\n"
+                                      for r in pending))
+            self._truth.flush()
 
     async def _generate(self, scope: Scope, receive: Receive, send: Send, received: int,
                         chat: bool) -> None:
@@ -317,9 +341,12 @@ class ReferenceApp:
         index = self.requests
         self.requests += 1
         rid = _header(scope, b"x-request-id") or f"ref-{index}"
+        arrival = (scope.get("extensions") or {}).get(ARRIVAL_EXTENSION) or {}
         truth: dict[str, Any] = {
             "request_id": rid, "path": scope["path"], "index": index,
-            "received_ns": received, "queued": False, "admitted_ns": None,
+            "arrived_ns": arrival.get("arrived_ns"), "received_ns": received,
+            "poll_began_ns": arrival.get("poll_began_ns"), "polled_ns": arrival.get("polled_ns"),
+            "queued": False, "admitted_ns": None,
             "first_write_ns": None, "first_answer_ns": None, "writes": [], "end_ns": None,
             "prompt_tokens": None, "completion_tokens": 0, "status": None,
             "outcome": "error", "faults": [], "client_disconnected": False}
@@ -479,7 +506,9 @@ class _Writer:
     def _stamp(self, kind: str, tokens: int, scheduled: int) -> None:
         """Record a write the moment its bytes were handed to the transport."""
         now = time.perf_counter_ns()
-        self.truth["writes"].append([now, scheduled, tokens, kind])
+        # a tuple: the garbage collector stops tracking it, and a busy server holds
+        # thousands (a collection that walks them all is a stall in every stream)
+        self.truth["writes"].append((now, scheduled, tokens, kind))
         if kind in ("content", "reasoning") and self.truth["first_write_ns"] is None:
             self.truth["first_write_ns"] = now
         if kind == "content" and self.truth["first_answer_ns"] is None:
@@ -612,7 +641,7 @@ class _Writer:
         truth.update(status=200, completion_tokens=self.s.tokens, outcome=plan.outcome)
         await _send_json(self.send, 200, body)
         now = time.perf_counter_ns()
-        truth["writes"].append([now, at, self.s.tokens, "content"])
+        truth["writes"].append((now, at, self.s.tokens, "content"))
         truth["first_write_ns"] = truth["first_answer_ns"] = now
 
 

@@ -11,7 +11,9 @@ or in a thread of this process (cheaper to start, for functional tests):
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import gc
 import json
 import os
 import socket
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -27,7 +30,7 @@ from typing import Any, Literal
 import httpx
 
 from evalkit.errors import EvalkitError, UsageError
-from evalkit.reference.app import MODEL, ReferenceApp
+from evalkit.reference.app import ARRIVAL_EXTENSION, MODEL, ReferenceApp, count_tokens
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 
 STARTUP_TIMEOUT_S = 20.0
@@ -53,11 +56,79 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Polls:
+    """When an event loop's latest poll (`epoll_wait`) began and returned."""
+
+    def __init__(self, selector: Any) -> None:
+        self.began = self.returned = 0
+        self._select = selector.select
+        selector.select = self.select  # the instance attribute shadows the method
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.began = time.perf_counter_ns()
+        try:
+            return self._select(timeout)
+        finally:
+            self.returned = time.perf_counter_ns()
+
+
+_POLLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Polls] = \
+    weakref.WeakKeyDictionary()
+
+
+def _polls(loop: asyncio.AbstractEventLoop) -> _Polls | None:
+    """The poll stamps of a selector event loop (None for one without a selector)."""
+    found = _POLLS.get(loop)
+    selector = getattr(loop, "_selector", None)
+    if found is None and selector is not None:
+        found = _POLLS[loop] = _Polls(selector)
+    return found
+
+
+def arrival_stamped_protocol() -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol, stamping when the event loop first sees each request.
+
+    `data_received` is where the loop hands over a socket read, before any HTTP parsing;
+    the stamp taken there goes into the request's ASGI scope (`extensions`, under
+    `ARRIVAL_EXTENSION`) when the parser finds the first byte of a request in that read,
+    and the app logs it as `arrived_ns`, with the loop's poll that reported the read
+    (`poll_began_ns`, `polled_ns`). So the truth log splits a client's send side: until
+    the poll began the server's loop was busy with other work; within the poll, the
+    bytes waited in the kernel for the server's process to get a CPU (microseconds on an
+    idle machine); from the poll's return to `arrived_ns`, the loop ran the callbacks
+    ahead of this one; from there to `received_ns` (the handler's first line), HTTP
+    parsing and task dispatch.
+    """
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class ArrivalStampedProtocol(HttpToolsProtocol):
+        _arrived: dict[object, object] = {}  # noqa: RUF012  (replaced per read)
+        _polls: _Polls | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            self._polls = _polls(self.loop)
+            super().connection_made(transport)
+
+        def data_received(self, data: bytes) -> None:
+            now = time.perf_counter_ns()  # the stamp: nothing before it
+            polls = self._polls
+            self._arrived = {"arrived_ns": now,
+                             "poll_began_ns": polls.began if polls else None,
+                             "polled_ns": polls.returned if polls else None}
+            super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.scope["extensions"] = {ARRIVAL_EXTENSION: self._arrived}
+
+    return ArrivalStampedProtocol
+
+
 def _uvicorn_server(app: ReferenceApp) -> Any:
     import uvicorn
 
-    config = uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="on",
-                            access_log=False, log_level="warning", backlog=4096,
+    config = uvicorn.Config(app, loop="asyncio", http=arrival_stamped_protocol(),
+                            lifespan="on", access_log=False, log_level="warning", backlog=4096,
                             timeout_keep_alive=30, timeout_graceful_shutdown=1)
     return uvicorn.Server(config)
 
@@ -71,6 +142,10 @@ def serve(host: str = "127.0.0.1", port: int = 8000, profile: str = DEFAULT_PROF
     bound = sock.getsockname()[1]
     app = ReferenceApp(prof, seed, Path(truth_log) if truth_log else None)
     server = _uvicorn_server(app)
+    # this process is the server alone: what exists now (imports, the tokenizer's tables)
+    # lives until it exits, so no garbage collection needs to walk it while it serves
+    count_tokens("warm up")
+    gc.freeze()
     shown = f"[{host}]" if ":" in host else host
     if announce is not None:
         announce(f"http://{shown}:{bound}/v1")
