@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import random
 import re
 import ssl
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +43,7 @@ from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean
 from evalkit.sse import SSEParser, SSETooLarge
-from evalkit.stamping import stamped_transport
+from evalkit.stamping import SendStamp, stamp_sends, stamped_transport
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
@@ -210,6 +212,8 @@ class Prober:
         self.shard = shard
         self.force_length = target.force_length
         self._seq = 0
+        #: (url, headers, extensions) every request shares (`_request`)
+        self._template: tuple[httpx.URL, list[tuple[bytes, bytes]], dict[str, Any]] | None = None
         #: content chunks timed, and those that shared a socket read with the next content
         #: chunk: servers write one chunk per decode step, so a shared read means we read
         #: late and the earlier chunk carries the later one's stamp (`coalesced_fraction`)
@@ -217,6 +221,11 @@ class Prober:
         self.coalesced_chunks = 0
         #: seconds workers spent waiting after rejections and failures (closed_loop)
         self.paused_s = 0.0
+        #: per request sent on a plan that streamed content, in order: the client's send
+        #: lag (s; from when it was meant to leave to when its bytes did, less any
+        #: connection opened meanwhile) and its span, meant-to-leave to end (`send_check`)
+        self.send_lags: list[float] = []
+        self.send_spans: list[float] = []
 
     async def __aenter__(self) -> Prober:
         return self
@@ -232,42 +241,101 @@ class Prober:
         return str(uuid.uuid4()), f"{self.run_tag}-s{self.shard}-{self._seq:06d}"
 
     def _request(self, client: httpx.AsyncClient, rid: str, prompt: Prompt) -> httpx.Request:
+        """The request, built from a template: every client of a Prober has the same URL,
+        headers and timeouts, and `client.build_request` merging them anew each time
+        cost 3x more, once per request, in the moment a herd of streams sends again."""
         body = self.adapter.build_body(self.target.model, prompt.content, prompt.max_tokens,
                                        self.force_length)
         body.update(self.target.extra_body)
-        return client.build_request(
-            "POST", self.adapter.path, content=json.dumps(body).encode(),
-            headers={"content-type": "application/json", "accept": "text/event-stream",
-                     "x-request-id": rid})
+        if self._template is None:
+            proto = client.build_request("POST", self.adapter.path, headers={
+                "content-type": "application/json", "accept": "text/event-stream"})
+            self._template = (proto.url, [(k, v) for k, v in proto.headers.raw if k.lower()
+                                          not in (b"content-length", b"x-request-id")],
+                              proto.extensions)
+        url, head, extensions = self._template
+        return httpx.Request("POST", url, headers=[*head, (b"x-request-id", rid.encode())],
+                             content=json.dumps(body).encode(), extensions=dict(extensions))
 
     async def stream(self, prompt: Prompt, phase: str, level: int | None,
                      scheduled_ns: int | None = None,
-                     facts: dict[str, Any] | None = None) -> RequestRecord:
+                     facts: dict[str, Any] | None = None,
+                     intended_ns: int | None = None,
+                     after_send: Callable[[], None] | None = None) -> RequestRecord:
         """Send one streaming request and return its record (never raises for a failure).
+
+        The request is *sent* when its first bytes are handed to the socket (stamped by
+        `evalkit.stamping`'s writer, so neither httpx's locks nor other streams' work in
+        between count). In a closed loop (no `scheduled_ns`) that moment is t0; in an
+        open loop t0 is `scheduled_ns`, the time the arrival process set, so a client
+        that sends late cannot hide the wait (coordinated omission). Either way the
+        record keeps the send stamp (`sent_s`, from t0) and the send lag: sent minus when
+        the load generator meant to send, `scheduled_ns`, else `intended_ns` (a closed
+        loop's worker: when its previous request ended), else the time of this call.
+
+        `after_send`, if given, is called once, when this request is out: its response
+        began, or the send failed (not if the call is cancelled: the caller's own
+        clean-up runs then). It is for work that must not delay the send, such as
+        writing the previous request's record; what it raises is raised here.
 
         `facts`, if given, receives the stream's format facts (role chunk first,
         keep-alives, CRLF, [DONE], usage): what the connect phase reports.
         """
+        called_ns = time.perf_counter_ns()
+        if scheduled_ns is not None:
+            intended_ns = scheduled_ns
         rid, label = self._next_id()
         client = self.clients.acquire()
         try:
             return await self._stream(client, rid, label, prompt, phase, level, scheduled_ns,
-                                      facts)
+                                      facts, called_ns if intended_ns is None else intended_ns,
+                                      intended_ns is not None, after_send)
         finally:
             self.clients.release(client)
 
+    def send_check(self, since: int = 0) -> dict[str, Any]:
+        """The client's send lag over the requests since `since` (a `len(send_lags)`).
+
+        `send_lag_fraction` is the share of the workers' time that went to the client's
+        own delay in sending: the load it was asked to offer and held back. It grows
+        when the client cannot keep up (a herd of streams that ended together sending
+        again one after another, or an open loop falling behind its schedule): like
+        event-loop lag, a sign the client set the pace (`judge_client`). Only requests
+        sent on a plan count (`scheduled_ns` or `intended_ns` given: not a one-off, nor
+        a worker's first request), and only those that streamed content: a request that
+        failed at once (a 429, a refused connection) takes a few milliseconds, and the
+        back-off after it is meant.
+        """
+        lags = sorted(self.send_lags[since:])
+        span = sum(self.send_spans[since:])
+        return {"send_lag_p50_s": _pct(lags, 0.5), "send_lag_p99_s": _pct(lags, 0.99),
+                "send_lag_max_s": lags[-1] if lags else None,
+                "send_lag_fraction": round(sum(lags) / span, 5) if span > 0 else None}
+
+    def ended_ns(self, rec: RequestRecord) -> int | None:
+        """When `rec`'s request ended, on the perf_counter_ns clock (None: not recorded)."""
+        if rec.end_s is None:
+            return None
+        return self.origin_ns + round((rec.t0_s + rec.end_s) * 1e9)
+
     async def _stream(self, client: httpx.AsyncClient, rid: str, label: str, prompt: Prompt,
                       phase: str, level: int | None, scheduled_ns: int | None,
-                      facts: dict[str, Any] | None = None) -> RequestRecord:
+                      facts: dict[str, Any] | None, intended_ns: int, judged: bool,
+                      after_send: Callable[[], None] | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState()
         deadline = self.target.request_deadline(prompt.max_tokens)
-        sent_ns = time.perf_counter_ns()
-        t0 = scheduled_ns if scheduled_ns is not None else sent_ns
+        wire = SendStamp(join=bool(request.content))  # head and body in one send
+        tried_ns = time.perf_counter_ns()
         try:
             async with asyncio.timeout(deadline):
-                response = await client.send(request, stream=True)
+                with stamp_sends(wire):  # every write of this send, stamped at the socket
+                    response = await client.send(request, stream=True)
                 try:
+                    if after_send is not None:
+                        out = after_send
+                        after_send = None  # once: not again below
+                        out()
                     st.status = response.status_code
                     if st.status != 200:
                         await self._read_error(response, st)
@@ -286,9 +354,20 @@ class Prober:
         except httpx.HTTPError as exc:
             st.fail("error", f"{type(exc).__name__}: {exc}")
         st.end_ns = time.perf_counter_ns()
+        if after_send is not None:  # the send failed: nothing else is coming
+            after_send()
         if facts is not None:
             facts.update(st.facts())
-        return self._record(rid, label, prompt, phase, level, t0, sent_ns, scheduled_ns, st)
+        # no byte reached the socket (no connection): the attempt stands in for the send
+        sent_ns = wire.first_ns if wire.first_ns is not None else tried_ns
+        t0 = scheduled_ns if scheduled_ns is not None else sent_ns
+        if judged and st.chunk_ns:  # late against a plan, and it offered load
+            # the client's own delay: a connection opened inside the send is the network's
+            own = max(sent_ns - intended_ns - wire.connect_ns, 0)
+            self.send_lags.append(own / 1e9)
+            self.send_spans.append(max(st.end_ns - intended_ns - wire.connect_ns, own) / 1e9)
+        return self._record(rid, label, prompt, phase, level, t0, sent_ns, intended_ns,
+                            wire, st)
 
     async def _read_error(self, response: httpx.Response, st: _StreamState) -> None:
         body = b""
@@ -363,7 +442,7 @@ class Prober:
         st.crlf = parser.saw_cr
 
     def _record(self, rid: str, label: str, prompt: Prompt, phase: str, level: int | None,
-                t0: int, sent_ns: int, scheduled_ns: int | None, st: _StreamState
+                t0: int, sent_ns: int, intended_ns: int, wire: SendStamp, st: _StreamState
                 ) -> RequestRecord:
         outcome, error = st.verdict()
         counted = sum(st.chunk_tokens) if st.status == 200 else None
@@ -383,7 +462,9 @@ class Prober:
             chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
             error=clean(self.target.redact(error), _ERR_MAX) if error else None,
             error_body=st.error_body, retry_after_s=st.retry_after_s,
-            send_lag_s=(sent_ns - scheduled_ns) / 1e9 if scheduled_ns is not None else None,
+            send_lag_s=(sent_ns - intended_ns) / 1e9,
+            sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
+            connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
             shard=self.shard, prompt_id=prompt.id, label=label)
 
@@ -520,26 +601,42 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
         if i and stagger_s > 0:
             await asyncio.sleep(i * stagger_s)
         pause = reject_pause_s
-        while more():
-            started += 1
-            rec = await prober.stream(next_prompt(), phase, level)
-            on_record(rec)
-            if rec.outcome == "ok" or rec.chunks:
-                pause = reject_pause_s
-                continue
-            if rec.outcome == "timeout" and not silent:
-                silent = True
-                if on_note is not None:
-                    on_note(f"{phase}{f' level {level}' if level > 1 else ''}: a request timed "
-                            f"out without any content ({rec.error}); no more are sent in this "
-                            "phase, each would cost the same wait")
-                break
-            wait = rec.retry_after_s if rec.retry_after_s is not None else pause
-            if wait > 0:
-                prober.paused_s += wait
-                await asyncio.sleep(wait)
-            if rec.outcome != "rejected" or rec.retry_after_s is None:
-                pause = min(max(pause, 0.001) * 2, max_pause_s)
+        kept: list[RequestRecord] = []  # ended, not yet handed to on_record
+        due: int | None = None  # when the next request is meant to leave (None: now)
+
+        def keep() -> None:
+            while kept:
+                on_record(kept.pop(0))
+
+        try:
+            while more():
+                started += 1
+                # the last record is kept once the next request is out: a herd of streams
+                # that ended together must not wait for each other's bookkeeping to send
+                rec = await prober.stream(next_prompt(), phase, level, intended_ns=due,
+                                          after_send=keep if kept else None)
+                kept.append(rec)
+                due = prober.ended_ns(rec)
+                if rec.outcome == "ok" or rec.chunks:
+                    pause = reject_pause_s
+                    continue
+                keep()
+                if rec.outcome == "timeout" and not silent:
+                    silent = True
+                    if on_note is not None:
+                        on_note(f"{phase}{f' level {level}' if level > 1 else ''}: a request "
+                                f"timed out without any content ({rec.error}); no more are "
+                                "sent in this phase, each would cost the same wait")
+                    break
+                wait = rec.retry_after_s if rec.retry_after_s is not None else pause
+                if wait > 0:
+                    prober.paused_s += wait
+                    await asyncio.sleep(wait)
+                    due = None  # the pause was meant: the next request is due after it
+                if rec.outcome != "rejected" or rec.retry_after_s is None:
+                    pause = min(max(pause, 0.001) * 2, max_pause_s)
+        finally:
+            keep()
 
     await asyncio.gather(*(worker(i) for i in range(workers)))
 
@@ -578,10 +675,15 @@ async def open_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord
 class LoopMonitor:
     """Measures event-loop lag (timer overshoot) and process CPU, per window of the run."""
 
+    #: the samples kept (10 minutes at 5 ms): a day-long soak must hold flat memory, so a
+    #: window longer than that is judged on its last 10 minutes of loop lag
+    MAX_SAMPLES = 120_000
+
     def __init__(self, interval_s: float = 0.005) -> None:
         self.interval_s = interval_s
-        #: (when the sleep began, ns; how late it woke, s)
-        self._lags: list[tuple[int, float]] = []
+        #: (when the sleep began, ns; how late it woke, s), the newest MAX_SAMPLES
+        self._lags: deque[tuple[int, float]] = deque(maxlen=self.MAX_SAMPLES)
+        self._seen = 0
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LoopMonitor:
@@ -601,19 +703,22 @@ class LoopMonitor:
             await asyncio.sleep(self.interval_s)
             late = time.perf_counter_ns() - before - interval_ns
             self._lags.append((before, max(late, 0) / 1e9))
+            self._seen += 1
 
     def start_window(self) -> tuple[int, int, float]:
         """Begin a window (a phase or a level); windows may nest or overlap."""
-        return (len(self._lags), time.perf_counter_ns(), time.process_time())
+        return (self._seen, time.perf_counter_ns(), time.process_time())
 
     def end_window(self, mark: tuple[int, int, float]) -> dict[str, Any]:
         """Lag percentiles and CPU share (of one core) since `mark`."""
-        i, wall0, cpu0 = mark
+        seen0, wall0, cpu0 = mark
         wall = (time.perf_counter_ns() - wall0) / 1e9
         cpu = time.process_time() - cpu0
         # a sample belongs to the window its sleep began in: a block *before* the window
         # (e.g. judging the previous level) must not count against it
-        lags = sorted(lag for began, lag in self._lags[max(i - 1, 0):] if began >= wall0)
+        recent = itertools.islice(self._lags, max(len(self._lags) - (self._seen - seen0) - 1, 0),
+                                  None)
+        lags = sorted(lag for began, lag in recent if began >= wall0)
         return {"loop_lag_p50_s": _pct(lags, 0.5), "loop_lag_p99_s": _pct(lags, 0.99),
                 "loop_lag_max_s": lags[-1] if lags else None, "lag_samples": len(lags),
                 "cpu_fraction": round(cpu / wall, 4) if wall > 0 else None,

@@ -13,19 +13,30 @@ The prober reads the stamp through `response.extensions["network_stream"]`: afte
 hands over body bytes, `last_arrival_ns` is the arrival time of the socket read those
 bytes came from (each `read` returns the bytes of one `data_received` at most, so the
 mapping is exact). This is the real HTTP stack (httpx, httpcore, h11) over real sockets;
-only the socket reader is ours.
+only the socket reader and writer are ours.
+
+Writes are stamped the same way, the mirror of the read path: the moment a request's
+bytes are handed to the socket (`send`), not when the prober asked httpx to send it.
+Between those two, httpx and httpcore take their pool and connection locks (each one a
+turn of the event loop under anyio) and build the h11 events, and when the streams of
+one decode step end together every other stream's work runs in those turns: milliseconds
+that are the client's, not the server's. The prober wraps each send in `stamp_sends()`;
+every write made by that task meanwhile lands in the `SendStamp` it yields (a context
+variable, so concurrent streams never see each other's stamps), and a connection opened
+inside the send (a keep-alive that expired) is never inside the stamp: only its writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import socket
 import ssl
 import struct
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import httpcore
@@ -38,6 +49,82 @@ _ANC_SIZE = socket.CMSG_SPACE(16)
 _READ_SIZE = 256 * 1024
 _MAX_BUFFERED = 4 * 1024 * 1024
 _MAX_AGE_NS = 10_000_000_000
+
+
+class SendStamp:
+    """When one request's bytes went to the socket: filled in by the stamped streams' writes.
+
+    With `join` (a request with a body), the first write (h11's request head) is held
+    and goes out with the next (the body, or h11's empty end-of-message write): one
+    send, one packet and one wake-up of the server per request instead of two, and the
+    stamp is the moment the whole request was handed over. httpcore writes the body
+    straight after the head, with no turn of the event loop in between.
+    """
+
+    __slots__ = ("bytes", "connect_ns", "first_ns", "held", "join", "last_ns", "writes")
+
+    def __init__(self, join: bool = False) -> None:
+        #: the write that handed over the request's first bytes began (None: nothing sent)
+        self.first_ns: int | None = None
+        #: the last write began (the body, for a request whose head went first)
+        self.last_ns: int | None = None
+        self.writes = 0
+        self.bytes = 0
+        self.join = join
+        self.held: bytes | None = None
+        #: time spent opening a connection (TCP, TLS) inside this send: the network's
+        #: round trips, not the client's delay
+        self.connect_ns = 0
+
+    def outgoing(self, buffer: bytes) -> bytes:
+        """The bytes to send now for this write (b"": hold them for the next one)."""
+        if self.held is not None:
+            buffer, self.held = self.held + buffer, None
+        elif self.join and self.writes == 0 and buffer:
+            self.held, self.join = bytes(buffer), False
+            return b""
+        return buffer
+
+    def wrote(self, at_ns: int, size: int) -> None:
+        """Record one write of `size` bytes that began at `at_ns`."""
+        if self.first_ns is None:
+            self.first_ns = at_ns
+        self.last_ns = at_ns
+        self.writes += 1
+        self.bytes += size
+
+
+_SENDING: contextvars.ContextVar[SendStamp | None] = contextvars.ContextVar(
+    "evalkit_sending", default=None)
+
+
+@contextlib.contextmanager
+def stamp_sends(stamp: SendStamp | None = None) -> Iterator[SendStamp]:
+    """Stamp every socket write this task makes inside the block (one request's send)."""
+    stamp = SendStamp() if stamp is None else stamp
+    token = _SENDING.set(stamp)
+    try:
+        yield stamp
+    finally:
+        _SENDING.reset(token)
+
+
+def _connected(began_ns: int) -> None:
+    """A connection (or its TLS) opened inside a stamped send: note how long it took."""
+    sending = _SENDING.get()
+    if sending is not None:
+        sending.connect_ns += time.perf_counter_ns() - began_ns
+
+
+def _outgoing(buffer: bytes) -> tuple[bytes, int]:
+    """What to send for this write, and now, as it begins (noted on the task's SendStamp)."""
+    sending = _SENDING.get()
+    if sending is not None:
+        buffer = sending.outgoing(buffer)
+    now = time.perf_counter_ns()  # the stamp: nothing between it and the socket
+    if sending is not None and buffer:
+        sending.wrote(now, len(buffer))
+    return buffer, now
 
 
 class _Protocol(asyncio.Protocol):
@@ -104,6 +191,8 @@ class StampedStream(httpcore.AsyncNetworkStream):
         self._transport = transport
         self._protocol = protocol
         self.last_arrival_ns: int | None = None
+        #: when the last write handed its bytes to the transport
+        self.last_write_ns: int | None = None
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """The bytes of the next socket read (split only if longer than max_bytes)."""
@@ -128,11 +217,13 @@ class StampedStream(httpcore.AsyncNetworkStream):
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         """Send bytes; wait (bounded by timeout) if the kernel buffer is full."""
+        buffer, at = _outgoing(buffer)
         if not buffer:
             return
         if self._transport.is_closing():
             raise httpcore.WriteError("connection closed")
-        self._transport.write(buffer)
+        self.last_write_ns = at
+        self._transport.write(buffer)  # TLS: encrypted and sent to the socket right away
         try:
             async with asyncio.timeout(timeout):
                 await self._protocol.drained()
@@ -146,6 +237,7 @@ class StampedStream(httpcore.AsyncNetworkStream):
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
         """Upgrade to TLS; decrypted bytes keep being stamped in `data_received`."""
+        began = time.perf_counter_ns()
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
@@ -161,6 +253,7 @@ class StampedStream(httpcore.AsyncNetworkStream):
             raise httpcore.ConnectError("TLS handshake failed")
         assert isinstance(tls, asyncio.Transport)
         self._protocol.transport = tls
+        _connected(began)
         return StampedStream(tls, self._protocol)
 
     def get_extra_info(self, info: str) -> Any:
@@ -201,6 +294,8 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._waiter: asyncio.Future[None] | None = None
         self._reading = True
         self.last_arrival_ns: int | None = None
+        #: when the last write began handing its bytes to the socket
+        self.last_write_ns: int | None = None
         #: how late the last read came after its bytes arrived (None: no kernel stamp): two
         #: events in one read were merged by *us* only when this is large; a small value
         #: means the server wrote them together
@@ -282,12 +377,27 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        """Send all bytes (bounded by timeout)."""
+        """Send all bytes (bounded by timeout), stamped as the socket takes the first.
+
+        The first `send` is tried right here, with no turn of the event loop between the
+        stamp and the kernel taking the bytes (what `sock_sendall` would do too, one
+        stack frame later); only what a full socket buffer refuses waits for the loop.
+        """
+        buffer, at = _outgoing(buffer)
         if not buffer:
+            return
+        self.last_write_ns = at
+        try:
+            sent = self._sock.send(buffer)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            raise httpcore.WriteError(str(exc) or type(exc).__name__) from None
+        if sent == len(buffer):
             return
         try:
             async with asyncio.timeout(timeout):
-                await self._loop.sock_sendall(self._sock, buffer)
+                await self._loop.sock_sendall(self._sock, memoryview(buffer)[sent:])
         except TimeoutError:
             raise httpcore.WriteTimeout(f"write blocked for {timeout} s") from None
         except OSError as exc:
@@ -301,6 +411,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
         """TLS: hand the socket to an asyncio SSL transport, stamped in data_received."""
+        began = time.perf_counter_ns()
         self._stop_reading(eof=False)
         try:
             async with asyncio.timeout(timeout):
@@ -314,6 +425,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._sock.close()
             raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
         assert isinstance(transport, asyncio.Transport)
+        _connected(began)
         return StampedStream(transport, protocol)
 
     def get_extra_info(self, info: str) -> Any:
@@ -342,6 +454,7 @@ class StampedBackend(httpcore.AsyncNetworkBackend):
                           socket_options: Iterable[Any] | None = None
                           ) -> httpcore.AsyncNetworkStream:
         """Open a TCP connection with TCP_NODELAY and kernel receive timestamps."""
+        began = time.perf_counter_ns()
         loop = asyncio.get_running_loop()
         last: OSError | None = None
         try:
@@ -373,6 +486,7 @@ class StampedBackend(httpcore.AsyncNetworkBackend):
             sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
         for option in socket_options or ():
             sock.setsockopt(*option)
+        _connected(began)
         return KernelStampedStream(sock, loop)
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,

@@ -230,17 +230,20 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- self-check
 
-def window_start(mon: LoopMonitor, prober: Prober) -> tuple[Any, int, int, float]:
+def window_start(mon: LoopMonitor, prober: Prober) -> tuple[Any, int, int, float, int]:
     """Begin a self-check window over the loop and the prober's chunk counters."""
-    return mon.start_window(), prober.content_chunks, prober.coalesced_chunks, prober.paused_s
+    return (mon.start_window(), prober.content_chunks, prober.coalesced_chunks,
+            prober.paused_s, len(prober.send_lags))
 
 
-def window_end(mon: LoopMonitor, prober: Prober, mark: tuple[Any, int, int, float]
+def window_end(mon: LoopMonitor, prober: Prober, mark: tuple[Any, int, int, float, int]
                ) -> dict[str, Any]:
-    """Loop lag, CPU and the share of chunks whose read was late (coalesced) in the window,
-    and how long workers waited after rejections and failures (backoff, Retry-After)."""
-    loop_mark, chunks0, coalesced0, paused0 = mark
+    """Loop lag, CPU, the client's send lag and the share of chunks whose read was late
+    (coalesced) in the window, and how long workers waited after rejections and
+    failures (backoff, Retry-After)."""
+    loop_mark, chunks0, coalesced0, paused0, sends0 = mark
     check = mon.end_window(loop_mark)
+    check.update(prober.send_check(sends0))
     check["backoff_s"] = round(prober.paused_s - paused0, 3)
     chunks = prober.content_chunks - chunks0
     coalesced = prober.coalesced_chunks - coalesced0
@@ -254,10 +257,13 @@ def judge_client(check: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     """Was the client the bottleneck? Then no capacity conclusion may be drawn.
 
     Bound when the client's CPU is saturated (it set the pace), when its event loop lags
-    so much that closed-loop workers send late, or when more than a small share of chunks
-    were read late enough to merge with the next one (their stamps would be late).
+    so much that closed-loop workers send late, when its own send lag held back more than
+    a small share of the load it was to offer (`send_lag_fraction`; judged when the
+    limits name it), or when more than a small share of chunks were read late enough to
+    merge with the next one (their stamps would be late).
     """
     lag, cpu = check.get("loop_lag_p99_s"), check.get("cpu_fraction")
+    held = check.get("send_lag_fraction")
     merged = check.get("coalesced_fraction")
     # A share needs a count behind it: one merged read among a short phase's 30 chunks is
     # two server writes closer together than a read, not a client falling behind.
@@ -265,6 +271,8 @@ def judge_client(check: dict[str, Any], limits: dict[str, Any]) -> dict[str, Any
     reasons = [why for why, hit in (
         ("cpu", cpu is not None and cpu > float(limits["cpu_fraction"])),
         ("loop_lag", lag is not None and lag > float(limits["loop_lag_p99_s"])),
+        ("send_lag", held is not None and "send_lag_fraction" in limits
+         and held > float(limits["send_lag_fraction"])),
         ("late_reads", enough and merged is not None
          and merged > float(limits["coalesced_fraction"])),
     ) if hit]
@@ -537,6 +545,8 @@ class _Suite:
         return {"loop_lag_p50_s": worst("loop_lag_p50_s"), "loop_lag_p99_s":
                 worst("loop_lag_p99_s"), "loop_lag_max_s": worst("loop_lag_max_s"),
                 "cpu_fraction": worst("cpu_fraction"),
+                "send_lag_p99_s": worst("send_lag_p99_s"),
+                "send_lag_fraction": worst("send_lag_fraction"),
                 "coalesced_fraction": worst("coalesced_fraction"), "shards": len(checks),
                 "client_bound": any(c.get("client_bound") for c in checks),
                 "client_bound_reasons": sorted({r for c in checks
@@ -559,7 +569,8 @@ class _Suite:
                 self._note(f"level {level}: the client was the bottleneck "
                            f"({', '.join(check.get('client_bound_reasons') or [])}: loop lag "
                            f"p99 {_ms(check.get('loop_lag_p99_s'))}, CPU "
-                           f"{check.get('cpu_fraction')}, late reads "
+                           f"{check.get('cpu_fraction')}, send lag "
+                           f"{check.get('send_lag_fraction')} of the load, late reads "
                            f"{check.get('coalesced_fraction')}); stopping the ramp")
                 break
             if self.config.shards > 1:
@@ -738,7 +749,7 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         finally:
             if progress is not None:
                 progress.close()
-    return RunResult(Path(out_dir), status, len(store.records), summary)
+    return RunResult(Path(out_dir), status, store.count, summary)
 
 
 def _finish(suite: _Suite, store: RunStore, status: str,
@@ -755,7 +766,7 @@ def _finish(suite: _Suite, store: RunStore, status: str,
                                      "levels": {str(k): v for k, v in
                                                 suite.level_checks.items()}},
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
-                      requests=len(store.records))
+                      requests=store.count)
     return summary
 
 

@@ -1,0 +1,298 @@
+"""The send side of every time: t0 is when the request's bytes were handed to the socket.
+
+Checked over real loopback HTTP against the reference endpoint, whose truth log stamps
+when its event loop first saw each request's bytes (`arrived_ns`). Bounds, never exact
+durations: the machine running these may be busy; causality (the server cannot see bytes
+before we sent them) and the arithmetic between fields are exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import socket
+import time
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+
+from evalkit.prober import Prober, Target, closed_loop, open_loop
+from evalkit.prompts import synthetic
+from evalkit.records import RequestRecord
+from evalkit.reference import ReferenceServer
+from evalkit.stamping import KernelStampedStream, SendStamp, stamp_sends
+from evalkit.suite import judge_client, load_profile
+
+MS = 1_000_000
+
+
+def _truth(srv: ReferenceServer) -> dict[str, dict[str, Any]]:
+    return {t["request_id"]: t for t in srv.truth()}
+
+
+def _sent_ns(origin: int, r: RequestRecord) -> int:
+    assert r.sent_s is not None
+    return origin + round((r.t0_s + r.sent_s) * 1e9)
+
+
+class TestClosedLoop:
+    def test_t0_is_the_send_and_the_server_sees_it_after(self, reference: Any) -> None:
+        """One stream: t0 is the send stamp (sent_s 0) and the server's loop sees the bytes
+        after it, within milliseconds; the next request's lag runs from the last one's end."""
+        srv = reference("gpu", request_overhead_ms=5, decode_base_ms=5, jitter_ms=0)
+        records: list[RequestRecord] = []
+
+        async def run() -> int:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "c") as prober:
+                await prober.clients.prepare(1)
+                await closed_loop(prober, lambda: synthetic(32, 4, "c"), records.append,
+                                  phase="baseline", level=1, workers=1, duration_s=None,
+                                  max_requests=5)
+                return prober.origin_ns
+
+        origin = asyncio.run(run())
+        truth = _truth(srv)
+        gaps = []
+        for r in records:
+            assert r.outcome == "ok", r.error
+            assert r.sent_s == 0.0 and r.connect_s is None  # prepared: no connect inside
+            t0 = origin + r.t0_s * 1e9
+            gap = truth[r.id]["arrived_ns"] - t0
+            assert gap >= 0, (r.id, gap)  # causality: exact
+            gaps.append(gap / MS)
+        assert sorted(gaps)[len(gaps) // 2] < 5.0, gaps
+        assert max(gaps) < 50.0, gaps
+        # closed loop: a request was meant to leave when the one before it ended
+        for prev, nxt in itertools.pairwise(records):
+            assert prev.end_s is not None and nxt.send_lag_s is not None
+            assert nxt.send_lag_s >= 0
+            meant = nxt.t0_s - nxt.send_lag_s
+            assert meant == pytest.approx(prev.t0_s + prev.end_s, abs=2e-6)
+
+    def test_a_record_is_kept_once_the_next_request_is_out(self, reference: Any) -> None:
+        """Per-completion bookkeeping waits until the worker's next request has left: the
+        server saw request n+1 before on_record(n) ran; the last record is kept too."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=5, decode_base_ms=2)
+        seen: list[tuple[str, int]] = []
+
+        async def run() -> None:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "k") as prober:
+                await closed_loop(prober, lambda: synthetic(16, 3, "k"),
+                                  lambda r: seen.append((r.id, time.perf_counter_ns())),
+                                  phase="baseline", level=1, workers=1, duration_s=None,
+                                  max_requests=4)
+
+        asyncio.run(run())
+        truth = srv.truth()
+        assert [i for i, _ in seen] == [t["request_id"] for t in truth]  # all, in order
+        for (_, kept_at), nxt in zip(seen, truth[1:], strict=False):
+            assert nxt["arrived_ns"] < kept_at
+
+    def test_failed_requests_are_kept_in_order_and_not_judged(self, reference: Any) -> None:
+        """Requests that fail at once are all recorded, in order, and their back-off is not
+        counted as send lag against the client (no request offered load to hold back)."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=1, fault_http_500=1.0)
+        seen: list[RequestRecord] = []
+
+        async def run() -> dict[str, Any]:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "f") as prober:
+                await closed_loop(prober, lambda: synthetic(16, 3, "f"), seen.append,
+                                  phase="ramp", level=1, workers=1, duration_s=None,
+                                  max_requests=3, reject_pause_s=0.01)
+                return prober.send_check()
+
+        check = asyncio.run(run())
+        assert [r.outcome for r in seen] == ["error"] * 3
+        assert [r.id for r in seen] == [t["request_id"] for t in srv.truth()]
+        assert check["send_lag_fraction"] is None
+
+    def test_a_new_connection_is_not_in_t0_and_is_named(self, reference: Any) -> None:
+        """Without prepared connections the first request opens one inside its send: t0
+        still starts at the bytes, and the record says how long the connect took."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=5)
+
+        async def run() -> tuple[int, list[RequestRecord]]:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "n") as prober:
+                recs = [await prober.stream(synthetic(16, 2, f"n{i}"), "baseline", 1)
+                        for i in range(2)]
+                return prober.origin_ns, recs
+
+        origin, (first, second) = asyncio.run(run())
+        assert first.connect_s is not None and first.connect_s > 0
+        assert first.send_lag_s is not None and first.send_lag_s >= first.connect_s
+        assert second.connect_s is None  # keep-alive: the same connection
+        truth = _truth(srv)
+        for r in (first, second):
+            assert truth[r.id]["arrived_ns"] >= origin + r.t0_s * 1e9
+
+
+class TestOpenLoop:
+    def test_t0_is_the_schedule_and_the_send_is_kept(self, reference: Any) -> None:
+        """Open loop: t0 follows the Poisson schedule exactly (however late a send was),
+        and each record keeps its send stamp, sent_s = send_lag_s >= 0."""
+        srv = reference("gpu", request_overhead_ms=5, decode_base_ms=2)
+        records: list[RequestRecord] = []
+        rate, seed = 40.0, 7
+
+        async def run() -> int:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "o") as prober:
+                await prober.clients.prepare(4)
+                await open_loop(prober, lambda: synthetic(16, 3, "o"), records.append,
+                                phase="rate", rate=rate, duration_s=0.6, seed=seed)
+                return prober.origin_ns
+
+        origin = asyncio.run(run())
+        assert len(records) >= 5
+        rng = random.Random(seed)
+        gaps = [rng.expovariate(rate) for _ in range(len(records) + 1)]
+        t0s = sorted(r.t0_s for r in records)
+        for i, (a, b) in enumerate(itertools.pairwise(t0s)):
+            assert b - a == pytest.approx(gaps[i + 1], abs=2e-6)  # the schedule, not sends
+        truth = _truth(srv)
+        for r in records:
+            assert r.outcome == "ok", r.error
+            assert r.sent_s is not None and r.sent_s >= 0
+            assert r.send_lag_s == r.sent_s
+            assert truth[r.id]["arrived_ns"] >= _sent_ns(origin, r)
+
+
+class TestTruthLog:
+    @pytest.mark.parametrize("mode", ["subprocess", "thread"])
+    def test_arrival_is_logged_before_the_handler(self, reference: Any, mode: str) -> None:
+        """Every truth line has arrived_ns, after the poll that reported the bytes and
+        before the handler's received_ns."""
+        srv = reference("gpu", mode=mode, request_overhead_ms=5)
+
+        async def run() -> None:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "t") as prober:
+                await asyncio.gather(*(prober.stream(synthetic(16, 2, f"t{i}"), "ramp", 3)
+                                       for i in range(3)))
+
+        asyncio.run(run())
+        truth = srv.truth()
+        assert len(truth) == 3
+        for t in truth:
+            assert isinstance(t["arrived_ns"], int)
+            assert t["poll_began_ns"] <= t["polled_ns"] <= t["arrived_ns"]
+            assert 0 <= t["received_ns"] - t["arrived_ns"] < 1_000 * MS
+
+
+class TestWritePath:
+    def test_head_and_body_leave_in_one_send_stamped_once(self) -> None:
+        """With join, the head is held and goes out with the body: the peer reads one
+        buffer; the stamp is that send. h11's empty end-of-message write sends nothing."""
+        a, b = socket.socketpair()
+
+        async def run() -> tuple[SendStamp, bytes]:
+            a.setblocking(False)
+            stream = KernelStampedStream(a, asyncio.get_running_loop())
+            stamp = SendStamp(join=True)
+            with stamp_sends(stamp):
+                await stream.write(b"POST / HTTP/1.1\r\ncontent-length: 2\r\n\r\n")
+                assert stamp.first_ns is None  # held, nothing sent yet
+                await stream.write(b"{}")
+                await stream.write(b"")
+            first = b.recv(4096)
+            await stream.write(b"after")  # outside the block: not this request's
+            await stream.aclose()
+            return stamp, first
+
+        try:
+            b.settimeout(2)
+            stamp, first = asyncio.run(run())
+        finally:
+            b.close()
+        assert first.endswith(b"\r\n\r\n{}")  # head and body in one read
+        assert (stamp.writes, stamp.bytes) == (1, len(first))
+        assert stamp.first_ns is not None and stamp.first_ns == stamp.last_ns
+
+    def test_a_held_head_goes_out_on_the_empty_end_write(self) -> None:
+        """A request whose body is empty still leaves: the end-of-message write flushes."""
+        a, b = socket.socketpair()
+
+        async def run() -> SendStamp:
+            a.setblocking(False)
+            stream = KernelStampedStream(a, asyncio.get_running_loop())
+            with stamp_sends(SendStamp(join=True)) as stamp:
+                await stream.write(b"GET / HTTP/1.1\r\n\r\n")
+                await stream.write(b"")
+            await stream.aclose()
+            return stamp
+
+        try:
+            stamp = asyncio.run(run())
+            b.settimeout(2)
+            assert b.recv(4096) == b"GET / HTTP/1.1\r\n\r\n"
+        finally:
+            b.close()
+        assert stamp.writes == 1
+
+    def test_concurrent_sends_never_share_a_stamp(self) -> None:
+        """Each task's stamp sees only its own writes (a context variable per task)."""
+        pairs = [socket.socketpair() for _ in range(2)]
+
+        async def one(sock: socket.socket, data: bytes) -> SendStamp:
+            sock.setblocking(False)
+            stream = KernelStampedStream(sock, asyncio.get_running_loop())
+            with stamp_sends() as stamp:
+                await asyncio.sleep(0)
+                await stream.write(data)
+                await asyncio.sleep(0)
+            await stream.aclose()
+            return stamp
+
+        async def run() -> list[SendStamp]:
+            return list(await asyncio.gather(one(pairs[0][0], b"x" * 3),
+                                             one(pairs[1][0], b"y" * 5)))
+
+        try:
+            stamps = asyncio.run(run())
+        finally:
+            for _, b in pairs:
+                b.close()
+        assert [(s.writes, s.bytes) for s in stamps] == [(1, 3), (1, 5)]
+
+
+class TestSendLagCheck:
+    def test_a_held_back_load_binds_the_client(self) -> None:
+        """Send lag over its share of the load binds the client, named send_lag; limits
+        that do not name it (an older profile file) do not judge it."""
+        limits = load_profile("quick")["client_check"]
+        quiet = {"loop_lag_p99_s": 0.002, "cpu_fraction": 0.1}
+        held = judge_client({**quiet, "send_lag_fraction": 0.2}, limits)
+        assert held["client_bound"] is True and held["client_bound_reasons"] == ["send_lag"]
+        assert judge_client({**quiet, "send_lag_fraction": 0.001}, limits)[
+            "client_bound"] is False
+        older = {k: v for k, v in limits.items() if k != "send_lag_fraction"}
+        assert judge_client({**quiet, "send_lag_fraction": 0.2}, older)["client_bound"] is False
+
+    def test_send_check_counts_the_share_held_back(self) -> None:
+        """send_lag_fraction = summed lag / summed span (meant-to-leave to end)."""
+        prober = Prober(Target("http://127.0.0.1:9/v1", "m"), 0, "x")
+        prober.send_lags += [0.01, 0.03]
+        prober.send_spans += [0.5, 0.5]
+        check = prober.send_check()
+        assert check["send_lag_fraction"] == pytest.approx(0.04)
+        assert check["send_lag_max_s"] == 0.03
+        assert prober.send_check(since=2)["send_lag_fraction"] is None
+
+
+def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
+    """to_json reads fields one by one; the line is what dataclasses.asdict gave."""
+    rec = RequestRecord(id="a", phase="ramp", level=4, outcome="ok", t0_s=1.5,
+                        chunks=[(0.123456789, 2), (0.2, 1)], sent_s=0.0, send_lag_s=0.001,
+                        connect_s=None, label="l")
+    d = asdict(rec)
+    d["chunks"] = [[round(t, 7), n] for t, n in rec.chunks]
+    assert rec.to_json() == json.dumps(d, separators=(",", ":"))
+    assert RequestRecord.from_dict(json.loads(rec.to_json())) == rec.__class__(
+        **{**asdict(rec), "chunks": [(0.1234568, 2), (0.2, 1)]})
