@@ -46,6 +46,12 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def machine() -> str:
+    """The report's first line: cores, CPU, Python, load average now."""
+    return (f"machine: {os.cpu_count()} cores, {cpu_model()}, Python "
+            f"{platform.python_version()}; load average {os.getloadavg()[0]:.2f}")
+
+
 async def _drive(srv: ReferenceServer, streams: int, tokens: int, stamped: bool
                  ) -> tuple[int, list[Any], dict[str, Any], float]:
     target = Target(srv.base_url, srv.model, timeout_s=120)
@@ -98,8 +104,7 @@ def main(argv: list[str]) -> int:
     step_ms = float(argv[1]) if len(argv) > 1 else 50.0
     tokens = int(argv[2]) if len(argv) > 2 else 40
     count_tokens("warm up")
-    print(f"machine: {os.cpu_count()} cores, {cpu_model()}, Python "
-          f"{platform.python_version()}; load average {os.getloadavg()[0]:.2f}")
+    print(machine())
     print(f"server: reference endpoint in its own process, decode step {step_ms:g} ms "
           f"(chunks/s = streams x {1000 / step_ms:g}), {tokens} tokens per stream")
     rows = []
