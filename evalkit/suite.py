@@ -749,7 +749,7 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         finally:
             if progress is not None:
                 progress.close()
-    return RunResult(Path(out_dir), status, store.count, summary)
+    return RunResult(Path(out_dir), status, len(store.records), summary)
 
 
 def _finish(suite: _Suite, store: RunStore, status: str,
@@ -766,7 +766,7 @@ def _finish(suite: _Suite, store: RunStore, status: str,
                                      "levels": {str(k): v for k, v in
                                                 suite.level_checks.items()}},
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
-                      requests=store.count)
+                      requests=len(store.records))
     return summary
 
 
