@@ -22,14 +22,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import itertools
 import json
 import random
 import re
 import ssl
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -675,15 +673,10 @@ async def open_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord
 class LoopMonitor:
     """Measures event-loop lag (timer overshoot) and process CPU, per window of the run."""
 
-    #: the samples kept (10 minutes at 5 ms): a day-long soak must hold flat memory, so a
-    #: window longer than that is judged on its last 10 minutes of loop lag
-    MAX_SAMPLES = 120_000
-
     def __init__(self, interval_s: float = 0.005) -> None:
         self.interval_s = interval_s
-        #: (when the sleep began, ns; how late it woke, s), the newest MAX_SAMPLES
-        self._lags: deque[tuple[int, float]] = deque(maxlen=self.MAX_SAMPLES)
-        self._seen = 0
+        #: (when the sleep began, ns; how late it woke, s)
+        self._lags: list[tuple[int, float]] = []
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LoopMonitor:
@@ -703,22 +696,19 @@ class LoopMonitor:
             await asyncio.sleep(self.interval_s)
             late = time.perf_counter_ns() - before - interval_ns
             self._lags.append((before, max(late, 0) / 1e9))
-            self._seen += 1
 
     def start_window(self) -> tuple[int, int, float]:
         """Begin a window (a phase or a level); windows may nest or overlap."""
-        return (self._seen, time.perf_counter_ns(), time.process_time())
+        return (len(self._lags), time.perf_counter_ns(), time.process_time())
 
     def end_window(self, mark: tuple[int, int, float]) -> dict[str, Any]:
         """Lag percentiles and CPU share (of one core) since `mark`."""
-        seen0, wall0, cpu0 = mark
+        i, wall0, cpu0 = mark
         wall = (time.perf_counter_ns() - wall0) / 1e9
         cpu = time.process_time() - cpu0
         # a sample belongs to the window its sleep began in: a block *before* the window
         # (e.g. judging the previous level) must not count against it
-        recent = itertools.islice(self._lags, max(len(self._lags) - (self._seen - seen0) - 1, 0),
-                                  None)
-        lags = sorted(lag for began, lag in recent if began >= wall0)
+        lags = sorted(lag for began, lag in self._lags[max(i - 1, 0):] if began >= wall0)
         return {"loop_lag_p50_s": _pct(lags, 0.5), "loop_lag_p99_s": _pct(lags, 0.99),
                 "loop_lag_max_s": lags[-1] if lags else None, "lag_samples": len(lags),
                 "cpu_fraction": round(cpu / wall, 4) if wall > 0 else None,
