@@ -15,6 +15,7 @@ from evalkit.metrics import (
     SummaryMeta,
     Thresholds,
     cache_check,
+    chunks_frame,
     frames,
     judge_ramp,
     percentiles,
@@ -909,3 +910,71 @@ class TestSummaryParts:
         tuned = summarize(recs, {"thresholds": {"cache_ttft_ratio": 0.8}})
         assert tuned["checks"]["cache"]["prefix_cache"] is True                  # 0.7 < 0.8
         assert tuned["baseline"]["steady_state"]["target_inflight"] == 1
+
+
+class TestMoreEdges:
+    """Edges the mutants of the judgement, the drift and the prefill interval pointed to."""
+
+    def test_a_breached_level_would_breach_nothing(self) -> None:
+        out = judge_ramp([_level(1, .1, .02), _level(8, .5, .02)], BASE)
+        assert (out["levels"][1]["breaches"], out["levels"][1]["would_breach"]) == (["ttft"],
+                                                                                    [])
+
+    def test_no_ok_count_is_no_success(self) -> None:
+        """Two requests, both errors, no 'ok' key and no failure_rate: the level failed."""
+        lv = {"concurrency": 2, "requests": 2, "outcomes": {"error": 2}}
+        assert judge_ramp([lv], BASE)["levels"][0]["status"] == "failed"
+
+    def test_the_given_failure_rate_is_used(self) -> None:
+        lv = {**_level(4, .1, .02), "failure_rate": 0.05}  # outcomes say all ok
+        assert judge_ramp([_level(1, .1, .02), lv], BASE)["levels"][1]["breaches"] == [
+            "admission"]
+
+    def test_a_zero_baseline_gives_no_ratio(self) -> None:
+        out = judge_ramp([_level(1, .1, .02)], {"ttft_s": {"p90": 0.0}, "tpot_s": {"p90": .02}})
+        assert out["levels"][0]["ttft_p90_ratio"] is None
+
+    def test_chunks_frame(self) -> None:
+        chunks = chunks_frame([stream("a", n=3, tpc=2, t0=1.0), stream("b", n=2, t0=5.0)])
+        assert list(chunks["id"]) == ["a", "a", "a", "b", "b"]
+        assert list(chunks["t_s"]) == pytest.approx([1.1, 1.12, 1.14, 5.1, 5.12])
+        assert list(chunks["tokens"]) == [2, 2, 2, 1, 1]
+
+    def test_drift_windows_split_at_their_edges(self) -> None:
+        """Starts 0..6 s in thirds [0, 2), [2, 4), [4, 6]: a start on an edge opens the
+        later window, and the last start is in the last window."""
+        recs = [stream(f"s{i}", "soak", 2, t0=float(i), ttft=0.1 * (i + 1)) for i in range(7)]
+        drift = summarize(recs)["soak"]["drift"]
+        assert [w["ttft_s"]["n"] for w in drift["windows"]] == [2, 2, 3]
+        assert [w["ttft_s"]["p90"] for w in drift["windows"]] == pytest.approx([0.19, 0.39,
+                                                                               0.68])
+
+    def test_the_prefill_rate_and_its_interval(self) -> None:
+        """Noisy points: the rate's interval is the slope's, inverted; two points give no
+        interval; a slope whose interval reaches 0 gives only a lower bound on the rate."""
+        def fit(ttfts: dict[int, float]) -> dict:
+            recs = [stream(f"p{p}", "prefill", t0=i, ttft=t, n=2, prompt_tokens=p)
+                    for i, (p, t) in enumerate(ttfts.items())]
+            return summarize(recs)["prefill"]
+
+        noisy = fit({100: 0.061, 1000: 0.148, 2000: 0.252, 3000: 0.349})
+        low, high = noisy["slope_ci"]
+        assert 0 < low < noisy["slope_s_per_token"] < high
+        assert noisy["tokens_per_s_ci"] == pytest.approx([1 / high, 1 / low])
+        assert noisy["tokens_per_s"] == pytest.approx(1 / noisy["slope_s_per_token"])
+        assert fit({100: 0.06, 1000: 0.15})["tokens_per_s_ci"] is None
+        flat = fit({100: 0.10, 1000: 0.13, 2000: 0.09, 3000: 0.125})
+        assert flat["slope_s_per_token"] > 0 and flat["slope_ci"][0] <= 0
+        assert flat["tokens_per_s"] is None and flat["tokens_per_s_ci"] is None
+        assert flat["tokens_per_s_at_least"] == pytest.approx(1 / flat["slope_ci"][1])
+        assert f"above {1 / flat['slope_ci'][1]:,.0f} tokens/s" in flat["reason"]
+
+    def test_meta_run_status_and_versions_from_plain_data(self) -> None:
+        meta = SummaryMeta.from_dict({"run_status": "failed", "run_error": "HTTP 404\nmore",
+                                      "tool_version": "9.9", "suite_version": "7"})
+        assert (meta.run_status, meta.run_error) == ("failed", "HTTP 404\nmore")
+        assert (meta.tool_version, meta.suite_version) == ("9.9", "7")
+        assert SummaryMeta.from_dict({}).suite_version == SummaryMeta().suite_version
+        s = summarize([failed("c", "error", "connect")], {"run_status": "failed",
+                                                          "run_error": "HTTP 404\nmore"})
+        assert s["validity"]["reasons"][0] == "the connect gate failed: HTTP 404"

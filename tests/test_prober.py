@@ -528,6 +528,8 @@ class TestErrorMessage:
          b"<body><h1>Bad Gateway</h1></body></html>", "Bad Gateway"),
         (b"  <HTML><script>x()</script><p>Service Unavailable</p></HTML>",
          "Service Unavailable"),
+        (b"<html><STYLE>\np {}\n</STYLE><p>Down</p></html>", "Down"),
+        (b"\xff oops", "\ufffd oops"),
     ])
     def test_the_message_of_each_shape(self, body: bytes, message: str) -> None:
         assert _error_message(body) == message
@@ -538,6 +540,8 @@ class TestErrorMessage:
         assert text == "x" * 200 + "… [cut]"
         assert _error_message(b"y" * 500) == "y" * 200 + "… [cut]"
         assert _error_message(b'{"error": {"message": "two\\nlines"}}') == "two lines"
+        assert _error_message(b'{"error": "' + b"e" * 300 + b'"}') == "e" * 200 + "… [cut]"
+        assert _error_message(b'["' + b"l" * 300 + b'"]') == "['" + "l" * 198 + "… [cut]"
 
 
 class TestExplainFailure:
@@ -572,7 +576,16 @@ class TestExplainFailure:
         else:
             assert first.startswith("the connect stream failed: POST "
                                     f"http://h:1/v1/chat/completions answered HTTP {status}")
-            assert first.endswith(" (empty body)") == (body is None)
+            assert first.endswith(f"HTTP {status}: x" + ("" if body else " (empty body)"))
+
+    def test_what_a_bodyless_400_names(self) -> None:
+        """No body names nothing: an --extra-body field is not blamed for a bare 400."""
+        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
+                            http_status=400, error="HTTP 400: Bad Request")
+        message = explain_failure(rec, Target("http://h/X", "m", extra_body={"x": 1}),
+                                  "/chat/completions", "KEY")
+        assert "POST http://h/X/chat/completions answered" in message
+        assert "without saying which part" in message
 
     def test_the_key_is_never_in_the_message(self) -> None:
         secret = "sk-very-secret-key"

@@ -734,3 +734,43 @@ class TestFiles:
             write_template(tmp_path / "no" / "such" / "dir.yaml")
         assert str(info.value) == f"{tmp_path / 'no' / 'such' / 'dir.yaml'}: cannot write: " \
                                   "No such file or directory"
+
+
+class TestShownValues:
+    """Field names and values quoted in a problem are bounded at 60 characters."""
+
+    def test_a_field_name_is_shown_whole_up_to_60_characters(self) -> None:
+        assert problems_of(HEAD + "n" * 60 + ": 1\n") == [f"q.yaml:2: {'n' * 60}: unknown field"]
+        assert problems_of(HEAD + "n" * 61 + ": 1\n") == [
+            f"q.yaml:2: '{'n' * 55}...': unknown field"]
+
+    def test_a_value_is_shown_whole_up_to_60_characters(self) -> None:
+        assert problems_of(HEAD + f"Q1: {{source: {'s' * 58}}}\n") == [
+            f"q.yaml:2: Q1.source: expected one of production, lab, estimate; got '{'s' * 58}'"]
+        assert problems_of(HEAD + f"Q1: {{source: {'s' * 59}}}\n") == [
+            f"q.yaml:2: Q1.source: expected one of production, lab, estimate; got "
+            f"'{'s' * 55}...'"]
+
+    def test_nothing_is_said_as_nothing(self) -> None:
+        assert problems_of("schema:\n") == [
+            "q.yaml:1: schema: expected 'evalkit.questionnaire/1', got nothing"]
+
+    @pytest.mark.parametrize(("p50", "p90", "said"), [
+        (12345, 1234, "TTFT p50 12345 ms is above p90 1234 ms"),
+        (1234567, 1000, "TTFT p50 1.23e+06 ms is above p90 1000 ms")])
+    def test_figures_in_a_disorder(self, p50: int, p90: int, said: str) -> None:
+        q = parse_questionnaire(f"{HEAD}Q1: {{ttft_p50_ms: {p50}, ttft_p90_ms: {p90}}}\n".encode())
+        assert disorders(q.q1) == [said]
+
+    def test_too_big_names_its_line(self) -> None:
+        with pytest.raises(QuestionnaireError) as info:
+            parse_questionnaire(HEAD.encode() + b"x: " + b"[" * 30 + b"]" * 30 + b"\n",
+                                "deep.yaml")
+        assert re.match(r"deep\.yaml:2: ", str(info.value)), str(info.value)
+
+    def test_the_last_byte_of_a_file_at_the_bound_is_read(self, tmp_path: Path) -> None:
+        path = tmp_path / "q.yaml"
+        tail = b"\nvendor: Acmez"
+        path.write_bytes(HEAD.encode() + b"#" * (MAX_BYTES - len(HEAD) - len(tail)) + tail)
+        assert path.stat().st_size == MAX_BYTES
+        assert load_questionnaire(path).vendor == "Acmez"
