@@ -1,7 +1,7 @@
 """`make mutation`: mutation testing of evalkit's pure core with mutmut 3 (by hand, not CI).
 
     python tools/mutation.py            # a clean run of every module in scope, then the report
-    python tools/mutation.py validity   # only the modules named (for work on one of them)
+    python tools/mutation.py validity   # only the modules named, the others' results kept
     python tools/mutation.py --report   # the report of the last run, without running
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile,
@@ -113,13 +113,16 @@ def _hypothesis_for_mutation() -> None:
     hypothesis.core.fail_health_check = fail_health_check
 
 
-def run(modules: list[str]) -> None:
-    """A clean mutmut run over the modules' mutants (one worker)."""
+def run(modules: list[str], clean: bool = True) -> None:
+    """A mutmut run over the modules' mutants (one worker); `clean` starts from nothing,
+    else the other modules' last results are kept (a re-run of one module after work
+    on its tests)."""
     from mutmut.__main__ import cli
 
     _prose_free_strings()
     _hypothesis_for_mutation()
-    shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    if clean:
+        shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     try:
         cli(["run", "--max-children", "1", *scope_globs(modules)], standalone_mode=False)
     except SystemExit as exc:
@@ -204,7 +207,7 @@ def main(argv: list[str]) -> int:
     modules = names or list(MODULES)
     os.chdir(ROOT)  # mutmut works in ./mutants and reads ./pyproject.toml
     if not only_report:
-        run(modules)
+        run(modules, clean=not names)
     return report(modules)
 
 
