@@ -49,9 +49,10 @@ bench: install
 	$(BIN)/python bench/run.py
 
 # Mutation testing of the pure core (tools/mutation.py; by hand, not CI): one worker at
-# the lowest priority, then the kill rate per module and any survivor not yet explained
+# the lowest priority, then the kill rate per module and any survivor not yet explained.
+# MODULES="sse prober" re-runs those alone and keeps the others' last results.
 mutation: install
-	nice -n 19 $(BIN)/python tools/mutation.py
+	nice -n 19 $(BIN)/python tools/mutation.py $(MODULES)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
