@@ -1091,3 +1091,52 @@ class TestWhatWasMeasured:
         assert judge(text, summary).judgements["Q4"].measured == {
             "max_sustained_concurrency": 16, "first_degraded": "itl",
             "breaking_concurrency": 32}
+
+
+class TestNeighbouringLevels:
+    """A claim's own level cannot tell (no such figure there): the levels around it decide,
+    and the judgement rests on (and shows) the level that decided it."""
+
+    def _without_ttft_at_16(self) -> dict[str, Any]:
+        summary = make_summary()
+        summary["ramp"]["levels"][4]["ttft_s"] = {}  # 16 streams: no TTFT figure
+        return summary
+
+    def test_the_level_below_contradicts_it(self) -> None:
+        text = "Q1: {ttft_p90_ms: 190, at_concurrency: 16, source: production}\n"
+        j = judge(text, self._without_ttft_at_16()).judgements["Q1"]  # 250 ms at 8
+        assert (j.status, (j.measured or {}).get("concurrency")) == ("unreconciled", 8)
+        assert "already at 8 streams" in j.reason
+
+    def test_the_level_above_holds_it(self) -> None:
+        text = "Q1: {ttft_p90_ms: 400, at_concurrency: 16, source: production}\n"
+        j = judge(text, self._without_ttft_at_16()).judgements["Q1"]
+        assert (j.status, (j.measured or {}).get("concurrency")) == ("ok", 32)
+        assert "even at 32 streams" in j.reason
+
+
+class TestShownFigures:
+    def test_prices_at_and_above_a_thousand(self) -> None:
+        """Below 1,000 a price keeps its cents; from 1,000 on it is whole."""
+        j = judge("Q3: {blended_price_per_mtok: 999.5, currency: USD}\n").judgements["Q3"]
+        assert "(999.50 USD per million tokens)" in j.reason
+        for price, shown in ((1000, "1,000"), (1500.4, "1,500")):
+            j = judge(f"Q3: {{blended_price_per_mtok: {price}}}\n").judgements["Q3"]
+            assert f"({shown} per million tokens)" in j.reason, j.reason
+
+    def test_a_breach_with_nothing_above_the_sustained_level(self) -> None:
+        """A summary that names what degraded but no level past the sustained one: the
+        breaking level is unknown, and the claim is judged against the sustained level."""
+        summary = make_summary()
+        summary["ramp"]["max_sustained_concurrency"] = 512
+        text = "Q4: {max_concurrent_streams_per_node: 600, first_degrades: itl, source: lab}\n"
+        j = judge(text, summary).judgements["Q4"]
+        assert j.measured is not None and j.measured["breaking_concurrency"] is None
+        assert j.status == "ok"  # 600 ≤ (512 + 1) × 1.25
+
+    def test_our_distribution_beside_the_panel(self) -> None:
+        j = judge("headline: {value: 300}\n" + PANEL).judgements["Q6"]
+        base = _level(1)["stream_tokens_per_s"]
+        ours = (j.measured or {})["baseline_stream_tokens_per_s"]
+        assert {k: v for k, v in ours.items() if k != "ci"} == {
+            k: pytest.approx(v) for k, v in base.items()}
