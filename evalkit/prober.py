@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import random
 import re
 import ssl
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +49,8 @@ from evalkit.stamping import SendStamp, stamp_sends, stamped_transport
 ADMISSION_STATUSES = frozenset({429, 503})
 #: headers that carry a credential; one given with --header replaces the environment's key
 CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+#: send-lag samples a prober keeps (the newest): bounded, like every buffer of a long run
+MAX_SENDS = 100_000
 #: a read this long after the kernel received its bytes was late (the client's doing)
 LATE_READ_NS = 1_000_000
 #: the longest a Retry-After is honoured (a vendor must not park a probe for an hour)
@@ -222,8 +226,11 @@ class Prober:
         #: per request sent on a plan that streamed content, in order: the client's send
         #: lag (s; from when it was meant to leave to when its bytes did, less any
         #: connection opened meanwhile) and its span, meant-to-leave to end (`send_check`)
-        self.send_lags: list[float] = []
-        self.send_spans: list[float] = []
+        #: (the newest MAX_SENDS of them: a day-long soak must hold flat memory; `sends`
+        #: counts them all, so a window's mark stays valid)
+        self.send_lags: deque[float] = deque(maxlen=MAX_SENDS)
+        self.send_spans: deque[float] = deque(maxlen=MAX_SENDS)
+        self.sends = 0
 
     async def __aenter__(self) -> Prober:
         return self
@@ -292,7 +299,7 @@ class Prober:
             self.clients.release(client)
 
     def send_check(self, since: int = 0) -> dict[str, Any]:
-        """The client's send lag over the requests since `since` (a `len(send_lags)`).
+        """The client's send lag over the requests since `since` (a mark of `sends`).
 
         `send_lag_fraction` is the share of the workers' time that went to the client's
         own delay in sending: the load it was asked to offer and held back. It grows
@@ -304,8 +311,9 @@ class Prober:
         failed at once (a 429, a refused connection) takes a few milliseconds, and the
         back-off after it is meant.
         """
-        lags = sorted(self.send_lags[since:])
-        span = sum(self.send_spans[since:])
+        k = min(self.sends - since, len(self.send_lags))
+        lags = sorted(itertools.islice(self.send_lags, len(self.send_lags) - k, None))
+        span = sum(itertools.islice(self.send_spans, len(self.send_spans) - k, None))
         return {"send_lag_p50_s": _pct(lags, 0.5), "send_lag_p99_s": _pct(lags, 0.99),
                 "send_lag_max_s": lags[-1] if lags else None,
                 "send_lag_fraction": round(sum(lags) / span, 5) if span > 0 else None}
@@ -364,6 +372,7 @@ class Prober:
             own = max(sent_ns - intended_ns - wire.connect_ns, 0)
             self.send_lags.append(own / 1e9)
             self.send_spans.append(max(st.end_ns - intended_ns - wire.connect_ns, own) / 1e9)
+            self.sends += 1
         return self._record(rid, label, prompt, phase, level, t0, sent_ns, intended_ns,
                             wire, st)
 
@@ -673,10 +682,15 @@ async def open_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord
 class LoopMonitor:
     """Measures event-loop lag (timer overshoot) and process CPU, per window of the run."""
 
+    #: the samples kept (10 minutes at 5 ms): a day-long soak must hold flat memory, so a
+    #: window longer than that is judged on its last 10 minutes of loop lag
+    MAX_SAMPLES = 120_000
+
     def __init__(self, interval_s: float = 0.005) -> None:
         self.interval_s = interval_s
-        #: (when the sleep began, ns; how late it woke, s)
-        self._lags: list[tuple[int, float]] = []
+        #: (when the sleep began, ns; how late it woke, s), the newest MAX_SAMPLES
+        self._lags: deque[tuple[int, float]] = deque(maxlen=self.MAX_SAMPLES)
+        self._seen = 0
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LoopMonitor:
@@ -696,19 +710,22 @@ class LoopMonitor:
             await asyncio.sleep(self.interval_s)
             late = time.perf_counter_ns() - before - interval_ns
             self._lags.append((before, max(late, 0) / 1e9))
+            self._seen += 1
 
     def start_window(self) -> tuple[int, int, float]:
         """Begin a window (a phase or a level); windows may nest or overlap."""
-        return (len(self._lags), time.perf_counter_ns(), time.process_time())
+        return (self._seen, time.perf_counter_ns(), time.process_time())
 
     def end_window(self, mark: tuple[int, int, float]) -> dict[str, Any]:
         """Lag percentiles and CPU share (of one core) since `mark`."""
-        i, wall0, cpu0 = mark
+        seen0, wall0, cpu0 = mark
         wall = (time.perf_counter_ns() - wall0) / 1e9
         cpu = time.process_time() - cpu0
         # a sample belongs to the window its sleep began in: a block *before* the window
         # (e.g. judging the previous level) must not count against it
-        lags = sorted(lag for began, lag in self._lags[max(i - 1, 0):] if began >= wall0)
+        recent = itertools.islice(self._lags, max(len(self._lags) - (self._seen - seen0) - 1, 0),
+                                  None)
+        lags = sorted(lag for began, lag in recent if began >= wall0)
         return {"loop_lag_p50_s": _pct(lags, 0.5), "loop_lag_p99_s": _pct(lags, 0.99),
                 "loop_lag_max_s": lags[-1] if lags else None, "lag_samples": len(lags),
                 "cpu_fraction": round(cpu / wall, 4) if wall > 0 else None,

@@ -47,16 +47,23 @@ class RunStore:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.meta = dict(run_meta)
-        self.records: list[RequestRecord] = []
+        #: records written so far; the records themselves live on disk only, so a day-long
+        #: soak holds flat memory
+        self.count = 0
         write_json(self.dir / RUN_FILE, self.meta)
         self._fh: TextIO | None = open(self.dir / REQUESTS_FILE, "w", encoding="utf-8")  # noqa: SIM115
 
     def append(self, record: RequestRecord) -> None:
-        """Keep the record and put its line on disk now (flushed, so a crash keeps it)."""
-        self.records.append(record)
+        """Put the record's line on disk now (flushed, so a crash keeps it)."""
+        self.count += 1
         if self._fh is not None:
             self._fh.write(record.to_json() + "\n")
             self._fh.flush()
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        """Every record written so far, read back from requests.jsonl."""
+        return list(iter_records(self.dir / REQUESTS_FILE))
 
     def update_meta(self, **fields: Any) -> None:
         """Merge fields into run.json and rewrite it."""

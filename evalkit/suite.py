@@ -233,7 +233,7 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
 def window_start(mon: LoopMonitor, prober: Prober) -> tuple[Any, int, int, float, int]:
     """Begin a self-check window over the loop and the prober's chunk counters."""
     return (mon.start_window(), prober.content_chunks, prober.coalesced_chunks,
-            prober.paused_s, len(prober.send_lags))
+            prober.paused_s, prober.sends)
 
 
 def window_end(mon: LoopMonitor, prober: Prober, mark: tuple[Any, int, int, float, int]
@@ -749,7 +749,7 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         finally:
             if progress is not None:
                 progress.close()
-    return RunResult(Path(out_dir), status, len(store.records), summary)
+    return RunResult(Path(out_dir), status, store.count, summary)
 
 
 def _finish(suite: _Suite, store: RunStore, status: str,
@@ -766,7 +766,7 @@ def _finish(suite: _Suite, store: RunStore, status: str,
                                      "levels": {str(k): v for k, v in
                                                 suite.level_checks.items()}},
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
-                      requests=len(store.records))
+                      requests=store.count)
     return summary
 
 

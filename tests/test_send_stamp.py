@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.prober import Prober, Target, closed_loop, open_loop
+from evalkit.prober import MAX_SENDS, Prober, Target, closed_loop, open_loop
 from evalkit.prompts import synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
@@ -280,10 +280,16 @@ class TestSendLagCheck:
         prober = Prober(Target("http://127.0.0.1:9/v1", "m"), 0, "x")
         prober.send_lags += [0.01, 0.03]
         prober.send_spans += [0.5, 0.5]
+        prober.sends += 2
         check = prober.send_check()
         assert check["send_lag_fraction"] == pytest.approx(0.04)
         assert check["send_lag_max_s"] == 0.03
         assert prober.send_check(since=2)["send_lag_fraction"] is None
+        prober.send_lags.extend([1.0] * MAX_SENDS)  # a long soak: the oldest samples go,
+        prober.send_spans.extend([2.0] * MAX_SENDS)  # marks stay valid
+        prober.sends += MAX_SENDS
+        assert len(prober.send_lags) == MAX_SENDS
+        assert prober.send_check(since=2)["send_lag_fraction"] == pytest.approx(0.5)
 
 
 def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
