@@ -9,4 +9,14 @@ __version__ = "0.1.0"
 #: different suite versions do not mean the same thing.
 SUITE_VERSION = "1"
 
-__all__ = ["SUITE_VERSION", "__version__"]
+__all__ = ["SUITE_VERSION", "__version__", "load_run"]
+
+
+def __getattr__(name: str) -> object:
+    """`evalkit.load_run(dir)`: a run's requests as a DataFrame (imported on first use, so
+    `import evalkit` stays light)."""
+    if name == "load_run":
+        from evalkit.export import load_run
+
+        return load_run
+    raise AttributeError(f"module 'evalkit' has no attribute {name!r}")

@@ -761,6 +761,7 @@ def _finish(suite: _Suite, store: RunStore, status: str,
     suite.recover_spills()
     store.close()
     summary = _final_summary(suite, store, status, error)
+    _write_parquet(store)
     store.update_meta(status=status, ended_at=_now_iso(), error=error,
                       client_checks={"phases": suite.phase_checks,
                                      "levels": {str(k): v for k, v in
@@ -768,6 +769,17 @@ def _finish(suite: _Suite, store: RunStore, status: str,
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
                       requests=store.count)
     return summary
+
+
+def _write_parquet(store: RunStore) -> None:
+    """requests.parquet beside the JSONL, for pandas; a failure here loses nothing (the
+    JSONL is the evidence) and is said in run.json."""
+    from evalkit.export import write_parquet
+
+    try:
+        write_parquet(store.dir)
+    except Exception as exc:  # an export must not hide how the run itself ended
+        store.update_meta(parquet_error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 def _warm_up(metrics: bool = True) -> bool:
