@@ -24,6 +24,7 @@ from evalkit.metrics import (
     records_frame,
     steady_state_window,
     summarize,
+    usage_honesty,
 )
 from evalkit.questionnaire import parse_questionnaire
 from evalkit.reconcile import RunTarget, reconcile
@@ -978,3 +979,89 @@ class TestMoreEdges:
         s = summarize([failed("c", "error", "connect")], {"run_status": "failed",
                                                           "run_error": "HTTP 404\nmore"})
         assert s["validity"]["reasons"][0] == "the connect gate failed: HTTP 404"
+
+
+class TestPhaseStatsEdges:
+    """phase_stats and its steady-state window at their edges."""
+
+    def test_phase_stats_keys(self) -> None:
+        assert set(summarize([stream("b")])["baseline"]) == {
+            "admission_failure_rate", "aggregate_tokens_per_s", "aggregate_tokens_per_s_ci",
+            "client_bound", "e2e_s", "failure_rate", "itl_s", "max_gap_s", "outcomes",
+            "output_length", "output_tokens", "output_tokens_estimated", "reasoning_first",
+            "requests", "stall_threshold_s", "stalled_streams", "stalls", "steady_state",
+            "stream_tokens_per_s", "tokens_per_chunk", "top_error", "tpot_s", "ttfa_s",
+            "ttft_s", "validity"}
+        assert set(summarize([stream("b")])["baseline"]["steady_state"]) == {
+            "start_s", "end_s", "basis", "target_inflight", "max_inflight", "duration_s"}
+
+    def test_answer_first_is_not_reasoning_first(self) -> None:
+        recs = [stream("a", ttfa_s=0.1), stream("r", t0=1, ttfa_s=0.3)]  # ttft 0.1 both
+        assert summarize(recs)["baseline"]["reasoning_first"] == 1
+
+    def test_tokens_and_flags_of_the_group(self) -> None:
+        b = summarize([stream("a", n=12, usage=None, counted=12)])["baseline"]
+        assert (b["output_tokens"]["p50"], b["output_tokens_estimated"]) == (12, True)
+
+    def test_a_gap_exactly_at_the_stall_threshold_is_no_stall(self) -> None:
+        at = summarize([stream("a", ttft=0.5, gap=1.0, n=2)])["baseline"]
+        over = summarize([stream("a", ttft=0.5, gap=1.25, n=2)])["baseline"]
+        assert (at["stalls"], over["stalls"], over["stalled_streams"]) == (0, 1, 1)
+
+    def test_stalls_and_gaps_are_the_groups_own(self) -> None:
+        recs = [stream("b", gap=0.02), stream("s", "soak", 2, t0=5, gap=2.0, n=3)]
+        s = summarize(recs)
+        assert (s["baseline"]["stalls"], s["baseline"]["max_gap_s"]) == (0, pytest.approx(0.02))
+        assert (s["soak"]["stalls"], s["soak"]["stalled_streams"]) == (2, 1)
+
+    def test_output_length_uses_the_runs_shortfall(self) -> None:
+        rec = stream("a", n=85, requested_output_tokens=100)
+        assert summarize([rec])["baseline"]["output_length"]["flagged"] is True
+        tuned = summarize([rec], {"thresholds": {"output_shortfall": 0.2}})
+        assert tuned["baseline"]["output_length"]["flagged"] is False
+
+    def test_aggregate_counts_chunks_inside_the_window_only(self) -> None:
+        """Level 2 holds from 0.5 s (the second start) to 1.0 s (the first end): chunks at
+        0.75 and 1.0 of each count (4 tokens / 0.5 s); the first's chunk at 0.5 does not."""
+        recs = [stream("a", "ramp", 2, t0=0.0, ttft=0.25, gap=0.25, n=4),
+                stream("b", "ramp", 2, t0=0.5, ttft=0.25, gap=0.25, n=4)]
+        lv = summarize(recs)["ramp"]["levels"][0]
+        assert (lv["steady_state"]["start_s"], lv["steady_state"]["end_s"]) == (0.5, 1.0)
+        assert lv["steady_state"]["max_inflight"] == 2
+        assert lv["aggregate_tokens_per_s"] == pytest.approx(8.0)
+
+    def test_aggregate_interval_brackets_the_rate(self) -> None:
+        lv = summarize(closed_loop("ramp", 4, 10))["ramp"]["levels"][0]
+        low, high = lv["aggregate_tokens_per_s_ci"]
+        assert low <= lv["aggregate_tokens_per_s"] <= high
+
+    def test_nothing_in_flight_has_no_window(self) -> None:
+        b = summarize([failed("r1", "rejected", t0=5.0), failed("r2", "rejected", t0=5.0)])[
+            "baseline"]
+        assert (b["steady_state"], b["aggregate_tokens_per_s"],
+                b["aggregate_tokens_per_s_ci"]) == (None, None, None)
+
+    def test_a_window_of_exactly_a_tenth_of_the_phase_is_kept(self) -> None:
+        """2 in flight from 4 to 5 s of a 10 s level: exactly 10 %, so the plateau stands;
+        shorter, the whole span is used."""
+        long = stream("a", "ramp", 2, t0=0.0, ttft=1.0, gap=1.0, n=10)  # ends at 10
+        lv = summarize([long, stream("b", "ramp", 2, t0=4.0, ttft=0.5, gap=0.5, n=2)])[
+            "ramp"]["levels"][0]
+        assert lv["steady_state"]["basis"] == "plateau"
+        assert (lv["steady_state"]["start_s"], lv["steady_state"]["end_s"]) == (4.0, 5.0)
+        lv = summarize([long, stream("b", "ramp", 2, t0=4.0, ttft=0.25, gap=0.5, n=2)])[
+            "ramp"]["levels"][0]
+        assert lv["steady_state"]["basis"] == "whole"
+        assert (lv["steady_state"]["start_s"], lv["steady_state"]["end_s"]) == (0.0, 10.0)
+
+    def test_the_tenth_is_of_the_phase_length_not_its_clock_time(self) -> None:
+        recs = [stream("a", "ramp", 2, t0=100.0, ttft=0.25, gap=0.25, n=4),
+                stream("b", "ramp", 2, t0=100.5, ttft=0.25, gap=0.25, n=4)]
+        assert summarize(recs)["ramp"]["levels"][0]["steady_state"]["basis"] == "plateau"
+
+    def test_usage_honesty_on_its_own(self) -> None:
+        frame = records_frame([stream("a", n=10, usage=15, counted=10),
+                               stream("c", n=10, usage=15, counted=10, t0=2),
+                               stream("b", n=1, usage=1, counted=1, t0=1)])
+        check = usage_honesty(frame)  # median 1.5: half again what we counted
+        assert (check["checked"], check["tolerance"], check["flagged"]) == (3, 0.25, True)

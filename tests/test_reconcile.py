@@ -17,16 +17,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalkit.errors import InputError
+from evalkit.plan import samples_for
 from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
 from evalkit.reconcile import (
     STREAMING_QUESTIONS,
     Judgement,
     Review,
     RunTarget,
+    decide,
     fmt_rate,
     fmt_s,
     measurements,
     reconcile,
+    rerun_for,
     same_endpoint,
     streams_at_reading_speed,
     target_mismatch,
@@ -1140,3 +1143,52 @@ class TestShownFigures:
         ours = (j.measured or {})["baseline_stream_tokens_per_s"]
         assert {k: v for k, v in ours.items() if k != "ci"} == {
             k: pytest.approx(v) for k, v in base.items()}
+
+
+def _g(v: float | None) -> str:
+    return "none" if v is None else f"{v:g}"
+
+
+class TestDecide:
+    """reconcile.decide: a one-sided limit against a point or a 95 % interval."""
+
+    @pytest.mark.parametrize(("value", "interval", "limit", "at_most", "decision"), [
+        (3.0, None, 3.0, True, "holds"), (3.1, None, 3.0, True, "fails"),
+        (3.0, None, 3.0, False, "holds"), (2.9, None, 3.0, False, "fails"),
+        (2.0, (1.0, 3.0), 3.0, True, "holds"),    # the whole interval at or under the limit
+        (4.0, (3.0, 5.0), 3.0, True, "undecided"),  # touching it from above decides nothing
+        (4.0, (3.1, 5.0), 3.0, True, "fails"),
+        (4.0, (3.0, 5.0), 3.0, False, "holds"),   # at least: the low end at the limit holds
+        (2.0, (1.0, 3.0), 3.0, False, "undecided"),
+        (2.0, (1.0, 2.9), 3.0, False, "fails"),
+    ])
+    def test_the_decision(self, value: float, interval: tuple[float, float] | None,
+                          limit: float, at_most: bool, decision: str) -> None:
+        got, why = decide(value, interval, limit, at_most=at_most, n=50, q=0.9, fmt=_g)
+        assert got == decision
+        assert (why == "") == (decision != "undecided")
+
+    def test_how_many_samples_would_decide_it(self) -> None:
+        """n × (half-width / distance to the limit)²; an open end needs the samples that
+        bound the percentile at all; a value on the limit needs many more."""
+        _, why = decide(2.0, (1.0, 5.0), 2.5, at_most=True, n=100, q=0.9, fmt=_g)
+        assert "n = 100, 95 % interval 1–5 straddles the limit 2.5" in why
+        assert "about 1600 requests there would decide it" in why
+        _, why = decide(2.0, (1.0, 5.0), 2.5, at_most=True, n=None, q=0.9, fmt=_g)
+        assert "about 16 requests" in why
+        _, why = decide(2.5, (1.0, 5.0), 2.5, at_most=True, n=100, q=0.9, fmt=_g)
+        assert "many more requests" in why
+        _, why = decide(2.0, (None, 5.0), 2.5, at_most=True, n=3, q=0.9, fmt=_g)
+        assert "interval unbounded–5" in why
+        assert f"at least {samples_for(0.9)} requests" in why
+        _, why = decide(2.0, (1.0, None), 2.5, at_most=False, n=3, q=None, fmt=_g)
+        assert "interval 1–unbounded" in why and "more requests there" in why
+
+
+def test_rerun_for_names_the_levels_or_the_command() -> None:
+    """Without the questionnaire's command: the levels below, at and above the claim."""
+    assert rerun_for(20) == "re-run the probe with --levels 10,20,40"
+    assert rerun_for(1) == "re-run the probe with --levels 1,2"
+    assert rerun_for(3) == "re-run the probe with --levels 1,3,6"
+    assert rerun_for(16, "evalkit probe X") == "re-run `evalkit probe X --max-concurrency 32 " \
+                                               "--out DIR`"
