@@ -772,7 +772,9 @@ def render_pdf(html: str, attachments: Mapping[str, bytes],
     files = [Attachment(string=data, name=name, url_fetcher=fetcher,
                         description=f"sha256 {sha256(data)}")
              for name, data in attachments.items()]
-    pdf: bytes = doc.write_pdf(attachments=files)
+    # PDF/A-3b: the ISO archive format that allows the embedded evidence, fit to file with a
+    # contract; tagged, so the document's structure survives for readers and checkers
+    pdf: bytes = doc.write_pdf(attachments=files, pdf_variant="pdf/a-3b", pdf_tags=True)
     return pdf
 
 

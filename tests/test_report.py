@@ -459,3 +459,20 @@ def test_fixture_is_what_its_generator_writes() -> None:
     spec.loader.exec_module(gen)
     for name, text in gen.files().items():
         assert (RUN_DIR / name).read_text() == text, f"re-run {spec.origin} ({name} differs)"
+
+
+def test_the_pdf_is_an_archival_document(rendered: Rendered) -> None:
+    """PDF/A-3b (the archive format that allows embedded evidence), tagged, with the
+    vendor and date in its title and the verdict in its subject, read back from the file."""
+    reader = rendered[1]
+    meta = reader.metadata
+    assert meta is not None
+    assert meta.title == "Streaming-capacity scorecard: Forthright Inference (2026-11-30T07:00:00Z)"
+    assert (meta.author or "").startswith("evalkit ")
+    assert meta.subject == "Not streaming-ready: Forthright Inference, model ref-model-7b"
+    assert "Forthright Inference" in (meta.get("/Keywords") or "")
+    root = reader.trailer["/Root"]
+    assert "/StructTreeRoot" in root and root["/MarkInfo"]["/Marked"]  # tagged
+    assert "/OutputIntents" in root  # an output intent, as PDF/A requires
+    xmp = root["/Metadata"].get_object().get_data().decode()
+    assert 'pdfaid:part="3"' in xmp and 'pdfaid:conformance="B"' in xmp
