@@ -524,20 +524,19 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
     claimed = _map(q6.get("claimed"))
     panel = _map(claimed.get("panel")) or claimed
     summary = summary or {}
-    measured = _map(_load_level(summary)).get("stream_tokens_per_s") or \
-        _map(summary.get("baseline")).get("stream_tokens_per_s")
-    out.append(("Headline vs production panel vs our measurement (per-stream tokens/s)",
+    out.append((charts.CLAIMS_CAPTION,
                 charts.claims_vs_measured(_num(claimed.get("headline")), panel,
-                                          _map(measured))))
+                                          charts.measured_rows(summary),
+                                          headline_unit=claimed.get("headline_unit"))))
     samples = {level: {"ttft": digest.ttft_values("ramp", level),
                        "itl": digest.itl.get(level, [])} for level in digest.levels}
     levels = _levels(summary)
-    dist = charts.latency_distributions(samples) or charts.latency_percentiles(levels)
+    dist = charts.latency_distributions(samples)
     tpc = _map(_map(summary.get("connect")).get("tokens_per_chunk")).get("p50")
-    out.append(("TTFT and ITL distributions per concurrency level (ITL is per chunk; "
-                f"tokens per chunk p50: {fmt_num(tpc)})", dist))
+    out.append((charts.distributions_caption(fmt_num(tpc), boxes=dist is not None),
+                dist or charts.latency_percentiles(levels)))
     ramp = _map(summary.get("ramp"))
-    out.append(("Throughput per stream and aggregate vs concurrency; the knee is marked",
+    out.append((charts.throughput_caption(_map(ramp.get("thresholds"))),
                 charts.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
                                                  ramp.get("first_degraded"))))
     pre = _map(summary.get("prefill"))
@@ -546,18 +545,16 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
         for p in pre.get("points") or []:
             if isinstance(p, Mapping) and _num(p.get("prompt_tokens")) and _num(p.get("ttft_s")):
                 points.append((float(p["prompt_tokens"]), float(p["ttft_s"])))
-    out.append(("TTFT vs prompt length with the prefill fit",
+    out.append((charts.PREFILL_CAPTION,
                 charts.prefill_fit(points, _num(pre.get("overhead_s")),
                                    _num(pre.get("tokens_per_s")), _num(pre.get("r2")))))
     if digest.raster:
         top = max(digest.raster)
         streams = [charts.Stream(t0, times, outcome, top)
                    for t0, times, outcome in digest.raster_streams(top)]
-        out.append((f"Stream raster: token arrivals of {len(streams)} streams at "
-                    f"{top} concurrent streams", charts.stream_raster(streams)))
-    out.append(("Use-case fit: TTFT and TPOT p90 per level against each use case's limits "
-                "(a use case fits where the measured line stays under its limit)",
-                charts.use_case_fit(levels, slo_limits)))
+        out.append((charts.raster_caption(len(streams), top), charts.stream_raster(streams)))
+    out.append((charts.USE_CASE_CAPTION,
+                charts.use_case_fit(levels, slo_limits, _map(scorecard.get("tolerances")))))
     return [(caption, Markup(charts.namespaced(svg, f"fig{i}")))
             for i, (caption, svg) in enumerate(out) if svg]
 
