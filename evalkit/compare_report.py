@@ -18,7 +18,19 @@ from typing import Any
 
 from markupsafe import Markup
 
-from evalkit.charts import STYLES, levels_axis, namespaced, new_figure, to_svg
+from evalkit.charts import (
+    STYLES,
+    figure_title,
+    legend_below,
+    level_span,
+    levels_axis,
+    namespaced,
+    new_figure,
+    number_ticks,
+    series_style,
+    style,
+    to_svg,
+)
 from evalkit.compare import DEFAULT_REGRESSION_TOLERANCE, Comparison, RunView, compare_runs
 from evalkit.errors import UsageError
 from evalkit.report import (
@@ -189,11 +201,13 @@ def _overlay(views: Sequence[RunView], panels: Sequence[tuple[str, tuple[str, ..
             if pts:
                 xs, ys = zip(*pts, strict=True)
                 ax.plot(xs, [y * scale for y in ys], label=_plain(view.label),
-                        **STYLES[i % len(STYLES)])
+                        **series_style(i))
         levels_axis(ax, all_levels)
-        ax.set_title(title)
+        number_ticks(ax.yaxis)
+        ax.set_title(title, loc="left")
         ax.set_ylabel(label)
-    axes[0].legend(fontsize=6)
+    figure_title(fig, f"One line per run, {level_span(all_levels)}")
+    legend_below(fig, *axes[0].get_legend_handles_labels())
     return to_svg(fig)
 
 
@@ -211,10 +225,15 @@ def _ttft_distribution(views: Sequence[RunView]) -> tuple[str, str] | None:
         style = {**STYLES[i % len(STYLES)], "marker": None}
         ax.step([x * 1000 for x in xs], ys, where="post",
                 label=_plain(f"{view.label} (n={len(xs)})"), **style)
+    number_ticks(ax.xaxis)
     ax.set_xlabel("TTFT (ms)")
     ax.set_ylabel("share of requests")
-    ax.legend(fontsize=6)
-    return f"TTFT distribution at {level} concurrent streams (every run measured it)", to_svg(fig)
+    ax.set_title(f"TTFT (ms) of every request at {level} concurrent streams", loc="left")
+    legend_below(fig, *ax.get_legend_handles_labels())
+    return (f"TTFT of every request at {level} concurrent streams (the highest level every run "
+            "measured), one line per run: the share of requests (up) that had their first token "
+            "within a time (across). Further left is faster; a long flat step is a gap between "
+            "requests served quickly and requests that waited."), to_svg(fig)
 
 
 def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None:
@@ -229,33 +248,44 @@ def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None
             continue
         base = known[0][1]
         ax.plot([k for k, _ in known], [100 * v / base for _, v in known], label=row.figure.title,
-                **STYLES[drawn % len(STYLES)])
+                **series_style(drawn))
         drawn += 1
     if not drawn:
         return None
     ax.set_xticks(range(len(idx)), [cmp.runs[i].started[:10] or str(k) for k, i in
                                      enumerate(idx)])
-    ax.set_ylabel("% of first run")
-    ax.set_title(_plain(clip(target, 60)))
-    ax.legend(fontsize=6)
+    number_ticks(ax.yaxis)
+    ax.set_ylabel("% of the first run")
+    ax.set_title(_plain(f"{clip(target, 60)}: key figures (% of the first run)"), loc="left")
+    legend_below(fig, *ax.get_legend_handles_labels())
     return to_svg(fig)
 
 
 def _charts(cmp: Comparison) -> list[tuple[str, Markup]]:
+    with style():  # the scorecard's fonts and sizes
+        return _drawn_charts(cmp)
+
+
+def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
     views = cmp.runs
     dist = _ttft_distribution(views)
     charts: list[tuple[str, str | None]] = [dist] if dist else []
     charts += [
-        ("TTFT under load", _overlay(views, [("TTFT p50", ("ttft_s", "p50"), 1000.0),
-                                             ("TTFT p90", ("ttft_s", "p90"), 1000.0)],
-                                     ["ms", "ms"])),
-        ("Throughput vs concurrency", _overlay(
-            views, [("per stream p50", ("stream_tokens_per_s", "p50"), 1.0),
-                    ("aggregate", ("aggregate_tokens_per_s",), 1.0)],
-            ["tokens/s", "tokens/s"])),
+        ("TTFT p50 and p90 at each concurrency level, one line per run; lower is better. A "
+         "line turning up steeply is a queue filling at that level.",
+         _overlay(views, [("TTFT p50 (ms)", ("ttft_s", "p50"), 1000.0),
+                          ("TTFT p90 (ms)", ("ttft_s", "p90"), 1000.0)], ["ms", "ms"])),
+        ("Output tokens per second at each concurrency level, one line per run: per stream "
+         "p50 (left; higher is better) and all streams together (right), which rises until "
+         "the endpoint is saturated.", _overlay(
+            views, [("per stream p50 (tokens/s)", ("stream_tokens_per_s", "p50"), 1.0),
+                    ("all streams (tokens/s)", ("aggregate_tokens_per_s",), 1.0)],
+            ["tokens/s per stream", "tokens/s, all streams"])),
     ]
     for target, idx in cmp.trends.items():
-        charts.append((f"Trend: {target}", _trend_chart(cmp, target, idx)))
+        charts.append((f"Trend: {target}: each key figure as a percentage of its value in the "
+                       "vendor's first run, oldest run first; a figure moving the bad way is a "
+                       "regression.", _trend_chart(cmp, target, idx)))
     # Markup: drawn by matplotlib; the run labels in legends are XML-escaped by its SVG
     # writer and kept out of mathtext by _plain
     return [(title, Markup(namespaced(svg, f"c{i}"))) for i, (title, svg) in enumerate(charts)

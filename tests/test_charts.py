@@ -1,8 +1,8 @@
 """Charts that never collide and always say what they show.
 
-Every chart of a scorecard (`report.chart_svgs`) is drawn for the report fixture and for
-runs at the edges: one level, no data, 20 levels (1–20 and 1–2¹⁹), huge (10⁷) and tiny
-(10⁻⁴) values, a per-GPU headline, limits crowded together.
+Every chart of a scorecard (`report.chart_svgs`) and of a comparison is drawn for the
+report fixture and for runs at the edges: one level, no data, 20 levels (1–20 and
+1–2¹⁹), huge (10⁷) and tiny (10⁻⁴) values, a per-GPU headline, limits crowded together.
 Then, from matplotlib's own extents of what was drawn: no two texts overlap, no text
 covers a legend, a plot's lines, markers or boxes, every text lies inside its figure,
 every legend lies outside every plot, every title names its unit (and its levels, on a
@@ -26,7 +26,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from evalkit import charts, report
+from evalkit import charts, compare_report, report
+from evalkit.compare import RunView, compare_runs
 from evalkit.metrics import summarize
 from evalkit.records import RequestRecord
 from evalkit.tolerances import Tolerances
@@ -168,6 +169,7 @@ def _capture(make: Any) -> Drawn:
 
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
         mp.setattr(charts, "to_svg", keep)
+        mp.setattr(compare_report, "to_svg", keep)
         warnings.simplefilter("error")  # a warning would leak to the terminal
         svgs = make()
     assert len(svgs) == len(figs)
@@ -182,6 +184,31 @@ def scorecards() -> dict[str, Drawn]:
         return lambda: report.chart_svgs(card, summary, recs, report.slo_limits(card))
 
     return {name: _capture(make(name)) for name in SCENARIOS}
+
+
+def comparison_views() -> list[RunView]:
+    """Three vendors (one named with mathtext), one of them run twice: every kind of chart."""
+    views = []
+    for label, target, started, (levels, ttft, gap) in (
+            ("Steady $x$ Inference", "A", "2026-01-01", ([1, 2, 4, 8, 16], 0.2, 0.02)),
+            ("Apex Hyperscale AI", "B", "2026-01-01", ([1, 2, 4, 8], 0.5, 0.01)),
+            ("Blazefast Cloud", "C", "2026-01-01", (list(range(1, 21)), 0.09, 0.005)),
+            ("Blazefast Cloud", "C", "2026-02-01", (list(range(1, 21)), 0.12, 0.006))):
+        recs = records(levels, ttft, gap, tokens=6)
+        ttft_by_level: dict[int, list[float]] = {}
+        for r in recs:
+            if r.phase == "ramp" and r.ttft_s is not None and r.level:
+                ttft_by_level.setdefault(r.level, []).append(r.ttft_s)
+        views.append(RunView(label, target, started, "1",
+                             {"prompt_tokens": 512, "output_tokens": 6, "levels": levels},
+                             summary_of(recs, levels), ttft_by_level=ttft_by_level))
+    return views
+
+
+@pytest.fixture(scope="module")
+def comparison() -> Drawn:
+    views = comparison_views()
+    return _capture(lambda: compare_report._charts(compare_runs(views)))
 
 
 # --------------------------------------------------------------------------- geometry
@@ -345,10 +372,19 @@ def test_scorecard_charts_never_collide(name: str, scorecards: dict[str, Drawn])
         assert untitled(fig) == [], caption
 
 
+def test_comparison_charts_never_collide(comparison: Drawn) -> None:
+    """The comparison's charts too: three vendors, one run twice, 20 levels."""
+    assert len(comparison) == 4  # TTFT distribution, TTFT, throughput, one trend
+    for caption, _, fig in comparison:
+        assert collisions(fig) == [], caption
+        assert untitled(fig) == [], caption
+
+
 def test_every_colour_is_a_grey_and_nothing_is_rasterised(
-        scorecards: dict[str, Drawn]) -> None:
+        scorecards: dict[str, Drawn], comparison: Drawn) -> None:
     """Greyscale print: every colour any chart draws has r == g == b; vector only."""
     every = [svg for drawn in scorecards.values() for _, svg, _ in drawn]
+    every += [svg for _, svg, _ in comparison]
     assert len(every) > 40
     for svg in every:
         for c in set(re.findall(r"#([0-9a-fA-F]{6})\b", svg)):
