@@ -870,8 +870,9 @@ class TestSummaryParts:
         assert (client["client_bound_phases"], client["client_bound_levels"]) == (
             ["baseline"], [4])
         assert list(client["levels"]) == ["4", "16"]
-        assert client["phases"]["soak"] == {"loop_lag_p99_s": 0.01, "cpu_fraction": None,
-                                            "client_bound": False}
+        soak = client["phases"]["soak"]
+        assert (soak["loop_lag_p99_s"], soak["cpu_fraction"], soak["client_bound"]) == (
+            0.01, None, False)
         assert summarize([stream("b")])["client"]["cpu_fraction_max"] is None
 
     def test_network_from_records_or_meta(self) -> None:
@@ -1065,3 +1066,41 @@ class TestPhaseStatsEdges:
                                stream("b", n=1, usage=1, counted=1, t0=1)])
         check = usage_honesty(frame)  # median 1.5: half again what we counted
         assert (check["checked"], check["tolerance"], check["flagged"]) == (3, 0.25, True)
+
+
+class TestTopLevel:
+    def test_top_level_keys_and_what_they_say(self) -> None:
+        s = summarize([stream("b", usage=None, counted=10), failed("f", "error", t0=1)],
+                      {"tool_version": "1.2.3"})
+        assert set(s) == {"schema", "tool", "tool_version", "suite_version", "requests",
+                          "outcomes", "output_tokens_estimated", "thresholds", "connect",
+                          "baseline", "prefill", "ramp", "soak", "rate", "checks", "client",
+                          "validity"}
+        assert (s["tool"], s["tool_version"], s["requests"]) == ("evalkit", "1.2.3", 2)
+        assert (s["outcomes"]["ok"], s["outcomes"]["error"]) == (1, 1)
+        assert s["output_tokens_estimated"] is True
+
+    def test_a_bound_rate_phase_says_so(self) -> None:
+        recs = [stream(f"r{i}", "rate", None, t0=i * 0.5, send_lag_s=0.0) for i in range(3)]
+        assert summarize(recs, {"phases": {"rate": {"client_bound": True}}})["rate"][
+            "client_bound"] is True
+
+    def test_checks_take_the_runs_thresholds(self) -> None:
+        recs = [stream(f"a{i}", n=85, usage=85 * 3 // 2, counted=85, t0=i,
+                       requested_output_tokens=150) for i in range(3)]
+        s = summarize(recs, {"thresholds": {"usage_disagreement": 0.6,
+                                            "output_shortfall": 0.2}})
+        assert s["checks"]["usage_honesty"]["flagged"] is False    # 1.5× within ±60 %
+        assert s["checks"]["output_length"]["flagged"] is False    # 127 of 150: within 20 %
+        default = summarize(recs)["checks"]
+        assert default["usage_honesty"]["flagged"] is True
+        assert default["output_length"]["flagged"] is True
+
+    def test_a_failed_cache_request_is_no_first_ttft(self) -> None:
+        recs = [failed("x", "error", "cache", t0=0.0),
+                stream("c1", "cache", t0=1, ttft=0.2, prompt_id="p"),
+                stream("c2", "cache", t0=2, ttft=0.05, prompt_id="p")]
+        recs[0] = RequestRecord(id="x", phase="cache", level=1, outcome="error", t0_s=0.0,
+                                prompt_id="p")
+        out = summarize(recs)["checks"]["cache"]
+        assert (out["pairs"], out["repeat_over_first"]) == (1, pytest.approx(0.25))

@@ -223,6 +223,8 @@ class TestEdges:
         assert v["status"] == ("invalid" if status == "failed" else "degraded")
         assert _strings(v)[0].startswith(reason), v["reasons"]
         assert len(v["reasons"]) == 1
+        if status == "failed":  # the gate's first line, and nothing when there is none
+            assert v["reasons"][0] == reason
 
     def test_the_worst_mark_stands(self) -> None:
         """A milder finding after an invalid one never lifts the run to degraded."""
@@ -252,3 +254,41 @@ class TestEdges:
         assert run_validity({}, run_status=None, capacity_judgement_affected=False)[
             "status"] == "invalid"
 
+
+
+def test_the_gates_own_words_are_not_repeated() -> None:
+    """explain_failure's lead-in is dropped: the reason says the gate failed once."""
+    v = run_validity({}, run_status="failed", capacity_judgement_affected=False,
+                     run_error="the connect stream failed: POST /x answered HTTP 404\nadvice")
+    assert v["reasons"] == ["the connect gate failed: POST /x answered HTTP 404"]
+
+
+class TestSummaryValidity:
+    def test_a_bound_phase_and_a_bound_level_are_degraded(self) -> None:
+        recs = [*_run({1: (5, 0), 2: (5, 0)}), _ok("s", "soak", 2, 90, 0.2, 0.02)]
+        s = summarize(recs, {"phases": {"soak": {"client_bound": True}},
+                             "levels": {"2": {"client_bound": True}}})
+        assert s["validity"]["phases"]["soak"]["status"] == "degraded"
+        assert "the client was the bottleneck" in s["validity"]["phases"]["soak"]["reasons"]
+        assert s["validity"]["levels"]["2"]["status"] == "degraded"
+        assert s["validity"]["levels"]["1"]["status"] == "valid"
+
+    def test_reasons_carry_the_top_error_and_rtt_is_not_judged(self) -> None:
+        recs = _run({1: (5, 0)}, baseline_ok=4)
+        recs.append(RequestRecord(id="rtt", phase="rtt", level=None, outcome="error", t0_s=0))
+        s = summarize(recs)
+        assert "most often: HTTP 500: boom (x2)" in s["validity"]["phases"]["baseline"][
+            "reasons"][0]
+        assert "rtt" not in s["validity"]["phases"]
+
+    def test_a_levels_validity_counts_its_ramp_requests_only(self) -> None:
+        recs = _run({1: (4, 0)}, baseline_ok=0)  # six failed baseline requests at level 1
+        assert summarize(recs)["validity"]["levels"]["1"] == {
+            "status": "valid", "reasons": [], "requests": 4, "ok": 4}
+
+    def test_a_failed_bound_level_at_the_breach_voids_the_judgement(self) -> None:
+        s = summarize(_run({1: (20, 0), 4: (1, 19)}), {"levels": {"4": {"client_bound": True}}})
+        assert s["ramp"]["first_breach_concurrency"] == 4
+        assert s["client"]["capacity_judgement_affected"] is True
+        assert summarize([_ok("b", "baseline", 1, 0, 0.2, 0.02)])["client"][
+            "capacity_judgement_affected"] is False
