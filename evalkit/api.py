@@ -1,9 +1,19 @@
 """API adapters: the one seam between the prober and a vendor's wire format.
 
-An adapter knows three things: which path to POST to, how to build the request body for
-a prompt, and what one SSE event's data means (`Delta`). The prober does everything else
-(timing, outcomes, records), so another API (e.g. Anthropic Messages) is one adapter
-more: add a class with the same three members and register it in `ADAPTERS`.
+An adapter knows which path to POST to, how to build the request body for a prompt, what
+one SSE event's data means (`Delta`), how the API authenticates (`auth`, one of
+`AUTH_STYLES`, and any fixed `headers` it requires) and which event ends its stream
+(`end_event`: None when a `finish_reason` is enough, as in OpenAI chat where `[DONE]` is
+optional). The prober does everything else (timing, outcomes, records), so another API
+is one adapter more: add a class with the same members and register it in `ADAPTERS`
+(`evalkit probe --api` offers exactly its keys).
+
+Every adapter maps its API onto the one set of definitions (docs/methodology.md): a
+content chunk is an event that carries generated text, answer or reasoning (`text`,
+`reasoning`); the server's own output-token count goes to `usage_completion_tokens`; an
+error event inside a 200 stream is `error` (outcome error); the API's end is
+`finish_reason` (and `done`, for an API whose end event is required): a stream cut before
+it is incomplete.
 
 Vendor payloads are untrusted: every field is read defensively and an unexpected shape
 is a protocol error on that request, never a crash of the run.
@@ -40,11 +50,29 @@ class Delta:
 DONE = Delta(done=True)
 
 
+#: how a credential is sent: the header and the form of its value (`make_client`)
+AUTH_STYLES: dict[str, tuple[str, str]] = {
+    "bearer": ("authorization", "Bearer {key}"),  # OpenAI and most compatible servers
+    "api-key": ("api-key", "{key}"),              # Azure OpenAI (with an api-version query)
+    "x-api-key": ("x-api-key", "{key}"),          # Anthropic
+}
+
+
 class Adapter(Protocol):
     """The interface an API adapter provides to the prober."""
 
     name: str
     path: str
+    #: the auth style the API's own service uses (a key of AUTH_STYLES); --auth overrides it
+    auth: str
+    #: headers the API requires on every request (a user's --header with the name wins)
+    headers: tuple[tuple[str, str], ...]
+    #: the event that ends a whole stream, when the API has one that must arrive (None:
+    #: a finish_reason is enough); a stream without it is incomplete
+    end_event: str | None
+    #: the API's model list is complete (every servable name is listed), so a model not in
+    #: it is an error at connect; False: the connect stream decides
+    lists_all_models: bool
 
     def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
                    force_length: bool) -> dict[str, Any]:
@@ -99,7 +127,16 @@ def _force(body: dict[str, Any], max_tokens: int, force_length: bool) -> dict[st
     return body
 
 
-class OpenAIChat:
+class _OpenAIStyle:
+    """What the OpenAI-style APIs share: Bearer auth, no required end event."""
+
+    auth = "bearer"
+    headers: tuple[tuple[str, str], ...] = ()
+    end_event: str | None = None
+    lists_all_models = True
+
+
+class OpenAIChat(_OpenAIStyle):
     """OpenAI `/chat/completions` streaming, with reasoning fields of vLLM/DeepSeek/OpenRouter."""
 
     name = "openai-chat"
@@ -136,7 +173,7 @@ class OpenAIChat:
                      role_only=bool(delta.get("role")) and not text and not reasoning)
 
 
-class OpenAICompletions:
+class OpenAICompletions(_OpenAIStyle):
     """OpenAI legacy `/completions` streaming (plain prompt, `choices[0].text`)."""
 
     name = "openai-completions"
@@ -168,9 +205,181 @@ class OpenAICompletions:
                      usage_completion_tokens=ct, usage_prompt_tokens=pt)
 
 
-ADAPTERS: dict[str, type[OpenAIChat] | type[OpenAICompletions]] = {
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class AnthropicMessages:
+    """Anthropic Messages streaming (`POST /v1/messages`, `stream: true`).
+
+    Follows "Streaming Messages", https://platform.claude.com/docs/en/build-with-claude/streaming
+    (formerly docs.anthropic.com/en/docs/build-with-claude/streaming), as read on 2026-05-06,
+    with API version 2023-06-01 (the `anthropic-version` header it requires). A stream is
+    `message_start`, then per content block `content_block_start`, `content_block_delta`...,
+    `content_block_stop`, then `message_delta` (top-level `stop_reason`; `usage` whose
+    `output_tokens` is the cumulative count), then `message_stop`; `ping` events may come
+    anywhere, and an `error` event (e.g. `overloaded_error`) may arrive mid-stream.
+
+    Mapped onto evalkit's definitions:
+      - content: `content_block_delta` with `text_delta` (answer) or `thinking_delta`
+        (reasoning, so TTFA is the first text_delta); a `content_block_start` whose block
+        already holds text counts too. `signature_delta`, `input_json_delta` (tool
+        arguments), `ping`, `content_block_start/stop` carry no generated text: as a
+        tool-call delta in OpenAI chat, they are not content.
+      - `message_start` is the role chunk (`role_only`); its `usage.output_tokens` is a
+        placeholder and is ignored; its input tokens (plus cache reads and writes) are the
+        prompt tokens.
+      - `message_delta`: `stop_reason` → finish_reason, `usage.output_tokens` → usage.
+      - `message_stop` → `done`, and it is the required end event: a stream cut after
+        `message_delta` but before `message_stop` is incomplete.
+      - `error` → error (outcome error).
+    """
+
+    name = "anthropic-messages"
+    path = "/messages"
+    auth = "x-api-key"
+    headers: tuple[tuple[str, str], ...] = (("anthropic-version", "2023-06-01"),)
+    end_event: str | None = "message_stop"
+    # the list is paginated (20 a page) and aliases such as claude-sonnet-4-5 are not in it
+    lists_all_models = False
+
+    def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
+                   force_length: bool) -> dict[str, Any]:
+        """Messages body: system messages go to the top-level `system` (no system role)."""
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        system = "\n".join(str(m.get("content", "")) for m in messages
+                           if m.get("role") == "system")
+        body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "stream": True,
+                                "messages": [m for m in messages if m.get("role") != "system"]}
+        if system:
+            body["system"] = system
+        return _force(body, max_tokens, force_length)
+
+    def parse(self, data: str) -> Delta:
+        """Read one event by its `type` (the `event:` line repeats it)."""
+        obj = _load(data)
+        if obj is None:  # `[DONE]` is not part of this API; a proxy may add it
+            return Delta()
+        kind = obj.get("type")
+        if kind == "content_block_delta":
+            delta = _dict(obj.get("delta"))
+            if delta.get("type") == "text_delta":
+                return Delta(text=_str(delta.get("text")))
+            if delta.get("type") == "thinking_delta":
+                return Delta(reasoning=_str(delta.get("thinking")))
+            return Delta()
+        if kind == "content_block_start":
+            block = _dict(obj.get("content_block"))
+            if block.get("type") == "text":
+                return Delta(text=_str(block.get("text")))
+            if block.get("type") == "thinking":
+                return Delta(reasoning=_str(block.get("thinking")))
+            return Delta()
+        if kind == "message_start":
+            usage = _dict(_dict(obj.get("message")).get("usage"))
+            return Delta(role_only=True, usage_prompt_tokens=_input_tokens(usage))
+        if kind == "message_delta":
+            usage = _dict(obj.get("usage"))
+            stop = _dict(obj.get("delta")).get("stop_reason")
+            return Delta(finish_reason=stop if isinstance(stop, str) else None,
+                         usage_completion_tokens=_int(usage.get("output_tokens")),
+                         usage_prompt_tokens=_input_tokens(usage))
+        if kind == "message_stop":
+            return DONE
+        if kind == "error" or "error" in obj:
+            return Delta(error=_error_text(obj) or "error event")
+        return Delta()  # ping, content_block_stop, and types added after this was written
+
+
+def _input_tokens(usage: dict[str, Any]) -> int | None:
+    """Anthropic's prompt tokens: input plus those read from and written to its cache."""
+    base = _int(usage.get("input_tokens"))
+    if base is None:
+        return None
+    return base + sum(_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens",
+                                                         "cache_read_input_tokens"))
+
+
+class OpenAIResponses:
+    """OpenAI Responses streaming (`POST /v1/responses`, `stream: true`).
+
+    Follows the API reference "Streaming events" for Responses,
+    https://platform.openai.com/docs/api-reference/responses-streaming, and the guide
+    "Streaming API responses", https://developers.openai.com/docs/guides/streaming-responses,
+    as read on 2026-05-06. Every event is typed (`type`, and a `sequence_number`); there is
+    no `[DONE]`: a stream ends with `response.completed`, `response.incomplete` (e.g. the
+    `max_output_tokens` budget spent) or `response.failed`, and an `error` event may
+    arrive mid-stream.
+
+    Mapped onto evalkit's definitions:
+      - content: `response.output_text.delta` and `response.refusal.delta` (answer);
+        `response.reasoning_text.delta` and `response.reasoning_summary_text.delta`
+        (reasoning: generated text that comes before the answer, so TTFA waits for the
+        first output text). Lifecycle events (`response.created`, `.in_progress`,
+        `.output_item.*`, `.content_part.*`, `*.done`) and tool-argument deltas are not
+        content.
+      - `response.completed` and `response.incomplete` end the stream: `done`, with the
+        response's `usage.output_tokens` (reasoning tokens included, as completion_tokens)
+        and `input_tokens`, and finish_reason `completed` or the incomplete reason (such as
+        `max_output_tokens`, OpenAI chat's `length`). A stream without either is incomplete.
+      - `response.failed` and `error` → error (outcome error).
+    """
+
+    name = "openai-responses"
+    path = "/responses"
+    auth = "bearer"
+    headers: tuple[tuple[str, str], ...] = ()
+    end_event: str | None = "response.completed"
+    lists_all_models = True
+
+    def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
+                   force_length: bool) -> dict[str, Any]:
+        """Responses body: `input` is the prompt text or the user's messages; not stored."""
+        body: dict[str, Any] = {"model": model, "input": prompt, "max_output_tokens": max_tokens,
+                                "stream": True, "store": False}
+        return _force(body, max_tokens, force_length)
+
+    def parse(self, data: str) -> Delta:
+        """Read one typed event."""
+        obj = _load(data)
+        if obj is None:
+            return Delta()
+        kind = obj.get("type")
+        if kind in ("response.output_text.delta", "response.refusal.delta"):
+            return Delta(text=_str(obj.get("delta")))
+        if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+            return Delta(reasoning=_str(obj.get("delta")))
+        if kind in ("response.completed", "response.incomplete"):
+            response = _dict(obj.get("response"))
+            usage = _dict(response.get("usage"))
+            reason = (_str(_dict(response.get("incomplete_details")).get("reason"))
+                      or _str(response.get("status")) or kind.split(".")[1])
+            return Delta(done=True, finish_reason=reason,
+                         usage_completion_tokens=_int(usage.get("output_tokens")),
+                         usage_prompt_tokens=_int(usage.get("input_tokens")))
+        if kind == "response.failed":
+            return Delta(error=_error_text(_dict(obj.get("response"))) or "response.failed")
+        if kind == "error":
+            nested = _error_text(obj)
+            return Delta(error=nested or str(obj.get("message") or obj.get("code")
+                                             or "error event")[:500])
+        return Delta()
+
+
+ADAPTERS: dict[str, type[OpenAIChat] | type[OpenAICompletions] | type[AnthropicMessages]
+               | type[OpenAIResponses]] = {
     OpenAIChat.name: OpenAIChat,
     OpenAICompletions.name: OpenAICompletions,
+    AnthropicMessages.name: AnthropicMessages,
+    OpenAIResponses.name: OpenAIResponses,
 }
 
 

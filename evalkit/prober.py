@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 import httpx
 
-from evalkit.api import Adapter, get_adapter
+from evalkit.api import AUTH_STYLES, Adapter, get_adapter
 from evalkit.errors import EndpointError
 from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
@@ -75,6 +75,10 @@ class Target:
     #: the longest one request may take, whatever it streams (None: derived per request
     #: from the output asked for, `request_deadline`)
     deadline_s: float | None = None
+    #: how the key is sent, a key of `evalkit.api.AUTH_STYLES` (None: the API's own style)
+    auth: str | None = None
+    #: query parameters on every request (Azure OpenAI's api-version); not secrets
+    params: tuple[tuple[str, str], ...] = ()
 
     def request_deadline(self, max_tokens: int) -> float:
         """A request's whole-time deadline: an endless trickle must end as a timeout.
@@ -123,7 +127,13 @@ class Target:
                 "header_names": [k for k, _ in self.headers],
                 "extra_body": self.extra_body, "timeout_s": self.timeout_s,
                 "force_length": self.force_length, "api_key_set": bool(self.secret),
-                "credential": self.credential}
+                "credential": self.credential, "auth": self.auth_style,
+                "params": dict(self.params)}
+
+    @property
+    def auth_style(self) -> str:
+        """The auth style in force: --auth, else the API's own."""
+        return self.auth or get_adapter(self.api).auth
 
 
 def make_client(target: Target, max_connections: int | None = None,
@@ -136,15 +146,18 @@ def make_client(target: Target, max_connections: int | None = None,
     gets to run.
     """
     headers = {"accept-encoding": "identity", "user-agent": "evalkit"}
-    headers.update(dict(target.headers))
+    headers.update(dict(get_adapter(target.api).headers))  # e.g. anthropic-version
+    headers.update({k.lower(): v for k, v in target.headers})
     if target.secret and target.credential == "environment":
         # an explicit credential header wins: the environment's key never goes out beside it
-        headers["authorization"] = f"Bearer {target.secret}"
+        name, form = AUTH_STYLES[target.auth_style]
+        headers[name] = form.format(key=target.secret)
     timeout = httpx.Timeout(target.timeout_s, pool=None)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=None)
     verify: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
     transport = stamped_transport(limits, verify) if stamped else None
     return httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
+                             params=dict(target.params) or None,
                              timeout=timeout, limits=limits, verify=verify,
                              transport=transport)
 
@@ -329,7 +342,7 @@ class Prober:
                       facts: dict[str, Any] | None, intended_ns: int, judged: bool,
                       after_send: Callable[[], None] | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
-        st = _StreamState()
+        st = _StreamState(end_event=self.adapter.end_event)
         deadline = self.target.request_deadline(prompt.max_tokens)
         wire = SendStamp(join=bool(request.content))  # head and body in one send
         tried_ns = time.perf_counter_ns()
@@ -417,9 +430,8 @@ class Prober:
                     st.protocol_error = f"malformed event data: {str(exc)[:80]}"
                     continue
                 st.events += 1
-                if delta.done:
+                if delta.done:  # [DONE], or an API's end event (which may carry more)
                     st.done = True
-                    continue
                 if delta.role_only and not st.chunk_ns:
                     st.role_first = True
                 if delta.error is not None:
@@ -499,6 +511,8 @@ class _StreamState:
     crlf: bool = False
     error_body: str | None = None
     retry_after_s: float | None = None
+    #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
+    end_event: str | None = None
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""
@@ -523,9 +537,11 @@ class _StreamState:
             return "error", self.protocol_error
         if self.transport is not None:
             return self.transport
-        if self.finish_reason is None:
+        if self.finish_reason is None or (self.end_event is not None and not self.done):
             why = "cut-off final event" if self.cut_event else "stream ended"
-            return "incomplete", f"{why} without a finish_reason"
+            missing = (f"its end event ({self.end_event})"
+                       if self.end_event is not None and not self.done else "a finish_reason")
+            return "incomplete", f"{why} without {missing}"
         if not self.chunk_ns:
             # an empty 200 stream is no success: nothing was generated to time
             return "error", f"stream finished ({self.finish_reason}) with no content"
@@ -540,6 +556,13 @@ def retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
 
 
 def _error_message(body: bytes) -> str:
@@ -763,6 +786,14 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
         models = [str(m.get("id")) for m in data[:1000] if isinstance(m, dict)]
     except (ValueError, AttributeError):
         models = []
+    listed_all = get_adapter(target.api).lists_all_models and target.auth_style != "api-key"
+    if isinstance(response_obj := _json_or_none(response), dict) and \
+            response_obj.get("has_more") is True:
+        listed_all = False  # one page of a paginated list (Anthropic's)
+    if models and target.model not in models and not listed_all:
+        # a partial list, aliases it omits, or Azure's deployment names: the stream decides
+        return {"models_listed": True, "models": [clean(m, 200) for m in models[:50]],
+                "model_not_listed": True}
     if models and target.model not in models:
         shown = ", ".join(clean(m, 80) for m in models[:10])
         raise EndpointError(f"model {target.model!r} is not served by {target.base_url}; "

@@ -1,5 +1,11 @@
 """The reference endpoint as a raw ASGI app: OpenAI-compatible HTTP around the engine model.
 
+Routes: `/v1/chat/completions`, `/v1/completions`, `/v1/messages` (Anthropic Messages:
+requires `anthropic-version`), `/v1/responses` (OpenAI Responses), `/v1/models`, and
+`/metrics` (Prometheus text in vLLM's names, `evalkit.reference.metrics`). The two newer
+APIs stream only (their frames: `evalkit.reference.wire`); their truth lines are the same,
+plus which credential header and api-version query the request carried (never a value).
+
 One engine loop (an asyncio task) steps `EngineCore` on the absolute monotonic timeline;
 each request's handler owns a writer that turns the tokens it is given into SSE chunks,
 so a slow client only slows its own stream. Every write is stamped right after its
@@ -28,11 +34,18 @@ from typing import Any, TextIO
 
 from evalkit.reference.engine import EngineCore, Seq, Step
 from evalkit.reference.faults import RequestPlan, plan_request
+from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.params import Profile
+from evalkit.reference.wire import AnthropicFraming, Framing, ResponsesFraming
 
 MODEL = "evalkit-reference"
 #: the ASGI scope extension where the server's protocol puts the request's arrival stamp
 ARRIVAL_EXTENSION = "evalkit.arrival"
+#: POST routes: path → API (chat and completions are OpenAI's; messages is Anthropic's)
+ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
+          "/v1/messages": "messages", "/v1/responses": "responses"}
+#: headers that carry a credential: the truth log names which one came, never its value
+_CREDENTIALS = (b"authorization", b"x-api-key", b"api-key")
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -98,6 +111,8 @@ class Job:
     min_tokens: int
     ignore_eos: bool
     include_usage: bool
+    #: chat | completions | messages | responses (`ROUTES`)
+    api: str = "chat"
 
 
 def _int_field(body: dict[str, Any], name: str, default: int | None) -> int | None:
@@ -110,14 +125,17 @@ def _int_field(body: dict[str, Any], name: str, default: int | None) -> int | No
     return value
 
 
-def parse_job(body: Any, chat: bool, default_max_tokens: int) -> Job:
-    """Validate an OpenAI request body; a BadRequest says what is wrong with it."""
+def parse_job(body: Any, api: str, default_max_tokens: int) -> Job:
+    """Validate a request body of `api`; a BadRequest says what is wrong with it."""
     if not isinstance(body, dict):
         raise BadRequest(400, "the request body must be a JSON object")
     model = body.get("model")
     if model is not None and model != MODEL:
         raise BadRequest(404, f"The model `{model}` does not exist; this server has `{MODEL}`",
                          kind="NotFoundError", param="model")
+    if api in ("messages", "responses"):
+        return _parse_new_api(body, api, default_max_tokens)
+    chat = api == "chat"
     if chat:
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(
@@ -153,7 +171,48 @@ def parse_job(body: Any, chat: bool, default_max_tokens: int) -> Job:
     if not isinstance(options, dict):
         raise BadRequest(400, "'stream_options' must be an object", param="stream_options")
     return Job(chat, stream, prompt, max_tokens, min_tokens, bool(body.get("ignore_eos")),
-               bool(options.get("include_usage")))
+               bool(options.get("include_usage")), api)
+
+
+def _parse_new_api(body: dict[str, Any], api: str, default_max_tokens: int) -> Job:
+    """Anthropic Messages (`messages`, `system`, `max_tokens` required) or OpenAI Responses
+    (`input`: text or messages, `max_output_tokens`); both stream only here, always with
+    usage (their APIs always report it)."""
+    if api == "messages":
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                for m in messages):
+            raise BadRequest(400, "'messages' must be a non-empty list of {role: user|assistant,"
+                             " content}", param="messages")
+        texts = [_content_text(m.get("content")) for m in messages]
+        texts.append(_content_text(body.get("system")))
+        if body.get("max_tokens") is None:
+            raise BadRequest(400, "max_tokens: Field required", param="max_tokens")
+        max_tokens = _int_field(body, "max_tokens", None)
+    else:
+        raw = body.get("input")
+        if isinstance(raw, str):
+            texts = [raw]
+        elif isinstance(raw, list) and raw and all(isinstance(m, dict) for m in raw):
+            texts = [_content_text(m.get("content")) for m in raw]
+        else:
+            raise BadRequest(400, "'input' must be a string or a list of messages",
+                             param="input")
+        texts.append(_content_text(body.get("instructions")))
+        max_tokens = _int_field(body, "max_output_tokens", default_max_tokens)
+    assert max_tokens is not None
+    if max_tokens < 1:
+        raise BadRequest(400, "the output token limit must be at least 1")
+    min_tokens = _int_field(body, "min_tokens", 0) or 0
+    if min_tokens > max_tokens:
+        raise BadRequest(400, f"'min_tokens' ({min_tokens}) exceeds the output limit "
+                         f"({max_tokens})", param="min_tokens")
+    if body.get("stream") is not True:
+        raise BadRequest(400, f"the reference endpoint serves /v1/{api} streaming only: "
+                         "send stream: true", param="stream")
+    return Job(True, True, sum(count_tokens(t) for t in texts), max_tokens, min_tokens,
+               bool(body.get("ignore_eos")), True, api)
 
 
 class _Stream:
@@ -232,6 +291,7 @@ class ReferenceApp:
         self.in_flight = 0
         self.logged = 0
         self.created = int(time.time())
+        self.metrics = EngineMetrics(MODEL)
 
     # ----------------------------------------------------------------- engine loop
     def _ensure_engine(self) -> asyncio.Event:
@@ -292,8 +352,15 @@ class ReferenceApp:
                                          "requests": self.requests,
                                          "profile": self.profile.name,
                                          "params": dict(self.profile.params)})
-        elif method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
-            await self._generate(scope, receive, send, received, path == "/v1/chat/completions")
+        elif method == "GET" and path == "/metrics":
+            body = self.metrics.render(len(self.core.running), len(self.core.waiting),
+                                       int(self.profile["max_batch"]))
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+        elif method == "POST" and path in ROUTES:
+            await self._generate(scope, receive, send, received, ROUTES[path])
         else:
             err = BadRequest(404, f"no route for {method} {path}", kind="NotFoundError")
             await _send_error(send, err)
@@ -336,7 +403,7 @@ class ReferenceApp:
             self._truth.flush()
 
     async def _generate(self, scope: Scope, receive: Receive, send: Send, received: int,
-                        chat: bool) -> None:
+                        api: str) -> None:
         self.in_flight += 1
         index = self.requests
         self.requests += 1
@@ -349,31 +416,36 @@ class ReferenceApp:
             "queued": False, "admitted_ns": None,
             "first_write_ns": None, "first_answer_ns": None, "writes": [], "end_ns": None,
             "prompt_tokens": None, "completion_tokens": 0, "status": None,
-            "outcome": "error", "faults": [], "client_disconnected": False}
+            "outcome": "error", "faults": [], "client_disconnected": False, "api": api,
+            "auth_headers": [k.decode() for k in _CREDENTIALS if _header(scope, k) is not None],
+            "api_version": _query_param(scope, "api-version"),
+            "anthropic_version": _header(scope, b"anthropic-version")}
         try:
-            await self._generate_inner(receive, send, chat, index, rid, truth)
+            await self._generate_inner(receive, send, api, index, rid, truth)
         finally:
             truth["end_ns"] = time.perf_counter_ns()
             self.in_flight -= 1
             self._log(truth)
 
-    async def _generate_inner(self, receive: Receive, send: Send, chat: bool, index: int,
+    async def _generate_inner(self, receive: Receive, send: Send, api: str, index: int,
                               rid: str, truth: dict[str, Any]) -> None:
         p = self.profile
         try:
             raw = await _read_body(receive)
+            if api == "messages" and truth["anthropic_version"] is None:
+                raise BadRequest(400, "anthropic-version: header is required")
             try:
                 body = json.loads(raw or b"null")
             except ValueError:
                 raise BadRequest(400, "the request body is not valid JSON") from None
-            job = parse_job(body, chat, int(p["default_max_tokens"]))
+            job = parse_job(body, api, int(p["default_max_tokens"]))
         except BadRequest as exc:
             truth["status"] = exc.status
             await _send_error(send, exc)
             return
         truth["prompt_tokens"] = job.prompt_tokens
         plan = plan_request(p, self.seed, index, job.max_tokens, job.min_tokens,
-                            job.ignore_eos, chat)
+                            job.ignore_eos, job.chat)
         truth["faults"] = plan.faults
         if plan.http_500:
             truth.update(status=500, outcome="fault:http_500")
@@ -393,10 +465,11 @@ class ReferenceApp:
                                                kind="rate_limit_exceeded"),
                               [(b"retry-after", retry)])
             return
+        self.metrics.prompt_tokens += job.prompt_tokens
         self._ensure_engine().set()
         watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, stream))
         try:
-            writer = _Writer(send, stream, job, rid, self.created, truth)
+            writer = _Writer(send, stream, job, rid, self.created, truth, self.metrics)
             if job.stream:
                 await writer.stream()
             else:
@@ -426,9 +499,16 @@ class _Writer:
     """Turns one stream's queued items into bytes on the wire, stamping every write."""
 
     def __init__(self, send: Send, stream: _Stream, job: Job, rid: str, created: int,
-                 truth: dict[str, Any]) -> None:
+                 truth: dict[str, Any], metrics: EngineMetrics | None = None) -> None:
         self.send, self.s, self.job, self.truth = send, stream, job, truth
+        self.metrics = metrics
+        self.last_content_ns: int | None = None
         self.nl = b"\r\n" if stream.plan.crlf else b"\n"
+        #: the frames of Anthropic Messages or OpenAI Responses (None: OpenAI chat/completions)
+        self.wire: Framing | None = (
+            AnthropicFraming(rid, job.prompt_tokens, self.nl) if job.api == "messages" else
+            ResponsesFraming(rid, job.prompt_tokens, created, self.nl)
+            if job.api == "responses" else None)
         obj = "chat.completion.chunk" if job.chat else "text_completion"
         prefix = "chatcmpl-" if job.chat else "cmpl-"
         self.head = (f'{{"id":{json.dumps(prefix + rid)},"object":"{obj}","created":{created},'
@@ -462,6 +542,8 @@ class _Writer:
 
     def _token_payload(self, kind: str, n: int, finish: str | None) -> bytes:
         text = self._text(n)
+        if self.wire is not None:  # the end is in its own events (`_end`)
+            return self.wire.token(kind, text)
         if finish is None:  # the hot path: a template (the words need no JSON escaping)
             key = b"reasoning_content" if kind == "reasoning" else b"content"
             middle = (b'{"index":0,"delta":{"' + key + b'":"' if self.job.chat
@@ -509,6 +591,13 @@ class _Writer:
         # a tuple: the garbage collector stops tracking it, and a busy server holds
         # thousands (a collection that walks them all is a stall in every stream)
         self.truth["writes"].append((now, scheduled, tokens, kind))
+        if kind in ("content", "reasoning") and self.metrics is not None:
+            last, self.last_content_ns = self.last_content_ns, now
+            if last is None:
+                self.metrics.ttft.observe((now - self.truth["received_ns"]) / 1e9)
+            else:
+                self.metrics.itl.observe((now - last) / 1e9)
+            self.metrics.generation_tokens += tokens
         if kind in ("content", "reasoning") and self.truth["first_write_ns"] is None:
             self.truth["first_write_ns"] = now
         if kind == "content" and self.truth["first_answer_ns"] is None:
@@ -556,11 +645,16 @@ class _Writer:
         await self.send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-request-id", truth["request_id"].encode())]})
+        if self.wire is not None:
+            now = time.perf_counter_ns()
+            await self._write(self.wire.start(), "start", 0, now)
         while True:
             item = await self._next()
             if item is None:
                 return  # client gone: nothing more to write
             kind, n, at, final = item
+            if kind == "role" and self.wire is not None:
+                continue  # its start events already went out
             if kind == "role":
                 await self._write(self._event(self._choice({"role": "assistant", "content": ""},
                                                             None, None)), "role", 0, at)
@@ -569,15 +663,17 @@ class _Writer:
                 await self._write(self._token_payload(kind, n, finish), kind, n, at)
             elif kind == "malformed":
                 bad = self.head + b'"choices":[{"index":0,"delta":{"content":" brok'
-                await self._write(self._event(bad), "malformed", 0, at)
+                await self._write(self._event(bad) if self.wire is None else self.wire.malformed(),
+                                  "malformed", 0, at)
             elif kind == "stall":
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.s.gone.wait(), plan.stall_s)
             elif kind == "error":
                 err = {"error": {"message": "injected fault: the engine failed mid-stream",
                                  "type": "internal_server_error", "code": 500}}
-                await self._write(self._event(json.dumps(err).encode()), "error", 0, at)
-                await self._end(at, usage=False)
+                await self._write(self._event(json.dumps(err).encode()) if self.wire is None
+                                  else self.wire.error(), "error", 0, at)
+                await self._end(at, usage=False, failed=True)
                 truth["outcome"] = plan.outcome
                 return
             elif kind == "cut":
@@ -589,9 +685,19 @@ class _Writer:
                 truth["outcome"] = plan.outcome
                 return
 
-    async def _end(self, at: int, usage: bool) -> None:
-        """Usage chunk if asked, [DONE] unless faulted, then the HTTP terminator."""
+    async def _end(self, at: int, usage: bool, failed: bool = False) -> None:
+        """Usage chunk if asked, [DONE] unless faulted, then the HTTP terminator (the newer
+        APIs: their closing events, none after an error event)."""
         self.truth["completion_tokens"] = self.s.tokens
+        if self.wire is not None:
+            plan = self.s.plan
+            frames = [] if failed else self.wire.end(
+                plan.finish_reason, self.s.tokens if usage else None, not plan.no_done,
+                min(plan.reasoning_tokens, self.s.tokens))
+            for payload, kind in frames:
+                await self._write(payload, kind, 0, at)
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         if usage:
             data = self.head + b'"choices":[],"usage":' + json.dumps(self._usage()).encode() \
                 + b"}"
@@ -669,6 +775,13 @@ async def _sleep_until(deadline_ns: int, spin: bool = True) -> None:
     if spin:
         while time.perf_counter_ns() < deadline_ns:
             await asyncio.sleep(0)
+
+
+def _query_param(scope: Scope, name: str) -> str | None:
+    from urllib.parse import parse_qs
+
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return values[0] if values else None
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

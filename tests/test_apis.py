@@ -1,0 +1,202 @@
+"""Anthropic Messages and OpenAI Responses, probed over real loopback HTTP.
+
+The reference endpoint serves both APIs (`evalkit.reference.wire`) and logs its own truth
+per request, so each adapter is checked the way OpenAI chat is: TTFT against the server's
+first content write, thinking-first (TTFA) against its first answer write, output tokens
+from usage (not estimated), an error event mid-stream → error, a stream without its end
+event → incomplete, and the auth headers each style sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from evalkit.api import ADAPTERS, AnthropicMessages, OpenAIResponses, get_adapter
+from evalkit.prober import Prober, Target, check_endpoint, make_client
+from evalkit.prompts import synthetic
+from evalkit.records import RequestRecord
+from evalkit.reference import ReferenceServer
+
+NEW_APIS = ("anthropic-messages", "openai-responses")
+
+
+def _one(srv: ReferenceServer, api: str, out: int = 8, **target: Any
+         ) -> tuple[int, RequestRecord, dict[str, Any]]:
+    """One stream through the prober; (origin, record, the server's truth line for it)."""
+
+    async def run() -> tuple[int, RequestRecord]:
+        t = Target(srv.base_url, srv.model, api=api, secret="sk-evalkit-test-key", **target)
+        async with Prober(t, time.perf_counter_ns(), "a") as prober:
+            rec = await prober.stream(synthetic(48, out, f"a-{api}"), "baseline", 1)
+            return prober.origin_ns, rec
+
+    origin, rec = asyncio.run(run())
+    truth = {t["request_id"]: t for t in srv.truth()}[rec.id]
+    return origin, rec, truth
+
+
+class TestOverHTTP:
+    @pytest.mark.parametrize("api", NEW_APIS)
+    def test_ttft_thinking_first_and_usage_match_the_truth(self, reference: Any,
+                                                           api: str) -> None:
+        """TTFT is the first thinking/reasoning write, TTFA the first answer write, the
+        output count the server's own (not estimated), prompt tokens from usage."""
+        srv = reference("gpu", fault_reasoning_tokens=3, decode_base_ms=8)
+        origin, rec, truth = _one(srv, api)
+        assert rec.outcome == "ok", rec.error
+        assert rec.output_tokens == truth["completion_tokens"] == 8
+        assert not rec.output_tokens_estimated and rec.usage_completion_tokens == 8
+        assert rec.prompt_tokens == truth["prompt_tokens"] and not rec.prompt_tokens_estimated
+        assert len(rec.chunks) == 8
+        t0 = origin + round(rec.t0_s * 1e9)
+        assert rec.ttft_s is not None and rec.ttfa_s is not None
+        first, answer = t0 + round(rec.ttft_s * 1e9), t0 + round(rec.ttfa_s * 1e9)
+        # our arrival stamp vs the server's write stamp (same CLOCK_MONOTONIC)
+        assert -1e6 < first - truth["first_write_ns"] < 20e6
+        assert -1e6 < answer - truth["first_answer_ns"] < 20e6
+        assert rec.ttfa_s > rec.ttft_s  # thinking came first
+        assert rec.finish_reason == {"anthropic-messages": "max_tokens",
+                                     "openai-responses": "max_output_tokens"}[api]
+
+    @pytest.mark.parametrize("api", NEW_APIS)
+    def test_error_event_mid_stream_is_an_error(self, reference: Any, api: str) -> None:
+        srv = reference("gpu", mode="thread", fault_error_payload=1.0)
+        _, rec, truth = _one(srv, api, out=10)
+        assert rec.outcome == "error" and "injected fault" in (rec.error or "")
+        assert len(rec.chunks) == 5 and truth["outcome"] == "fault:error_payload"
+
+    @pytest.mark.parametrize("api,end", [("anthropic-messages", "message_stop"),
+                                         ("openai-responses", "response.completed")])
+    def test_no_end_event_is_incomplete(self, reference: Any, api: str, end: str) -> None:
+        """Anthropic: message_delta (stop_reason, usage) came, message_stop did not."""
+        srv = reference("gpu", mode="thread", fault_no_done=1.0)
+        _, rec, truth = _one(srv, api)
+        assert rec.outcome == "incomplete" and end in (rec.error or ""), rec.error
+        assert len(rec.chunks) == 8 and truth["outcome"] == "fault:no_done"
+
+    @pytest.mark.parametrize("api", NEW_APIS)
+    def test_cut_connection_is_incomplete(self, reference: Any, api: str) -> None:
+        srv = reference("gpu", mode="thread", fault_disconnect=1.0)
+        _, rec, _ = _one(srv, api, out=10)
+        assert rec.outcome == "incomplete" and len(rec.chunks) == 5
+
+    def test_usage_withheld_is_estimated(self, reference: Any) -> None:
+        srv = reference("gpu", mode="thread", fault_no_usage=1.0)
+        _, rec, _ = _one(srv, "anthropic-messages")
+        assert rec.outcome == "ok" and rec.output_tokens_estimated and rec.output_tokens == 8
+
+
+class TestAuth:
+    def test_anthropic_sends_x_api_key_and_its_version(self, reference: Any) -> None:
+        srv = reference("gpu", mode="thread")
+        _, rec, truth = _one(srv, "anthropic-messages")
+        assert rec.outcome == "ok"
+        assert truth["auth_headers"] == ["x-api-key"]
+        assert truth["anthropic_version"] == "2023-06-01" and truth["api"] == "messages"
+
+    def test_responses_sends_bearer(self, reference: Any) -> None:
+        srv = reference("gpu", mode="thread")
+        _, _, truth = _one(srv, "openai-responses")
+        assert truth["auth_headers"] == ["authorization"] and truth["api_version"] is None
+
+    def test_azure_api_key_with_api_version_query(self, reference: Any) -> None:
+        srv = reference("gpu", mode="thread")
+        _, rec, truth = _one(srv, "openai-chat", auth="api-key",
+                             params=(("api-version", "2024-10-21"),))
+        assert rec.outcome == "ok"
+        assert truth["auth_headers"] == ["api-key"] and truth["api_version"] == "2024-10-21"
+
+    def test_an_explicit_header_still_wins(self, reference: Any) -> None:
+        srv = reference("gpu", mode="thread")
+        _, _, truth = _one(srv, "anthropic-messages",
+                           headers=(("Authorization", "Bearer other"),))
+        assert truth["auth_headers"] == ["authorization"]
+
+    def test_anthropic_without_its_version_header_is_refused(self, reference: Any) -> None:
+        import httpx
+
+        srv = reference("gpu", mode="thread")
+        r = httpx.post(srv.base_url + "/messages", json={
+            "model": srv.model, "max_tokens": 4, "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 400 and "anthropic-version" in r.text
+
+    def test_connect_tolerates_a_model_the_list_omits(self, reference: Any) -> None:
+        """Anthropic's list is paginated and omits aliases: the connect stream decides."""
+        srv = reference("gpu", mode="thread")
+
+        async def run(api: str) -> dict[str, Any]:
+            t = Target(srv.base_url, "claude-alias", api=api)
+            async with make_client(t) as client:
+                return await check_endpoint(client, t, "ANTHROPIC_API_KEY")
+
+        assert asyncio.run(run("anthropic-messages"))["model_not_listed"] is True
+        with pytest.raises(Exception, match="not served"):
+            asyncio.run(run("openai-responses"))
+
+
+class TestParsing:
+    """The documented event shapes, one by one (the documents are named in evalkit.api)."""
+
+    def test_registry_offers_every_adapter(self) -> None:
+        assert set(NEW_APIS) <= set(ADAPTERS)
+        assert get_adapter("anthropic-messages").end_event == "message_stop"
+
+    def test_anthropic_events(self) -> None:
+        a = AnthropicMessages()
+        start = a.parse('{"type":"message_start","message":{"usage":{"input_tokens":25,'
+                        '"cache_read_input_tokens":5,"output_tokens":1}}}')
+        assert start.role_only and start.usage_prompt_tokens == 30
+        assert start.usage_completion_tokens is None  # the placeholder is not usage
+        assert a.parse('{"type":"ping"}') == a.parse('{"type":"content_block_stop","index":0}')
+        assert not a.parse('{"type":"ping"}').is_content
+        text = a.parse('{"type":"content_block_delta","index":0,'
+                       '"delta":{"type":"text_delta","text":"Hello"}}')
+        assert text.text == "Hello"
+        think = a.parse('{"type":"content_block_delta","index":0,'
+                        '"delta":{"type":"thinking_delta","thinking":"Let me"}}')
+        assert think.reasoning == "Let me" and not think.text
+        for other in ('{"type":"signature_delta","signature":"x"}',
+                      '{"type":"input_json_delta","partial_json":"{\\"a"}'):
+            assert not a.parse('{"type":"content_block_delta","index":0,"delta":'
+                               + other + "}").is_content
+        end = a.parse('{"type":"message_delta","delta":{"stop_reason":"end_turn",'
+                      '"stop_sequence":null},"usage":{"output_tokens":15}}')
+        assert end.finish_reason == "end_turn" and end.usage_completion_tokens == 15
+        assert a.parse('{"type":"message_stop"}').done
+        err = a.parse('{"type":"error","error":{"type":"overloaded_error",'
+                      '"message":"Overloaded"}}')
+        assert err.error == "Overloaded"
+
+    def test_responses_events(self) -> None:
+        r = OpenAIResponses()
+        assert r.parse('{"type":"response.output_text.delta","delta":"Hi",'
+                       '"sequence_number":3}').text == "Hi"
+        assert r.parse('{"type":"response.reasoning_text.delta","delta":"so"}').reasoning == "so"
+        assert not r.parse('{"type":"response.output_text.done","text":"Hi"}').is_content
+        done = r.parse('{"type":"response.completed","response":{"status":"completed",'
+                       '"usage":{"input_tokens":10,"output_tokens":25}}}')
+        assert done.done and done.finish_reason == "completed"
+        assert (done.usage_completion_tokens, done.usage_prompt_tokens) == (25, 10)
+        cut = r.parse('{"type":"response.incomplete","response":{"status":"incomplete",'
+                      '"incomplete_details":{"reason":"max_output_tokens"}}}')
+        assert cut.done and cut.finish_reason == "max_output_tokens"
+        assert r.parse('{"type":"error","code":"server_error","message":"boom",'
+                       '"param":null}').error == "boom"
+        failed = r.parse('{"type":"response.failed","response":{"status":"failed",'
+                         '"error":{"code":"rate_limit_exceeded","message":"slow down"}}}')
+        assert failed.error == "slow down"
+
+    def test_bodies(self) -> None:
+        body = AnthropicMessages().build_body(
+            "m", [{"role": "system", "content": "be brief"},
+                  {"role": "user", "content": "hi"}], 16, False)
+        assert body["system"] == "be brief" and body["messages"] == [
+            {"role": "user", "content": "hi"}] and body["max_tokens"] == 16
+        body = OpenAIResponses().build_body("m", "hi", 16, True)
+        assert body["input"] == "hi" and body["max_output_tokens"] == 16
+        assert body["stream"] is True and body["store"] is False and body["ignore_eos"]
