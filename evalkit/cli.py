@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from evalkit import __version__
+from evalkit.api import ADAPTERS, AUTH_STYLES
 from evalkit.errors import EndpointError, EvalkitError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -110,10 +111,21 @@ def demo(out_dir: str, quiet: bool) -> None:
               help="Your own prompts, JSONL: {\"prompt\": ...} or {\"messages\": [...]}, "
                    "optional \"max_tokens\" per line.")
 @click.option("--api", default="openai-chat", show_default=True,
-              type=click.Choice(["openai-chat", "openai-completions"]))
+              type=click.Choice(list(ADAPTERS)),
+              help="The API's wire format (an adapter of evalkit.api): OpenAI chat, "
+                   "completions or Responses, Anthropic Messages.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
-              help="Environment variable holding the API key (sent as a Bearer token; "
+              help="Environment variable holding the API key (sent as --auth says; "
                    "never written anywhere).")
+@click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
+              help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
+                   "OpenAI), x-api-key (Anthropic). Default: the --api's own.")
+@click.option("--api-version", help="api-version query parameter sent with every request "
+                                    "(Azure OpenAI, e.g. 2024-10-21).")
+@click.option("--metrics-url", help="The vendor's Prometheus metrics page (vLLM, SGLang, "
+                                    "TGI), scraped around each phase for Q5: its TTFT beside "
+                                    "ours, queue depth per ramp level (summary.json "
+                                    "vendor_metrics).")
 @click.option("--header", "headers", multiple=True, metavar="'K: V'",
               help="Extra request header (repeatable); values are never written.")
 @click.option("--extra-body", help="JSON object merged into every request body "
@@ -154,7 +166,8 @@ def demo(out_dir: str, quiet: bool) -> None:
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
-          headers: tuple[str, ...], extra_body: str | None, rate: float | None,
+          headers: tuple[str, ...], auth: str | None, api_version: str | None,
+          metrics_url: str | None, extra_body: str | None, rate: float | None,
           timeout_s: float | None, deadline_s: float | None, processes: int, shard_spec: str | None,
           start_at: float | None, questionnaire_file: str | None,
           budget_requests: int | None, dry_run: bool, vendor: str | None,
@@ -218,6 +231,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         max_concurrency=max_concurrency, prompt_tokens=prompt_tokens,
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
+        auth=auth, api_version=api_version, metrics_url=metrics_url,
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
         deadline_s=deadline_s,
         processes=processes, shard=shard, shards=shards, start_at=start_at, vendor=vendor,

@@ -205,6 +205,9 @@ class Measurements:
     validity_reasons: tuple[str, ...] = ()
     #: when the prefill fit's slope is indistinguishable from zero: only "faster than this"
     prefill_at_least: float | None = None
+    #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
+    #: probe ran without --metrics-url)
+    vendor_metrics: Mapping[str, Any] | None = None
 
     @property
     def top(self) -> int | None:
@@ -308,6 +311,7 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
         validity=validity,
         validity_reasons=reasons,
         prefill_at_least=_num(_map(summary.get("prefill")).get("tokens_per_s_at_least")),
+        vendor_metrics=_map(summary.get("vendor_metrics")) or None,
     )
 
 
@@ -839,9 +843,20 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
 
 
 def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
-    """Per-stream vs request-level observability, and how it is exported."""
+    """Per-stream vs request-level observability, and how it is exported.
+
+    A per-stream claim is checked against the probe's scrape of the vendor's metrics page
+    (`probe --metrics-url`, `evalkit.vendor_metrics`): a per-token inter-token histogram
+    that counted our streams' tokens is `ok`; none, or one that counted none of them, is
+    `unreconciled`; no scrape (or a run that verifies nothing) is `unverified`.
+    """
+    vm = ev.m.vendor_metrics if ev.m is not None else None
+
     def j(status: Status, reason: str, finding: Finding | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), None, "none (categorical answer)",
+        measured = None if vm is None else {
+            k: vm.get(k) for k in ("url", "engine", "families", "per_stream_itl",
+                                   "itl_observations", "scrapes_ok")}
+        return Judgement(status, reason, a.to_dict(), measured, "none (categorical answer)",
                          finding)
 
     if _blank(a):
@@ -864,9 +879,39 @@ def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement
         return j("ok", f"The vendor exposes request-level latency only (via {how}): "
                  "per-stream inter-token rhythm, which a streaming product lives on, cannot be "
                  "audited from its side.", "gap")
-    return j("unverified", f"The vendor says it exposes per-stream latency via {how}; not "
-             "verified: that needs a scrape of the vendor's metrics endpoint, which this "
-             "version of evalkit does not do yet.")
+    return _q5_per_stream(j, how, vm, ev, a.metrics_url)
+
+
+def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
+                   vm: Mapping[str, Any] | None, ev: Evidence,
+                   claimed_url: str | None) -> Judgement:
+    """A per-stream claim against the scrape of the vendor's metrics page."""
+    said = f"The vendor says it exposes per-stream latency via {how}"
+    url = _quote(str((vm or {}).get("url") or claimed_url or "URL"), 120)
+    if vm is None or ev.m is None or ev.m.validity in ("invalid", "unknown"):
+        why = (ev.blocker if ev.m is None or ev.m.validity in ("invalid", "unknown") else
+               f"the run did not scrape it: re-run the probe with --metrics-url {url}")
+        return j("unverified", f"{said}; not verified: {why}.")
+    if not _int(vm.get("scrapes_ok")):
+        errors = vm.get("scrape_errors") or ["no scrape answered"]
+        return j("unverified", f"{said}; not verified: the scrape of {url} failed "
+                 f"({_quote(str(errors[0]), 120)}); re-run with a --metrics-url the probe "
+                 "can reach.")
+    families = _map(vm.get("families"))
+    itl = _quote(str(families.get("itl") or ""), 80)
+    seen = _int(vm.get("itl_observations")) or 0
+    if vm.get("per_stream_itl") is True and seen > 0:
+        return j("ok", f"{said}: our scrape of {url} found the per-token histogram {itl}, "
+                 f"which counted {seen:,} inter-token intervals during our run.")
+    if vm.get("per_stream_itl") is True:
+        return j("unreconciled", f"{said}, and {url} exports {itl}, but it counted none of "
+                 "our streams' tokens while we probed: it is not the engine that served us "
+                 "(another replica?), or it is not fed.")
+    other = _quote(str(families.get("tpot_req") or ""), 80)
+    found = (f"only the request-level {other} (one mean per request)" if other else
+             "no inter-token metric at all")
+    return j("unreconciled", f"{said}, but our scrape of {url} found {found}: no per-stream "
+             "inter-token histogram.")
 
 
 def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | None,

@@ -56,6 +56,7 @@ from evalkit.prompts import Prompt, PromptSource, load_prompts, synthetic
 from evalkit.records import RequestRecord
 from evalkit.runstore import RunStore, load_run, read_records, write_json, write_records
 from evalkit.sanitize import clean
+from evalkit.vendor_metrics import VendorScraper
 
 #: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
 PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
@@ -87,6 +88,13 @@ class ProbeConfig:
     #: the longest one request may take in all (None: the read timeout plus 0.5 s per
     #: requested token, `Target.request_deadline`)
     deadline_s: float | None = None
+    #: how the API key is sent (a key of evalkit.api.AUTH_STYLES; None: the API's own style)
+    #: and Azure OpenAI's api-version query parameter (None: not sent)
+    auth: str | None = None
+    api_version: str | None = None
+    #: the vendor's Prometheus metrics page, scraped around each phase and during each
+    #: level (evalkit.vendor_metrics); summary.json gets `vendor_metrics` (None: no scrape)
+    metrics_url: str | None = None
     #: processes that share each ramp/soak level (shards); 1 = all in this process
     processes: int = 1
     #: this run is shard `shard` of `shards` run apart (other processes or machines, started
@@ -377,6 +385,7 @@ class _Suite:
         self.rtt_samples: list[float] = []
         self.connect_info: dict[str, Any] = {}
         self.ramp_levels_run: list[int] = []
+        self.vendor = (VendorScraper(config.metrics_url) if config.metrics_url else None)
         self.executor: Executor | None = None
         #: shards: wall-clock start of the next level on the schedule all shards share
         self.next_slot: float | None = config.start_at if config.shards > 1 else None
@@ -405,10 +414,23 @@ class _Suite:
                 LoopMonitor() as mon:
             for phase in self.s["phases"]:
                 mark = window_start(mon, prober)
-                await getattr(self, f"_phase_{phase}")(client, prober, mon)
+                async with self._scraping(phase):
+                    await getattr(self, f"_phase_{phase}")(client, prober, mon)
                 # a sharded phase already stored its shards' merged check
                 self.phase_checks.setdefault(
                     phase, self._judge_check(window_end(mon, prober, mark)))
+
+    def _scraping(self, phase: str, level: int | None = None, periodic: bool = False) -> Any:
+        """The vendor's metrics scraped around a phase or level (--metrics-url), else nothing."""
+        if self.vendor is None:
+            return contextlib.nullcontext()
+        return self.vendor.around(phase, level, periodic)
+
+    async def _scraped_level(self, prober: Prober, mon: LoopMonitor, phase: str, level: int,
+                             duration_s: float) -> dict[str, Any]:
+        """`_level`, with the vendor's queue and batch sampled before, during and after it."""
+        async with self._scraping(phase, level, periodic=True):
+            return await self._level(prober, mon, phase, level, duration_s)
 
     async def _phase_connect(self, client: httpx.AsyncClient, prober: Prober,
                              mon: LoopMonitor) -> None:
@@ -562,7 +584,8 @@ class _Suite:
         for level in r["levels"]:
             if done and level not in claimed:
                 continue  # past the confirmed breach, only levels a claim names still run
-            check = await self._level(prober, mon, "ramp", level, float(r["level_duration_s"]))
+            check = await self._scraped_level(prober, mon, "ramp", level,
+                                              float(r["level_duration_s"]))
             self.level_checks[level] = check
             self.ramp_levels_run.append(level)
             if check["client_bound"]:
@@ -597,7 +620,8 @@ class _Suite:
             ramp = self.summary().get("ramp") or {}
             level = (ramp.get("max_sustained_concurrency") if self.config.shards == 1 else None
                      ) or max(self.ramp_levels_run or [1])
-        check = await self._level(prober, mon, "soak", int(level), float(s["duration_s"]))
+        check = await self._scraped_level(prober, mon, "soak", int(level),
+                                          float(s["duration_s"]))
         if self.executor is not None:
             self.phase_checks["soak"] = check
 
@@ -696,7 +720,9 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
                     timeout_s=float(settings["timeout_s"]),
                     deadline_s=(float(settings["deadline_s"])
                                 if settings.get("deadline_s") is not None else None),
-                    force_length=bool(settings.get("force_output_length", True)), secret=secret)
+                    force_length=bool(settings.get("force_output_length", True)), secret=secret,
+                    auth=config.auth, params=(("api-version", config.api_version),)
+                    if config.api_version else ())
     from evalkit.api import get_adapter
 
     get_adapter(config.api)  # an unknown --api is a usage error before anything starts
@@ -804,6 +830,12 @@ def _final_summary(suite: _Suite, store: RunStore, status: str,
             raise
         return None
     summary["run_status"] = status
+    if suite.vendor is not None:
+        try:
+            summary["vendor_metrics"] = suite.vendor.summary(store.records)
+        except Exception as exc:  # the vendor's page must not cost the run its summary
+            summary["vendor_metrics"] = {"url": suite.vendor.url,
+                                         "error": f"{type(exc).__name__}: {exc}"[:300]}
     store.write_summary(summary)
     return summary
 

@@ -234,7 +234,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("Q5", "Q5: {observability: request_level, export: Prometheus histogram}\n", "ok",
      "request-level latency only (via Prometheus histogram)"),
     ("Q5", "Q5: {observability: per_stream, export: Prometheus itl histogram}\n", "unverified",
-     "needs a scrape of the vendor's metrics endpoint"),
+     "not verified: the run did not scrape it: re-run the probe with --metrics-url"),
     # Q6: headline 1,107 vs the panel
     ("Q6", "headline: {value: 1107}\n", "unanswered", "to set beside the headline 1,107"),
     ("Q6", "headline: {value: 1107}\nQ6: {notes: we do not publish telemetry}\n",

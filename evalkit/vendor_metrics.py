@@ -1,0 +1,340 @@
+"""The vendor's own metrics (`probe --metrics-url URL`): a Prometheus scrape around each phase.
+
+Q5 asks whether the vendor's observability shows per-stream inter-token times. Engines
+export them, or not, on a Prometheus `/metrics` page, so the probe reads that page
+before and after each phase and, every `interval_s`, during each ramp or soak level. The
+page is parsed with `prometheus_client`'s text parser (the reference implementation of the
+format), after keeping only the lines of the families recognised here:
+
+    ttft        vllm:time_to_first_token_seconds, sglang:time_to_first_token_seconds
+                (TGI exports none)
+    itl         vllm:inter_token_latency_seconds, vllm:time_per_output_token_seconds (older
+                vLLM, also observed per token), sglang:inter_token_latency_seconds
+    tpot_req    vllm:request_time_per_output_token_seconds,
+                sglang:time_per_output_token_seconds, tgi_request_mean_time_per_token_duration
+    queue_time  vllm:request_queue_time_seconds, tgi_request_queue_duration
+    running     vllm:num_requests_running, sglang:num_running_reqs, tgi_batch_current_size
+    waiting     vllm:num_requests_waiting, sglang:num_queue_reqs, tgi_queue_size
+    kv_cache    vllm:kv_cache_usage_perc (older vllm:gpu_cache_usage_perc), sglang:token_usage
+
+Sources: vLLM "Production Metrics" (docs.vllm.ai/en/stable/usage/metrics/), SGLang
+"Production Metrics" (docs.sglang.io/references/production_metrics.html), TGI "Metrics"
+(huggingface.co/docs/text-generation-inference/reference/metrics), read 2026-05-06.
+`itl` is per stream, per token (what Q5 asks for); `tpot_req` is one mean per request
+(request-level). Label sets (models, engines, ranks) are summed: a histogram by bucket, a
+gauge by value. Counters and histograms are cumulative since the engine started, so a
+phase is the difference of the scrapes around it; a histogram's quantiles are read from
+its buckets by linear interpolation (as PromQL's histogram_quantile), its mean exactly
+(sum ÷ count). If other clients share the endpoint their requests are in the difference
+too: the count beside ours says so.
+
+Network work happens on the probe's event loop but is one small GET; the text is cut to the
+recognised lines when it arrives and parsed only when the run is written up, so a timed
+window pays for no parsing. Nothing here can fail the run: a scrape that fails is
+recorded as failed, with its error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from evalkit.sanitize import clean
+
+#: role → the names that fill it, preferred first (the first present wins)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
+    "itl": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds",
+            "sglang:inter_token_latency_seconds"),
+    "tpot_req": ("vllm:request_time_per_output_token_seconds",
+                 "sglang:time_per_output_token_seconds",
+                 "tgi_request_mean_time_per_token_duration"),
+    "queue_time": ("vllm:request_queue_time_seconds", "tgi_request_queue_duration"),
+    "running": ("vllm:num_requests_running", "sglang:num_running_reqs",
+                "tgi_batch_current_size"),
+    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"),
+    "kv_cache": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
+}
+HISTOGRAMS = ("ttft", "itl", "tpot_req", "queue_time")
+GAUGES = ("running", "waiting", "kv_cache")
+_NAMES = tuple(sorted({n for names in FAMILIES.values() for n in names}))
+_PREFIXES = ("vllm:", "sglang:", "tgi_")
+#: the most periodic samples kept (a day-long soak at 1 s: bounded memory)
+MAX_SAMPLES = 20_000
+#: a metrics page larger than this is cut (a real engine's is ~100 KB)
+MAX_PAGE_BYTES = 8 << 20
+
+
+@dataclass
+class Histogram:
+    """A histogram summed over label sets: cumulative counts by upper bound, sum, count."""
+
+    buckets: dict[float, float] = field(default_factory=dict)
+    sum: float = 0.0
+    count: float = 0.0
+
+    def minus(self, before: Histogram | None) -> Histogram:
+        """What was observed between `before` and this (a counter reset reads as none)."""
+        if before is None:
+            return self
+        diff = Histogram({le: c - before.buckets.get(le, 0.0) for le, c in self.buckets.items()},
+                         self.sum - before.sum, self.count - before.count)
+        if diff.count < 0 or any(c < 0 for c in diff.buckets.values()):
+            return Histogram()
+        return diff
+
+    def quantile(self, q: float) -> float | None:
+        """histogram_quantile: linear within the bucket holding the q-th observation."""
+        if self.count <= 0:
+            return None
+        rank = q * self.count
+        low, below = 0.0, 0.0
+        for le in sorted(self.buckets):
+            cum = self.buckets[le]
+            if cum >= rank:
+                if math.isinf(le):
+                    return low  # beyond the last finite bound: its bound is all we know
+                inside = cum - below
+                return low + (le - low) * ((rank - below) / inside if inside > 0 else 1.0)
+            low, below = le, cum
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        """n, mean and quantiles, seconds (None where nothing was observed)."""
+        n = round(self.count)
+        mean = self.sum / self.count if self.count > 0 else None
+        return {"n": n, "mean": mean, "p50": self.quantile(0.5), "p90": self.quantile(0.9),
+                "p99": self.quantile(0.99)}
+
+
+@dataclass
+class Snapshot:
+    """One parsed scrape: the recognised families, by role, with the name that filled it."""
+
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+
+def keep_lines(text: str) -> str:
+    """The exposition lines of recognised families (comments about them included)."""
+    out = []
+    for line in text.splitlines():
+        bare = line[7:] if line.startswith(("# TYPE ", "# HELP ")) else line
+        if bare.startswith(_PREFIXES):
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def parse(text: str) -> Snapshot:
+    """Parse a Prometheus text page (already cut by `keep_lines`, or whole)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found_h: dict[str, Histogram] = {}
+    found_g: dict[str, float] = {}
+    for family in text_string_to_metric_families(keep_lines(text)):
+        for sample in family.samples:
+            name, value = sample.name, float(sample.value)
+            if not math.isfinite(value) and value != math.inf:
+                continue
+            if name.endswith("_bucket") and "le" in sample.labels:
+                h = found_h.setdefault(name[:-7], Histogram())
+                le = float(sample.labels["le"])
+                h.buckets[le] = h.buckets.get(le, 0.0) + value
+            elif name.endswith("_sum"):
+                found_h.setdefault(name[:-4], Histogram()).sum += value
+            elif name.endswith("_count"):
+                found_h.setdefault(name[:-6], Histogram()).count += value
+            else:
+                found_g[name] = found_g.get(name, 0.0) + value
+    snap = Snapshot()
+    for role, names in FAMILIES.items():
+        for name in names:
+            if role in HISTOGRAMS and name in found_h and found_h[name].buckets:
+                snap.histograms[role], snap.names[role] = found_h[name], name
+                break
+            if role in GAUGES and name in found_g:
+                snap.gauges[role], snap.names[role] = found_g[name], name
+                break
+    return snap
+
+
+def engine_of(names: Sequence[str]) -> str | None:
+    """vllm | sglang | tgi, from the recognised names found (None: none found)."""
+    for prefix, engine in (("vllm:", "vllm"), ("sglang:", "sglang"), ("tgi_", "tgi")):
+        if any(n.startswith(prefix) for n in names):
+            return engine
+    return None
+
+
+@dataclass
+class _Scrape:
+    phase: str
+    level: int | None
+    when: str  # before | during | after
+    t_ns: int
+    text: str | None
+    error: str | None = None
+
+
+class VendorScraper:
+    """Scrapes the vendor's metrics page for one run and digests it for summary.json."""
+
+    def __init__(self, url: str, timeout_s: float = 5.0, interval_s: float = 1.0,
+                 headers: Sequence[tuple[str, str]] = ()) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.interval_s = interval_s
+        self.headers = dict(headers)
+        self.scrapes: list[_Scrape] = []
+        self._client: httpx.AsyncClient | None = None
+
+    async def scrape(self, phase: str, level: int | None, when: str) -> None:
+        """Fetch the page now and keep its recognised lines (never raises for the vendor)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers)
+        t_ns = time.perf_counter_ns()
+        try:
+            response = await self._client.get(self.url)
+            if response.status_code != 200:
+                raise ValueError(f"HTTP {response.status_code}")
+            text = response.content[:MAX_PAGE_BYTES].decode("utf-8", errors="replace")
+            self._keep(_Scrape(phase, level, when, t_ns, keep_lines(text)))
+        except (httpx.HTTPError, ValueError) as exc:
+            self._keep(_Scrape(phase, level, when, t_ns, None,
+                               clean(f"{type(exc).__name__}: {exc}", 200)))
+
+    def _keep(self, scrape: _Scrape) -> None:
+        if scrape.when == "during" and len(self.scrapes) >= MAX_SAMPLES:
+            return
+        self.scrapes.append(scrape)
+
+    @contextlib.asynccontextmanager
+    async def around(self, phase: str, level: int | None = None,
+                     periodic: bool = False) -> AsyncIterator[None]:
+        """Scrape before and after the block and, if `periodic`, every interval_s in it."""
+        await self.scrape(phase, level, "before")
+        task = None
+        if periodic and self.interval_s > 0:
+            task = asyncio.create_task(self._every(phase, level))
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await self.scrape(phase, level, "after")
+
+    async def _every(self, phase: str, level: int | None) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await self.scrape(phase, level, "during")
+
+    async def aclose(self) -> None:
+        """Close the scrape's own connection."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # ------------------------------------------------------------------ digest
+    def summary(self, records: Sequence[Any]) -> dict[str, Any]:
+        """`vendor_metrics` for summary.json: what was found, each phase's vendor TTFT and
+        ITL beside ours, and queue depth and running requests per ramp level."""
+        parsed = [(s, parse(s.text) if s.text is not None else None) for s in self.scrapes]
+        names: dict[str, str] = {}
+        for _, snap in parsed:
+            if snap is not None:
+                for role, name in snap.names.items():
+                    names.setdefault(role, name)
+        ok = sum(1 for _, snap in parsed if snap is not None)
+        errors = [s.error for s, snap in parsed if snap is None and s.error]
+        phases: dict[str, Any] = {}
+        levels: dict[str, Any] = {}
+        for key, group in _groups(parsed).items():
+            phase, level = key
+            digest = _window(group, [r for r in records if r.phase == phase
+                                     and (level is None or r.level == level)])
+            if digest is None:
+                continue
+            if level is None:
+                phases[phase] = digest
+            else:
+                levels[str(level)] = {"phase": phase, **digest}
+        itl_seen = sum(d.get("vendor", {}).get("itl_s", {}).get("n") or 0
+                       for d in [*phases.values(), *levels.values()])
+        return {
+            "url": self.url, "engine": engine_of(list(names.values())),
+            "scrapes": len(self.scrapes), "scrapes_ok": ok,
+            "scrape_errors": errors[:5],
+            "families": names,
+            "per_stream_itl": "itl" in names,
+            "request_level_tpot": "tpot_req" in names,
+            "itl_observations": itl_seen,
+            "phases": phases, "levels": levels,
+            "note": ("vendor figures are the engine's, from when it had the request; ours "
+                     "run from when our bytes left, so overhead_s (ours minus theirs) is "
+                     "the network and the queueing in front of the engine; quantiles of "
+                     "theirs come from histogram buckets, means are exact"),
+        }
+
+
+def _groups(parsed: list[tuple[_Scrape, Snapshot | None]]
+            ) -> dict[tuple[str, int | None], list[tuple[_Scrape, Snapshot | None]]]:
+    out: dict[tuple[str, int | None], list[tuple[_Scrape, Snapshot | None]]] = {}
+    for scrape, snap in parsed:
+        out.setdefault((scrape.phase, scrape.level), []).append((scrape, snap))
+    return out
+
+
+def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
+            ) -> dict[str, Any] | None:
+    before = next((snap for s, snap in group if s.when == "before" and snap), None)
+    after = next((snap for s, snap in reversed(group) if s.when == "after" and snap), None)
+    if before is None or after is None:
+        return None
+    vendor: dict[str, Any] = {}
+    for role in HISTOGRAMS:
+        if role in after.histograms:
+            vendor[f"{role}_s"] = after.histograms[role].minus(
+                before.histograms.get(role)).stats()
+    samples = [snap for s, snap in group if snap is not None]
+    for role in GAUGES:
+        values = [snap.gauges[role] for snap in samples if role in snap.gauges]
+        if values:
+            vendor[role] = {"mean": sum(values) / len(values), "max": max(values),
+                            "samples": len(values)}
+    ours = _ours(records)
+    out: dict[str, Any] = {"vendor": vendor, "ours": ours}
+    theirs = vendor.get("ttft_s") or {}
+    if ours["ttft_s"]["n"] and theirs.get("n"):
+        out["overhead_s"] = {k: (ours["ttft_s"][k] - theirs[k]
+                                 if ours["ttft_s"][k] is not None and theirs.get(k) is not None
+                                 else None) for k in ("mean", "p50", "p90")}
+        out["counted_ours"] = theirs["n"] == ours["ttft_s"]["n"]
+    return out
+
+
+def _ours(records: Sequence[Any]) -> dict[str, Any]:
+    """Our TTFT and ITL over the same requests (every request that streamed content)."""
+    ttft = sorted(r.ttft_s for r in records if r.ttft_s is not None)
+    gaps = sorted(b - a for r in records for (a, _), (b, _) in zip(r.chunks, r.chunks[1:],
+                                                                 strict=False))
+    return {"ttft_s": _plain(ttft), "itl_s": _plain(gaps)}
+
+
+def _plain(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "mean": None, "p50": None, "p90": None}
+
+    def q(p: float) -> float:
+        return values[min(int(p * len(values)), len(values) - 1)]
+
+    return {"n": len(values), "mean": sum(values) / len(values), "p50": q(0.5), "p90": q(0.9)}

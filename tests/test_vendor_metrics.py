@@ -1,0 +1,195 @@
+"""The vendor's own metrics (`probe --metrics-url`) and Q5's judgement from them.
+
+The scrape is checked against known values: the reference endpoint's `/metrics` is
+computed from the same stamps as its truth log, so the TTFT and inter-token histograms
+the probe read over a phase must equal what the truth log says of that phase's requests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.questionnaire import ObservabilityAnswer
+from evalkit.reconcile import Evidence, Measurements, judge_q5
+from evalkit.suite import ProbeConfig, run_probe
+from evalkit.tolerances import Tolerances
+from evalkit.vendor_metrics import Histogram, engine_of, parse
+
+VLLM_PAGE = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 7.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 2.0
+vllm:time_to_first_token_seconds_bucket{le="0.5",model_name="m"} 6.0
+vllm:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 10.0
+vllm:time_to_first_token_seconds_sum{model_name="m"} 3.0
+vllm:time_to_first_token_seconds_count{model_name="m"} 10.0
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{le="0.01",model_name="m"} 0.0
+vllm:inter_token_latency_seconds_bucket{le="+Inf",model_name="m"} 4.0
+vllm:inter_token_latency_seconds_sum{model_name="m"} 0.2
+vllm:inter_token_latency_seconds_count{model_name="m"} 4.0
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 12.0
+"""
+
+
+class TestParse:
+    def test_vllm_names_summed_over_label_sets(self) -> None:
+        snap = parse(VLLM_PAGE)
+        assert snap.gauges == {"running": 5.0, "waiting": 7.0, "kv_cache": 0.5}
+        ttft = snap.histograms["ttft"]
+        assert (ttft.count, ttft.sum) == (10.0, 3.0)
+        assert ttft.quantile(0.5) == pytest.approx(0.1 + 0.4 * (3 / 4))  # in (0.1, 0.5]
+        assert ttft.quantile(0.1) == pytest.approx(0.05)
+        assert ttft.quantile(0.99) == 0.5  # in +Inf: the last finite bound is all we know
+        assert snap.names["itl"] == "vllm:inter_token_latency_seconds"
+        assert engine_of(list(snap.names.values())) == "vllm"
+
+    def test_older_vllm_sglang_and_tgi_names(self) -> None:
+        old = parse(VLLM_PAGE.replace("inter_token_latency", "time_per_output_token"))
+        assert old.names["itl"] == "vllm:time_per_output_token_seconds"
+        sg = parse("sglang:num_running_reqs 4\nsglang:num_queue_reqs 9\n"
+                   'sglang:inter_token_latency_seconds_bucket{le="+Inf"} 3\n'
+                   "sglang:inter_token_latency_seconds_sum 0.3\n"
+                   "sglang:inter_token_latency_seconds_count 3\n")
+        assert sg.gauges["running"] == 4 and sg.gauges["waiting"] == 9
+        assert sg.histograms["itl"].count == 3 and engine_of(list(sg.names.values())) == "sglang"
+        tgi = parse("# TYPE tgi_queue_size gauge\ntgi_queue_size 2\n"
+                    "# TYPE tgi_request_mean_time_per_token_duration histogram\n"
+                    'tgi_request_mean_time_per_token_duration_bucket{le="+Inf"} 5\n'
+                    "tgi_request_mean_time_per_token_duration_sum 0.1\n"
+                    "tgi_request_mean_time_per_token_duration_count 5\n")
+        assert "itl" not in tgi.names and tgi.names["tpot_req"].startswith("tgi_")
+        assert tgi.gauges == {"waiting": 2.0}
+
+    def test_difference_over_a_phase_and_a_reset(self) -> None:
+        before = parse(VLLM_PAGE).histograms["ttft"]
+        after = parse(VLLM_PAGE.replace("} 10.0", "} 14.0").replace("} 6.0", "} 9.0")
+                      .replace("_sum{model_name=\"m\"} 3.0", "_sum{model_name=\"m\"} 4.0")
+                      ).histograms["ttft"]
+        diff = after.minus(before)
+        assert (diff.count, diff.sum, diff.buckets[0.5]) == (4.0, 1.0, 3.0)
+        assert before.minus(after).count == 0  # the engine restarted: nothing to difference
+        assert Histogram().stats()["mean"] is None
+
+
+class TestScrapeAgainstTheReference:
+    def test_vendor_histograms_equal_the_truth_over_each_phase(self, reference: Any,
+                                                               tmp_path: Path) -> None:
+        """Run the probe with --metrics-url at the reference; every scraped figure over a
+        phase is what its truth log says of that phase's requests."""
+        # requests spend their time inside the engine (a short HTTP front), so a sample
+        # taken mid-level sees the level's streams running
+        srv = reference("gpu", decode_base_ms=10, request_overhead_ms=1)
+        config = ProbeConfig(srv.base_url, srv.model, profile="quick",
+                             phases=("connect", "baseline", "ramp"), levels=(1, 3),
+                             output_tokens=20,
+                             metrics_url=srv.base_url.removesuffix("/v1") + "/metrics",
+                             overrides={"baseline": {"requests": 4},
+                                        "ramp": {"level_duration_s": 1.6}})
+        result = run_probe(config, tmp_path / "run")
+        vm = json.loads((tmp_path / "run" / "summary.json").read_text())["vendor_metrics"]
+        assert result.summary is not None and vm["engine"] == "vllm"
+        assert vm["per_stream_itl"] is True and vm["scrapes"] == vm["scrapes_ok"]
+        records = [json.loads(line) for line in
+                   (tmp_path / "run" / "requests.jsonl").read_text().splitlines()]
+        truth = {t["request_id"]: t for t in srv.truth()}
+        for phase in ("baseline", "ramp"):
+            ids = [r["id"] for r in records if r["phase"] == phase and r["ttft_s"] is not None]
+            firsts = [(truth[i]["first_write_ns"] - truth[i]["received_ns"]) / 1e9 for i in ids]
+            gaps = []
+            for i in ids:
+                stamps = [w[0] for w in truth[i]["writes"] if w[3] in ("content", "reasoning")]
+                gaps += [(b - a) / 1e9 for a, b in itertools.pairwise(stamps)]
+            got = vm["phases"][phase]
+            assert got["vendor"]["ttft_s"]["n"] == len(ids) == got["ours"]["ttft_s"]["n"]
+            assert got["vendor"]["ttft_s"]["mean"] == pytest.approx(sum(firsts) / len(firsts),
+                                                                    rel=1e-9)
+            assert got["vendor"]["itl_s"]["n"] == len(gaps)
+            assert got["vendor"]["itl_s"]["mean"] == pytest.approx(sum(gaps) / len(gaps),
+                                                                   rel=1e-9)
+            # ours starts when our bytes left, theirs when the server had them
+            assert got["overhead_s"]["mean"] > -0.002 and got["counted_ours"] is True
+        level3 = vm["levels"]["3"]
+        assert level3["phase"] == "ramp" and level3["vendor"]["running"]["max"] >= 1
+        assert level3["vendor"]["running"]["samples"] >= 3  # before, during, after
+        assert level3["vendor"]["waiting"]["max"] == 0  # the gpu profile's batch holds 3
+
+    def test_an_unreachable_metrics_page_costs_nothing(self, reference: Any,
+                                                       tmp_path: Path) -> None:
+        srv = reference("gpu", mode="thread")
+        config = ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline"),
+                             metrics_url=srv.base_url + "/no-such-metrics",
+                             overrides={"baseline": {"requests": 2}})
+        result = run_probe(config, tmp_path / "run")
+        vm = (result.summary or {})["vendor_metrics"]
+        assert result.validity == "valid" and vm["scrapes_ok"] == 0
+        assert "HTTP 404" in vm["scrape_errors"][0] and vm["phases"] == {}
+
+
+def _q5(vm: dict[str, Any] | None, validity: str = "valid") -> Any:
+    answer = ObservabilityAnswer(observability="per_stream",
+                                 export="Prometheus inter-token histogram",
+                                 metrics_url="https://vendor.example/metrics")
+    m = Measurements((), None, None, None, None, False, validity=validity, vendor_metrics=vm)
+    return judge_q5(answer, Evidence(m), Tolerances())
+
+
+def _vm(**over: Any) -> dict[str, Any]:
+    base = {"url": "https://vendor.example/metrics", "engine": "vllm", "scrapes": 6,
+            "scrapes_ok": 6, "scrape_errors": [], "per_stream_itl": True,
+            "families": {"itl": "vllm:inter_token_latency_seconds"},
+            "itl_observations": 120}
+    return {**base, **over}
+
+
+class TestQ5:
+    def test_per_stream_itl_that_counted_our_tokens_is_ok(self) -> None:
+        j = _q5(_vm())
+        assert j.status == "ok" and "vllm:inter_token_latency_seconds" in j.reason
+        assert "120 inter-token intervals" in j.reason
+        assert j.measured is not None and j.measured["itl_observations"] == 120
+
+    def test_no_per_stream_metric_is_unreconciled(self) -> None:
+        j = _q5(_vm(per_stream_itl=False, itl_observations=0,
+                    families={"tpot_req": "tgi_request_mean_time_per_token_duration"}))
+        assert j.status == "unreconciled"
+        assert "only the request-level tgi_request_mean_time_per_token_duration" in j.reason
+
+    def test_a_histogram_that_counted_none_of_ours_is_unreconciled(self) -> None:
+        j = _q5(_vm(itl_observations=0))
+        assert j.status == "unreconciled" and "counted none of our streams" in j.reason
+
+    def test_without_a_scrape_it_says_how_to_verify(self) -> None:
+        j = _q5(None)
+        assert j.status == "unverified"
+        assert "--metrics-url https://vendor.example/metrics" in j.reason
+
+    def test_a_failed_scrape_or_an_invalid_run_verifies_nothing(self) -> None:
+        j = _q5(_vm(scrapes_ok=0, scrape_errors=["ConnectError: refused"]))
+        assert j.status == "unverified" and "ConnectError" in j.reason
+        assert _q5(_vm(), validity="invalid").status == "unverified"
+
+    def test_request_level_stays_an_honest_gap(self) -> None:
+        answer = ObservabilityAnswer(observability="request_level", export="Prometheus")
+        m = Measurements((), None, None, None, None, False, validity="valid",
+                         vendor_metrics=_vm())
+        j = judge_q5(answer, Evidence(m), Tolerances())
+        assert (j.status, j.finding) == ("ok", "gap")
+
+
+def test_quantile_of_an_empty_histogram() -> None:
+    assert Histogram().quantile(0.5) is None and not math.isnan(Histogram().sum)
