@@ -52,13 +52,16 @@ class TestOverHTTP:
         assert not rec.output_tokens_estimated and rec.usage_completion_tokens == 8
         assert rec.prompt_tokens == truth["prompt_tokens"] and not rec.prompt_tokens_estimated
         assert len(rec.chunks) == 8
+        # thinking came first: TTFT is the first chunk, TTFA the fourth (the first answer),
+        # as the server wrote them
+        writes = [w[0] for w in truth["writes"] if w[3] in ("content", "reasoning")]
+        assert (truth["first_write_ns"], truth["first_answer_ns"]) == (writes[0], writes[3])
+        assert rec.ttft_s == rec.chunks[0][0] and rec.ttfa_s == rec.chunks[3][0]
         t0 = origin + round(rec.t0_s * 1e9)
-        assert rec.ttft_s is not None and rec.ttfa_s is not None
-        first, answer = t0 + round(rec.ttft_s * 1e9), t0 + round(rec.ttfa_s * 1e9)
-        # our arrival stamp vs the server's write stamp (same CLOCK_MONOTONIC)
-        assert -1e6 < first - truth["first_write_ns"] < 20e6
-        assert -1e6 < answer - truth["first_answer_ns"] < 20e6
-        assert rec.ttfa_s > rec.ttft_s  # thinking came first
+        for (at_s, _), written in zip(rec.chunks, writes, strict=True):
+            # our arrival stamp vs the server's write stamp (same CLOCK_MONOTONIC); loose:
+            # the machine is shared, and accuracy is test_prober's business
+            assert -1e6 < t0 + round(at_s * 1e9) - written < 50e6
         assert rec.finish_reason == {"anthropic-messages": "max_tokens",
                                      "openai-responses": "max_output_tokens"}[api]
 
