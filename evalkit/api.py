@@ -221,8 +221,9 @@ class AnthropicMessages:
     """Anthropic Messages streaming (`POST /v1/messages`, `stream: true`).
 
     Follows "Streaming Messages", https://platform.claude.com/docs/en/build-with-claude/streaming
-    (formerly docs.anthropic.com/en/docs/build-with-claude/streaming), as read on 2026-05-06,
-    with API version 2023-06-01 (the `anthropic-version` header it requires). A stream is
+    (formerly docs.anthropic.com/en/docs/build-with-claude/streaming), as stored by our doc
+    search on 2026-11-30, with API version 2023-06-01 (the `anthropic-version` header it
+    requires). A stream is
     `message_start`, then per content block `content_block_start`, `content_block_delta`...,
     `content_block_stop`, then `message_delta` (top-level `stop_reason`; `usage` whose
     `output_tokens` is the cumulative count), then `message_stop`; `ping` events may come
@@ -311,10 +312,12 @@ def _input_tokens(usage: dict[str, Any]) -> int | None:
 class OpenAIResponses:
     """OpenAI Responses streaming (`POST /v1/responses`, `stream: true`).
 
-    Follows the API reference "Streaming events" for Responses,
-    https://platform.openai.com/docs/api-reference/responses-streaming, and the guide
-    "Streaming API responses", https://developers.openai.com/docs/guides/streaming-responses,
-    as read on 2026-05-06. Every event is typed (`type`, and a `sequence_number`); there is
+    Follows the guide "Streaming API responses",
+    https://developers.openai.com/docs/guides/streaming-responses (read 2026-11-30), and the
+    API reference it points to for the event list,
+    https://platform.openai.com/docs/api-reference/responses-streaming (its event shapes
+    checked against published SDK types and recorded streams, not read first-hand). Every
+    event is typed (`type`, and a `sequence_number`); there is
     no `[DONE]`: a stream ends with `response.completed`, `response.incomplete` (e.g. the
     `max_output_tokens` budget spent) or `response.failed`, and an `error` event may
     arrive mid-stream.

@@ -19,7 +19,7 @@ format), after keeping only the lines of the families recognised here:
 
 Sources: vLLM "Production Metrics" (docs.vllm.ai/en/stable/usage/metrics/), SGLang
 "Production Metrics" (docs.sglang.io/references/production_metrics.html), TGI "Metrics"
-(huggingface.co/docs/text-generation-inference/reference/metrics), read 2026-05-06.
+(huggingface.co/docs/text-generation-inference/reference/metrics), read 2026-11-30.
 `itl` is per stream, per token (what Q5 asks for); `tpot_req` is one mean per request
 (request-level). Label sets (models, engines, ranks) are summed: a histogram by bucket, a
 gauge by value. Counters and histograms are cumulative since the engine started, so a
