@@ -75,10 +75,10 @@ class TestQuickSuite:
                                     phases=("connect", "baseline", "prefill", "cache"),
                                     headers=(("X-Org", header_secret),)), out)
         assert res.status == "complete"
-        files = {p.name: p.read_text() for p in out.iterdir()}
-        assert set(files) >= {"run.json", "requests.jsonl", "summary.json"}
-        for name, text in files.items():
-            assert secret not in text and header_secret not in text, name
+        files = {p.name: p.read_bytes() for p in out.iterdir()}  # requests.parquet too
+        assert set(files) >= {"run.json", "requests.jsonl", "summary.json", "requests.parquet"}
+        for name, data in files.items():
+            assert secret.encode() not in data and header_secret.encode() not in data, name
         meta, records = load_run(out)
         assert meta["status"] == "complete" and meta["target"]["api_key_set"] is True
         assert meta["target"]["header_names"] == ["X-Org"]
