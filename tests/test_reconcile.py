@@ -1192,3 +1192,103 @@ def test_rerun_for_names_the_levels_or_the_command() -> None:
     assert rerun_for(3) == "re-run the probe with --levels 1,3,6"
     assert rerun_for(16, "evalkit probe X") == "re-run `evalkit probe X --max-concurrency 32 " \
                                                "--out DIR`"
+
+
+class TestFitDetails:
+    """The use-case ladder's facts: which level, which figure, which limit."""
+
+    def test_batch_takes_the_best_rated_level(self) -> None:
+        summary = make_summary()
+        levels = summary["ramp"]["levels"]
+        for lv in levels:
+            lv["aggregate_tokens_per_s"] = 0.0
+        levels[2]["aggregate_tokens_per_s"] = 0.5                       # 4 streams
+        levels[3].update(aggregate_tokens_per_s=9.0, requests=100,      # 8: 1 % failed
+                         outcomes={"ok": 99, "error": 1})
+        fit = use_case_fit(measurements(summary), Tolerances())["batch"]
+        assert (fit.fit, fit.max_concurrency) == (True, 8)
+        levels[3]["aggregate_tokens_per_s"] = None
+        assert use_case_fit(measurements(summary), Tolerances())["batch"].max_concurrency == 4
+        for lv in levels:
+            lv["aggregate_tokens_per_s"] = None
+        none = use_case_fit(measurements(summary), Tolerances())["batch"]
+        assert none.fit is None and "aggregate" in none.reason
+
+    def test_voice_names_its_figures_and_counts_stalls(self) -> None:
+        summary = make_summary()
+        summary["ramp"]["levels"][3]["stalls"] = 1  # 8 streams
+        fit = use_case_fit(measurements(summary), Tolerances())["voice_agent"]
+        assert fit.reason.startswith("Holds the voice agent limits up to 4 streams (")
+        assert "ITL p99" in fit.reason and "no stalls" in fit.reason
+        assert fit.reason.endswith("; at 8: 1 stall.")
+        for lv in summary["ramp"]["levels"]:
+            del lv["stalls"]  # not counted: no stall limit can be judged, none is assumed
+        fit = use_case_fit(measurements(summary), Tolerances())["voice_agent"]
+        assert (fit.fit, fit.max_concurrency) == (True, 32) and "stall" not in fit.reason
+
+    def test_failures_in_a_fit(self) -> None:
+        summary = make_summary()
+        summary["ramp"]["levels"][4].update(requests=100, outcomes={"ok": 90, "error": 10})
+        fit = use_case_fit(measurements(summary), Tolerances())["live_suggestions"]
+        assert fit.max_concurrency == 8 and "at 16: 10.0% failed > 1%" in fit.reason
+
+    def test_nothing_to_note_adds_no_parentheses(self) -> None:
+        summary = {"baseline": {k: v for k, v in _level(1).items()
+                                if k not in ("outcomes", "requests")},
+                   "validity": {"status": "valid"}}
+        tol = tolerances_from_dict({"slo_profiles": {"anything": {"label": "anything"}}})
+        fit = use_case_fit(measurements(summary), tol)["anything"]
+        assert fit.fit is True and "(" not in fit.reason
+
+    def test_not_measurable_and_nothing_measured(self) -> None:
+        summary = {"baseline": {**_level(1), "ttft_s": {}}, "validity": {"status": "valid"}}
+        fit = use_case_fit(measurements(summary), Tolerances())["voice_agent"]
+        assert fit.fit is None and "at 1 stream" in fit.reason and "TTFT p90" in fit.reason
+        only_prefill = {"prefill": {"tokens_per_s": 100.0}, "validity": {"status": "valid"}}
+        fit = use_case_fit(measurements(only_prefill), Tolerances())["voice_agent"]
+        assert fit.fit is None and "No measured level" in fit.reason
+
+    def test_reading_speed_in_words_and_a_zero_tpot(self) -> None:
+        fit = streams_at_reading_speed(measurements(SUMMARY), Tolerances())
+        assert "90% of streams above 5.5 tokens/s" in fit.reason
+        zero = {"baseline": {**_level(1), "tpot_s": {"p90": 0.0}},
+                "validity": {"status": "valid"}}
+        fit = streams_at_reading_speed(measurements(zero), Tolerances())
+        assert fit.fit is None and "TPOT p90 not measured" in fit.reason
+
+
+class TestReadingMore:
+    def test_intervals_and_outcomes_without_ok(self) -> None:
+        summary = {"validity": {"status": "valid"}, "ramp": {
+            "levels": [{"concurrency": 2, "requests": 3, "outcomes": {"error": 3},
+                        "ttft_s": {"p50": 0.1, "p50_ci": [0.09, 0.11], "p90": 0.2,
+                                   "p90_ci": [0.15, None], "p99": 0.3, "p99_ci": [1]},
+                        "aggregate_tokens_per_s": 5.0,
+                        "aggregate_tokens_per_s_ci": [4.0, 6.0]}],
+            "first_degraded": "admission"}}
+        m = measurements(summary)
+        assert m is not None
+        (two,) = m.levels
+        assert (two.failed, two.aggregate_ci, m.first_degraded) == (3, (4.0, 6.0), "admission")
+        assert two.ttft_s.interval("p50") == (0.09, 0.11)
+        assert two.ttft_s.interval("p90") == (0.15, None)
+        assert two.ttft_s.interval("p99") is None
+
+    def test_the_baseline_joins_the_ramp_as_level_1(self) -> None:
+        summary = {"validity": {"status": "valid"}, "baseline": _level(1),
+                   "ramp": {"levels": [_level(2), _level(4)]}}
+        m = measurements(summary)
+        assert m is not None and [lv.concurrency for lv in m.levels] == [1, 2, 4]
+
+    @pytest.mark.parametrize(("a", "b"), [("http:///v1", "http://xxxx/v1"),
+                                          ("https://h/apiX", "https://h/api")])
+    def test_endpoints_that_differ(self, a: str, b: str) -> None:
+        assert same_endpoint(a, b) is False
+
+    def test_what_the_run_and_the_questionnaire_name_is_clipped(self) -> None:
+        model, url = "m" * 70, "https://" + "e" * 90 + "/v1"
+        said = target_mismatch(q("vendor: A\n"), RunTarget(model, url)) or ""
+        assert f"model {'m' * 59}…," in said and "m" * 60 not in said
+        assert f"probed {url[:79]}…," in said and url[:80] not in said
+        half = target_mismatch(q("vendor: A\n"), RunTarget("m-7b", None)) or ""
+        assert "does not say which model and endpoint it probed" in half
