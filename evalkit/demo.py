@@ -77,6 +77,9 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
                                  # the sample's claims are the plan: levels that bracket
                                  # them, requests enough for the percentiles claimed
                                  questionnaire=QUESTIONNAIRES / vendor.questionnaire,
+                                 # the reference endpoint's own Prometheus metrics (vLLM
+                                 # names): Q5's per-stream claim is checked against them
+                                 metrics_url=server.base_url.removesuffix("/v1") + "/metrics",
                                  stands_in_for={"model": sample.model or "",
                                                 "endpoint": sample.endpoint or ""})
             progress = progress_for(vendor.name) if progress_for else None
