@@ -138,14 +138,14 @@ def demo(out_dir: str, quiet: bool) -> None:
               help="Longest one request may take in all (default: --timeout plus 0.5 s per "
                    "requested token); a stream still going then is a timeout, kept with what "
                    "it had streamed.")
-@click.option("--processes", type=int, default=1, show_default=True,
-              help="Split each ramp/soak level over N client processes (shards).")
-@click.option("--shard", "shard_spec", metavar="I/N",
-              help="Run shard I of N (other machines run the others): this run holds its "
-                   "slice of each level; merge the run directories afterwards.")
-@click.option("--start-at", type=float, metavar="UNIX_TIME",
-              help="With --shard: when every shard starts its first level (the same value "
-                   "for all, e.g. $(( $(date +%s) + 20 ))).")
+@click.option("--ray", "ray_address", metavar="auto|ADDRESS",
+              help="Split each ramp, soak and rate level over Ray actors (one per CPU), past "
+                   "one process's ceiling: auto starts a local Ray instance, ADDRESS joins a "
+                   "cluster (ray://head:10001, or head:6379 from a node of it). Needs "
+                   "pip install 'evalkit[ray]'.")
+@click.option("--ray-workers", type=int, metavar="N",
+              help="With --ray: how many actors share each level (default: one per CPU of "
+                   "the cluster).")
 @click.option("--questionnaire", "questionnaire_file", type=click.Path(dir_okay=False,
                                                                          exists=True),
               help="The vendor's questionnaire as the test plan: ramp levels that bracket "
@@ -168,8 +168,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], auth: str | None, api_version: str | None,
           metrics_url: str | None, extra_body: str | None, rate: float | None,
-          timeout_s: float | None, deadline_s: float | None, processes: int, shard_spec: str | None,
-          start_at: float | None, questionnaire_file: str | None,
+          timeout_s: float | None, deadline_s: float | None, ray_address: str | None,
+          ray_workers: int | None, questionnaire_file: str | None,
           budget_requests: int | None, dry_run: bool, vendor: str | None,
           quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
@@ -208,6 +208,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           --out runs/example --profile standard --max-concurrency 64
       evalkit probe --base-url https://api.acme.example/v1 --model acme-8b \\
           --questionnaire acme.yaml --out runs/acme --dry-run
+      evalkit probe --base-url https://api.example.com/v1 --model my-model \\
+          --out runs/big --levels 256,512,1024 --ray auto     # or --ray ray://head:10001
     """
     from pathlib import Path
 
@@ -218,12 +220,10 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         parse_extra_body,
         parse_header,
         parse_int_list,
-        parse_shard,
         plan_run,
         run_probe,
     )
 
-    shard, shards = parse_shard(shard_spec)
     config = ProbeConfig(
         base_url=base_url, model=model, profile=profile,
         phases=tuple(p.strip() for p in phases.split(",") if p.strip()) if phases else None,
@@ -234,7 +234,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         auth=auth, api_version=api_version, metrics_url=metrics_url,
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
         deadline_s=deadline_s,
-        processes=processes, shard=shard, shards=shards, start_at=start_at, vendor=vendor,
+        ray=ray_address, ray_workers=ray_workers, vendor=vendor,
         questionnaire=Path(questionnaire_file) if questionnaire_file else None,
         budget_requests=budget_requests)
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
@@ -449,28 +449,6 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
         click.echo(f"regression: {regression.target}: {regression.sentence}")
     if fail_on == "regression" and result.comparison.regressions:
         sys.exit(1)
-
-
-@cli.command("merge-runs")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Run directory to write the merged run to.")
-@user_errors
-def merge_runs_command(run_dirs: tuple[str, ...], out_dir: str) -> None:
-    """Merge the run directories of `probe --shard I/N` runs into one, judged as a whole.
-
-    \b
-    Example:
-      evalkit probe ... --shard 0/2 --out runs/a    # on one machine
-      evalkit probe ... --shard 1/2 --out runs/b    # on another, started together
-      evalkit merge-runs runs/a runs/b --out runs/all
-    """
-    from pathlib import Path
-
-    from evalkit.suite import merge_runs
-
-    merged = merge_runs([Path(d) for d in run_dirs], Path(out_dir))
-    click.echo(f"merged {len(run_dirs)} runs into {merged}")
 
 
 def main() -> None:

@@ -5,8 +5,10 @@
     ├── InputError               a file we were given is malformed (names file, line, field)
     │   └── QuestionnaireError   ... a questionnaire, with every problem found at once
     ├── RunDirError              a run directory is missing or not a run
-    └── EndpointError            the vendor endpoint cannot be probed at all
-                                 (unreachable, 401, unknown model)
+    ├── EndpointError            the vendor endpoint cannot be probed at all
+    │                            (unreachable, 401, unknown model)
+    └── ScaleOutError            the Ray cluster cannot run the probe (cannot join it, no
+                                 worker started, every worker lost, another evalkit there)
 
 A failed *request* during a probe is not an exception: it is an outcome in the record.
 A bug is not an EvalkitError either, so it still shows its traceback.
@@ -41,3 +43,7 @@ class RunDirError(EvalkitError):
 
 class EndpointError(EvalkitError):
     """The endpoint cannot be probed at all: unreachable, unauthorised, unknown model."""
+
+
+class ScaleOutError(EvalkitError):
+    """Ray cannot carry the probe: not reachable, workers not started or all lost."""

@@ -168,6 +168,8 @@ class ClientCheck:
     loop_lag_p99_s: float | None = None
     cpu_fraction: float | None = None
     client_bound: bool = False
+    #: client workers lost meanwhile (scale-out on Ray), in words
+    lost: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,7 @@ class SummaryMeta:
                 loop_lag_p99_s=v.get("loop_lag_p99_s"),
                 cpu_fraction=v.get("cpu_fraction"),
                 client_bound=bool(v.get("client_bound", False)),
+                lost=tuple(str(x) for x in v.get("lost") or ()),
             )
 
         return cls(
@@ -856,18 +859,21 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
     """Validity of every phase and ramp level, and of the run (evalkit.validity)."""
     limit = meta.thresholds.admission_failure_rate
 
-    def of(sub: pd.DataFrame, bound: bool) -> dict[str, Any]:
+    def of(sub: pd.DataFrame, bound: bool, check: ClientCheck | None) -> dict[str, Any]:
         return group_validity(len(sub), outcome_counts(sub["outcome"]), max_failure_rate=limit,
-                              top_error=top_error(sub), client_bound=bound)
+                              top_error=top_error(sub), client_bound=bound,
+                              lost=check.lost if check else ())
 
-    phases = {str(p): of(sub, bool((c := meta.phases.get(str(p))) and c.client_bound))
+    phases = {str(p): of(sub, bool((c := meta.phases.get(str(p))) and c.client_bound), c)
               for p, sub in req.groupby("phase", sort=False) if p != "rtt"}
     levels = {}
     for lvl in (ramp or {}).get("levels") or []:
         sub = req[(req["phase"] == "ramp") & (req["level"] == lvl["concurrency"])]
-        levels[str(lvl["concurrency"])] = lvl["validity"] = of(sub, bool(lvl["client_bound"]))
+        levels[str(lvl["concurrency"])] = lvl["validity"] = of(
+            sub, bool(lvl["client_bound"]), meta.levels.get(int(lvl["concurrency"])))
+    lost = [w for c in (*meta.phases.values(), *meta.levels.values()) for w in c.lost]
     run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
-                       capacity_judgement_affected=affected)
+                       capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)))
     return {**run, "phases": phases, "levels": levels}
 
 

@@ -114,7 +114,7 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
         elif c > ceiling:
             why = (f"above the client's ceiling of about {ceiling} streams "
                    f"({CLIENT_STREAMS_PER_PROCESS} per process on a 2-core machine): add "
-                   "--processes or run from a bigger client")
+                   "--ray auto or --ray ADDRESS (a cluster) or run from a bigger client")
         if why and question == "Q4":  # a breach below the cap still decides a limit claim
             why = f"verified only if the endpoint degrades below that ({why})"
         claims.append(Claim(question, c, pct, _bracket(c), need, why is None, why))

@@ -399,7 +399,7 @@ def run_blocker(m: Measurements | None,
                 "probe with this version")
     if m.client_bound:
         return ("our run was client-bound where the capacity judgement is drawn, so it "
-                "supports none; re-run from a bigger client or with --processes")
+                "supports none; re-run from a bigger client or on Ray (--ray)")
     return None
 
 

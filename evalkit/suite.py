@@ -9,12 +9,13 @@ appended to `requests.jsonl` as its request completes; whatever happens (Ctrl-C,
 crash, an endpoint error) `summary.json` is then written from the records that exist, and
 `run.json` says how the run ended.
 
-Scaling out: a level's streams can be split into shards that run in separate processes
-(`ProbeConfig(processes=N)`): the driver sends each process a `ShardTask` (its slice of
-the level's workers, a common start time and the run's clock origin), gathers their
-records (which carry `shard`), and judges the level on the merged records. A `ShardTask`
-is plain picklable data and `run_shard` a plain function, so a distributed engine can
-run them on other machines; `merge_runs` merges run directories made apart.
+Scaling out (`ProbeConfig(ray="auto" | ADDRESS)`, `evalkit.scaleout`): each ramp, soak
+and rate level is split over Ray actors, one per CPU of the cluster. The driver sends each
+actor a `ShardTask` (its slice of the level's streams, one start time and the run's clock
+origin, both translated to the actor's clock), appends the records the actors stream back
+as they complete (they carry `shard`, the actor's place in the level), and judges the
+level on them all; a level is client-bound when any actor was. The concurrency-1 phases
+run in the driver. A `ShardTask` is plain data and `run_shard` a plain function.
 """
 
 from __future__ import annotations
@@ -26,20 +27,18 @@ import os
 import platform
 import secrets
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from evalkit import SUITE_VERSION, __version__
-from evalkit.errors import EndpointError, UsageError
+from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.plan import Plan, estimate, plan_probe
 from evalkit.prober import (
     LoopMonitor,
@@ -54,15 +53,16 @@ from evalkit.prober import (
 )
 from evalkit.prompts import Prompt, PromptSource, load_prompts, synthetic
 from evalkit.records import RequestRecord
-from evalkit.runstore import RunStore, load_run, read_records, write_json, write_records
+from evalkit.runstore import RunStore
 from evalkit.sanitize import clean
 from evalkit.vendor_metrics import VendorScraper
+
+if TYPE_CHECKING:
+    from evalkit.scaleout import RayPool
 
 #: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
 PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
 _SERIAL = ("connect", "baseline", "prefill", "cache")
-#: shards of a level in progress append their records here (merged, then removed)
-SPILL_PREFIX = ".shard-"
 _FORCE_WORDS = ("ignore_eos", "min_tokens")
 
 
@@ -95,15 +95,12 @@ class ProbeConfig:
     #: the vendor's Prometheus metrics page, scraped around each phase and during each
     #: level (evalkit.vendor_metrics); summary.json gets `vendor_metrics` (None: no scrape)
     metrics_url: str | None = None
-    #: processes that share each ramp/soak level (shards); 1 = all in this process
-    processes: int = 1
-    #: this run is shard `shard` of `shards` run apart (other processes or machines, started
-    #: together): it holds its slice of every level's streams; `merge_runs` joins them
-    shard: int = 0
-    shards: int = 1
-    #: with shards: wall-clock (unix) time at which every shard starts its first level;
-    #: level k then starts at start_at + the slots of the levels before it (2 x duration + 1 s)
-    start_at: float | None = None
+    #: run the ramp, soak and rate levels on Ray (`evalkit.scaleout`): "auto" starts a local
+    #: instance, an address ("ray://head:10001", "head:6379") joins a cluster; None: all in
+    #: this process, no Ray
+    ray: str | None = None
+    #: Ray actors that share each level (None: one per CPU of the cluster)
+    ray_workers: int | None = None
     seed: int = 0
     #: who the endpoint belongs to, as the user names it: `compare` groups runs by it
     vendor: str | None = None
@@ -218,21 +215,11 @@ def resolve_settings(config: ProbeConfig) -> dict[str, Any]:
             0 < len(config.vendor) <= 100 and clean(config.vendor, 100) == config.vendor):
         raise UsageError("--vendor takes a name of one line, at most 100 characters, with no "
                          "control characters")
-    if config.processes < 1:
-        raise UsageError("--processes must be at least 1")
-    if not 0 <= config.shard < config.shards:
-        raise UsageError(f"--shard {config.shard}/{config.shards}: need 0 <= I < N")
-    if config.shards > 1 and config.processes > 1:
-        raise UsageError("use --shard or --processes, not both")
+    if config.ray is not None and not config.ray.strip():
+        raise UsageError("--ray takes auto or a cluster address, e.g. ray://head:10001")
+    if config.ray_workers is not None and (config.ray is None or config.ray_workers < 1):
+        raise UsageError("--ray-workers takes a positive number of actors, with --ray")
     s["phases"] = [p for p in PHASES if p in s["phases"]]  # the suite's own order
-    if config.shards > 1:
-        if config.start_at is None:
-            raise UsageError("--shard needs --start-at: the same start time for every shard")
-        # the shared levels first, on the common schedule; the concurrency-1 phases after
-        # them, once, by shard 0
-        serial = [p for p in s["phases"] if p in ("baseline", "prefill", "cache")]
-        s["phases"] = [p for p in s["phases"] if p not in serial] + (
-            serial if config.shard == 0 else [])
     return s
 
 
@@ -308,8 +295,6 @@ class ShardTask:
     seed: int = 0
     rate: float | None = None
     client_limits: dict[str, Any] = field(default_factory=dict)
-    #: where the shard appends each record as it completes (None: keep them in memory)
-    spill_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -318,33 +303,26 @@ class ShardResult:
 
     records: tuple[RequestRecord, ...]
     check: dict[str, Any]
+    #: how late the shard began after `start_at_ns` (s; 0 when it was ready in time)
+    late_start_s: float = 0.0
 
 
 def run_shard(task: ShardTask) -> ShardResult:
-    """Run one shard of a level in this process (entry point for worker processes)."""
-    return asyncio.run(_run_shard(task))
+    """Run one shard of a level in this process and return what it measured."""
+    return asyncio.run(shard_level(task))
 
 
-async def _run_shard(task: ShardTask) -> ShardResult:
-    _warm_up(metrics=False)
+async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | None = None
+                      ) -> ShardResult:
+    """One shard of a level on this process's event loop; `keep` sees each record as its
+    request completes (a Ray actor streams them back from there)."""
     records: list[RequestRecord] = []
-    spill = open(task.spill_path, "a", encoding="utf-8") if task.spill_path else None  # noqa: SIM115
 
-    def keep(rec: RequestRecord) -> None:
+    def kept(rec: RequestRecord) -> None:
         records.append(rec)
-        if spill is not None:  # on disk now: an interrupted level keeps what completed
-            spill.write(rec.to_json() + "\n")
-            spill.flush()
+        if keep is not None:
+            keep(rec)
 
-    try:
-        return await _shard_level(task, keep, records)
-    finally:
-        if spill is not None:
-            spill.close()
-
-
-async def _shard_level(task: ShardTask, keep: Callable[[RequestRecord], None],
-                       records: list[RequestRecord]) -> ShardResult:
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
     source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
@@ -357,14 +335,14 @@ async def _shard_level(task: ShardTask, keep: Callable[[RequestRecord], None],
         mark = window_start(mon, prober)
         if task.rate is not None:
             await open_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
-                            keep, phase=task.phase, rate=task.rate / task.shards,
+                            kept, phase=task.phase, rate=task.rate / task.shards,
                             duration_s=task.duration_s, seed=task.seed * 1000 + task.shard)
         elif workers:
             await closed_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
-                              keep, phase=task.phase, level=task.level,
+                              kept, phase=task.phase, level=task.level,
                               workers=workers, duration_s=task.duration_s, max_requests=None)
         check = judge_client(window_end(mon, prober, mark), task.client_limits)
-    return ShardResult(tuple(records), check)
+    return ShardResult(tuple(records), check, round(max(-delay, 0.0), 4))
 
 
 # --------------------------------------------------------------------------- the run
@@ -379,16 +357,15 @@ class _Suite:
         self.store, self.progress = store, progress
         self.origin_ns, self.run_tag = origin_ns, run_tag
         self.user_prompts = user_prompts
-        self.prompts = PromptSource(f"{run_tag}s{config.shard}", config.seed, user_prompts)
+        self.prompts = PromptSource(f"{run_tag}s0", config.seed, user_prompts)
         self.phase_checks: dict[str, dict[str, Any]] = {}
         self.level_checks: dict[int, dict[str, Any]] = {}
         self.rtt_samples: list[float] = []
         self.connect_info: dict[str, Any] = {}
         self.ramp_levels_run: list[int] = []
         self.vendor = (VendorScraper(config.metrics_url) if config.metrics_url else None)
-        self.executor: Executor | None = None
-        #: shards: wall-clock start of the next level on the schedule all shards share
-        self.next_slot: float | None = config.start_at if config.shards > 1 else None
+        #: the Ray actors that share each level (None: every level runs in this process)
+        self.pool: RayPool | None = None
 
     # -- plumbing
     def on_record(self, rec: RequestRecord) -> None:
@@ -410,7 +387,7 @@ class _Suite:
     # -- phases
     async def run(self) -> None:
         async with make_client(self.target) as client, \
-                Prober(self.target, self.origin_ns, self.run_tag, self.config.shard) as prober, \
+                Prober(self.target, self.origin_ns, self.run_tag) as prober, \
                 LoopMonitor() as mon:
             for phase in self.s["phases"]:
                 mark = window_start(mon, prober)
@@ -494,70 +471,49 @@ class _Suite:
 
     async def _level(self, prober: Prober, mon: LoopMonitor, phase: str, level: int,
                      duration_s: float) -> dict[str, Any]:
-        """Hold `level` streams for `duration_s`, here or split over worker processes."""
+        """Hold `level` streams for `duration_s`, here or split over the Ray actors."""
         floor = int((self.s["ramp"].get("min_requests") or {}).get(str(level), 0)
                     ) if phase == "ramp" else 0
         self._announce(phase, level, f"{level} streams for {duration_s:g} s"
                        + (f", at least {floor} requests" if floor else ""))
-        if self.executor is None:
-            workers = len(range(self.config.shard, level, self.config.shards))
-            await prober.clients.prepare(workers)
-            await self._wait_for_slot(phase, level, duration_s)
+        if self.pool is None:
+            await prober.clients.prepare(level)
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
-                              workers=workers, duration_s=duration_s, max_requests=None,
+                              workers=level, duration_s=duration_s, max_requests=None,
                               on_note=self._note, min_requests=floor)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
-    async def _wait_for_slot(self, phase: str, level: int, duration_s: float) -> None:
-        """Shards: start this level when every shard does (a shared wall-clock schedule)."""
-        if self.next_slot is None:
-            return
-        start, self.next_slot = self.next_slot, self.next_slot + 2 * duration_s + 1.0
-        delay = start - time.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        elif delay < -0.1:
-            self._note(f"{phase} level {level} started {-delay:.1f} s after its slot: the "
-                       f"previous level drained late; shards overlap less")
-
     async def _sharded(self, phase: str, level: int, duration_s: float,
                        rate: float | None) -> dict[str, Any]:
-        n = self.config.processes
-        # all shards start together, once each has opened its connections
-        start_at = time.perf_counter_ns() + 300_000_000 + level * 2_000_000
-        tasks = [ShardTask(self.target, self.origin_ns, self.run_tag, i, n, phase, level,
-                           duration_s, start_at, int(self.s["prompt_tokens"]),
-                           int(self.s["output_tokens"]), tuple(self.user_prompts),
-                           self.config.seed, rate, dict(self.s["client_check"]),
-                           str(self.store.dir / f"{SPILL_PREFIX}{i}.jsonl"))
-                 for i in range(n)]
-        loop = asyncio.get_running_loop()
-        assert self.executor is not None
-        results = await asyncio.gather(*(loop.run_in_executor(self.executor, run_shard, t)
-                                         for t in tasks))
-        for res in results:
-            for rec in sorted(res.records, key=lambda r: r.t0_s):
-                self.on_record(rec)
-        self._drop_spills()
-        return self._merge_checks([r.check for r in results])
+        """One level split over the Ray actors, records appended as they stream back."""
+        assert self.pool is not None
 
-    def _drop_spills(self) -> None:
-        for path in self.store.dir.glob(f"{SPILL_PREFIX}*.jsonl"):
-            path.unlink()
+        def task(shard: int, shards: int, offset_ns: int, start_ns: int) -> ShardTask:
+            # the actor's clock reads the driver's + offset: its t0_s land on our timeline
+            return ShardTask(self.target, self.origin_ns + offset_ns, self.run_tag, shard,
+                             shards, phase, level, duration_s, start_ns,
+                             int(self.s["prompt_tokens"]), int(self.s["output_tokens"]),
+                             tuple(self.user_prompts), self.config.seed, rate,
+                             dict(self.s["client_check"]))
 
-    def recover_spills(self) -> int:
-        """After an interrupted sharded level: adopt the records its shards had written."""
-        known = {r.id for r in self.store.records}
-        adopted = 0
-        for path in sorted(self.store.dir.glob(f"{SPILL_PREFIX}*.jsonl")):
-            for rec in read_records(path):
-                if rec.id not in known:
-                    self.store.append(rec)
-                    adopted += 1
-        self._drop_spills()
-        return adopted
+        reports, lost = await self.pool.run_level(task, self.on_record, level)
+        for why in lost:
+            self._note(f"{phase}{f' level {level}' if level else ''}: {why}")
+        late = max((r.get("late_start_s") or 0.0 for r in reports), default=0.0)
+        if late > 0.05:
+            self._note(f"{phase}{f' level {level}' if level else ''}: a worker began "
+                       f"{late:.2f} s after the common start (opening its connections took "
+                       "longer): the workers overlapped that much less")
+        check = self._merge_checks([r["check"] for r in reports if r.get("check")])
+        check["workers"] = reports
+        if lost:  # the level did not hold what it was to offer: no capacity conclusion
+            check["lost"] = lost
+            check["client_bound"] = True
+            check["client_bound_reasons"] = sorted({*check["client_bound_reasons"],
+                                                    "lost_worker"})
+        return check
 
     @staticmethod
     def _merge_checks(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -572,7 +528,8 @@ class _Suite:
                 "coalesced_fraction": worst("coalesced_fraction"), "shards": len(checks),
                 "client_bound": any(c.get("client_bound") for c in checks),
                 "client_bound_reasons": sorted({r for c in checks
-                                                for r in c.get("client_bound_reasons") or []})}
+                                                for r in c.get("client_bound_reasons") or []}),
+                "lost": sorted({w for c in checks for w in c.get("lost") or []})}
 
     async def _phase_ramp(self, client: httpx.AsyncClient, prober: Prober,
                           mon: LoopMonitor) -> None:
@@ -596,8 +553,6 @@ class _Suite:
                            f"{check.get('send_lag_fraction')} of the load, late reads "
                            f"{check.get('coalesced_fraction')}); stopping the ramp")
                 break
-            if self.config.shards > 1:
-                continue  # a shard cannot judge alone: every level runs, merge_runs judges
             if breached_at is None and self._breached(level):
                 breached_at = level
             if breached_at is not None and (
@@ -605,7 +560,7 @@ class _Suite:
                 done = True
                 if not any(c > level for c in claimed):
                     break
-        if self.executor is not None and self.level_checks:
+        if self.pool is not None and self.level_checks:
             self.phase_checks["ramp"] = self._merge_checks(list(self.level_checks.values()))
 
     def _breached(self, level: int) -> bool:
@@ -618,11 +573,10 @@ class _Suite:
         level = s.get("concurrency")
         if level is None:
             ramp = self.summary().get("ramp") or {}
-            level = (ramp.get("max_sustained_concurrency") if self.config.shards == 1 else None
-                     ) or max(self.ramp_levels_run or [1])
+            level = ramp.get("max_sustained_concurrency") or max(self.ramp_levels_run or [1])
         check = await self._scraped_level(prober, mon, "soak", int(level),
                                           float(s["duration_s"]))
-        if self.executor is not None:
+        if self.pool is not None:
             self.phase_checks["soak"] = check
 
     async def _phase_rate(self, client: httpx.AsyncClient, prober: Prober,
@@ -630,13 +584,11 @@ class _Suite:
         r = self.s["rate"]
         rate, duration = float(r["rate"]), float(r["duration_s"])
         self._announce("rate", None, f"Poisson arrivals at {rate:g}/s for {duration:g} s")
-        if self.executor is not None:
+        if self.pool is not None:
             self.phase_checks["rate"] = await self._sharded("rate", 0, duration, rate)
             return
-        await self._wait_for_slot("rate", 0, duration)
         await open_loop(prober, self._prompt, self.on_record, phase="rate",
-                        rate=rate / self.config.shards, duration_s=duration,
-                        seed=self.config.seed * 1000 + self.config.shard,
+                        rate=rate, duration_s=duration, seed=self.config.seed * 1000,
                         max_in_flight=int(self.s["ramp"]["max_concurrency"]) * 16)
 
     def _note(self, text: str) -> None:
@@ -691,7 +643,8 @@ def plan_run(config: ProbeConfig) -> tuple[dict[str, Any], Plan | None]:
     ramp = settings["ramp"]
     per_level = max(1, round(float(ramp["level_duration_s"])))  # a floor for the estimate
     plan = plan_probe(q, ramp["levels"], max_concurrency=config.max_concurrency,
-                      levels_given=config.levels is not None, processes=config.processes,
+                      levels_given=config.levels is not None,
+                      processes=_planned_workers(config),
                       prompt_given=config.prompt_tokens is not None,
                       budget_requests=config.budget_requests, default_requests=per_level)
     settings["ramp"] = {**ramp, "levels": list(plan.levels),
@@ -702,6 +655,16 @@ def plan_run(config: ProbeConfig) -> tuple[dict[str, Any], Plan | None]:
     if plan.soak_concurrency and settings.get("soak", {}).get("concurrency") is None:
         settings["soak"] = {**settings.get("soak", {}), "concurrency": plan.soak_concurrency}
     return settings, plan
+
+
+def _planned_workers(config: ProbeConfig) -> int:
+    """Client processes the plan may count on before Ray is asked: --ray-workers, else a
+    local instance's CPUs; a cluster's size is known only once joined (1 until then)."""
+    if config.ray is None:
+        return 1
+    if config.ray_workers is not None:
+        return config.ray_workers
+    return (os.cpu_count() or 1) if config.ray == "auto" else 1
 
 
 def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
@@ -743,18 +706,21 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         "config": _config_for_file(config),
         "client": {"host": platform.node(), "python": platform.python_version(),
                    "platform": platform.platform(), "cpus": os.cpu_count(),
-                   "processes": config.processes,
-                   "shard": config.shard, "shards": config.shards,
-                   "start_at": config.start_at},
+                   "ray": config.ray},
+        "scaleout": None,
     }
+    if config.ray is not None:
+        from evalkit.scaleout import require_ray
+
+        require_ray()  # a missing extra is a usage error before the run directory exists
     _warm_up()
     store = RunStore(Path(out_dir), meta)
     suite = _Suite(config, settings, target, store, progress, origin_ns, run_tag, user_prompts)
     status = "crashed"
     error: str | None = None
     try:
-        with _executor(config.processes) as executor:
-            suite.executor = executor
+        with _scaleout(config, store) as pool:
+            suite.pool = pool
             asyncio.run(suite.run())
         status = "complete"
     except KeyboardInterrupt:
@@ -762,6 +728,9 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
         raise
     except EndpointError as exc:
         status, error = "failed", target.redact(str(exc))
+        raise
+    except ScaleOutError as exc:
+        status, error = "crashed", str(exc)
         raise
     finally:
         try:
@@ -780,11 +749,10 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
 
 def _finish(suite: _Suite, store: RunStore, status: str,
             error: str | None) -> dict[str, Any] | None:
-    """Write the run up: adopt shard spills, close the records, summary, final run.json.
+    """Write the run up: close the records, summary, final run.json.
 
     Safe to call twice (a second call after an interrupted first rewrites the same files).
     """
-    suite.recover_spills()
     store.close()
     summary = _final_summary(suite, store, status, error)
     _write_parquet(store)
@@ -841,31 +809,26 @@ def _final_summary(suite: _Suite, store: RunStore, status: str,
 
 
 @contextlib.contextmanager
-def _executor(processes: int) -> Any:
-    if processes <= 1:
+def _scaleout(config: ProbeConfig, store: RunStore) -> Any:
+    """The Ray actors for the run's levels (None: every level runs in this process).
+
+    They die with this process whatever ends it: Ray ends a job's non-detached actors
+    when its driver goes, and a local instance (`auto`) stops with its driver.
+    """
+    if config.ray is None:
         yield None
         return
-    import multiprocessing
+    from evalkit.scaleout import RayPool
 
-    # spawn: a fresh interpreter per worker, no inherited event loop or sockets
-    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_die_with_parent) as ex:
-        # start every worker and load its tokenizer before any level is timed
-        list(ex.map(_warm_up, [False] * processes))
-        yield ex
-
-
-def _die_with_parent() -> None:
-    """Worker processes die with the probe: a SIGKILLed driver must not leave them sending
-    load to the vendor (Linux: the kernel signals them when their parent dies)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() == 1:  # the driver died before the line above ran
-        os._exit(1)
+    pool = RayPool(config.ray, config.ray_workers)
+    try:
+        store.update_meta(scaleout=pool.start())
+        yield pool
+    finally:
+        pool.close()
+        if pool.info:
+            store.update_meta(scaleout={**pool.info, "lost": [
+                w.lost for w in pool.workers if w.lost]})
 
 
 def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
@@ -874,57 +837,6 @@ def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
     d["headers"] = [k for k, _ in config.headers]
     d["prompts_file"] = str(config.prompts_file) if config.prompts_file else None
     return d
-
-
-# --------------------------------------------------------------------------- merge
-
-def merge_runs(run_dirs: Sequence[Path], out_dir: Path) -> Path:
-    """Merge shard runs (e.g. from several processes or machines) into one run directory.
-
-    Records keep their `t0_s` re-based on the earliest run's clock origin (exact on one
-    machine, where the monotonic clock is shared; across machines it is only as good as
-    the origins' alignment, and run.json says so). Client self-checks merge by the worst
-    shard: one client-bound shard makes the level client-bound.
-    """
-    if not run_dirs:
-        raise UsageError("merge needs at least one run directory")
-    runs = [load_run(Path(d)) for d in run_dirs]
-    origins = [int(m["clock"]["origin_ns"]) for m, _ in runs]
-    base = min(origins)
-    records: list[RequestRecord] = []
-    for (_meta, recs), origin in zip(runs, origins, strict=True):
-        shift = (origin - base) / 1e9
-        records += [replace(r, t0_s=r.t0_s + shift) for r in recs]
-    records.sort(key=lambda r: r.t0_s)
-    levels: dict[str, list[dict[str, Any]]] = {}
-    phases: dict[str, list[dict[str, Any]]] = {}
-    for meta, _ in runs:
-        checks = meta.get("client_checks") or {}
-        for k, v in (checks.get("levels") or {}).items():
-            levels.setdefault(k, []).append(v)
-        for k, v in (checks.get("phases") or {}).items():
-            phases.setdefault(k, []).append(v)
-    merged_checks = {"phases": {k: _Suite._merge_checks(v) for k, v in phases.items()},
-                     "levels": {k: _Suite._merge_checks(v) for k, v in levels.items()}}
-    first = runs[0][0]
-    rtts = [s for m, _ in runs for s in m.get("rtt_samples_s") or []]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    meta_out = {**{k: first.get(k) for k in ("schema", "tool", "tool_version", "suite_version",
-                                             "target", "profile", "settings")},
-                "status": "merged", "merged_from": [str(d) for d in run_dirs],
-                "run_statuses": [m.get("status") for m, _ in runs],
-                "clock": {"origin_ns": base, "source": "earliest origin of the merged runs",
-                          "note": "exact for runs on one machine only"},
-                "client_checks": merged_checks, "rtt_samples_s": rtts,
-                "requests": len(records), "ended_at": _now_iso()}
-    write_records(out_dir / "requests.jsonl", records)
-    write_json(out_dir / "run.json", meta_out)
-    summary_meta = {"phases": merged_checks["phases"], "levels": merged_checks["levels"],
-                    "rtt_s": statistics.median(rtts) if rtts else None}
-    write_json(out_dir / "summary.json", summarize_run(records, summary_meta))
-    return out_dir
-
 
 
 # --------------------------------------------------------------------------- CLI parsing
@@ -960,13 +872,3 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise UsageError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
     return obj
-
-
-def parse_shard(text: str | None) -> tuple[int, int]:
-    """--shard 'I/N' → (I, N); none → (0, 1), a single, whole run."""
-    if not text:
-        return 0, 1
-    i, sep, n = text.partition("/")
-    if not sep or not i.strip().isdigit() or not n.strip().isdigit():
-        raise UsageError(f"--shard takes I/N, e.g. 0/2 (got {text!r})")
-    return int(i), int(n)

@@ -37,8 +37,12 @@ def _failures(outcomes: Mapping[str, int]) -> str:
 
 def group_validity(requests: int, outcomes: Mapping[str, int], *,
                    max_failure_rate: float, top_error: str | None = None,
-                   client_bound: bool = False) -> dict[str, Any]:
-    """One phase's or level's validity from its outcome counts, with reasons in words."""
+                   client_bound: bool = False, lost: Sequence[str] = ()) -> dict[str, Any]:
+    """One phase's or level's validity from its outcome counts, with reasons in words.
+
+    `lost`: client workers lost while it ran (scale-out), each said in words: the load it
+    was to offer was not held, so it is degraded whatever its outcomes.
+    """
     ok = int(outcomes.get("ok", 0))
     failed = requests - ok
     why = f" ({_failures(outcomes)}{'; most often: ' + top_error if top_error else ''})"
@@ -57,7 +61,10 @@ def group_validity(requests: int, outcomes: Mapping[str, int], *,
         reasons.append(f"{failed} of {requests} requests failed{why}")
     else:
         status = "valid"
-    if client_bound:
+    for why in lost:
+        status = worst(status, "degraded")
+        reasons.append(f"a client worker was lost: {why}")
+    if client_bound and not lost:
         status = worst(status, "degraded")
         reasons.append("the client was the bottleneck")
     return {"status": status, "reasons": reasons, "requests": requests, "ok": ok}
@@ -70,7 +77,7 @@ def worst(*statuses: Validity) -> Validity:
 
 def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | None,
                  capacity_judgement_affected: bool,
-                 run_error: str | None = None) -> dict[str, Any]:
+                 run_error: str | None = None, lost: Sequence[str] = ()) -> dict[str, Any]:
     """The run's validity from its phases' (`phases[name]["status"]`) and how it ended."""
     reasons: list[str] = []
     status: Validity = "valid"
@@ -100,7 +107,9 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
         level: Validity = ("invalid" if name == anchor and p["status"] == "invalid"
                            else "degraded")
         mark(level, f"{name}: {'; '.join(p.get('reasons') or [p['status']])}")
-    if capacity_judgement_affected:
+    for why in lost:
+        mark("degraded", f"a client worker was lost: {why}")
+    if capacity_judgement_affected and not lost:
         mark("degraded", "the client was the bottleneck where the capacity judgement is "
                          "drawn: no capacity conclusion")
     return {"status": status, "reasons": _unique(reasons)}

@@ -17,7 +17,6 @@ from evalkit.suite import (
     parse_extra_body,
     parse_header,
     parse_int_list,
-    parse_shard,
     profile_names,
     resolve_settings,
 )
@@ -51,17 +50,25 @@ class TestSettings:
         assert "ramp" not in s["phases"] and "rate" in s["phases"]
         assert s["rate"]["rate"] == 5.0
 
-    def test_other_shards_skip_serial_phases(self) -> None:
-        """Concurrency-1 phases run once, on shard 0; --shard parses I/N."""
-        assert resolve_settings(_cfg(shard=0, shards=2, start_at=1.0))["phases"] == [
-            "connect", "ramp", "baseline", "prefill", "cache"]  # shared levels first
-        assert resolve_settings(_cfg(shard=1, shards=2, start_at=1.0))["phases"] == [
-            "connect", "ramp"]
-        with pytest.raises(UsageError, match="--start-at"):
-            resolve_settings(_cfg(shard=1, shards=2))
-        assert parse_shard("1/4") == (1, 4) and parse_shard(None) == (0, 1)
-        with pytest.raises(UsageError, match="I/N"):
-            parse_shard("1-4")
+    def test_ray_without_the_extra_names_the_install(self, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+        """--ray with Ray missing is a usage error naming the install command, raised
+        before a run directory exists; without --ray nothing imports Ray."""
+        import importlib.util
+        import subprocess
+        import sys
+
+        from evalkit.suite import run_probe
+
+        real = importlib.util.find_spec
+        monkeypatch.setattr(importlib.util, "find_spec",
+                            lambda name, *a: None if name == "ray" else real(name, *a))
+        with pytest.raises(UsageError, match=r"pip install 'evalkit\[ray\]'"):
+            run_probe(_cfg(ray="auto"), tmp_path / "run")
+        assert not (tmp_path / "run").exists()
+        probe = ("import sys, evalkit.cli, evalkit.suite, evalkit.scaleout; "
+                 "sys.exit('ray' in sys.modules)")
+        assert subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
 
     def test_phases_keep_suite_order(self) -> None:
         """Phases run in the suite's order whatever order they were given in."""
@@ -72,9 +79,9 @@ class TestSettings:
         ({"profile": "nonesuch"}, "unknown profile"),
         ({"rate": 0.0}, "--rate"),
         ({"levels": (0, 2)}, "--levels"),
-        ({"processes": 0}, "--processes"),
-        ({"shard": 2, "shards": 2}, "--shard"),
-        ({"shard": 0, "shards": 2, "processes": 2, "start_at": 1.0}, "not both"),
+        ({"ray": " "}, "--ray takes auto or a cluster address"),
+        ({"ray_workers": 2}, "--ray-workers"),
+        ({"ray": "auto", "ray_workers": 0}, "--ray-workers"),
     ])
     def test_bad_settings(self, kw: dict[str, object], message: str) -> None:
         """Each bad setting is a UsageError that names what is wrong."""
