@@ -772,8 +772,16 @@ def client_section(meta: SummaryMeta) -> dict[str, Any]:
             "client_bound_phases": sorted(p for p, c in meta.phases.items() if c.client_bound),
             "client_bound_levels": sorted(lv for lv, c in meta.levels.items()
                                           if c.client_bound),
-            "phases": {p: asdict(c) for p, c in meta.phases.items()},
-            "levels": {str(lv): asdict(c) for lv, c in sorted(meta.levels.items())}}
+            "phases": {p: _check_dict(c) for p, c in meta.phases.items()},
+            "levels": {str(lv): _check_dict(c) for lv, c in sorted(meta.levels.items())}}
+
+
+def _check_dict(check: ClientCheck) -> dict[str, Any]:
+    """A self-check as summary.json shows it: `lost` only where a worker was lost."""
+    d = asdict(check)
+    if not check.lost:
+        del d["lost"]
+    return d
 
 
 # --------------------------------------------------------------------------- summary

@@ -19,7 +19,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -328,10 +328,3 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
     if not isinstance(meta, dict):
         raise RunDirError(f"{run_file}: not a JSON object")
     return meta, read_records(req_file)
-
-
-def write_records(path: Path, records: Iterable[RequestRecord]) -> None:
-    """Write a whole requests.jsonl (used when merging shards)."""
-    with open(path, "w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(rec.to_json() + "\n")

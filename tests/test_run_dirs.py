@@ -121,7 +121,7 @@ class TestRecordLines:
             assert list(iter_records(run_dir / "one.jsonl", one)) == []
             reason = (list(BAD_LINES.values()) + list(BAD_FIELDS))[i]
             assert one.examples[0].startswith(f"line 1: {reason}"), (line, one.examples)
-        # the strict reader (merge-runs, shard spills) refuses, naming the line: no traceback
+        # the strict reader refuses, naming the line: no traceback
         with pytest.raises(RunDirError, match=r"requests.jsonl:11: not a request record"):
             read_records(run_dir / "requests.jsonl")
 
