@@ -88,12 +88,32 @@ class ProbeWorker:
     process; the actor's other threads answer `clock` and `stop` meanwhile.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, driver_host: str | None = None, driver_pid: int | None = None) -> None:
         from evalkit.suite import _warm_up
 
         _warm_up(metrics=False)  # the tokenizer loads now, not inside a timed level
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
+        if driver_pid is not None and driver_host == platform.node():
+            threading.Thread(target=self._watch, args=(driver_pid,), daemon=True,
+                             name="evalkit-driver-watch").start()
+
+    @staticmethod
+    def _watch(driver_pid: int) -> None:
+        """On the driver's own machine, end this actor the moment the driver is gone.
+
+        Ray ends a non-detached actor when its driver's job dies, but only once its
+        control plane notices (seconds on a busy machine, with requests still going
+        out meanwhile); a vendor must not receive load from a probe nobody runs.
+        """
+        while True:
+            time.sleep(0.1)
+            try:
+                os.kill(driver_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                continue
 
     def hello(self) -> dict[str, Any]:
         """Who and where this actor is."""
@@ -204,7 +224,7 @@ class RayPool:
         n = self.wanted or max(cpus, 1)
         actor = ray.remote(ProbeWorker).options(
             num_cpus=min(1.0, cpus / n), max_concurrency=4, scheduling_strategy="SPREAD")
-        handles = [actor.remote() for _ in range(n)]
+        handles = [actor.remote(platform.node(), os.getpid()) for _ in range(n)]
         refs = [h.hello.remote() for h in handles]
         ready, _ = ray.wait(refs, num_returns=n, timeout=START_TIMEOUT_S)
         if len(ready) < n:

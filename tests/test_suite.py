@@ -141,13 +141,16 @@ class TestInterrupt:
         Ray too: the actors send back what they completed before they stop)."""
         if ray is not None:
             pytest.importorskip("ray")
-        srv = reference("gpu")
+        # a decode step that barely grows with the batch: no breach stops the ramp early, so
+        # levels 8 and 16 are still to come when level 4 has records (the run cannot end
+        # before the signal, even on a busy machine)
+        srv = reference("gpu", decode_per_stream_ms=0.2)
         out = tmp_path / "run"
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
              "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
-             "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet",
+             "--levels", "1,2,4,8,16", "--output-tokens", "16", "--quiet",
              *(["--ray", ray, "--ray-workers", "2"] if ray else [])],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 90
@@ -165,6 +168,8 @@ class TestInterrupt:
 
         while time.monotonic() < deadline and not far_enough():
             time.sleep(0.1)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        assert far_enough(), "the run never reached level 4 (on both Ray workers)"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130
