@@ -774,3 +774,32 @@ class TestShownValues:
         path.write_bytes(HEAD.encode() + b"#" * (MAX_BYTES - len(HEAD) - len(tail)) + tail)
         assert path.stat().st_size == MAX_BYTES
         assert load_questionnaire(path).vendor == "Acmez"
+
+
+class TestReadingBack:
+    def test_contact_evidence_and_empty_distributions(self) -> None:
+        q = parse_questionnaire((HEAD + "contact: {name: Ann, email: a@x.example}\n"
+                                 "Q1: {evidence: [doc.pdf], ttft_p90_ms: 3}\n"
+                                 "Q2: {evidence: ~, distribution: ~}\n").encode())
+        assert (q.contact.name, q.contact.email) == ("Ann", "a@x.example")
+        assert q.q1.evidence == ("doc.pdf",) and q.q2.evidence == ()
+        assert q.q2.distribution is None
+
+    def test_problems_in_line_order_counted(self) -> None:
+        text = HEAD + "vendor: V\nQ9: 1\nQ1: {source: x}\nQ0: 2\n"
+        with pytest.raises(QuestionnaireError) as info:
+            parse_questionnaire(text.encode(), "q.yaml")
+        assert [p.split(":")[1] for p in info.value.problems] == ["3", "4", "5"]
+        assert str(info.value) == "q.yaml: 3 problems in the questionnaire"
+        with pytest.raises(QuestionnaireError) as one:
+            parse_questionnaire((HEAD + "Q9: 1\n").encode(), "q.yaml")
+        assert str(one.value) == "q.yaml: 1 problem in the questionnaire"
+
+    def test_a_questionnaire_without_a_file_name(self) -> None:
+        with pytest.raises(QuestionnaireError) as info:
+            parse_questionnaire(b"- a\n")
+        assert str(info.value).startswith("<questionnaire>")
+
+    def test_a_control_character_is_named(self) -> None:
+        assert problems_of(HEAD + "vendor: a\x07b\n") == [
+            "q.yaml:2: not valid YAML: control character U+0007 is not allowed"]

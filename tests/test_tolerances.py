@@ -10,6 +10,7 @@ import pytest
 from evalkit.errors import InputError
 from evalkit.tolerances import (
     MAX_OVERRIDE_BYTES,
+    SloProfile,
     Tolerances,
     _show,
     load_tolerances,
@@ -137,3 +138,14 @@ class TestFiles:
     def test_a_missing_file(self, tmp_path: Path) -> None:
         with pytest.raises(InputError, match="cannot read tolerances file: No such file"):
             load_tolerances(tmp_path / "none.yaml")
+
+
+def test_the_default_profiles_are_the_specs() -> None:
+    """The use cases' limits, as the SPEC sets them (public anchors)."""
+    p = Tolerances().slo_profiles
+    assert p["voice_agent"] == SloProfile("voice agent", ttft_p90_s=0.5, itl_p99_s=0.3)
+    assert p["live_suggestions"] == SloProfile("live suggestions", ttft_p90_s=0.45,
+                                               tpot_p90_s=0.040)
+    assert p["interactive_chat"] == SloProfile("interactive chat", ttft_p90_s=2.0,
+                                               tpot_p90_s=0.200, above_reading_speed=True)
+    assert p["batch"] == SloProfile("batch", throughput_only=True)
