@@ -144,13 +144,20 @@ class TestInterrupt:
         # a decode step that barely grows with the batch: no breach stops the ramp early, so
         # levels 8 and 16 are still to come when level 4 has records (the run cannot end
         # before the signal, even on a busy machine)
+        # and a client check that cannot stop it either (Ray's own processes share the two
+        # cores: a level may be client-bound, which ends a ramp; not what this test is about)
         srv = reference("gpu", decode_per_stream_ms=0.2)
         out = tmp_path / "run"
+        profile = tmp_path / "profile.json"
+        profile.write_text(json.dumps({"extends": "quick", "client_check": {
+            "loop_lag_p99_s": 60, "cpu_fraction": 100, "coalesced_fraction": 1,
+            "send_lag_fraction": 100}}))
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
         proc = subprocess.Popen(
             [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
              "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
              "--levels", "1,2,4,8,16", "--output-tokens", "16", "--quiet",
+             "--profile", str(profile),
              *(["--ray", ray, "--ray-workers", "2"] if ray else [])],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 90
