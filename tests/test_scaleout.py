@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 # before Ray is imported: every Ray port on loopback, no usage report
@@ -136,7 +137,10 @@ def test_a_level_split_over_two_nodes(reference: Any, tmp_path: Path) -> None:
     # each request's t0 put on the driver's timeline
     theirs = sorted((truth[r.id]["first_write_ns"] - meta["clock"]["origin_ns"]) / 1e9 - r.t0_s
                     for r in records)
-    assert level["ttft_s"]["p50"] == pytest.approx(theirs[len(theirs) // 2], abs=0.005)
+    # the same percentile rule on both sides (numpy's linear interpolation): with an even
+    # count and a level's first wave far from its later requests, the upper middle value
+    # alone can sit tens of ms from the p50
+    assert level["ttft_s"]["p50"] == pytest.approx(float(np.percentile(theirs, 50)), abs=0.005)
     assert level["steady_state"]["max_inflight"] == 6
     assert sum(r.output_tokens or 0 for r in records) == sum(
         t["completion_tokens"] for t in truth.values())

@@ -86,7 +86,8 @@ class TestQuickSuite:
         fmt = meta["connect"]["format"]  # the connect phase's format checks
         assert fmt["role_chunk_first"] and fmt["done_sentinel"] and fmt["usage_reported"]
         assert fmt["finish_reason"] == "length" and not fmt["crlf_line_ends"]
-        assert len(records) == res.requests == 1 + 4 + 8 + 2
+        # connect, baseline, prefill (the quick profile's six lengths twice), cache
+        assert len(records) == res.requests == 1 + 4 + 12 + 2
         assert [r.phase for r in records][:2] == ["connect", "baseline"]
         # records match the server's truth by id, on the shared monotonic clock
         truth = {t["request_id"]: t for t in srv.truth()}
