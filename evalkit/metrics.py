@@ -415,7 +415,8 @@ def _rows_mask(rows: pd.Index, rid: np.ndarray, size: int) -> np.ndarray:
     """Chunk mask for a subset of request rows (a lookup, not a hash join)."""
     sel = np.zeros(size, dtype=bool)
     sel[rows.to_numpy()] = True
-    return sel[rid]
+    mask: np.ndarray = sel[rid]
+    return mask
 
 
 def _lookup_size(req: pd.DataFrame, rid: np.ndarray) -> int:

@@ -240,7 +240,7 @@ class Answer:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields the vendor filled in (empty ones left out), for scorecard.json."""
-        return _prune(asdict(self))
+        return dict(_prune(asdict(self)))
 
 
 @dataclass(frozen=True)
@@ -482,7 +482,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._nodes += 1
         self._depth += 1
         try:
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             if self._nodes > MAX_NODES or self._depth > MAX_DEPTH:
                 raise _TooBig(event.start_mark.line + 1)
             tag = getattr(event, "tag", None)
@@ -699,7 +699,7 @@ def _message(error: jsonschema.ValidationError, text: str | None = None) -> str:
         return f"text longer than {error.validator_value} characters"
     if v == "maxItems":
         return f"more than {error.validator_value} items"
-    return error.message[:200]
+    return str(error.message)[:200]
 
 
 def _schema_problems(data: Any, lines: dict[tuple[str | int, ...], int],

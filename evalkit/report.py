@@ -169,7 +169,7 @@ def flagged(scorecard: Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------- url fetcher
 
 
-class AssetFetcher(URLFetcher):
+class AssetFetcher(URLFetcher):  # type: ignore[misc]
     """WeasyPrint URL fetcher that serves only files under `root` and refuses all else.
 
     Refusing raises, which WeasyPrint turns into a skipped resource; every URL asked
