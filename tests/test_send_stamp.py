@@ -168,22 +168,29 @@ class TestTruthLog:
     @pytest.mark.parametrize("mode", ["subprocess", "thread"])
     def test_arrival_is_logged_before_the_handler(self, reference: Any, mode: str) -> None:
         """Every truth line has arrived_ns, after the poll that reported the bytes and
-        before the handler's received_ns."""
+        before the handler's received_ns, and the kernel's receive stamp of those bytes
+        (kernel_ns): before the server's loop read them, not before we sent them."""
         srv = reference("gpu", mode=mode, request_overhead_ms=5)
 
-        async def run() -> None:
+        async def run() -> tuple[int, list[RequestRecord]]:
             target = Target(srv.base_url, srv.model)
             async with Prober(target, time.perf_counter_ns(), "t") as prober:
-                await asyncio.gather(*(prober.stream(synthetic(16, 2, f"t{i}"), "ramp", 3)
-                                       for i in range(3)))
+                recs = await asyncio.gather(*(prober.stream(synthetic(16, 2, f"t{i}"), "ramp", 3)
+                                              for i in range(3)))
+                return prober.origin_ns, list(recs)
 
-        asyncio.run(run())
-        truth = srv.truth()
+        origin, recs = asyncio.run(run())
+        truth = _truth(srv)
         assert len(truth) == 3
-        for t in truth:
+        for r in recs:
+            t = truth[r.id]
             assert isinstance(t["arrived_ns"], int)
             assert t["poll_began_ns"] <= t["polled_ns"] <= t["arrived_ns"]
             assert 0 <= t["received_ns"] - t["arrived_ns"] < 1_000 * MS
+            assert isinstance(t["kernel_ns"], int)
+            assert t["kernel_ns"] <= t["arrived_ns"]  # read from the stamp's age: exact
+            # the wall and monotonic clocks are read a moment apart: a little slack
+            assert t["kernel_ns"] >= _sent_ns(origin, r) - 5 * MS
 
 
 class TestWritePath:

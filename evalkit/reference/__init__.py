@@ -18,7 +18,9 @@ first byte, stamped in the HTTP protocol's `data_received` before any parsing; n
 a uvicorn config without `server.arrival_stamped_protocol`), `poll_began_ns` and
 `polled_ns` (when the loop's poll that reported that read began and returned: bytes sent
 before `poll_began_ns` found the loop busy with other work, bytes ready inside the poll
-waited for the server's process to get a CPU), `received_ns` (the handler's first line,
+waited for the server's process to get a CPU), `kernel_ns` (the kernel's receive stamp
+of that read, SO_TIMESTAMPNS: on loopback, inside the client's send; from it to
+`arrived_ns` is the server's process alone), `received_ns` (the handler's first line,
 after parsing and task dispatch; truth TTFT runs from here), `queued` (the batch was full
 on arrival), `admitted_ns` (its first engine step began), `first_write_ns` (first content
 or reasoning chunk), `first_answer_ns` (first answer chunk), `writes` = `[[actual_ns,

@@ -413,6 +413,7 @@ class ReferenceApp:
             "request_id": rid, "path": scope["path"], "index": index,
             "arrived_ns": arrival.get("arrived_ns"), "received_ns": received,
             "poll_began_ns": arrival.get("poll_began_ns"), "polled_ns": arrival.get("polled_ns"),
+            "kernel_ns": arrival.get("kernel_ns"),
             "queued": False, "admitted_ns": None,
             "first_write_ns": None, "first_answer_ns": None, "writes": [], "end_ns": None,
             "prompt_tokens": None, "completion_tokens": 0, "status": None,

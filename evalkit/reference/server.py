@@ -17,6 +17,7 @@ import gc
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -85,6 +86,60 @@ def _polls(loop: asyncio.AbstractEventLoop) -> _Polls | None:
     return found
 
 
+#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_ANC_SIZE = socket.CMSG_SPACE(16)
+_MAX_AGE_NS = 10_000_000_000
+
+
+class _KernelStampedSocket:
+    """An accepted socket whose `recv` also keeps the kernel's receive stamp of the bytes.
+
+    asyncio's transport reads with `sock.recv`, which drops the ancillary data; this
+    stands in for the socket inside the transport (everything else is the socket's own)
+    and reads with `recvmsg` instead, so `kernel_ns` is when the kernel queued the last
+    packet of the latest read (SO_TIMESTAMPNS, put on the monotonic clock by its age,
+    as the prober's reader does). On loopback the kernel stamps a packet inside the
+    sender's `send`: the stamp says when the request reached the server's machine,
+    however long the server's process then took to get a CPU and read it.
+    """
+
+    __slots__ = ("_sock", "kernel_ns")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.kernel_ns: int | None = None
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+
+    def recv(self, size: int) -> bytes:
+        data, anc, _flags, _addr = self._sock.recvmsg(size, _ANC_SIZE)
+        now = time.perf_counter_ns()
+        self.kernel_ns = None
+        for level, kind, cdata in anc:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
+                sec, nsec = struct.unpack("qq", cdata[:16])
+                age = time.time_ns() - (sec * 1_000_000_000 + nsec)
+                if 0 <= age < _MAX_AGE_NS:  # a wall-clock step would give nonsense
+                    self.kernel_ns = now - age
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def _kernel_stamped(transport: asyncio.Transport) -> _KernelStampedSocket | None:
+    """Swap the transport's socket for one that keeps kernel stamps (None: not possible)."""
+    sock = getattr(transport, "_sock", None)
+    if not isinstance(sock, socket.socket) or sock.type != socket.SOCK_STREAM:
+        return None
+    try:
+        stamped = _KernelStampedSocket(sock)
+    except OSError:
+        return None
+    transport._sock = stamped  # type: ignore[attr-defined]
+    return stamped
+
+
 def arrival_stamped_protocol() -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol, stamping when the event loop first sees each request.
 
@@ -97,24 +152,29 @@ def arrival_stamped_protocol() -> type[asyncio.Protocol]:
     bytes waited in the kernel for the server's process to get a CPU (microseconds on an
     idle machine); from the poll's return to `arrived_ns`, the loop ran the callbacks
     ahead of this one; from there to `received_ns` (the handler's first line), HTTP
-    parsing and task dispatch.
+    parsing and task dispatch. `kernel_ns` is the kernel's receive stamp of that read
+    (SO_TIMESTAMPNS): from the client's send to it is the client and the network (a few
+    microseconds on loopback), from it to `arrived_ns` the server's process alone.
     """
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class ArrivalStampedProtocol(HttpToolsProtocol):
         _arrived: dict[object, object] = {}  # noqa: RUF012  (replaced per read)
         _polls: _Polls | None = None
+        _kernel: _KernelStampedSocket | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             self._polls = _polls(self.loop)
+            self._kernel = _kernel_stamped(transport)
             super().connection_made(transport)
 
         def data_received(self, data: bytes) -> None:
             now = time.perf_counter_ns()  # the stamp: nothing before it
-            polls = self._polls
+            polls, kernel = self._polls, self._kernel
             self._arrived = {"arrived_ns": now,
                              "poll_began_ns": polls.began if polls else None,
-                             "polled_ns": polls.returned if polls else None}
+                             "polled_ns": polls.returned if polls else None,
+                             "kernel_ns": kernel.kernel_ns if kernel else None}
             super().data_received(data)
 
         def on_message_begin(self) -> None:
@@ -253,6 +313,12 @@ class ReferenceServer:
             if self._proc.stdout is not None:
                 self._proc.stdout.close()
             self._proc = None
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id (None in thread mode): a benchmark may give it its own
+        core or a higher priority, as a vendor's server has its own machine."""
+        return self._proc.pid if self._proc is not None else None
 
     # ------------------------------------------------------------------ ground truth
     @property
