@@ -81,8 +81,11 @@ Keys beyond the contract (all stable within `evalkit.summary/1`):
                 prefix_cache}, network {rtt_s, rtt, source, share_of_ttft},
                 output_length {checked, short, flagged, ...},
                 usage_honesty {checked, usage_over_counted, disagreeing, flagged}
-    client      + cpu_fraction_max, client_bound_phases, client_bound_levels, phases,
-                levels, capacity_judgement_affected
+    client      + cpu_fraction_max, send_lag_p99_s, send_lag_fraction_max,
+                client_bound_reasons, client_bound_phases, client_bound_levels, phases,
+                levels (each: loop_lag_p99_s, cpu_fraction, send_lag_p99_s,
+                send_lag_fraction, client_bound, client_bound_reasons),
+                capacity_judgement_affected
 
 For "no stall above X s" limits below the stall threshold (voice agent: 0.3 s), read
 `max_gap_s`: it is the longest in-stream gap of the group, whatever the threshold.
@@ -170,6 +173,13 @@ class ClientCheck:
     client_bound: bool = False
     #: client workers lost meanwhile (scale-out on Ray), in words
     lost: tuple[str, ...] = ()
+    #: the client's own delay in sending (p99, s) and the share of the load it held back
+    #: that way: a herd that sends again one after another, or an open loop behind its
+    #: schedule, grows both, as a client that cannot keep up does
+    send_lag_p99_s: float | None = None
+    send_lag_fraction: float | None = None
+    #: why the check called it client-bound (cpu, loop_lag, send_lag, late_reads)
+    client_bound_reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,6 +207,9 @@ class SummaryMeta:
                 cpu_fraction=v.get("cpu_fraction"),
                 client_bound=bool(v.get("client_bound", False)),
                 lost=tuple(str(x) for x in v.get("lost") or ()),
+                send_lag_p99_s=v.get("send_lag_p99_s"),
+                send_lag_fraction=v.get("send_lag_fraction"),
+                client_bound_reasons=tuple(str(x) for x in v.get("client_bound_reasons") or ()),
             )
 
         return cls(
@@ -767,9 +780,14 @@ def client_section(meta: SummaryMeta) -> dict[str, Any]:
     checks = [*meta.phases.values(), *meta.levels.values()]
     lags = [c.loop_lag_p99_s for c in checks if c.loop_lag_p99_s is not None]
     cpus = [c.cpu_fraction for c in checks if c.cpu_fraction is not None]
+    sends = [c.send_lag_p99_s for c in checks if c.send_lag_p99_s is not None]
+    held = [c.send_lag_fraction for c in checks if c.send_lag_fraction is not None]
     return {"loop_lag_p99_s": max(lags) if lags else None,
             "cpu_fraction_max": max(cpus) if cpus else None,
+            "send_lag_p99_s": max(sends) if sends else None,
+            "send_lag_fraction_max": max(held) if held else None,
             "client_bound": any(c.client_bound for c in checks),
+            "client_bound_reasons": sorted({r for c in checks for r in c.client_bound_reasons}),
             "client_bound_phases": sorted(p for p, c in meta.phases.items() if c.client_bound),
             "client_bound_levels": sorted(lv for lv, c in meta.levels.items()
                                           if c.client_bound),
@@ -780,6 +798,7 @@ def client_section(meta: SummaryMeta) -> dict[str, Any]:
 def _check_dict(check: ClientCheck) -> dict[str, Any]:
     """A self-check as summary.json shows it: `lost` only where a worker was lost."""
     d = asdict(check)
+    d["client_bound_reasons"] = list(check.client_bound_reasons)
     if not check.lost:
         del d["lost"]
     return d

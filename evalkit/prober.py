@@ -43,7 +43,7 @@ from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean
 from evalkit.sse import SSEParser, SSETooLarge
-from evalkit.stamping import SendStamp, stamp_sends, stamped_transport
+from evalkit.stamping import SendStamp, arrival_ns, stamp_sends, stamped_transport
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
@@ -360,6 +360,9 @@ class Prober:
                         await self._read_error(response, st)
                     else:
                         await self._read_stream(response, st)
+                        # it ended when its last bytes arrived, not when this task got
+                        # to them: a herd that ended together is late from that moment
+                        st.last_arrival_ns = arrival_ns(response)
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -373,6 +376,8 @@ class Prober:
         except httpx.HTTPError as exc:
             st.fail("error", f"{type(exc).__name__}: {exc}")
         st.end_ns = time.perf_counter_ns()
+        if st.last_arrival_ns is not None and st.transport is None:
+            st.end_ns = min(st.end_ns, st.last_arrival_ns)
         if after_send is not None:  # the send failed: nothing else is coming
             after_send()
         if facts is not None:
@@ -494,6 +499,8 @@ class _StreamState:
 
     status: int | None = None
     end_ns: int = 0
+    #: when the bytes that ended a stream read to its end arrived (the socket's stamp)
+    last_arrival_ns: int | None = None
     chunk_ns: list[int] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
     first_answer_ns: int | None = None

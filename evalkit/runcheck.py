@@ -443,6 +443,10 @@ def summary_disagreements(summary: Mapping[str, Any], digest: RecordDigest) -> l
 # --------------------------------------------------------------------------- rebuild
 
 
+#: why a self-check calls the client bound (`judge_client`)
+_BOUND_REASONS = frozenset({"cpu", "loop_lag", "send_lag", "late_reads"})
+
+
 def _num(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
         return None
@@ -451,9 +455,16 @@ def _num(x: Any) -> float | None:
 
 def _check(v: Any) -> dict[str, Any]:
     v = v if isinstance(v, Mapping) else {}
+    reasons = v.get("client_bound_reasons")
     return {"loop_lag_p99_s": _num(v.get("loop_lag_p99_s")),
             "cpu_fraction": _num(v.get("cpu_fraction")),
-            "client_bound": v.get("client_bound") is True}
+            "send_lag_p99_s": _num(v.get("send_lag_p99_s")),
+            "send_lag_fraction": _num(v.get("send_lag_fraction")),
+            "client_bound": v.get("client_bound") is True,
+            # only the reasons the self-check gives: run.json is a file anyone may edit
+            "client_bound_reasons": [r for r in reasons if isinstance(r, str)
+                                     and r in _BOUND_REASONS]
+            if isinstance(reasons, list) else []}
 
 
 def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: str,

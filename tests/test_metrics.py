@@ -860,14 +860,24 @@ class TestSummaryParts:
                 "excess", "client_bound", "status", "validity"} <= set(s["ramp"]["levels"][1])
 
     def test_client_section(self) -> None:
-        meta = {"phases": {"baseline": {"cpu_fraction": 0.3, "client_bound": True},
-                           "soak": {"loop_lag_p99_s": 0.01}},
-                "levels": {"16": {"cpu_fraction": 0.95}, "4": {"client_bound": True}}}
+        meta = {"phases": {"baseline": {"cpu_fraction": 0.3, "client_bound": True,
+                                        "client_bound_reasons": ["cpu"]},
+                           "soak": {"loop_lag_p99_s": 0.01, "send_lag_p99_s": 0.002,
+                                    "send_lag_fraction": 0.001}},
+                "levels": {"16": {"cpu_fraction": 0.95}, "4": {
+                    "client_bound": True, "client_bound_reasons": ["send_lag", "cpu"],
+                    "send_lag_p99_s": 0.04, "send_lag_fraction": 0.08}}}
         client = summarize([stream("b")], meta)["client"]
-        assert set(client) == {"loop_lag_p99_s", "cpu_fraction_max", "client_bound",
+        assert set(client) == {"loop_lag_p99_s", "cpu_fraction_max", "send_lag_p99_s",
+                               "send_lag_fraction_max", "client_bound", "client_bound_reasons",
                                "client_bound_phases", "client_bound_levels", "phases",
                                "levels", "capacity_judgement_affected"}
         assert (client["cpu_fraction_max"], client["loop_lag_p99_s"]) == (0.95, 0.01)
+        # the worst of every phase and level, and every reason any of them gave, once
+        assert (client["send_lag_p99_s"], client["send_lag_fraction_max"]) == (0.04, 0.08)
+        assert client["client_bound_reasons"] == ["cpu", "send_lag"]
+        assert client["levels"]["4"]["client_bound_reasons"] == ["send_lag", "cpu"]
+        assert client["levels"]["16"]["send_lag_fraction"] is None
         assert (client["client_bound_phases"], client["client_bound_levels"]) == (
             ["baseline"], [4])
         assert list(client["levels"]) == ["4", "16"]

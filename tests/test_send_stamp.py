@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 
-from evalkit.prober import MAX_SENDS, Prober, Target, closed_loop, open_loop
+from evalkit.metrics import summarize
+from evalkit.prober import MAX_SENDS, LoopMonitor, Prober, Target, closed_loop, open_loop
 from evalkit.prompts import synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
+from evalkit.runcheck import rebuild_summary
 from evalkit.stamping import KernelStampedStream, SendStamp, stamp_sends
-from evalkit.suite import judge_client, load_profile
+from evalkit.suite import judge_client, load_profile, window_end, window_start
 
 MS = 1_000_000
 
@@ -281,6 +283,49 @@ class TestSendLagCheck:
             "client_bound"] is False
         older = {k: v for k, v in limits.items() if k != "send_lag_fraction"}
         assert judge_client({**quiet, "send_lag_fraction": 0.2}, older)["client_bound"] is False
+
+    def test_a_run_whose_send_lag_grows_says_so_in_summary_json(self, reference: Any) -> None:
+        """A client that stalls its loop after every send (each record's bookkeeping
+        blocks 30 ms) holds a herd of 8 back: the level's self-check is send-lag bound,
+        and summary.json carries it, as the probe writes it and as a rebuild from run.json
+        does."""
+        srv = reference("gpu", request_overhead_ms=5, decode_base_ms=5, jitter_ms=0)
+        records: list[RequestRecord] = []
+
+        def slow_bookkeeping(rec: RequestRecord) -> None:
+            time.sleep(0.03)  # blocks the event loop: every other worker's send waits
+            records.append(rec)
+
+        async def run() -> dict[str, Any]:
+            target = Target(srv.base_url, srv.model)
+            async with Prober(target, time.perf_counter_ns(), "g") as prober, \
+                    LoopMonitor() as mon:
+                await prober.clients.prepare(8)
+                mark = window_start(mon, prober)
+                await closed_loop(prober, lambda: synthetic(16, 4, "g"), slow_bookkeeping,
+                                  phase="ramp", level=8, workers=8, duration_s=None,
+                                  max_requests=48)
+                return judge_client(window_end(mon, prober, mark),
+                                    load_profile("quick")["client_check"])
+
+        check = json.loads(json.dumps(asyncio.run(run())))  # as run.json keeps it
+        assert len(records) == 48 and all(r.outcome == "ok" for r in records)
+        assert "send_lag" in check["client_bound_reasons"]
+        assert check["send_lag_fraction"] > 0.05  # the quick profile's limit
+        written = summarize(records, {"levels": {"8": check}})["client"]
+        rebuilt = rebuild_summary(records, {"status": "complete", "client_checks": {
+            "levels": {"8": {**check, "client_bound_reasons": [*check[
+                "client_bound_reasons"], "forged", {"x": 1}]}}}}, "test", None)["client"]
+        for client in (written, rebuilt):
+            assert client["client_bound"] is True and client["client_bound_levels"] == [8]
+            assert client["capacity_judgement_affected"] is True
+            assert "send_lag" in client["client_bound_reasons"]
+            assert "forged" not in client["client_bound_reasons"]
+            assert client["send_lag_fraction_max"] == check["send_lag_fraction"]
+            assert client["send_lag_p99_s"] == check["send_lag_p99_s"] > 0.03
+            level = client["levels"]["8"]
+            assert level["send_lag_fraction"] == check["send_lag_fraction"]
+            assert level["client_bound_reasons"] == check["client_bound_reasons"]
 
     def test_send_check_counts_the_share_held_back(self) -> None:
         """send_lag_fraction = summed lag / summed span (meant-to-leave to end)."""
