@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
+from engines.process import free_port, stop_process, wait_answering
 
 from evalkit.errors import EndpointError
 from evalkit.runstore import load_run
@@ -31,44 +30,20 @@ MODEL = "some-model"
 CONFIG = {"timeout_s": 10, "baseline": {"requests": 2}, "connect": {"rtt_samples": 2}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_listening(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 15.0) -> None:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"{url}: the server exited with {proc.returncode}")
-        try:
-            httpx.get(url, timeout=1.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    raise AssertionError(f"{url}: no answer within {deadline_s:g} s")
-
-
 @pytest.fixture
 def file_server(tmp_path: Path) -> Iterator[str]:
     """`python -m http.server` on loopback, serving an empty directory: its base URL."""
-    port = _free_port()
+    port = free_port()
     root = tmp_path / "www"
     root.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
                              "127.0.0.1", "--directory", str(root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_listening(f"http://127.0.0.1:{port}/", proc)
+        wait_answering(f"http://127.0.0.1:{port}/", proc, 15.0, name="http.server")
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
 
 class _Bare400(BaseHTTPRequestHandler):

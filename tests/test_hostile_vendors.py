@@ -148,6 +148,22 @@ def _one(target: Target, max_tokens: int = 8) -> RequestRecord:
     return asyncio.run(go())
 
 
+def _loop(target: Target, phase: str, max_requests: int,
+          notes: list[str] | None = None) -> tuple[list[RequestRecord], float]:
+    """One closed-loop worker, `max_requests` requests: its records and time paused."""
+    records: list[RequestRecord] = []
+
+    async def go() -> float:
+        async with Prober(target, time.perf_counter_ns(), "t") as prober:
+            await closed_loop(prober, lambda: synthetic(16, 4, "p", 0), records.append,
+                              phase=phase, level=1, workers=1, duration_s=None,
+                              max_requests=max_requests,
+                              on_note=None if notes is None else notes.append)
+            return prober.paused_s
+    paused = asyncio.run(go())
+    return records, paused
+
+
 class TestBoundedInTime:
     def test_an_endless_stream_ends_at_its_deadline_with_what_it_streamed(
             self, vendor: Any) -> None:
@@ -171,15 +187,7 @@ class TestBoundedInTime:
         """One wait for a stream that never speaks, not one per request of the phase."""
         url, handler = vendor("silent")
         notes: list[str] = []
-        records: list[RequestRecord] = []
-
-        async def go() -> None:
-            async with Prober(Target(url, "m", timeout_s=0.5), time.perf_counter_ns(),
-                              "t") as prober:
-                await closed_loop(prober, lambda: synthetic(16, 4, "p", 0), records.append,
-                                  phase="baseline", level=1, workers=1, duration_s=None,
-                                  max_requests=6, on_note=notes.append)
-        asyncio.run(go())
+        records, _ = _loop(Target(url, "m", timeout_s=0.5), "baseline", 6, notes)
         assert [r.outcome for r in records] == ["timeout"]
         assert len(handler.calls) == 1
         assert notes and "without any content" in notes[0]
@@ -218,16 +226,7 @@ class TestPolite:
     def test_retry_after_is_honoured_and_counted(self, vendor: Any) -> None:
         """Turned away with Retry-After: 1, a worker waits 1 s before its next try."""
         url, handler = vendor("retry_after")
-        records: list[RequestRecord] = []
-
-        async def go() -> float:
-            async with Prober(Target(url, "m", timeout_s=5), time.perf_counter_ns(),
-                              "t") as prober:
-                await closed_loop(prober, lambda: synthetic(16, 4, "p", 0), records.append,
-                                  phase="ramp", level=1, workers=1, duration_s=None,
-                                  max_requests=3)
-                return prober.paused_s
-        paused = asyncio.run(go())
+        records, paused = _loop(Target(url, "m", timeout_s=5), "ramp", 3)
         assert [r.outcome for r in records] == ["rejected", "rejected", "ok"]
         assert [r.retry_after_s for r in records[:2]] == [1.0, 1.0]
         gaps = [b - a for a, b in zip(handler.calls, handler.calls[1:], strict=False)]

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import TracebackType
 
-import httpx
+from engines.process import free_port, stop_process, wait_answering
 
 #: how a fresh environment gets llama-cpp-python (what `make install` runs)
 INSTALL_HINT = (
@@ -39,12 +37,6 @@ def missing_packages() -> list[str]:
     needed = {"llama_cpp": "llama-cpp-python", "gguf": "gguf", "fastapi": "fastapi",
               "sse_starlette": "sse-starlette", "starlette_context": "starlette-context"}
     return [pkg for mod, pkg in needed.items() if importlib.util.find_spec(mod) is None]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class LlamaServer:
@@ -85,22 +77,9 @@ class LlamaServer:
 
     def _wait_ready(self) -> None:
         assert self._proc is not None
-        deadline = time.monotonic() + self.start_deadline_s
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise AssertionError(f"llama_cpp.server exited with {self._proc.returncode} "
-                                     f"at start:\n{self.log_tail()}")
-            try:
-                r = httpx.get(f"{self.base_url}/models", timeout=2.0)
-                if r.status_code == 200 and MODEL in r.text:
-                    return
-                last = f"HTTP {r.status_code}"
-            except httpx.HTTPError as exc:
-                last = type(exc).__name__
-            time.sleep(0.1)
-        raise AssertionError(f"llama_cpp.server did not answer GET /v1/models within "
-                             f"{self.start_deadline_s:g} s ({last}):\n{self.log_tail()}")
+        wait_answering(f"{self.base_url}/models", self._proc, self.start_deadline_s,
+                       ready=lambda r: r.status_code == 200 and MODEL in r.text,
+                       name="llama_cpp.server", log=self.log_tail, interval_s=0.1)
 
     def log_tail(self, n: int = 30) -> str:
         try:
@@ -111,14 +90,7 @@ class LlamaServer:
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
     def __enter__(self) -> LlamaServer:
         return self.start()
