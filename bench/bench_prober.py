@@ -32,7 +32,8 @@ import numpy as np
 from evalkit.prober import LoopMonitor, Prober, Target
 from evalkit.prompts import count_tokens, synthetic
 from evalkit.reference import ReferenceServer
-from evalkit.suite import judge_client, load_profile, window_end, window_start
+from evalkit.selfcheck import judge_client, window_end, window_start
+from evalkit.settings import profile_settings
 
 
 def cpu_model() -> str:
@@ -68,7 +69,7 @@ async def _drive(srv: ReferenceServer, streams: int, tokens: int, stamped: bool
         t = time.perf_counter()
         recs = await asyncio.gather(*(one(i) for i in range(streams)))
         wall = time.perf_counter() - t
-        check = judge_client(window_end(mon, p, mark), load_profile("quick")["client_check"])
+        check = judge_client(window_end(mon, p, mark), profile_settings("quick").client_check)
         return p.origin_ns, list(recs), check, wall
 
 

@@ -2,7 +2,7 @@
 
 The reference endpoint runs in its own process with its truth log on and a fixed decode
 step (chunks/s = streams / step). Each level is driven three ways with the code the suite
-runs (`evalkit.suite.shard_level`, a closed loop for a fixed time):
+runs (`evalkit.shard.shard_level`, a closed loop for a fixed time):
 
 - one process on asyncio's own event loop (the default);
 - one process on uvloop (is the per-process ceiling higher on it?);
@@ -37,7 +37,8 @@ from bench_prober import machine
 from evalkit.prompts import count_tokens
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
-from evalkit.suite import ShardTask, load_profile, shard_level
+from evalkit.settings import profile_settings
+from evalkit.shard import ShardTask, shard_level
 
 
 def _task(srv: ReferenceServer, streams: int, seconds: float, tokens: int, origin_ns: int,
@@ -46,7 +47,7 @@ def _task(srv: ReferenceServer, streams: int, seconds: float, tokens: int, origi
 
     return ShardTask(Target(srv.base_url, srv.model, timeout_s=120), origin_ns, "bench",
                      shard, shards, "ramp", streams, seconds, start_ns, 32, tokens,
-                     client_limits=dict(load_profile("quick")["client_check"]))
+                     client_limits=profile_settings("quick").client_check)
 
 
 def one_process(srv: ReferenceServer, streams: int, seconds: float, tokens: int,

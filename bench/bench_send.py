@@ -52,7 +52,8 @@ from evalkit.prompts import count_tokens, synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from evalkit.runstore import RunStore
-from evalkit.suite import judge_client, load_profile, window_end, window_start
+from evalkit.selfcheck import judge_client, window_end, window_start
+from evalkit.settings import profile_settings
 
 #: a fixed-step engine: TTFT ~200 ms (overhead + prefill + one step), 20 ms per token
 SERVER = {"request_overhead_ms": 175.0, "prefill_overhead_ms": 1.0, "decode_base_ms": 20.0,
@@ -84,7 +85,7 @@ async def _drive(srv: ReferenceServer, streams: int, rounds: int, tokens: int, o
         await closed_loop(prober, prompt, store.append, phase="ramp", level=streams,
                           workers=streams, duration_s=None, max_requests=rounds * streams)
         check = judge_client(window_end(mon, prober, mark),
-                             load_profile("quick")["client_check"])
+                             profile_settings("quick").client_check)
     store.close()
     return origin, store.records, check
 

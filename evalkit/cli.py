@@ -7,6 +7,7 @@ and keeps its traceback.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -36,6 +37,39 @@ def user_errors(func: F) -> F:
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """'Name: value' from --header; the value may hold secrets, so it is never echoed."""
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise UsageError(f"--header must look like 'Name: value' (got a value for "
+                         f"{name.strip()!r})" if sep else "--header must look like 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def parse_int_list(text: str, option: str) -> tuple[int, ...]:
+    """'1,2,4,8' → (1, 2, 4, 8); anything else is a usage error naming the option."""
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError(f"{option} takes comma-separated integers, e.g. 1,2,4,8") from None
+    if not values:
+        raise UsageError(f"{option} needs at least one value")
+    return values
+
+
+def parse_extra_body(text: str | None) -> dict[str, Any]:
+    """--extra-body: a JSON object merged into every request body."""
+    if not text:
+        return {}
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--extra-body is not valid JSON: {exc.msg}") from None
+    if not isinstance(obj, dict):
+        raise UsageError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
+    return obj
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -215,14 +249,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
 
     from evalkit.plan import describe
     from evalkit.progress import LiveProgress, summary_lines
-    from evalkit.suite import (
-        ProbeConfig,
-        parse_extra_body,
-        parse_header,
-        parse_int_list,
-        plan_run,
-        run_probe,
-    )
+    from evalkit.suite import ProbeConfig, plan_run, run_probe
 
     config = ProbeConfig(
         base_url=base_url, model=model, profile=profile,
@@ -242,14 +269,14 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         for line in describe(plan):
             click.echo(line)
         click.echo(f"  at least {sum(plan.min_requests.values())} requests at the claimed "
-                   f"levels, each level {settings['ramp']['level_duration_s']} s or until its "
+                   f"levels, each level {settings.ramp.level_duration_s:g} s or until its "
                    "floor is met; the ramp stops one level after the first breach, except at "
                    "levels a claim names (the request count and duration at the baseline's "
                    "pace are printed once the baseline has run)")
     if dry_run:
         if plan is None:
-            click.echo(f"dry run: levels {', '.join(map(str, settings['ramp']['levels']))}, "
-                       f"phases {', '.join(settings['phases'])}; nothing was sent")
+            click.echo(f"dry run: levels {', '.join(map(str, settings.ramp.levels))}, "
+                       f"phases {', '.join(settings.phases)}; nothing was sent")
         else:
             click.echo("dry run: nothing was sent")
         return

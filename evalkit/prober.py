@@ -14,7 +14,7 @@ when the previous one ends) and `open_loop` (Poisson arrivals; `t0` is the *sche
 send time and the scheduling lag is recorded, so a slow client cannot hide queueing).
 `LoopMonitor` measures the client's own event-loop lag and CPU, and the prober counts
 chunks read late enough to merge with the next one, so a run can tell when the client,
-not the vendor, set the pace (`evalkit.suite.judge_client`).
+not the vendor, set the pace (`evalkit.selfcheck.judge_client`).
 """
 
 from __future__ import annotations

@@ -89,9 +89,9 @@ class ProbeWorker:
     """
 
     def __init__(self, driver_host: str | None = None, driver_pid: int | None = None) -> None:
-        from evalkit.suite import _warm_up
+        from evalkit.shard import warm_up
 
-        _warm_up(metrics=False)  # the tokenizer loads now, not inside a timed level
+        warm_up(metrics=False)  # the tokenizer loads now, not inside a timed level
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         if driver_pid is not None and driver_host == platform.node():
@@ -130,7 +130,7 @@ class ProbeWorker:
 
     def run(self, task: Any) -> Iterator[tuple[str, Any]]:
         """Run one shard of a level; yield ("records", [...]) batches, then ("end", {...})."""
-        from evalkit.suite import shard_level
+        from evalkit.shard import shard_level
 
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
         end: dict[str, Any] = {}

@@ -34,7 +34,8 @@ from evalkit.prober import (
 from evalkit.prompts import count_tokens, synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
-from evalkit.suite import judge_client, load_profile, window_end, window_start
+from evalkit.selfcheck import judge_client, window_end, window_start
+from evalkit.settings import profile_settings
 
 
 def _probe(srv: ReferenceServer, n: int, out: int, prompt_tokens: int = 64,
@@ -50,7 +51,7 @@ def _probe(srv: ReferenceServer, n: int, out: int, prompt_tokens: int = 64,
             mark = window_start(mon, prober)
             recs = await asyncio.gather(*(prober.stream(p, "ramp", n) for p in prompts))
             check = judge_client(window_end(mon, prober, mark),
-                                 load_profile("quick")["client_check"])
+                                 profile_settings("quick").client_check)
             return prober.origin_ns, list(recs), check
 
     return asyncio.run(run())
@@ -383,7 +384,7 @@ class TestEndpointErrors:
 
 def test_one_merged_read_in_a_short_phase_is_not_a_client_bottleneck() -> None:
     """A share of late reads needs a count behind it; a steady share with a count does bind."""
-    limits = load_profile("quick")["client_check"]
+    limits = profile_settings("quick").client_check
     quiet = {"loop_lag_p99_s": 0.002, "cpu_fraction": 0.1}
     one_of_32 = judge_client({**quiet, "coalesced_chunks": 1, "coalesced_fraction": 1 / 32},
                              limits)
@@ -394,10 +395,10 @@ def test_one_merged_read_in_a_short_phase_is_not_a_client_bottleneck() -> None:
 
 def test_a_saturated_cpu_is_named_in_the_client_check() -> None:
     """CPU above its limit binds the client and says so; at the limit it does not."""
-    limits = load_profile("quick")["client_check"]
+    limits = profile_settings("quick").client_check
     busy = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": 0.97}, limits)
     assert busy["client_bound"] is True and busy["client_bound_reasons"] == ["cpu"]
-    edge = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": limits["cpu_fraction"]},
+    edge = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": limits.cpu_fraction},
                         limits)
     assert edge["client_bound"] is False and edge["client_bound_reasons"] == []
     lag = judge_client({"loop_lag_p99_s": 0.2, "cpu_fraction": 0.97}, limits)

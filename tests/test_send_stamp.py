@@ -14,7 +14,7 @@ import json
 import random
 import socket
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
@@ -25,8 +25,9 @@ from evalkit.prompts import synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from evalkit.runcheck import rebuild_summary
+from evalkit.selfcheck import judge_client, window_end, window_start
+from evalkit.settings import profile_settings
 from evalkit.stamping import KernelStampedStream, SendStamp, stamp_sends
-from evalkit.suite import judge_client, load_profile, window_end, window_start
 
 MS = 1_000_000
 
@@ -275,13 +276,13 @@ class TestSendLagCheck:
     def test_a_held_back_load_binds_the_client(self) -> None:
         """Send lag over its share of the load binds the client, named send_lag; limits
         that do not name it (an older profile file) do not judge it."""
-        limits = load_profile("quick")["client_check"]
+        limits = profile_settings("quick").client_check
         quiet = {"loop_lag_p99_s": 0.002, "cpu_fraction": 0.1}
         held = judge_client({**quiet, "send_lag_fraction": 0.2}, limits)
         assert held["client_bound"] is True and held["client_bound_reasons"] == ["send_lag"]
         assert judge_client({**quiet, "send_lag_fraction": 0.001}, limits)[
             "client_bound"] is False
-        older = {k: v for k, v in limits.items() if k != "send_lag_fraction"}
+        older = replace(limits, send_lag_fraction=None)
         assert judge_client({**quiet, "send_lag_fraction": 0.2}, older)["client_bound"] is False
 
     def test_a_run_whose_send_lag_grows_says_so_in_summary_json(self, reference: Any) -> None:
@@ -306,7 +307,7 @@ class TestSendLagCheck:
                                   phase="ramp", level=8, workers=8, duration_s=None,
                                   max_requests=48)
                 return judge_client(window_end(mon, prober, mark),
-                                    load_profile("quick")["client_check"])
+                                    profile_settings("quick").client_check)
 
         check = json.loads(json.dumps(asyncio.run(run())))  # as run.json keeps it
         assert len(records) == 48 and all(r.outcome == "ok" for r in records)

@@ -201,12 +201,12 @@ class TestInterrupt:
 def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug mid-run still leaves the records, a summary of them, and status 'crashed'."""
-    from evalkit import suite
+    from evalkit.phases import SuiteRun
 
     async def boom(*args: Any) -> None:
         raise RuntimeError("a bug in a later phase")
 
-    monkeypatch.setattr(suite._Suite, "_phase_prefill", boom)
+    monkeypatch.setattr(SuiteRun, "_phase_prefill", boom)
     srv = reference("gpu", mode="thread", request_overhead_ms=5)
     with pytest.raises(RuntimeError, match="a bug"):
         run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "prefill"),
@@ -255,3 +255,74 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
     assert meta["status"] == "interrupted" and meta["requests"] == 2
     assert json.loads((out / "summary.json").read_text())["run_status"] == "interrupted"
     assert len(calls) == 2
+
+
+class TestAsyncRun:
+    """`arun_probe`: the same run on the caller's event loop (a notebook has one running)."""
+
+    def test_runs_on_a_running_loop_and_the_stop_rule_agrees_with_the_summary(
+            self, reference: Any, tmp_path: Path) -> None:
+        """Inside a running loop the run completes; the ramp's incremental stop rule
+        (RampWatch, each level summarised once as it ends) reaches the summary's own
+        conclusion from the same records."""
+        import asyncio
+
+        from evalkit.phases import RampWatch
+        from evalkit.suite import arun_probe
+
+        srv = reference("gpu", mode="thread")
+
+        async def main() -> Any:
+            assert asyncio.get_running_loop().is_running()
+            return await arun_probe(ProbeConfig(
+                srv.base_url, srv.model, phases=("baseline", "ramp"),
+                overrides={**SHORT, "ramp": {"levels": [1, 2, 4], "level_duration_s": 0.6}}),
+                tmp_path / "run")
+
+        res = asyncio.run(main())
+        assert res.status == "complete" and res.summary is not None
+        _, records = load_run(tmp_path / "run")
+        assert res.requests == len(records) == res.summary["requests"]
+        watch = RampWatch()
+        watch.add_baseline([r for r in records if r.phase == "baseline"])
+        ramp = res.summary["ramp"]
+        levels = [lv["concurrency"] for lv in ramp["levels"]]
+        bound = set(ramp["client_bound_levels"])
+        for level in levels:
+            so_far = watch.add_level(level, [r for r in records if r.phase == "ramp"
+                                             and r.level == level], level in bound)
+        for key in ("first_breach_concurrency", "max_sustained_concurrency", "first_degraded"):
+            assert so_far[key] == ramp[key], key
+        assert [lv["status"] for lv in so_far["levels"]] == [lv["status"]
+                                                             for lv in ramp["levels"]]
+
+    def test_cancelling_the_task_ends_the_run_interrupted(self, reference: Any,
+                                                          tmp_path: Path) -> None:
+        """Cancelling the task is the notebook's Ctrl-C: the directory is completed with
+        what was measured, run.json says interrupted, and the cancellation goes on."""
+        import asyncio
+
+        from evalkit.suite import arun_probe
+
+        srv = reference("gpu", mode="thread")
+        out = tmp_path / "run"
+
+        async def main() -> None:
+            task = asyncio.create_task(arun_probe(ProbeConfig(
+                srv.base_url, srv.model, phases=("baseline",), output_tokens=8,
+                overrides={"baseline": {"requests": 10_000}}), out))
+            req = out / "requests.jsonl"
+            for _ in range(600):
+                await asyncio.sleep(0.05)
+                if req.exists() and req.read_text().count("\n") >= 3:
+                    break
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(main())
+        meta, records = load_run(out)
+        assert meta["status"] == "interrupted" and 3 <= len(records) < 10_000
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["run_status"] == "interrupted"
+        assert summary["baseline"]["requests"] == len(records) == meta["requests"]

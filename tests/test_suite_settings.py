@@ -7,19 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from evalkit.cli import parse_extra_body, parse_header, parse_int_list
 from evalkit.errors import InputError, RunDirError, UsageError
 from evalkit.prompts import PromptSource, count_tokens, load_prompts, synthetic
 from evalkit.records import RequestRecord
 from evalkit.runstore import RunStore, load_run, read_records
-from evalkit.suite import (
-    ProbeConfig,
-    load_profile,
-    parse_extra_body,
-    parse_header,
-    parse_int_list,
-    profile_names,
-    resolve_settings,
-)
+from evalkit.settings import SuiteSettings, load_profile, profile_names, resolve_settings
+from evalkit.suite import ProbeConfig
 
 
 def _cfg(**kw: object) -> ProbeConfig:
@@ -37,18 +31,18 @@ class TestSettings:
     def test_flags_override_profile(self) -> None:
         """--max-concurrency makes power-of-two levels up to it; --levels wins over both."""
         s = resolve_settings(_cfg(max_concurrency=24, output_tokens=7, prompt_tokens=99))
-        assert s["ramp"]["levels"] == [1, 2, 4, 8, 16, 24]
-        assert (s["output_tokens"], s["prompt_tokens"]) == (7, 99)
+        assert s.ramp.levels == (1, 2, 4, 8, 16, 24)
+        assert (s.output_tokens, s.prompt_tokens) == (7, 99)
         s = resolve_settings(_cfg(levels=(8, 2, 2), max_concurrency=4))
-        assert s["ramp"]["levels"] == [2]
+        assert s.ramp.levels == (2,)
         s = resolve_settings(_cfg(levels=(1, 512)))  # above the profile's cap, but asked for
-        assert s["ramp"]["levels"] == [1, 512]
+        assert s.ramp.levels == (1, 512) and s.ramp.max_concurrency == 512
 
     def test_rate_replaces_ramp(self) -> None:
         """--rate runs the open-loop phase instead of the ramp."""
         s = resolve_settings(_cfg(rate=5.0))
-        assert "ramp" not in s["phases"] and "rate" in s["phases"]
-        assert s["rate"]["rate"] == 5.0
+        assert "ramp" not in s.phases and "rate" in s.phases
+        assert s.rate.rate == 5.0
 
     def test_ray_without_the_extra_names_the_install(self, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,7 +66,7 @@ class TestSettings:
 
     def test_phases_keep_suite_order(self) -> None:
         """Phases run in the suite's order whatever order they were given in."""
-        assert resolve_settings(_cfg(phases=("ramp", "connect")))["phases"] == ["connect", "ramp"]
+        assert resolve_settings(_cfg(phases=("ramp", "connect"))).phases == ("connect", "ramp")
 
     @pytest.mark.parametrize("kw, message", [
         ({"phases": ("warmup",)}, "unknown phase"),
@@ -93,8 +87,47 @@ class TestSettings:
         f = tmp_path / "p.json"
         f.write_text(json.dumps({"extends": "quick", "ramp": {"levels": [3]}}))
         s = resolve_settings(_cfg(profile=str(f)))
-        assert s["ramp"]["levels"] == [3]
-        assert s["ramp"]["level_duration_s"] == load_profile("quick")["ramp"]["level_duration_s"]
+        assert s.ramp.levels == (3,)
+        assert s.ramp.level_duration_s == load_profile("quick")["ramp"]["level_duration_s"]
+
+    @pytest.mark.parametrize("profile", ["quick", "standard"])
+    def test_builtin_profiles_round_trip(self, profile: str) -> None:
+        """Every key a built-in profile holds is read, and written back the same way
+        (run.json's `settings`): nothing in a profile goes unread."""
+        def given(back: object, data: object) -> object:  # back, trimmed to data's keys
+            if isinstance(data, dict) and isinstance(back, dict):
+                return {k: given(back.get(k), v) for k, v in data.items()}
+            return back
+
+        data = load_profile(profile)
+        assert given(SuiteSettings.from_dict(data).to_dict(), data) == data
+
+    @pytest.mark.parametrize("over, message", [
+        ({"ramp": {"max_requests_per_stream": 0}},
+         r"profile quick: unknown key\(s\) ramp.max_requests_per_stream; known here: levels"),
+        ({"bogus": 1}, r"unknown key\(s\) bogus;"),
+        ({"ramp": {"levels": [1, 0]}}, r"ramp.levels\[1\] must be an integer of at least 1"),
+        ({"ramp": {"level_duration_s": "2"}}, "ramp.level_duration_s must be a positive number"),
+        ({"baseline": {"requests": 2.5}}, "baseline.requests must be an integer"),
+        ({"client_check": {"cpu_fraction": 0}}, "client_check.cpu_fraction must be a positive"),
+        ({"force_output_length": "yes"}, "force_output_length must be true or false"),
+        ({"soak": None}, "soak must be a JSON object"),
+        ({"ramp": {"min_requests": {"four": 3}}}, "keyed by level"),
+    ])
+    def test_a_bad_profile_names_the_key(self, over: dict[str, object], message: str) -> None:
+        """A profile value nobody reads, of the wrong type or out of range is a usage error
+        that names the key, never a KeyError or a silently ignored setting."""
+        with pytest.raises(UsageError, match=message):
+            resolve_settings(_cfg(overrides=over))
+
+    def test_a_profile_file_missing_a_key_says_which(self, tmp_path: Path) -> None:
+        """A profile file that extends nothing it can lean on names the missing key."""
+        from evalkit.settings import SuiteSettings
+
+        data = load_profile("quick")
+        del data["ramp"]["level_duration_s"]
+        with pytest.raises(UsageError, match=r"ramp\.level_duration_s is missing"):
+            SuiteSettings.from_dict(data)
 
     def test_cli_parsers(self) -> None:
         """Headers, integer lists and extra body parse, or fail with the option's name."""
