@@ -19,8 +19,6 @@ Run: `.venv/bin/python bench/bench_prober.py [streams,...] [step_ms] [tokens]`
 from __future__ import annotations
 
 import asyncio
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -28,29 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from truth import arguments, chunk_errors, machine  # this folder: run as bench/bench_*.py
 
 from evalkit.prober import LoopMonitor, Prober, Target
 from evalkit.prompts import count_tokens, synthetic
 from evalkit.reference import ReferenceServer
 from evalkit.selfcheck import judge_client, window_end, window_start
 from evalkit.settings import profile_settings
-
-
-def cpu_model() -> str:
-    """The CPU's name, for the report."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine() -> str:
-    """The report's first line: cores, CPU, Python, load average now."""
-    return (f"machine: {os.cpu_count()} cores, {cpu_model()}, Python "
-            f"{platform.python_version()}; load average {os.getloadavg()[0]:.2f}")
 
 
 async def _drive(srv: ReferenceServer, streams: int, tokens: int, stamped: bool
@@ -77,16 +59,7 @@ def run_level(srv: ReferenceServer, streams: int, tokens: int, stamped: bool = T
               ) -> dict[str, Any]:
     """Drive `streams` concurrent streams once; compare every chunk with the truth log."""
     origin, recs, check, wall = asyncio.run(_drive(srv, streams, tokens, stamped))
-    truth = {t["request_id"]: t for t in srv.truth()}
-    errs: list[float] = []
-    for r in recs:
-        t = truth.get(r.id)
-        if t is None or r.outcome != "ok":
-            continue
-        writes = [w for w in t["writes"] if w[3] in ("content", "reasoning")]
-        t0 = origin + r.t0_s * 1e9
-        errs += [(t0 + off * 1e9 - w[0]) / 1e6 for (off, _), w in zip(r.chunks, writes,
-                                                                      strict=False)]
+    errs = chunk_errors(origin, recs, srv.truth())
     e = np.array(errs) if errs else np.array([np.nan])
     chunks = sum(len(r.chunks) for r in recs)
     p50, p99 = float(np.percentile(np.abs(e), 50)), float(np.percentile(e, 99))
@@ -101,9 +74,8 @@ def run_level(srv: ReferenceServer, streams: int, tokens: int, stamped: bool = T
 
 def main(argv: list[str]) -> int:
     """Run the levels; print one table; exit 0 (a ceiling is a finding, not a failure)."""
-    levels = [int(x) for x in (argv[0] if argv else "64,256,512,1024").split(",")]
-    step_ms = float(argv[1]) if len(argv) > 1 else 50.0
-    tokens = int(argv[2]) if len(argv) > 2 else 40
+    levels, (step, count) = arguments(argv, "64,256,512,1024 50 40")
+    step_ms, tokens = float(step), int(count)
     count_tokens("warm up")
     print(machine())
     print(f"server: reference endpoint in its own process, decode step {step_ms:g} ms "

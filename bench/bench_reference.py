@@ -23,19 +23,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from truth import cpu_model  # this folder: run as bench/bench_*.py
 
 from evalkit.reference import ReferenceServer
-
-
-def cpu_model() -> str:
-    """The CPU's marketing name, for the report."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 async def one_stream(host: str, port: int, body: bytes, rid: str,

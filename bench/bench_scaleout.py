@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_prober import machine
+from truth import arguments, chunk_errors, joined, machine
 
 from evalkit.prompts import count_tokens
 from evalkit.records import RequestRecord
@@ -93,19 +93,10 @@ def _held_rate(recs: list[RequestRecord], seconds: float) -> float:
 def score(srv: ReferenceServer, way: str, streams: int, seconds: float, origin: int,
           recs: list[RequestRecord], checks: list[dict[str, Any]], wall: float
           ) -> dict[str, Any]:
-    truth = {t["request_id"]: t for t in srv.truth()}
-    errs: list[float] = []
-    ttft: list[float] = []
-    for r in recs:
-        t = truth.get(r.id)
-        if t is None or r.outcome != "ok":
-            continue
-        writes = [w for w in t["writes"] if w[3] in ("content", "reasoning")]
-        t0 = origin + r.t0_s * 1e9
-        errs += [(t0 + off * 1e9 - w[0]) / 1e6 for (off, _), w in zip(r.chunks, writes,
-                                                                      strict=False)]
-        if r.ttft_s is not None:
-            ttft.append((t0 + r.ttft_s * 1e9 - t["first_write_ns"]) / 1e6)
+    truth = srv.truth()
+    errs = chunk_errors(origin, recs, truth)
+    ttft = [(t0 + r.ttft_s * 1e9 - t["first_write_ns"]) / 1e6
+            for r, t, t0 in joined(origin, recs, truth) if r.ttft_s is not None]
     e = np.array(errs) if errs else np.array([np.nan])
     tt = np.array(ttft) if ttft else np.array([np.nan])
     p50, p99 = float(np.percentile(np.abs(e), 50)), float(np.percentile(e, 99))
@@ -120,10 +111,8 @@ def score(srv: ReferenceServer, way: str, streams: int, seconds: float, origin: 
 
 def main(argv: list[str]) -> int:
     """Each level three ways; one table; exit 0 (a ceiling is a finding, not a failure)."""
-    levels = [int(x) for x in (argv[0] if argv else "256,512,1024").split(",")]
-    seconds = float(argv[1]) if len(argv) > 1 else 6.0
-    step_ms = float(argv[2]) if len(argv) > 2 else 50.0
-    tokens = int(argv[3]) if len(argv) > 3 else 40
+    levels, (hold, step, count) = arguments(argv, "256,512,1024 6 50 40")
+    seconds, step_ms, tokens = float(hold), float(step), int(count)
     count_tokens("warm up")
     print(machine())
     print(f"server: reference endpoint in its own process, decode step {step_ms:g} ms "

@@ -1,36 +1,45 @@
 """Benchmark: where evalkit's TTFT error comes from, split against the server's own stamps.
 
-The reference endpoint runs in its own process and logs, per request, when its event
-loop's poll that reported the request's bytes began and returned (`poll_began_ns`,
-`polled_ns`), when the loop handed them to the HTTP protocol (`arrived_ns`), when its
-handler began (`received_ns`, where truth TTFT starts) and when it wrote the first token
-(`first_write_ns`). The prober drives it with the real closed loop (`closed_loop`, each
-worker sending its next request when its last one ends, every record appended to a real
-`requests.jsonl`) and each request is joined to its truth line by its X-Request-ID. Our
-TTFT minus the server's then splits exactly into
+The reference endpoint runs in its own process and logs, per request, the kernel's
+receive stamp of the request's bytes (`kernel_ns`, SO_TIMESTAMPNS: on loopback it is
+taken inside our `send`), when its event loop's poll that reported them began and
+returned (`poll_began_ns`, `polled_ns`), when the loop handed them to the HTTP protocol
+(`arrived_ns`), when its handler began (`received_ns`, where truth TTFT starts) and when
+it wrote the first token (`first_write_ns`). The prober drives it with the real closed
+loop (`closed_loop`, each worker sending its next request when its last one ends, every
+record appended to a real `requests.jsonl`) and each request is joined to its truth line
+by its X-Request-ID. Our TTFT minus the server's then splits exactly into
 
     send      t0 (our stamp: the bytes handed to the socket) -> the server's loop has them
               (`arrived_ns`), itself split into
-      busy      the server's loop still busy with other work when they came (t0 -> poll)
-      CPU wait  ready in the kernel inside the server's poll, its process waiting for a
-                CPU (on loopback the kernel's own part is a few microseconds)
-      queue     the loop's other ready callbacks first (poll return -> `arrived_ns`)
+      t0 -> kernel   our send syscall and loopback: the client's part, by the kernel's word
+      kernel -> loop the server's process alone, split into
+        busy      its loop still busy with other work when the bytes came (-> its poll)
+        CPU wait  ready in the kernel inside the server's poll, its process waiting for a
+                  CPU (on a shared machine: other jobs, or us)
+        queue     the loop's other ready callbacks first (poll return -> `arrived_ns`)
     server    `arrived_ns` -> the handler starts (HTTP parsing, task dispatch)
     receive   the server writes the first token -> our stamp of its arrival
 
-and the send lag (our send stamp minus when the worker meant to send: when its previous
-request ended) says how fast the next request of a herd leaves: when all the streams of
-one decode step end together, the last of them to send again has waited for the others.
-Only the send lag is the client's: every other part of the send side is the server's
-process (busy, or not scheduled on a shared machine).
+and, beside it, the error against a TTFT that starts when the kernel had the request
+(`kernel_ns`) instead of the handler: what is left of our error once the server's own
+delays are not counted. The send lag (our send stamp minus when the worker meant to send:
+when the bytes that ended its previous request arrived) says how fast the next request
+of a herd leaves: when all the streams of one decode step end together, the last of them
+to send again has waited for the others. It is the client's, but not in the TTFT error.
 
-Per level it prints mean / p50 / p99 / max (ms) of each over all runs, the client's
-self-check per run, and the machine. Run:
-`.venv/bin/python bench/bench_send.py [levels] [rounds] [tokens] [runs] [--json FILE]`,
-default `1,32,256 4 32 2` (each level sends rounds x streams requests per run, on a fresh
-server; truth TTFT ~200 ms, 20 ms per token); `--json` also writes every request's parts
-(ms), to pool runs made apart. Figures depend on the machine and on what else runs on
-it: the load average is printed after each level.
+`--where` runs each level with the client and the server placed differently (interleaved,
+so each placement sees the same load): `shared` (both on every core, with whatever else
+runs there), `pinned` (each on a core of its own, as a vendor's server has its own
+machine), `nice` (the server at nice -10, root only: ahead of the other jobs) and
+`pinned-nice`. Per level and placement it prints mean / p50 / p99 / max (ms) of each part
+over all runs, the client's self-check per run, and what the cores did meanwhile: busy in
+all, and how much of it was the server, the client and everything else. Run:
+`.venv/bin/python bench/bench_send.py [levels] [rounds] [tokens] [runs] [--where P,...]
+[--json FILE]`, default `1,32,256 4 32 2 --where shared` (each level sends rounds x
+streams requests per run, on a fresh server; truth TTFT ~200 ms, 20 ms per token);
+`--json` also writes every request's parts (ms), to pool runs made apart. Figures depend
+on the machine and on what else runs on it.
 """
 
 from __future__ import annotations
@@ -44,8 +53,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from bench_prober import cpu_model, machine  # this folder: run as bench/bench_*.py
+# this folder: run as bench/bench_*.py
+from truth import arguments, cpu_model, joined, machine, stats
 
 from evalkit.prober import LoopMonitor, Prober, Target, closed_loop
 from evalkit.prompts import count_tokens, synthetic
@@ -62,9 +71,52 @@ SERVER = {"request_overhead_ms": 175.0, "prefill_overhead_ms": 1.0, "decode_base
 
 #: the parts, in the order printed
 NAMES = {"total": "TTFT error vs truth", "send": "send: t0 -> server loop has bytes",
-         "busy": "  server loop busy (t0 -> its poll)", "cpu_wait": "  in its poll: CPU wait",
-         "queue": "  poll -> our callback", "server": "server: bytes -> handler",
-         "receive": "receive: write -> our stamp", "send_lag": "send lag: meant to send -> t0"}
+         "kernel": "  t0 -> the kernel has them", "woke": "  kernel -> server loop has them",
+         "busy": "    server loop busy (-> its poll)", "cpu_wait": "    in its poll: CPU wait",
+         "queue": "    poll -> our callback", "server": "server: bytes -> handler",
+         "receive": "receive: write -> our stamp",
+         "vs_kernel": "TTFT error vs kernel arrival",
+         "send_lag": "send lag: meant to send -> t0"}
+
+#: where the client and the server run: sharing both cores with every other job (as
+#: the suite's own tests do); each on its own core, as a vendor's server has its own
+#: machine ("pinned"); the server at a higher priority than the other jobs ("nice",
+#: root only); or both ("pinned-nice")
+PLACES = ("shared", "pinned", "nice", "pinned-nice")
+SERVER_NICE = -10
+
+
+def place(pid: int | None, how: str) -> None:
+    """Put the server process (every thread of it) and this one where `how` says."""
+    cores = sorted(os.sched_getaffinity(0) | set(range(os.cpu_count() or 1)))
+    os.sched_setaffinity(0, cores)
+    if how == "shared" or pid is None:
+        return
+    pinned = how.startswith("pinned") and len(cores) > 1
+    if pinned:
+        os.sched_setaffinity(0, {cores[0]})
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        if pinned:
+            os.sched_setaffinity(int(task.name), {cores[1]})
+        if how.endswith("nice"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, int(task.name), SERVER_NICE)
+            except PermissionError:
+                raise SystemExit(f"--where {how}: raising the server's priority needs "
+                                 "root (CAP_SYS_NICE)") from None
+
+
+def _cpu_times(pid: int | None) -> tuple[float, float, float]:
+    """(machine busy, machine total, the server process's) CPU time so far, in seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    total = sum(fields[:8]) / tick
+    busy = total - (fields[3] + fields[4]) / tick  # all but idle and iowait
+    server = 0.0
+    if pid is not None:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        server = (int(stat[11]) + int(stat[12])) / tick  # utime, stime
+    return busy, total, server
 
 
 async def _drive(srv: ReferenceServer, streams: int, rounds: int, tokens: int, out: Path
@@ -90,56 +142,73 @@ async def _drive(srv: ReferenceServer, streams: int, rounds: int, tokens: int, o
     return origin, store.records, check
 
 
-def _stats(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {"n": 0, "mean": float("nan"), "p50": float("nan"), "p99": float("nan"),
-                "max": float("nan")}
-    a = np.array(values)
-    return {"n": len(a), "mean": float(a.mean()), "p50": float(np.percentile(a, 50)),
-            "p99": float(np.percentile(a, 99)), "max": float(a.max())}
-
-
 def split(origin: int, recs: list[RequestRecord], truth: list[dict[str, Any]],
           parts: dict[str, list[float]]) -> None:
     """Add the error parts (ms) of every ok request joined to its truth line to `parts`."""
-    by_id = {t["request_id"]: t for t in truth}
-    for r in recs:
-        t = by_id.get(r.id)
-        if t is None or r.outcome != "ok" or r.ttft_s is None:
+    for r, t, t0 in joined(origin, recs, truth):
+        if r.ttft_s is None:
             continue
-        t0 = origin + r.t0_s * 1e9
         first = t0 + r.ttft_s * 1e9
         parts["total"].append((first - t0 - (t["first_write_ns"] - t["received_ns"])) / 1e6)
         parts["receive"].append((first - t["first_write_ns"]) / 1e6)
         if t.get("arrived_ns") is not None:
             parts["send"].append((t["arrived_ns"] - t0) / 1e6)
             parts["server"].append((t["received_ns"] - t["arrived_ns"]) / 1e6)
+        ready = t0  # when the bytes were there for the server to read
+        if t.get("kernel_ns") is not None:
+            ready = t["kernel_ns"]
+            parts["kernel"].append((ready - t0) / 1e6)
+            parts["woke"].append((t["arrived_ns"] - ready) / 1e6)
+            parts["vs_kernel"].append((first - t0 - (t["first_write_ns"] - ready)) / 1e6)
         if t.get("polled_ns") is not None:
-            began = max(t["poll_began_ns"], t0)
-            parts["busy"].append((began - t0) / 1e6)
+            began = max(t["poll_began_ns"], ready)
+            parts["busy"].append((began - ready) / 1e6)
             parts["cpu_wait"].append((t["polled_ns"] - began) / 1e6)
             parts["queue"].append((t["arrived_ns"] - t["polled_ns"]) / 1e6)
         if r.send_lag_s is not None:
             parts["send_lag"].append(r.send_lag_s * 1e3)
 
 
-def run_level(streams: int, rounds: int, tokens: int, runs: int, tmp: Path
-              ) -> dict[str, Any]:
-    """`runs` runs, each on a fresh server (no state carried over); every request's split."""
+def run_level(streams: int, rounds: int, tokens: int, runs: int, tmp: Path,
+              where: str = "shared") -> dict[str, Any]:
+    """`runs` runs, each on a fresh server (no state carried over); every request's split,
+    and what the machine's cores did meanwhile (ours, the server's, everyone else's)."""
     parts: dict[str, list[float]] = {k: [] for k in NAMES}
-    checks, requests, ok = [], 0, 0
+    checks, requests, ok, cores = [], 0, 0, []
     for run in range(runs):
         truth_log = tmp / f"truth-{streams}-{run}.jsonl"
         with ReferenceServer("gpu", SERVER, truth_log=truth_log) as srv:
-            origin, recs, check = asyncio.run(_drive(srv, streams, rounds, tokens,
-                                                     tmp / f"run-{streams}-{run}"))
+            place(srv.pid, where)
+            busy0, total0, server0 = _cpu_times(srv.pid)
+            client0 = time.process_time()
+            try:
+                origin, recs, check = asyncio.run(_drive(srv, streams, rounds, tokens,
+                                                         tmp / f"run-{streams}-{run}"))
+            finally:
+                place(None, "shared")
+            busy1, total1, server1 = _cpu_times(srv.pid)
+            wall = (total1 - total0) / (os.cpu_count() or 1)
+            used = {"machine": (busy1 - busy0) / wall, "server": (server1 - server0) / wall,
+                    "client": (time.process_time() - client0) / wall}
+            used["others"] = max(used["machine"] - used["server"] - used["client"], 0.0)
+            cores.append(used)
             split(origin, recs, srv.truth(), parts)
         checks.append(check)
         requests += len(recs)
         ok += sum(r.outcome == "ok" for r in recs)
-    return {"streams": streams, "requests": requests, "ok": ok, "parts": parts,
-            "split": {k: _stats(v) for k, v in parts.items()}, "checks": checks,
-            "load": os.getloadavg()[0]}
+    return {"streams": streams, "where": where, "requests": requests, "ok": ok,
+            "parts": parts, "split": {k: stats(v) for k, v in parts.items()},
+            "checks": checks, "cores": cores, "load": os.getloadavg()[0]}
+
+
+def _pool(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One row from runs made apart (the same level and placement)."""
+    parts = {k: [v for r in rows for v in r["parts"][k]] for k in NAMES}
+    return {"streams": rows[0]["streams"], "where": rows[0]["where"],
+            "requests": sum(r["requests"] for r in rows), "ok": sum(r["ok"] for r in rows),
+            "parts": parts, "split": {k: stats(v) for k, v in parts.items()},
+            "checks": [c for r in rows for c in r["checks"]],
+            "cores": [c for r in rows for c in r["cores"]], "load": rows[-1]["load"]}
 
 
 def main(argv: list[str]) -> int:
@@ -148,26 +217,37 @@ def main(argv: list[str]) -> int:
     if "--json" in argv:
         at = argv.index("--json")
         out, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
-    levels = [int(x) for x in (argv[0] if argv else "1,32,256").split(",")]
-    rounds = int(argv[1]) if len(argv) > 1 else 4
-    tokens = int(argv[2]) if len(argv) > 2 else 32
-    runs = int(argv[3]) if len(argv) > 3 else 2
+    wheres = ["shared"]
+    if "--where" in argv:
+        at = argv.index("--where")
+        wheres, argv = argv[at + 1].split(","), argv[:at] + argv[at + 2:]
+        if not set(wheres) <= set(PLACES):
+            raise SystemExit(f"--where takes {', '.join(PLACES)} (comma-separated)")
+    levels, rest = arguments(argv, "1,32,256 4 32 2")
+    rounds, tokens, runs = (int(x) for x in rest)
     count_tokens("warm up")
     print(machine())
     print(f"server: reference endpoint in its own process, TTFT ~200 ms, 20 ms per token, "
           f"{tokens} tokens; closed loop, {rounds} requests per stream, {runs} runs")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in levels:
-            rows.append(run_level(n, rounds, tokens, runs, Path(tmp)))
+        for _ in range(runs):  # the placements interleaved: the same load for each
+            for n in levels:
+                for where in wheres:
+                    rows.append(run_level(n, rounds, tokens, 1, Path(tmp), where))
+    rows = [_pool([r for r in rows if (r["streams"], r["where"]) == key])
+            for key in dict.fromkeys((r["streams"], r["where"]) for r in rows)]
     print(f"{'streams':>7} {'part (ms)':<36} {'mean':>7} {'p50':>7} {'p99':>7} {'max':>7}")
     for row in rows:
+        print(f"{row['streams']:>7} client and server {row['where']}")
         for key, label in NAMES.items():
             s = row["split"][key]
             print(f"{row['streams']:>7} {label:<36} {s['mean']:>+7.2f} {s['p50']:>+7.2f} "
                   f"{s['p99']:>+7.2f} {s['max']:>+7.2f}")
         print(f"{'':>7} {row['ok']}/{row['requests']} ok; load average after "
-              f"{row['load']:.2f}")
+              f"{row['load']:.2f}; cores used per run (of {os.cpu_count()}): " + "; ".join(
+                  f"machine {c['machine']:.2f}, server {c['server']:.2f}, client "
+                  f"{c['client']:.2f}, others {c['others']:.2f}" for c in row["cores"]))
         for c in row["checks"]:
             print(f"{'':>7} client: CPU {c.get('cpu_fraction')}, loop lag p99 "
                   f"{(c.get('loop_lag_p99_s') or 0) * 1e3:.1f} ms, send lag "
