@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from evalkit.fmt import fmt_s
+from evalkit.fmt import fmt_tokens_per_s as fmt_rate
 from evalkit.questionnaire import (
     QUESTION_IDS,
     Answer,
@@ -404,20 +406,6 @@ def run_blocker(m: Measurements | None,
 
 
 # ------------------------------------------------------------------------ format
-
-
-def fmt_s(seconds: float | None) -> str:
-    """A duration the way a reviewer reads it: ms below a second, else seconds."""
-    if seconds is None:
-        return "not measured"
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def fmt_rate(rate: float | None) -> str:
-    """Tokens/s with sensible precision."""
-    if rate is None:
-        return "not measured"
-    return f"{rate:,.0f} tokens/s" if rate >= 100 else f"{rate:.1f} tokens/s"
 
 
 def _n(x: float) -> str:
