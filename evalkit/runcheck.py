@@ -517,6 +517,32 @@ def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: s
     return summary
 
 
+def _vendor_metrics(run_dir: Path, root: Path, records: list[RequestRecord],
+                    old: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The vendor's metrics for a re-derived summary, and a note saying where they came
+    from: re-derived from the scrape log the probe appended to as it went (a killed run
+    keeps it), else carried from the summary being replaced, else none."""
+    from evalkit.vendor_metrics import SCRAPES_FILE, digest_log
+
+    log = _inside(run_dir, root, SCRAPES_FILE)
+    if log is not None:
+        try:
+            vendor = digest_log(log, records)
+        except (OSError, ValueError) as exc:  # the log is input: a bad one costs only it
+            return None, f"{SCRAPES_FILE}: not read ({clean(str(exc), 200)})"
+        if vendor is not None:
+            skipped = vendor["rebuilt_from"]["skipped_lines"]
+            return vendor, (f"the vendor's metrics were re-derived from {SCRAPES_FILE} "
+                            f"({vendor['scrapes']:,} scrapes"
+                            + (f"; {skipped:,} lines that are not scrapes skipped" if skipped
+                               else "") + ")")
+    if isinstance(old, Mapping):
+        return {**old, "carried_from": SUMMARY_FILE}, (
+            f"the vendor's metrics were carried from the {SUMMARY_FILE} being replaced (no "
+            f"{SCRAPES_FILE} to re-derive them from)")
+    return None, None
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -604,11 +630,24 @@ def read_run(run_dir: Path) -> CheckedRun:
         if kept is None:  # read again, exactly the bytes read the first time
             kept = (list(iter_records(req_file, limit=scan.bytes)) if req_file is not None
                     else [])
+        old_vendor = summary.get("vendor_metrics") if summary is not None else None
         summary = rebuild_summary(kept, run, rebuilt, scan.sha256, reason)
+        vendor, said = _vendor_metrics(run_dir, root, kept, old_vendor)
+        if vendor is not None:
+            summary["vendor_metrics"] = vendor
+        if said:
+            notes.append(said)
         del kept
         raw["summary.rebuilt.json"] = (json.dumps(summary, indent=2, allow_nan=False)
                                         + "\n").encode()
         notes.insert(0, rebuilt)
     assert summary is not None
+    imported = run.get("imported")
+    if isinstance(imported, Mapping):
+        # a peer tool's run (`evalkit import`): capped however its summary was written
+        from evalkit.importers import fail_closed, imported_reason
+
+        summary = fail_closed(summary, imported)
+        notes.insert(0, imported_reason(imported))
     return CheckedRun(run, summary, digest, scan, raw, tuple(clean(n, 800) for n in notes),
                       rebuilt and clean(rebuilt, 800), req_file)

@@ -32,17 +32,26 @@ Network work happens on the probe's event loop but is one small GET; the text is
 recognised lines when it arrives and parsed only when the run is written up, so a timed
 window pays for no parsing. Nothing here can fail the run: a scrape that fails is
 recorded as failed, with its error.
+
+Each scrape is also appended, as it is taken, to `vendor_scrapes.jsonl` in the run
+directory (a header line with the URL, then one line per scrape: phase, level, when, the
+recognised lines or the error). A probe killed before it wrote its summary keeps its
+scrapes there, so `runcheck` re-derives `vendor_metrics` from them with the records
+(`digest_log`) instead of losing the vendor's queue and TTFT for the levels it ran.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import httpx
 
@@ -70,6 +79,11 @@ _PREFIXES = ("vllm:", "sglang:", "tgi_")
 MAX_SAMPLES = 20_000
 #: a metrics page larger than this is cut (a real engine's is ~100 KB)
 MAX_PAGE_BYTES = 8 << 20
+#: the scrape log beside requests.jsonl, and its header's schema
+SCRAPES_FILE = "vendor_scrapes.jsonl"
+SCRAPES_SCHEMA = "evalkit.vendor_scrapes/1"
+#: the most of a scrape log read back (MAX_SAMPLES pages of recognised lines fit easily)
+MAX_LOG_BYTES = 512 << 20
 
 
 @dataclass
@@ -188,13 +202,16 @@ class VendorScraper:
     """Scrapes the vendor's metrics page for one run and digests it for summary.json."""
 
     def __init__(self, url: str, timeout_s: float = 5.0, interval_s: float = 1.0,
-                 headers: Sequence[tuple[str, str]] = ()) -> None:
+                 headers: Sequence[tuple[str, str]] = (), log: Path | None = None) -> None:
         self.url = url
         self.timeout_s = timeout_s
         self.interval_s = interval_s
         self.headers = dict(headers)
         self.scrapes: list[_Scrape] = []
         self._client: httpx.AsyncClient | None = None
+        #: the scrape log (`SCRAPES_FILE` in the run directory): what survives a kill
+        self.log = log
+        self._log_fh: IO[str] | None = None
 
     async def scrape(self, phase: str, level: int | None, when: str) -> None:
         """Fetch the page now and keep its recognised lines (never raises for the vendor)."""
@@ -215,6 +232,25 @@ class VendorScraper:
         if scrape.when == "during" and len(self.scrapes) >= MAX_SAMPLES:
             return
         self.scrapes.append(scrape)
+        self._write(scrape)
+
+    def _write(self, scrape: _Scrape) -> None:
+        """Append the scrape to the log and flush it, so a kill loses at most this line
+        (a few KB: the recognised lines only). A log that cannot be written costs the run
+        nothing: the scrapes in memory still make the summary."""
+        if self.log is None:
+            return
+        try:
+            if self._log_fh is None:
+                self._log_fh = open(self.log, "a", encoding="utf-8")  # noqa: SIM115
+                self._log_fh.write(json.dumps({"schema": SCRAPES_SCHEMA, "url": self.url})
+                                   + "\n")
+            self._log_fh.write(json.dumps({"phase": scrape.phase, "level": scrape.level,
+                                           "when": scrape.when, "t_ns": scrape.t_ns,
+                                           "text": scrape.text, "error": scrape.error}) + "\n")
+            self._log_fh.flush()
+        except OSError:
+            self.log = None
 
     @contextlib.asynccontextmanager
     async def around(self, phase: str, level: int | None = None,
@@ -239,51 +275,129 @@ class VendorScraper:
             await self.scrape(phase, level, "during")
 
     async def aclose(self) -> None:
-        """Close the scrape's own connection."""
+        """Close the scrape's own connection, and the log."""
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._log_fh is not None:
+            with contextlib.suppress(OSError):
+                self._log_fh.close()
+            self._log_fh = None
 
     # ------------------------------------------------------------------ digest
     def summary(self, records: Sequence[Any]) -> dict[str, Any]:
         """`vendor_metrics` for summary.json: what was found, each phase's vendor TTFT and
-        ITL beside ours, and queue depth and running requests per ramp level."""
-        parsed = [(s, parse(s.text) if s.text is not None else None) for s in self.scrapes]
-        names: dict[str, str] = {}
-        for _, snap in parsed:
-            if snap is not None:
-                for role, name in snap.names.items():
-                    names.setdefault(role, name)
-        ok = sum(1 for _, snap in parsed if snap is not None)
-        errors = [s.error for s, snap in parsed if snap is None and s.error]
-        phases: dict[str, Any] = {}
-        levels: dict[str, Any] = {}
-        for key, group in _groups(parsed).items():
-            phase, level = key
-            digest = _window(group, [r for r in records if r.phase == phase
-                                     and (level is None or r.level == level)])
-            if digest is None:
+        ITL beside ours, and queue depth and running requests per ramp level. The run is
+        being written up: the log is closed."""
+        if self._log_fh is not None:
+            with contextlib.suppress(OSError):
+                self._log_fh.close()
+            self._log_fh = None
+        return digest(self.url, self.scrapes, records)
+
+
+def _parsed(scrape: _Scrape) -> tuple[_Scrape, Snapshot | None]:
+    """A scrape and its parse; a page the parser refuses counts as a failed scrape."""
+    if scrape.text is None:
+        return scrape, None
+    try:
+        return scrape, parse(scrape.text)
+    except ValueError as exc:  # prometheus_client's parser says what it could not read
+        return dataclasses.replace(scrape, error=clean(f"unparseable page: {exc}", 200)), None
+
+
+def digest(url: str, scrapes: Sequence[_Scrape], records: Sequence[Any]) -> dict[str, Any]:
+    """`vendor_metrics` for summary.json from scrapes (taken now, or read back from the
+    log) and the run's records."""
+    parsed = [_parsed(s) for s in scrapes]
+    names: dict[str, str] = {}
+    for _, snap in parsed:
+        if snap is not None:
+            for role, name in snap.names.items():
+                names.setdefault(role, name)
+    ok = sum(1 for _, snap in parsed if snap is not None)
+    errors = [s.error for s, snap in parsed if snap is None and s.error]
+    phases: dict[str, Any] = {}
+    levels: dict[str, Any] = {}
+    for key, group in _groups(parsed).items():
+        phase, level = key
+        window = _window(group, [r for r in records if r.phase == phase
+                                 and (level is None or r.level == level)])
+        if window is None:
+            continue
+        if level is None:
+            phases[phase] = window
+        else:
+            levels[str(level)] = {"phase": phase, **window}
+    itl_seen = sum(d.get("vendor", {}).get("itl_s", {}).get("n") or 0
+                   for d in [*phases.values(), *levels.values()])
+    return {
+        "url": url, "engine": engine_of(list(names.values())),
+        "scrapes": len(scrapes), "scrapes_ok": ok,
+        "scrape_errors": errors[:5],
+        "families": names,
+        "per_stream_itl": "itl" in names,
+        "request_level_tpot": "tpot_req" in names,
+        "itl_observations": itl_seen,
+        "phases": phases, "levels": levels,
+        "note": ("vendor figures are the engine's, from when it had the request; ours "
+                 "run from when our bytes left, so overhead_s (ours minus theirs) is "
+                 "the network and the queueing in front of the engine; quantiles of "
+                 "theirs come from histogram buckets, means are exact"),
+    }
+
+
+def read_log(path: Path) -> tuple[str | None, list[_Scrape], int]:
+    """A scrape log read back, bounded: (its URL, its scrapes, lines that were not one).
+
+    The log is input like any file in a run directory: a line that is not a scrape (torn
+    by the kill, or edited) is skipped and counted, text is kept as text, and at most
+    MAX_LOG_BYTES are read.
+    """
+    url: str | None = None
+    scrapes: list[_Scrape] = []
+    bad = 0
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh.read(MAX_LOG_BYTES).splitlines()):
+            try:
+                d = json.loads(raw)
+            except (ValueError, RecursionError):
+                bad += 1
                 continue
-            if level is None:
-                phases[phase] = digest
+            if not isinstance(d, dict):
+                bad += 1
+            elif i == 0 and d.get("schema") == SCRAPES_SCHEMA:
+                url = clean(str(d.get("url") or ""), 300) or None
+            elif _is_scrape(d) and len(scrapes) < 2 * MAX_SAMPLES:
+                level = d.get("level")
+                text, error = d.get("text"), d.get("error")
+                scrapes.append(_Scrape(
+                    clean(d["phase"], 40), level, d["when"], int(d.get("t_ns") or 0),
+                    text[:MAX_PAGE_BYTES] if isinstance(text, str) else None,
+                    clean(error, 200) if isinstance(error, str) else None))
             else:
-                levels[str(level)] = {"phase": phase, **digest}
-        itl_seen = sum(d.get("vendor", {}).get("itl_s", {}).get("n") or 0
-                       for d in [*phases.values(), *levels.values()])
-        return {
-            "url": self.url, "engine": engine_of(list(names.values())),
-            "scrapes": len(self.scrapes), "scrapes_ok": ok,
-            "scrape_errors": errors[:5],
-            "families": names,
-            "per_stream_itl": "itl" in names,
-            "request_level_tpot": "tpot_req" in names,
-            "itl_observations": itl_seen,
-            "phases": phases, "levels": levels,
-            "note": ("vendor figures are the engine's, from when it had the request; ours "
-                     "run from when our bytes left, so overhead_s (ours minus theirs) is "
-                     "the network and the queueing in front of the engine; quantiles of "
-                     "theirs come from histogram buckets, means are exact"),
-        }
+                bad += 1
+    return url, scrapes, bad
+
+
+def _is_scrape(d: dict[str, Any]) -> bool:
+    level = d.get("level")
+    return (isinstance(d.get("phase"), str) and d.get("when") in ("before", "during", "after")
+            and (level is None or (isinstance(level, int) and not isinstance(level, bool)
+                                   and 0 < level <= 10**7))
+            and (isinstance(d.get("text"), str) or isinstance(d.get("error"), str))
+            and isinstance(d.get("t_ns", 0), int))
+
+
+def digest_log(path: Path, records: Sequence[Any]) -> dict[str, Any] | None:
+    """`vendor_metrics` re-derived from a run's scrape log and its records (None: the log
+    holds no scrape). Said in `rebuilt_from`, with lines skipped."""
+    url, scrapes, bad = read_log(path)
+    if not scrapes:
+        return None
+    out = digest(url or "(not recorded)", scrapes, records)
+    out["rebuilt_from"] = {"file": path.name, "scrapes": len(scrapes), "skipped_lines": bad}
+    return out
 
 
 def _groups(parsed: list[tuple[_Scrape, Snapshot | None]]
@@ -298,6 +412,10 @@ def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
             ) -> dict[str, Any] | None:
     before = next((snap for s, snap in group if s.when == "before" and snap), None)
     after = next((snap for s, snap in reversed(group) if s.when == "after" and snap), None)
+    cut = after is None
+    if cut:  # the run stopped inside it (a kill): the window ends at its last sample
+        after = next((snap for s, snap in reversed(group) if s.when == "during" and snap),
+                     None)
     if before is None or after is None:
         return None
     vendor: dict[str, Any] = {}
@@ -313,6 +431,8 @@ def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
                             "samples": len(values)}
     ours = _ours(records)
     out: dict[str, Any] = {"vendor": vendor, "ours": ours}
+    if cut:
+        out["cut"] = True  # no scrape after it: ours may count requests theirs had not
     theirs = vendor.get("ttft_s") or {}
     if ours["ttft_s"]["n"] and theirs.get("n"):
         out["overhead_s"] = {k: (ours["ttft_s"][k] - theirs[k]

@@ -10,6 +10,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +22,17 @@ import pytest
 
 from evalkit.questionnaire import ObservabilityAnswer
 from evalkit.reconcile import Evidence, Measurements, judge_q5
+from evalkit.runcheck import read_run
 from evalkit.suite import ProbeConfig, run_probe
 from evalkit.tolerances import Tolerances
-from evalkit.vendor_metrics import Histogram, engine_of, parse
+from evalkit.vendor_metrics import (
+    SCRAPES_FILE,
+    Histogram,
+    digest_log,
+    engine_of,
+    parse,
+    read_log,
+)
 
 VLLM_PAGE = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -193,3 +206,79 @@ class TestQ5:
 
 def test_quantile_of_an_empty_histogram() -> None:
     assert Histogram().quantile(0.5) is None and not math.isnan(Histogram().sum)
+
+
+# --------------------------------------------------------------------------- after a kill
+
+
+def _ramp_records(path: Path, level: int) -> int:
+    return sum(f'"phase":"ramp","level":{level},' in line
+               for line in path.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_a_killed_run_keeps_the_vendor_metrics(reference: Any, tmp_path: Path) -> None:
+    """A probe with --metrics-url SIGKILLed mid-ramp wrote no summary, but appended every
+    scrape to vendor_scrapes.jsonl as it went: the summary `runcheck` rebuilds from the
+    records keeps vendor_metrics, and the baseline's vendor TTFT is the truth log's."""
+    srv = reference("gpu", decode_base_ms=10, request_overhead_ms=1)
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
+         "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
+         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet",
+         "--metrics-url", srv.base_url.removesuffix("/v1") + "/metrics"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    req = out / "requests.jsonl"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and (not req.exists() or _ramp_records(req, 4) < 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and not (out / "summary.json").exists()
+
+    checked = read_run(out)
+    vm = checked.summary["vendor_metrics"]
+    assert vm["rebuilt_from"]["file"] == SCRAPES_FILE and vm["engine"] == "vllm"
+    assert vm["per_stream_itl"] is True and vm["scrapes_ok"] == vm["scrapes"] >= 4
+    assert any("re-derived from vendor_scrapes.jsonl" in n for n in checked.notes)
+    # the baseline was scraped before and after: its vendor TTFT is the server's truth
+    records = [json.loads(line) for line in req.read_text().splitlines()
+               if line.endswith("}")]
+    truth = {t["request_id"]: t for t in srv.truth()}
+    ids = [r["id"] for r in records if r["phase"] == "baseline" and r["ttft_s"] is not None]
+    firsts = [(truth[i]["first_write_ns"] - truth[i]["received_ns"]) / 1e9 for i in ids]
+    base = vm["phases"]["baseline"]
+    assert base["vendor"]["ttft_s"]["n"] == len(ids) == base["ours"]["ttft_s"]["n"]
+    assert base["vendor"]["ttft_s"]["mean"] == pytest.approx(sum(firsts) / len(firsts),
+                                                             rel=1e-9)
+    # the levels that finished have their queue and batch samples (before, during,
+    # after); the one the kill cut ends at its last sample and says so
+    levels = vm["levels"]
+    for lv in ("1", "2"):
+        assert levels[lv]["vendor"]["running"]["samples"] >= 3 and "cut" not in levels[lv]
+        assert levels[lv]["vendor"]["running"]["max"] >= 1
+    cut = [d for d in levels.values() if d.get("cut")]
+    assert len(cut) <= 1 and all(d["vendor"]["running"]["samples"] >= 2 for d in cut)
+    assert checked.summary["validity"]["status"] == "degraded"  # cut: still says so
+
+
+def test_a_torn_or_edited_scrape_log_is_read_bounded(tmp_path: Path) -> None:
+    """Lines that are not scrapes (the kill's torn tail, an edit) are skipped and counted;
+    a page the parser refuses is a failed scrape, not a crash."""
+    log = tmp_path / SCRAPES_FILE
+    good = {"phase": "baseline", "level": None, "t_ns": 1, "text": VLLM_PAGE, "error": None}
+    lines = [json.dumps({"schema": "evalkit.vendor_scrapes/1", "url": "http://m/metrics"}),
+             json.dumps({**good, "when": "before"}),
+             json.dumps({**good, "when": "after", "text": "vllm:num_requests_running{ 1\n"}),
+             json.dumps({**good, "when": "after"}), "[1, 2]",
+             json.dumps({**good, "when": "sometime"}), '{"phase": "ramp", "le']
+    log.write_text("\n".join(lines))
+    url, scrapes, bad = read_log(log)
+    assert url == "http://m/metrics" and len(scrapes) == 3 and bad == 3
+    vm = digest_log(log, [])
+    assert vm is not None and vm["scrapes"] == 3 and vm["scrapes_ok"] == 2
+    assert vm["scrape_errors"][0].startswith("unparseable page")
+    assert vm["phases"]["baseline"]["vendor"]["waiting"]["max"] == 7.0
+    assert vm["rebuilt_from"]["skipped_lines"] == 3
