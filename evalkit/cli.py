@@ -82,6 +82,7 @@ def cli() -> None:
     Start here:
       evalkit demo                 the whole job on the built-in reference endpoint
       evalkit serve-reference      a local OpenAI-compatible endpoint to try things on
+      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm) as a run
     """
 
 
@@ -476,6 +477,48 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
         click.echo(f"regression: {regression.target}: {regression.sentence}")
     if fail_on == "regression" and result.comparison.regressions:
         sys.exit(1)
+
+
+@cli.command("import")
+@click.argument("tool", type=click.Choice(["aiperf", "guidellm"]))
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="New run directory to write (run.json, requests.jsonl, summary.json).")
+@click.option("--force", is_flag=True, help="Replace OUT if it already holds a run directory.")
+@user_errors
+def import_cmd(tool: str, path: str, out_dir: str, force: bool) -> None:
+    """Turn a peer tool's results into a run directory that `report` and `compare` read.
+
+    PATH is AIPerf's artifact directory (`aiperf profile --artifact-dir DIR`: its
+    profile_export.jsonl and profile_export_aiperf.json) or guidellm's JSON report
+    (`guidellm run --output kind=json,path=FILE`). Closed-loop runs only: each AIPerf
+    concurrency or guidellm concurrent/synchronous benchmark becomes a ramp level.
+
+    Every figure is re-derived from the tool's per-request stamps under evalkit's
+    definitions; what the export does not carry is absent, never zero: guidellm keeps no
+    per-chunk times (no ITL, stalls or aggregate tokens/s) and does not say whether the
+    server sent usage; neither carries the client's self-check. So an imported run is at
+    best "degraded", and its scorecard says "imported from TOOL VERSION: not measured by
+    evalkit". run.json's `imported` names the files read with their SHA-256, the
+    definitions, and the tool's own aggregate figures as it reported them.
+
+    \b
+    Examples:
+      evalkit import aiperf artifacts/my-run --out out/acme-aiperf
+      evalkit import guidellm benchmarks.json --out out/acme-guidellm
+      evalkit report --run out/acme-aiperf --questionnaire acme.yaml --out acme.pdf
+    """
+    from pathlib import Path
+
+    from evalkit.importers import LABELS, import_run
+
+    imp = import_run(tool, Path(path), Path(out_dir), force=force)
+    levels = ", ".join(map(str, imp.levels))
+    click.echo(f"imported {len(imp.records):,} requests from {LABELS[tool]} {imp.version} "
+               f"(levels {levels}) into {out_dir}")
+    for note in imp.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"next: evalkit report --run {out_dir} --out {out_dir.rstrip('/')}.pdf")
 
 
 def main() -> None:
