@@ -11,6 +11,12 @@ must not reconcile a claim like one from 10,000. Three kinds, each the standard 
 - **A fitted slope and intercept**: ordinary least squares with Student-t intervals.
 - **A rate over a window**: batch means (10 equal sub-windows) with a Student-t interval,
   since tokens in neighbouring moments are not independent samples.
+- **A share of requests** (the failure rate a ramp level is judged on): exact
+  (Clopper-Pearson), the binomial inverted by bisection; no normal approximation, which
+  fails exactly where it matters (0 or 2 failures out of 20).
+- **Sizing**: `quantile_width` is the interval's width in quantile terms ((u - l) / n:
+  0.06 means "between about the p87 and the p93"), a function of n alone, so a run can
+  be sized for it before a single request is sent (evalkit.plan).
 """
 
 from __future__ import annotations
@@ -47,6 +53,12 @@ def _binomial_cdf(n: int, q: float) -> np.ndarray:
                               n * math.log1p(-q) + np.cumsum(steps + math.log(q / (1 - q)))])
     pmf = np.exp(log_pmf - log_pmf.max())
     return np.asarray(np.cumsum(pmf / pmf.sum()))
+
+
+def samples_for(q: float, confidence: float = CONFIDENCE) -> int:
+    """Samples needed before a 95 % interval for the q-quantile has both ends."""
+    tail = (1 - confidence) / 2
+    return max(math.ceil(math.log(tail) / math.log(max(q, 1 - q)) - 1e-9), 1)
 
 
 def quantile_ranks(n: int, q: float, confidence: float = CONFIDENCE
@@ -111,3 +123,44 @@ def rate_interval(times: np.ndarray, amounts: np.ndarray, start: float, end: flo
     mean, sd = float(per.mean()), float(per.std(ddof=1))
     half = t975(batches - 1) * sd / math.sqrt(batches)
     return [max(mean - half, 0.0), mean + half]
+
+
+def _binomial_le(k: int, n: int, p: float) -> float:
+    """P(K <= k) for K ~ Binomial(n, p), 0 < p < 1."""
+    return float(_binomial_cdf(n, p)[k])
+
+
+def proportion_interval(k: int, n: int, confidence: float = CONFIDENCE
+                        ) -> list[float] | None:
+    """Exact (Clopper-Pearson) interval for a share: k of n; None when n is 0.
+
+    Each end is the share at which seeing k (or a more extreme count) has probability
+    (1 - confidence) / 2, found by bisection on the exact binomial."""
+    if n <= 0 or not 0 <= k <= n:
+        return None
+    tail = (1 - confidence) / 2
+
+    def solve(k_: int, target: float) -> float:
+        """The p at which P(K <= k_) = target (that probability falls as p grows)."""
+        lo, hi = 1e-12, 1 - 1e-12
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if _binomial_le(k_, n, mid) > target:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    # low: P(K >= k) = tail, i.e. P(K <= k - 1) = 1 - tail; high: P(K <= k) = tail
+    low = 0.0 if k == 0 else solve(k - 1, 1 - tail)
+    high = 1.0 if k == n else solve(k, tail)
+    return [low, high]
+
+
+def quantile_width(n: int, q: float, confidence: float = CONFIDENCE) -> float | None:
+    """The 95 % interval's width in quantile terms for n samples: (u - l) / n, where l
+    and u are the bounding ranks (None while an end is still open)."""
+    lo, hi = quantile_ranks(n, q, confidence)
+    if lo is None or hi is None:
+        return None
+    return (hi - lo) / n

@@ -48,7 +48,14 @@ Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
 - Ramp judgement (`judge_ramp`): against the `baseline` phase, or, if the run has none,
   ramp level 1 (`baseline_source` says which). A breach of TPOT p90 is reported as
   `"itl"` in `first_degraded` (the contract's word for "the stream stops flowing";
-  `first_degraded_metric` names what was actually measured).
+  `first_degraded_metric` names what was actually measured). Judged on intervals: a
+  level breaches a limit when the 95 % interval of its p90 over the baseline's p90 (or
+  of its failure rate, exact binomial) lies wholly above it; an interval that straddles
+  it is a tie (`status: "tie"`, `ties` names the metric, `tie_requests` about how many
+  requests there would decide it). A tie is neither held nor breached: the max
+  sustained level is the highest *sustained* level below the first *confirmed* breach,
+  and `first_tie_concurrency` names a tie between the two, which may hide a higher
+  limit. A failure rate at or below its limit is clear (see `_failures_against`).
 
 Sections of the summary: every key of the contract is always present. A phase that was
 not run gives `None` for its section (`connect`, `baseline`, `prefill`, `ramp`, `soak`,
@@ -60,17 +67,20 @@ Keys beyond the contract (all stable within `evalkit.summary/1`):
     top level   tool, tool_version, suite_version, requests, outcomes,
                 output_tokens_estimated, thresholds, soak, rate, checks
     phase stats (baseline, each ramp level, soak, rate): requests, outcomes,
-                admission_failure_rate, failure_rate, ttft_s, ttfa_s, reasoning_first,
+                admission_failure_rate, failure_rate, failure_rate_ci, ttft_s, ttfa_s,
+                reasoning_first,
                 e2e_s, tpot_s, itl_s, tokens_per_chunk, stream_tokens_per_s (+p10, p1),
                 output_tokens, output_tokens_estimated, aggregate_tokens_per_s,
                 steady_state {start_s, end_s, basis, target_inflight, max_inflight,
                 duration_s}, stalls, stalled_streams, max_gap_s, stall_threshold_s,
                 output_length; baseline/soak/rate also client_bound
-    ramp level  + ttft_p90_ratio, tpot_p90_ratio, excess {metric: value / limit},
-                breaches, would_breach (client-bound levels), client_bound,
-                status: sustained | breached | client_bound | no_data
+    ramp level  + ttft_p90_ratio, tpot_p90_ratio (and their _ci), excess {metric:
+                value / limit}, excess_ci, breaches, ties, tie_requests, would_breach
+                (client-bound levels), client_bound,
+                status: sustained | breached | tie | failed | client_bound | no_data
     ramp        + first_degraded_metric, first_breach_concurrency, first_degraded_tied,
                 first_degraded_tie_rule, breach_confirmed, max_sustained_is_lower_bound,
+                tie_levels, first_tie_concurrency, max_sustained_bounded_by_tie, breach_rule,
                 client_bound_levels, judged_on, note, thresholds, baseline_source,
                 baseline_client_bound, unlevelled_requests
     prefill     + slope_s_per_token, lengths, requests, prompt_tokens_estimated,
@@ -119,7 +129,13 @@ import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import UsageError
-from evalkit.intervals import ols, quantile_interval, rate_interval
+from evalkit.intervals import (
+    ols,
+    proportion_interval,
+    quantile_interval,
+    rate_interval,
+    samples_for,
+)
 from evalkit.records import OUTCOMES, RequestRecord
 from evalkit.validity import MOSTLY_FAILED_OK_SHARE, group_validity, run_validity
 
@@ -506,6 +522,8 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "outcomes": outcome_counts(req["outcome"]),
         "admission_failure_rate": admission / n if n else None,
         "failure_rate": failed / n if n else None,
+        # exact (Clopper-Pearson) 95 % interval: what the ramp's failure limit is judged on
+        "failure_rate_ci": proportion_interval(failed, n),
         "ttft_s": percentiles(ok_req["ttft_s"]),
         "ttfa_s": percentiles(ok_req["ttfa_s"]),
         "reasoning_first": int((ok_req["ttfa_s"] > ok_req["ttft_s"]).sum()),
@@ -601,9 +619,66 @@ def _ratio(num: float | None, den: float | None) -> float | None:
     return _num(num / den) if num is not None and den is not None and den > 0 else None
 
 
+#: what one metric's 95 % interval says against its limit
+Against = tuple[str | None, list[float | None] | None]
+
+
+def _latency_against(lvl: Mapping[str, Any], key: str, base: float | None, limit: float
+                     ) -> tuple[float | None, list[float | None] | None, str | None]:
+    """A level's p90 over the baseline's, its interval likewise, and the call against the
+    limit: "breach" (the whole interval above it), "clear" (the whole interval at or
+    below), "tie" (it straddles: an open end straddles too). A level dict without an
+    interval (written before intervals) is judged on its point, as it was then."""
+    point = _ratio(_p90(lvl, key), base)
+    if point is None or base is None:
+        return None, None, None
+    ci = (lvl.get(key) or {}).get("p90_ci")
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return point, None, "breach" if point > limit else "clear"
+    ratio_ci = [None if v is None else _ratio(v, base) for v in ci]
+    lo, hi = ratio_ci
+    call = ("breach" if lo is not None and lo > limit else
+            "clear" if hi is not None and hi <= limit else "tie")
+    return point, ratio_ci, call
+
+
+def _failures_against(rate: float | None, failed: int, requests: int, limit: float,
+                      given: Any) -> tuple[list[float] | None, str | None]:
+    """The failure rate's exact interval and the call: a breach needs the whole interval
+    above the limit; an observed rate above the limit whose interval reaches below it is
+    a tie. A rate at or below the limit is clear: confirming 1 % from below would take
+    367 failure-free requests at every level, and no run could sustain any level."""
+    if rate is None:
+        return None, None
+    ci = (list(given) if isinstance(given, list | tuple) and len(given) == 2
+          else proportion_interval(failed, requests))
+    if ci is None or ci[0] is None:
+        return ci, "breach" if rate > limit else "clear"
+    return ci, ("breach" if ci[0] > limit else "tie" if rate > limit else "clear")
+
+
+def _requests_to_decide(n: int, point: float, ci: Sequence[float | None] | None,
+                        limit: float, share: bool) -> int | None:
+    """About how many requests at the level would turn its tie into a decision, if what
+    was seen holds: the interval narrows as 1/sqrt(n)."""
+    if ci is None:
+        return None
+    if share:  # the observed failure rate above the limit, its interval's low end below
+        gap = point - limit
+        return max(n + 1, math.ceil(1.96 ** 2 * point * (1 - point) / gap ** 2)) if gap > 0 \
+            else None
+    lo, hi = ci
+    if lo is None or hi is None:
+        return max(n + 1, samples_for(0.9))
+    gap = abs(point - limit)
+    return max(n + 1, math.ceil(n * ((hi - lo) / 2 / gap) ** 2)) if gap > 0 else None
+
+
 def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: float | None,
                  limits: Mapping[str, float], bound: bool) -> dict[str, Any]:
-    """One level against the baseline: its ratios, which limits it exceeds, its status."""
+    """One level against the baseline: its ratios with their 95 % intervals, which limits
+    it breaches (the whole interval above), which it ties (the interval straddles), and
+    its status."""
     # every request that did not end ok was not served: rejected (429/503) as well as
     # errors, timeouts and cut streams (SPEC: they count toward degradation)
     requests = int(lvl.get("requests") or 0)
@@ -611,12 +686,20 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
     failure_rate = lvl.get("failure_rate")
     if failure_rate is None and requests:
         failure_rate = 1 - ok / requests
-    values = {"ttft": _ratio(_p90(lvl, "ttft_s"), base_ttft),
-              "itl": _ratio(_p90(lvl, "tpot_s"), base_tpot),
-              "admission": failure_rate}
+    ttft, ttft_ci, ttft_call = _latency_against(lvl, "ttft_s", base_ttft, limits["ttft"])
+    tpot, tpot_ci, tpot_call = _latency_against(lvl, "tpot_s", base_tpot, limits["itl"])
+    failed = round(failure_rate * requests) if failure_rate is not None else requests - ok
+    fail_ci, fail_call = _failures_against(failure_rate, failed, requests,
+                                           limits["admission"], lvl.get("failure_rate_ci"))
+    values = {"ttft": ttft, "itl": tpot, "admission": failure_rate}
+    cis = {"ttft": ttft_ci, "itl": tpot_ci, "admission": fail_ci}
+    calls = {"ttft": ttft_call, "itl": tpot_call, "admission": fail_call}
     excess = {k: e for k, v in values.items()
               if v is not None and (e := _num(v / limits[k])) is not None}
-    breaches = [k for k in DEGRADATION_METRICS if k in excess and excess[k] > 1.0]
+    excess_ci = {k: [None if x is None else _num(x / limits[k]) for x in ci]
+                 for k, ci in cis.items() if ci is not None}
+    breaches = [k for k in DEGRADATION_METRICS if calls[k] == "breach"]
+    ties = [k for k in DEGRADATION_METRICS if calls[k] == "tie"]
     if not requests:
         status = "no_data"
     elif ok < MOSTLY_FAILED_OK_SHARE * requests:
@@ -626,32 +709,57 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
         status = "client_bound"
     elif breaches:
         status = "breached"
+    elif ties:
+        status = "tie"
     else:
         status = "sustained"
+    n_ok = {"ttft": (lvl.get("ttft_s") or {}).get("n") or ok,
+            "itl": (lvl.get("tpot_s") or {}).get("n") or ok, "admission": requests}
+    to_decide = [r for k in ties if (v := values[k]) is not None and (r := _requests_to_decide(
+        int(n_ok[k]), v, cis[k], limits[k], k == "admission")) is not None]
     failures = {k: v for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
-    return {**lvl, "ttft_p90_ratio": values["ttft"], "tpot_p90_ratio": values["itl"],
+    return {**lvl, "ttft_p90_ratio": ttft, "tpot_p90_ratio": tpot,
+            # the level's p90 interval over the baseline's p90 (an end None: unbounded)
+            "ttft_p90_ratio_ci": ttft_ci, "tpot_p90_ratio_ci": tpot_ci,
             "breaches": breaches if status in ("breached", "failed") else [],
             "would_breach": breaches if status == "client_bound" else [],
+            "ties": ties if status in ("tie", "breached") else [],
+            "tie_requests": max(to_decide) if status == "tie" and to_decide else None,
             "failures": failures,
-            "excess": excess, "client_bound": bound, "status": status}
+            "excess": excess, "excess_ci": excess_ci, "client_bound": bound, "status": status}
 
 
 def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The first breach, what degraded there, and the highest level held below it."""
+    """The first confirmed breach, what degraded there, the highest level held below it,
+    and the ties that keep the answer open (a tie never counts as held or as breached)."""
     first = next((d for d in judged if d["status"] in ("breached", "failed")), None)
     ranked = [] if first is None else sorted(first["breaches"], key=lambda k: -first["excess"][k])
     cap = math.inf if first is None else first["concurrency"]
     held = [d["concurrency"] for d in judged
             if d["status"] == "sustained" and d["concurrency"] < cap]
     above = [d for d in judged if d["concurrency"] > cap
-             and d["status"] in ("breached", "failed", "sustained")]
-    if not held:
+             and d["status"] in ("breached", "failed", "sustained", "tie")]
+    floor = max(held) if held else 0
+    open_ties = [d for d in judged if d["status"] == "tie" and floor < d["concurrency"] < cap]
+    tie = open_ties[0] if open_ties else None
+    note: str | None
+    if not held and tie is not None:
+        note = (f"no level was confirmed sustained: level {tie['concurrency']} is a tie "
+                f"(its 95 % interval straddles the limit on {', '.join(tie['ties'])})")
+    elif not held:
         note = ("no level could be judged" if first is None else
                 f"the lowest judged level ({first['concurrency']}) already breaches")
     elif first is None:
         note = "no level breached: the highest level measured is a lower bound"
     else:
         note = None
+    if tie is not None:
+        more = (f"; about {tie['tie_requests']} requests there would decide it"
+                if tie.get("tie_requests") else "")
+        bounded = (f"level {tie['concurrency']} is a tie ({', '.join(tie['ties'])}: its 95 % "
+                   f"interval straddles the limit), so the max sustained level may be higher"
+                   f"{more}")
+        note = bounded if held else f"{note}{more}"
     metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
               "admission": "failure_rate"}
     return {
@@ -662,10 +770,20 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "first_degraded_tied": ranked if len(ranked) > 1 else [],
         "first_degraded_tie_rule": "largest excess over its threshold"
         if len(ranked) > 1 else None,
-        "breach_confirmed": (above[0]["status"] in ("breached", "failed")) if above else None,
+        "breach_confirmed": ({"breached": True, "failed": True, "sustained": False}.get(
+            above[0]["status"]) if above else None),
         "max_sustained_is_lower_bound": bool(held) and first is None,
         # what the failed requests at the first breach were, when failures breached
         "first_breach_failures": (first["failures"] or None) if first else None,
+        # ties: levels whose 95 % interval straddled a limit (neither held nor breached)
+        "tie_levels": [d["concurrency"] for d in judged if d["status"] == "tie"],
+        # the lowest tie above the max sustained level and below the first breach: the
+        # level whose re-run (more requests there) would move the answer
+        "first_tie_concurrency": None if tie is None else tie["concurrency"],
+        "max_sustained_bounded_by_tie": tie is not None,
+        "breach_rule": "a level breaches when the 95 % interval of its p90 (TTFT, TPOT over "
+                       "the baseline's p90) or of its failure rate lies wholly above the "
+                       "limit; an interval that straddles the limit is a tie",
         "note": note,
     }
 

@@ -21,18 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evalkit.intervals import CONFIDENCE
+from evalkit.intervals import samples_for
 from evalkit.questionnaire import Questionnaire
 
 #: concurrent streams one client process holds within timing accuracy on the machine
 #: bench/bench_prober.py was run on (2 cores): beyond it, the run would be client-bound
 CLIENT_STREAMS_PER_PROCESS = 256
-
-
-def samples_for(q: float, confidence: float = CONFIDENCE) -> int:
-    """Samples needed before a 95 % interval for the q-quantile has both ends."""
-    tail = (1 - confidence) / 2
-    return max(math.ceil(math.log(tail) / math.log(max(q, 1 - q)) - 1e-9), 1)
 
 
 @dataclass(frozen=True)

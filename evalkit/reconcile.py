@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from evalkit.fmt import fmt_s
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
+from evalkit.intervals import samples_for
 from evalkit.questionnaire import (
     QUESTION_IDS,
     Answer,
@@ -500,8 +501,6 @@ def decide(value: float, interval: tuple[float | None, float | None] | None, lim
     if far is not None and (far > limit if at_most else far < limit):
         return "fails", ""
     if lo is None or hi is None:
-        from evalkit.plan import samples_for
-
         need = f"at least {samples_for(q)}" if q is not None else "more"
     else:
         gap = abs(value - limit)

@@ -293,8 +293,9 @@ class TestJudgeRamp:
          (), 4, "ttft", 8),
         # TPOT breaches first at 4
         ([(1, .1, .02), (2, .1, .03), (4, .15, .05), (8, .5, .06)], (), 2, "itl", 4),
-        # admission: 2 % rejected at 8 (> 1 %) while latency holds
-        ([(1, .1, .02), (4, .1, .02), (8, .1, .02, .02)], (), 4, "admission", 8),
+        # admission: 5 % of 100 rejected at 8 (exact interval 1.6-11 %, above 1 %) while
+        # latency holds
+        ([(1, .1, .02), (4, .1, .02), (8, .1, .02, .05)], (), 4, "admission", 8),
         # no breach: the highest level is the (lower-bound) answer
         ([(1, .1, .02), (2, .1, .02), (4, .15, .03)], (), 4, None, None),
         # level 1 already breaches: nothing sustained, not "0"
@@ -480,8 +481,10 @@ class TestSummarize:
                         prompt_tokens=p) for i, p in enumerate((100, 1000, 4000))]
         t = 200.0
         for level, ttft in ((1, 0.1), (2, 0.11), (4, 0.14), (8, 0.45), (16, 0.8)):
-            recs += closed_loop("ramp", level, 6, ttft=ttft, t_start=t)
-            t += 10
+            # at least 40 requests a level: fewer cannot bound a p90 from above (36), and
+            # an unbounded interval is a tie, never a sustained level
+            recs += closed_loop("ramp", level, max(6, 40 // level), ttft=ttft, t_start=t)
+            t += 20
         return recs
 
     def test_ramp_end_to_end(self) -> None:
@@ -586,7 +589,7 @@ class TestSummarize:
 
     def test_ramp_level_1_stands_in_for_a_missing_baseline(self) -> None:
         """No baseline phase: ramp level 1 is the reference, and the summary says so."""
-        recs = closed_loop("ramp", 1, 5) + closed_loop("ramp", 4, 5, ttft=0.5, t_start=50)
+        recs = closed_loop("ramp", 1, 40) + closed_loop("ramp", 4, 10, ttft=0.5, t_start=50)
         s = summarize(recs)
         assert s["ramp"]["baseline_source"] == "ramp level 1"
         assert s["ramp"]["first_degraded"] == "ttft"
@@ -855,9 +858,12 @@ class TestSummaryParts:
             "first_breach_concurrency", "first_degraded_tied", "first_degraded_tie_rule",
             "breach_confirmed", "max_sustained_is_lower_bound", "first_breach_failures",
             "note", "client_bound_levels", "judged_on", "thresholds", "baseline_source",
-            "baseline_client_bound", "unlevelled_requests"}
+            "baseline_client_bound", "unlevelled_requests", "tie_levels",
+            "first_tie_concurrency", "max_sustained_bounded_by_tie", "breach_rule"}
         assert {"ttft_p90_ratio", "tpot_p90_ratio", "breaches", "would_breach", "failures",
-                "excess", "client_bound", "status", "validity"} <= set(s["ramp"]["levels"][1])
+                "excess", "client_bound", "status", "validity", "ttft_p90_ratio_ci",
+                "tpot_p90_ratio_ci", "excess_ci", "ties", "tie_requests",
+                "failure_rate_ci"} <= set(s["ramp"]["levels"][1])
 
     def test_client_section(self) -> None:
         meta = {"phases": {"baseline": {"cpu_fraction": 0.3, "client_bound": True,
@@ -999,7 +1005,8 @@ class TestPhaseStatsEdges:
     def test_phase_stats_keys(self) -> None:
         assert set(summarize([stream("b")])["baseline"]) == {
             "admission_failure_rate", "aggregate_tokens_per_s", "aggregate_tokens_per_s_ci",
-            "client_bound", "e2e_s", "failure_rate", "itl_s", "max_gap_s", "outcomes",
+            "client_bound", "e2e_s", "failure_rate", "failure_rate_ci", "itl_s", "max_gap_s",
+            "outcomes",
             "output_length", "output_tokens", "output_tokens_estimated", "reasoning_first",
             "requests", "stall_threshold_s", "stalled_streams", "stalls", "steady_state",
             "stream_tokens_per_s", "tokens_per_chunk", "top_error", "tpot_s", "ttfa_s",
@@ -1185,3 +1192,98 @@ class TestOutputLength:
                               "flagged", "tolerance"}
         assert (check["checked"], check["short"], check["short_fraction"]) == (2, 1, 0.5)
         assert (check["tolerance"], check["achieved_ratio"]["n"]) == (0.05, 2)
+
+
+def _ramp_level(c: int, ttfts: list[float], rejected: int = 0, t0: float = 0.0
+                ) -> list[RequestRecord]:
+    """A ramp level of len(ttfts) served streams (TPOT flat at the baseline's 20 ms) and
+    `rejected` requests refused at once."""
+    recs = [stream(f"r{c}-{i}", "ramp", c, t0=t0 + i * 0.01, ttft=v)
+            for i, v in enumerate(ttfts)]
+    return recs + [failed(f"x{c}-{i}", "rejected", "ramp", c, t0=t0, status=429)
+                   for i in range(rejected)]
+
+
+def _straddle(n: int = 60) -> list[float]:
+    """n TTFTs whose p90 interval straddles the 0.2 s limit (2x a 0.1 s baseline): the
+    order statistics bounding it are 0.1 s (rank 49 of 60) and 0.25 s (rank 59)."""
+    return [0.1] * 58 + [0.25] * (n - 58)
+
+
+#: how each kind of level is built: its TTFTs and rejected count
+LEVEL_KINDS: dict[str, tuple[list[float], int]] = {
+    "held": ([0.1 + 0.001 * i for i in range(40)], 0),        # p90 interval 0.13-0.14 s
+    "slow": ([0.3 + 0.001 * i for i in range(40)], 0),        # wholly above 0.2 s
+    "straddle": (_straddle(), 0),
+    "few": ([0.1] * 10, 0),                                   # p90 unbounded above
+    "fail2": ([0.1] * 98, 2),                                 # 2 %: exact 0.2-7 %
+    "fail10": ([0.1] * 90, 10),                               # 10 %: exact 4.9-18 %
+}
+
+
+class TestRampTies:
+    """The breach rule on intervals: a level breaches when its p90's (or its failure
+    rate's) 95 % interval lies wholly above the limit; a straddling interval is a tie,
+    which is neither held nor breached."""
+
+    @pytest.mark.parametrize(("kinds", "statuses", "sustained", "breach", "first", "tie"), [
+        (("held", "held", "slow"), ["sustained", "sustained", "breached"], 2, 4, "ttft",
+         None),
+        # a tie below the breach: the max sustained stops under it, and says so
+        (("held", "straddle", "slow"), ["sustained", "tie", "breached"], 1, 4, "ttft", 2),
+        # a tie below a sustained level bounds nothing (load only makes it worse)
+        (("few", "held", "slow"), ["tie", "sustained", "breached"], 2, 4, "ttft", None),
+        # failures: 2 % of 100 cannot be told from 1 %; 10 % of 100 can
+        (("held", "fail2", "fail10"), ["sustained", "tie", "breached"], 1, 4, "admission",
+         2),
+        # no breach at all, a tie on top: a lower bound, and bounded by the tie
+        (("held", "straddle"), ["sustained", "tie"], 1, None, None, 2),
+        # nothing confirmed either way
+        (("few", "straddle"), ["tie", "tie"], None, None, None, 1),
+    ])
+    def test_table(self, kinds: tuple[str, ...], statuses: list[str], sustained: int | None,
+                   breach: int | None, first: str | None, tie: int | None) -> None:
+        recs = [stream(f"b{i}", t0=float(i)) for i in range(40)]  # p90 0.1 s, TPOT 20 ms
+        for i, kind in enumerate(kinds):
+            ttfts, rejected = LEVEL_KINDS[kind]
+            recs += _ramp_level(2 ** i, ttfts, rejected, t0=100.0 * (i + 1))
+        ramp = summarize(recs)["ramp"]
+        assert [lv["status"] for lv in ramp["levels"]] == statuses
+        assert ramp["max_sustained_concurrency"] == sustained
+        assert ramp["first_breach_concurrency"] == breach
+        assert ramp["first_degraded"] == first
+        assert ramp["first_tie_concurrency"] == tie
+        assert ramp["max_sustained_bounded_by_tie"] is (tie is not None)
+        assert ramp["tie_levels"] == [lv["concurrency"] for lv in ramp["levels"]
+                                      if lv["status"] == "tie"]
+        for lv in ramp["levels"]:  # what a tie says: which metric, and how many would decide
+            if lv["status"] == "tie":
+                assert lv["ties"] and lv["breaches"] == []
+                assert lv["tie_requests"] > lv["requests"]
+            else:
+                assert lv["tie_requests"] is None
+        if tie is not None:
+            assert f"level {tie} is a tie" in ramp["note"]
+
+    def test_each_call_agrees_with_the_interval(self) -> None:
+        """The ratio intervals are the level's p90 interval over the baseline p90, and the
+        call follows them: straddle 0.1-0.25 s over 0.1 s is 1.0-2.5 against 2.0."""
+        recs = [stream(f"b{i}", t0=float(i)) for i in range(40)]
+        recs += _ramp_level(2, _straddle(), t0=100) + _ramp_level(4, [0.1] * 10, t0=200)
+        lv2, lv4 = summarize(recs)["ramp"]["levels"]
+        assert lv2["ttft_p90_ratio_ci"] == pytest.approx([1.0, 2.5])
+        assert lv2["excess_ci"]["ttft"] == pytest.approx([0.5, 1.25])
+        assert (lv2["status"], lv2["ties"]) == ("tie", ["ttft"])
+        # 10 samples bound a p90 from below only: a tie that 36 requests could close
+        assert lv4["ttft_p90_ratio_ci"][1] is None
+        assert (lv4["status"], lv4["ties"], lv4["tie_requests"]) == ("tie", ["ttft", "itl"],
+                                                                     36)
+
+    def test_failure_tie_needs_about_this_many(self) -> None:
+        """2 % seen in 100: about 1.96² · 0.02 · 0.98 / 0.01² ≈ 753 requests would confirm
+        a 2 % rate is above 1 %."""
+        recs = [stream(f"b{i}", t0=float(i)) for i in range(40)]
+        recs += _ramp_level(2, [0.1] * 98, 2, t0=100)
+        lv = summarize(recs)["ramp"]["levels"][0]
+        assert lv["failure_rate_ci"][0] < 0.01 < lv["failure_rate"]
+        assert (lv["status"], lv["ties"], lv["tie_requests"]) == ("tie", ["admission"], 753)

@@ -133,10 +133,10 @@ class TestRecordLines:
         res = CliRunner().invoke(cli, ["report", "--run", str(run_dir),
                                        "--out", str(run_dir.parent / "card.pdf")])
         assert res.exit_code == 0, res.output
-        assert "note: requests.jsonl: 3 of 149 lines are not request records and were " \
+        assert "note: requests.jsonl: 3 of 249 lines are not request records and were " \
                "skipped" in res.stderr
         page = _page_one(run_dir.parent / "card.pdf")
-        assert "3 of 149 lines are not request records" in page
+        assert "3 of 249 lines are not request records" in page
         assert "summary.json" not in page  # it agrees with the records: kept as written
         text = _text(run_dir.parent / "card.pdf")
         assert (f"Request records {len(good)} (3 lines of requests.jsonl are not records "
@@ -214,7 +214,7 @@ class TestSummaryCheckedAgainstRecords:
         assert run.summary == json.loads((RUN_DIR / "summary.json").read_text())
         assert "summary.rebuilt.json" not in run.raw
         assert isinstance(run.records, report.RecordFile)  # not held: re-read when iterated
-        assert len(run.records) == len(list(run.records)) == 146
+        assert len(run.records) == len(list(run.records)) == 246
 
     @pytest.mark.parametrize("name", list(_mutations()))
     def test_a_summary_the_records_do_not_support_is_re_derived(self, run_dir: Path,
@@ -226,13 +226,13 @@ class TestSummaryCheckedAgainstRecords:
         assert run.rebuilt is not None and run.notes[0] == run.rebuilt
         assert re.match(r"summary.json (is malformed|does not agree with requests.jsonl): ",
                         run.rebuilt), run.rebuilt
-        assert run.rebuilt.endswith("every figure was re-derived from the 146 request records")
+        assert run.rebuilt.endswith("every figure was re-derived from the 246 request records")
         truth = summarize(read_records(run_dir / "requests.jsonl"), {"run_status": "complete"})
         assert run.summary["ramp"]["levels"] == truth["ramp"]["levels"]
         assert run.summary["ramp"]["max_sustained_concurrency"] == 8
         assert run.summary["validity"]["status"] == "degraded"
         assert any(r.startswith("summary.json ") for r in run.summary["validity"]["reasons"])
-        assert run.summary["rebuilt_from_records"]["records"] == 146
+        assert run.summary["rebuilt_from_records"]["records"] == 246
         assert json.loads(run.raw["summary.rebuilt.json"]) == run.summary
         assert run.raw["summary.json"] == (run_dir / "summary.json").read_bytes()
         ctx = report.build_context({}, run, {})
@@ -387,7 +387,7 @@ class TestRenderedNoTraceback:
             page = _page_one(tmp_path / f"{name}.pdf")
             assert "-3 streams" not in page and "9,999" not in page
             if name != "lines":
-                assert "every figure was re-derived from the 146 request records" in page
+                assert "every figure was re-derived from the 246 request records" in page
                 assert "DEGRADED" in page
         res = CliRunner().invoke(cli, ["compare", *map(str, dirs),
                                        "--out", str(tmp_path / "cmp.pdf")])

@@ -54,7 +54,10 @@ def records() -> list[RequestRecord]:
         out.append(_stream(f"b-{i}", "baseline", 1, t, ttft, gaps))
         t += 0.8
     for level in LEVELS:
-        for i in range(level * 4):
+        # at least 40 requests a level: a p90 from fewer than 36 has no upper bound, and a
+        # level whose interval is open is a tie, never sustained (evalkit.metrics)
+        count = max(40, level * 4)
+        for i in range(count):
             ttft = TTFT_P50[level] * rng.uniform(0.9, 1.1)
             if level == 16 and i == 5:
                 out.append(RequestRecord(id=f"r{level}-{i}", phase="ramp", level=level,
@@ -68,7 +71,7 @@ def records() -> list[RequestRecord]:
                 gaps = gaps[:19]  # three outputs 20 of 24 tokens: the length check flags them
             t0 = t + (i // level) * (TTFT_P50[level] + 0.7) + rng.uniform(0, 0.02)
             out.append(_stream(f"r{level}-{i}", "ramp", level, t0, ttft, gaps))
-        t += 8.0
+        t += max(8.0, (count // level + 1) * (TTFT_P50[level] + 0.7) + 1.0)
     for pair in range(2):  # the cache check: a repeat at about a fifth of the cold TTFT
         for ttft in (0.5, 0.105):
             out.append(_stream(f"c{pair}-{ttft}", "cache", 1, t, ttft, [GAP[1]],
