@@ -176,6 +176,12 @@ class Level:
     status: str | None = None
     #: the aggregate rate's 95 % interval (batch means), None when the summary has none
     aggregate_ci: tuple[float | None, float | None] | None = None
+    #: the metrics whose 95 % interval straddled the ramp's limit (status "tie"), and
+    #: about how many requests at this level would decide them
+    ties: tuple[str, ...] = ()
+    tie_requests: int | None = None
+    #: the failure rate's exact 95 % interval, None when the summary has none
+    failure_ci: tuple[float | None, float | None] | None = None
 
     @property
     def failure_rate(self) -> float | None:
@@ -211,6 +217,15 @@ class Measurements:
     #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
     #: probe ran without --metrics-url)
     vendor_metrics: Mapping[str, Any] | None = None
+    #: the prefill rate's 95 % interval (from the fit's slope); None where the summary
+    #: gives none, and `prefill_ci_missing` when a current summary could not compute one
+    #: (fewer than 3 prompt lengths): then the rate decides nothing
+    prefill_ci: tuple[float | None, float | None] | None = None
+    prefill_ci_missing: bool = False
+    #: prompt lengths the prefill fit rests on
+    prefill_lengths: int | None = None
+    #: the ramp's lowest tie between the max sustained level and the first breach
+    first_tie: int | None = None
 
     @property
     def top(self) -> int | None:
@@ -264,7 +279,9 @@ def _level(d: Mapping[str, Any], concurrency: int) -> Level:
     return Level(concurrency, _pct(d.get("ttft_s")), _pct(d.get("tpot_s")), _pct(d.get("itl_s")),
                  _pct(d.get("stream_tokens_per_s")), _num(d.get("aggregate_tokens_per_s")),
                  requests, failed, bound, _int(d.get("stalls")), status,
-                 _interval(d.get("aggregate_tokens_per_s_ci")))
+                 _interval(d.get("aggregate_tokens_per_s_ci")),
+                 tuple(str(t) for t in ties) if isinstance(ties := d.get("ties"), list) else (),
+                 _int(d.get("tie_requests")), _interval(d.get("failure_rate_ci")))
 
 
 def _validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -298,7 +315,8 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
     baseline = _level(base, 1) if base else None
     if baseline is not None and 1 not in levels:
         levels[1] = baseline
-    prefill = _num(_map(summary.get("prefill")).get("tokens_per_s"))
+    pre = _map(summary.get("prefill"))
+    prefill = _num(pre.get("tokens_per_s"))
     validity, reasons = _validity(summary)
     if not levels and prefill is None and validity != "invalid":
         return None
@@ -315,6 +333,10 @@ def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
         validity_reasons=reasons,
         prefill_at_least=_num(_map(summary.get("prefill")).get("tokens_per_s_at_least")),
         vendor_metrics=_map(summary.get("vendor_metrics")) or None,
+        prefill_ci=_interval(pre.get("tokens_per_s_ci")),
+        prefill_ci_missing="tokens_per_s_ci" in pre and pre.get("tokens_per_s_ci") is None,
+        prefill_lengths=_int(pre.get("lengths")),
+        first_tie=_int(ramp.get("first_tie_concurrency")),
     )
 
 
@@ -727,16 +749,28 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     if m is None:
         return j("unverified", f"Prices are separate ({prices}) and the capacity model's rates "
                  f"are stated; not verified: {ev.blocker}.")
+    decode = m.baseline.stream_tokens_per_s if m.baseline else None
     ours = {"prefill": m.prefill_tokens_per_s,
-            "decode per stream": m.baseline.stream_tokens_per_s.p50 if m.baseline else None}
+            "decode per stream": decode.p50 if decode else None}
+    cis = {"prefill": m.prefill_ci if m.prefill_ci is not None else
+           (None, None) if m.prefill_ci_missing else None,
+           "decode per stream": decode.interval("p50") if decode else None}
     shown = {"prefill_tokens_per_s": ours["prefill"],
-             "decode_tokens_per_s_per_stream_p50": ours["decode per stream"]}
+             "decode_tokens_per_s_per_stream_p50": ours["decode per stream"],
+             "prefill_tokens_per_s_ci": _listed(m.prefill_ci),
+             "decode_tokens_per_s_per_stream_p50_ci": _listed(cis["decode per stream"])}
     checks = [(name, rate, got) for name, rate in claimed if (got := ours[name]) is not None]
     unmeasured = [name for name, _ in claimed if ours[name] is None]
     compared = "; ".join(f"{name} claimed {fmt_rate(cl)} vs measured {fmt_rate(got)}"
-                         for name, cl, got in checks)
+                         f"{_ci_words(cis[name], fmt_rate)}" for name, cl, got in checks)
     head = f"Prices are separate ({prices}); {compared or 'rates claimed'}"
-    short = [(name, cl / got) for name, cl, got in checks if got < cl * (1 - tol.rate_rel)]
+    floor = 1 - tol.rate_rel
+    decided = {name: decide(got, cis[name], cl * floor, at_most=False,
+                            n=m.prefill_lengths if name == "prefill" else
+                            decode.n if decode else None,
+                            q=None if name == "prefill" else 0.5, fmt=fmt_rate)
+               for name, cl, got in checks}
+    short = [(name, cl / got) for name, cl, got in checks if decided[name][0] == "fails"]
     if short:
         name, ratio = max(short, key=lambda t: t[1])
         return j("unreconciled", f"{head}: {name} {_times(ratio)} short.", shown)
@@ -748,7 +782,38 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     if unmeasured:
         return j("unverified", f"{head}; not verified: the run did not measure the "
                  f"{_join(unmeasured)} rate (run the prefill and baseline phases).", shown)
+    open_ = [name for name, _, _ in checks if decided[name][0] == "undecided"]
+    if open_:
+        why = [_prefill_undecided(m, cis["prefill"]) if name == "prefill" else
+               f"decode per stream (the baseline's p50): {decided[name][1]}" for name in open_]
+        return j("unverified", f"{head}; not verified: {'; '.join(why)}.", shown)
     return j("ok", f"{head}: holds.", shown)
+
+
+def _listed(ci: tuple[float | None, float | None] | None) -> list[float | None] | None:
+    return None if ci is None else list(ci)
+
+
+def _ci_words(ci: tuple[float | None, float | None] | None,
+              fmt: Callable[[float | None], str]) -> str:
+    """ ' (95 % interval a–b)' beside a figure, '' when the summary gives none."""
+    if ci is None:
+        return ""
+    return " (95 % interval " + "–".join(fmt(v) if v is not None else "unbounded"
+                                         for v in ci) + ")"
+
+
+def _prefill_undecided(m: Measurements, ci: tuple[float | None, float | None] | None) -> str:
+    """Why the prefill rate decides no claim, and the run that would."""
+    lengths = m.prefill_lengths
+    if ci is None or ci[0] is None or ci[1] is None:
+        return (f"the prefill fit rests on {lengths} prompt length"
+                f"{'s' if lengths != 1 else ''}, too few for an interval on its rate (3 "
+                "needed); probe with more prompt lengths (--profile standard)")
+    return (f"not enough evidence: the prefill rate's 95 % interval "
+            f"{fmt_rate(ci[0])}–{fmt_rate(ci[1])} (a fit over {lengths} prompt lengths) "
+            "straddles the claim's tolerance; probe with more prompt lengths or repeats "
+            "(--profile standard)")
 
 
 def _breaking_level(m: Measurements) -> int | None:
@@ -802,8 +867,15 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     breaking = _breaking_level(mu)
     shown = {"max_sustained_concurrency": mu.max_sustained, "first_degraded": mu.first_degraded,
              "breaking_concurrency": breaking}
+    tie = next((lv for lv in mu.levels if lv.concurrency == mu.first_tie), None)
+    shown["first_tie_concurrency"] = mu.first_tie
     if mu.first_degraded is None:
         held = mu.max_sustained
+        if tie is not None:
+            before = (f"the ramp held up to {held} streams and no level breached, but "
+                      if held is not None else "no level was confirmed sustained or breached: ")
+            return j("unverified", f"Claimed {said}; not verified: {before}"
+                     f"{_tie_words(tie)}{gap_text}.", shown)
         if held is None:
             return j("unverified", f"Claimed {said}; not verified: the ramp judged no level "
                      f"({rerun_for(claimed, ev.command)}){gap_text}.", shown)
@@ -822,11 +894,28 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     limit = breaking if breaking is not None else (mu.max_sustained or 0) + 1
     if claimed > limit * (1 + tol.concurrency_rel):
         problems.append(f"the claim is {_times(claimed / limit)} the level at which it broke")
-    if first != mu.first_degraded:
+    # a tie below the breach may be where it really broke, on one of the tied metrics
+    firsts = {mu.first_degraded, *(tie.ties if tie is not None else ())}
+    if first not in firsts:
         problems.append(f"{mu.first_degraded}, not {first}, degraded first")
     if problems:
         return j("unreconciled", f"{head}: {_join(problems)}{gap_text}.", shown)
+    if tie is not None and (claimed > tie.concurrency * (1 + tol.concurrency_rel)
+                            or firsts != {first}):
+        return j("unverified", f"{head}, but {_tie_words(tie)}, so the claim is not decided"
+                 f"{gap_text}.", shown)
     return j("ok", f"{head}: holds{gap_text}.", shown)
+
+
+def _tie_words(tie: Level) -> str:
+    """A tie level in words, with the run that would decide it."""
+    what = _join(list(tie.ties)) or "a limit"
+    more = (f"about {tie.tie_requests} requests at {tie.concurrency} streams would decide it"
+            if tie.tie_requests else f"more requests at {tie.concurrency} streams would "
+            "decide it")
+    return (f"level {tie.concurrency} is a tie on {what} (its 95 % interval straddles the "
+            f"limit, n = {tie.requests}): {more} (re-run with --levels {tie.concurrency} "
+            "and --interval-width)")
 
 
 def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
@@ -1065,11 +1154,17 @@ def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
 # ---------------------------------------------------------------- use-case fit
 
 
-def _limit(name: str, value: float | None, limit: float, fmt: Callable[[float | None], str]
-           ) -> tuple[bool | None, str]:
+def _limit(name: str, pct: Pct, pname: str, limit: float, q: float,
+           fmt: Callable[[float | None], str]) -> tuple[bool | None, str]:
+    """A percentile against an upper limit, on its 95 % interval (`decide`): a straddle
+    decides nothing (None), and says how many requests would."""
+    value = pct.get(pname)
     if value is None:
         return None, f"{name} not measured"
-    ok = value <= limit
+    state, why = decide(value, pct.interval(pname), limit, at_most=True, n=pct.n, q=q, fmt=fmt)
+    if state == "undecided":
+        return None, f"{name} {why}"
+    ok = state == "holds"
     return ok, f"{name} {fmt(value)} {'≤' if ok else '>'} {fmt(limit)}"
 
 
@@ -1080,7 +1175,15 @@ def _reading(level: Level, tol: Tolerances) -> tuple[bool | None, str]:
     if tpot is None or tpot <= 0:
         return None, f"TPOT {pname} not measured"
     rate = 1 / tpot
-    ok = rate >= tol.reading_speed_tokens_per_s
+    ci = level.tpot_s.interval(pname)  # a slow TPOT end is a slow rate end
+    rate_ci = None if ci is None else (
+        None if ci[1] is None or ci[1] <= 0 else 1 / ci[1],
+        None if ci[0] is None or ci[0] <= 0 else 1 / ci[0])
+    state, why = decide(rate, rate_ci, tol.reading_speed_tokens_per_s, at_most=False,
+                        n=level.tpot_s.n, q=_Q.get(pname), fmt=fmt_rate)
+    if state == "undecided":
+        return None, f"1/TPOT {pname} {why}"
+    ok = state == "holds"
     return ok, (f"{share} of streams {'above' if ok else 'below'} "
                 f"{_n(tol.reading_speed_tokens_per_s)} tokens/s (1/TPOT {pname} = "
                 f"{fmt_rate(rate)})")
@@ -1098,6 +1201,12 @@ def _failures(level: Level, tol: Tolerances) -> tuple[bool | None, str]:
     rate = level.failure_rate
     if rate is None:
         return True, ""
+    ci = level.failure_ci
+    if rate > tol.max_failure_rate and ci is not None and ci[0] is not None \
+            and ci[0] <= tol.max_failure_rate:  # as the ramp: above, but not surely
+        return None, (f"not enough evidence: {rate * 100:.1f}% of {level.requests} failed, "
+                      f"95 % interval {ci[0] * 100:.1f}–{(ci[1] or 1) * 100:.1f}% straddles "
+                      f"{tol.max_failure_rate * 100:g}%")
     ok = rate <= tol.max_failure_rate
     return ok, f"{rate * 100:.1f}% failed {'≤' if ok else '>'} {tol.max_failure_rate * 100:g}%"
 
@@ -1106,13 +1215,14 @@ def _checks(profile: SloProfile, tol: Tolerances) -> list[Check]:
     checks: list[Check] = []
     if profile.ttft_p90_s is not None:
         lim_t = profile.ttft_p90_s
-        checks.append(lambda lv: _limit("TTFT p90", lv.ttft_s.p90, lim_t, fmt_s))
+        checks.append(lambda lv: _limit("TTFT p90", lv.ttft_s, "p90", lim_t, 0.9, fmt_s))
     if profile.tpot_p90_s is not None:
         lim_p = profile.tpot_p90_s
-        checks.append(lambda lv: _limit("TPOT p90", lv.tpot_s.p90, lim_p, fmt_s))
+        checks.append(lambda lv: _limit("TPOT p90", lv.tpot_s, "p90", lim_p, 0.9, fmt_s))
     if profile.itl_p99_s is not None:
         lim_i = profile.itl_p99_s
-        checks.append(lambda lv: _limit("ITL p99", lv.itl_s.p99, lim_i, fmt_s))
+        checks.append(lambda lv: _limit("ITL p99", lv.itl_s, "p99", lim_i, 0.99,
+                                             fmt_s))
         checks.append(_no_stalls)
     if profile.above_reading_speed:
         checks.append(lambda lv: _reading(lv, tol))
@@ -1133,7 +1243,10 @@ def _ladder(m: Measurements, checks: list[Check], what: str) -> Fit:
         if any(ok is None for ok, _ in results):
             missing = _join([text for ok, text in results if ok is None])
             if held is None:
-                return Fit(None, f"Not measurable at {_streams(level.concurrency)}: {missing}.")
+                # a straddling interval is a tie: never a pass, and it says what would decide
+                word = ("Not decided" if "not enough evidence" in missing else
+                        "Not measurable")
+                return Fit(None, f"{word} at {_streams(level.concurrency)}: {missing}.")
             return Fit(True, f"{_holds(what, held)}; not judged at {level.concurrency}: "
                        f"{missing}.", held[0].concurrency)
         if not all(ok for ok, _ in results):

@@ -681,7 +681,8 @@ class TestClientBound:
         j = judge(text, summary).judgements["Q4"]
         assert (j.status, j.measured) == ("ok", {"max_sustained_concurrency": 16,
                                                  "first_degraded": "itl",
-                                                 "breaking_concurrency": 64})
+                                                 "breaking_concurrency": 64,
+                                                 "first_tie_concurrency": None})
 
 
 JSONISH = st.recursive(
@@ -1066,9 +1067,12 @@ class TestWhatWasMeasured:
                                     "aggregate_tokens_per_s": pytest.approx(0.95 * 16 / 0.018)}
         assert j["Q3"].measured == {"prefill_tokens_per_s": 4900.0,
                                     "decode_tokens_per_s_per_stream_p50": pytest.approx(
-                                        1 / 0.0105)}
+                                        1 / 0.0105),
+                                    # a summary without intervals: none shown
+                                    "prefill_tokens_per_s_ci": None,
+                                    "decode_tokens_per_s_per_stream_p50_ci": None}
         assert j["Q4"].measured == {"max_sustained_concurrency": 16, "first_degraded": "itl",
-                                    "breaking_concurrency": 32}
+                                    "breaking_concurrency": 32, "first_tie_concurrency": None}
         assert j["Q6"].claimed["headline_unit"] == "output_tokens_per_s"
         assert set(j["Q6"].measured or {}) == {"baseline_stream_tokens_per_s",
                                                "stream_tokens_per_s_at_16"}
@@ -1093,7 +1097,7 @@ class TestWhatWasMeasured:
         text = "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n"
         assert judge(text, summary).judgements["Q4"].measured == {
             "max_sustained_concurrency": 16, "first_degraded": "itl",
-            "breaking_concurrency": 32}
+            "breaking_concurrency": 32, "first_tie_concurrency": None}
 
 
 class TestNeighbouringLevels:
@@ -1292,3 +1296,132 @@ class TestReadingMore:
         assert f"probed {url[:79]}…," in said and url[:80] not in said
         half = target_mismatch(q("vendor: A\n"), RunTarget("m-7b", None)) or ""
         assert "does not say which model and endpoint it probed" in half
+
+
+Q3_PRICES = "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+
+
+def _with_rates(prefill_ci: list[float | None] | None, decode_p50_ci: list[float | None] | None,
+                lengths: int = 5) -> dict[str, Any]:
+    """SUMMARY with intervals on the measured rates: prefill 4,900 tokens/s, decode per
+    stream (the baseline's p50) 1/0.0105 = 95.2 tokens/s."""
+    s = json.loads(json.dumps(SUMMARY))
+    s["prefill"] |= {"tokens_per_s_ci": prefill_ci, "lengths": lengths}
+    s["baseline"]["stream_tokens_per_s"]["p50_ci"] = decode_p50_ci
+    return s
+
+
+class TestQ3OnIntervals:
+    """Q3's claimed rates judged on the measured rates' 95 % intervals (rate_rel 50 %: a
+    claim holds while the measurement reaches half of it)."""
+
+    @pytest.mark.parametrize(("claim", "prefill_ci", "status", "says"), [
+        # the whole interval (4,000-6,000) above half the claim (3,000): holds
+        ("prefill_tokens_per_s: 6000", [4000, 6000], "ok", "holds."),
+        # the whole interval below half of 20,000: short, whatever the interval
+        ("prefill_tokens_per_s: 20000", [4000, 6000], "unreconciled", "prefill 4.1× short"),
+        # 9,000 claimed, 4,500 the edge: the interval 3,000-8,000 straddles it
+        ("prefill_tokens_per_s: 9000", [3000, 8000], "unverified",
+         "the prefill rate's 95 % interval 3,000 tokens/s–8,000 tokens/s (a fit over 5 "
+         "prompt lengths) straddles"),
+        # the point (4,900) would hold 9,000; its interval does not, so not verified
+        ("prefill_tokens_per_s: 9000", [4400, 5400], "unverified", "straddles"),
+        # fewer than 3 lengths: no interval at all, and the rate decides nothing
+        ("prefill_tokens_per_s: 6000", None, "unverified", "too few for an interval"),
+    ])
+    def test_prefill(self, claim: str, prefill_ci: list[float] | None, status: str,
+                     says: str) -> None:
+        summary = _with_rates(prefill_ci, None, lengths=5 if prefill_ci else 2)
+        j = judge(Q3_PRICES + claim + "}\n", summary).judgements["Q3"]
+        assert j.status == status and says in j.reason, j.reason
+        assert j.measured is not None
+        assert j.measured["prefill_tokens_per_s_ci"] == prefill_ci
+
+    @pytest.mark.parametrize(("claim", "ci", "status", "says"), [
+        (150, [90.0, 100.0], "ok", "holds."),                    # 75 ≤ 90
+        (250, [90.0, 100.0], "unreconciled", "decode per stream 2.6× short"),  # 100 < 125
+        (190, [90.0, 100.0], "unverified",
+         "decode per stream (the baseline's p50): not enough evidence: n = 200"),  # 95 in
+    ])
+    def test_decode(self, claim: int, ci: list[float], status: str, says: str) -> None:
+        j = judge(Q3_PRICES + f"decode_tokens_per_s_per_stream: {claim}}}\n",
+                  _with_rates([4000, 6000], ci)).judgements["Q3"]
+        assert j.status == status and says in j.reason, j.reason
+        if status == "unverified":
+            # the request count that would decide it, from the interval's half-width
+            assert "requests there would decide it" in j.reason
+
+    def test_the_interval_is_shown_beside_the_rate(self) -> None:
+        j = judge(Q3_PRICES + "prefill_tokens_per_s: 6000}\n",
+                  _with_rates([4000, 6000], None)).judgements["Q3"]
+        assert ("prefill claimed 6,000 tokens/s vs measured 4,900 tokens/s (95 % interval "
+                "4,000 tokens/s–6,000 tokens/s)") in j.reason
+
+
+def _tied(first_tie: int | None, ties: tuple[str, ...] = ("ttft",),
+          breach: int | None = 32, first: str | None = "itl") -> dict[str, Any]:
+    """SUMMARY whose ramp has a tie at `first_tie` (about 400 requests would decide it)."""
+    s = json.loads(json.dumps(SUMMARY))
+    for lv in s["ramp"]["levels"]:
+        if lv["concurrency"] == first_tie:
+            lv |= {"status": "tie", "ties": list(ties), "tie_requests": 400}
+    s["ramp"] |= {"first_tie_concurrency": first_tie, "first_breach_concurrency": breach,
+                  "first_degraded": first,
+                  "max_sustained_concurrency": 8 if first_tie == 16 else 16}
+    return s
+
+
+class TestQ4Ties:
+    """A tie on the ramp is never `ok`: the claim it could move is unverified, with the
+    run that would decide it (more requests at the tied level)."""
+
+    @pytest.mark.parametrize(("claim", "first", "summary", "status", "says"), [
+        # no tie: the ramp held 16, broke at 32 on itl
+        (30, "itl", _tied(None), "ok", "holds"),
+        # the tie at 16 may be where it broke: a claim of 30 is not decided
+        (30, "itl", _tied(16), "unverified",
+         "level 16 is a tie on ttft (its 95 % interval straddles the limit, n = 200): about "
+         "400 requests at 16 streams would decide it"),
+        # a claim within the tie's level holds whichever way the tie goes, but the tie
+        # (on ttft) could still change what degraded first
+        (16, "itl", _tied(16), "unverified", "level 16 is a tie"),
+        # the tie is on the claimed metric itself: still within what the tie allows
+        (16, "itl", _tied(16, ("itl",)), "ok", "holds"),
+        # above the confirmed breach whatever the tie: unreconciled
+        (100, "itl", _tied(16), "unreconciled", "the level at which it broke"),
+        # a metric neither the breach nor the tie names: unreconciled
+        (16, "admission", _tied(16), "unreconciled", "itl, not admission, degraded first"),
+        # no breach at all, a tie on top of what held: not verified, and why
+        (30, "itl", _tied(32, breach=None, first=None), "unverified",
+         "the ramp held up to 16 streams and no level breached, but level 32 is a tie"),
+    ])
+    def test_q4(self, claim: int, first: str, summary: dict[str, Any], status: str,
+                says: str) -> None:
+        text = (f"Q4: {{max_concurrent_streams_per_node: {claim}, first_degrades: {first}, "
+                "source: production}\n")
+        j = judge(text, summary).judgements["Q4"]
+        assert j.status == status and says in j.reason, j.reason
+
+
+class TestUseCaseOnIntervals:
+    def test_a_limit_straddled_at_the_first_level_is_not_decided(self) -> None:
+        """TTFT p90 170 ms against a limit of 150 ms, interval 100-300 ms: neither a pass
+        nor a fail, and the reason says how many requests would decide it."""
+        s = json.loads(json.dumps(SUMMARY))
+        for lv in s["ramp"]["levels"]:
+            lv["ttft_s"]["p90_ci"] = [0.1, 0.3 + 0.01 * lv["concurrency"]]
+        tol = tolerances_from_dict({"slo_profiles": {"chat": {"ttft_p90_s": 0.15}}})
+        fit = use_case_fit(measurements(s), tol)["chat"]
+        assert fit.fit is None and fit.reason.startswith("Not decided at 1 stream: TTFT p90 "
+                                                         "not enough evidence: n = 200")
+        assert "requests there would decide it" in fit.reason
+
+    def test_a_failure_rate_above_the_limit_but_not_surely_is_not_a_pass(self) -> None:
+        """4 of 200 failed at 512 (2 %) with an exact interval 0.5-5 %: the ladder stops
+        below it, not past it, and not as a failure either."""
+        s = json.loads(json.dumps(SUMMARY))
+        s["ramp"]["levels"][-1]["failure_rate_ci"] = [0.0055, 0.05]
+        tol = tolerances_from_dict({"slo_profiles": {"batch-ish": {"ttft_p90_s": 100.0}}})
+        fit = use_case_fit(measurements(s), tol)["batch-ish"]
+        assert fit.fit is True and fit.max_concurrency == 256
+        assert "not judged at 512: not enough evidence: 2.0% of 200 failed" in fit.reason
