@@ -662,20 +662,72 @@ def _hollow(ax: Any, pts: Sequence[tuple[float, float]], marker: str) -> None:
 
 
 BOUND_LABEL = "hollow marker: the client was the bottleneck (not judged)"
+#: the vendor's gauges drawn under the ramp chart, each with its words and style
+QUEUE_GAUGES = (("running", "running in its engine", 0), ("waiting", "waiting in its queue", 1))
+
+
+def vendor_queue(vendor: Mapping[str, Any] | None) -> dict[int, dict[str, tuple[float, float]]]:
+    """Per ramp level, the vendor's running and waiting gauges as (mean, max) of the
+    samples the probe scraped before, during and after the level (`vendor_metrics`);
+    empty when the run scraped nothing or the page exported neither gauge."""
+    out: dict[int, dict[str, tuple[float, float]]] = {}
+    levels = vendor.get("levels") if isinstance(vendor, Mapping) else None
+    for key, d in (levels.items() if isinstance(levels, Mapping) else ()):
+        if not (isinstance(d, Mapping) and d.get("phase") == "ramp" and str(key).isdigit()
+                and isinstance(d.get("vendor"), Mapping)):
+            continue
+        for gauge, _, _ in QUEUE_GAUGES:
+            g = d["vendor"].get(gauge)
+            if isinstance(g, Mapping) and _finite(g.get("mean")) and _finite(g.get("max")) \
+                    and g["mean"] >= 0 and g["max"] >= 0:
+                out.setdefault(int(key), {})[gauge] = (float(g["mean"]), float(g["max"]))
+    return {c: out[c] for c in sorted(out) if c > 0}
+
+
+def _queue_panel(ax: Any, queue: Mapping[int, Mapping[str, tuple[float, float]]],
+                 levels: Sequence[float]) -> None:
+    """Requests the vendor's engine ran and queued at each level: the mean of the
+    samples (line) and the highest sample (a dash above it)."""
+    for gauge, words, k in QUEUE_GAUGES:
+        pts = [(c, *g[gauge]) for c, g in queue.items() if gauge in g]
+        if not pts:
+            continue
+        style = STYLES[k]
+        ax.plot([c for c, _, _ in pts], [m for _, m, _ in pts], label=f"{words}, mean",
+                **style)
+        ax.plot([c for c, _, _ in pts], [h for _, _, h in pts], linestyle="none",
+                marker="_", markersize=11, markeredgewidth=1.4, color=style["color"],
+                label="dash: the highest sample" if k == 0 else "_")
+    levels_axis(ax, levels)
+    number_ticks(ax.yaxis)
+    ax.set_ylim(bottom=0, top=max(1.0, max(h for g in queue.values() for _, h in g.values())
+                                  * 1.15))
+    ax.set_ylabel("requests")
+    ax.set_title(f"The vendor's own metrics at each level, {level_span(levels)}: "
+                 "requests running and waiting (requests)", loc="left")
 
 
 def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained: int | None,
-                              first_degraded: str | None) -> str | None:
+                              first_degraded: str | None,
+                              vendor: Mapping[str, Any] | None = None) -> str | None:
     """Output tokens/s per level: per stream (p50 and p10, left axis) and all streams
-    together (right axis), the max sustained level marked."""
+    together (right axis), the max sustained level marked; under it, when the run scraped
+    the vendor's metrics (`vendor`, summary.json's vendor_metrics), the requests the
+    vendor's engine was running and queueing at each level: why a figure degraded."""
     pts = [(lv["concurrency"], lv.get("stream_tokens_per_s") or {},
             lv.get("aggregate_tokens_per_s"), bool(lv.get("client_bound")))
            for lv in levels if _finite(lv.get("concurrency"))]
     if not any(_positive(a) or _positive(s.get("p50")) for _, s, a, _ in pts):
         return None  # nothing streamed: the failures are in the use-case chart
+    run_levels = {float(c) for c, *_ in pts}
+    queue = {c: g for c, g in vendor_queue(vendor).items() if float(c) in run_levels}
     with matplotlib.rc_context(_RC):
-        fig = new_figure(height_in=3.0)
+        fig = new_figure(height_in=4.6 if queue else 3.0, nrows=2 if queue else 1)
         ax = fig.axes[0]
+        below = fig.axes[1] if queue else None
+        grid = ax.get_gridspec()
+        if below is not None and grid is not None:
+            grid.set_height_ratios([2.0, 1.0])
         per: list[tuple[float, float, bool]] = [
             (c, s["p50"], b) for c, s, _, b in pts if _finite(s.get("p50"))]
         per10: list[tuple[float, float, bool]] = [
@@ -699,7 +751,10 @@ def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained
             _hollow(ax2, [(c, v) for c, v, b in agg if b], STYLES[1]["marker"])
         number_ticks(ax2.yaxis)
         ax2.set_ylabel("tokens/s, all streams")
-        handles, labels = _handles(ax, ax2)
+        if below is not None:
+            _queue_panel(below, queue, [c for c, _, _, _ in pts])
+            ax.set_xlabel("")  # the panel under it names the axis they share
+        handles, labels = _handles(ax, ax2, *([below] if below is not None else []))
         if _finite(max_sustained):
             ax.axvline(float(max_sustained), color="black", linewidth=1.2,
                        linestyle=(0, (6, 2, 1, 2)))
@@ -945,8 +1000,30 @@ def distributions_caption(tokens_per_chunk: str, boxes: bool = True) -> str:
             "per-token figure, TPOT, is in the use-case chart.")
 
 
-def throughput_caption(thresholds: Mapping[str, Any] | None = None) -> str:
-    """Figure 3's caption, with the degradation rule the max sustained level rests on."""
+def throughput_caption(thresholds: Mapping[str, Any] | None = None,
+                       vendor: Mapping[str, Any] | None = None) -> str:
+    """Figure 3's caption, with the degradation rule the max sustained level rests on, and
+    what the queue panel under it shows, or why there is none (`vendor`: summary.json's
+    vendor_metrics, None when the run scraped nothing)."""
+    return _throughput_words(thresholds) + " " + queue_caption(vendor)
+
+
+def queue_caption(vendor: Mapping[str, Any] | None) -> str:
+    """The queue panel's sentence: what it draws, or why nothing is drawn."""
+    if vendor_queue(vendor):
+        return ("Under it, the vendor's own metrics (its metrics page, scraped before, during "
+                "and after each level): requests its engine was running (the batch) and "
+                "waiting in its queue, the mean of the samples and a dash at the highest. A "
+                "queue that grows where a figure degraded says the engine was full; no queue "
+                "there points to what lies in front of it, the network or a gateway.")
+    if not isinstance(vendor, Mapping):
+        return ("No queue panel: the run did not scrape the vendor's metrics (probe "
+                "--metrics-url), so why a figure degraded is not shown.")
+    return ("No queue panel: the run scraped the vendor's metrics page, but it exported no "
+            "count of running or waiting requests for a ramp level.")
+
+
+def _throughput_words(thresholds: Mapping[str, Any] | None = None) -> str:
     th = thresholds or {}
 
     def ratio(key: str) -> str:

@@ -536,9 +536,10 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
     out.append((charts.distributions_caption(fmt_num(tpc), boxes=dist is not None),
                 dist or charts.latency_percentiles(levels)))
     ramp = _map(summary.get("ramp"))
-    out.append((charts.throughput_caption(_map(ramp.get("thresholds"))),
+    vendor = _map(summary.get("vendor_metrics")) or None  # the queue panel, if scraped
+    out.append((charts.throughput_caption(_map(ramp.get("thresholds")), vendor),
                 charts.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
-                                                 ramp.get("first_degraded"))))
+                                                 ramp.get("first_degraded"), vendor)))
     pre = _map(summary.get("prefill"))
     points = list(digest.prefill_points)
     if not points:

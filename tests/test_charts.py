@@ -128,6 +128,33 @@ def _run(levels: Sequence[int], ttft: float, gap: float, card: dict[str, Any] | 
     return card or scorecard(), summary_of(recs, levels), recs
 
 
+def vendor_metrics(levels: Sequence[int], running: float = 1.0, waiting: float = 0.5,
+                   gauges: bool = True) -> dict[str, Any]:
+    """summary.json's vendor_metrics as a scrape would leave it: per ramp level, the
+    engine's running and waiting gauges growing with the level (past the batch the
+    queue takes the rest); `gauges=False`: a page that exported neither."""
+    out: dict[str, Any] = {}
+    for c in levels:
+        run = min(c, 8) * running
+        wait = max(0, c - 8) * waiting
+        vendor = {"running": {"mean": run * 0.9, "max": run, "samples": 5},
+                  "waiting": {"mean": wait * 0.8, "max": wait, "samples": 5}} if gauges else {}
+        out[str(c)] = {"phase": "ramp", "vendor": vendor, "ours": {}}
+    return {"url": "https://vendor.example/metrics", "engine": "vllm", "levels": out}
+
+
+def _scraped(levels: Sequence[int], **kw: Any) -> Any:
+    card, summary, recs = _run(levels, 0.2, 0.02)
+    summary["vendor_metrics"] = vendor_metrics(levels, **kw)
+    return card, summary, recs
+
+
+def _scraped_huge() -> Any:
+    card, summary, recs = scorecard(), synthetic_summary(POW2, 0.2, 0.02), []
+    summary["vendor_metrics"] = vendor_metrics(POW2, running=1e4, waiting=3e6)
+    return card, summary, recs
+
+
 CROWDED = {f"case_{i}": {"label": f"use case {i}", "ttft_p90_s": 0.45 + 0.01 * i,
                          "tpot_p90_s": 0.02 + 0.001 * i, "itl_p99_s": 0.03 + 0.002 * i}
            for i in range(6)}
@@ -150,6 +177,10 @@ SCENARIOS: dict[str, Any] = {
                                      card=scorecard(5000, "output_tokens_per_s_per_gpu")),
     "crowded limits": lambda: _run([1, 2, 4, 8, 16], 0.4, 0.025,
                                    card=scorecard(profiles=CROWDED)),
+    "vendor queue": lambda: _scraped([1, 2, 4, 8, 16, 32]),
+    "vendor queue, one level": lambda: _scraped([1]),
+    "vendor queue to 2^19": _scraped_huge,
+    "vendor page without gauges": lambda: _scraped([1, 2, 4], gauges=False),
 }
 
 
@@ -340,7 +371,7 @@ def collisions(fig: Figure) -> list[str]:
     return problems
 
 
-UNIT = re.compile(r"\((ms|s|%|tokens|% of [a-z ]+)\)|tokens/s|% of ")
+UNIT = re.compile(r"\((ms|s|%|tokens|requests|% of [a-z ]+)\)|tokens/s|% of ")
 
 
 def untitled(fig: Figure) -> list[str]:
@@ -445,3 +476,45 @@ def test_numbers_read_as_numbers() -> None:
         "0", "0.5", "4.75", "13.8", "170", "1,107", "20,100", "1×10⁷", "1.5×10⁻⁴"]
     assert charts.level_span([1, 2, 64]) == "1–64 streams"
     assert charts.level_span([1]) == "1 stream"
+
+
+THROUGHPUT = "Output tokens per second at each concurrency level"
+
+
+def _ramp_chart(drawn: Drawn) -> tuple[str, str, Figure]:
+    return next(d for d in drawn if d[0].startswith(THROUGHPUT))
+
+
+def test_the_vendor_queue_is_drawn_under_the_ramp_chart(scorecards: dict[str, Drawn]) -> None:
+    """With a scrape: a panel under the ramp chart, sharing its levels, draws the mean
+    running and waiting requests and a dash at the highest sample; the caption says how
+    to read it."""
+    caption, svg, fig = _ramp_chart(scorecards["vendor queue"])
+    below = fig.axes[1]
+    assert "requests running and waiting" in below.get_title(loc="left")
+    lines = {ln.get_label(): ln for ln in below.lines}
+    levels = [1, 2, 4, 8, 16, 32]
+    running = lines["running in its engine, mean"]
+    assert list(running.get_xdata()) == levels
+    assert list(running.get_ydata()) == pytest.approx([0.9 * min(c, 8) for c in levels])
+    waiting = lines["waiting in its queue, mean"]
+    assert list(waiting.get_ydata()) == pytest.approx([0.4 * max(0, c - 8) for c in levels])
+    highest = [ln for ln in below.lines if ln.get_marker() == "_"]
+    assert [list(ln.get_ydata()) for ln in highest] == [
+        [float(min(c, 8)) for c in levels], [0.5 * max(0, c - 8) for c in levels]]
+    assert below.get_xlim() == pytest.approx(fig.axes[0].get_xlim())
+    assert "waiting in its queue, mean" in svg and "dash: the highest sample" in svg
+    assert "Under it, the vendor's own metrics" in caption
+
+
+def test_without_a_scrape_nothing_is_drawn_and_the_caption_says_so(
+        scorecards: dict[str, Drawn]) -> None:
+    caption, _, fig = _ramp_chart(scorecards["fixture"])
+    assert len(fig.axes) == 2  # the chart and its right-hand axis: no panel
+    assert "No queue panel: the run did not scrape the vendor's metrics" in caption
+    caption, _, fig = _ramp_chart(scorecards["vendor page without gauges"])
+    assert len(fig.axes) == 2
+    assert "exported no count of running or waiting requests" in caption
+    assert charts.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
+        "running": {"mean": float("nan"), "max": 3}, "waiting": {"mean": -1, "max": 2}}},
+        "x": {"phase": "ramp"}, "4": "hostile"}}) == {}
