@@ -190,6 +190,15 @@ def demo(out_dir: str, quiet: bool) -> None:
 @click.option("--budget", "budget_requests", type=int, metavar="REQUESTS",
               help="With --questionnaire: the most requests the ramp may plan; the highest "
                    "levels are left out (and their claims listed as unreachable) to fit.")
+@click.option("--interval-width", "interval_points", type=float, metavar="POINTS",
+              help="Size every ramp level for the question it answers: enough requests that "
+                   "the 95 % interval of the percentile it is judged on (the p90 everywhere; "
+                   "a claimed p50 at a level --questionnaire names) spans at most POINTS "
+                   "percentile points. 5: a level's p90 known from about its p87.5 to its "
+                   "p92.5, 561 requests a level; 10: 141; 2: 3,500. Distribution-free, so "
+                   "planned before anything is sent; the width in ms is printed after the "
+                   "run. Without it a level runs for the profile's duration, and one with "
+                   "fewer than 36 requests cannot bound its p90 from above: a tie.")
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (levels, requests, what cannot be reached) and stop "
                    "without sending anything.")
@@ -205,8 +214,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           metrics_url: str | None, extra_body: str | None, rate: float | None,
           timeout_s: float | None, deadline_s: float | None, ray_address: str | None,
           ray_workers: int | None, questionnaire_file: str | None,
-          budget_requests: int | None, dry_run: bool, vendor: str | None,
-          quiet: bool) -> None:
+          budget_requests: int | None, interval_points: float | None, dry_run: bool,
+          vendor: str | None, quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -264,8 +273,17 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         deadline_s=deadline_s,
         ray=ray_address, ray_workers=ray_workers, vendor=vendor,
         questionnaire=Path(questionnaire_file) if questionnaire_file else None,
-        budget_requests=budget_requests)
+        budget_requests=budget_requests, interval_width=_interval_width(interval_points))
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
+    if config.interval_width is not None:
+        config, settings = _sized_for_width(config, settings, plan)
+        by_count: dict[int, list[str]] = {}
+        for c, n in sorted(settings.ramp.min_requests.items()):
+            by_count.setdefault(n, []).append(str(c))
+        click.echo(f"interval width {interval_points:g} points: "
+                   + "; ".join(f"level{'s' if len(cs) > 1 else ''} {', '.join(cs)} at least "
+                               f"{n:,} requests" for n, cs in by_count.items())
+                   + " (each level's p90, and a claim's own percentile, known to that width)")
     if plan is not None:
         for line in describe(plan):
             click.echo(line)
@@ -300,6 +318,37 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
                    "see the reasons above", err=True)
         sys.exit(2)
+
+
+def _interval_width(points: float | None) -> float | None:
+    """--interval-width POINTS as a share (5 -> 0.05); a width outside (0, 50) is no width."""
+    if points is None:
+        return None
+    if not 0 < points < 50:
+        raise UsageError(f"--interval-width takes percentile points between 0 and 50, e.g. "
+                         f"5 (a p90 known from about the p87.5 to the p92.5); got {points:g}")
+    return points / 100
+
+
+def _sized_for_width(config: Any, settings: Any, plan: Any) -> tuple[Any, Any]:
+    """The config and settings with every ramp level's request floor sized for
+    config.interval_width (evalkit.plan.size_levels), laid over the profile as overrides."""
+    from dataclasses import replace
+
+    from evalkit.plan import size_levels
+    from evalkit.settings import deep_merge
+    from evalkit.suite import plan_run
+
+    if plan is not None and plan.interval_width != config.interval_width:
+        raise UsageError("--interval-width cannot size a --questionnaire plan in this version "
+                         "(the plan's own floors would replace it); run without one of them")
+    if plan is not None:  # the plan sized its levels itself
+        return config, settings
+    floors = size_levels(settings.ramp.levels, config.interval_width,
+                         settings.ramp.min_requests)
+    config = replace(config, overrides=deep_merge(config.overrides, {
+        "ramp": {"min_requests": {str(c): n for c, n in floors.items()}}}))
+    return config, plan_run(config)[0]
 
 
 @cli.command()

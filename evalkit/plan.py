@@ -12,16 +12,23 @@ How many samples a percentile needs, distribution-free: the smallest n for which
 order statistics bound the q-quantile on both sides with at most 2.5 % in each tail
 (evalkit.intervals), i.e. q^n <= 0.025 and (1-q)^n <= 0.025. p50 needs 6, p90 36, p99
 368. Fewer samples cannot bound the percentile from above at all, however they fall.
+
+Sized for a width (`probe --interval-width POINTS`): the interval's ends are order
+statistics, so its width *in quantile terms* ((u - l) / n, `intervals.quantile_width`)
+depends on n alone, and a level can be sized before anything is sent. A width of 5
+points on a p90 means its interval runs from about the p87.5 to the p92.5 of what was
+measured: 561 requests (2 points: 3,500; a p99 at 1 point: 1,600). What that width is in
+milliseconds depends on the endpoint's spread there, and is printed after the run.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evalkit.intervals import samples_for
+from evalkit.intervals import quantile_width, samples_for
 from evalkit.questionnaire import Questionnaire
 
 #: concurrent streams one client process holds within timing accuracy on the machine
@@ -57,6 +64,8 @@ class Plan:
     prompt_tokens: int | None = None
     soak_concurrency: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: the interval width every level was sized for (None: only the claims' floors)
+    interval_width: float | None = None
 
     @property
     def unreachable(self) -> list[Claim]:
@@ -68,6 +77,52 @@ class Plan:
         d = asdict(self)
         d["min_requests"] = {str(k): v for k, v in self.min_requests.items()}
         return d
+
+
+#: percentile names and their quantiles
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+#: the percentile every ramp level is judged on (the breach rule, evalkit.metrics)
+RAMP_PERCENTILE = "p90"
+
+
+def requests_for_width(q: float, width: float) -> int:
+    """How many samples make the 95 % interval for the q-quantile bounded on both ends
+    and at most `width` wide in quantile terms (0.05: about the p87.5 to the p92.5 for a
+    p90). Exact on the order-statistic ranks evalkit.intervals uses: n fits, n - 1 not."""
+    if not 0 < width < 1:
+        raise ValueError(f"an interval width is a share between 0 and 1, got {width!r}")
+
+    def fits(n: int) -> bool:
+        w = quantile_width(n, q)
+        return w is not None and w <= width
+
+    # the normal approximation's n, from a little below: the ranks' rounding moves it
+    start = max(samples_for(q), math.floor(0.8 * (2 * 1.959964) ** 2 * q * (1 - q)
+                                           / width ** 2))
+    n = start
+    if fits(n):
+        while n > 1 and fits(n - 1):
+            n -= 1
+    else:
+        while not fits(n):
+            n += 1
+    return n
+
+
+def size_levels(levels: Iterable[int], width: float, floors: Mapping[int, int] | None = None,
+                claims: Iterable[Claim] = ()) -> dict[int, int]:
+    """Each level's request floor for `width` on the percentile it is judged on: the p90
+    at every ramp level (its breach rule), a claim's own percentile where a claim names
+    the level; never below a floor already planned."""
+    out = {int(c): int(n) for c, n in (floors or {}).items()}
+    judged = {int(c): [RAMP_PERCENTILE] for c in levels}
+    for cl in claims:
+        if cl.reachable and cl.concurrency in judged:
+            judged[cl.concurrency].append(cl.percentile)
+    for c, pcts in judged.items():
+        need = max(requests_for_width(QUANTILES[p], width) for p in pcts)
+        out[c] = max(out.get(c, 0), need)
+    return dict(sorted(out.items()))
 
 
 def _bracket(c: int) -> tuple[int, ...]:
@@ -90,18 +145,23 @@ def claims_of(q: Questionnaire) -> list[tuple[str, int, str]]:
 
 def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency: int | None,
                levels_given: bool, processes: int = 1, prompt_given: bool = False,
-               budget_requests: int | None = None, default_requests: int = 0) -> Plan:
+               budget_requests: int | None = None, default_requests: int = 0,
+               interval_width: float | None = None) -> Plan:
     """The levels, request floors and prompt length that check the questionnaire's claims.
 
     `base_levels` are the profile's ramp levels; `max_concurrency` is the user's cap
     (None: raised to bracket every reachable claim); `levels_given`: the user named the
     levels, so they are kept as given and claims outside them are unreachable.
     `default_requests` is what a level sends without a floor (the estimate for a budget).
+    `interval_width` (a share, 0.05 for 5 points): every level sized for it
+    (`size_levels`), each claim for its own percentile.
     """
     ceiling = CLIENT_STREAMS_PER_PROCESS * max(processes, 1)
     claims: list[Claim] = []
     for question, c, pct in claims_of(q):
-        need = samples_for({"p50": 0.5, "p90": 0.9, "p99": 0.99}[pct])
+        need = samples_for(QUANTILES[pct])
+        if interval_width is not None:
+            need = max(need, requests_for_width(QUANTILES[pct], interval_width))
         why = None
         if max_concurrency is not None and c > max_concurrency:
             why = f"above --max-concurrency {max_concurrency}"
@@ -127,6 +187,8 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
     for cl in claims:
         if cl.reachable:
             floors[cl.concurrency] = max(floors.get(cl.concurrency, 0), cl.min_requests)
+    if interval_width is not None:
+        floors = size_levels(levels, interval_width, floors, claims)
     notes: list[str] = []
     if budget_requests is not None:
         levels, floors, claims, dropped = _fit_budget(levels, floors, claims, budget_requests,
@@ -136,7 +198,7 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
                          f"--budget {budget_requests} requests")
     prompt = q.q1.prompt_tokens if (q.q1.prompt_tokens and not prompt_given) else None
     return Plan(tuple(levels), max(levels) if levels else cap, floors, tuple(claims), prompt,
-                q.q2.at_concurrency, tuple(notes))
+                q.q2.at_concurrency, tuple(notes), interval_width)
 
 
 def _reached(cl: Claim, levels: Iterable[int]) -> Claim:

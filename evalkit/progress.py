@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from evalkit.intervals import quantile_ranks
 from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
 
@@ -124,18 +125,25 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                    f"ITL p50 {_s(base, 'itl_s', 'p50')}")
     pre = summary.get("prefill") or {}
     if pre.get("tokens_per_s"):
-        out.append(f"prefill: {pre['tokens_per_s']:.0f} prompt tokens/s "
+        ci = pre.get("tokens_per_s_ci")
+        within = (f", 95 % interval {ci[0]:,.0f}–{ci[1]:,.0f}" if isinstance(ci, list)
+                  and None not in ci else ", no interval: too few prompt lengths")
+        out.append(f"prefill: {pre['tokens_per_s']:,.0f} prompt tokens/s{within} "
                    f"(r² {pre.get('r2') or 0:.2f})")
+    elif pre.get("tokens_per_s_at_least"):
+        out.append(f"prefill: {clean(str(pre.get('reason')), 200)}")
     ramp = summary.get("ramp") or {}
     for lvl in ramp.get("levels") or []:
         agg = lvl.get("aggregate_tokens_per_s")
         bound = {"client_bound": "  [client-bound]", "failed": "  [FAILED]",
-                 "breached": "  [breached]", "no_data": "  [no data]"}.get(
+                 "breached": "  [breached]", "no_data": "  [no data]",
+                 "tie": f"  [tie: {', '.join(lvl.get('ties') or [])}]"}.get(
                      lvl.get("status"), "")
         out.append(f"  c={lvl.get('concurrency'):>4}: TTFT p90 {_s(lvl, 'ttft_s', 'p90')}, "
                    f"TPOT p90 {_s(lvl, 'tpot_s', 'p90')}, aggregate "
                    f"{'-' if agg is None else f'{agg:.0f}'} tok/s, outcomes "
                    f"{_outcomes(lvl.get('outcomes'))}{bound}")
+    out += interval_lines(ramp)
     if ramp and ramp.get("first_degraded"):
         out.append(f"ramp: max sustained concurrency {ramp.get('max_sustained_concurrency')}, "
                    f"first degraded: {ramp['first_degraded']} (at concurrency "
@@ -145,6 +153,8 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                    f"{ramp.get('max_sustained_concurrency')} is a lower bound")
     elif ramp:
         out.append(f"ramp: no capacity conclusion: {ramp.get('note') or 'no level was judged'}")
+    if ramp and ramp.get("first_tie_concurrency") is not None:
+        out.append(f"ramp: {clean(str(ramp.get('note')), 300)}")
     client = summary.get("client") or {}
     if client.get("capacity_judgement_affected"):
         out.append("client: the client was the bottleneck where the capacity judgement is "
@@ -156,6 +166,27 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                                   or [])])
                    + " only; the capacity judgement is unaffected")
     out += validity_lines(summary.get("validity"))
+    return out
+
+
+def interval_lines(ramp: dict[str, Any] | None) -> list[str]:
+    """The width each ramp level achieved on the p90 it is judged on: in ms, and in
+    quantile terms (the order statistics that bound it), so a reader sees what
+    `--interval-width` would buy."""
+    levels = (ramp or {}).get("levels") or []
+    if not levels:
+        return []
+    out = ["intervals: each level's TTFT p90 with its 95 % interval (n; the interval's "
+           "ends as percentiles of what was measured)"]
+    for lvl in levels:
+        ttft = lvl.get("ttft_s") or {}
+        n, ci = int(ttft.get("n") or 0), ttft.get("p90_ci") or [None, None]
+        lo, hi = quantile_ranks(n, 0.9)
+        ends = "–".join("open" if v is None else f"{v * 1000:.0f}" for v in ci)
+        ranks = ("an end open: 36 requests bound a p90" if lo is None or hi is None else
+                 f"p{100 * lo / n:.0f}–p{100 * hi / n:.0f}, {100 * (hi - lo) / n:.1f} "
+                 "points wide")
+        out.append(f"  c={lvl.get('concurrency'):>4}: {ends} ms (n {n}; {ranks})")
     return out
 
 

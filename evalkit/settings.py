@@ -71,6 +71,10 @@ class ProbeConfig:
     questionnaire: Path | None = None
     #: the most requests the ramp may plan (a paying user's budget); levels beyond it go
     budget_requests: int | None = None
+    #: each ramp level sized for this 95 % interval width on the percentile it is judged on,
+    #: a share in quantile terms (0.05: a p90 known from about the p87.5 to the p92.5;
+    #: evalkit.plan.size_levels); None: the profile's durations and the claims' floors
+    interval_width: float | None = None
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
 

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from evalkit.intervals import ols, quantile_interval, quantile_ranks, rate_interval
+from evalkit.intervals import (
+    ols,
+    proportion_interval,
+    quantile_interval,
+    quantile_ranks,
+    quantile_width,
+    rate_interval,
+)
 from evalkit.metrics import percentiles, summarize
+from evalkit.plan import size_levels
 from evalkit.records import RequestRecord
+from evalkit.suite import ProbeConfig, run_probe
 
 
 class TestQuantileInterval:
@@ -134,3 +145,79 @@ def test_a_claim_is_judged_on_the_interval(p90: float, ci: list[float | None] | 
     assert words in j.reason
     if status == "unverified":
         assert "n = 16" in j.reason
+
+
+class TestProportionInterval:
+    @pytest.mark.parametrize(("k", "n", "low", "high"), [
+        (0, 20, 0.0, 0.1684), (2, 100, 0.00243, 0.07038), (20, 20, 0.8316, 1.0),
+        (1, 1, 0.025, 1.0)])
+    def test_exact_values(self, k: int, n: int, low: float, high: float) -> None:
+        """Clopper-Pearson ends as published tables give them (0 of 20: 16.8 %)."""
+        lo, hi = proportion_interval(k, n) or [None, None]
+        assert lo == pytest.approx(low, abs=2e-4) and hi == pytest.approx(high, abs=2e-4)
+
+    def test_coverage_by_simulation(self) -> None:
+        """A 3 % failure rate, 150 requests: covered at least 95 % of the time (exact
+        intervals are conservative)."""
+        rng = np.random.default_rng(5)
+        hits = 0
+        for _ in range(2000):
+            lo, hi = proportion_interval(int(rng.binomial(150, 0.03)), 150) or [0, 0]
+            hits += lo <= 0.03 <= hi
+        assert 0.95 <= hits / 2000 <= 0.995
+
+    def test_nothing_sent_is_no_interval(self) -> None:
+        assert proportion_interval(0, 0) is None
+
+
+def _call(lo: float | None, hi: float | None, limit: float) -> str:
+    """The breach rule, restated: wholly above, wholly at or below, or a straddle."""
+    if lo is not None and lo > limit:
+        return "breach"
+    if hi is not None and hi <= limit:
+        return "clear"
+    return "tie"
+
+
+@pytest.mark.slow
+def test_a_real_ramp_reports_what_its_intervals_say(reference: Any, tmp_path: Path) -> None:
+    """A quick ramp over loopback HTTP against the reference endpoint (its GPU profile
+    slows per-token latency past 2x at 8 streams), each level sized for a p90 known to
+    20 points (36 requests: both ends bounded): every level's status is what its own
+    intervals say against the limits, and the width achieved is the width planned."""
+    srv = reference("gpu")
+    levels = [1, 4, 8]
+    floors = size_levels(levels, 0.20)
+    res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline", "ramp"),
+                                overrides={"output_tokens": 16, "baseline": {"requests": 6},
+                                           "connect": {"rtt_samples": 3},
+                                           "ramp": {"levels": levels, "level_duration_s": 0.5,
+                                                    "min_requests": floors}}),
+                    tmp_path / "run")
+    assert res.summary is not None
+    ramp = res.summary["ramp"]
+    base = res.summary["baseline"]
+    judged = [lv for lv in ramp["levels"] if not lv["client_bound"]]
+    assert judged, "the client was the bottleneck at every level: too busy a machine"
+    for lv in judged:
+        calls = {}
+        for key, metric in (("ttft_s", "ttft"), ("tpot_s", "itl")):
+            n = lv[key]["n"]
+            assert n >= floors[lv["concurrency"]] and quantile_width(n, 0.9) <= 0.20
+            lo, hi = lv[key]["p90_ci"]
+            calls[metric] = _call(lo / base[key]["p90"], hi / base[key]["p90"], 2.0)
+        fl = lv["failure_rate_ci"][0]
+        calls["admission"] = ("breach" if fl > 0.01 else
+                              "tie" if lv["failure_rate"] > 0.01 else "clear")
+        want = ("breached" if "breach" in calls.values() else
+                "tie" if "tie" in calls.values() else "sustained")
+        assert lv["status"] == want, (lv["concurrency"], calls, lv["status"])
+        assert lv["ties"] == ([m for m in ("ttft", "itl", "admission") if calls[m] == "tie"]
+                              if want != "sustained" else [])
+    # the GPU profile's per-token latency is well past 2x at 8 streams: a confirmed breach
+    # (unless a busy machine made the client the bottleneck there: then no judgement)
+    top = ramp["levels"][-1]
+    if not top["client_bound"]:
+        assert top["status"] == "breached" and ramp["first_degraded"] == "itl", top["ties"]
+    held = [lv["concurrency"] for lv in ramp["levels"] if lv["status"] == "sustained"]
+    assert ramp["max_sustained_concurrency"] == (max(held) if held else None)

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.intervals import quantile_ranks
-from evalkit.plan import plan_probe, samples_for
+from evalkit.intervals import quantile_ranks, quantile_width
+from evalkit.plan import plan_probe, requests_for_width, samples_for, size_levels
 from evalkit.questionnaire import Questionnaire, parse_questionnaire
 from evalkit.runstore import read_records
 from evalkit.suite import ProbeConfig, run_probe
@@ -151,3 +151,50 @@ class TestPlannedRuns:
         res = CliRunner().invoke(cli, argv)
         assert res.exit_code == 2
         assert "--budget" in res.stderr
+
+
+class TestSizedForWidth:
+    """--interval-width: each level sized so the percentile it is judged on is known to a
+    width, checked against evalkit.intervals' own ranks for the n picked."""
+
+    @pytest.mark.parametrize(("q", "width"), [(0.9, 0.10), (0.9, 0.05), (0.9, 0.02),
+                                              (0.99, 0.01), (0.5, 0.05), (0.9, 0.30)])
+    def test_the_count_fits_and_one_fewer_does_not(self, q: float, width: float) -> None:
+        n = requests_for_width(q, width)
+        fits = quantile_width(n, q)
+        assert fits is not None and fits <= width
+        fewer = quantile_width(n - 1, q)
+        assert fewer is None or fewer > width
+        assert n >= samples_for(q)  # both ends bounded, whatever the width
+
+    def test_known_counts(self) -> None:
+        """The figures --help quotes: a p90 to 10, 5 and 2 points."""
+        assert [requests_for_width(0.9, w) for w in (0.10, 0.05, 0.02)] == [141, 561, 3500]
+
+    @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1])
+    def test_a_width_must_be_a_share(self, bad: float) -> None:
+        with pytest.raises(ValueError):
+            requests_for_width(0.9, bad)
+
+    def test_every_level_for_its_p90_and_a_claim_for_its_own_percentile(self) -> None:
+        """Level 24 holds a Q1 p90 and a Q2 p50 claim: p50 at 5 points needs 1,540; the
+        others get the p90's 561; a planned floor is never lowered."""
+        plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=None, levels_given=False,
+                          interval_width=0.05)
+        assert plan.interval_width == 0.05
+        assert set(plan.min_requests) == set(plan.levels)
+        assert plan.min_requests[24] == requests_for_width(0.5, 0.05) == 1540
+        assert {n for c, n in plan.min_requests.items() if c != 24} == {561}
+        assert size_levels([1, 2], 0.05, {2: 9999}) == {1: 561, 2: 9999}
+
+    def test_the_cli_prints_the_sized_plan(self, tmp_path: Path) -> None:
+        res = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1",
+                                       "--model", "m", "--out", str(tmp_path / "r"),
+                                       "--levels", "1,4", "--interval-width", "10",
+                                       "--dry-run"])
+        assert res.exit_code == 0, res.output
+        assert "interval width 10 points: levels 1, 4 at least 141 requests" in res.output
+        bad = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1",
+                                       "--model", "m", "--out", str(tmp_path / "r"),
+                                       "--interval-width", "50", "--dry-run"])
+        assert bad.exit_code == 2 and "between 0 and 50" in bad.output
