@@ -26,11 +26,14 @@ demo: install
 	$(BIN)/evalkit demo
 
 lint: install
-	$(BIN)/ruff check evalkit tests bench
+	$(BIN)/ruff check evalkit tests bench tools
 	$(BIN)/mypy evalkit
 
+# The whole suite, then the pure core's coverage by its fast tests (floor 90 %: the
+# suite itself is not traced, a tracer would slow the prober its accuracy tests time).
 test: install lint
 	$(BIN)/python -m pytest
+	$(BIN)/python tools/core_coverage.py
 
 # The wheel works outside a checkout: build it, install it into a fresh virtualenv in a
 # temporary folder, and run the demo and `questionnaire init` there (CI runs this).
