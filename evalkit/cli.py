@@ -227,8 +227,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
                 prefill rate = 1/b
       cache     the same prompt twice: does a prefix cache serve the repeat?
       ramp      closed-loop levels 1,2,4,...: stops one level after the first breach
-                (TTFT p90 or TPOT p90 over 2x baseline, or over 1% rejected) and
-                names what degraded first: ttft, itl or admission
+                (the 95 % interval of TTFT p90 or TPOT p90 wholly over 2x baseline,
+                or of the failure rate over 1%; one that straddles is a tie, which
+                decides nothing) and names what degraded first: ttft, itl or admission
       soak      hold one level for minutes: drift and tail
       rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
     Output-length and usage-honesty checks run on every request. The client checks
