@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Better = Literal["lower", "higher"]
@@ -50,6 +50,8 @@ class Figure:
     read: Callable[[dict[str, Any]], float | None]
     #: settings that must be equal for two runs' values to mean the same thing
     needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
+    #: the concurrency level a run's value was read at (None: not a load figure)
+    level: Callable[[dict[str, Any]], int | None] | None = None
 
 
 def _get(d: Any, *path: str | int) -> Any:
@@ -78,14 +80,25 @@ def _sustained_level(summary: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _peak_level(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The level with the highest aggregate output (client-bound levels left out)."""
+    levels = [lv for lv in _get(summary, "ramp", "levels") or []
+              if isinstance(lv, dict) and not lv.get("client_bound")
+              and _num(lv.get("aggregate_tokens_per_s")) is not None]
+    return max(levels, key=lambda lv: float(lv["aggregate_tokens_per_s"])) if levels else None
+
+
 def _peak_aggregate(summary: dict[str, Any]) -> float | None:
-    values = [
-        _num(lv.get("aggregate_tokens_per_s"))
-        for lv in _get(summary, "ramp", "levels") or []
-        if not lv.get("client_bound")
-    ]
-    known = [v for v in values if v is not None]
-    return max(known) if known else None
+    return _num(_get(_peak_level(summary), "aggregate_tokens_per_s"))
+
+
+def _level_of(level: dict[str, Any] | None) -> int | None:
+    c = _get(level, "concurrency")
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def _sustained(summary: dict[str, Any]) -> int | None:
+    return _level_of(_sustained_level(summary))
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -95,15 +108,16 @@ FIGURES: tuple[Figure, ...] = (
            lambda s: _num(_get(s, "baseline", "stream_tokens_per_s", "p50"))),
     Figure("sustained_ttft_p90_s", "TTFT p90 at max sustained load", "s", "lower",
            lambda s: _num(_get(_sustained_level(s), "ttft_s", "p90")),
-           ("prompt_tokens", "output_tokens", "levels")),
-    Figure("sustained_tpot_p90_s", "Per-token latency p90 at max sustained load", "s", "lower",
-           lambda s: _num(_get(_sustained_level(s), "tpot_s", "p90")),
-           ("prompt_tokens", "output_tokens", "levels")),
+           ("prompt_tokens", "output_tokens", "levels"), _sustained),
+    Figure("sustained_tpot_p90_s", "TPOT p90 (per-token latency) at max sustained load", "s",
+           "lower", lambda s: _num(_get(_sustained_level(s), "tpot_s", "p90")),
+           ("prompt_tokens", "output_tokens", "levels"), _sustained),
     Figure("max_sustained_concurrency", "Max sustained concurrent streams", "streams",
            "higher", lambda s: _num(_get(s, "ramp", "max_sustained_concurrency")),
            ("prompt_tokens", "output_tokens", "levels")),
     Figure("peak_aggregate_tokens_per_s", "Peak aggregate output", "tok/s", "higher",
-           _peak_aggregate, ("prompt_tokens", "output_tokens", "levels")),
+           _peak_aggregate, ("prompt_tokens", "output_tokens", "levels"),
+           lambda s: _level_of(_peak_level(s))),
     Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
            lambda s: _num(_get(s, "prefill", "tokens_per_s")), ()),
 )
@@ -111,17 +125,23 @@ FIGURES: tuple[Figure, ...] = (
 
 @dataclass(frozen=True)
 class Cell:
-    """One run's value of one figure, and whether it is the best of its row."""
+    """One run's value of one figure, and whether it is the best of its row (★)."""
 
     value: float | None
     best: bool = False
     excluded: str | None = None
+    #: the concurrency the value was read at, for a load figure
+    level: int | None = None
+    #: why this run can win no ★ (not streaming-ready, read above its sustained level)
+    unstarred: str | None = None
 
 
 @dataclass(frozen=True)
 class Row:
     figure: Figure
     cells: list[Cell]
+    #: why the row has no ★ although two runs have a value (measured at different loads)
+    no_star: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +197,9 @@ class Comparison:
                     "values": [c.value for c in row.cells],
                     "best": [c.best for c in row.cells],
                     "excluded": [c.excluded for c in row.cells],
+                    "levels": [c.level for c in row.cells],
+                    "unstarred": [c.unstarred for c in row.cells],
+                    "no_star": row.no_star,
                 } for row in self.rows
             },
             "statuses": self.statuses,
@@ -211,17 +234,47 @@ def _comparable(run: RunView, ref: RunView, needs: tuple[str, ...]) -> str | Non
     return None
 
 
+def unstarred(run: RunView) -> str | None:
+    """Why a run can win no ★ on any row, or None: a star must be earned, so a run not
+    judged streaming-ready (or with no scorecard, or an invalid or degraded run) wins none,
+    however good one of its figures looks."""
+    card = run.scorecard or {}
+    if not _get(card, "verdict", "streaming_ready"):
+        return "not streaming-ready"
+    validity = _get(card, "run", "validity")
+    if validity not in (None, "valid"):
+        return f"run {validity}"
+    return None
+
+
 def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
+    """One figure across the runs; ★ on the best value only where the values compare
+    (two or more, at the same load for a load figure) and only for a run that earned it."""
     cells = []
     for run in runs:
         why = _comparable(run, ref, fig.needs)
-        value = fig.read(run.summary)
-        cells.append(Cell(value=value if why is None else None, excluded=why))
-    known = [c.value for c in cells if c.value is not None]
-    if len(known) >= 2:
-        best = min(known) if fig.better == "lower" else max(known)
-        cells = [Cell(c.value, c.value == best, c.excluded) for c in cells]
-    return Row(fig, cells)
+        value = fig.read(run.summary) if why is None else None
+        level = fig.level(run.summary) if fig.level and value is not None else None
+        barred = unstarred(run)
+        sustained = _num(_get(run.summary, "ramp", "max_sustained_concurrency"))
+        if barred is None and level is not None and (sustained is None or level > sustained):
+            barred = f"read at {level} streams, above its max sustained level"
+        cells.append(Cell(value, excluded=why, level=level, unstarred=barred))
+    known = [c for c in cells if c.value is not None]
+    no_star = None
+    if len(known) < 2:
+        return Row(fig, cells)
+    levels = sorted({c.level for c in known if c.level is not None})
+    if fig.level is not None and fig.key != "peak_aggregate_tokens_per_s" and len(levels) > 1:
+        no_star = ("no ★: measured at different loads ("
+                   + ", ".join(f"{c.level} streams" for c in known) + ")")
+        return Row(fig, cells, no_star)
+    values = [c.value for c in known if c.value is not None]
+    best = min(values) if fig.better == "lower" else max(values)
+    cells = [replace(c, best=c.value == best and c.unstarred is None) for c in cells]
+    if not any(c.best for c in cells):
+        no_star = "no ★: the best value is from a run that did not earn one"
+    return Row(fig, cells, no_star)
 
 
 def _why_not_judged(rows: Sequence[Row], runs: Sequence[RunView], idx: Sequence[int]

@@ -1,15 +1,18 @@
 """`evalkit compare`: load runs, compare them (`evalkit.compare`), render PDF + JSON.
 
-The thin edge around the pure comparison: it reads run directories and questionnaires,
-builds each run's scorecard with the same engine as `evalkit report`, draws overlaid
-charts, and writes `FILE.pdf` with `FILE.json` beside it. The inputs' hashes are printed
-and the JSON is attached, so a reviewer can check the PDF against its data.
+The thin edge around the pure comparison: each run and its questionnaire go through the
+same review pipeline as `evalkit report` (`evalkit.review.review`: inputs read once,
+scorecard built), overlaid charts are drawn, and `FILE.pdf` (PDF/A-3b, by the same
+render kit) is written with `FILE.json` beside it. Vendors head the columns; the inputs'
+bytes are attached under each vendor's name and their hashes printed, so a reviewer can
+check the PDF against its data.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -18,6 +21,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+import evalkit
 from evalkit.charts import (
     STYLES,
     figure_title,
@@ -33,15 +37,10 @@ from evalkit.charts import (
 )
 from evalkit.compare import DEFAULT_REGRESSION_TOLERANCE, Comparison, RunView, compare_runs
 from evalkit.errors import UsageError
-from evalkit.report import (
-    RunData,
-    clip,
-    fmt_value,
-    load_run,
-    render_html,
-    render_pdf,
-    sha256,
-)
+from evalkit.fmt import fmt_unit
+from evalkit.render import clip, render_html, render_pdf, sha256
+from evalkit.report import claim_text
+from evalkit.review import Review, load_run, review
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
 
@@ -104,25 +103,19 @@ def vendor_name(value: Any) -> str | None:
 
 
 def load_view(item: CompareInput, tolerances: Any = None,
-              same_vendor: str | None = None, run: RunData | None = None) -> RunView:
-    """A run as the comparison sees it; its scorecard comes from the same engine as reports.
+              same_vendor: str | None = None, done: Review | None = None) -> RunView:
+    """A run as the comparison sees it; its scorecard comes from the same review pipeline
+    as reports (`evalkit.review.review`, or `done` when the caller already reviewed it).
 
     Runs of the same vendor are grouped into a trend, named by the first of:
     `same_vendor` (`compare --same-vendor`), the vendor's name from its questionnaire,
     the vendor label run.json's `vendor` records (`probe --vendor`; ignored unless
-    `vendor_name` accepts it), else the model at the endpoint it was probed at. `run` is
-    the run directory already loaded (`report.load_run`: checked, its summary re-derived
-    from the records where it was missing or disagreed with them).
+    `vendor_name` accepts it), else the model at the endpoint it was probed at.
     """
-    from evalkit.questionnaire import load_questionnaire
-    from evalkit.reconcile import RunTarget
-    from evalkit.scorecard import build_scorecard
-    from evalkit.tolerances import Tolerances, load_tolerances
-
-    tol = tolerances if isinstance(tolerances, Tolerances) else load_tolerances(tolerances)
-    run = run if run is not None else load_run(item.run_dir)
-    questionnaire = load_questionnaire(item.questionnaire) if item.questionnaire else None
-    scorecard = build_scorecard(questionnaire, run.summary, tol, RunTarget.from_run(run.run))
+    done = done or review(item.run_dir, item.questionnaire, tolerances)
+    run = done.run if done.run is not None else load_run(item.run_dir)
+    questionnaire = done.questionnaire.parsed if done.questionnaire else None
+    scorecard = done.scorecard
     target = _map(run.run.get("target"))
     label = vendor_name(run.run.get("vendor"))
     # the questionnaire's name was checked with the questionnaire; white space is folded
@@ -295,14 +288,46 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
 # --------------------------------------------------------------------------- document
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    if unit == "s":
-        return f"{value * 1000:,.0f} ms"
-    if unit == "streams":
-        return f"{value:,.0f}"
-    return f"{value:,.1f}"
+def _cell_text(value: float | None, unit: str, level: int | None) -> str:
+    """A figure in its unit, with the load it was read at: "215 ms at 4 streams"."""
+    text = fmt_unit(value, unit)
+    return f"{text} at {level} stream{'s' if level != 1 else ''}" if (
+        value is not None and level is not None) else text
+
+
+def vendor_heads(views: Sequence[RunView]) -> list[dict[str, str]]:
+    """Each run's column head: the vendor's name, and the run's date where one vendor has
+    several runs (a trend) or the same name appears twice."""
+    names = [clip(v.target, 40) for v in views]
+    return [{"vendor": name, "date": v.started[:10] if names.count(name) > 1 else "",
+             "label": v.label}
+            for name, v in zip(names, views, strict=True)]
+
+
+def _slug(text: str) -> str:
+    """A vendor's name as part of a file name: lower-case ASCII words joined by dashes."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40] or "run"
+
+
+def attachment_names(views: Sequence[RunView]) -> list[str]:
+    """Each run's attachment prefix, named by vendor (and date), unique in the document."""
+    out: list[str] = []
+    for v in views:
+        base = _slug(f"{v.target} {v.started[:10]}")
+        name, k = base, 2
+        while name in out:
+            name, k = f"{base}-{k}", k + 1
+        out.append(name)
+    return out
+
+
+def document_title(views: Sequence[RunView]) -> str:
+    """The comparison's title: the vendors it compares, by name."""
+    names = list(dict.fromkeys(clip(v.target, 40) for v in views))
+    who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    what = "over time" if len(names) == 1 and len(views) > 1 else "compared"
+    return f"Streaming capacity {what}: {who}"
 
 
 def _changed_answers(cmp: Comparison) -> list[dict[str, str]]:
@@ -319,32 +344,44 @@ def _changed_answers(cmp: Comparison) -> list[dict[str, str]]:
                     changes.append({"target": target, "question": q,
                                     "before_run": cmp.runs[a].label,
                                     "after_run": cmp.runs[b].label,
-                                    "before": fmt_value(before, 300, brief=True),
-                                    "after": fmt_value(after, 300, brief=True)})
+                                    "before": claim_text(before, brief=True),
+                                    "after": claim_text(after, brief=True)})
     return changes
 
 
 def _fits(cmp: Comparison) -> list[tuple[str, list[str]]]:
-    """For each use case, the runs that fit it: the sentence procurement asks for."""
-    return [(case.replace("_", " "), [cmp.runs[i].label for i, fit in enumerate(fits) if fit])
+    """For each use case, the vendors that fit it: the sentence procurement asks for."""
+    names = [" ".join(filter(None, (h["vendor"], h["date"]))) for h in vendor_heads(cmp.runs)]
+    return [(case.replace("_", " ").capitalize(),
+             [names[i] for i, fit in enumerate(fits) if fit])
             for case, fits in cmp.use_cases.items()]
 
 
 def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
                   hashes: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists."""
+    heads = vendor_heads(cmp.runs)
+    dates = sorted(v.started[:10] for v in cmp.runs if v.started)
     return {
+        "title": document_title(cmp.runs),
+        "date": (dates[0] if dates and dates[0] == dates[-1]
+                 else f"{dates[0]} to {dates[-1]}" if dates else ""),
+        "heads": heads,
+        "vendors": ", ".join(dict.fromkeys(h["vendor"] for h in heads)),
+        "tool_version": evalkit.__version__,
         "runs": [{"label": v.label, "target": v.target, "started": v.started,
                   "suite": v.suite_version, "profile": v.settings.get("profile"),
                   "dir": str(item.run_dir), "questionnaire": str(item.questionnaire or "—"),
                   "verdict": ((v.scorecard or {}).get("verdict") or {}).get("text", "")}
                  for v, item in zip(cmp.runs, inputs, strict=True)],
-        "rows": [{"title": r.figure.title, "better": r.figure.better,
-                  "cells": [{"text": _fmt(c.value, r.figure.unit), "best": c.best,
-                             "excluded": c.excluded} for c in r.cells]}
+        "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
+                  "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level),
+                             "best": c.best, "excluded": c.excluded,
+                             "unstarred": c.unstarred} for c in r.cells]}
                  for r in cmp.rows],
         "statuses": sorted(cmp.statuses.items()),
-        "use_cases": [(k.replace("_", " "), v) for k, v in sorted(cmp.use_cases.items())],
+        "use_cases": [(k.replace("_", " ").capitalize(), v)
+                      for k, v in sorted(cmp.use_cases.items())],
         "fits": _fits(cmp),
         "trends": [(t, [cmp.runs[i].label for i in idx]) for t, idx in cmp.trends.items()],
         "judged": cmp.judged,
@@ -415,9 +452,11 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
         if one_vendor is None:
             raise UsageError(f"--same-vendor {_quoted(same_vendor)}: give a vendor name of "
                              f"one line, at most {VENDOR_NAME_MAX} characters")
-    runs = [load_run(item.run_dir) for item in inputs]
-    views = _unique_labels([load_view(item, tolerances, one_vendor, run)
-                            for item, run in zip(inputs, runs, strict=True)])
+    reviews = [review(item.run_dir, item.questionnaire, tolerances) for item in inputs]
+    runs = [done.run or load_run(item.run_dir) for done, item in zip(reviews, inputs,
+                                                                      strict=True)]
+    views = _unique_labels([load_view(item, tolerances, one_vendor, done)
+                            for item, done in zip(inputs, reviews, strict=True)])
     # what reading each run directory found and repaired: on page one and the terminal
     notes = [f"run {i + 1} ({item.run_dir}): {note}"
              for i, (item, run) in enumerate(zip(inputs, runs, strict=True))
@@ -427,10 +466,11 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
         require_judged_trend(cmp, inputs)
     data = json.dumps(cmp.to_dict(), indent=2, allow_nan=False).encode() + b"\n"
     attachments = {"compare.json": data}
-    for i, run in enumerate(runs):  # the bytes read and checked, from inside the run dir
+    # the bytes read and checked (from inside each run dir), named by vendor
+    for prefix, run in zip(attachment_names(views), runs, strict=True):
         for name in ("summary.json", "summary.rebuilt.json"):
             if name in run.raw:
-                attachments[f"run{i + 1}-{name}"] = run.raw[name]
+                attachments[f"{prefix}-{name}"] = run.raw[name]
     hashes = {name: sha256(blob) for name, blob in attachments.items()}
     context = {**build_context(cmp, inputs, hashes),
                "input_notes": [clip(n, 800) for n in notes]}

@@ -1,102 +1,68 @@
 """The PDF scorecard: a run and a questionnaire in, a PDF with its evidence attached out.
 
-    load_run(dir) ──┐
-                    ├─ build_scorecard (evalkit.scorecard) ─ scorecard dict
-    questionnaire ──┘                                            │
-    build_context(...)  pure: the numbers and words the template shows
-    render_html(ctx)    jinja2, autoescape on: vendor text is only ever text
-    render_pdf(html)    weasyprint with AssetFetcher: nothing but our own templates/ may load
-                        (and nothing needs to: the CSS and the SVG charts are inline)
+    review(run_dir, questionnaire, tolerances)   evalkit.review: inputs read once, scorecard
+    build_context(scorecard, run, evidence)      pure: the numbers and words the page shows
+    render_html / render_pdf                     evalkit.render: escaped HTML, PDF/A-3b
 
-Vendor text is untrusted. It never becomes markup (autoescape), URLs (no link is built
-from it), styles (CSS classes come from a closed list) or fetches (the fetcher refuses
-everything outside the package's `templates/` directory, and charts are inline SVG).
-The PDF carries run.json, summary.json, scorecard.json and the questionnaire as
-attachments and prints their SHA-256, so a reviewer can check the PDF against its data.
+Vendor text is untrusted: it is only ever escaped text (see evalkit.render). The PDF
+carries run.json, summary.json, scorecard.json and the questionnaire as attachments,
+the very bytes that were judged, and prints their SHA-256, so a reviewer can check the
+PDF against its data. Numbers are formatted by evalkit.fmt, field names put into words
+by evalkit.words; raw names appear only in the appendix's exact tables.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-import math
-import unicodedata
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-import jinja2
 from markupsafe import Markup
-from weasyprint.urls import URLFetcher, URLFetcherResponse
 
 import evalkit
-from evalkit import charts
+from evalkit import charts, words
 from evalkit.errors import UsageError
+from evalkit.fmt import (
+    ci_text,
+    fmt_ms,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_pct_ci,
+    fmt_rate,
+    n_mark,
+)
+from evalkit.fmt import num as _num
 from evalkit.questionnaire import QUESTION_IDS, QUESTION_TITLES
 from evalkit.reconcile import STATUSES
 from evalkit.records import RequestRecord
-from evalkit.resources import data_dir
-from evalkit.runcheck import RecordDigest, read_run
-from evalkit.runstore import iter_records
+from evalkit.render import (
+    TEMPLATES_DIR,
+    AssetFetcher,
+    clip,
+    printable,
+    render_html,
+    render_pdf,
+    sha256,
+)
+from evalkit.review import RecordFile, Review, RunData, load_run, review
+from evalkit.runcheck import RecordDigest
 
-TEMPLATES_DIR = data_dir("templates")
+#: Names other modules and tests reach through `evalkit.report` (they moved to the render
+#: kit, the review pipeline and fmt): kept, so `report.X` keeps working.
+__all__ = ["TEMPLATES_DIR", "AssetFetcher", "RecordFile", "ReportResult", "RunData",
+           "ci_text", "clip", "fmt_ms", "fmt_num", "fmt_p", "fmt_pct", "fmt_rate", "load_run",
+           "printable", "render_html", "render_pdf", "render_report", "sha256", "write_scorecard"]
+
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
 BADGES = {"ok": "✓", "unverified": "◐", "unanswered": "○", "unanswerable": "?",
           "unreconciled": "✗"}
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
 SHORT_TEXT, LONG_TEXT = 110, 4000
 RASTER_STREAMS = 40
-
-
-@dataclass(frozen=True)
-class RunData:
-    """A run directory, read once: parsed documents, records, and the exact bytes we attach.
-
-    `load_run` keeps no record in memory: `records` re-reads requests.jsonl when iterated,
-    and `digest` holds what the report shows of them (counts, TTFT per level, chart
-    samples). Built by hand (tests, benchmarks), `records` may be any collection and the
-    digest is drawn from it.
-    """
-
-    run: dict[str, Any]
-    summary: dict[str, Any]
-    records: Collection[RequestRecord] = ()
-    raw: dict[str, bytes] = field(default_factory=dict)
-    #: requests.jsonl is too big to attach; its hash is printed so it can still be checked
-    requests_sha256: str | None = None
-    digest: RecordDigest | None = None
-    #: what reading the run directory found and repaired, one sentence each
-    notes: tuple[str, ...] = ()
-    #: why the summary was re-derived from the records (None: summary.json as written)
-    rebuilt: str | None = None
-    #: lines of requests.jsonl that are not records (skipped)
-    skipped_lines: int = 0
-
-    @functools.cached_property
-    def stats(self) -> RecordDigest:
-        """What the report shows of the records."""
-        return self.digest if self.digest is not None else RecordDigest.of(self.records)
-
-
-class RecordFile(Collection[RequestRecord]):
-    """The records of requests.jsonl, streamed from the file each time they are iterated
-    (malformed lines skipped; only the bytes read when the run was loaded)."""
-
-    def __init__(self, path: Path | None, count: int, limit: int) -> None:
-        self.path, self.count, self.limit = path, count, limit
-
-    def __iter__(self) -> Iterator[RequestRecord]:
-        return iter_records(self.path, limit=self.limit) if self.path else iter(())
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __contains__(self, item: object) -> bool:
-        return any(item == rec for rec in self)
 
 
 @dataclass(frozen=True)
@@ -115,20 +81,6 @@ class ReportResult:
 
 
 # --------------------------------------------------------------------------- input
-
-
-def load_run(run_dir: Path) -> RunData:
-    """Read and check a run directory (`evalkit.runcheck.read_run`): a missing summary or
-    one the records do not support is re-derived from them, malformed record lines are
-    skipped and counted, and nothing outside the directory is read. Not a run directory
-    is a RunDirError; a run.json or summary.json that is not a JSON object an InputError.
-    """
-    checked = read_run(Path(run_dir))
-    scan = checked.scan
-    return RunData(checked.run, checked.summary,
-                   RecordFile(checked.requests_path, checked.digest.n, scan.bytes),
-                   checked.raw, scan.sha256 if checked.requests_path else None,
-                   checked.digest, checked.notes, checked.rebuilt, scan.malformed)
 
 
 def parse_fail_on(text: str | None) -> tuple[str, ...]:
@@ -166,46 +118,6 @@ def flagged(scorecard: Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
     return [q for q in QUESTION_IDS if (qs.get(q) or {}).get("status") in statuses]
 
 
-# --------------------------------------------------------------------------- url fetcher
-
-
-class AssetFetcher(URLFetcher):  # type: ignore[misc]
-    """WeasyPrint URL fetcher that serves only files under `root` and refuses all else.
-
-    Refusing raises, which WeasyPrint turns into a skipped resource; every URL asked
-    for is kept in `calls`, and every refusal in `refused`, so tests can prove that a
-    hostile document fetched nothing.
-    """
-
-    def __init__(self, root: Path = TEMPLATES_DIR) -> None:
-        super().__init__(timeout=1, allowed_protocols=("file",), allow_redirects=False)
-        self.root = root.resolve()
-        self.calls: list[str] = []
-        self.refused: list[str] = []
-
-    def local_path(self, url: str) -> Path | None:
-        """The file a URL names if it is a plain file:// URL inside root, else None."""
-        parts = urlsplit(url)
-        if parts.scheme != "file" or parts.netloc not in ("", "localhost") or parts.query:
-            return None
-        path = Path(unquote(parts.path)).resolve()
-        if not path.is_relative_to(self.root) or not path.is_file():
-            return None
-        return path
-
-    def fetch(self, url: str, headers: Any = None) -> Any:
-        """Serve an asset from root, or refuse."""
-        self.calls.append(url)
-        path = self.local_path(url)
-        if path is None:
-            self.refused.append(url)
-            raise ValueError(f"evalkit report: refusing to fetch {url[:200]!r}")
-        mime = {".css": "text/css", ".svg": "image/svg+xml", ".png": "image/png",
-                ".ttf": "font/ttf", ".woff2": "font/woff2"}.get(path.suffix, "")
-        return URLFetcherResponse(path.as_uri(), path.read_bytes(),
-                                  headers={"Content-Type": mime} if mime else None)
-
-
 # --------------------------------------------------------------------------- formatting
 
 
@@ -214,98 +126,10 @@ def _map(x: Any) -> Mapping[str, Any]:
     return x if isinstance(x, Mapping) else {}
 
 
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
-
-
-def fmt_num(x: Any, digits: int = 3) -> str:
-    """A number with about `digits` significant figures; missing is an em dash."""
-    v = _num(x)
-    if v is None:
-        return "—"
-    if v == 0:
-        return "0"
-    if abs(v) >= 10 ** digits:
-        return f"{v:,.0f}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
-    return f"{v:,.{decimals}f}"
-
-
-def fmt_ms(seconds: Any) -> str:
-    """Seconds shown as milliseconds."""
-    v = _num(seconds)
-    return "—" if v is None else f"{fmt_num(v * 1000)} ms"
-
-
-def fmt_rate(x: Any) -> str:
-    """Tokens per second."""
-    v = _num(x)
-    return "—" if v is None else f"{fmt_num(v)} tok/s"
-
-
-def fmt_pct(share: Any) -> str:
-    """A share (0.25) as a percentage (25%)."""
-    v = _num(share)
-    if v is None:
-        return "—"
-    pct = v * 100
-    return f"{round(pct)}%" if abs(pct - round(pct)) < 1e-9 else f"{fmt_num(pct, 2)}%"
-
-
 def fmt_outcomes(outcomes: Any) -> str:
     """Outcome counts without the zeros: 'ok 12 · rejected 3'."""
     parts = [f"{k} {fmt_value(v)}" for k, v in _map(outcomes).items() if v]
     return " · ".join(parts) or "—"
-
-
-def fmt_p(p: Any, fmt: Any = fmt_ms) -> str:
-    """p50 / p90 / p99 with the sample count; a p99 from fewer than 100 samples is marked."""
-    if not isinstance(p, Mapping):
-        return "—"
-    n = p.get("n")
-    low = isinstance(n, int) and n < 100
-    p99 = fmt(p.get("p99")) + (" (low confidence)" if low and _num(p.get("p99")) else "")
-    count = n if n is not None else "—"
-    return f"p50 {fmt(p.get('p50'))} · p90 {fmt(p.get('p90'))} · p99 {p99} · n={count}"
-
-
-@functools.lru_cache(maxsize=1)
-def _font_coverage() -> frozenset[int]:
-    """Code points the scorecard's font (DejaVu Sans, bundled with matplotlib) can draw."""
-    from fontTools.ttLib import TTFont
-    from matplotlib import font_manager
-
-    return frozenset(TTFont(font_manager.findfont("DejaVu Sans")).getBestCmap())
-
-
-#: Bidi overrides and isolates: vendor text must not reorder what is printed around it.
-_BIDI_CONTROLS = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
-
-
-def printable(text: str) -> str:
-    """Text the PDF can draw and a reader can copy back out.
-
-    A glyph no local font has (emoji, most CJK) is shown as [U+XXXX]: WeasyPrint would
-    otherwise draw a blank box whose broken ToUnicode map garbles the text of the
-    whole page. Control characters and bidi overrides are shown the same way, so vendor
-    text cannot hide or reorder what is printed. The original bytes stay attached.
-    """
-    cov = _font_coverage()
-    return "".join(
-        c if (c in "\n\t" or (ord(c) in cov and ord(c) not in _BIDI_CONTROLS
-                               and unicodedata.category(c) != "Cc"))
-        else f"[U+{ord(c):04X}]"
-        for c in text)
-
-
-def clip(text: Any, limit: int) -> str:
-    """Vendor text cut to `limit` characters, saying so, and made printable."""
-    s = text if isinstance(text, str) else str(text)
-    if len(s) > limit * 1.2:  # cutting "[3 more characters]" would help nobody
-        s = s[:limit] + f"… [{len(s) - limit:,} more characters]"
-    return printable(s)
 
 
 #: Left out of page one's short form (they stay in the appendix): provenance detail.
@@ -371,10 +195,10 @@ def _load_level(summary: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """Page one's key figures, each a (label, value) pair; unmeasured ones say so."""
+    """Page one's key figures, each a (label, value) pair with its 95 % interval and n
+    where the summary carries them; unmeasured ones say so."""
     if not summary:
         return [("Measurement", "none: this is a claims-only review")]
-    ramp = _map(summary.get("ramp"))
     base = _map(summary.get("baseline"))
     pre = _map(summary.get("prefill"))
     lv = _load_level(summary) or {}
@@ -382,37 +206,144 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     at = f" at {fmt_value(conc)} streams" if conc is not None else ""
     ttft = _map(lv.get("ttft_s"))
     rate = _map(lv.get("stream_tokens_per_s"))
-    degraded = ramp.get("first_degraded")
     r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
     client = _map(summary.get("client"))
-    best = ramp.get("max_sustained_concurrency")
-    if best is None:
-        max_text = "not established by this run" + (f"; first to degrade: {degraded}"
-                                                     if degraded else "")
-    elif ramp.get("max_sustained_is_lower_bound"):
-        stopped = summary.get("run_status") not in (None, "complete", "merged")
-        max_text = (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
-                    + ("the run stopped before any level above)" if stopped
-                       else "none above was tried)"))
-    else:
-        max_text = f"{fmt_value(best)} streams; first to degrade: {degraded}"
     # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
     est = " (tokens estimated)" if lv.get("output_tokens_estimated") is True else ""
     base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
+    alone = _map(base.get("stream_tokens_per_s"))
     figs = [
-        (f"TTFT under load{at}", f"p50 {fmt_ms(ttft.get('p50'))} · p90 {fmt_ms(ttft.get('p90'))}"
-         + ci_text(ttft.get("p90_ci"), fmt_ms) + _n_mark(ttft)),
+        (f"TTFT under load{at}",
+         f"{fmt_pct_ci(ttft, 'p50', n=False)} · {fmt_pct_ci(ttft, 'p90')}"),
         (f"Stream rate{at}",
-         f"p50 {fmt_rate(rate.get('p50'))} · p90 {fmt_rate(rate.get('p90'))}{est}"),
-        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s")) + est),
-        ("Max sustained concurrency", max_text),
+         f"{fmt_pct_ci(rate, 'p50', fmt_rate, n=False)} · {fmt_pct_ci(rate, 'p90', fmt_rate)}"
+         + est),
+        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))
+         + ci_text(lv.get("aggregate_tokens_per_s_ci"), fmt_rate) + est),
+        ("Max sustained concurrency", max_sustained_text(summary)),
         ("Prefill rate", prefill_text(pre, r2)),
-        ("Decode rate (1/TPOT, alone)",
-         fmt_rate(_map(base.get("stream_tokens_per_s")).get("p50")) + base_est),
+        ("Decode rate, one stream alone (1 ÷ TPOT)",
+         fmt_pct_ci(alone, "p50", fmt_rate).removeprefix("p50 ") + base_est),
     ]
     if client.get("client_bound"):
         figs.append(("Client check", client_verdict(client)))
     return figs
+
+
+def max_sustained_text(summary: Mapping[str, Any]) -> str:
+    """The ramp's answer in words: the level, where it broke and on what (TPOT, not `itl`)."""
+    ramp = _map(summary.get("ramp"))
+    best = ramp.get("max_sustained_concurrency")
+    first = words.degraded(ramp.get("first_degraded"), ramp.get("first_degraded_tied"))
+    broke = ramp.get("first_breach_concurrency")
+    where = f" at {fmt_value(broke)} streams" if _num(broke) is not None else ""
+    if best is None:
+        return "not established by this run" + (
+            f"; {first} degraded first{where}" if ramp.get("first_degraded") else "")
+    if ramp.get("max_sustained_is_lower_bound"):
+        stopped = summary.get("run_status") not in (None, "complete", "merged")
+        return (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
+                + ("the run stopped before any level above)" if stopped
+                   else "none above was tried)"))
+    return f"{fmt_value(best)} streams; {first} degraded first{where}"
+
+
+def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The two rules a reader needs to check page one: how a level is judged degraded
+    (with this run's thresholds) and when a vendor is streaming-ready."""
+    th = _map(_map(_map(summary).get("ramp")).get("thresholds"))
+    ttft = words.plain(th["ttft_p90_ratio"]) if _num(th.get("ttft_p90_ratio")) else "2"
+    tpot = words.plain(th["tpot_p90_ratio"]) if _num(th.get("tpot_p90_ratio")) else "2"
+    fail = fmt_pct(th.get("admission_failure_rate")) if _num(
+        th.get("admission_failure_rate")) is not None else "1%"
+    return [
+        ("Verdict rule", "Streaming-ready only when Q2 (throughput per stream), Q4 (max "
+         "concurrent streams) and Q6 (production figures) are all ok, meaning verified by "
+         "this run with the whole 95 % interval within tolerance, and the run is valid."),
+        ("Degradation rule", f"A concurrency level is degraded when its TTFT p90 exceeds "
+         f"{ttft}× the baseline's, its TPOT p90 (per-token latency) exceeds {tpot}× the "
+         f"baseline's, or more than {fail} of its requests fail. The highest level below "
+         "the first degraded one is the max sustained concurrency."),
+    ]
+
+
+def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) -> str:
+    """A question's measured figures in words, with the 95 % interval and n of each where
+    the summary has them (the appendix prints every field)."""
+    m = _map(measured)
+    if not m:
+        return fmt_value(measured, SHORT_TEXT)
+    levels = {lv.get("concurrency"): lv for lv in _levels(summary or {})}
+    lv = _map(levels.get(m.get("concurrency")))
+    at = f" at {fmt_value(m.get('concurrency'))} streams" if "concurrency" in m else ""
+    if qid == "Q1" and lv:
+        ttft = _map(lv.get("ttft_s"))
+        return (f"TTFT {fmt_pct_ci(ttft, 'p50', n=False)} · "
+                f"{fmt_pct_ci(ttft, 'p90', n=False)}{at}{n_mark(ttft)}")
+    if qid == "Q2" and lv:
+        rate = _map(lv.get("stream_tokens_per_s"))
+        return (f"per stream {fmt_pct_ci(rate, 'p50', fmt_rate, n=False)}; all streams "
+                f"{fmt_rate(lv.get('aggregate_tokens_per_s'))}"
+                f"{ci_text(lv.get('aggregate_tokens_per_s_ci'), fmt_rate)}{at}{n_mark(rate)}")
+    if qid == "Q3":
+        pre = _map(_map(summary).get("prefill"))
+        alone = _map(_map(_map(summary).get("baseline")).get("stream_tokens_per_s"))
+        parts = []
+        if "prefill_tokens_per_s" in m:
+            ci = m.get("prefill_tokens_per_s_ci", pre.get("tokens_per_s_ci"))
+            parts.append(f"prefill {fmt_rate(m['prefill_tokens_per_s'])}{ci_text(ci, fmt_rate)}")
+        if "decode_tokens_per_s_per_stream_p50" in m:
+            ci = m.get("decode_tokens_per_s_per_stream_p50_ci", alone.get("p50_ci"))
+            parts.append(f"decode one stream alone p50 "
+                         f"{fmt_rate(m['decode_tokens_per_s_per_stream_p50'])}"
+                         f"{ci_text(ci, fmt_rate)}{n_mark(alone)}")
+        rest = {k: v for k, v in m.items() if not k.startswith(
+            ("prefill_tokens_per_s", "decode_tokens_per_s_per_stream_p50"))}
+        return "; ".join(parts + ([words.mapping(rest, _short)] if rest else [])) or "—"
+    if qid == "Q4":
+        ramp = _map(_map(summary).get("ramp"))
+        text = words.mapping({k: v for k, v in m.items() if k != "first_degraded"}, _short)
+        if m.get("first_degraded"):
+            text += (f"; first to degrade: "
+                     f"{words.degraded(m['first_degraded'], ramp.get('first_degraded_tied'))}")
+        return text
+    if qid == "Q5" and "per_stream_itl" in m:
+        has = "a per-stream inter-token histogram" if m.get("per_stream_itl") else \
+            "no per-stream inter-token histogram"
+        return (f"{has} in the endpoint's metrics ({_short(m.get('engine') or 'unknown')} "
+                f"names): {fmt_value(m.get('itl_observations'))} observations over "
+                f"{fmt_value(m.get('scrapes_ok'))} scrapes")
+    if qid == "Q6":
+        parts = []
+        for key, value in m.items():
+            if key == "baseline_stream_tokens_per_s":
+                parts.append(words.stream_distribution(value, "alone"))
+            elif words.at_level(key):
+                parts.append(words.stream_distribution(value, str(words.at_level(key))))
+            else:
+                parts.append(words.field(key, value, _short, m))
+        return "; ".join(parts)
+    return words.mapping(m, _short)
+
+
+def _short(text: Any) -> str:
+    return clip(text, 60)
+
+
+def _long(text: Any) -> str:
+    return clip(text, LONG_TEXT)
+
+
+def claim_text(claimed: Any, brief: bool) -> str:
+    """A vendor's answer in words: page one's brief form leaves out provenance detail
+    (evidence, notes, links) and cuts each string short; the appendix prints it all."""
+    if not isinstance(claimed, Mapping):
+        return fmt_value(claimed, SHORT_TEXT if brief else LONG_TEXT)
+    skip = BRIEF_SKIP if brief else frozenset()
+    if brief and "output_tokens_per_s" in claimed:
+        skip = skip | {"panel"}  # the same panel under its alias
+    text = words.mapping(claimed, _short if brief else _long, skip=skip)
+    return clip(text, SHORT_TEXT if brief else LONG_TEXT) if brief else text
 
 
 def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
@@ -428,22 +359,6 @@ def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
     why = (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
            and isinstance(pre.get("reason"), str) else "")
     return fmt_rate(pre.get("tokens_per_s")) + span + r2 + why
-
-
-def ci_text(ci: Any, fmt: Any = fmt_num) -> str:
-    """' [95 %: low–high]' for an interval; an end n cannot bound reads 'open'."""
-    if not isinstance(ci, list | tuple) or len(ci) != 2:
-        return ""
-    lo, hi = (fmt(v) if _num(v) is not None else "open" for v in ci)
-    return f" [95 %: {lo}–{hi}]"
-
-
-def _n_mark(p: Mapping[str, Any]) -> str:
-    """The sample count behind a percentile, marked when it is too few to lean on."""
-    n = p.get("n")
-    if not isinstance(n, int):
-        return ""
-    return f" (n={n}, low confidence)" if n < 100 else f" (n={n})"
 
 
 def validity_text(run: Mapping[str, Any] | None) -> str:
@@ -631,13 +546,16 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
             "id": qid, "title": clip(q.get("title") or QUESTION_TITLES[qid], 80),
             "status": status, "badge": BADGES.get(status, "!"),
             "gap": q.get("finding") == "gap",
-            "claimed": fmt_value(q.get("claimed"), SHORT_TEXT, brief=True),
-            "measured": fmt_value(q.get("measured"), SHORT_TEXT, brief=True),
+            "claimed": claim_text(q.get("claimed"), brief=True),
+            "measured": measured_text(qid, q.get("measured"), summary),
             "reason": clip(q.get("reason") or "", 3 * SHORT_TEXT),
-            "claimed_long": fmt_value(q.get("claimed"), LONG_TEXT),
-            "measured_long": fmt_value(q.get("measured"), LONG_TEXT),
+            "claimed_long": claim_text(q.get("claimed"), brief=False),
+            "measured_long": (words.mapping(q["measured"], _long)
+                              if isinstance(q.get("measured"), Mapping)
+                              else fmt_value(q.get("measured"), LONG_TEXT)),
             "reason_long": clip(q.get("reason") or "", LONG_TEXT),
-            "tolerance": fmt_value(q.get("tolerance")) if q.get("tolerance") else "",
+            "tolerance": words.tolerance(clip(q["tolerance"], SHORT_TEXT))
+                         if q.get("tolerance") else "",
         })
     use_cases = []
     for name, uc in _map(scorecard.get("use_cases")).items():
@@ -645,7 +563,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         css, label = _fit_badge(uc)
         use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
                           "css": css, "label": label,
-                          "reason": clip(uc.get("reason") or "", 2 * SHORT_TEXT)})
+                          "reason": clip(uc.get("reason") or "", 4 * SHORT_TEXT)})
     verdict = _map(scorecard.get("verdict"))
     tolerances = dict(_map(scorecard.get("tolerances")))
     slo_profiles = _map(tolerances.pop("slo_profiles", None))
@@ -679,7 +597,9 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
             value = f"≥ {value} (the highest level tried)"
         elif reading.get("fit") is None:
             value = "not judged"
-        figures.append(("Streams at reading speed", f"{value} ({pct} stream ≥ {fmt_rate(speed)})"))
+        share = f"{pct[1:]} % of" if pct[1:].isdigit() else "most"
+        figures.append(("Streams at reading speed",
+                        f"{value}: {share} streams at or above {fmt_rate(speed)}"))
     if run is None:  # claims-only: the vendor's own words for what was reviewed
         model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
         endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
@@ -718,7 +638,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
         "profile": fmt_value(run_doc.get("profile") or _map(run_doc.get("config")).get("profile")),
-        "client_host": fmt_value(run_doc.get("client")),
+        "client_host": clip(words.client_host(run_doc.get("client")), SHORT_TEXT),
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
                      + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
                      + (f"; last request ended {when}" if when else ""),
@@ -739,46 +659,24 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "tolerances": sorted(tolerances.items()),
         "slo_profiles": sorted(slo_profiles.items()),
         "has_run": run is not None,
+        "rules": rules(summary),
+        "baseline_heading": baseline_heading(_map(_map(summary).get("baseline"))),
+        "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],
     }
 
 
+def baseline_heading(base: Mapping[str, Any]) -> str:
+    """The appendix's baseline heading: how many requests, and how many succeeded (a
+    baseline of 0 requests says so rather than "6 requests")."""
+    total = base.get("requests")
+    ok = _map(base.get("outcomes")).get("ok")
+    if not isinstance(total, int) or total == 0:
+        return "Baseline: one stream at a time (no request measured)"
+    done = f", {ok:,} ok" if isinstance(ok, int) and ok != total else ""
+    return f"Baseline: one stream at a time, {total:,} requests{done}"
+
+
 # --------------------------------------------------------------------------- render
-
-
-def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
-        autoescape=True,  # every .j2 here is HTML: vendor text must never become markup
-        undefined=jinja2.ChainableUndefined,  # a phase not run is a missing key, not a crash
-        trim_blocks=True, lstrip_blocks=True,
-    )
-
-
-def render_html(context: Mapping[str, Any], template: str = "scorecard.html.j2") -> str:
-    """A page of ours as HTML, stylesheet inlined; every string from the context is escaped."""
-    css = Markup((TEMPLATES_DIR / "scorecard.css").read_text(encoding="utf-8"))
-    return _env().get_template(template).render(css=css, **context)
-
-
-def render_pdf(html: str, attachments: Mapping[str, bytes],
-               fetcher: AssetFetcher | None = None) -> bytes:
-    """HTML to PDF bytes with the given files attached; only `fetcher` may load resources."""
-    from weasyprint import HTML, Attachment
-
-    fetcher = fetcher or AssetFetcher()
-    doc = HTML(string=html, base_url=TEMPLATES_DIR.as_uri() + "/", url_fetcher=fetcher)
-    files = [Attachment(string=data, name=name, url_fetcher=fetcher,
-                        description=f"sha256 {sha256(data)}")
-             for name, data in attachments.items()]
-    # PDF/A-3b: the ISO archive format that allows the embedded evidence, fit to file with a
-    # contract; tagged, so the document's structure survives for readers and checkers
-    pdf: bytes = doc.write_pdf(attachments=files, pdf_variant="pdf/a-3b", pdf_tags=True)
-    return pdf
-
-
-def sha256(data: bytes) -> str:
-    """Hex SHA-256 of bytes: what the PDF prints for each attachment."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def scorecard_bytes(scorecard: Mapping[str, Any]) -> bytes:
@@ -818,11 +716,6 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
     Either input may be omitted (a claims-only or a measurement-only review), not both.
     `tolerances` is a `Tolerances`, a path to an override file, or None for the defaults.
     """
-    from evalkit.questionnaire import load_questionnaire
-    from evalkit.reconcile import RunTarget
-    from evalkit.scorecard import build_scorecard
-    from evalkit.tolerances import Tolerances, load_tolerances
-
     if run_dir is None and questionnaire_path is None:
         raise UsageError("give --run DIR, --questionnaire FILE, or both")
     out_pdf = Path(out_pdf)
@@ -837,15 +730,14 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
         if written.resolve() in inputs:
             raise UsageError(f"--out {out_pdf} would overwrite the input {written}; "
                              "write the report somewhere else")
-    tol = tolerances if isinstance(tolerances, Tolerances) else load_tolerances(tolerances)
-    run = load_run(Path(run_dir)) if run_dir is not None else None
-    attached: tuple[str, bytes] | None = None
-    questionnaire = None
-    if questionnaire_path is not None:
-        questionnaire = load_questionnaire(questionnaire_path)  # bounded, validated
-        suffix = Path(questionnaire_path).suffix.lower()
-        name = "questionnaire" + (suffix if suffix in (".yaml", ".yml", ".json") else ".yaml")
-        attached = (name, Path(questionnaire_path).read_bytes())
-    scorecard = build_scorecard(questionnaire, run.summary if run else None, tol,
-                                RunTarget.from_run(run.run) if run else None)
-    return write_scorecard(scorecard, run, attached, out_pdf, html)
+    done = review(Path(run_dir) if run_dir is not None else None,
+                  Path(questionnaire_path) if questionnaire_path is not None else None,
+                  tolerances)
+    return write_review(done, out_pdf, html)
+
+
+def write_review(done: Review, out_pdf: Path, html: bool = False) -> ReportResult:
+    """Write a review's PDF and FILE.json, attaching the inputs' bytes as they were read."""
+    q = done.questionnaire
+    return write_scorecard(done.scorecard, done.run, (q.name, q.data) if q else None,
+                           out_pdf, html)

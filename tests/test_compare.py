@@ -23,10 +23,14 @@ def _summary(ttft: float, rate: float, sustained: int, agg: float) -> dict[str, 
                      "first_degraded": "itl"}}
 
 
+READY = {"verdict": {"streaming_ready": True}, "run": {"validity": "valid"}}
+
+
 def _run(label: str, target: str, started: str, summary: dict[str, Any],
-         suite: str = "1", prompt_tokens: int = 256) -> RunView:
+         suite: str = "1", prompt_tokens: int = 256,
+         scorecard: dict[str, Any] | None = READY) -> RunView:
     settings = {"prompt_tokens": prompt_tokens, "output_tokens": 64, "levels": [1, 2, 4, 8]}
-    return RunView(label, target, started, suite, settings, summary)
+    return RunView(label, target, started, suite, settings, summary, scorecard)
 
 
 class TestSideBySide:
@@ -40,6 +44,41 @@ class TestSideBySide:
         assert [c.best for c in rows["max_sustained_concurrency"].cells] == [False, True]
         assert rows["sustained_ttft_p90_s"].cells[1].value == pytest.approx(0.1 * 2)
         assert cmp.trends == {} and cmp.regressions == []
+
+    def test_a_star_is_earned(self) -> None:
+        """★ never goes to a run not judged streaming-ready (or with no scorecard), nor to a
+        peak read above the run's sustained level; the row says why it has none."""
+        fast_but_not_ready = _run("b", "B", "1", _summary(0.1, 90, 8, 900),
+                                  scorecard={"verdict": {"streaming_ready": False}})
+        cmp = compare_runs([_run("a", "A", "1", _summary(0.2, 50, 8, 800)), fast_but_not_ready,
+                            _run("c", "C", "1", _summary(0.3, 40, 8, 700), scorecard=None)])
+        rows = {r.figure.key: r for r in cmp.rows}
+        # b is best on TTFT and rate, but not streaming-ready: no star on those rows at all
+        for key in ("baseline_ttft_p50_s", "baseline_stream_rate_p50"):
+            assert [c.best for c in rows[key].cells] == [False, False, False], key
+            assert rows[key].no_star == "no ★: the best value is from a run that did not earn one"
+            assert rows[key].cells[1].unstarred == "not streaming-ready"
+        # a run with the best value among those that earned one, and the best of all, wins
+        assert [c.best for c in rows["max_sustained_concurrency"].cells] == [True, False, False]
+        # a ready run whose peak was read above its sustained level wins no star either
+        above = _summary(0.05, 50, 4, 5000)
+        cmp = compare_runs([_run("a", "A", "1", above), _run("b", "B", "1", _summary(
+            0.2, 50, 8, 800))])
+        peak = next(r for r in cmp.rows if r.figure.key == "peak_aggregate_tokens_per_s")
+        assert [c.level for c in peak.cells] == [8, 8]
+        assert peak.cells[0].unstarred == "read at 8 streams, above its max sustained level"
+        assert [c.best for c in peak.cells] == [False, False]
+
+    def test_load_figures_at_different_loads_get_no_star(self) -> None:
+        """TTFT p90 at max sustained load compares 4 streams with 8 only by saying so."""
+        cmp = compare_runs([_run("a", "A", "1", _summary(0.2, 50, 4, 800)),
+                            _run("b", "B", "1", _summary(0.1, 40, 8, 900))])
+        row = next(r for r in cmp.rows if r.figure.key == "sustained_ttft_p90_s")
+        assert [c.level for c in row.cells] == [4, 8]
+        assert not any(c.best for c in row.cells)
+        assert row.no_star == "no ★: measured at different loads (4 streams, 8 streams)"
+        data = cmp.to_dict()["figures"]["sustained_ttft_p90_s"]
+        assert data["levels"] == [4, 8] and data["best"] == [False, False]
 
     def test_different_suite_version_is_left_out_with_the_reason(self) -> None:
         """A run from another suite version is named, not silently averaged in."""
