@@ -237,15 +237,33 @@ def max_sustained_text(summary: Mapping[str, Any]) -> str:
     first = words.degraded(ramp.get("first_degraded"), ramp.get("first_degraded_tied"))
     broke = ramp.get("first_breach_concurrency")
     where = f" at {fmt_value(broke)} streams" if _num(broke) is not None else ""
+    tie = tie_text(summary)
     if best is None:
         return "not established by this run" + (
-            f"; {first} degraded first{where}" if ramp.get("first_degraded") else "")
+            f"; {first} degraded first{where}" if ramp.get("first_degraded") else "") + tie
     if ramp.get("max_sustained_is_lower_bound"):
         stopped = summary.get("run_status") not in (None, "complete", "merged")
         return (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
                 + ("the run stopped before any level above)" if stopped
-                   else "none above was tried)"))
-    return f"{fmt_value(best)} streams; {first} degraded first{where}"
+                   else "none above was tried)") + tie)
+    return f"{fmt_value(best)} streams; {first} degraded first{where}{tie}"
+
+
+def tie_text(summary: Mapping[str, Any]) -> str:
+    """A ramp level whose 95 % interval straddled a limit (neither held nor breached),
+    in words, with about how many requests there would decide it; "" when none."""
+    ramp = _map(summary.get("ramp"))
+    at = ramp.get("first_tie_concurrency")
+    if _num(at) is None:
+        return ""
+    level = next((lv for lv in _levels(summary) if lv.get("concurrency") == at), {})
+    ties = [t for t in level.get("ties") or [] if isinstance(t, str)]
+    on = f" on {' and '.join(words.DEGRADED.get(t, words.name(t)) for t in ties)}" if ties \
+        else ""
+    n = level.get("tie_requests")
+    more = f"; about {n:,} requests there would decide it" if isinstance(n, int) else ""
+    return (f"; at {fmt_value(at)} streams a tie{on} (its 95 % interval straddles the limit, "
+            f"so the max sustained level may be higher{more})")
 
 
 def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -260,10 +278,17 @@ def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("Verdict rule", "Streaming-ready only when Q2 (throughput per stream), Q4 (max "
          "concurrent streams) and Q6 (production figures) are all ok, meaning verified by "
          "this run with the whole 95 % interval within tolerance, and the run is valid."),
-        ("Degradation rule", f"A concurrency level is degraded when its TTFT p90 exceeds "
-         f"{ttft}× the baseline's, its TPOT p90 (per-token latency) exceeds {tpot}× the "
-         f"baseline's, or more than {fail} of its requests fail. The highest level below "
-         "the first degraded one is the max sustained concurrency."),
+        ("Degradation rule", (
+            f"A concurrency level is degraded when the 95 % interval of its TTFT p90 lies "
+            f"wholly above {ttft}× the baseline's p90, that of its TPOT p90 (per-token "
+            f"latency) wholly above {tpot}× the baseline's, or that of its failure rate "
+            f"wholly above {fail}; an interval that straddles a limit is a tie, neither "
+            "held nor degraded. The highest level held below the first degraded one is the "
+            "max sustained concurrency.") if _map(_map(summary).get("ramp")).get("breach_rule")
+         else (f"A concurrency level is degraded when its TTFT p90 exceeds {ttft}× the "
+               f"baseline's, its TPOT p90 (per-token latency) exceeds {tpot}× the "
+               f"baseline's, or more than {fail} of its requests fail. The highest level "
+               "below the first degraded one is the max sustained concurrency.")),
     ]
 
 
