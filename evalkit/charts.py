@@ -667,9 +667,11 @@ QUEUE_GAUGES = (("running", "running in its engine", 0), ("waiting", "waiting in
 
 
 def vendor_queue(vendor: Mapping[str, Any] | None) -> dict[int, dict[str, tuple[float, float]]]:
-    """Per ramp level, the vendor's running and waiting gauges as (mean, max) of the
-    samples the probe scraped before, during and after the level (`vendor_metrics`);
-    empty when the run scraped nothing or the page exported neither gauge."""
+    """Per ramp level, the vendor's running and waiting gauges as (mean, max): the mean
+    of the samples the probe scraped while the level ran (before and after it, which see
+    an idle engine, only when none was taken during it), the highest of all of them
+    (`vendor_metrics`); empty when the run scraped nothing or the page exported neither
+    gauge."""
     out: dict[int, dict[str, tuple[float, float]]] = {}
     levels = vendor.get("levels") if isinstance(vendor, Mapping) else None
     for key, d in (levels.items() if isinstance(levels, Mapping) else ()):
@@ -678,9 +680,12 @@ def vendor_queue(vendor: Mapping[str, Any] | None) -> dict[int, dict[str, tuple[
             continue
         for gauge, _, _ in QUEUE_GAUGES:
             g = d["vendor"].get(gauge)
-            if isinstance(g, Mapping) and _finite(g.get("mean")) and _finite(g.get("max")) \
-                    and g["mean"] >= 0 and g["max"] >= 0:
-                out.setdefault(int(key), {})[gauge] = (float(g["mean"]), float(g["max"]))
+            if not isinstance(g, Mapping):
+                continue
+            # the samples taken while the level ran; before and after it, if none was
+            mean = g.get("during_mean") if _finite(g.get("during_mean")) else g.get("mean")
+            if _finite(mean) and _finite(g.get("max")) and 0 <= mean <= g["max"]:
+                out.setdefault(int(key), {})[gauge] = (float(mean), float(g["max"]))
     return {c: out[c] for c in sorted(out) if c > 0}
 
 
@@ -1011,9 +1016,10 @@ def throughput_caption(thresholds: Mapping[str, Any] | None = None,
 def queue_caption(vendor: Mapping[str, Any] | None) -> str:
     """The queue panel's sentence: what it draws, or why nothing is drawn."""
     if vendor_queue(vendor):
-        return ("Under it, the vendor's own metrics (its metrics page, scraped before, during "
-                "and after each level): requests its engine was running (the batch) and "
-                "waiting in its queue, the mean of the samples and a dash at the highest. A "
+        return ("Under it, the vendor's own metrics (its metrics page, scraped about every "
+                "second while each level ran): requests its engine was running (the batch) "
+                "and waiting in its queue, the mean of those samples and a dash at the "
+                "highest. A "
                 "queue that grows where a figure degraded says the engine was full; no queue "
                 "there points to what lies in front of it, the network or a gateway.")
     if not isinstance(vendor, Mapping):

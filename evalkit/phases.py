@@ -148,7 +148,7 @@ class SuiteRun:
     async def run(self) -> None:
         async with make_client(self.target) as client, \
                 Prober(self.target, self.origin_ns, self.run_tag) as prober, \
-                LoopMonitor() as mon:
+                LoopMonitor() as mon, self.vendor or contextlib.nullcontext():
             for phase in self.s.phases:
                 mark = window_start(mon, prober)
                 async with self._scraping(phase):

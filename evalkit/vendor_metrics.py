@@ -274,8 +274,15 @@ class VendorScraper:
             await asyncio.sleep(self.interval_s)
             await self.scrape(phase, level, "during")
 
+    async def __aenter__(self) -> VendorScraper:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
-        """Close the scrape's own connection, and the log."""
+        """Close the scrape's own connection, and the log (`async with` the scraper
+        around the run does it however the run ends)."""
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -424,11 +431,17 @@ def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
             vendor[f"{role}_s"] = after.histograms[role].minus(
                 before.histograms.get(role)).stats()
     samples = [snap for s, snap in group if snap is not None]
+    during = [snap for s, snap in group if snap is not None and s.when == "during"]
     for role in GAUGES:
         values = [snap.gauges[role] for snap in samples if role in snap.gauges]
         if values:
+            # before and after are taken around the level, when it is idle: the mean
+            # while it ran (during_mean) is what its load looked like to the engine
+            inside = [snap.gauges[role] for snap in during if role in snap.gauges]
             vendor[role] = {"mean": sum(values) / len(values), "max": max(values),
-                            "samples": len(values)}
+                            "samples": len(values),
+                            "during_mean": sum(inside) / len(inside) if inside else None,
+                            "during_samples": len(inside)}
     ours = _ours(records)
     out: dict[str, Any] = {"vendor": vendor, "ours": ours}
     if cut:

@@ -137,8 +137,13 @@ def vendor_metrics(levels: Sequence[int], running: float = 1.0, waiting: float =
     for c in levels:
         run = min(c, 8) * running
         wait = max(0, c - 8) * waiting
-        vendor = {"running": {"mean": run * 0.9, "max": run, "samples": 5},
-                  "waiting": {"mean": wait * 0.8, "max": wait, "samples": 5}} if gauges else {}
+        # the mean of every sample (idle before and after included) and of those taken
+        # while the level ran: the panel draws the latter
+        vendor = {"running": {"mean": run * 0.6, "max": run, "samples": 5,
+                              "during_mean": run * 0.9, "during_samples": 3},
+                  "waiting": {"mean": wait * 0.5, "max": wait, "samples": 5,
+                              "during_mean": wait * 0.8, "during_samples": 3}
+                  } if gauges else {}
         out[str(c)] = {"phase": "ramp", "vendor": vendor, "ours": {}}
     return {"url": "https://vendor.example/metrics", "engine": "vllm", "levels": out}
 
@@ -517,4 +522,9 @@ def test_without_a_scrape_nothing_is_drawn_and_the_caption_says_so(
     assert "exported no count of running or waiting requests" in caption
     assert charts.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
         "running": {"mean": float("nan"), "max": 3}, "waiting": {"mean": -1, "max": 2}}},
-        "x": {"phase": "ramp"}, "4": "hostile"}}) == {}
+        "x": {"phase": "ramp"}, "4": "hostile", "8": {"phase": "ramp", "vendor": {
+            "running": {"during_mean": 9, "mean": 1, "max": 3}}}}}) == {}
+    # no sample while the level ran (a very short level): the mean of those around it
+    assert charts.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
+        "running": {"mean": 0.5, "max": 1, "during_mean": None}}}}}) == {
+            2: {"running": (0.5, 1.0)}}

@@ -139,6 +139,9 @@ class TestScrapeAgainstTheReference:
         level3 = vm["levels"]["3"]
         assert level3["phase"] == "ramp" and level3["vendor"]["running"]["max"] >= 1
         assert level3["vendor"]["running"]["samples"] >= 3  # before, during, after
+        # while the level ran its streams were in the engine; around it, it was idle
+        assert level3["vendor"]["running"]["during_mean"] >= 1
+        assert level3["vendor"]["running"]["during_samples"] >= 1
         assert level3["vendor"]["waiting"]["max"] == 0  # the gpu profile's batch holds 3
 
     def test_an_unreachable_metrics_page_costs_nothing(self, reference: Any,
