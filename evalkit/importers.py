@@ -405,9 +405,12 @@ def _aiperf_reported(agg: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_guidellm(path: Path) -> Imported:
     """A guidellm benchmarks JSON as records; see the module docstring."""
-    if path.is_dir():
-        raise InputError(f"{path}: a directory; expected guidellm's JSON report (the file "
-                         "`guidellm run --output kind=json,path=FILE` wrote)")
+    if path.is_dir():  # guidellm's own default name in a directory
+        if not (path / "benchmarks.json").is_file():
+            raise InputError(f"{path}: a directory without benchmarks.json; expected "
+                             "guidellm's JSON report (the file `guidellm run --output "
+                             "kind=json,path=FILE` wrote)")
+        path = path / "benchmarks.json"
     doc = _json_object(path, "guidellm's JSON report (benchmarks.json)")
     meta = _map(doc.get("metadata"))
     version = _text(meta.get("guidellm_version"), 40)

@@ -312,3 +312,34 @@ def test_the_command_line(tmp_path: Path) -> None:
     assert "profile_export.jsonl" in bad.stderr and "guidellm" in bad.stderr
     with pytest.raises(UsageError):
         import_run("vllm-bench", AIPERF, tmp_path / "y")
+
+
+def test_vendor_text_in_an_export_is_hostile(tmp_path: Path) -> None:
+    """An export is input: error text is stripped of control and bidi characters and
+    capped, credentials and queries are dropped from the URL, a value of the wrong type
+    is absent rather than a crash, and nothing of the key survives in run.json."""
+    art = tmp_path / "art"
+    art.mkdir()
+    agg = _json(AIPERF / "profile_export_aiperf.json")
+    agg["input_config"]["endpoint"]["urls"] = ["https://user:s3cret@vendor.example/v1?key=s3cret"]
+    agg["input_config"]["models"]["items"][0]["name"] = "model\x1b[31m\nINJECTED"
+    (art / "profile_export_aiperf.json").write_text(json.dumps(agg))
+    rows = [json.loads(line) for line in (AIPERF / "profile_export.jsonl").read_text()
+            .splitlines()]
+    failed = next(r for r in rows if r.get("error"))
+    failed["error"]["message"] = "\u202eevil\x1b[2J" + "x" * 10_000
+    rows[0]["metrics"]["time_to_first_token"]["value"] = "NaN"
+    (art / "profile_export.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    out = tmp_path / "run"
+    import_run("aiperf", art, out)
+    run_text = (out / "run.json").read_text()
+    assert "s3cret" not in run_text and "user" not in _json(out / "run.json")["target"]["base_url"]
+    assert _json(out / "run.json")["target"] == {"base_url": "https://vendor.example/v1",
+                                                 "model": "model [31m INJECTED"}
+    recs = {r["id"]: r for r in _records(out)}
+    err = recs[failed["metadata"]["x_request_id"]]["error"]
+    assert len(err) < 400 and "\u202e" not in err and "\x1b" not in err
+    first = recs[rows[0]["metadata"]["x_request_id"]]
+    assert first["outcome"] == "incomplete" and first["ttft_s"] is None
+    # a directory holding guidellm's default file name is read as that file
+    assert import_run("guidellm", GUIDELLM.parent, tmp_path / "g").levels == [1, 2]
