@@ -624,7 +624,8 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
             value = "not judged"
         share = f"{pct[1:]} % of" if pct[1:].isdigit() else "most"
         figures.append(("Streams at reading speed",
-                        f"{value}: {share} streams at or above {fmt_rate(speed)}"))
+                        f"{value} (judged on whether {share} streams receive at least "
+                        f"{fmt_rate(speed)})"))
     if run is None:  # claims-only: the vendor's own words for what was reviewed
         model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
         endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
@@ -670,6 +671,11 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "summary": summary or {},
         "levels": _levels(summary or {}),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
+        "in_ms": lambda s: fmt_num(s * 1000) if _num(s) is not None else "—",
+        # the ramp's metric keys (ttft, itl, admission) as the methodology names them
+        "metric_names": lambda ms: ", ".join(
+            {"ttft": "TTFT", "itl": "TPOT", "tpot": "TPOT", "admission": "failures"}.get(
+                str(m), clip(m, 20)) for m in (ms if isinstance(ms, list) else [])),
         "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes,
         "outcomes": sorted(digest.outcomes.items()),
         "n_records": digest.n,

@@ -199,10 +199,21 @@ def mapping(values: Mapping[str, Any], text: Callable[[Any], str] = str, unit: s
     for k, v in items:
         if k == "currency" and any(str(x).endswith("price_per_mtok") for x, _ in items):
             continue  # said with each price
-        if k == "headline_unit":
-            continue  # said with the headline
-        parts.append(field(k, v, text, values))
+        if k == "headline_unit" or (k.endswith("_ci") and k[:-3] in values):
+            continue  # said with the headline; an interval is said with its figure
+        shown = field(k, v, text, values)
+        if num(v) is not None and f"{k}_ci" in values:
+            shown += _interval(k, values[f"{k}_ci"])
+        parts.append(shown)
     return "; ".join(parts) or "—"
+
+
+def _interval(key: str, ci: Any) -> str:
+    """A field's 95 % interval (its `KEY_ci` sibling) in the field's own unit."""
+    unit = _unit_of(key)
+    if unit not in ("rate", "ms", "seconds"):
+        return ci_text(ci, fmt_num)
+    return ci_text(ci, lambda x: _number(x, unit))
 
 
 def degraded(value: Any, tied: Any = None) -> str:
