@@ -31,10 +31,12 @@ to send again has waited for the others. It is the client's, but not in the TTFT
 `--where` runs each level with the client and the server placed differently (interleaved,
 so each placement sees the same load): `shared` (both on every core, with whatever else
 runs there), `pinned` (each on a core of its own, as a vendor's server has its own
-machine), `nice` (the server at nice -10, root only: ahead of the other jobs) and
-`pinned-nice`. Per level and placement it prints mean / p50 / p99 / max (ms) of each part
-over all runs, the client's self-check per run, and what the cores did meanwhile: busy in
-all, and how much of it was the server, the client and everything else. Run:
+machine), `nice` (the server at nice -10, root only: ahead of the other jobs),
+`pinned-nice`, and `nice-both` (the client at nice -10 too: as on a machine where only
+the two of them run). Per level and placement it prints mean / p50 / p99 / max (ms) of
+each part over all runs, the client's self-check per run, and what the cores did
+meanwhile: busy in all, and how much of it was the server, the client and everything
+else. Run:
 `.venv/bin/python bench/bench_send.py [levels] [rounds] [tokens] [runs] [--where P,...]
 [--json FILE]`, default `1,32,256 4 32 2 --where shared` (each level sends rounds x
 streams requests per run, on a fresh server; truth TTFT ~200 ms, 20 ms per token);
@@ -45,6 +47,7 @@ on the machine and on what else runs on it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -81,29 +84,42 @@ NAMES = {"total": "TTFT error vs truth", "send": "send: t0 -> server loop has by
 #: where the client and the server run: sharing both cores with every other job (as
 #: the suite's own tests do); each on its own core, as a vendor's server has its own
 #: machine ("pinned"); the server at a higher priority than the other jobs ("nice",
-#: root only); or both ("pinned-nice")
-PLACES = ("shared", "pinned", "nice", "pinned-nice")
-SERVER_NICE = -10
+#: root only); both ("pinned-nice"); or the server and the client ahead of the other
+#: jobs ("nice-both"), as on a machine where only the two of them run
+PLACES = ("shared", "pinned", "nice", "pinned-nice", "nice-both")
+NICE = -10
+
+
+def _renice(pid: int, nice: int, how: str) -> None:
+    """Every thread of process `pid` at `nice`."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(task.name), nice)
+        except ProcessLookupError:
+            pass  # a thread that ended meanwhile
+        except PermissionError:
+            raise SystemExit(f"--where {how}: raising a priority needs root "
+                             "(CAP_SYS_NICE)") from None
 
 
 def place(pid: int | None, how: str) -> None:
-    """Put the server process (every thread of it) and this one where `how` says."""
+    """Put the server process (every thread of it) and this one where `how` says;
+    `place(None, "shared")` puts this process back (every core, its usual priority)."""
     cores = sorted(os.sched_getaffinity(0) | set(range(os.cpu_count() or 1)))
     os.sched_setaffinity(0, cores)
+    if os.getpriority(os.PRIO_PROCESS, 0) != 0:
+        _renice(os.getpid(), 0, how)
     if how == "shared" or pid is None:
         return
-    pinned = how.startswith("pinned") and len(cores) > 1
-    if pinned:
+    if how.startswith("pinned") and len(cores) > 1:
         os.sched_setaffinity(0, {cores[0]})
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        if pinned:
-            os.sched_setaffinity(int(task.name), {cores[1]})
-        if how.endswith("nice"):
-            try:
-                os.setpriority(os.PRIO_PROCESS, int(task.name), SERVER_NICE)
-            except PermissionError:
-                raise SystemExit(f"--where {how}: raising the server's priority needs "
-                                 "root (CAP_SYS_NICE)") from None
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+                os.sched_setaffinity(int(task.name), {cores[1]})
+    if "nice" in how:
+        _renice(pid, NICE, how)
+    if how == "nice-both":
+        _renice(os.getpid(), NICE, how)
 
 
 def _cpu_times(pid: int | None) -> tuple[float, float, float]:

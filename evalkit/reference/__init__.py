@@ -20,9 +20,10 @@ a uvicorn config without `server.arrival_stamped_protocol`), `poll_began_ns` and
 before `poll_began_ns` found the loop busy with other work, bytes ready inside the poll
 waited for the server's process to get a CPU), `kernel_ns` (the kernel's receive stamp
 of that read, SO_TIMESTAMPNS: on loopback, inside the client's send; from it to
-`arrived_ns` is the server's process alone), `received_ns` (the handler's first line,
-after parsing and task dispatch; truth TTFT runs from here), `queued` (the batch was full
-on arrival), `admitted_ns` (its first engine step began), `first_write_ns` (first content
+`arrived_ns` is the server's process alone; null where the kernel gave none),
+`received_ns` (the handler's first line, after parsing and task dispatch; truth TTFT runs
+from here), `queued` (the batch was full on arrival), `admitted_ns` (its first engine
+step began), `first_write_ns` (first content
 or reasoning chunk), `first_answer_ns` (first answer chunk), `writes` = `[[actual_ns,
 scheduled_ns, tokens, kind], ...]` with kind in
 role/content/reasoning/usage/done/ping/error/malformed (actual = stamped right after the

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import gc
 import json
 import os
@@ -36,6 +37,11 @@ from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 
 STARTUP_TIMEOUT_S = 20.0
 
+#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_ANC_SIZE = socket.CMSG_SPACE(16)
+_MAX_AGE_NS = 10_000_000_000
+
 
 def _bind(host: str, port: int) -> socket.socket:
     """A listening socket; port 0 lets the kernel pick a free one (no race)."""
@@ -47,6 +53,10 @@ def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # kernel receive stamps from a connection's first packet: an accepted socket inherits
+    # the option, so a request sent the moment its connection opened is stamped too
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -84,12 +94,6 @@ def _polls(loop: asyncio.AbstractEventLoop) -> _Polls | None:
     if found is None and selector is not None:
         found = _POLLS[loop] = _Polls(selector)
     return found
-
-
-#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-_ANC_SIZE = socket.CMSG_SPACE(16)
-_MAX_AGE_NS = 10_000_000_000
 
 
 class _KernelStampedSocket:
