@@ -496,6 +496,9 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     another vendor unless one of the others says otherwise. Figures are set side by
     side only where they mean the same thing (same suite version; for load figures the
     same prompt/output lengths and levels): the report lists what it left out and why.
+    Vendors head the columns; a star marks a row's best value only where it is earned
+    (values that compare, from a streaming-ready run, never a peak above the run's own
+    sustained level).
 
     With --fail-on regression: exit 1 on a regression; exit 2 when no two runs are of one
     vendor, or no vendor has two runs with a comparable key figure (nothing was judged,

@@ -229,9 +229,25 @@ def _comparable(run: RunView, ref: RunView, needs: tuple[str, ...]) -> str | Non
                 f"({ref.label})")
     for key in needs:
         if run.settings.get(key) != ref.settings.get(key):
-            return (f"{key} {run.settings.get(key)} differs from {ref.settings.get(key)} "
-                    f"({ref.label})")
+            return (f"{SETTING_WORDS.get(key, key)} {run.settings.get(key)} differs from "
+                    f"{ref.settings.get(key)} ({ref.label})")
     return None
+
+
+#: The settings a figure needs equal, as the page says them.
+SETTING_WORDS = {"prompt_tokens": "prompt length (tokens)",
+                 "output_tokens": "output length (tokens)",
+                 "levels": "concurrency levels"}
+
+
+def left_out_words(reason: str | None) -> str:
+    """A cell's short reason for being left out, the full one listed in the appendix."""
+    if not reason:
+        return "left out"
+    for words in ("suite version", *SETTING_WORDS.values()):
+        if reason.startswith(words):
+            return f"left out: other {words.split(' (')[0]}"
+    return "left out"
 
 
 def unstarred(run: RunView) -> str | None:

@@ -35,7 +35,13 @@ from evalkit.charts import (
     style,
     to_svg,
 )
-from evalkit.compare import DEFAULT_REGRESSION_TOLERANCE, Comparison, RunView, compare_runs
+from evalkit.compare import (
+    DEFAULT_REGRESSION_TOLERANCE,
+    Comparison,
+    RunView,
+    compare_runs,
+    left_out_words,
+)
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_unit
 from evalkit.render import clip, render_html, render_pdf, sha256
@@ -376,7 +382,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
                  for v, item in zip(cmp.runs, inputs, strict=True)],
         "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
                   "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level),
-                             "best": c.best, "excluded": c.excluded,
+                             "best": c.best, "excluded": left_out_words(c.excluded)
+                             if c.excluded else None,
                              "unstarred": c.unstarred} for c in r.cells]}
                  for r in cmp.rows],
         "statuses": sorted(cmp.statuses.items()),

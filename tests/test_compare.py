@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evalkit import compare
 from evalkit.compare import RunView, compare_runs
 
 
@@ -94,7 +95,8 @@ class TestSideBySide:
         rows = {r.figure.key: r for r in cmp.rows}
         assert rows["baseline_ttft_p50_s"].cells[1].value is None
         why = str(rows["baseline_ttft_p50_s"].cells[1].excluded)
-        assert "prompt_tokens 2048 differs from 256" in why
+        assert "prompt length (tokens) 2048 differs from 256" in why
+        assert compare.left_out_words(why) == "left out: other prompt length"
         assert rows["prefill_tokens_per_s"].cells[1].value == 8000.0
 
 
