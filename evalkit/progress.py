@@ -153,7 +153,9 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                    f"{ramp.get('max_sustained_concurrency')} is a lower bound")
     elif ramp:
         out.append(f"ramp: no capacity conclusion: {ramp.get('note') or 'no level was judged'}")
-    if ramp and ramp.get("first_tie_concurrency") is not None:
+    if ramp and ramp.get("first_tie_concurrency") is not None and (
+            ramp.get("first_degraded") or ramp.get("max_sustained_concurrency") is not None):
+        # (with neither, the note was the line above)
         out.append(f"ramp: {clean(str(ramp.get('note')), 300)}")
     client = summary.get("client") or {}
     if client.get("capacity_judgement_affected"):
