@@ -10,10 +10,12 @@ What is left out is listed with the reason, because a silent omission reads as a
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from evalkit.fmt import fmt_unit
+from evalkit.fmt import num as _num
 
 Better = Literal["lower", "higher"]
 
@@ -63,12 +65,6 @@ def _get(d: Any, *path: str | int) -> Any:
             return None
         d = d[p] if isinstance(p, int) else d.get(p)
     return d
-
-
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def _sustained_level(summary: dict[str, Any]) -> dict[str, Any] | None:
@@ -156,11 +152,14 @@ class Regression:
     after: float
     change: float
     tolerance: float
+    #: the figure's unit (s, tok/s, streams): the sentence prints it
+    unit: str = ""
 
     @property
     def sentence(self) -> str:
-        """One sentence a reviewer can read aloud."""
-        return (f"{self.figure}: {self.before:.4g} ({self.before_label}) → {self.after:.4g} "
+        """One sentence a reviewer can read aloud, each figure in its unit."""
+        before, after = fmt_unit(self.before, self.unit), fmt_unit(self.after, self.unit)
+        return (f"{self.figure}: {before} ({self.before_label}) → {after} "
                 f"({self.after_label}), {self.change:+.0%} against a tolerance of "
                 f"{self.tolerance:.0%}.")
 
@@ -324,7 +323,8 @@ def _regressions(rows: Sequence[Row], runs: Sequence[RunView], trends: dict[str,
                 change = (b - a) / abs(a)
                 if _worse_by(row.figure, change) > tolerance:
                     found.append(Regression(target, row.figure.title, runs[i].label,
-                                            runs[j].label, a, b, change, tolerance))
+                                            runs[j].label, a, b, change, tolerance,
+                                            row.figure.unit))
     return found
 
 

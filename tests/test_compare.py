@@ -115,6 +115,8 @@ class TestOverTime:
         ttft = next(g for g in cmp.regressions if g.figure == "TTFT p50, alone")
         assert ttft.change == pytest.approx(0.3 / 0.19 - 1)
         assert "against a tolerance of 10%" in ttft.sentence
+        # each figure in its unit, without false precision
+        assert ttft.sentence.startswith("TTFT p50, alone: 190 ms (q2) → 300 ms (q3), +58%")
 
     def test_change_within_tolerance_is_not_flagged(self) -> None:
         cmp = compare_runs([_run("q1", "A", "1", _summary(0.20, 50, 4, 800)),
