@@ -443,8 +443,8 @@ def summary_disagreements(summary: Mapping[str, Any], digest: RecordDigest) -> l
 # --------------------------------------------------------------------------- rebuild
 
 
-#: why a self-check calls the client bound (`judge_client`)
-_BOUND_REASONS = frozenset({"cpu", "loop_lag", "send_lag", "late_reads"})
+#: why a self-check calls the client bound (`selfcheck.judge_client`; a Ray worker lost)
+_BOUND_REASONS = frozenset({"cpu", "loop_lag", "send_lag", "late_reads", "lost_worker"})
 
 
 def _num(x: Any) -> float | None:

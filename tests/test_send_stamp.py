@@ -316,7 +316,9 @@ class TestSendLagCheck:
         written = summarize(records, {"levels": {"8": check}})["client"]
         rebuilt = rebuild_summary(records, {"status": "complete", "client_checks": {
             "levels": {"8": {**check, "client_bound_reasons": [*check[
-                "client_bound_reasons"], "forged", {"x": 1}]}}}}, "test", None)["client"]
+                "client_bound_reasons"], "lost_worker", "forged", {"x": 1}]}}}}, "test",
+            None)["client"]
+        assert "lost_worker" in rebuilt["client_bound_reasons"]  # a reason the suite gives
         for client in (written, rebuilt):
             assert client["client_bound"] is True and client["client_bound_levels"] == [8]
             assert client["capacity_judgement_affected"] is True
@@ -326,7 +328,9 @@ class TestSendLagCheck:
             assert client["send_lag_p99_s"] == check["send_lag_p99_s"] > 0.03
             level = client["levels"]["8"]
             assert level["send_lag_fraction"] == check["send_lag_fraction"]
-            assert level["client_bound_reasons"] == check["client_bound_reasons"]
+        assert written["levels"]["8"]["client_bound_reasons"] == check["client_bound_reasons"]
+        assert rebuilt["levels"]["8"]["client_bound_reasons"] == [
+            *check["client_bound_reasons"], "lost_worker"]
 
     def test_send_check_counts_the_share_held_back(self) -> None:
         """send_lag_fraction = summed lag / summed span (meant-to-leave to end)."""
