@@ -570,6 +570,7 @@ def imported_reason(imported: Mapping[str, Any]) -> str:
 def fail_closed(summary: dict[str, Any], imported: Mapping[str, Any]) -> dict[str, Any]:
     """An imported run's summary, capped: absent what the export does not carry, every
     validity at most degraded. Used at import and whenever the summary is re-derived."""
+    from evalkit.metrics import percentiles
     from evalkit.validity import worst
 
     reason = imported_reason(imported)
@@ -582,7 +583,7 @@ def fail_closed(summary: dict[str, Any], imported: Mapping[str, Any]) -> dict[st
         if no_chunks:
             for key in ("itl_s", "tokens_per_chunk"):
                 if isinstance(g.get(key), dict):
-                    g[key] = {k: (None if k != "n" else 0) for k in g[key]}
+                    g[key] = percentiles([])  # the shape of a figure with nothing behind it
             g.update(stalls=None, stalled_streams=None, max_gap_s=None,
                      aggregate_tokens_per_s=None, aggregate_tokens_per_s_ci=None)
         v = g.get("validity")
