@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -45,8 +45,8 @@ from evalkit.questionnaire import (
     TtftAnswer,
     disorders,
 )
+from evalkit.summary import Level, Pct, Summary, as_count, as_mapping, as_text, measurements
 from evalkit.tolerances import PERCENTILE_SHARE, SloProfile, Tolerances
-from evalkit.validity import group_validity
 
 Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
 STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
@@ -106,11 +106,11 @@ class RunTarget:
         """From a run.json dict, read defensively; None without one."""
         if not isinstance(run, Mapping):
             return None
-        target = _map(run.get("target"))
-        stand = _map(run.get("stands_in_for")) or None
+        target = as_mapping(run.get("target"))
+        stand = as_mapping(run.get("stands_in_for")) or None
         profile = run.get("profile")
-        return cls(_str(target.get("model")), _str(target.get("base_url")), stand,
-                   _str(profile))
+        return cls(as_text(target.get("model")), as_text(target.get("base_url")), stand,
+                   as_text(profile))
 
 
 @dataclass(frozen=True)
@@ -134,220 +134,6 @@ class Review:
 # ----------------------------------------------------------------- measured side
 
 
-@dataclass(frozen=True)
-class Pct:
-    """p50/p90/p99 of one metric; any of them may be missing."""
-
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    n: int | None = None
-    #: 95 % intervals by percentile name ((low, high), an end None where n cannot bound
-    #: it); empty for a summary written before intervals (judged on the point, as then)
-    ci: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
-
-    def get(self, name: str) -> float | None:
-        """A percentile by name ('p50', 'p90', 'p99')."""
-        value: float | None = getattr(self, name, None)
-        return value
-
-    def interval(self, name: str) -> tuple[float | None, float | None] | None:
-        """The 95 % interval of a percentile, None when the summary gives none."""
-        return self.ci.get(name)
-
-
-@dataclass(frozen=True)
-class Level:
-    """One measured concurrency level (the baseline is level 1)."""
-
-    concurrency: int
-    ttft_s: Pct
-    tpot_s: Pct
-    itl_s: Pct
-    stream_tokens_per_s: Pct
-    aggregate_tokens_per_s: float | None
-    requests: int | None
-    failed: int | None
-    #: the client was the bottleneck at this level: it supports no conclusion
-    client_bound: bool = False
-    #: in-stream gaps above the run's stall threshold (default 1 s)
-    stalls: int | None = None
-    #: the ramp's status for it (sustained, breached, failed, client_bound, no_data)
-    status: str | None = None
-    #: the aggregate rate's 95 % interval (batch means), None when the summary has none
-    aggregate_ci: tuple[float | None, float | None] | None = None
-    #: the metrics whose 95 % interval straddled the ramp's limit (status "tie"), and
-    #: about how many requests at this level would decide them
-    ties: tuple[str, ...] = ()
-    tie_requests: int | None = None
-    #: the failure rate's exact 95 % interval, None when the summary has none
-    failure_ci: tuple[float | None, float | None] | None = None
-
-    @property
-    def failure_rate(self) -> float | None:
-        """Share of requests that did not finish ok (None when outcomes are missing)."""
-        if not self.requests or self.failed is None:
-            return None
-        return self.failed / self.requests
-
-    @property
-    def mostly_failed(self) -> bool:
-        """Most of its requests failed: its latency figures describe the few survivors."""
-        return self.status == "failed" or (
-            self.failure_rate is not None and self.failure_rate > 0.5)
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """What the summary measured, read defensively: anything missing is None."""
-
-    levels: tuple[Level, ...]
-    baseline: Level | None
-    prefill_tokens_per_s: float | None
-    max_sustained: int | None
-    first_degraded: str | None
-    client_bound: bool
-    #: the ramp's first breaching level, when the summary names it
-    first_breach: int | None = None
-    #: the run's validity (valid | degraded | invalid | unknown) and why
-    validity: str = "unknown"
-    validity_reasons: tuple[str, ...] = ()
-    #: when the prefill fit's slope is indistinguishable from zero: only "faster than this"
-    prefill_at_least: float | None = None
-    #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
-    #: probe ran without --metrics-url)
-    vendor_metrics: Mapping[str, Any] | None = None
-    #: the prefill rate's 95 % interval (from the fit's slope); None where the summary
-    #: gives none, and `prefill_ci_missing` when a current summary could not compute one
-    #: (fewer than 3 prompt lengths): then the rate decides nothing
-    prefill_ci: tuple[float | None, float | None] | None = None
-    prefill_ci_missing: bool = False
-    #: prompt lengths the prefill fit rests on
-    prefill_lengths: int | None = None
-    #: the ramp's lowest tie between the max sustained level and the first breach
-    first_tie: int | None = None
-
-    @property
-    def top(self) -> int | None:
-        """The highest concurrency measured."""
-        return max((lv.concurrency for lv in self.levels), default=None)
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int beyond float range is no measurement
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _int(value: Any) -> int | None:
-    number = _num(value)
-    return int(number) if number is not None and number == int(number) else None
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value.strip() or None if isinstance(value, str) else None
-
-
-def _pct(value: Any) -> Pct:
-    d = _map(value)
-    return Pct(_num(d.get("p50")), _num(d.get("p90")), _num(d.get("p99")), _int(d.get("n")),
-               {k: ci for k in ("p50", "p90", "p99") if (ci := _interval(d.get(f"{k}_ci")))})
-
-
-def _interval(value: Any) -> tuple[float | None, float | None] | None:
-    """[low, high] as summary.json writes it (ends may be null); None when absent."""
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        return None
-    return _num(value[0]), _num(value[1])
-
-
-def _level(d: Mapping[str, Any], concurrency: int) -> Level:
-    outcomes = _map(d.get("outcomes"))
-    counts = {k: _int(v) or 0 for k, v in outcomes.items()}
-    requests = _int(d.get("requests")) or (sum(counts.values()) if counts else None)
-    failed = (requests - counts.get("ok", 0)) if counts and requests is not None else None
-    bound = d.get("client_bound") is True or d.get("status") == "client_bound"
-    status = d.get("status") if isinstance(d.get("status"), str) else None
-    return Level(concurrency, _pct(d.get("ttft_s")), _pct(d.get("tpot_s")), _pct(d.get("itl_s")),
-                 _pct(d.get("stream_tokens_per_s")), _num(d.get("aggregate_tokens_per_s")),
-                 requests, failed, bound, _int(d.get("stalls")), status,
-                 _interval(d.get("aggregate_tokens_per_s_ci")),
-                 tuple(str(t) for t in ties) if isinstance(ties := d.get("ties"), list) else (),
-                 _int(d.get("tie_requests")), _interval(d.get("failure_rate_ci")))
-
-
-def _validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """The run's validity as the summary states it; an older summary without one is judged
-    from its baseline's outcomes, and one with neither is `unknown` (verifies nothing)."""
-    v = _map(summary.get("validity"))
-    if v.get("status") in ("valid", "degraded", "invalid"):
-        reasons = v.get("reasons")
-        return str(v["status"]), tuple(str(r) for r in reasons or [] if isinstance(
-            reasons, list))
-    outcomes = _map(_map(summary.get("baseline")).get("outcomes"))
-    counts = {str(k): _int(n) or 0 for k, n in outcomes.items()}
-    if not counts:
-        return "unknown", ("the summary states no validity and no baseline outcomes",)
-    g = group_validity(sum(counts.values()), counts, max_failure_rate=0.01)
-    return str(g["status"]), tuple(f"baseline: {r}" for r in g["reasons"])
-
-
-def measurements(summary: Mapping[str, Any] | None) -> Measurements | None:
-    """Read an `evalkit.summary/1` dict; None when there is nothing measured in it."""
-    if not isinstance(summary, Mapping):
-        return None
-    ramp = _map(summary.get("ramp"))
-    levels: dict[int, Level] = {}
-    raw_levels = ramp.get("levels")
-    for raw in raw_levels if isinstance(raw_levels, list) else []:
-        c = _int(_map(raw).get("concurrency"))
-        if c is not None and c >= 1:
-            levels[c] = _level(_map(raw), c)
-    base = _map(summary.get("baseline"))
-    baseline = _level(base, 1) if base else None
-    if baseline is not None and 1 not in levels:
-        levels[1] = baseline
-    pre = _map(summary.get("prefill"))
-    prefill = _num(pre.get("tokens_per_s"))
-    validity, reasons = _validity(summary)
-    if not levels and prefill is None and validity != "invalid":
-        return None
-    degraded = ramp.get("first_degraded")
-    return Measurements(
-        levels=tuple(levels[c] for c in sorted(levels)),
-        baseline=baseline,
-        prefill_tokens_per_s=prefill,
-        max_sustained=_int(ramp.get("max_sustained_concurrency")),
-        first_degraded=degraded if degraded in ("ttft", "itl", "admission") else None,
-        client_bound=_judgement_affected(_map(summary.get("client"))),
-        first_breach=_int(ramp.get("first_breach_concurrency")),
-        validity=validity,
-        validity_reasons=reasons,
-        prefill_at_least=_num(_map(summary.get("prefill")).get("tokens_per_s_at_least")),
-        vendor_metrics=_map(summary.get("vendor_metrics")) or None,
-        prefill_ci=_interval(pre.get("tokens_per_s_ci")),
-        prefill_ci_missing="tokens_per_s_ci" in pre and pre.get("tokens_per_s_ci") is None,
-        prefill_lengths=_int(pre.get("lengths")),
-        first_tie=_int(ramp.get("first_tie_concurrency")),
-    )
-
-
-def _judgement_affected(client: Mapping[str, Any]) -> bool:
-    """The prober narrows `client_bound` to what voids a capacity judgement; prefer that."""
-    affected = client.get("capacity_judgement_affected")
-    if isinstance(affected, bool):
-        return affected
-    return client.get("client_bound") is True
-
-
 def same_endpoint(a: str, b: str) -> bool:
     """Two base URLs name one endpoint: scheme and host case, default ports and a trailing
     slash aside."""
@@ -367,7 +153,7 @@ def target_mismatch(q: Questionnaire | None, run: RunTarget | None) -> str | Non
     if q is None or run is None:
         return None
     probed = run.stands_in_for or {"model": run.model, "endpoint": run.endpoint}
-    model, endpoint = _str(probed.get("model")), _str(probed.get("endpoint"))
+    model, endpoint = as_text(probed.get("model")), as_text(probed.get("endpoint"))
     problems = []
     if not model or not endpoint:
         problems.append("the run does not say which model and endpoint it probed")
@@ -388,14 +174,14 @@ def target_mismatch(q: Questionnaire | None, run: RunTarget | None) -> str | Non
 class Evidence:
     """The measurements and, when they cannot verify a claim, why not (and what would)."""
 
-    m: Measurements | None
+    m: Summary | None
     #: why no measured judgement can be drawn at all, with the run that would verify it
     blocker: str | None = None
     #: the probe command that would verify the questionnaire's claims (`probe_command`)
     command: str = "evalkit probe --questionnaire FILE"
 
     @property
-    def usable(self) -> Measurements | None:
+    def usable(self) -> Summary | None:
         """The measurements, when a claim may be judged against them."""
         return None if self.blocker else self.m
 
@@ -409,7 +195,7 @@ def probe_command(q: Questionnaire | None) -> str:
             f"{_quote(q.model, 60) or 'MODEL'} --questionnaire {_quote(name, 60)}")
 
 
-def run_blocker(m: Measurements | None,
+def run_blocker(m: Summary | None,
                 command: str = "evalkit probe --base-url URL --model MODEL") -> str | None:
     """Why this run supports no measured judgement (None: it does)."""
     if m is None:
@@ -533,7 +319,7 @@ def decide(value: float, interval: tuple[float | None, float | None] | None, lim
                          f"the limit {fmt(limit)}; {need} requests there would decide it")
 
 
-def _in_regime(m: Measurements, c: int, check: LevelCheck, command: str | None = None
+def _in_regime(m: Summary, c: int, check: LevelCheck, command: str | None = None
                ) -> tuple[Status, Level | None, str]:
     """Judge a claim made at `c` streams where it was made, or where the run's levels
     still decide it: a claim already broken at fewer streams cannot hold at more, and one
@@ -803,7 +589,7 @@ def _ci_words(ci: tuple[float | None, float | None] | None,
                                          for v in ci) + ")"
 
 
-def _prefill_undecided(m: Measurements, ci: tuple[float | None, float | None] | None) -> str:
+def _prefill_undecided(m: Summary, ci: tuple[float | None, float | None] | None) -> str:
     """Why the prefill rate decides no claim, and the run that would."""
     lengths = m.prefill_lengths
     if ci is None or ci[0] is None or ci[1] is None:
@@ -816,7 +602,7 @@ def _prefill_undecided(m: Measurements, ci: tuple[float | None, float | None] | 
             "(--profile standard)")
 
 
-def _breaking_level(m: Measurements) -> int | None:
+def _breaking_level(m: Summary) -> int | None:
     if m.first_degraded is None:
         return None
     if m.first_breach is not None:
@@ -968,14 +754,14 @@ def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
         why = (ev.blocker if ev.m is None or ev.m.validity in ("invalid", "unknown") else
                f"the run did not scrape it: re-run the probe with --metrics-url {url}")
         return j("unverified", f"{said}; not verified: {why}.")
-    if not _int(vm.get("scrapes_ok")):
+    if not as_count(vm.get("scrapes_ok")):
         errors = vm.get("scrape_errors") or ["no scrape answered"]
         return j("unverified", f"{said}; not verified: the scrape of {url} failed "
                  f"({_quote(str(errors[0]), 120)}); re-run with a --metrics-url the probe "
                  "can reach.")
-    families = _map(vm.get("families"))
+    families = as_mapping(vm.get("families"))
     itl = _quote(str(families.get("itl") or ""), 80)
-    seen = _int(vm.get("itl_observations")) or 0
+    seen = as_count(vm.get("itl_observations")) or 0
     if vm.get("per_stream_itl") is True and seen > 0:
         return j("ok", f"{said}: our scrape of {url} found the per-token histogram {itl}, "
                  f"which counted {seen:,} inter-token intervals during our run.")
@@ -1234,7 +1020,7 @@ def _streams(n: int) -> str:
     return f"{n} stream{'s' if n != 1 else ''}"
 
 
-def _ladder(m: Measurements, checks: list[Check], what: str) -> Fit:
+def _ladder(m: Summary, checks: list[Check], what: str) -> Fit:
     """Climb the measured levels; the profile holds up to the last level that passes."""
     held: tuple[Level, list[str]] | None = None
     for level in m.levels:
@@ -1270,7 +1056,7 @@ def _holds(what: str, held: tuple[Level, list[str]], every: bool = False) -> str
     return f"Holds {what} {scope} {_streams(held[0].concurrency)}{notes}"
 
 
-def _batch(m: Measurements, tol: Tolerances) -> Fit:
+def _batch(m: Summary, tol: Tolerances) -> Fit:
     rated = [lv for lv in m.levels if lv.aggregate_tokens_per_s is not None
              and (lv.failure_rate is None or lv.failure_rate <= tol.max_failure_rate)]
     if not rated:
@@ -1280,7 +1066,7 @@ def _batch(m: Measurements, tol: Tolerances) -> Fit:
                f"at {_streams(best.concurrency)}; judge on price and accuracy.", best.concurrency)
 
 
-def use_case_fit(m: Measurements | None, tol: Tolerances) -> dict[str, Fit]:
+def use_case_fit(m: Summary | None, tol: Tolerances) -> dict[str, Fit]:
     """Each SLO profile judged on the measured levels (of a run that supports judgement)."""
     out: dict[str, Fit] = {}
     blocker = run_blocker(m)
@@ -1294,7 +1080,7 @@ def use_case_fit(m: Measurements | None, tol: Tolerances) -> dict[str, Fit]:
     return out
 
 
-def streams_at_reading_speed(m: Measurements | None, tol: Tolerances) -> Fit:
+def streams_at_reading_speed(m: Summary | None, tol: Tolerances) -> Fit:
     """Highest measured concurrency at which nearly every stream stays above reading speed."""
     blocker = run_blocker(m)
     if m is None or blocker:
@@ -1316,7 +1102,7 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     tol = tol or Tolerances()
     m = measurements(summary) if summary is not None else None
     if summary is not None and m is None:  # a summary with nothing measured in it
-        m = Measurements((), None, None, None, None, False, validity="invalid",
+        m = Summary((), None, None, None, None, False, validity="invalid",
                          validity_reasons=("the summary holds no measured level",))
     mismatch = target_mismatch(questionnaire, run or RunTarget()) if m is not None else None
     command = probe_command(questionnaire)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOOR = 90
 #: the pure core: data in, data out (the prober's and the adapters' pure parts are
 #: mutation-tested, but their modules are mostly I/O and are tested over real HTTP)
-CORE = ("metrics", "reconcile", "validity", "sse", "questionnaire", "tolerances",
+CORE = ("metrics", "reconcile", "summary", "validity", "sse", "questionnaire", "tolerances",
         "intervals", "plan", "settings")
 #: fast pure tests beyond mutmut's selection
 ALSO_TESTS = ("tests/test_plan.py", "tests/test_suite_settings.py")

@@ -5,7 +5,7 @@
     python tools/mutation.py --report   # the report of the last run, without running
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile,
-validity, sse, api, questionnaire and tolerances whole; of prober.py only the outcome rules
+summary, validity, sse, api, questionnaire and tolerances whole; of prober.py only the outcome rules
 (`PROBER_SCOPE`). Each mutant runs only the fast pure tests that reach the mutated function
 (`pytest_add_cli_args_test_selection`), one worker process at a time: run it under
 `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive work.
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "docs" / "mutation-survivors.md"
 GOAL = 0.90
-MODULES = ("metrics", "reconcile", "validity", "sse", "api", "prober", "questionnaire",
+MODULES = ("metrics", "reconcile", "summary", "validity", "sse", "api", "prober", "questionnaire",
            "tolerances")
 #: prober.py is mostly I/O; its pure outcome rules are in scope
 PROBER_SCOPE = ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_message",

@@ -1,0 +1,82 @@
+"""summary.json read as typed data (`evalkit.summary`): every reader's one way in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.summary import Summary, as_count, as_number, as_text
+
+FIXTURE = Path(__file__).parent / "data" / "report_run" / "summary.json"
+
+
+def _level(c: int, **kw: Any) -> dict[str, Any]:
+    return {"concurrency": c, "requests": 10, "outcomes": {"ok": 10},
+            "ttft_s": {"p50": 0.1 * c, "p90": 0.2 * c, "p99": 0.3 * c, "n": 10,
+                       "p90_ci": [0.15 * c, 0.25 * c]}, **kw}
+
+
+class TestReadBack:
+    def test_to_json_gives_back_the_document_as_written(self) -> None:
+        """A reader never rewrites the contract: every key, read or not, comes back."""
+        doc = json.loads(FIXTURE.read_text())
+        s = Summary.from_json(doc)
+        assert s is not None and s.to_json() == doc
+        assert s.to_json() is not doc  # a copy: the caller cannot change what was read
+
+    def test_levels_and_percentiles_are_typed(self) -> None:
+        """Percentiles, counts and intervals come through as numbers; failures are
+        counted from the outcomes."""
+        doc = {"validity": {"status": "valid"}, "baseline": _level(1),
+               "ramp": {"levels": [_level(2), _level(4, outcomes={"ok": 7, "error": 3})],
+                        "max_sustained_concurrency": 2, "first_breach_concurrency": 4}}
+        s = Summary.from_json(doc)
+        assert s is not None
+        assert [lv.concurrency for lv in s.levels] == [1, 2, 4]
+        four = s.level(4)
+        assert four is not None and four.ttft_s.p90 == pytest.approx(0.8)
+        assert four.ttft_s.interval("p90") == pytest.approx((0.6, 1.0))
+        assert four.failed == 3 and four.failure_rate == pytest.approx(0.3)
+        assert four.raw["outcomes"] == {"ok": 7, "error": 3}
+        assert (s.max_sustained, s.first_breach, s.validity) == (2, 4, "valid")
+
+    @pytest.mark.parametrize("doc", [None, [], "x", {}, {"ramp": "nope"},
+                                     {"validity": {"status": "valid"}},
+                                     {"ramp": {"levels": [{"concurrency": "4"}, None, 7]}}])
+    def test_nothing_measured_is_none_never_a_crash(self, doc: Any) -> None:
+        """Old, empty or tampered documents read as 'nothing measured'."""
+        assert Summary.from_json(doc) is None
+
+
+class TestUnderLoad:
+    def test_the_max_sustained_level(self) -> None:
+        """Under load means the highest level the run held."""
+        s = Summary.from_json({"ramp": {"levels": [_level(1), _level(2), _level(4)],
+                                        "max_sustained_concurrency": 2}})
+        assert s is not None and s.under_load() == (s.level(2), "max sustained")
+
+    def test_else_the_highest_level_measured_and_never_the_baseline(self) -> None:
+        """No level held: the highest measured, said so; a baseline alone is no load."""
+        s = Summary.from_json({"ramp": {"levels": [_level(1), _level(8)],
+                                        "max_sustained_concurrency": None}})
+        assert s is not None and s.under_load() == (s.level(8), "highest level measured")
+        alone = Summary.from_json({"baseline": _level(1)})
+        assert alone is not None and alone.under_load() is None
+
+
+@pytest.mark.parametrize("value, number, count", [
+    (3, 3.0, 3), (2.5, 2.5, None), (True, None, None), (float("inf"), None, None),
+    (float("nan"), None, None), (10 ** 400, None, None), ("3", None, None), (None, None, None),
+])
+def test_json_values_become_numbers_only_when_they_are(value: Any, number: float | None,
+                                                       count: int | None) -> None:
+    """A boolean, a string, NaN or an int beyond float range is no measurement."""
+    assert as_number(value) == number and as_count(value) == count
+
+
+def test_text_is_stripped_and_empty_is_none() -> None:
+    """Blank text is no answer."""
+    assert as_text("  x ") == "x" and as_text("   ") is None and as_text(3) is None
