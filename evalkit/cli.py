@@ -276,8 +276,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         questionnaire=Path(questionnaire_file) if questionnaire_file else None,
         budget_requests=budget_requests, interval_width=_interval_width(interval_points))
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
-    if config.interval_width is not None:
-        config, settings = _sized_for_width(config, settings, plan)
+    if config.interval_width is not None and interval_points is not None:
         by_count: dict[int, list[str]] = {}
         for c, n in sorted(settings.ramp.min_requests.items()):
             by_count.setdefault(n, []).append(str(c))
@@ -329,27 +328,6 @@ def _interval_width(points: float | None) -> float | None:
         raise UsageError(f"--interval-width takes percentile points between 0 and 50, e.g. "
                          f"5 (a p90 known from about the p87.5 to the p92.5); got {points:g}")
     return points / 100
-
-
-def _sized_for_width(config: Any, settings: Any, plan: Any) -> tuple[Any, Any]:
-    """The config and settings with every ramp level's request floor sized for
-    config.interval_width (evalkit.plan.size_levels), laid over the profile as overrides."""
-    from dataclasses import replace
-
-    from evalkit.plan import size_levels
-    from evalkit.settings import deep_merge
-    from evalkit.suite import plan_run
-
-    if plan is not None and plan.interval_width != config.interval_width:
-        raise UsageError("--interval-width cannot size a --questionnaire plan in this version "
-                         "(the plan's own floors would replace it); run without one of them")
-    if plan is not None:  # the plan sized its levels itself
-        return config, settings
-    floors = size_levels(settings.ramp.levels, config.interval_width,
-                         settings.ramp.min_requests)
-    config = replace(config, overrides=deep_merge(config.overrides, {
-        "ramp": {"min_requests": {str(c): n for c, n in floors.items()}}}))
-    return config, plan_run(config)[0]
 
 
 @cli.command()

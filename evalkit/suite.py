@@ -30,7 +30,7 @@ from typing import Any
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.phases import SuiteRun
-from evalkit.plan import Plan, plan_probe
+from evalkit.plan import Plan, plan_probe, size_levels
 from evalkit.prober import Target
 from evalkit.prompts import load_prompts
 from evalkit.records import RequestRecord
@@ -78,13 +78,24 @@ def _now_iso() -> str:
 def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
     """The settings the run will use and, with a questionnaire, the plan behind them.
 
-    Nothing is sent: `evalkit probe --dry-run` prints this and stops.
+    With `config.interval_width` every ramp level is floored at the requests that bound
+    the percentile it is judged on to that width (`evalkit.plan.size_levels`; a claim's
+    own percentile where one names the level). Nothing is sent: `evalkit probe --dry-run`
+    prints this and stops.
     """
     settings = resolve_settings(config)
+    width = config.interval_width
+    if width is not None and not 0 < width < 0.5:
+        raise UsageError(f"an interval width is a share of the distribution between 0 and "
+                         f"0.5 (0.05: a p90 known from about the p87.5 to the p92.5); got "
+                         f"{width:g}")
     if config.questionnaire is None:
         if config.budget_requests is not None:
             raise UsageError("--budget plans the ramp from a questionnaire: give "
                              "--questionnaire FILE too")
+        if width is not None:
+            floors = size_levels(settings.ramp.levels, width, settings.ramp.min_requests)
+            settings = replace(settings, ramp=replace(settings.ramp, min_requests=floors))
         return settings, None
     if config.budget_requests is not None and config.budget_requests < 1:
         raise UsageError("--budget must be a positive number of requests")
@@ -97,7 +108,8 @@ def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
                       levels_given=config.levels is not None,
                       processes=_planned_workers(config),
                       prompt_given=config.prompt_tokens is not None,
-                      budget_requests=config.budget_requests, default_requests=per_level)
+                      budget_requests=config.budget_requests, default_requests=per_level,
+                      interval_width=width)
     settings = replace(settings, ramp=replace(
         ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,
         min_requests=dict(plan.min_requests)))

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
+from evalkit.errors import UsageError
 from evalkit.intervals import quantile_ranks, quantile_width
 from evalkit.plan import plan_probe, requests_for_width, samples_for, size_levels
 from evalkit.questionnaire import Questionnaire, parse_questionnaire
@@ -186,6 +187,25 @@ class TestSizedForWidth:
         assert plan.min_requests[24] == requests_for_width(0.5, 0.05) == 1540
         assert {n for c, n in plan.min_requests.items() if c != 24} == {561}
         assert size_levels([1, 2], 0.05, {2: 9999}) == {1: 561, 2: 9999}
+
+    def test_the_library_sizes_the_run_with_and_without_a_questionnaire(
+            self, tmp_path: Path) -> None:
+        """plan_run (what run_probe and a notebook use, not only the CLI) floors every ramp
+        level for the width; with a questionnaire a claim's own percentile is sized too."""
+        from evalkit.suite import plan_run
+
+        base = ProbeConfig("http://127.0.0.1:9/v1", "m", levels=(1, 4), interval_width=0.10)
+        settings, plan = plan_run(base)
+        assert plan is None and dict(settings.ramp.min_requests) == {1: 141, 4: 141}
+        path = tmp_path / "acme.yaml"
+        path.write_text("schema: evalkit.questionnaire/1\n" + CLAIMS)
+        settings, plan = plan_run(ProbeConfig("http://127.0.0.1:9/v1", "m", questionnaire=path,
+                                              interval_width=0.05))
+        assert plan is not None and plan.interval_width == 0.05
+        assert settings.ramp.min_requests[24] == 1540  # Q2's p50 claim at 24 streams
+        assert set(settings.ramp.min_requests) == set(settings.ramp.levels)
+        with pytest.raises(UsageError, match=r"between 0 and 0\.5"):
+            plan_run(ProbeConfig("http://127.0.0.1:9/v1", "m", interval_width=0.5))
 
     def test_the_cli_prints_the_sized_plan(self, tmp_path: Path) -> None:
         res = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1",
