@@ -417,7 +417,6 @@ class _TooBig(Exception):
 _TAG = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
 _SEQ, _MAP = _TAG + "seq", _TAG + "map"
-_ALLOWED_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, _SEQ, _MAP}
 
 # The YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1023-core-schema), for plain
 # (unquoted) scalars; anything else is text. ASCII digits only: `[0-9]`, not `\d`.
@@ -452,7 +451,7 @@ def core_value(tag: str, text: str) -> Any:
     if tag == _INT:
         if text.startswith(("0o", "0x")):
             return int(text[2:], 8 if text[1] == "o" else 16)
-        return int(text, 10)  # "0200" is 200: YAML 1.2 has no implicit octal
+        return int(text)  # base 10: "0200" is 200, YAML 1.2 has no implicit octal
     if tag == _FLOAT:
         special = text.lstrip("+-").lower()
         if special in (".inf", ".nan"):
@@ -497,8 +496,7 @@ class _BoundedLoader(yaml.SafeLoader):
 class _Walker:
     """Node graph -> plain data, with a line for every path and bounds on size."""
 
-    def __init__(self, file: str, explicit: dict[int, str]) -> None:
-        self.file = file
+    def __init__(self, explicit: dict[int, str]) -> None:
         self.explicit = explicit
         self.lines: dict[tuple[str | int, ...], int] = {}
         #: the scalar as written, by path, to quote numbers as the vendor wrote them
@@ -510,21 +508,20 @@ class _Walker:
         self.problems.append((node.start_mark.line + 1, f"{_dotted(path)}: {message}"))
 
     def refused_tag(self, node: yaml.Node, path: tuple[str | int, ...]) -> bool:
-        """A tag on the node (explicit, or one the core schema cannot give) is a problem."""
+        """A tag written on the node is a problem. Every other node's tag is one
+        `_BoundedLoader.resolve` gave (the core schema's, or seq and map), so only the
+        written ones need checking."""
         tag = self.explicit.get(id(node))
-        if tag is not None:
-            shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
-            self.problem(node, path, f"YAML tags are not accepted (found {_clip(shown, 80)}); "
-                         "write the value plainly")
-            return True
-        if node.tag not in _ALLOWED_TAGS:
-            self.problem(node, path, f"unsupported YAML tag {_clip(node.tag, 80)}")
-            return True
-        return False
+        if tag is None:
+            return False
+        shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
+        self.problem(node, path, f"YAML tags are not accepted (found {_clip(shown, 80)}); "
+                     "write the value plainly")
+        return True
 
     def walk(self, node: yaml.Node, path: tuple[str | int, ...] = (), depth: int = 0) -> Any:
         self.count += 1
-        if self.count > MAX_NODES or depth > MAX_DEPTH:
+        if self.count > MAX_NODES or depth >= MAX_DEPTH:  # the root is depth 0: level 1
             raise _TooBig(node.start_mark.line + 1)
         self.lines.setdefault(path, node.start_mark.line + 1)
         if self.refused_tag(node, path):
@@ -664,7 +661,7 @@ def _got(value: Any, text: str | None = None) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    if text is not None and isinstance(value, int | float) and not isinstance(value, bool):
+    if text is not None:  # the walker keeps the text of numbers only
         return _clip(text)[1:-1]  # the number as written (2e2, 0x10), not as Python prints it
     return _clip(value)
 
@@ -704,23 +701,23 @@ def _message(error: jsonschema.ValidationError, text: str | None = None) -> str:
 
 def _schema_problems(data: Any, lines: dict[tuple[str | int, ...], int],
                      texts: dict[tuple[str | int, ...], str]) -> Iterator[tuple[int, str]]:
+    # every path in `data` was walked, so each has a line (the root's is its first)
     validator = _Validator(SCHEMA)
     for error in validator.iter_errors(data):
         path = tuple(error.absolute_path)
         if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            known = error.schema.get("properties", {})
+            known = error.schema["properties"]
             for key in error.instance:
                 if key not in known:
                     where = (*path, key)
-                    yield lines.get(where, 1), f"{_dotted(where)}: unknown field"
+                    yield lines[where], f"{_dotted(where)}: unknown field"
             continue
         if error.validator == "required":
             for key in error.validator_value:
-                if isinstance(error.instance, dict) and key not in error.instance:
-                    yield lines.get(path, 1), f"{_dotted((*path, key))}: required field missing"
+                if key not in error.instance:
+                    yield lines[path], f"{_dotted((*path, key))}: required field missing"
             continue
-        line = next((lines[path[:i]] for i in range(len(path), -1, -1) if path[:i] in lines), 1)
-        yield line, f"{_dotted(path)}: {_message(error, texts.get(path))}"
+        yield lines[path], f"{_dotted(path)}: {_message(error, texts.get(path))}"
 
 
 #: fields that hold a date (DATE_PATTERN in the schema; here, that the day exists)
@@ -737,7 +734,7 @@ def _date_problems(data: dict[str, Any], lines: dict[tuple[str | int, ...], int]
             try:
                 dt.date.fromisoformat(value)
             except ValueError:
-                yield lines.get(path, 1), f"{_dotted(path)}: {value!r} is not a calendar date"
+                yield lines[path], f"{_dotted(path)}: {value!r} is not a calendar date"
 
 
 def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionnaire:
@@ -754,7 +751,7 @@ def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionna
     if node is None:
         raise QuestionnaireError(f"{file}:1: the file is empty; start from "
                                  f"`evalkit questionnaire init {file}`")
-    walker = _Walker(file, explicit)
+    walker = _Walker(explicit)
     try:
         data = walker.walk(node)
     except _TooBig as exc:

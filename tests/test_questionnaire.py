@@ -3,10 +3,14 @@ scalars, refused tags, counts and dates, mutated samples, CLI."""
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import json
 import math
 import re
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import jsonschema
@@ -24,6 +28,8 @@ from evalkit.questionnaire import (
     TEMPLATE,
     Distribution,
     Questionnaire,
+    core_tag,
+    core_value,
     disorders,
     load_questionnaire,
     parse_questionnaire,
@@ -42,6 +48,22 @@ def problems_of(text: str | bytes, name: str = "q.yaml") -> list[str]:
     with pytest.raises(QuestionnaireError) as info:
         parse_questionnaire(raw, name)
     return info.value.problems or [str(info.value)]
+
+
+@contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail the block, rather than wait on it, once it has run `seconds`: a bound that does not
+    hold (a billion laughs expanded) shows as a failure, not as a run that never ends."""
+    def expire(_signum: int, _frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 LEAF = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**6), st.just(10**40),
@@ -172,12 +194,12 @@ class TestHostileInput:
         """A billion-laughs document is stopped by the expansion bound."""
         lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
         lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
-        with pytest.raises(QuestionnaireError, match="holds more than 5,000 values"):
+        with within(10), pytest.raises(QuestionnaireError, match="holds more than 5,000 values"):
             parse_questionnaire("\n".join(lines).encode(), "bomb.yaml")
 
     def test_recursive_alias_is_refused(self) -> None:
         """A list that contains itself would never end."""
-        with pytest.raises(QuestionnaireError, match="levels of nesting"):
+        with within(10), pytest.raises(QuestionnaireError, match="levels of nesting"):
             parse_questionnaire(b"schema: &x [*x]\n", "loop.yaml")
 
     def test_deep_nesting_is_refused(self) -> None:
@@ -803,3 +825,174 @@ class TestReadingBack:
     def test_a_control_character_is_named(self) -> None:
         assert problems_of(HEAD + "vendor: a\x07b\n") == [
             "q.yaml:2: not valid YAML: control character U+0007 is not allowed"]
+
+
+def nested(levels: int, inner: str, flow: str = "{k: %s}") -> str:
+    """`inner` wrapped in `levels` flow mappings (or lists, with flow="[%s]")."""
+    for _ in range(levels):
+        inner = flow % inner
+    return inner
+
+
+class TestBoundsExactly:
+    """MAX_NODES and MAX_DEPTH hold after alias expansion, to the value: the composer cannot
+    see what an alias expands to, so these documents reach the walker's own bounds."""
+
+    #: 21 values behind one anchor: the document below counts 7 + 21 + 22 * m values
+    ITEMS = ", ".join(["1"] * 21)
+
+    def expanded(self, m: int, extra: str = "") -> str:
+        return f"{HEAD}x: &a [{self.ITEMS}]\ny: [{', '.join(['*a'] * m)}{extra}]\n"
+
+    def test_exactly_max_nodes_values_after_expansion_are_read(self) -> None:
+        """7 + 21 + 22 * 226 = 5,000 values: read (its only problems are the two fields)."""
+        assert problems_of(self.expanded(226)) == ["q.yaml:2: x: unknown field",
+                                                   "q.yaml:3: y: unknown field"]
+
+    def test_one_value_more_is_refused_at_its_line(self) -> None:
+        [problem] = problems_of(self.expanded(226, ", 1"))
+        assert problem.startswith("q.yaml:3: holds more than 5,000 values")
+
+    @pytest.mark.parametrize("flow", ["{k: %s}", "[%s]"])
+    def test_twenty_levels_after_expansion_are_read_twenty_one_refused(self, flow: str) -> None:
+        """An anchored structure 10 deep, placed 8 deep: its innermost value is on level 20
+        (the top-level mapping is level 1); one level more is refused, at the anchor's line."""
+        inner = nested(10, "1", flow)
+        assert problems_of(f"{HEAD}x: &a {inner}\ny: {nested(8, '*a', flow)}\n") == [
+            "q.yaml:2: x: unknown field", "q.yaml:3: y: unknown field"]
+        [problem] = problems_of(f"{HEAD}x: &a {inner}\ny: {nested(9, '*a', flow)}\n")
+        assert problem.startswith("q.yaml:2: holds more than 5,000 values (YAML aliases "
+                                  "expanded) or more than 20 levels of nesting")
+
+    def test_the_bounds_stop_reading_before_the_rest_of_the_file(self) -> None:
+        """Without aliases the same bounds refuse a document while it is read: the 5,001st
+        value, or the 21st level, is refused before the broken line after it is reached."""
+        broken = "\n]\n"  # a stray bracket on line 3: not valid YAML, and no value
+        values = f"{HEAD}x: [{'1, ' * 4995}]{broken}"  # 5 + 4,995 = 5,000 values
+        assert problems_of(values) == [
+            "q.yaml:3: not valid YAML: while parsing a block mapping, expected <block end>, "
+            "but found ']'"]
+        [problem] = problems_of(values.replace("[", "[1, ", 1))
+        assert problem.startswith("q.yaml:2: holds more than 5,000 values")
+        for levels, expected in ((18, "q.yaml:3: not valid YAML"),
+                                 (19, "q.yaml:2: holds more than 5,000 values (YAML aliases "
+                                      "expanded) or more than 20 levels of nesting")):
+            [problem] = problems_of(f"{HEAD}y: {nested(levels, '1')}{broken}")
+            assert problem.startswith(expected), (levels, problem)
+
+    def test_thousands_of_levels_are_refused_by_the_bound_not_the_stack(self) -> None:
+        """5,000 nested brackets: the nesting bound answers, at line 1, long before Python's
+        recursion limit could."""
+        [problem] = problems_of(b"[" * 5000 + b"]" * 5000)
+        assert problem.startswith("q.yaml:1: holds more than 5,000 values (YAML aliases "
+                                  "expanded) or more than 20 levels of nesting")
+
+
+class TestFieldNames:
+    def test_each_bad_key_is_reported_and_the_fields_after_it_still_read(self) -> None:
+        """A number as a field name (one that is not even finite), a repeated field: each is
+        a problem at its line, and reading goes on to the next field."""
+        assert problems_of(HEAD + "Q1:\n  1e400: 5\n  5: x\n  ttft_p90_ms: 1\n"
+                                  "  ttft_p90_ms: 2\n  colour: red\n  at_concurrency: 0\n") == [
+            "q.yaml:3: Q1: expected a finite number, got '1e400'",
+            "q.yaml:3: Q1: field names must be text, got None",
+            "q.yaml:4: Q1: field names must be text, got 5",
+            "q.yaml:6: Q1.ttft_p90_ms: appears twice",
+            "q.yaml:7: Q1.colour: unknown field",
+            "q.yaml:8: Q1.at_concurrency: must be at least 1, got 0",
+        ]
+
+    def test_a_tag_is_shown_whole_up_to_80_characters(self) -> None:
+        """The refused tag is quoted up to 80 characters (with its quotes), clipped after."""
+        def refused(name: str) -> str:
+            [problem] = problems_of(f"{HEAD}vendor: !<{name}> V\n")
+            return problem
+        whole = "tag:x.example,2026:" + "t" * 59
+        assert refused(whole) == (f"q.yaml:2: vendor: YAML tags are not accepted (found "
+                                  f"'{whole}'); write the value plainly")
+        assert refused(whole + "t") == (f"q.yaml:2: vendor: YAML tags are not accepted (found "
+                                        f"'{whole[:75]}...'); write the value plainly")
+
+
+class TestLinesAndValuesShown:
+    def test_a_list_item_is_reported_at_its_own_line(self) -> None:
+        assert problems_of(HEAD + "Q1:\n  evidence:\n    - a.pdf\n    - 7\n") == [
+            "q.yaml:5: Q1.evidence[1]: expected text, got 7"]
+
+    def test_a_missing_schema_is_reported_where_the_fields_begin(self) -> None:
+        """After leading comments the top-level mapping, and the missing line, starts below."""
+        assert problems_of("# answers\n\nvendor: A\n") == [
+            "q.yaml:3: schema: required field missing"]
+
+    def test_a_date_that_does_not_exist_is_reported_at_its_line(self) -> None:
+        assert problems_of(HEAD + "vendor: V\nheadline:\n  value: 7\n"
+                                  "  published: 2026-02-29\n") == [
+            "q.yaml:5: headline.published: '2026-02-29' is not a calendar date"]
+
+    @pytest.mark.parametrize(("field", "written", "got"), [
+        ("export", "true", "expected text, got True"),
+        ("export", "0x1F", "expected text, got 0x1F"),
+        ("export", "[1]", "expected text, got a list"),
+        ("observability", "1.50", "expected one of per_stream, request_level, none; got 1.50"),
+        ("observability", "'1.50'", "expected one of per_stream, request_level, none; got "
+                                    "'1.50'")])
+    def test_a_value_is_quoted_as_it_reads(self, field: str, written: str, got: str) -> None:
+        """Numbers as the vendor wrote them; true and text as values, not as written."""
+        assert problems_of(f"{HEAD}Q5:\n  {field}: {written}\n") == [f"q.yaml:3: Q5.{field}: {got}"]
+
+    def test_a_top_level_number_is_shown_as_a_number(self) -> None:
+        assert problems_of("5\n") == ["q.yaml:1: (top level): expected a mapping of fields, "
+                                      "got 5"]
+
+    def test_equal_p50_and_p90_are_not_a_disorder(self) -> None:
+        assert disorders(answer("Q1: {ttft_p50_ms: 300, ttft_p90_ms: 300}\n").q1) == []
+
+    def test_evidence_reaches_the_scorecard_as_written(self) -> None:
+        """`claimed` in scorecard.json carries the evidence list, item by item."""
+        q = answer("Q1: {ttft_p90_ms: 3, evidence: [a.pdf, 'https://x.example/b']}\n")
+        assert q.q1.to_dict() == {"ttft_p90_ms": 3, "evidence": ["a.pdf", "https://x.example/b"]}
+
+
+class TestCoreSchemaValues:
+    """`core_value`, the YAML 1.2 core schema's value of a plain scalar, for each special."""
+
+    @pytest.mark.parametrize(("text", "value"), [
+        (".inf", math.inf), ("+.Inf", math.inf), ("-.inf", -math.inf), ("-.INF", -math.inf)])
+    def test_infinities(self, text: str, value: float) -> None:
+        assert core_value(core_tag(text), text) == value
+
+    @pytest.mark.parametrize("text", [".nan", ".NaN", ".NAN"])
+    def test_not_a_number(self, text: str) -> None:
+        assert math.isnan(core_value(core_tag(text), text))
+
+
+class TestEncodingsAndOrder:
+    @pytest.mark.parametrize("lead", [" ", "\t", "\n", "\r\n"])
+    @pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+    def test_utf16_without_a_bom_is_named_whatever_the_first_character(
+            self, lead: str, encoding: str) -> None:
+        """A file saved as UTF-16 without a BOM may begin with a space, a tab or a line end."""
+        assert problems_of((lead + HEAD).encode(encoding)) == [
+            "q.yaml:1: looks like UTF-16 text; save the questionnaire as UTF-8"]
+
+    def test_big_endian_utf16_with_a_bom_is_named(self) -> None:
+        assert problems_of(codecs.BOM_UTF16_BE + HEAD.encode("utf-16-be")) == [
+            "q.yaml:1: looks like UTF-16 text; save the questionnaire as UTF-8"]
+
+    @pytest.mark.parametrize(("raw", "code"), [(b"\x7f\x00", "007F"), (b"\x00\x7f", "0000")])
+    def test_a_control_character_beside_a_nul_is_not_taken_for_utf16(
+            self, raw: bytes, code: str) -> None:
+        """DEL is not printable text: the file is refused for the character it holds."""
+        assert problems_of(raw + HEAD.encode()) == [
+            f"q.yaml:1: not valid YAML: control character U+{code} is not allowed"]
+
+    def test_bytes_over_the_bound_are_refused_by_the_parser_too(self) -> None:
+        """parse_questionnaire takes bytes from anywhere (not only load_questionnaire)."""
+        assert problems_of(b"#" * (MAX_BYTES + 1)) == [
+            "q.yaml: 262,145 bytes is too large for a questionnaire (limit 262,144 bytes)"]
+
+    def test_problems_on_one_line_keep_the_order_they_were_found(self) -> None:
+        """Sorted by line only: on one line, what reading found comes before the schema's."""
+        assert problems_of(HEAD + "Q1: {ttft_p90_ms: .nan, at_concurrency: 0}\n") == [
+            "q.yaml:2: Q1.ttft_p90_ms: expected a finite number, got '.nan'",
+            "q.yaml:2: Q1.at_concurrency: must be at least 1, got 0"]
