@@ -203,6 +203,26 @@ class _Spaced(Locator):
         return lambda i, j: bool(abs(pos[j] - pos[i]) >= (extent[i] + extent[j]) / 2)
 
     def __call__(self) -> Sequence[float]:
+        return self._inside(self._choose())
+
+    def _inside(self, vals: Sequence[float]) -> list[float]:
+        """The values whose label stays inside the figure: constrained layout makes room
+        for the labels it laid out, but thinning may pick others once the plot has its
+        final size (a log axis' last tick at its very end ran off the page)."""
+        axis: Any = self.axis
+        if axis.axis_name != "x" or not vals:
+            return list(vals)
+        ax = axis.axes
+        pos = ax.transData.transform([(v, 1.0) for v in vals])[:, 0]
+        rc: Any = matplotlib.rcParams
+        size = FontProperties(size=rc["xtick.labelsize"]).get_size_in_points(
+        ) * ax.figure.dpi / 72
+        right = ax.figure.bbox.x1
+        return [v for v, p in zip(vals, pos, strict=True)
+                if p - 0.33 * size * len(self.label(v)) >= 0
+                and p + 0.33 * size * len(self.label(v)) <= right]
+
+    def _choose(self) -> Sequence[float]:
         axis: Any = self.axis
         lo, hi = sorted(axis.get_view_interval())
         slack = (hi - lo) * 1e-9
