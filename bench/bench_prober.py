@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from truth import arguments, chunk_errors, machine  # this folder: run as bench/bench_*.py
+from truth import announce, arguments, chunk_errors  # this folder: run as bench/bench_*.py
 
 from evalkit.prober import LoopMonitor, Prober, Target
-from evalkit.prompts import count_tokens, synthetic
+from evalkit.prompts import synthetic
 from evalkit.reference import ReferenceServer
 from evalkit.selfcheck import judge_client, window_end, window_start
 from evalkit.settings import profile_settings
@@ -76,10 +76,8 @@ def main(argv: list[str]) -> int:
     """Run the levels; print one table; exit 0 (a ceiling is a finding, not a failure)."""
     levels, (step, count) = arguments(argv, "64,256,512,1024 50 40")
     step_ms, tokens = float(step), int(count)
-    count_tokens("warm up")
-    print(machine())
-    print(f"server: reference endpoint in its own process, decode step {step_ms:g} ms "
-          f"(chunks/s = streams x {1000 / step_ms:g}), {tokens} tokens per stream")
+    announce(f"decode step {step_ms:g} ms (chunks/s = streams x {1000 / step_ms:g}), "
+             f"{tokens} tokens per stream")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         overrides = {"decode_base_ms": step_ms, "decode_per_stream_ms": 0.0,

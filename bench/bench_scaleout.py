@@ -32,9 +32,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from truth import arguments, chunk_errors, joined, machine
+from truth import announce, arguments, chunk_errors, joined
 
-from evalkit.prompts import count_tokens
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from evalkit.settings import profile_settings
@@ -113,11 +112,8 @@ def main(argv: list[str]) -> int:
     """Each level three ways; one table; exit 0 (a ceiling is a finding, not a failure)."""
     levels, (hold, step, count) = arguments(argv, "256,512,1024 6 50 40")
     seconds, step_ms, tokens = float(hold), float(step), int(count)
-    count_tokens("warm up")
-    print(machine())
-    print(f"server: reference endpoint in its own process, decode step {step_ms:g} ms "
-          f"(chunks/s = streams x {1000 / step_ms:g}), {tokens} tokens per request, "
-          f"each level held {seconds:g} s")
+    announce(f"decode step {step_ms:g} ms (chunks/s = streams x {1000 / step_ms:g}), "
+             f"{tokens} tokens per request, each level held {seconds:g} s")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     from evalkit.scaleout import RayPool
 

@@ -57,10 +57,10 @@ from pathlib import Path
 from typing import Any
 
 # this folder: run as bench/bench_*.py
-from truth import arguments, cpu_model, joined, machine, stats
+from truth import announce, arguments, cpu_model, joined, stats
 
 from evalkit.prober import LoopMonitor, Prober, Target, closed_loop
-from evalkit.prompts import count_tokens, synthetic
+from evalkit.prompts import synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from evalkit.runstore import RunStore
@@ -241,10 +241,8 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"--where takes {', '.join(PLACES)} (comma-separated)")
     levels, rest = arguments(argv, "1,32,256 4 32 2")
     rounds, tokens, runs = (int(x) for x in rest)
-    count_tokens("warm up")
-    print(machine())
-    print(f"server: reference endpoint in its own process, TTFT ~200 ms, 20 ms per token, "
-          f"{tokens} tokens; closed loop, {rounds} requests per stream, {runs} runs")
+    announce(f"TTFT ~200 ms, 20 ms per token, {tokens} tokens; closed loop, {rounds} "
+             f"requests per stream, {runs} runs")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(runs):  # the placements interleaved: the same load for each

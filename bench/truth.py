@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.prompts import count_tokens
 from evalkit.records import RequestRecord
 
 #: a truth line (`evalkit.reference`'s ground-truth log)
@@ -38,6 +39,14 @@ def machine() -> str:
     """The report's first line: cores, CPU, Python, load average now (figures depend on it)."""
     return (f"machine: {os.cpu_count()} cores, {cpu_model()}, Python "
             f"{platform.python_version()}; load average {os.getloadavg()[0]:.2f}")
+
+
+def announce(server: str) -> None:
+    """Warm the tokenizer (its first call builds tables: not a cost to time), then print
+    the machine and what the server is: every report's head."""
+    count_tokens("warm up")
+    print(machine())
+    print(f"server: reference endpoint in its own process, {server}")
 
 
 def joined(origin_ns: int, records: Iterable[RequestRecord], truth: Iterable[Truth]
