@@ -199,8 +199,9 @@ class SuiteRun:
             self.watch.add_baseline(held)
             e2e = sorted(r.e2e_s for r in held if r.outcome == "ok" and r.e2e_s)
         ramp = self.s.ramp
-        if ramp.min_requests and "ramp" in self.s.phases:
-            est = estimate(list(ramp.levels), dict(ramp.min_requests), ramp.level_duration_s,
+        floors = {c: ramp.floor(c) for c in ramp.levels if ramp.floor(c)}
+        if floors and "ramp" in self.s.phases:
+            est = estimate(list(ramp.levels), floors, ramp.level_duration_s,
                            e2e[len(e2e) // 2] if e2e else None)
             if est["seconds"] is not None:
                 self._note(f"plan at the baseline's pace: the ramp, if every level runs, "
@@ -280,7 +281,7 @@ class SuiteRun:
     async def _phase_ramp(self, client: httpx.AsyncClient, prober: Prober,
                           mon: LoopMonitor) -> None:
         r = self.s.ramp
-        claimed = set(r.min_requests)
+        claimed = set(r.claimed)
         breached_at: int | None = None
         done = False
         for level in r.levels:

@@ -113,6 +113,12 @@ def _counts(path: str, value: Any) -> tuple[int, ...]:
     return tuple(_count()(f"{path}[{i}]", v) for i, v in enumerate(value))
 
 
+def _levels_named(path: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple):
+        raise UsageError(f"profile: {path} must be a list of levels, got {value!r}")
+    return tuple(sorted({_count()(f"{path}[{i}]", v) for i, v in enumerate(value)}))
+
+
 def _flag(path: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise UsageError(f"profile: {path} must be true or false, got {value!r}")
@@ -224,12 +230,19 @@ class RampSettings:
     #: levels past the first breach that still run to confirm it
     confirm_levels: int = field(metadata=_reads(_count(0)))
     max_concurrency: int = field(metadata=_reads(_count()))
-    #: least requests a level must start, by level (the plan's floors for claimed percentiles)
+    #: least requests every level starts before it may end: a level is judged on the 95 %
+    #: interval of its p90, which has an upper end only from 36 requests on
+    #: (`evalkit.intervals.samples_for`); fewer make every level a tie, never sustained
+    level_min_requests: int = field(default=0, metadata=_reads(_count(0)))
+    #: least requests a level must start, by level (the plan's floors for claimed
+    #: percentiles, or sized for --interval-width)
     min_requests: Mapping[int, int] = field(default_factory=dict, metadata=_reads(_floors))
+    #: levels a claim names: they still run after a confirmed breach (the plan's)
+    claimed: tuple[int, ...] = field(default=(), metadata=_reads(_levels_named))
 
     def floor(self, level: int) -> int:
         """The least requests `level` must start before it may end (0: none)."""
-        return int(self.min_requests.get(level, 0))
+        return max(int(self.min_requests.get(level, 0)), self.level_min_requests)
 
 
 @dataclass(frozen=True, kw_only=True)

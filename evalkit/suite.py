@@ -112,7 +112,8 @@ def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
                       interval_width=width)
     settings = replace(settings, ramp=replace(
         ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,
-        min_requests=dict(plan.min_requests)))
+        min_requests=dict(plan.min_requests),
+        claimed=tuple(sorted({cl.concurrency for cl in plan.claims if cl.reachable}))))
     if plan.prompt_tokens:
         settings = replace(settings, prompt_tokens=plan.prompt_tokens)
     if plan.soak_concurrency and settings.soak.concurrency is None:

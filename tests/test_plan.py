@@ -197,6 +197,8 @@ class TestSizedForWidth:
         base = ProbeConfig("http://127.0.0.1:9/v1", "m", levels=(1, 4), interval_width=0.10)
         settings, plan = plan_run(base)
         assert plan is None and dict(settings.ramp.min_requests) == {1: 141, 4: 141}
+        # floors at every level name no claim: past a confirmed breach the ramp still stops
+        assert settings.ramp.claimed == ()
         path = tmp_path / "acme.yaml"
         path.write_text("schema: evalkit.questionnaire/1\n" + CLAIMS)
         settings, plan = plan_run(ProbeConfig("http://127.0.0.1:9/v1", "m", questionnaire=path,
@@ -204,6 +206,7 @@ class TestSizedForWidth:
         assert plan is not None and plan.interval_width == 0.05
         assert settings.ramp.min_requests[24] == 1540  # Q2's p50 claim at 24 streams
         assert set(settings.ramp.min_requests) == set(settings.ramp.levels)
+        assert settings.ramp.claimed == (24, 48)  # Q1/Q2 at 24, Q4's limit at 48
         with pytest.raises(UsageError, match=r"between 0 and 0\.5"):
             plan_run(ProbeConfig("http://127.0.0.1:9/v1", "m", interval_width=0.5))
 
