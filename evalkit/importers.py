@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import shutil
 from collections.abc import Iterator, Mapping
@@ -63,6 +62,7 @@ from evalkit.errors import InputError, UsageError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.runstore import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE
 from evalkit.sanitize import clean
+from evalkit.summary import as_mapping, as_number
 
 TOOLS = ("aiperf", "guidellm")
 LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm"}
@@ -173,18 +173,10 @@ def _json_object(path: Path, what: str) -> dict[str, Any]:
     return doc
 
 
-def _map(x: Any) -> Mapping[str, Any]:
-    return x if isinstance(x, Mapping) else {}
-
-
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def _count(x: Any) -> int | None:
-    v = _num(x)
+    v = as_number(x)
     return int(v) if v is not None and v >= 0 and v == int(v) else None
 
 
@@ -246,7 +238,7 @@ def read_aiperf(path: Path) -> Imported:
         raise InputError(f"{agg_path}: AIPerf export schema {clean(schema, 20)} (AIPerf "
                          f"{version}); evalkit reads schema {AIPERF_SCHEMA_MAJOR}.x "
                          "(AIPerf 0.13)")
-    config = _map(agg.get("input_config"))
+    config = as_mapping(agg.get("input_config"))
     phases = {str(p.get("name")): p for p in config.get("phases") or []
               if isinstance(p, Mapping)}
     open_loop = [n for n, p in phases.items() if p.get("kind") != "warmup"
@@ -260,17 +252,17 @@ def read_aiperf(path: Path) -> Imported:
     records: list[RequestRecord] = []
     skipped = bad = 0
     rows = list(_jsonl(rec_path))
-    starts = [_count(_map(r.get("metadata")).get("request_start_ns")) for r, _ in rows]
+    starts = [_count(as_mapping(r.get("metadata")).get("request_start_ns")) for r, _ in rows]
     origin = min((s for s in starts if s is not None), default=None)
     if origin is None:
         raise InputError(f"{rec_path}: no record with metadata.request_start_ns: not AIPerf's "
                          "per-record export (expected profile_export.jsonl)")
     for row, lineno in rows:
-        meta = _map(row.get("metadata"))
+        meta = as_mapping(row.get("metadata"))
         if meta.get("benchmark_phase") == "warmup" or meta.get("phase_kind") == "warmup":
             skipped += 1
             continue
-        level = _count(_map(phases.get(str(meta.get("phase_name")))).get("concurrency"))
+        level = _count(as_mapping(phases.get(str(meta.get("phase_name")))).get("concurrency"))
         if level is None and len(phases) == 1:
             level = _count(next(iter(phases.values())).get("concurrency"))
         rec = _aiperf_record(row, meta, level, origin, lineno)
@@ -286,18 +278,18 @@ def read_aiperf(path: Path) -> Imported:
                      "skipped")
     if not records:
         raise InputError(f"{rec_path}: no profiling record: nothing to import")
-    url = next(iter(_map(config.get("endpoint")).get("urls") or []), None)
-    model = next((m.get("name") for m in _map(config.get("models")).get("items") or []
+    url = next(iter(as_mapping(config.get("endpoint")).get("urls") or []), None)
+    model = next((m.get("name") for m in as_mapping(config.get("models")).get("items") or []
                   if isinstance(m, Mapping)), None)
-    prompts = next((_map(d.get("prompts")) for d in config.get("datasets") or []
+    prompts = next((as_mapping(d.get("prompts")) for d in config.get("datasets") or []
                     if isinstance(d, Mapping)), {})
     levels = sorted({r.level for r in records if r.level is not None})
     return Imported(
         tool="aiperf", version=version, schema=clean(schema, 20), files=[agg_path, rec_path],
         records=records, levels=levels,
         target={"base_url": _url(url), "model": _text(model, 200)},
-        settings={"prompt_tokens": _num(_map(prompts.get("isl")).get("mean")),
-                  "output_tokens": _num(_map(prompts.get("osl")).get("mean")),
+        settings={"prompt_tokens": as_number(as_mapping(prompts.get("isl")).get("mean")),
+                  "output_tokens": as_number(as_mapping(prompts.get("osl")).get("mean")),
                   "ramp": {"levels": levels}},
         started_at=_text(agg.get("start_time"), 40), ended_at=_text(agg.get("end_time"), 40),
         complete=agg.get("is_complete") is True and agg.get("was_cancelled") is not True,
@@ -321,7 +313,7 @@ def _jsonl(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
 
 
 def _value(metrics: Mapping[str, Any], name: str, scale: float = 1.0) -> float | None:
-    v = _num(_map(metrics.get(name)).get("value"))
+    v = as_number(as_mapping(metrics.get(name)).get("value"))
     return None if v is None else v * scale
 
 
@@ -330,16 +322,16 @@ def _aiperf_record(row: Mapping[str, Any], meta: Mapping[str, Any], level: int |
     start, end = _count(meta.get("request_start_ns")), _count(meta.get("request_end_ns"))
     if start is None:
         return None
-    m = _map(row.get("metrics"))
+    m = as_mapping(row.get("metrics"))
     for name in ("time_to_first_token", "request_latency", "inter_chunk_latency"):
-        unit = _map(m.get(name)).get("unit")
+        unit = as_mapping(m.get(name)).get("unit")
         if unit not in (None, "ms"):
             raise InputError(f"AIPerf record on line {lineno}: {name} in {clean(str(unit), 20)}"
                              ", expected ms")
     rid = _text(meta.get("x_request_id"), _ID) or f"aiperf-{lineno}"
     ttft = _value(m, "time_to_first_token", 1e-3)
-    gaps_raw = _map(m.get("inter_chunk_latency")).get("value")
-    gaps = [g / 1e3 for g in gaps_raw if _num(g) is not None and g >= 0] \
+    gaps_raw = as_mapping(m.get("inter_chunk_latency")).get("value")
+    gaps = [g / 1e3 for g in gaps_raw if as_number(g) is not None and g >= 0] \
         if isinstance(gaps_raw, list) else []
     chunks: list[tuple[float, int]] = []
     if ttft is not None:
@@ -351,7 +343,7 @@ def _aiperf_record(row: Mapping[str, Any], meta: Mapping[str, Any], level: int |
     usage_out = _count(_value(m, "usage_completion_tokens"))
     usage_in = _count(_value(m, "usage_prompt_tokens"))
     out = _count(_value(m, "output_token_count"))
-    error = _map(row.get("error"))
+    error = as_mapping(row.get("error"))
     end_s = (end - start) / 1e9 if end is not None and end >= start else None
     outcome: Outcome = "ok"
     status: int | None = 200
@@ -393,10 +385,10 @@ def _aiperf_reported(agg: Mapping[str, Any]) -> dict[str, Any]:
     """AIPerf's own aggregate figures, as it reported them (unit kept)."""
     out: dict[str, Any] = {}
     for name in _AIPERF_REPORTED:
-        d = _map(agg.get(name))
+        d = as_mapping(agg.get(name))
         if d:
             out[name] = {"unit": _text(d.get("unit"), 30),
-                         **{k: _num(d.get(k)) for k in _STATS if k in d}}
+                         **{k: as_number(d.get(k)) for k in _STATS if k in d}}
     return out
 
 
@@ -412,7 +404,7 @@ def read_guidellm(path: Path) -> Imported:
                              "kind=json,path=FILE` wrote)")
         path = path / "benchmarks.json"
     doc = _json_object(path, "guidellm's JSON report (benchmarks.json)")
-    meta = _map(doc.get("metadata"))
+    meta = as_mapping(doc.get("metadata"))
     version = _text(meta.get("guidellm_version"), 40)
     if version is None or not isinstance(doc.get("benchmarks"), list):
         raise InputError(f"{path}: no metadata.guidellm_version and benchmarks list: not a "
@@ -424,8 +416,8 @@ def read_guidellm(path: Path) -> Imported:
                          f"{GUIDELLM_REPORT_VERSION} (guidellm 0.8)")
     benches = [b for b in doc["benchmarks"] if isinstance(b, Mapping)]
     origin = min((t for b in benches for r in _requests(b)
-                  if (t := _num(_map(_map(r.get("info")).get("timings")).get("request_start")))
-                  is not None), default=None)
+                  if (t := as_number(as_mapping(as_mapping(r.get("info")).get("timings"))
+                                     .get("request_start"))) is not None), default=None)
     if origin is None:
         raise InputError(f"{path}: no request with a start time in any benchmark: nothing "
                          "to import")
@@ -434,7 +426,7 @@ def read_guidellm(path: Path) -> Imported:
     reported: dict[str, Any] = {}
     notes: list[str] = []
     for i, bench in enumerate(benches, 1):
-        strategy = _map(_map(bench.get("config")).get("strategy"))
+        strategy = as_mapping(as_mapping(bench.get("config")).get("strategy"))
         kind = str(strategy.get("type_"))
         level = 1 if kind == "synchronous" else _count(strategy.get("streams"))
         if kind not in ("concurrent", "synchronous") or not level:
@@ -446,7 +438,7 @@ def read_guidellm(path: Path) -> Imported:
             raise InputError(f"{path}: benchmarks at {level} streams appear twice; import "
                              "one report per set of levels")
         levels.append(level)
-        totals = _map(_map(bench.get("metrics")).get("request_totals"))
+        totals = as_mapping(as_mapping(bench.get("metrics")).get("request_totals"))
         kept = 0
         for outcome, r in _requests(bench, with_outcome=True):
             rec = _guidellm_record(r, outcome, level, origin)
@@ -459,23 +451,24 @@ def read_guidellm(path: Path) -> Imported:
                          f"{said:,} requests (guidellm samples requests): figures are of "
                          "those kept")
         reported[str(level)] = _guidellm_reported(bench)
-    backend = _map(_map(_map(doc.get("config")).get("spec")).get("backend"))
-    data = _map(next(iter(_map(_map(doc.get("config")).get("spec")).get("data") or []), {}))
-    starts = [t for b in benches if (t := _num(b.get("start_time"))) is not None]
-    ends = [t for b in benches if (t := _num(b.get("end_time"))) is not None]
+    backend = as_mapping(as_mapping(as_mapping(doc.get("config")).get("spec")).get("backend"))
+    spec = as_mapping(as_mapping(doc.get("config")).get("spec"))
+    data = as_mapping(next(iter(spec.get("data") or []), {}))
+    starts = [t for b in benches if (t := as_number(b.get("start_time"))) is not None]
+    ends = [t for b in benches if (t := as_number(b.get("end_time"))) is not None]
     return Imported(
         tool="guidellm", version=version, schema=str(GUIDELLM_REPORT_VERSION), files=[path],
         records=records, levels=sorted(levels),
         target={"base_url": _url(backend.get("target")), "model": _text(backend.get("model"))},
-        settings={"prompt_tokens": _num(data.get("prompt_tokens")),
-                  "output_tokens": _num(data.get("output_tokens")),
+        settings={"prompt_tokens": as_number(data.get("prompt_tokens")),
+                  "output_tokens": as_number(data.get("output_tokens")),
                   "ramp": {"levels": sorted(levels)}},
         started_at=_iso(min(starts, default=None)), ended_at=_iso(max(ends, default=None)),
         complete=True, reported=reported, notes=notes)
 
 
 def _requests(bench: Mapping[str, Any], with_outcome: bool = False) -> Iterator[Any]:
-    groups = _map(bench.get("requests"))
+    groups = as_mapping(bench.get("requests"))
     for key, outcome in (("successful", "ok"), ("errored", "error"),
                          ("incomplete", "incomplete")):
         for r in groups.get(key) or []:
@@ -485,14 +478,14 @@ def _requests(bench: Mapping[str, Any], with_outcome: bool = False) -> Iterator[
 
 def _guidellm_record(r: Mapping[str, Any], outcome: str, level: int, origin: float
                      ) -> RequestRecord | None:
-    info = _map(r.get("info"))
-    t = _map(info.get("timings"))
-    start = _num(t.get("request_start"))
+    info = as_mapping(r.get("info"))
+    t = as_mapping(info.get("timings"))
+    start = as_number(t.get("request_start"))
     if start is None:
         return None
 
     def since(key: str) -> float | None:
-        v = _num(t.get(key))
+        v = as_number(t.get(key))
         return v - start if v is not None and v >= start else None
 
     first, last = since("first_token_iteration"), since("last_token_iteration")
@@ -525,7 +518,7 @@ def _requested(args: Any) -> int | None:
     if not isinstance(args, str) or len(args) > 1 << 20:
         return None
     try:
-        body = _map(_map(json.loads(args)).get("body"))
+        body = as_mapping(as_mapping(json.loads(args)).get("body"))
     except (ValueError, RecursionError):
         return None
     return _count(body.get("max_completion_tokens", body.get("max_tokens")))
@@ -538,20 +531,20 @@ _GUIDELLM_REPORTED = ("time_to_first_token_ms", "inter_token_latency_ms",
 
 def _guidellm_reported(bench: Mapping[str, Any]) -> dict[str, Any]:
     """guidellm's own figures for one benchmark, over its successful requests."""
-    metrics = _map(bench.get("metrics"))
+    metrics = as_mapping(bench.get("metrics"))
     out: dict[str, Any] = {"request_totals": {k: _count(v) for k, v in
-                                              _map(metrics.get("request_totals")).items()
+                                              as_mapping(metrics.get("request_totals")).items()
                                               if k in ("successful", "errored",
                                                        "incomplete", "total")},
-                           "duration_s": _num(bench.get("duration"))}
+                           "duration_s": as_number(bench.get("duration"))}
     for name in _GUIDELLM_REPORTED:
-        d = _map(_map(metrics.get(name)).get("successful"))
+        d = as_mapping(as_mapping(metrics.get(name)).get("successful"))
         if d:
-            pct = _map(d.get("percentiles"))
-            out[name] = {"mean": _num(d.get("mean")), "median": _num(d.get("median")),
-                         "min": _num(d.get("min")), "max": _num(d.get("max")),
+            pct = as_mapping(d.get("percentiles"))
+            out[name] = {"mean": as_number(d.get("mean")), "median": as_number(d.get("median")),
+                         "min": as_number(d.get("min")), "max": as_number(d.get("max")),
                          "count": _count(d.get("count")),
-                         **{k: _num(pct.get(k)) for k in ("p50", "p90", "p99")}}
+                         **{k: as_number(pct.get(k)) for k in ("p50", "p90", "p99")}}
     return out
 
 
@@ -577,7 +570,7 @@ def fail_closed(summary: dict[str, Any], imported: Mapping[str, Any]) -> dict[st
     no_chunks = not imported.get("per_chunk_times")
     groups = [g for g in (summary.get("baseline"), summary.get("soak"), summary.get("rate"))
               if isinstance(g, dict)]
-    groups += [lv for lv in _map(summary.get("ramp")).get("levels") or []
+    groups += [lv for lv in as_mapping(summary.get("ramp")).get("levels") or []
                if isinstance(lv, dict)]
     for g in groups:
         if no_chunks:
@@ -591,7 +584,8 @@ def fail_closed(summary: dict[str, Any], imported: Mapping[str, Any]) -> dict[st
             v["status"] = worst(v["status"], "degraded")
             v["reasons"] = list(dict.fromkeys([*(v.get("reasons") or []), reason]))
     validity = summary.setdefault("validity", {})
-    for v in [*_map(validity.get("phases")).values(), *_map(validity.get("levels")).values()]:
+    for v in [*as_mapping(validity.get("phases")).values(),
+              *as_mapping(validity.get("levels")).values()]:
         if isinstance(v, dict) and v.get("status") in ("valid", "degraded", "invalid"):
             v["status"] = worst(v["status"], "degraded")
             v["reasons"] = list(dict.fromkeys([*(v.get("reasons") or []), reason]))

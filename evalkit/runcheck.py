@@ -53,6 +53,7 @@ from evalkit.runstore import (
     iter_records,
 )
 from evalkit.sanitize import clean
+from evalkit.summary import as_number
 
 SUMMARY_SCHEMA = "evalkit.summary/1"
 #: run.json and summary.json are small (tens of KB); more is not a file we wrote.
@@ -447,19 +448,15 @@ def summary_disagreements(summary: Mapping[str, Any], digest: RecordDigest) -> l
 _BOUND_REASONS = frozenset({"cpu", "loop_lag", "send_lag", "late_reads", "lost_worker"})
 
 
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def _check(v: Any) -> dict[str, Any]:
     v = v if isinstance(v, Mapping) else {}
     reasons = v.get("client_bound_reasons")
-    return {"loop_lag_p99_s": _num(v.get("loop_lag_p99_s")),
-            "cpu_fraction": _num(v.get("cpu_fraction")),
-            "send_lag_p99_s": _num(v.get("send_lag_p99_s")),
-            "send_lag_fraction": _num(v.get("send_lag_fraction")),
+    return {"loop_lag_p99_s": as_number(v.get("loop_lag_p99_s")),
+            "cpu_fraction": as_number(v.get("cpu_fraction")),
+            "send_lag_p99_s": as_number(v.get("send_lag_p99_s")),
+            "send_lag_fraction": as_number(v.get("send_lag_fraction")),
             "client_bound": v.get("client_bound") is True,
             # only the reasons the self-check gives: run.json is a file anyone may edit
             "client_bound_reasons": [r for r in reasons if isinstance(r, str)
@@ -490,7 +487,7 @@ def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: s
     phases, levels = obj(checks.get("phases")), obj(checks.get("levels"))
     rtts = run.get("rtt_samples_s")
     rtt = [x for x in (rtts if isinstance(rtts, list) else [])
-           if _num(x) is not None and 0 <= x <= MAX_SECONDS]
+           if as_number(x) is not None and 0 <= x <= MAX_SECONDS]
     meta = {"tool_version": str(run.get("tool_version") or evalkit.__version__),
             "suite_version": str(run.get("suite_version") or evalkit.SUITE_VERSION),
             "phases": {str(k): _check(v) for k, v in phases.items()},

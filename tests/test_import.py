@@ -343,3 +343,19 @@ def test_vendor_text_in_an_export_is_hostile(tmp_path: Path) -> None:
     assert first["outcome"] == "incomplete" and first["ttft_s"] is None
     # a directory holding guidellm's default file name is read as that file
     assert import_run("guidellm", GUIDELLM.parent, tmp_path / "g").levels == [1, 2]
+
+
+def test_an_integer_beyond_float_range_is_absent_not_a_crash(tmp_path: Path) -> None:
+    """JSON has no bound on integers: 10^400 where a latency belongs is no measurement
+    (math.isfinite on it raises OverflowError; the import read it that way once)."""
+    art = tmp_path / "art"
+    shutil.copytree(AIPERF, art)
+    rows = [json.loads(line) for line in (art / "profile_export.jsonl").read_text()
+            .splitlines()]
+    ok = next(r for r in rows if not r.get("error"))
+    ok["metrics"]["time_to_first_token"]["value"] = 10 ** 400
+    (art / "profile_export.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    import_run("aiperf", art, tmp_path / "run")
+    rec = next(r for r in _records(tmp_path / "run")
+               if r["id"] == ok["metadata"]["x_request_id"])
+    assert rec["ttft_s"] is None and rec["outcome"] != "ok"
