@@ -46,7 +46,7 @@ from evalkit.errors import UsageError
 from evalkit.fmt import fmt_unit
 from evalkit.render import clip, render_html, render_pdf, sha256
 from evalkit.report import claim_text
-from evalkit.review import Review, load_run, review
+from evalkit.review import Review, RunData, load_run, review
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
 
@@ -109,16 +109,18 @@ def vendor_name(value: Any) -> str | None:
 
 
 def load_view(item: CompareInput, tolerances: Any = None,
-              same_vendor: str | None = None, done: Review | None = None) -> RunView:
+              same_vendor: str | None = None, done: Review | None = None,
+              run: RunData | None = None) -> RunView:
     """A run as the comparison sees it; its scorecard comes from the same review pipeline
     as reports (`evalkit.review.review`, or `done` when the caller already reviewed it).
 
     Runs of the same vendor are grouped into a trend, named by the first of:
     `same_vendor` (`compare --same-vendor`), the vendor's name from its questionnaire,
     the vendor label run.json's `vendor` records (`probe --vendor`; ignored unless
-    `vendor_name` accepts it), else the model at the endpoint it was probed at.
+    `vendor_name` accepts it), else the model at the endpoint it was probed at. `run` is
+    the run directory already loaded, when `done` is not given.
     """
-    done = done or review(item.run_dir, item.questionnaire, tolerances)
+    done = done or review(item.run_dir, item.questionnaire, tolerances, run=run)
     run = done.run if done.run is not None else load_run(item.run_dir)
     questionnaire = done.questionnaire.parsed if done.questionnaire else None
     scorecard = done.scorecard
@@ -313,14 +315,14 @@ def vendor_heads(views: Sequence[RunView]) -> list[dict[str, str]]:
 def _slug(text: str) -> str:
     """A vendor's name as part of a file name: lower-case ASCII words joined by dashes."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40] or "run"
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40].strip("-")
 
 
 def attachment_names(views: Sequence[RunView]) -> list[str]:
     """Each run's attachment prefix, named by vendor (and date), unique in the document."""
     out: list[str] = []
     for v in views:
-        base = _slug(f"{v.target} {v.started[:10]}")
+        base = "-".join(filter(None, (_slug(v.target), _slug(v.started[:10])))) or "run"
         name, k = base, 2
         while name in out:
             name, k = f"{base}-{k}", k + 1

@@ -38,6 +38,10 @@ def fmt_num(x: Any, digits: int = 3) -> str:
         return "0"
     if abs(v) >= 10 ** digits:
         return f"{v:,.0f}"
+    # round to the significant figures first: 99.99 is "100", not "100.0"
+    v = float(f"{v:.{digits - 1}e}")
+    if abs(v) >= 10 ** digits:
+        return f"{v:,.0f}"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
     return f"{v:,.{decimals}f}"
 

@@ -328,6 +328,8 @@ def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) ->
     if qid == "Q4":
         ramp = _map(_map(summary).get("ramp"))
         text = words.mapping({k: v for k, v in m.items() if k != "first_degraded"}, _short)
+        if "max_sustained_concurrency" in m and m["max_sustained_concurrency"] is None:
+            text = "max sustained: not established; " + text
         if m.get("first_degraded"):
             text += (f"; first to degrade: "
                      f"{words.degraded(m['first_degraded'], ramp.get('first_degraded_tied'))}")
@@ -691,6 +693,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "slo_profiles": sorted(slo_profiles.items()),
         "has_run": run is not None,
         "rules": rules(summary),
+        "prefill_line": prefill_text(_map(_map(summary).get("prefill"))),
         "baseline_heading": baseline_heading(_map(_map(summary).get("baseline"))),
         "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],
     }

@@ -49,6 +49,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "first_degraded": ("first to degrade", "degraded"),
     "max_sustained_concurrency": ("max sustained", "streams"),
     "breaking_concurrency": ("breaks at", "streams"),
+    "first_tie_concurrency": ("a tie (interval straddles a limit) at", "streams"),
     "headline": ("headline", "rate"), "panel": ("panel", "rate"),
     "latency_s": ("latency", "seconds"), "distribution": ("distribution", "rate"),
     "stream_tokens_per_s_p50": ("per stream p50", "rate"),

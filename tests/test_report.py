@@ -160,7 +160,7 @@ class TestPageOne:
         assert 19_000 < pre["tokens_per_s"] < 21_000
         assert (f"Prefill rate {report.fmt_rate(pre['tokens_per_s'])} [95 %: "
                 f"{report.fmt_num(pre['tokens_per_s_ci'][0])}–"
-                f"{report.fmt_num(pre['tokens_per_s_ci'][1])}] (fit r² 1.000)") in text
+                f"{report.fmt_num(pre['tokens_per_s_ci'][1])}] (fit r² 1.00)") in text
         base = summary["baseline"]["stream_tokens_per_s"]
         assert ("Decode rate, one stream alone (1 ÷ TPOT) 50.4 tok/s [95 %: "
                 f"{report.fmt_rate(base['p50_ci'][0])}–{report.fmt_rate(base['p50_ci'][1])}] "
@@ -552,6 +552,23 @@ class TestPagination:
         assert all(f >= 0.5 for f in fills[:-1]), fills
         assert 0 < fills[-1] <= 1.0
 
+    def test_no_question_row_is_split_across_pages(self, rendered: Rendered) -> None:
+        """A question's id, status, claim and reason print on one page: a row is never cut
+        (the issue's use-case badge on one page, its reason on the next)."""
+        card = fixture_scorecard()
+        pages = [_squash(p.extract_text()) for p in rendered[1].pages[:3]]
+        for qid, q in card["questions"].items():
+            title = report.QUESTION_TITLES[qid]
+            on = [i for i, t in enumerate(pages) if f"{qid} {title}" in t]
+            assert len(on) == 1, qid
+            page = pages[on[0]]
+            row = page[page.index(f"{qid} {title}"):]
+            assert f"{report.BADGES[q['status']]} {q['status']}" in row[:400], qid
+            assert q["reason"][:30] in row, qid
+        for reason in ("TTFT p90 324 ms within 500 ms", "no aggregate measured"):
+            where = [t for t in pages if reason in t]
+            assert len(where) == 1 and ("✓ fits" in where[0] or "○ not judged" in where[0])
+
     def test_rules_and_words_on_page_one(self, rendered: Rendered) -> None:
         """The verdict rule and the degradation rule (with the run's thresholds) are on page
         one; the per-token metric is TPOT everywhere, never the summary's `itl` key."""
@@ -616,3 +633,12 @@ class TestWords:
             "Baseline: one stream at a time (no request measured)"
         assert report.baseline_heading({"requests": 6, "outcomes": {"ok": 4}}) == \
             "Baseline: one stream at a time, 6 requests, 4 ok"
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (99.99, "100"), (0.09999, "0.100"), (9.996, "10.0"), (50_023.2, "50,023"),
+    (0.2531, "0.253"), (1_234.5, "1,234"), (None, "—"), (float("nan"), "—"), (True, "—")])
+def test_three_significant_figures_and_no_more(value: Any, shown: str) -> None:
+    """A figure carries no false precision: rounding to three significant figures first,
+    so 99.99 is '100' (not '100.0'), and anything not a number is an em dash."""
+    assert report.fmt_num(value) == shown

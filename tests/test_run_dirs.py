@@ -396,7 +396,9 @@ class TestRenderedNoTraceback:
         text = _text(tmp_path / "cmp.pdf")
         assert "Run directories repaired or cut short" in text
         names = pypdf.PdfReader(tmp_path / "cmp.pdf").attachments
-        assert {"run2-summary.json", "run2-summary.rebuilt.json"} <= set(names)
+        # named by vendor (all four are one model at one endpoint, so numbered from the 2nd)
+        second = "ref-model-7b-at-http-127-0-0-1-8011-v1-2026-11-30-2"
+        assert {f"{second}-summary.json", f"{second}-summary.rebuilt.json"} <= set(names)
 
 
 def _ramp_lines(path: Path) -> int:
