@@ -1425,3 +1425,272 @@ class TestUseCaseOnIntervals:
         fit = use_case_fit(measurements(s), tol)["batch-ish"]
         assert fit.fit is True and fit.max_concurrency == 256
         assert "not judged at 512: not enough evidence: 2.0% of 200 failed" in fit.reason
+
+
+#: a scrape of the vendor's metrics page (summary.json's `vendor_metrics`) that saw our tokens
+SCRAPE = {"url": "https://scrape.example/metrics", "engine": "vllm", "scrapes": 6,
+          "scrapes_ok": 6, "scrape_errors": [], "per_stream_itl": True,
+          "families": {"itl": "vllm:inter_token_latency_seconds"}, "itl_observations": 120}
+Q5_PER_STREAM = ("Q5: {observability: per_stream, export: Prometheus itl histogram, "
+                 "metrics_url: https://claimed.example/metrics}\n")
+
+
+def _scraped(vm: dict[str, Any] | None = None, validity: str | None = "valid") -> dict[str, Any]:
+    """SUMMARY with the scrape `vm` (none when None) and a stated validity (none when None)."""
+    s = json.loads(json.dumps(SUMMARY))
+    if vm is not None:
+        s["vendor_metrics"] = vm
+    if validity is None:
+        del s["validity"]
+    else:
+        s["validity"] = {"status": validity, "reasons": ["baseline: 3 of 20 failed"]}
+    return s
+
+
+class TestQ5AgainstTheScrape:
+    """A per-stream claim is checked against the probe's own scrape of the vendor's page."""
+
+    def test_a_scrape_that_counted_our_tokens_is_ok_and_its_figures_are_kept(self) -> None:
+        j = judge(Q5_PER_STREAM, _scraped(SCRAPE)).judgements["Q5"]
+        assert j.status == "ok"
+        assert "our scrape of https://scrape.example/metrics found" in j.reason
+        assert "counted 120 inter-token intervals" in j.reason
+        assert j.measured == {"url": "https://scrape.example/metrics", "engine": "vllm",
+                              "families": {"itl": "vllm:inter_token_latency_seconds"},
+                              "per_stream_itl": True, "itl_observations": 120,
+                              "scrapes_ok": 6}
+
+    def test_a_failed_scrape_names_the_page_the_probe_scraped_and_why(self) -> None:
+        vm = SCRAPE | {"scrapes_ok": 0, "scrape_errors": ["HTTP 404", "HTTP 500"]}
+        j = judge(Q5_PER_STREAM, _scraped(vm)).judgements["Q5"]
+        assert j.status == "unverified"
+        assert "the scrape of https://scrape.example/metrics failed (HTTP 404);" in j.reason
+
+    def test_a_long_scrape_error_is_clipped_at_120_characters(self) -> None:
+        error = "ConnectError: " + "e" * 120
+        vm = SCRAPE | {"scrapes_ok": 0, "scrape_errors": [error]}
+        j = judge(Q5_PER_STREAM, _scraped(vm)).judgements["Q5"]
+        assert f"failed ({error[:119]}…);" in j.reason
+
+    def test_a_scrape_without_its_count_or_errors_is_a_failed_one(self) -> None:
+        vm = {k: v for k, v in SCRAPE.items() if k not in ("scrapes_ok", "scrape_errors")}
+        j = judge(Q5_PER_STREAM, _scraped(vm)).judgements["Q5"]
+        assert j.status == "unverified" and "failed (no scrape answered)" in j.reason
+
+    def test_a_long_page_address_is_clipped_at_120_characters(self) -> None:
+        url = "https://scrape.example/" + "m" * 120
+        vm = SCRAPE | {"url": url, "scrapes_ok": 0, "scrape_errors": ["HTTP 404"]}
+        j = judge(Q5_PER_STREAM, _scraped(vm)).judgements["Q5"]
+        assert f"the scrape of {url[:119]}… failed" in j.reason
+
+    @pytest.mark.parametrize(("text", "url"), [
+        (Q5_PER_STREAM, "https://claimed.example/metrics"),
+        ("Q5: {observability: per_stream, export: Prometheus itl histogram}\n", "URL")])
+    def test_without_a_scrape_it_names_the_page_to_scrape(self, text: str, url: str) -> None:
+        """The vendor's own metrics_url when it gave one, else a placeholder to fill in."""
+        j = judge(text, _scraped(None)).judgements["Q5"]
+        assert j.status == "unverified" and j.measured is None
+        assert j.reason.endswith(f"not verified: the run did not scrape it: re-run the probe "
+                                 f"with --metrics-url {url}.")
+
+    @pytest.mark.parametrize(("validity", "why"), [
+        ("invalid", "the run is invalid (baseline: 3 of 20 failed), so it verifies nothing"),
+        (None, "the run's summary states no validity")])
+    def test_a_run_that_verifies_nothing_verifies_no_scrape_either(
+            self, validity: str | None, why: str) -> None:
+        """Even a scrape that counted our tokens: the run it belongs to is not evidence."""
+        j = judge(Q5_PER_STREAM, _scraped(SCRAPE, validity)).judgements["Q5"]
+        assert j.status == "unverified"
+        assert f"not verified: {why}" in j.reason and "--metrics-url" not in j.reason
+        assert j.measured is not None and j.measured["itl_observations"] == 120
+
+
+class TestUndecidedInWords:
+    @pytest.mark.parametrize(("lengths", "said"), [(1, "rests on 1 prompt length, too few"),
+                                                   (2, "rests on 2 prompt lengths, too few")])
+    def test_a_fit_without_an_interval_counts_its_prompt_lengths(
+            self, lengths: int, said: str) -> None:
+        j = judge(Q3_PRICES + "prefill_tokens_per_s: 9000}\n",
+                  _with_rates(None, None, lengths=lengths)).judgements["Q3"]
+        assert j.status == "unverified" and said in j.reason, j.reason
+
+    @pytest.mark.parametrize("ci", [[4000, None], [None, 6000]])
+    def test_an_interval_open_at_one_end_decides_nothing(self, ci: list[float | None]) -> None:
+        """Half an interval is no interval: the reason asks for more prompt lengths."""
+        j = judge(Q3_PRICES + "prefill_tokens_per_s: 9000}\n",
+                  _with_rates(ci, None, lengths=2)).judgements["Q3"]
+        assert j.status == "unverified" and "straddles" not in j.reason
+        assert "rests on 2 prompt lengths, too few for an interval" in j.reason
+        shown = "–".join("unbounded" if v is None else f"{v:,} tokens/s" for v in ci)
+        assert f"vs measured 4,900 tokens/s (95 % interval {shown})" in j.reason
+
+    def test_a_tie_without_a_request_estimate_asks_for_more_requests(self) -> None:
+        s = _tied(16)
+        for lv in s["ramp"]["levels"]:
+            lv.pop("tie_requests", None)
+        j = judge("Q4: {max_concurrent_streams_per_node: 30, first_degrades: itl, "
+                  "source: production}\n", s).judgements["Q4"]
+        assert j.status == "unverified"
+        assert "level 16 is a tie on ttft" in j.reason
+        assert "n = 200): more requests at 16 streams would decide it (re-run with --levels 16" \
+            in j.reason
+
+
+def test_the_questionnaire_s_model_is_clipped_at_60_characters() -> None:
+    said = target_mismatch(q(f"model: {'q' * 70}\n"), RUN) or ""
+    assert f"the questionnaire names {'q' * 59}…" in said and "q" * 60 not in said
+
+
+def _at(c: int, **fields: Any) -> dict[str, Any]:
+    """SUMMARY with level `c` changed (a dict value updates the level's own dict)."""
+    s = json.loads(json.dumps(SUMMARY))
+    for lv in s["ramp"]["levels"]:
+        if lv["concurrency"] == c:
+            for k, v in fields.items():
+                lv[k] = lv[k] | v if isinstance(v, dict) else v
+    return s
+
+
+class TestReadingSpeedOnIntervals:
+    """Streams at reading speed (5.5 tokens/s) judged on 1/TPOT p90's interval: the slow end
+    of TPOT is the slow end of the rate."""
+
+    def reason(self, summary: dict[str, Any]) -> str:
+        return streams_at_reading_speed(measurements(summary), Tolerances()).reason
+
+    def test_an_interval_that_straddles_reading_speed_decides_nothing(self) -> None:
+        """TPOT p90 interval 150-200 ms at 256 streams is 5.0-6.7 tokens/s around 5.5."""
+        reason = self.reason(_at(256, tpot_s={"p90_ci": [0.15, 0.2]}))
+        assert reason.startswith("Holds reading speed up to 128 streams (90% of streams above "
+                                 "5.5 tokens/s (1/TPOT p90 = 11.3 tokens/s)")
+        assert ("not judged at 256: 1/TPOT p90 not enough evidence: n = 200, 95 % interval "
+                "5.0 tokens/s–6.7 tokens/s straddles the limit 5.5 tokens/s; about 479 "
+                "requests there would decide it.") in reason
+
+    @pytest.mark.parametrize(("ci", "shown"), [([0.15, None], "unbounded–6.7 tokens/s"),
+                                               ([0.0, 0.2], "5.0 tokens/s–unbounded"),
+                                               ([None, 0.2], "5.0 tokens/s–unbounded")])
+    def test_an_open_end_is_unbounded_and_the_p90_says_how_many_requests(
+            self, ci: list[float | None], shown: str) -> None:
+        """An open (or zero) TPOT end leaves that end of the rate open; a p90 needs at least
+        36 requests for both ends (plan.samples_for(0.9))."""
+        reason = self.reason(_at(256, tpot_s={"p90_ci": ci}))
+        assert (f"95 % interval {shown} straddles the limit 5.5 tokens/s; at least "
+                f"{samples_for(0.9)} requests there would decide it.") in reason
+
+    def test_without_intervals_the_point_decides(self) -> None:
+        assert self.reason(SUMMARY) == (
+            "Holds reading speed up to 256 streams (90% of streams above 5.5 tokens/s (1/TPOT "
+            "p90 = 6.0 tokens/s) and 0.0% failed ≤ 1%); at 512: 90% of streams below 5.5 "
+            "tokens/s (1/TPOT p90 = 3.1 tokens/s) and 2.0% failed > 1%.")
+
+
+class TestFailuresOnIntervals:
+    """4 of 200 failed at 512 (2 %) against max_failure_rate 1 %, on its exact interval."""
+
+    def reason(self, summary: dict[str, Any]) -> str:
+        return streams_at_reading_speed(measurements(summary), Tolerances()).reason
+
+    @pytest.mark.parametrize(("ci", "shown"), [([0.0055, 0.05], "0.5–5.0%"),
+                                               ([0.0055, None], "0.5–100.0%"),
+                                               ([0.01, 0.05], "1.0–5.0%")])
+    def test_an_interval_reaching_the_limit_decides_nothing(
+            self, ci: list[float | None], shown: str) -> None:
+        """Low end at or under 1 %: not surely above; an open high end is 100 %."""
+        assert self.reason(_at(512, failure_rate_ci=ci)).endswith(
+            f"not judged at 512: not enough evidence: 2.0% of 200 failed, 95 % interval "
+            f"{shown} straddles 1%.")
+
+    @pytest.mark.parametrize("ci", [[None, 0.05], [0.011, 0.05]])
+    def test_an_interval_without_a_low_end_or_wholly_above_fails(
+            self, ci: list[float | None]) -> None:
+        assert self.reason(_at(512, failure_rate_ci=ci)).endswith(
+            "at 512: 90% of streams below 5.5 tokens/s (1/TPOT p90 = 3.1 tokens/s) and 2.0% "
+            "failed > 1%.")
+
+    def test_a_rate_exactly_at_the_limit_holds_whatever_its_interval(self) -> None:
+        summary = _at(512, outcomes={"ok": 198, "rejected": 2}, failure_rate_ci=[0.001, 0.036])
+        assert self.reason(summary).endswith(
+            "at 512: 90% of streams below 5.5 tokens/s (1/TPOT p90 = 3.1 tokens/s).")
+
+
+class TestProbeCommand:
+    """The command a reviewer is told to run: the questionnaire's endpoint, model and file
+    name, each clipped (vendor text), and a placeholder for what it does not name."""
+
+    def test_names_the_file_not_its_folders_on_any_system(self) -> None:
+        from evalkit.reconcile import probe_command
+        for path in ("C:\\vendors\\q3 answers\\acme.yaml", "/srv/vendors/acme.yaml"):
+            said = probe_command(Questionnaire(model="m-7b", endpoint="https://e/v1", path=path))
+            assert said == ("evalkit probe --base-url https://e/v1 --model m-7b "
+                            "--questionnaire acme.yaml")
+
+    def test_placeholders_for_what_is_not_named(self) -> None:
+        from evalkit.reconcile import probe_command
+        assert probe_command(Questionnaire()) == (
+            "evalkit probe --base-url URL --model MODEL --questionnaire FILE")
+
+    def test_each_part_is_clipped(self) -> None:
+        from evalkit.reconcile import probe_command
+        url, model, name = "https://" + "e" * 80, "m" * 61, "n" * 61 + ".yaml"
+        said = probe_command(Questionnaire(model=model, endpoint=url, path="/x/" + name))
+        assert said == (f"evalkit probe --base-url {url[:79]}… --model {model[:59]}… "
+                        f"--questionnaire {name[:59]}…")
+        whole = probe_command(Questionnaire(model="m" * 60, endpoint=url[:80], path="q.yaml"))
+        assert whole == (f"evalkit probe --base-url {url[:80]} --model {'m' * 60} "
+                         "--questionnaire q.yaml")
+
+
+class TestLimitsInTheLadder:
+    @pytest.mark.parametrize(("limit", "metric", "said", "q"), [
+        ({"ttft_p90_s": 0.15}, "ttft_s", "TTFT p90", 0.9),
+        ({"tpot_p90_s": 0.01}, "tpot_s", "TPOT p90", 0.9),
+        ({"itl_p99_s": 0.01}, "itl_s", "ITL p99", 0.99)])
+    def test_an_open_interval_asks_for_the_requests_its_percentile_needs(
+            self, limit: dict[str, float], metric: str, said: str, q: float) -> None:
+        """A p90 needs 36 requests for both ends of its interval, a p99 368."""
+        pname = said.split()[1]
+        summary = _at(1, **{metric: {f"{pname}_ci": [0.001, None]}})
+        tol = tolerances_from_dict({"slo_profiles": {"x": limit}})
+        reason = use_case_fit(measurements(summary), tol)["x"].reason
+        assert reason.startswith(f"Not decided at 1 stream: {said} not enough evidence:")
+        assert f"at least {samples_for(q)} requests there would decide it." in reason
+
+    def test_what_held_lists_only_what_was_checked(self) -> None:
+        """No stall count in the summary adds nothing to what held; no check with a figure
+        adds no parentheses."""
+        s = json.loads(json.dumps(SUMMARY))
+        for lv in s["ramp"]["levels"]:
+            del lv["stalls"]
+        tol = tolerances_from_dict({"slo_profiles": {"x": {"itl_p99_s": 1.0}, "y": {}}})
+        fits = use_case_fit(measurements(s), tol)
+        assert fits["x"].reason.startswith("Holds the x limits up to 256 streams (ITL p99 207 "
+                                           "ms ≤ 1.00 s and 0.0% failed ≤ 1%); at 512:")
+        for lv in s["ramp"]["levels"]:
+            del lv["outcomes"]
+        assert use_case_fit(measurements(s), tol)["y"].reason == (
+            "Holds the y limits at every level tried, up to 512 streams; not tried above 512, "
+            "so that is a lower bound.")
+
+
+class TestQ5Families:
+    def test_the_histogram_is_named_and_clipped_at_80(self) -> None:
+        name = "vllm:" + "i" * 90
+        j = judge(Q5_PER_STREAM, _scraped(SCRAPE | {"families": {"itl": name}})).judgements["Q5"]
+        assert f"found the per-token histogram {name[:79]}…, which counted 120" in j.reason
+
+    def test_one_counted_interval_is_enough(self) -> None:
+        j = judge(Q5_PER_STREAM, _scraped(SCRAPE | {"itl_observations": 1})).judgements["Q5"]
+        assert j.status == "ok" and "which counted 1 inter-token intervals" in j.reason
+
+    @pytest.mark.parametrize(("families", "found"), [
+        ({"tpot_req": "tgi_" + "t" * 90}, f"only the request-level tgi_{'t' * 75}… (one mean "
+                                          "per request)"),
+        ({}, "no inter-token metric at all")])
+    def test_without_a_per_stream_histogram_it_says_what_was_found(
+            self, families: dict[str, str], found: str) -> None:
+        vm = SCRAPE | {"per_stream_itl": False, "families": families}
+        j = judge(Q5_PER_STREAM, _scraped(vm)).judgements["Q5"]
+        assert j.status == "unreconciled"
+        assert f"our scrape of https://scrape.example/metrics found {found}: no per-stream" \
+            in j.reason
