@@ -1694,3 +1694,82 @@ class TestQ5Families:
         assert j.status == "unreconciled"
         assert f"our scrape of https://scrape.example/metrics found {found}: no per-stream" \
             in j.reason
+
+
+def _q1(text: str, summary: Any = SUMMARY) -> Judgement:
+    return judge("Q1: {" + text + ", source: production}\n", summary).judgements["Q1"]
+
+
+class TestQ1Details:
+    """At 16 streams the run measured TTFT p50 230 ms and p90 330 ms; ttft_rel is 25 %."""
+
+    @pytest.mark.parametrize(("claims", "status", "shown"), [
+        # both hold: the one nearer its limit is shown (p90 330/300 = 1.1 > p50 230/300)
+        ("ttft_p50_ms: 300, ttft_p90_ms: 300", "ok", "vs measured p90 330 ms at 16: holds."),
+        # both hold: p50 230/200 = 1.15 > p90 330/400
+        ("ttft_p50_ms: 200, ttft_p90_ms: 400", "ok", "vs measured p50 230 ms at 16: holds."),
+    ])
+    def test_the_figure_shown_is_the_one_nearest_its_limit(
+            self, claims: str, status: str, shown: str) -> None:
+        j = _q1(claims + ", at_concurrency: 16")
+        assert j.status == status and j.reason.endswith(shown), j.reason
+
+    @pytest.mark.parametrize(("claims", "status", "shown"), [
+        # p50 fails (230 > 225) though p90's ratio is larger (330/250) and undecided
+        ("ttft_p50_ms: 180, ttft_p90_ms: 250", "unreconciled",
+         "vs measured p50 230 ms at 16: 1.3× slower."),
+        # p90 is undecided (interval 300-400 ms around 375 ms); p50 holds with a larger ratio
+        ("ttft_p50_ms: 200, ttft_p90_ms: 300", "unverified", "vs measured p90 330 ms at 16: "
+         "not enough evidence"),
+    ])
+    def test_a_failing_figure_comes_first_then_an_undecided_one(
+            self, claims: str, status: str, shown: str) -> None:
+        j = _q1(claims + ", at_concurrency: 16", _at(16, ttft_s={"p90_ci": [0.3, 0.4]}))
+        assert j.status == status and shown in j.reason, j.reason
+
+    def test_just_inside_and_outside_with_the_ratio_shown(self) -> None:
+        """330 ms against 264.1 ms × 1.25 = 330.1 ms holds; against 244.5 ms it is 1.35×,
+        shown as 1.3×."""
+        assert _q1("ttft_p90_ms: 264.1, at_concurrency: 16").status == "ok"
+        j = _q1("ttft_p90_ms: 244.5, at_concurrency: 16")
+        assert j.status == "unreconciled" and j.reason.endswith("at 16: 1.3× slower.")
+
+    def test_what_was_claimed_and_measured_is_kept(self) -> None:
+        j = _q1("ttft_p50_ms: 300, ttft_p90_ms: 300, at_concurrency: 16",
+                _at(16, ttft_s={"p90": 0.33046}))
+        assert j.claimed == {"source": "production", "ttft_p50_ms": 300, "ttft_p90_ms": 300,
+                             "at_concurrency": 16}
+        assert j.measured == {"concurrency": 16, "ttft_p50_ms": 230.0, "ttft_p90_ms": 330.5}
+
+    def test_two_streams_are_load(self) -> None:
+        j = _q1("ttft_p90_ms: 300, at_concurrency: 2")
+        assert j.status == "ok" and j.reason.endswith("vs measured p90 190 ms at 2: holds.")
+
+    def test_a_claim_without_its_concurrency_is_not_under_load(self) -> None:
+        assert _q1("ttft_p90_ms: 300").reason == (
+            "TTFT p90 300 ms is given with no concurrency stated, not under load.")
+
+    def test_words_only_leave_nothing_to_check(self) -> None:
+        j = judge("Q1: {notes: fast}\n").judgements["Q1"]
+        assert j.reason.endswith("so nothing can be checked.")
+
+
+def test_q2_keeps_the_claim_and_names_its_tolerance() -> None:
+    j = judge("Q2: {output_tokens_per_s_per_gpu: 80, at_concurrency: 16, gpus: 1, "
+              "source: production}\n", SUMMARY,
+              tolerances_from_dict({"throughput_rel": 0.9})).judgements["Q2"]
+    assert j.tolerance == "one-sided: measured ≥ claimed × 0.1 (throughput_rel 90%)"
+    assert j.claimed == {"source": "production", "output_tokens_per_s_per_gpu": 80,
+                         "at_concurrency": 16, "gpus": 1}
+
+
+def test_a_level_missing_a_figure_is_not_measurable_rather_than_undecided() -> None:
+    tol = tolerances_from_dict({"slo_profiles": {"x": {"ttft_p90_s": 1.0}}})
+    fit = use_case_fit(measurements(_at(1, ttft_s={"p90": None})), tol)["x"]
+    assert (fit.fit, fit.reason) == (None, "Not measurable at 1 stream: TTFT p90 not measured.")
+
+
+def test_the_questionnaire_s_endpoint_is_clipped_at_80_characters() -> None:
+    url = "https://" + "e" * 90 + "/v1"
+    said = target_mismatch(q(f"endpoint: {url}\n"), RUN) or ""
+    assert f"the questionnaire names {url[:79]}…" in said and url[:80] not in said
