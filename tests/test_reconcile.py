@@ -1773,3 +1773,74 @@ def test_the_questionnaire_s_endpoint_is_clipped_at_80_characters() -> None:
     url = "https://" + "e" * 90 + "/v1"
     said = target_mismatch(q(f"endpoint: {url}\n"), RUN) or ""
     assert f"the questionnaire names {url[:79]}…" in said and url[:80] not in said
+
+
+Q2_DIST = "distribution: {p50: 300, p90: 400, p99: 500}"
+
+
+def _q2(text: str, summary: Any = SUMMARY, tol: Tolerances | None = None) -> Judgement:
+    return judge("Q2: {" + text + ", source: production}\n", summary, tol).judgements["Q2"]
+
+
+class TestQ2Details:
+    """At 16 streams the run measured 55.6 tokens/s per stream (p50) and 844 tokens/s in
+    aggregate; throughput_rel is 25 % (a claim holds while measured ≥ 0.75 × claimed)."""
+
+    @pytest.mark.parametrize(("gpus", "v", "said"), [(1, 400, "400 tokens/s per GPU × 1 GPU at"),
+                                                      (2, 200, "200 tokens/s per GPU × 2 GPUs at")])
+    def test_the_gpus_are_counted_in_words(self, gpus: int, v: int, said: str) -> None:
+        j = _q2(f"output_tokens_per_s_per_gpu: {v}, at_concurrency: 16, gpus: {gpus}, {Q2_DIST}")
+        assert j.status == "ok" and said in j.reason
+
+    def test_the_distribution_is_quoted_as_given(self) -> None:
+        review = reconcile(q(f"Q2: {{output_tokens_per_s_per_gpu: 400, at_concurrency: 16, "
+                             f"gpus: 1, source: production, {Q2_DIST}}}\n"), None)
+        assert "sits within its own production distribution (300/400/500); not verified" \
+            in review.judgements["Q2"].reason
+        j = _q2("output_tokens_per_s_per_gpu: 400, at_concurrency: 16, gpus: 1, "
+                "distribution: {p50: 500, p90: 400}")
+        assert j.reason.startswith("The production distribution 500/400 tokens/s per GPU is not "
+                                   "in increasing order")
+
+    def test_the_margin_over_the_distribution_names_throughput_rel(self) -> None:
+        j = _q2(f"output_tokens_per_s_per_gpu: 990, at_concurrency: 16, gpus: 1, {Q2_DIST}",
+                tol=tolerances_from_dict({"throughput_rel": 0.9}))
+        assert j.reason.endswith("own production distribution (500) by more than 90% "
+                                 "(throughput_rel).")
+
+    def test_a_mostly_failed_level_does_not_hold(self) -> None:
+        j = _q2(f"output_tokens_per_s_per_gpu: 400, at_concurrency: 16, gpus: 1, {Q2_DIST}",
+                _at(16, outcomes={"ok": 50, "error": 150}))
+        assert j.status == "unreconciled"
+        assert j.reason.endswith("vs a level where most requests failed at 16: it does not "
+                                 "hold.")
+
+    def test_the_aggregate_is_judged_only_at_the_concurrency_claimed(self) -> None:
+        """1,200 tokens/s at 20 streams: not set against 16 streams' 844 tokens/s aggregate;
+        60 tokens/s per stream holds at 16 and fails at 32, so 20 is not decided, and the
+        command that would decide it is named."""
+        j = _q2(f"output_tokens_per_s_per_gpu: 300, at_concurrency: 20, gpus: 4, {Q2_DIST}")
+        assert j.status == "unverified"
+        assert j.reason.endswith(
+            "is consistent; not verified: the run measured no level that decides 20 streams; "
+            "re-run `evalkit probe --base-url https://api.vendor.example/v1 --model m-7b "
+            "--questionnaire t.yaml --max-concurrency 40 --out DIR`.")
+
+    def test_a_zero_aggregate_is_the_worst_shortfall(self) -> None:
+        j = _q2(f"output_tokens_per_s_per_gpu: 400, at_concurrency: 16, gpus: 4, {Q2_DIST}",
+                _at(16, aggregate_tokens_per_s=0))
+        assert j.reason.endswith("and 0.0 tokens/s aggregate at 16: infinitely short "
+                                 "aggregate.")
+
+    def test_undecided_on_the_per_stream_interval_first(self) -> None:
+        """75 tokens/s per stream claimed (limit 56.2): the p50's interval 50-unbounded and
+        the aggregate's 800-1,000 (limit 900) both straddle; the per-stream one is said, with
+        the requests a p50 needs for both ends."""
+        j = _q2(f"output_tokens_per_s_per_gpu: 300, at_concurrency: 16, gpus: 4, {Q2_DIST}",
+                _at(16, stream_tokens_per_s={"p50_ci": [50, None]},
+                    aggregate_tokens_per_s_ci=[800, 1000]))
+        assert j.status == "unverified"
+        assert j.reason.endswith(
+            "at 16: not enough evidence: n = 200, 95 % interval 50.0 tokens/s–unbounded "
+            f"straddles the limit 56.2 tokens/s; at least {samples_for(0.5)} requests there "
+            "would decide it.")
