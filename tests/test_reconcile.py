@@ -1844,3 +1844,10 @@ class TestQ2Details:
             "at 16: not enough evidence: n = 200, 95 % interval 50.0 tokens/s–unbounded "
             f"straddles the limit 56.2 tokens/s; at least {samples_for(0.5)} requests there "
             "would decide it.")
+
+
+def test_a_histogram_that_counted_none_of_our_streams_is_unreconciled() -> None:
+    j = judge(Q5_PER_STREAM, _scraped(SCRAPE | {"itl_observations": 0})).judgements["Q5"]
+    assert j.status == "unreconciled"
+    assert ("and https://scrape.example/metrics exports vllm:inter_token_latency_seconds, but "
+            "it counted none of our streams' tokens while we probed") in j.reason
