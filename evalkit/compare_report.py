@@ -45,7 +45,7 @@ from evalkit.compare import (
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_unit
 from evalkit.render import clip, render_html, render_pdf, sha256
-from evalkit.report import claim_text
+from evalkit.report import claim_text, fit_badge
 from evalkit.review import Review, RunData, load_run, review
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
@@ -389,8 +389,11 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
                              "unstarred": c.unstarred} for c in r.cells]}
                  for r in cmp.rows],
         "statuses": sorted(cmp.statuses.items()),
-        "use_cases": [(k.replace("_", " ").capitalize(), v)
-                      for k, v in sorted(cmp.use_cases.items())],
+        # each fit as the scorecard words it: how far it was tried ("fits up to 8 streams")
+        "use_cases": [(k.replace("_", " ").capitalize(),
+                       [fit_badge(_map(_map((v.scorecard or {}).get("use_cases")).get(k)))[1]
+                        for v in cmp.runs])
+                      for k in sorted(cmp.use_cases)],
         "fits": _fits(cmp),
         "trends": [(t, [cmp.runs[i].label for i in idx]) for t, idx in cmp.trends.items()],
         "judged": cmp.judged,

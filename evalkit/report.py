@@ -517,7 +517,7 @@ def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
-def _fit_badge(uc: Mapping[str, Any]) -> tuple[str, str]:
+def fit_badge(uc: Mapping[str, Any]) -> tuple[str, str]:
     """(css class, label) for a use-case fit, qualified by how far it was tried."""
     fit, top = uc.get("fit"), uc.get("max_concurrency")
     if fit is True:
@@ -587,7 +587,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     use_cases = []
     for name, uc in _map(scorecard.get("use_cases")).items():
         uc = _map(uc)
-        css, label = _fit_badge(uc)
+        css, label = fit_badge(uc)
         use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
                           "css": css, "label": label,
                           "reason": clip(uc.get("reason") or "", 4 * SHORT_TEXT)})
@@ -625,9 +625,10 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         elif reading.get("fit") is None:
             value = "not judged"
         share = f"{pct[1:]} % of" if pct[1:].isdigit() else "most"
+        known = _num(speed)
+        rate = f"{words.plain(known)} tok/s" if known is not None else fmt_rate(speed)
         figures.append(("Streams at reading speed",
-                        f"{value} (judged on whether {share} streams receive at least "
-                        f"{fmt_rate(speed)})"))
+                        f"{value}; judged on whether {share} streams receive at least {rate}"))
     if run is None:  # claims-only: the vendor's own words for what was reviewed
         model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
         endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
