@@ -1851,3 +1851,54 @@ def test_a_histogram_that_counted_none_of_our_streams_is_unreconciled() -> None:
     assert j.status == "unreconciled"
     assert ("and https://scrape.example/metrics exports vllm:inter_token_latency_seconds, but "
             "it counted none of our streams' tokens while we probed") in j.reason
+
+
+def _q3(text: str, summary: Any = SUMMARY) -> Judgement:
+    return judge("Q3: {" + text + "}\n", summary).judgements["Q3"]
+
+
+class TestQ3Details:
+    def test_one_price_alone_is_not_separate_prices(self) -> None:
+        j = _q3("input_price_per_mtok: 0.1, capacity_model: prefill and decode")
+        assert (j.status, j.reason) == (
+            "unanswerable", "Q3 does not give separate input and output prices per million "
+            "tokens.")
+        assert j.claimed == {"input_price_per_mtok": 0.1, "capacity_model": "prefill and decode"}
+
+    @pytest.mark.parametrize("blended", [0.1, 0.4])
+    def test_a_blended_price_at_either_separate_price_is_a_possible_mix(
+            self, blended: float) -> None:
+        """All input tokens (0.10) or all output tokens (0.40) are mixes too."""
+        j = _q3(f"input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+                f"blended_price_per_mtok: {blended}, capacity_model: words")
+        assert j.status == "unverified" and "outside the separate prices" not in j.reason
+
+    def test_the_currency_is_clipped_at_12_characters(self) -> None:
+        j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, currency: Euro-cents-ab, "
+                "capacity_model: words")
+        assert "(input 0.10 Euro-cents-… and output 0.40 Euro-cents-… per million" in j.reason
+
+    def test_an_open_decode_interval_asks_for_the_requests_a_p50_needs(self) -> None:
+        j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+                "decode_tokens_per_s_per_stream: 150", _with_rates([4000, 6000], [60.0, None]))
+        assert j.status == "unverified"
+        assert j.reason.endswith("95 % interval 60.0 tokens/s–unbounded straddles the limit "
+                                 f"75.0 tokens/s; at least {samples_for(0.5)} requests there "
+                                 "would decide it.")
+        assert j.measured is not None
+        assert j.measured["decode_tokens_per_s_per_stream_p50_ci"] == [60.0, None]
+
+    def test_the_larger_shortfall_is_named(self) -> None:
+        """Prefill 12,000 claimed vs 4,900 (2.4×) and decode 300 vs 95.2 (3.2×)."""
+        j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+                "prefill_tokens_per_s: 12000, decode_tokens_per_s_per_stream: 300")
+        assert j.status == "unreconciled" and j.reason.endswith(": decode per stream 3.2× short.")
+
+    def test_a_run_without_a_baseline_did_not_measure_decode(self) -> None:
+        s = json.loads(json.dumps(SUMMARY))
+        del s["baseline"]
+        j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+                "decode_tokens_per_s_per_stream: 150", s)
+        assert j.status == "unverified"
+        assert j.reason.endswith("not verified: the run did not measure the decode per stream "
+                                 "rate (run the prefill and baseline phases).")
