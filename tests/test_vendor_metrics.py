@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from evalkit.questionnaire import ObservabilityAnswer
-from evalkit.reconcile import Evidence, Measurements, judge_q5
+from evalkit.reconcile import Evidence, judge_q5
 from evalkit.runcheck import read_run
 from evalkit.suite import ProbeConfig, run_probe
+from evalkit.summary import Summary
 from evalkit.tolerances import Tolerances
 from evalkit.vendor_metrics import (
     SCRAPES_FILE,
@@ -160,7 +161,7 @@ def _q5(vm: dict[str, Any] | None, validity: str = "valid") -> Any:
     answer = ObservabilityAnswer(observability="per_stream",
                                  export="Prometheus inter-token histogram",
                                  metrics_url="https://vendor.example/metrics")
-    m = Measurements((), None, None, None, None, False, validity=validity, vendor_metrics=vm)
+    m = Summary((), None, None, None, None, False, validity=validity, vendor_metrics=vm)
     return judge_q5(answer, Evidence(m), Tolerances())
 
 
@@ -201,8 +202,8 @@ class TestQ5:
 
     def test_request_level_stays_an_honest_gap(self) -> None:
         answer = ObservabilityAnswer(observability="request_level", export="Prometheus")
-        m = Measurements((), None, None, None, None, False, validity="valid",
-                         vendor_metrics=_vm())
+        m = Summary((), None, None, None, None, False, validity="valid",
+                    vendor_metrics=_vm())
         j = judge_q5(answer, Evidence(m), Tolerances())
         assert (j.status, j.finding) == ("ok", "gap")
 
