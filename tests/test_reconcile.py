@@ -1902,3 +1902,23 @@ class TestQ3Details:
         assert j.status == "unverified"
         assert j.reason.endswith("not verified: the run did not measure the decode per stream "
                                  "rate (run the prefill and baseline phases).")
+
+
+def test_a_flat_prefill_fit_decides_no_prefill_claim_and_only_prefill() -> None:
+    """The fit's slope could be zero (prefill faster than 20,000 tokens/s): no prefill claim
+    is confirmed; a decode claim unmeasured beside it is reported as unmeasured."""
+    s = json.loads(json.dumps(SUMMARY))
+    s["prefill"] = {"tokens_per_s": None, "tokens_per_s_at_least": 20000.0, "points": []}
+    j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, prefill_tokens_per_s: 9000", s)
+    assert j.status == "unverified"
+    assert "this run saw no measurable prefill cost (above 20,000 tokens/s" in j.reason
+    assert j.measured is not None
+    assert round(j.measured["decode_tokens_per_s_per_stream_p50"], 1) == 95.2
+    s["baseline"] = None
+    j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
+            "decode_tokens_per_s_per_stream: 150", s)
+    assert j.reason.endswith("not verified: the run did not measure the decode per stream rate "
+                             "(run the prefill and baseline phases).")
+    assert j.measured == {"prefill_tokens_per_s": None, "decode_tokens_per_s_per_stream_p50": None,
+                          "prefill_tokens_per_s_ci": None,
+                          "decode_tokens_per_s_per_stream_p50_ci": None}
