@@ -124,6 +124,14 @@ def test_two_vendors_side_by_side(runs: dict[str, Path], tmp_path: Path) -> None
     xmp = pdf.trailer["/Root"]["/Metadata"].get_object().get_data().decode()
     assert 'pdfaid:part="3"' in xmp and 'pdfaid:conformance="B"' in xmp
     assert "evalkit scorecard" not in text
+    # pages flow: none but the last under half full (the old comparison's p2 held two
+    # bullets); the use-case table says how far each fit was tried, as scorecards do
+    from test_report import page_fill
+
+    fills = [page_fill(p) for p in pdf.pages]
+    assert all(f >= 0.5 for f in fills[:-1]), fills
+    squashed = " ".join(text.split())
+    assert "Use case Steadystream Inference Apex Hyperscale AI Batch ✓ fits" in squashed
     # attachments are named by vendor (and date), not run1 / run2
     names = sorted(pdf.attachments)
     assert names[0] == "apex-hyperscale-ai-" + data["runs"][1]["started"][:10] + "-summary.json"
