@@ -1922,3 +1922,45 @@ def test_a_flat_prefill_fit_decides_no_prefill_claim_and_only_prefill() -> None:
     assert j.measured == {"prefill_tokens_per_s": None, "decode_tokens_per_s_per_stream_p50": None,
                           "prefill_tokens_per_s_ci": None,
                           "decode_tokens_per_s_per_stream_p50_ci": None}
+
+
+def _q4(text: str, summary: Any = SUMMARY, tol: Tolerances | None = None) -> Judgement:
+    return judge("Q4: {" + text + ", first_degrades: itl, source: production}\n", summary,
+                 tol).judgements["Q4"]
+
+
+class TestQ4Details:
+    @pytest.mark.parametrize(("nodes", "said"), [(1, "8 streams per node × 1 node = 8,"),
+                                                 (2, "8 streams per node × 2 nodes = 16,")])
+    def test_the_nodes_are_counted_in_words(self, nodes: int, said: str) -> None:
+        j = _q4(f"max_concurrent_streams_per_node: 8, nodes: {nodes}")
+        assert j.status == "ok" and j.reason.startswith(f"Claimed {said} itl first vs the ramp")
+        assert j.claimed == {"source": "production", "max_concurrent_streams_per_node": 8,
+                             "nodes": nodes, "first_degrades": "itl"}
+        assert j.measured == {"max_sustained_concurrency": 16, "first_degraded": "itl",
+                              "breaking_concurrency": 32, "first_tie_concurrency": None}
+
+    def test_the_tolerance_names_concurrency_rel(self) -> None:
+        j = _q4("max_concurrent_streams_per_node: 8",
+                tol=tolerances_from_dict({"concurrency_rel": 0.9}))
+        assert j.tolerance == "one-sided: claimed ≤ breaking level × 1.9 (concurrency_rel 90%)"
+
+    def test_a_tie_with_nothing_confirmed_says_so_and_keeps_the_tie(self) -> None:
+        s = _tied(16, breach=None, first=None)
+        s["ramp"]["max_sustained_concurrency"] = None
+        j = _q4("max_concurrent_streams_per_node: 30", s)
+        assert j.status == "unverified"
+        assert "; not verified: no level was confirmed sustained or breached: level 16 is a tie " \
+            "on ttft" in j.reason
+        assert j.measured == {"max_sustained_concurrency": None, "first_degraded": None,
+                              "breaking_concurrency": None, "first_tie_concurrency": 16}
+
+    def test_a_ramp_that_judged_no_level_names_the_run_that_would(self) -> None:
+        s = json.loads(json.dumps(SUMMARY))
+        s["ramp"] |= {"first_degraded": None, "max_sustained_concurrency": None}
+        j = _q4("max_concurrent_streams_per_node: 30", s)
+        assert j.status == "unverified" and j.measured is not None
+        assert j.reason.endswith(
+            "not verified: the ramp judged no level (re-run `evalkit probe --base-url "
+            "https://api.vendor.example/v1 --model m-7b --questionnaire t.yaml "
+            "--max-concurrency 60 --out DIR`).")
