@@ -1964,3 +1964,46 @@ class TestQ4Details:
             "not verified: the ramp judged no level (re-run `evalkit probe --base-url "
             "https://api.vendor.example/v1 --model m-7b --questionnaire t.yaml "
             "--max-concurrency 60 --out DIR`).")
+
+
+class TestQ4Edges:
+    def test_a_ramp_that_held_the_claim_without_degrading_did_not_see_what_degrades(
+            self) -> None:
+        s = json.loads(json.dumps(SUMMARY))
+        s["ramp"] |= {"first_degraded": None, "max_sustained_concurrency": 16}
+        shown = {"max_sustained_concurrency": 16, "first_degraded": None,
+                 "breaking_concurrency": None, "first_tie_concurrency": None}
+        at = _q4("max_concurrent_streams_per_node: 16", s)
+        assert at.status == "unverified" and at.measured == shown
+        assert "not verified: the ramp held 16 streams, at least the claim, and nothing " \
+            "degraded" in at.reason
+        above = _q4("max_concurrent_streams_per_node: 17", s)
+        assert above.status == "unverified" and above.measured == shown
+        assert "not verified: the ramp held up to 16 streams and stopped below the claim " \
+            "without degrading" in above.reason
+
+    def test_a_ramp_that_sustained_no_level_says_so(self) -> None:
+        s = json.loads(json.dumps(SUMMARY))
+        s["ramp"] |= {"max_sustained_concurrency": None, "first_breach_concurrency": 1}
+        j = _q4("max_concurrent_streams_per_node: 8", s)
+        assert j.status == "unreconciled"
+        assert "vs the ramp, which sustained no level and broke at 1 on itl: the claim is 8.0× " \
+            "the level at which it broke." in j.reason
+        assert j.measured == {"max_sustained_concurrency": None, "first_degraded": "itl",
+                              "breaking_concurrency": 1, "first_tie_concurrency": None}
+
+    def test_without_a_breaking_level_the_limit_is_one_above_what_held(self) -> None:
+        """Degraded, but no level above the 512 it sustained: the limit is 513 × 1.25."""
+        s = json.loads(json.dumps(SUMMARY))
+        s["ramp"] |= {"max_sustained_concurrency": 512, "first_breach_concurrency": None}
+        assert _q4("max_concurrent_streams_per_node: 641", s).status == "ok"
+        assert _q4("max_concurrent_streams_per_node: 642", s).status == "unreconciled"
+
+    def test_a_tie_decides_up_to_its_level_times_the_tolerance(self) -> None:
+        """A tie on itl at 16: a claim of 20 (16 × 1.25) holds, 21 is not decided."""
+        ok = _q4("max_concurrent_streams_per_node: 20", _tied(16, ("itl",)))
+        assert ok.status == "ok"
+        open_ = _q4("max_concurrent_streams_per_node: 21", _tied(16, ("itl",)))
+        assert open_.status == "unverified" and "but level 16 is a tie on itl" in open_.reason
+        assert open_.measured == {"max_sustained_concurrency": 8, "first_degraded": "itl",
+                                  "breaking_concurrency": 32, "first_tie_concurrency": 16}
