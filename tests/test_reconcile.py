@@ -2007,3 +2007,77 @@ class TestQ4Edges:
         assert open_.status == "unverified" and "but level 16 is a tie on itl" in open_.reason
         assert open_.measured == {"max_sustained_concurrency": 8, "first_degraded": "itl",
                                   "breaking_concurrency": 32, "first_tie_concurrency": 16}
+
+
+def _q6(text: str, summary: Any = SUMMARY) -> Judgement:
+    return judge(text, summary).judgements["Q6"]
+
+
+ONE_STREAM = "; we measured 95.2 tokens/s per stream (p50) with one stream."
+
+
+class TestQ6Details:
+    """The panel (p50 170 tokens/s) against a headline; headline_panel_ratio is 2×."""
+
+    def test_a_written_reconciliation_explains_the_gap_with_our_figures_beside(self) -> None:
+        j = _q6("headline: {value: 1107}\n" + PANEL + WRITTEN)
+        assert j.status == "ok"
+        assert j.reason == ("Headline 1,107 tokens/s is 6.5× the production panel's median 170 "
+                            "tokens/s (last 7 days; limit 2× without a written reconciliation): "
+                            "a written reconciliation explains the gap" + ONE_STREAM)
+        assert j.claimed["panel"] == {"p50": 170, "p90": 520, "p99": 767}
+        assert j.measured is not None and sorted(j.measured) == [
+            "baseline_stream_tokens_per_s", "stream_tokens_per_s_at_16"]
+        assert round(j.measured["stream_tokens_per_s_at_16"]["p50"], 1) == 55.6
+
+    def test_twice_the_panel_is_within_the_limit(self) -> None:
+        j = _q6("headline: {value: 340}\n" + PANEL)
+        assert j.status == "ok" and "is 2.0× the production panel's median" in j.reason
+        assert ": within the limit" + ONE_STREAM in j.reason
+
+    def test_without_a_headline_the_panel_stands_alone(self) -> None:
+        assert _q6(PANEL).reason == ("The production panel (last 7 days) is given and there is "
+                                     "no headline figure to reconcile it with" + ONE_STREAM)
+
+    @pytest.mark.parametrize(("head", "panel", "basis"), [
+        ("headline: {value: 1107}\n", "{p90: 520, p99: 767}", "the panel has no per-request p50"),
+        ("headline: {value: 1107, unit: output_tokens_per_s_per_gpu}\n",
+         "{p50: 170, p90: 520}", "the headline is in output_tokens_per_s_per_gpu, the panel "
+                                 "per request")])
+    def test_a_headline_that_cannot_be_divided_by_the_panel(
+            self, head: str, panel: str, basis: str) -> None:
+        text = (f"{head}Q6:\n  output_tokens_per_s: {panel}\n  window: w\n  source: production\n")
+        j = _q6(text + WRITTEN)
+        assert j.status == "ok" and j.reason == (
+            f"Headline 1,107 and the panel cannot be divided ({basis}), and a written "
+            "reconciliation is given" + ONE_STREAM)
+
+    def test_the_window_may_be_the_distribution_s_and_is_clipped(self) -> None:
+        window = "w" * 61
+        j = _q6("Q6:\n  output_tokens_per_s: {p50: 170, p90: 520, window: " + window + "}\n"
+                "  source: production\n")
+        assert j.status == "ok" and f"The production panel ({window[:59]}…) is given" in j.reason
+
+    def test_latency_alone_is_a_panel_and_its_order_is_checked(self) -> None:
+        j = _q6("headline: {value: 1107}\nQ6:\n  latency_s: {p50: 1.3, p90: 8.4}\n  window: w\n"
+                "  source: production\n")
+        assert j.status == "unreconciled" and "panel" not in j.claimed
+        assert "cannot be compared (the panel has no per-request p50)" in j.reason
+        j = _q6(PANEL + "  latency_s: {p50: 9, p90: 7}\n")
+        assert j.reason == ("The panel's latency percentiles 9/7 are not in increasing order, "
+                            "so they contradict each other.")
+
+    def test_a_run_without_a_baseline_verifies_no_panel(self) -> None:
+        s = json.loads(json.dumps(SUMMARY))
+        del s["baseline"]
+        j = _q6(PANEL, s)
+        assert j.status == "unverified" and j.reason.endswith(
+            "not verified against our own measurement: the run has no baseline to set our own "
+            "distribution beside it.")
+
+
+def test_a_contradiction_is_added_to_an_answer_refused_for_another_reason() -> None:
+    j = judge("Q1: {ttft_p50_ms: 500, ttft_p90_ms: 400, at_concurrency: 16, source: lab}\n"
+              ).judgements["Q1"]
+    assert j.status == "unanswerable" and j.reason.endswith(
+        " Its numbers also contradict each other: TTFT p50 500 ms is above p90 400 ms.")
