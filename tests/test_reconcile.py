@@ -1569,7 +1569,8 @@ class TestReadingSpeedOnIntervals:
 
     @pytest.mark.parametrize(("ci", "shown"), [([0.15, None], "unbounded–6.7 tokens/s"),
                                                ([0.0, 0.2], "5.0 tokens/s–unbounded"),
-                                               ([None, 0.2], "5.0 tokens/s–unbounded")])
+                                               ([None, 0.2], "5.0 tokens/s–unbounded"),
+                                               ([None, 0.0], "unbounded–unbounded")])
     def test_an_open_end_is_unbounded_and_the_p90_says_how_many_requests(
             self, ci: list[float | None], shown: str) -> None:
         """An open (or zero) TPOT end leaves that end of the rate open; a p90 needs at least
