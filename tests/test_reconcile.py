@@ -2082,3 +2082,17 @@ def test_a_contradiction_is_added_to_an_answer_refused_for_another_reason() -> N
               ).judgements["Q1"]
     assert j.status == "unanswerable" and j.reason.endswith(
         " Its numbers also contradict each other: TTFT p50 500 ms is above p90 400 ms.")
+
+
+def test_a_failure_share_is_said_to_a_tenth_of_a_percent() -> None:
+    """20 of 200 (10.0 %) with an interval reaching down to 0.5 %: not decided."""
+    s = _at(512, outcomes={"ok": 180, "rejected": 20}, failure_rate_ci=[0.005, 0.15])
+    reason = streams_at_reading_speed(measurements(s), Tolerances()).reason
+    assert reason.endswith("not judged at 512: not enough evidence: 10.0% of 200 failed, 95 % "
+                           "interval 0.5–15.0% straddles 1%.")
+
+
+def test_a_measured_ttft_of_zero_is_not_the_figure_nearest_its_limit() -> None:
+    j = _q1("ttft_p50_ms: 300, ttft_p90_ms: 300, at_concurrency: 16",
+            _at(16, ttft_s={"p50": 0.0}))
+    assert j.reason.endswith("vs measured p90 330 ms at 16: holds."), j.reason
