@@ -2096,3 +2096,55 @@ def test_a_measured_ttft_of_zero_is_not_the_figure_nearest_its_limit() -> None:
     j = _q1("ttft_p50_ms: 300, ttft_p90_ms: 300, at_concurrency: 16",
             _at(16, ttft_s={"p50": 0.0}))
     assert j.reason.endswith("vs measured p90 330 ms at 16: holds."), j.reason
+
+
+class TestVerdictWords:
+    @pytest.mark.parametrize(("broken", "said"), [({"Q2": "unreconciled"}, "Q2 does not hold up"),
+                                                  ({"Q2": "unreconciled", "Q6": "unreconciled"},
+                                                   "Q2 and Q6 do not hold up")])
+    def test_what_does_not_hold_up_is_counted_and_ends_the_sentence(
+            self, broken: dict[str, str], said: str) -> None:
+        v = verdict(_judged(**broken), "Acme")
+        assert v.streaming_ready is False and said in v.text
+        assert v.text.endswith("until reconciled.")
+
+    @pytest.mark.parametrize("validity", ["invalid", "degraded"])
+    def test_the_run_s_reason_is_quoted_up_to_200_characters(self, validity: str) -> None:
+        reason = "r" * 201
+        v = verdict(_judged(), "Acme", validity=validity, validity_reasons=(reason, "other"))
+        assert f"({'r' * 199}…)" in v.text and "r" * 200 not in v.text
+        whole = verdict(_judged(), "Acme", validity=validity, validity_reasons=(reason[:200],))
+        assert f"({'r' * 200})" in whole.text
+
+    def test_nothing_else_flagged_adds_nothing(self) -> None:
+        v = verdict(_judged(), "Acme")
+        assert v.streaming_ready is True and v.text.endswith("sized for the streaming regime.")
+
+
+class TestQ5Kept:
+    def test_what_the_scrape_said_is_kept_under_its_own_names(self) -> None:
+        j = judge(Q5_PER_STREAM, _scraped(SCRAPE | {"scrapes_ok": 0})).judgements["Q5"]
+        assert j.measured == {"url": "https://scrape.example/metrics", "engine": "vllm",
+                              "families": {"itl": "vllm:inter_token_latency_seconds"},
+                              "per_stream_itl": True, "itl_observations": 120,
+                              "scrapes_ok": 0}
+        assert j.claimed == {"observability": "per_stream", "export": "Prometheus itl histogram",
+                             "metrics_url": "https://claimed.example/metrics"}
+
+    def test_an_export_said_beside_none_is_quoted_up_to_80_characters(self) -> None:
+        export = "x" * 81
+        j = judge(f"Q5: {{observability: none, export: {export}}}\n").judgements["Q5"]
+        assert j.status == "unreconciled" and f"({export[:79]}…)" in j.reason
+
+
+def test_a_run_that_verifies_nothing_judges_no_reading_speed() -> None:
+    s = json.loads(json.dumps(SUMMARY))
+    s["validity"] = {"status": "invalid", "reasons": ["baseline: all failed"]}
+    fit = streams_at_reading_speed(measurements(s), Tolerances())
+    assert fit.fit is None and fit.reason.startswith("Not judged: the run is invalid")
+
+
+def test_the_review_keeps_the_target_mismatch_and_the_client_bound_flag() -> None:
+    review = reconcile(q("model: other-model\n"), make_summary(client_bound=True), None, RUN)
+    assert review.target_mismatch is not None and "other-model" in review.target_mismatch
+    assert review.client_bound is True
