@@ -2148,3 +2148,10 @@ def test_the_review_keeps_the_target_mismatch_and_the_client_bound_flag() -> Non
     review = reconcile(q("model: other-model\n"), make_summary(client_bound=True), None, RUN)
     assert review.target_mismatch is not None and "other-model" in review.target_mismatch
     assert review.client_bound is True
+
+
+@pytest.mark.parametrize(("written", "said"), [("250.7", "251"), ("12.25", "12.2"),
+                                               ("0.25", "0.25"), ("1200", "1,200")])
+def test_a_claimed_figure_is_said_to_its_significant_digits(written: str, said: str) -> None:
+    j = _q1(f"ttft_p90_ms: {written}, at_concurrency: 1")
+    assert j.reason == f"TTFT p90 {said} ms is given in isolation (concurrency 1), not under load."
