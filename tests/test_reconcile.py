@@ -2155,3 +2155,52 @@ def test_the_review_keeps_the_target_mismatch_and_the_client_bound_flag() -> Non
 def test_a_claimed_figure_is_said_to_its_significant_digits(written: str, said: str) -> None:
     j = _q1(f"ttft_p90_ms: {written}, at_concurrency: 1")
     assert j.reason == f"TTFT p90 {said} ms is given in isolation (concurrency 1), not under load."
+
+
+@pytest.mark.parametrize(("written", "said"), [("100.5", "100"), ("1.96", "2.0")])
+def test_a_claimed_figure_near_a_format_edge(written: str, said: str) -> None:
+    j = _q1(f"ttft_p90_ms: {written}, at_concurrency: 1")
+    assert j.reason.startswith(f"TTFT p90 {said} ms is given")
+
+
+class TestRunLevelEdges:
+    def _invalid(self, reasons: list[str]) -> dict[str, Any]:
+        s = json.loads(json.dumps(SUMMARY))
+        s["validity"] = {"status": "invalid", "reasons": reasons}
+        return s
+
+    def test_an_invalid_run_without_a_reason_says_only_that(self) -> None:
+        fits = use_case_fit(measurements(self._invalid([])), Tolerances())
+        assert fits["batch"].fit is None and fits["batch"].reason == (
+            "Not judged: the run is invalid, so it verifies nothing; fix the endpoint or the "
+            "probe's options and re-run it.")
+
+    def test_the_run_s_reason_is_quoted_up_to_160_characters(self) -> None:
+        reason = "r" * 161
+        fit = use_case_fit(measurements(self._invalid([reason])), Tolerances())["batch"]
+        assert f"the run is invalid ({'r' * 159}…), so" in fit.reason
+
+    def test_a_claims_only_review_names_the_questionnaire_s_command_and_no_mismatch(
+            self) -> None:
+        review = reconcile(q("model: other-model\nQ1: {ttft_p90_ms: 300, at_concurrency: 16, "
+                             "source: production}\n"), None, None, RUN)
+        assert review.target_mismatch is None and review.client_bound is False
+        assert "run `evalkit probe --base-url https://api.vendor.example/v1 --model other-model " \
+            "--questionnaire t.yaml --out DIR`" in review.judgements["Q1"].reason
+
+    def test_an_empty_summary_is_an_invalid_run_not_a_client_bound_one(self) -> None:
+        review = reconcile(q("vendor: A\n"), {"schema": "evalkit.summary/1"}, None, RUN)
+        assert review.run_validity == "invalid" and review.client_bound is False
+
+
+class TestQ6Edges:
+    def test_a_panel_without_numbers_is_not_claimed_as_a_panel(self) -> None:
+        j = _q6("Q6:\n  output_tokens_per_s: {window: w}\n  latency_s: {p50: 1.3, p90: 8.4}\n"
+                "  source: production\n")
+        assert "panel" not in j.claimed and j.claimed["output_tokens_per_s"] == {"window": "w"}
+
+    def test_without_our_own_p50_nothing_is_set_beside(self) -> None:
+        s = json.loads(json.dumps(SUMMARY))
+        s["baseline"]["stream_tokens_per_s"] = {"p90": 100.0, "n": 20}
+        assert _q6(PANEL, s).reason == ("The production panel (last 7 days) is given and there "
+                                        "is no headline figure to reconcile it with.")
