@@ -44,8 +44,8 @@ from evalkit.compare import (
 )
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_unit
+from evalkit.pagetext import claim_text, fit_badge
 from evalkit.render import clip, render_html, render_pdf, sha256
-from evalkit.report import claim_text, fit_badge
 from evalkit.review import Review, RunData, load_run, review
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
