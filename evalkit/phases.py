@@ -20,6 +20,7 @@ import httpx
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError
+from evalkit.intervals import proportion_interval
 from evalkit.metrics import Thresholds, frames, judge_ramp, phase_stats
 from evalkit.plan import estimate
 from evalkit.prober import (
@@ -127,6 +128,14 @@ class SuiteRun:
             yield self._held
         finally:
             self._held, self._holding = [], False
+
+    def _settled(self) -> bool:
+        """The level's failures already confirm an admission breach (the 95 % interval of
+        their share lies wholly above its limit): more requests to reach a floor would
+        only cost a failing vendor's time, they could not change the level's status."""
+        failed = sum(r.outcome != "ok" for r in self._held)
+        share = proportion_interval(failed, len(self._held)) if failed else None
+        return share is not None and share[0] > self.watch.thresholds.admission_failure_rate
 
     def _announce(self, phase: str, level: int | None = None, detail: str = "") -> None:
         if self.progress is not None:
@@ -240,7 +249,7 @@ class SuiteRun:
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s, max_requests=None,
-                              on_note=self._note, min_requests=floor)
+                              on_note=self._note, min_requests=floor, settled=self._settled)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
@@ -248,6 +257,7 @@ class SuiteRun:
                        rate: float | None) -> dict[str, Any]:
         """One level split over the Ray actors, records appended as they stream back."""
         assert self.pool is not None
+        floor = self.s.ramp.floor(level) if phase == "ramp" else 0
 
         def task(shard: int, shards: int, offset_ns: int, start_ns: int) -> ShardTask:
             # the actor's clock reads the driver's + offset: its t0_s land on our timeline
@@ -258,7 +268,8 @@ class SuiteRun:
                              output_tokens=self.s.output_tokens,
                              client_limits=self.s.client_check,
                              user_prompts=tuple(self.user_prompts), seed=self.config.seed,
-                             rate=rate)
+                             rate=rate, min_requests=-(-floor * len(range(shard, level, shards))
+                                                       // level) if level else 0)
 
         reports, lost = await self.pool.run_level(task, self.on_record, level)
         where = f"{phase}{f' level {level}' if level else ''}"

@@ -602,13 +602,15 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
                       max_requests: int | None, reject_pause_s: float = 0.05,
                       stagger_s: float = 0.0005, max_pause_s: float = 2.0,
                       on_note: Callable[[str], None] | None = None,
-                      min_requests: int = 0, overtime_s: float = 120.0) -> None:
+                      min_requests: int = 0, overtime_s: float = 120.0,
+                      settled: Callable[[], bool] | None = None) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
     (whichever first), and, with `min_requests`, until that many were started too (a
     percentile claimed at this level needs them), for at most `overtime_s` past
-    `duration_s`; requests in flight then finish (the drain), so no record is cut
+    `duration_s` and only while `settled()` (when given) says the level is not already
+    decided without them; requests in flight then finish (the drain), so no record is cut
     short by the phase ending. A worker turned away (429/503) waits what its Retry-After
     asked for (bounded), else `reject_pause_s`; one that failed before any content backs
     off, doubling from `reject_pause_s` up to `max_pause_s` while failures repeat: it
@@ -631,7 +633,8 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
         now = time.perf_counter()
         if deadline is None or now < deadline:
             return True
-        return started < min_requests and hard is not None and now < hard
+        return (started < min_requests and hard is not None and now < hard
+                and not (settled is not None and settled()))
 
     async def worker(i: int) -> None:
         nonlocal started, silent

@@ -40,6 +40,9 @@ class ShardTask:
     user_prompts: tuple[Prompt, ...] = ()
     seed: int = 0
     rate: float | None = None
+    #: least requests this shard starts (its share of the level's floor), at most two
+    #: minutes past `duration_s`
+    min_requests: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
         elif workers:
             await closed_loop(prober, lambda: source.next(task.prompt_tokens, task.output_tokens),
                               kept, phase=task.phase, level=task.level,
-                              workers=workers, duration_s=task.duration_s, max_requests=None)
+                              workers=workers, duration_s=task.duration_s, max_requests=None,
+                              min_requests=task.min_requests)
         check = judge_client(window_end(mon, prober, mark), task.client_limits)
     return ShardResult(tuple(records), check, round(max(-delay, 0.0), 4))
 

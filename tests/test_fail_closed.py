@@ -181,4 +181,7 @@ class TestInvalidRun:
         assert summary["validity"]["status"] == "invalid"
         assert summary["baseline"]["validity"]["status"] == "invalid"
         assert {lv["status"] for lv in summary["ramp"]["levels"]} == {"failed"}
+        # a level whose failures already confirm the breach does not wait for the profile's
+        # 36-request floor (each one would cost a failing vendor more backoff for nothing)
+        assert all(lv["requests"] < 36 for lv in summary["ramp"]["levels"])
         assert summary["client"]["client_bound"] is False  # failures are not the client's
