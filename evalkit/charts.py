@@ -1060,9 +1060,11 @@ def _throughput_words(thresholds: Mapping[str, Any] | None = None) -> str:
     return ("Output tokens per second at each concurrency level: per stream (left axis; p50, "
             "and p10, which 90 % of streams beat), falling as streams share the endpoint, and "
             "for all streams together (right axis), rising until the endpoint is saturated. "
-            "The vertical line is the max sustained concurrency: the highest level where TTFT "
+            "The vertical line is the max sustained concurrency: the highest level whose TTFT "
             f"p90 stayed within {ratio('ttft_p90_ratio')}× the baseline's, TPOT p90 within "
-            f"{ratio('tpot_p90_ratio')}× and at most {fail} % of requests failed.")
+            f"{ratio('tpot_p90_ratio')}× and failures at most {fail} %, each judged on its "
+            "95 % interval: a level breaches only when the whole interval lies beyond a limit, "
+            "and one whose interval straddles a limit is a tie, neither held nor breached.")
 
 
 PREFILL_CAPTION = (

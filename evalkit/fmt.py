@@ -17,16 +17,16 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evalkit.summary import as_number
+
 #: A formatter of one number (or anything, shown as "—" when it is not a number).
 Formatter = Callable[[Any], str]
 
 
 def num(x: Any) -> float | None:
     """x as a finite float, or None: input JSON may hold anything anywhere (bool is not a
-    number here, although Python says it is)."""
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
+    number here, although Python says it is; nor is an integer beyond float range)."""
+    return as_number(x)
 
 
 def fmt_num(x: Any, digits: int = 3) -> str:
