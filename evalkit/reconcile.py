@@ -592,14 +592,22 @@ def _ci_words(ci: tuple[float | None, float | None] | None,
 def _prefill_undecided(m: Summary, ci: tuple[float | None, float | None] | None) -> str:
     """Why the prefill rate decides no claim, and the run that would."""
     lengths = m.prefill_lengths
-    if ci is None or ci[0] is None or ci[1] is None:
+    more = "probe with more prompt lengths or repeats (--profile standard)"
+    if lengths is not None and lengths >= 3 and (ci is None or ci == (None, None)):
+        return (f"the prefill fit over {lengths} prompt lengths gives no interval on its "
+                f"rate; {more}")
+    if ci is None or lengths is None or lengths < 3 or ci == (None, None):
         return (f"the prefill fit rests on {lengths} prompt length"
                 f"{'s' if lengths != 1 else ''}, too few for an interval on its rate (3 "
                 "needed); probe with more prompt lengths (--profile standard)")
+    if ci[0] is None or ci[1] is None:
+        end = (f"from {fmt_rate(ci[0])} up, no upper end" if ci[1] is None else
+               f"up to {fmt_rate(ci[1])}, no lower end")
+        return (f"not enough evidence: the prefill rate's 95 % interval is open ({end}; a "
+                f"fit over {lengths} prompt lengths); {more}")
     return (f"not enough evidence: the prefill rate's 95 % interval "
             f"{fmt_rate(ci[0])}–{fmt_rate(ci[1])} (a fit over {lengths} prompt lengths) "
-            "straddles the claim's tolerance; probe with more prompt lengths or repeats "
-            "(--profile standard)")
+            f"straddles the claim's tolerance; {more}")
 
 
 def _breaking_level(m: Summary) -> int | None:
@@ -640,8 +648,8 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     nodes = a.nodes or 1
     claimed = n * nodes
     said = (f"{n} streams per node × {a.nodes} node{'s' if nodes > 1 else ''} = {claimed}, "
-            f"{first} first" if a.nodes else
-            f"{n} streams per node (at least {n} for the endpoint), {first} first")
+            f"{_metric(first)} first" if a.nodes else
+            f"{n} streams per node (at least {n} for the endpoint), {_metric(first)} first")
     gap_text = ""
     if sold is not None and claimed < sold:
         gap = "gap"
@@ -673,9 +681,10 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
         return j("unverified", f"Claimed {said}; not verified: the ramp held {held} streams, "
                  f"at least the claim, and nothing degraded, so what degrades first was not "
                  f"seen; {more}{gap_text}.", shown)
+    broke = (f"broke at {breaking} on {_metric(mu.first_degraded)}" if breaking is not None
+             else f"saw {_metric(mu.first_degraded)} degrade first at a level it does not list")
     head = (f"Claimed {said} vs the ramp, which sustained "
-            f"{mu.max_sustained if mu.max_sustained is not None else 'no level'} and broke at "
-            f"{breaking} on {mu.first_degraded}")
+            f"{mu.max_sustained if mu.max_sustained is not None else 'no level'} and {broke}")
     problems = []
     limit = breaking if breaking is not None else (mu.max_sustained or 0) + 1
     if claimed > limit * (1 + tol.concurrency_rel):
@@ -683,7 +692,7 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     # a tie below the breach may be where it really broke, on one of the tied metrics
     firsts = {mu.first_degraded, *(tie.ties if tie is not None else ())}
     if first not in firsts:
-        problems.append(f"{mu.first_degraded}, not {first}, degraded first")
+        problems.append(f"{_metric(mu.first_degraded)}, not {_metric(first)}, degraded first")
     if problems:
         return j("unreconciled", f"{head}: {_join(problems)}{gap_text}.", shown)
     if tie is not None and (claimed > tie.concurrency * (1 + tol.concurrency_rel)
@@ -693,9 +702,18 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     return j("ok", f"{head}: holds{gap_text}.", shown)
 
 
+#: the ramp's metric names (summary.json, the questionnaire's first_degrades) as the page
+#: says them: the per-token metric is TPOT everywhere a reader looks
+METRIC_WORDS = {"itl": "TPOT", "ttft": "TTFT", "admission": "admission"}
+
+
+def _metric(name: str | None) -> str:
+    return METRIC_WORDS.get(name or "", str(name))
+
+
 def _tie_words(tie: Level) -> str:
     """A tie level in words, with the run that would decide it."""
-    what = _join(list(tie.ties)) or "a limit"
+    what = _join([_metric(t) for t in tie.ties]) or "a limit"
     more = (f"about {tie.tie_requests} requests at {tie.concurrency} streams would decide it"
             if tie.tie_requests else f"more requests at {tie.concurrency} streams would "
             "decide it")
@@ -761,12 +779,14 @@ def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
                  "can reach.")
     families = as_mapping(vm.get("families"))
     itl = _quote(str(families.get("itl") or ""), 80)
+    named = (f"the per-token histogram {itl}" if itl else
+             "a per-token histogram (its name not recorded)")
     seen = as_count(vm.get("itl_observations")) or 0
     if vm.get("per_stream_itl") is True and seen > 0:
-        return j("ok", f"{said}: our scrape of {url} found the per-token histogram {itl}, "
+        return j("ok", f"{said}: our scrape of {url} found {named}, "
                  f"which counted {seen:,} inter-token intervals during our run.")
     if vm.get("per_stream_itl") is True:
-        return j("unreconciled", f"{said}, and {url} exports {itl}, but it counted none of "
+        return j("unreconciled", f"{said}, and {url} exports {named}, but it counted none of "
                  "our streams' tokens while we probed: it is not the engine that served us "
                  "(another replica?), or it is not fed.")
     other = _quote(str(families.get("tpot_req") or ""), 80)

@@ -201,7 +201,7 @@ CASES: list[tuple[str, str, str, str]] = [
     ("Q3", "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
      "capacity_model: prefill nodes and decode nodes are sized apart}\n", "unverified",
      "it states no prefill or decode rate, so no run can check it"),
-    # Q4: ramp sustained 16, broke at 32 on itl
+    # Q4: ramp sustained 16, broke at 32 on TPOT
     ("Q4", "", "unanswered", "Q4 is not answered"),
     ("Q4", "Q4: {first_degrades: itl, source: lab}\n", "unanswerable", "no maximum"),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 16, source: lab}\n", "unanswerable",
@@ -210,10 +210,10 @@ CASES: list[tuple[str, str, str, str]] = [
      "unanswerable", "as an estimate"),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 64, nodes: 1, first_degrades: itl, "
      "source: lab}\n", "unreconciled",
-     "Claimed 64 streams per node × 1 node = 64, itl first vs the ramp, which sustained 16 "
-     "and broke at 32 on itl: the claim is 2.0× the level at which it broke."),
+     "Claimed 64 streams per node × 1 node = 64, TPOT first vs the ramp, which sustained 16 "
+     "and broke at 32 on TPOT: the claim is 2.0× the level at which it broke."),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 16, nodes: 1, first_degrades: admission, "
-     "source: production}\n", "unreconciled", "itl, not admission, degraded first"),
+     "source: production}\n", "unreconciled", "TPOT, not admission, degraded first"),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n",
      "ok", "(at least 24 for the endpoint)"),
     ("Q4", "Q4: {max_concurrent_streams_per_node: 40, first_degrades: itl, source: lab}\n",
@@ -1376,11 +1376,11 @@ class TestQ4Ties:
     run that would decide it (more requests at the tied level)."""
 
     @pytest.mark.parametrize(("claim", "first", "summary", "status", "says"), [
-        # no tie: the ramp held 16, broke at 32 on itl
+        # no tie: the ramp held 16, broke at 32 on TPOT
         (30, "itl", _tied(None), "ok", "holds"),
         # the tie at 16 may be where it broke: a claim of 30 is not decided
         (30, "itl", _tied(16), "unverified",
-         "level 16 is a tie on ttft (its 95 % interval straddles the limit, n = 200): about "
+         "level 16 is a tie on TTFT (its 95 % interval straddles the limit, n = 200): about "
          "400 requests at 16 streams would decide it"),
         # a claim within the tie's level holds whichever way the tie goes, but the tie
         # (on ttft) could still change what degraded first
@@ -1390,7 +1390,7 @@ class TestQ4Ties:
         # above the confirmed breach whatever the tie: unreconciled
         (100, "itl", _tied(16), "unreconciled", "the level at which it broke"),
         # a metric neither the breach nor the tie names: unreconciled
-        (16, "admission", _tied(16), "unreconciled", "itl, not admission, degraded first"),
+        (16, "admission", _tied(16), "unreconciled", "TPOT, not admission, degraded first"),
         # no breach at all, a tie on top of what held: not verified, and why
         (30, "itl", _tied(32, breach=None, first=None), "unverified",
          "the ramp held up to 16 streams and no level breached, but level 32 is a tie"),
@@ -1514,6 +1514,17 @@ class TestUndecidedInWords:
                   _with_rates(None, None, lengths=lengths)).judgements["Q3"]
         assert j.status == "unverified" and said in j.reason, j.reason
 
+    @pytest.mark.parametrize("ci, end", [([4000, None], "from 4,000 tokens/s up, no upper end"),
+                                         ([None, 6000], "up to 6,000 tokens/s, no lower end")])
+    def test_an_open_interval_over_enough_lengths_is_said_open(
+            self, ci: list[float | None], end: str) -> None:
+        """Five prompt lengths are enough for an interval: an open end is said as one, not
+        as too few lengths."""
+        j = judge(Q3_PRICES + "prefill_tokens_per_s: 9000}\n",
+                  _with_rates(ci, None, lengths=5)).judgements["Q3"]
+        assert j.status == "unverified" and "too few" not in j.reason
+        assert f"95 % interval is open ({end}; a fit over 5 prompt lengths)" in j.reason
+
     @pytest.mark.parametrize("ci", [[4000, None], [None, 6000]])
     def test_an_interval_open_at_one_end_decides_nothing(self, ci: list[float | None]) -> None:
         """Half an interval is no interval: the reason asks for more prompt lengths."""
@@ -1531,7 +1542,7 @@ class TestUndecidedInWords:
         j = judge("Q4: {max_concurrent_streams_per_node: 30, first_degrades: itl, "
                   "source: production}\n", s).judgements["Q4"]
         assert j.status == "unverified"
-        assert "level 16 is a tie on ttft" in j.reason
+        assert "level 16 is a tie on TTFT" in j.reason
         assert "n = 200): more requests at 16 streams would decide it (re-run with --levels 16" \
             in j.reason
 
@@ -1850,8 +1861,13 @@ class TestQ2Details:
 def test_a_histogram_that_counted_none_of_our_streams_is_unreconciled() -> None:
     j = judge(Q5_PER_STREAM, _scraped(SCRAPE | {"itl_observations": 0})).judgements["Q5"]
     assert j.status == "unreconciled"
-    assert ("and https://scrape.example/metrics exports vllm:inter_token_latency_seconds, but "
-            "it counted none of our streams' tokens while we probed") in j.reason
+    assert ("and https://scrape.example/metrics exports the per-token histogram "
+            "vllm:inter_token_latency_seconds, but it counted none of our streams' tokens "
+            "while we probed") in j.reason
+    # a scrape that flags per-stream ITL but records no histogram name says so in words
+    unnamed = SCRAPE | {"itl_observations": 0, "families": {}}
+    j = judge(Q5_PER_STREAM, _scraped(unnamed)).judgements["Q5"]
+    assert "exports a per-token histogram (its name not recorded), but" in j.reason
 
 
 def _q3(text: str, summary: Any = SUMMARY) -> Judgement:
@@ -1935,7 +1951,7 @@ class TestQ4Details:
                                                  (2, "8 streams per node × 2 nodes = 16,")])
     def test_the_nodes_are_counted_in_words(self, nodes: int, said: str) -> None:
         j = _q4(f"max_concurrent_streams_per_node: 8, nodes: {nodes}")
-        assert j.status == "ok" and j.reason.startswith(f"Claimed {said} itl first vs the ramp")
+        assert j.status == "ok" and j.reason.startswith(f"Claimed {said} TPOT first vs the ramp")
         assert j.claimed == {"source": "production", "max_concurrent_streams_per_node": 8,
                              "nodes": nodes, "first_degrades": "itl"}
         assert j.measured == {"max_sustained_concurrency": 16, "first_degraded": "itl",
@@ -1952,7 +1968,7 @@ class TestQ4Details:
         j = _q4("max_concurrent_streams_per_node: 30", s)
         assert j.status == "unverified"
         assert "; not verified: no level was confirmed sustained or breached: level 16 is a tie " \
-            "on ttft" in j.reason
+            "on TTFT" in j.reason
         assert j.measured == {"max_sustained_concurrency": None, "first_degraded": None,
                               "breaking_concurrency": None, "first_tie_concurrency": 16}
 
@@ -1988,7 +2004,7 @@ class TestQ4Edges:
         s["ramp"] |= {"max_sustained_concurrency": None, "first_breach_concurrency": 1}
         j = _q4("max_concurrent_streams_per_node: 8", s)
         assert j.status == "unreconciled"
-        assert "vs the ramp, which sustained no level and broke at 1 on itl: the claim is 8.0× " \
+        assert "vs the ramp, which sustained no level and broke at 1 on TPOT: the claim is 8.0× " \
             "the level at which it broke." in j.reason
         assert j.measured == {"max_sustained_concurrency": None, "first_degraded": "itl",
                               "breaking_concurrency": 1, "first_tie_concurrency": None}
@@ -1998,14 +2014,18 @@ class TestQ4Edges:
         s = json.loads(json.dumps(SUMMARY))
         s["ramp"] |= {"max_sustained_concurrency": 512, "first_breach_concurrency": None}
         assert _q4("max_concurrent_streams_per_node: 641", s).status == "ok"
+        over = _q4("max_concurrent_streams_per_node: 700", s)
+        assert over.status == "unreconciled" and "broke at None" not in over.reason
+        assert ("which sustained 512 and saw TPOT degrade first at a level it does not list: "
+                "the claim is 1.4× the level at which it broke") in over.reason
         assert _q4("max_concurrent_streams_per_node: 642", s).status == "unreconciled"
 
     def test_a_tie_decides_up_to_its_level_times_the_tolerance(self) -> None:
-        """A tie on itl at 16: a claim of 20 (16 × 1.25) holds, 21 is not decided."""
+        """A tie on TPOT at 16: a claim of 20 (16 × 1.25) holds, 21 is not decided."""
         ok = _q4("max_concurrent_streams_per_node: 20", _tied(16, ("itl",)))
         assert ok.status == "ok"
         open_ = _q4("max_concurrent_streams_per_node: 21", _tied(16, ("itl",)))
-        assert open_.status == "unverified" and "but level 16 is a tie on itl" in open_.reason
+        assert open_.status == "unverified" and "but level 16 is a tie on TPOT" in open_.reason
         assert open_.measured == {"max_sustained_concurrency": 8, "first_degraded": "itl",
                                   "breaking_concurrency": 32, "first_tie_concurrency": 16}
 
