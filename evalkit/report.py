@@ -195,6 +195,15 @@ def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
+def _suite_words(version: Any) -> str:
+    """The suite a run followed, as page one says it; an imported run followed none of ours."""
+    text = clip(version or "?", 20)
+    tool = text.removeprefix("import:")
+    if tool != text:
+        return f" (imported from {tool}: not evalkit's suite)"
+    return f" (suite v{text})"
+
+
 def build_context(scorecard: Mapping[str, Any], run: RunData | None,
                   evidence: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O)."""
@@ -251,7 +260,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
                      "what was measured before the run stopped"))
     if run is not None:
         lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
-                     + f" (suite v{clip(run_doc.get('suite_version') or '?', 10)})"))
+                     + _suite_words(run_doc.get("suite_version"))))
     figures = lead + figures
     reading = _map(scorecard.get("streams_at_reading_speed"))
     if summary and reading:

@@ -245,6 +245,7 @@ def test_report_and_compare_read_an_imported_run(aiperf_run: Path, guidellm_run:
     assert res.exit_code == 0, res.output
     page = re.sub(r"\s+", " ", pypdf.PdfReader(pdf).pages[0].extract_text())
     assert "imported from guidellm 0.8.1: not measured by evalkit" in page
+    assert "(imported from guidellm: not evalkit's suite)" in page and "vimport" not in page
     assert "DEGRADED" in page
     card = _json(pdf.with_suffix(".json"))
     assert card["run"]["validity"] == "degraded"
