@@ -461,7 +461,11 @@ def _check(v: Any) -> dict[str, Any]:
             # only the reasons the self-check gives: run.json is a file anyone may edit
             "client_bound_reasons": [r for r in reasons if isinstance(r, str)
                                      and r in _BOUND_REASONS]
-            if isinstance(reasons, list) else []}
+            if isinstance(reasons, list) else [],
+            # Ray workers lost at this level, in words (cleaned, capped: vendor-free but
+            # editable text)
+            "lost": [clean(w, 200) for w in lost[:64] if isinstance(w, str)]
+            if isinstance(lost := v.get("lost"), list) else []}
 
 
 def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: str,
