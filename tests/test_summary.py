@@ -80,3 +80,41 @@ def test_json_values_become_numbers_only_when_they_are(value: Any, number: float
 def test_text_is_stripped_and_empty_is_none() -> None:
     """Blank text is no answer."""
     assert as_text("  x ") == "x" and as_text("   ") is None and as_text(3) is None
+
+
+class TestReadDefensively:
+    def test_a_level_not_measured_is_none(self) -> None:
+        """Asking for a level the ramp never reached is an answer (None), not a crash."""
+        s = Summary.from_json({"ramp": {"levels": [_level(1), _level(2)]}})
+        assert s is not None and s.level(2) is not None and s.level(3) is None
+
+    def test_under_load_without_a_held_level_is_the_highest_of_several(self) -> None:
+        """With several ramp levels and none held, the figures come from the top one,
+        not from the second measured."""
+        s = Summary.from_json({"ramp": {"levels": [_level(c) for c in (1, 2, 4, 8)]}})
+        assert s is not None and s.under_load() == (s.level(8), "highest level measured")
+
+    def test_prefill_interval_missing_only_when_written_as_null(self) -> None:
+        """A current summary that could not bound the prefill rate says null: the rate then
+        decides nothing; an interval given, or an older summary without the key, is not
+        'missing'."""
+        def read(pre: dict[str, Any]) -> Summary:
+            s = Summary.from_json({"prefill": {"tokens_per_s": 5000.0, **pre}})
+            assert s is not None
+            return s
+
+        given = read({"tokens_per_s_ci": [4000.0, 6000.0]})
+        assert given.prefill_ci == (4000.0, 6000.0) and given.prefill_ci_missing is False
+        assert read({"tokens_per_s_ci": None}).prefill_ci_missing is True
+        assert read({}).prefill_ci_missing is False
+
+    @pytest.mark.parametrize("ok, failed, status", [(99, 1, "valid"), (98, 2, "degraded")])
+    def test_an_older_summary_is_judged_on_its_baseline_at_one_percent(
+            self, ok: int, failed: int, status: str) -> None:
+        """Without a stated validity the baseline's failures decide it: above 1 % of its
+        requests failed, the run is degraded, and says how many."""
+        s = Summary.from_json({"baseline": _level(1, requests=ok + failed,
+                                                  outcomes={"ok": ok, "error": failed})})
+        assert s is not None and s.validity == status
+        if status == "degraded":
+            assert any(f"{failed} of {ok + failed}" in r for r in s.validity_reasons)
