@@ -4,7 +4,8 @@ The reference endpoint serves both APIs (`evalkit.reference.wire`) and logs its 
 per request, so each adapter is checked the way OpenAI chat is: TTFT against the server's
 first content write, thinking-first (TTFA) against its first answer write, output tokens
 from usage (not estimated), an error event mid-stream → error, a stream without its end
-event → incomplete, and the auth headers each style sends.
+event → incomplete, and the auth headers each style sends. The adapters' parsing of each
+documented event, pure, is in tests/test_sse.py (in `make mutation`'s reach).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from evalkit.api import ADAPTERS, AnthropicMessages, OpenAIResponses, get_adapter
 from evalkit.prober import Prober, Target, check_endpoint, make_client
 from evalkit.prompts import synthetic
 from evalkit.records import RequestRecord
@@ -141,65 +141,3 @@ class TestAuth:
         with pytest.raises(Exception, match="not served"):
             asyncio.run(run("openai-responses"))
 
-
-class TestParsing:
-    """The documented event shapes, one by one (the documents are named in evalkit.api)."""
-
-    def test_registry_offers_every_adapter(self) -> None:
-        assert set(NEW_APIS) <= set(ADAPTERS)
-        assert get_adapter("anthropic-messages").end_event == "message_stop"
-
-    def test_anthropic_events(self) -> None:
-        a = AnthropicMessages()
-        start = a.parse('{"type":"message_start","message":{"usage":{"input_tokens":25,'
-                        '"cache_read_input_tokens":5,"output_tokens":1}}}')
-        assert start.role_only and start.usage_prompt_tokens == 30
-        assert start.usage_completion_tokens is None  # the placeholder is not usage
-        assert a.parse('{"type":"ping"}') == a.parse('{"type":"content_block_stop","index":0}')
-        assert not a.parse('{"type":"ping"}').is_content
-        text = a.parse('{"type":"content_block_delta","index":0,'
-                       '"delta":{"type":"text_delta","text":"Hello"}}')
-        assert text.text == "Hello"
-        think = a.parse('{"type":"content_block_delta","index":0,'
-                        '"delta":{"type":"thinking_delta","thinking":"Let me"}}')
-        assert think.reasoning == "Let me" and not think.text
-        for other in ('{"type":"signature_delta","signature":"x"}',
-                      '{"type":"input_json_delta","partial_json":"{\\"a"}'):
-            assert not a.parse('{"type":"content_block_delta","index":0,"delta":'
-                               + other + "}").is_content
-        end = a.parse('{"type":"message_delta","delta":{"stop_reason":"end_turn",'
-                      '"stop_sequence":null},"usage":{"output_tokens":15}}')
-        assert end.finish_reason == "end_turn" and end.usage_completion_tokens == 15
-        assert a.parse('{"type":"message_stop"}').done
-        err = a.parse('{"type":"error","error":{"type":"overloaded_error",'
-                      '"message":"Overloaded"}}')
-        assert err.error == "Overloaded"
-
-    def test_responses_events(self) -> None:
-        r = OpenAIResponses()
-        assert r.parse('{"type":"response.output_text.delta","delta":"Hi",'
-                       '"sequence_number":3}').text == "Hi"
-        assert r.parse('{"type":"response.reasoning_text.delta","delta":"so"}').reasoning == "so"
-        assert not r.parse('{"type":"response.output_text.done","text":"Hi"}').is_content
-        done = r.parse('{"type":"response.completed","response":{"status":"completed",'
-                       '"usage":{"input_tokens":10,"output_tokens":25}}}')
-        assert done.done and done.finish_reason == "completed"
-        assert (done.usage_completion_tokens, done.usage_prompt_tokens) == (25, 10)
-        cut = r.parse('{"type":"response.incomplete","response":{"status":"incomplete",'
-                      '"incomplete_details":{"reason":"max_output_tokens"}}}')
-        assert cut.done and cut.finish_reason == "max_output_tokens"
-        assert r.parse('{"type":"error","code":"server_error","message":"boom",'
-                       '"param":null}').error == "boom"
-        failed = r.parse('{"type":"response.failed","response":{"status":"failed",'
-                         '"error":{"code":"rate_limit_exceeded","message":"slow down"}}}')
-        assert failed.error == "slow down"
-
-    def test_bodies(self) -> None:
-        body = AnthropicMessages().build_body(
-            "m", [{"role": "system", "content": "be brief"},
-                  {"role": "user", "content": "hi"}], 16, False)
-        assert body["system"] == "be brief" and body["messages"] == [
-            {"role": "user", "content": "hi"}] and body["max_tokens"] == 16
-        body = OpenAIResponses().build_body("m", "hi", 16, True)
-        assert body["input"] == "hi" and body["max_output_tokens"] == 16
-        assert body["stream"] is True and body["store"] is False and body["ignore_eos"]

@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.api import OpenAIChat, OpenAICompletions, get_adapter
+from evalkit.api import (
+    ADAPTERS,
+    DONE,
+    AnthropicMessages,
+    Delta,
+    OpenAIChat,
+    OpenAICompletions,
+    OpenAIResponses,
+    get_adapter,
+)
 from evalkit.errors import UsageError
 from evalkit.sse import SSEParser, SSETooLarge
 
@@ -287,3 +296,142 @@ class TestAdapterFields:
         assert isinstance(get_adapter("openai-completions"), OpenAICompletions)
         with pytest.raises(UsageError, match=r"'nope'.*openai-chat, openai-completions"):
             get_adapter("nope")
+
+
+class TestAnthropicAndResponsesParsing:
+    """The Anthropic Messages and OpenAI Responses adapters on the documented event shapes,
+    one by one (the documents are named in evalkit.api); over HTTP in tests/test_apis.py."""
+
+    def test_registry_offers_every_adapter(self) -> None:
+        assert {"anthropic-messages", "openai-responses"} <= set(ADAPTERS)
+        assert get_adapter("anthropic-messages").end_event == "message_stop"
+
+    def test_anthropic_events(self) -> None:
+        a = AnthropicMessages()
+        start = a.parse('{"type":"message_start","message":{"usage":{"input_tokens":25,'
+                        '"cache_read_input_tokens":5,"output_tokens":1}}}')
+        assert start.role_only and start.usage_prompt_tokens == 30
+        assert start.usage_completion_tokens is None  # the placeholder is not usage
+        assert a.parse('{"type":"ping"}') == a.parse('{"type":"content_block_stop","index":0}')
+        assert not a.parse('{"type":"ping"}').is_content
+        text = a.parse('{"type":"content_block_delta","index":0,'
+                       '"delta":{"type":"text_delta","text":"Hello"}}')
+        assert text.text == "Hello"
+        think = a.parse('{"type":"content_block_delta","index":0,'
+                        '"delta":{"type":"thinking_delta","thinking":"Let me"}}')
+        assert think.reasoning == "Let me" and not think.text
+        for other in ('{"type":"signature_delta","signature":"x"}',
+                      '{"type":"input_json_delta","partial_json":"{\\"a"}'):
+            assert not a.parse('{"type":"content_block_delta","index":0,"delta":'
+                               + other + "}").is_content
+        end = a.parse('{"type":"message_delta","delta":{"stop_reason":"end_turn",'
+                      '"stop_sequence":null},"usage":{"output_tokens":15}}')
+        assert end.finish_reason == "end_turn" and end.usage_completion_tokens == 15
+        assert a.parse('{"type":"message_stop"}').done
+        err = a.parse('{"type":"error","error":{"type":"overloaded_error",'
+                      '"message":"Overloaded"}}')
+        assert err.error == "Overloaded"
+
+    def test_responses_events(self) -> None:
+        r = OpenAIResponses()
+        assert r.parse('{"type":"response.output_text.delta","delta":"Hi",'
+                       '"sequence_number":3}').text == "Hi"
+        assert r.parse('{"type":"response.reasoning_text.delta","delta":"so"}').reasoning == "so"
+        assert not r.parse('{"type":"response.output_text.done","text":"Hi"}').is_content
+        done = r.parse('{"type":"response.completed","response":{"status":"completed",'
+                       '"usage":{"input_tokens":10,"output_tokens":25}}}')
+        assert done.done and done.finish_reason == "completed"
+        assert (done.usage_completion_tokens, done.usage_prompt_tokens) == (25, 10)
+        cut = r.parse('{"type":"response.incomplete","response":{"status":"incomplete",'
+                      '"incomplete_details":{"reason":"max_output_tokens"}}}')
+        assert cut.done and cut.finish_reason == "max_output_tokens"
+        assert r.parse('{"type":"error","code":"server_error","message":"boom",'
+                       '"param":null}').error == "boom"
+        failed = r.parse('{"type":"response.failed","response":{"status":"failed",'
+                         '"error":{"code":"rate_limit_exceeded","message":"slow down"}}}')
+        assert failed.error == "slow down"
+
+    def test_bodies(self) -> None:
+        body = AnthropicMessages().build_body(
+            "m", [{"role": "system", "content": "be brief"},
+                  {"role": "user", "content": "hi"}], 16, False)
+        assert body["system"] == "be brief" and body["messages"] == [
+            {"role": "user", "content": "hi"}] and body["max_tokens"] == 16
+        body = OpenAIResponses().build_body("m", "hi", 16, True)
+        assert body["input"] == "hi" and body["max_output_tokens"] == 16
+        assert body["stream"] is True and body["store"] is False and body["ignore_eos"]
+
+    def test_anthropic_every_field_and_what_a_wrong_type_becomes(self) -> None:
+        """Blocks that open with text count, cache tokens add to the prompt, a stop
+        reason or count of the wrong type is left out, and an error says what it can."""
+        a = AnthropicMessages()
+        assert a.parse('{"type":"content_block_start","index":0,'
+                       '"content_block":{"type":"text","text":"Hi"}}') == Delta(text="Hi")
+        assert a.parse('{"type":"content_block_start","index":0,"content_block":'
+                       '{"type":"thinking","thinking":"hm"}}') == Delta(reasoning="hm")
+        assert a.parse('{"type":"content_block_start","index":1,"content_block":'
+                       '{"type":"tool_use","id":"t","name":"f","input":{}}}') == Delta()
+        assert a.parse('{"type":"content_block_delta","index":0,'
+                       '"delta":{"type":"text_delta","text":5}}') == Delta()
+        start = a.parse('{"type":"message_start","message":{"usage":{"input_tokens":20,'
+                        '"cache_creation_input_tokens":7,"cache_read_input_tokens":3}}}')
+        assert start == Delta(role_only=True, usage_prompt_tokens=30)
+        for usage in ('{"cache_read_input_tokens":3}', '{"input_tokens":true}',
+                      '{"input_tokens":"20"}'):
+            assert a.parse('{"type":"message_start","message":{"usage":' + usage
+                           + '}}').usage_prompt_tokens is None
+        end = a.parse('{"type":"message_delta","delta":{"stop_reason":7},'
+                      '"usage":{"output_tokens":15,"input_tokens":4}}')
+        assert end == Delta(usage_completion_tokens=15, usage_prompt_tokens=4)
+        assert a.parse('{"type":"message_stop"}') == DONE
+        assert a.parse("[DONE]") == Delta()  # not this API's end: message_stop is
+        assert a.parse('{"type":"error","error":{"type":"overloaded_error"}}').error == (
+            "overloaded_error")
+        assert a.parse('{"type":"error"}').error == "error event"
+        assert a.parse('{"type":"weird","error":"went wrong"}').error == "went wrong"
+        assert a.parse('{"type":"ping"}') == Delta()
+
+    def test_responses_every_field_and_what_a_wrong_type_becomes(self) -> None:
+        """Refusals are answer text and summaries reasoning; the end's reason falls back
+        from the incomplete reason to the status to the event's own name; an error says
+        the message it carries, else its code, clipped."""
+        r = OpenAIResponses()
+        assert r.parse('{"type":"response.refusal.delta","delta":"No"}') == Delta(text="No")
+        assert r.parse('{"type":"response.reasoning_summary_text.delta","delta":"s"}') == (
+            Delta(reasoning="s"))
+        assert r.parse('{"type":"response.output_text.delta","delta":3}') == Delta()
+        assert r.parse('[DONE]') == Delta()
+        assert r.parse('{"type":"response.created"}') == Delta()
+        done = r.parse('{"type":"response.completed","response":{"status":"completed",'
+                       '"usage":{"input_tokens":true,"output_tokens":"25"}}}')
+        assert done == Delta(done=True, finish_reason="completed")
+        assert r.parse('{"type":"response.incomplete"}') == Delta(
+            done=True, finish_reason="incomplete")
+        assert r.parse('{"type":"response.completed","response":{}}').finish_reason == (
+            "completed")
+        assert r.parse('{"type":"response.failed","response":{"status":"failed"}}').error == (
+            "response.failed")
+        assert r.parse('{"type":"response.failed","response":{"error":{"code":"c"}}}'
+                       ).error == '{"code": "c"}'
+        assert r.parse('{"type":"error","error":{"message":"nested"}}').error == "nested"
+        assert r.parse('{"type":"error","code":"rate_limited"}').error == "rate_limited"
+        assert r.parse('{"type":"error"}').error == "error event"
+        assert r.parse('{"type":"error","message":"' + "m" * 600 + '"}').error == "m" * 500
+
+    def test_bodies_exactly(self) -> None:
+        """Each body whole: the model, streaming, the system messages joined into
+        `system`, and the exact-length extensions only when asked."""
+        own = [{"role": "system", "content": "a"}, {"role": "system", "content": "b"},
+               {"role": "user", "content": "hi"}]
+        assert AnthropicMessages().build_body("m", own, 16, True) == {
+            "model": "m", "max_tokens": 16, "stream": True, "system": "a\nb",
+            "messages": [{"role": "user", "content": "hi"}],
+            "ignore_eos": True, "min_tokens": 16}
+        assert AnthropicMessages().build_body("m", "hi", 8, False) == {
+            "model": "m", "max_tokens": 8, "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}
+        assert OpenAIResponses().build_body("m", "hi", 8, False) == {
+            "model": "m", "input": "hi", "max_output_tokens": 8, "stream": True,
+            "store": False}
+        assert isinstance(get_adapter("openai-responses"), OpenAIResponses)
+        assert ADAPTERS["anthropic-messages"] is AnthropicMessages
