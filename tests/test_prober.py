@@ -511,6 +511,15 @@ class TestOutcomeRules:
         outcome, error = _state(chunk_ns=[], finish_reason="length").verdict()
         assert outcome == "error" and error is not None and "(length)" in error
 
+    def test_an_api_with_an_end_event_needs_it_as_well_as_a_finish_reason(self) -> None:
+        """Anthropic's stream cut after its stop reason but before `message_stop` is
+        incomplete, and the reason names the missing event, not a finish_reason."""
+        outcome, error = _state(finish_reason="end_turn", end_event="message_stop").verdict()
+        assert outcome == "incomplete" and error is not None
+        assert "message_stop" in error and "finish_reason" not in error
+        done = _state(finish_reason="end_turn", end_event="message_stop", done=True)
+        assert done.verdict() == ("ok", None)
+
 
 class TestErrorMessage:
     """`_error_message`: the server's message, in one clean bounded line."""
