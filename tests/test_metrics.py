@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,8 +15,10 @@ from evalkit.metrics import (
     ClientCheck,
     SummaryMeta,
     Thresholds,
+    _requests_to_decide,
     cache_check,
     chunks_frame,
+    client_section,
     frames,
     judge_ramp,
     output_length_check,
@@ -1287,3 +1290,165 @@ class TestRampTies:
         lv = summarize(recs)["ramp"]["levels"][0]
         assert lv["failure_rate_ci"][0] < 0.01 < lv["failure_rate"]
         assert (lv["status"], lv["ties"], lv["tie_requests"]) == ("tie", ["admission"], 753)
+
+
+class TestRequestsToDecide:
+    """`tie_requests`, the figure a tie prints ("about N requests there would decide it"):
+    if what was seen holds, an interval narrows as 1/sqrt(n); never fewer than one more
+    request than the level had, and no figure where nothing could decide it."""
+
+    @pytest.mark.parametrize(("n", "point", "ci", "limit", "expected"), [
+        (40, 1.5, [1.0, 2.5], 2.0, 90),      # half-width 0.75 over a gap of 0.5: 40 · 1.5²
+        (40, 2.5, [1.0, 3.0], 2.0, 160),     # above the limit: 40 · (1.0 / 0.5)²
+        (100, 1.0, [0.9, 1.1], 2.0, 101),    # already narrow: one more than it had
+        (100, 1.5, [1.0, None], 2.0, 101),   # an open end: the p90's own floor, 36, is less
+        (10, 1.5, [None, 2.5], 2.0, 36),     # an open end: 36 samples bound a p90
+        (40, 2.0, [1.0, 2.5], 2.0, None),    # on the limit: no number of requests decides
+        (40, 1.5, None, 2.0, None),          # no interval: nothing to narrow
+    ])
+    def test_a_latency_ratio(self, n: int, point: float, ci: list[float | None] | None,
+                             limit: float, expected: int | None) -> None:
+        assert _requests_to_decide(n, point, ci, limit, False) == expected
+
+    @pytest.mark.parametrize(("n", "point", "limit", "expected"), [
+        (100, 0.02, 0.01, 753),    # 1.96² · 0.02 · 0.98 / 0.01²
+        (1000, 0.5, 0.01, 1001),   # the formula's 4 is fewer than it had: one more
+        (100, 0.02, 0.02, None),   # at the limit, or under it: no count confirms a breach
+        (100, 0.01, 0.02, None),
+    ])
+    def test_a_failure_rate(self, n: int, point: float, limit: float,
+                            expected: int | None) -> None:
+        assert _requests_to_decide(n, point, [0.0, 1.0], limit, True) == expected
+        assert _requests_to_decide(n, point, None, limit, True) is None
+
+
+class TestJudgedOnTheGivenInterval:
+    """`judge_ramp` judges a level on the intervals its dict carries (a summary re-judged,
+    a merged shard): an interval ending exactly at the limit is not beyond it, and an
+    open end falls back to the point."""
+
+    def _judge(self, **kw: Any) -> dict[str, Any]:
+        base = {"concurrency": 1, "requests": 40, "outcomes": {"ok": 40},
+                "ttft_s": {"p90": 0.1}, "tpot_s": {"p90": 0.02}}
+        level = {"concurrency": 2, "requests": 100, "outcomes": {"ok": 98, "error": 2},
+                 "ttft_s": {"p90": 0.1, "p90_ci": [0.09, 0.11]},
+                 "tpot_s": {"p90": 0.02, "p90_ci": [0.019, 0.021]}, **kw}
+        judged: dict[str, Any] = judge_ramp([base, level], base)["levels"][1]
+        return judged
+
+    @pytest.mark.parametrize(("kw", "status"), [
+        ({}, "tie"),                                   # 2 of 100: exact [0.2 %, 7 %]
+        ({"failure_rate_ci": [0.015, 0.03]}, "breached"),   # the given interval decides
+        ({"failure_rate_ci": [0.01, 0.05]}, "tie"),    # a low end at the limit: not above
+        ({"failure_rate": 0.01, "failure_rate_ci": [0.005, 0.05]}, "sustained"),  # at it
+        # an interval without its low end: judged on the observed rate
+        ({"failure_rate_ci": [None, 0.5]}, "breached"),
+        ({"failure_rate": 0.01, "failure_rate_ci": [None, 0.5]}, "sustained"),
+        ({"failure_rate": 0.0, "failure_rate_ci": [None, 0.5]}, "sustained"),
+        # a rate without requests is no data, not a crash
+        ({"requests": 0, "outcomes": {}, "failure_rate": 0.5}, "no_data"),
+    ])
+    def test_failure_rate(self, kw: dict[str, Any], status: str) -> None:
+        lv = self._judge(**kw)
+        assert lv["status"] == status
+        assert lv["breaches"] == (["admission"] if status == "breached" else [])
+        assert lv["ties"] == (["admission"] if status == "tie" else [])
+
+    @pytest.mark.parametrize(("ci", "status"), [
+        ([0.2, 0.3], "tie"),        # 2.0-3.0 × the baseline against 2.0: not wholly above
+        ([0.1, 0.2], "sustained"),  # 1.0-2.0: at the limit is within it
+    ])
+    def test_latency_interval_ending_at_the_limit(self, ci: list[float], status: str
+                                                  ) -> None:
+        lv = self._judge(outcomes={"ok": 100}, ttft_s={"p90": 0.15, "p90_ci": ci})
+        assert (lv["status"], lv["ties"]) == (status, ["ttft"] if status == "tie" else [])
+
+    @pytest.mark.parametrize("key", ["ttft_s", "tpot_s"])
+    def test_requests_to_decide_a_tie_count_the_samples_the_percentile_had(self, key: str
+                                                                           ) -> None:
+        """10 TTFT (or TPOT) samples among 100 ok requests: a p90 needs 36 samples for both
+        ends, so about 36 requests would decide it, not 101."""
+        base_p90 = 0.1 if key == "ttft_s" else 0.02
+        lv = self._judge(outcomes={"ok": 100}, **{key: {
+            "p90": 1.5 * base_p90, "n": 10, "p90_ci": [base_p90, None]}})
+        assert (lv["status"], lv["ties"], lv["tie_requests"]) == (
+            "tie", ["ttft" if key == "ttft_s" else "itl"], 36)
+
+    def test_a_breached_level_names_its_ties_too_and_no_count(self) -> None:
+        """Breached on failures, tied on TTFT: both are said; no count would decide it."""
+        lv = self._judge(failure_rate_ci=[0.015, 0.03],
+                         ttft_s={"p90": 0.25, "p90_ci": [0.2, 0.3]})
+        assert (lv["status"], lv["breaches"], lv["ties"], lv["tie_requests"]) == (
+            "breached", ["admission"], ["ttft"], None)
+
+    def test_a_client_bound_level_names_no_tie(self) -> None:
+        """A client-bound level supports no conclusion, a tie included."""
+        level = {"concurrency": 2, "requests": 100, "outcomes": {"ok": 100},
+                 "ttft_s": {"p90": 0.25, "p90_ci": [0.2, 0.3]}}
+        base = {"concurrency": 1, "ttft_s": {"p90": 0.1}, "tpot_s": {"p90": 0.02}}
+        lv = judge_ramp([base, level], base, client_bound=[2])["levels"][1]
+        assert (lv["status"], lv["ties"], lv["tie_requests"]) == ("client_bound", [], None)
+
+
+def test_a_lost_worker_is_said_only_where_one_was_lost() -> None:
+    """summary.json's client checks carry `lost` only for the level that lost a worker."""
+    client = client_section(SummaryMeta(phases={"ramp": ClientCheck(0.001, 0.3)},
+                                        levels={8: ClientCheck(lost=("worker 2 died",))}))
+    assert "lost" not in client["phases"]["ramp"]
+    assert list(client["levels"]["8"]["lost"]) == ["worker 2 died"]
+
+
+class TestTieInTheRampNote:
+    """What the ramp's note says of a tie: the count that would decide it when there is
+    one, and whether any level held; a breach is confirmed only by the next judged level
+    (a tie after it confirms nothing)."""
+
+    @staticmethod
+    def _lv(c: int, p90: float, ci: list[float | None], n: int | None = None
+            ) -> dict[str, Any]:
+        ttft: dict[str, Any] = {"p90": p90, "p90_ci": ci, **({"n": n} if n else {})}
+        return {"concurrency": c, "requests": 100, "outcomes": {"ok": 100}, "ttft_s": ttft,
+                "tpot_s": {"p90": 0.02, "p90_ci": [0.019, 0.021]}}
+
+    def _ramp(self, *levels: dict[str, Any]) -> dict[str, Any]:
+        base = {"concurrency": 1, "ttft_s": {"p90": 0.1}, "tpot_s": {"p90": 0.02}}
+        return judge_ramp(list(levels), base)
+
+    def test_held_then_a_tie_with_a_count(self) -> None:
+        ramp = self._ramp(self._lv(2, 0.1, [0.09, 0.11]), self._lv(4, 0.15, [0.1, None], 10),
+                          self._lv(8, 0.5, [0.4, 0.6]))
+        assert ramp["note"].startswith("level 4 is a tie (ttft")
+        assert ramp["note"].endswith("; about 36 requests there would decide it")
+
+    def test_a_tie_on_the_limit_has_no_count_to_give(self) -> None:
+        """A p90 exactly at the limit: no number of requests decides it, and the note
+        says no count (never 'None')."""
+        ramp = self._ramp(self._lv(2, 0.1, [0.09, 0.11]), self._lv(4, 0.2, [0.15, 0.25]),
+                          self._lv(8, 0.5, [0.4, 0.6]))
+        assert ramp["levels"][1]["tie_requests"] is None
+        assert ramp["note"].endswith("so the max sustained level may be higher")
+
+    @pytest.mark.parametrize(("tie", "more"), [
+        ((0.15, [0.1, None], 10), "; about 36 requests there would decide it"),
+        ((0.2, [0.15, 0.25], None), ""),
+    ])
+    def test_no_level_held_and_a_tie(self, tie: tuple[float, list[float | None],
+                                                       int | None], more: str) -> None:
+        ramp = self._ramp(self._lv(4, *tie), self._lv(8, 0.5, [0.4, 0.6]))
+        assert ramp["note"] == ("no level was confirmed sustained: level 4 is a tie (its 95 "
+                                f"% interval straddles the limit on ttft){more}")
+        assert ramp["max_sustained_concurrency"] is None
+
+    def test_a_tie_after_the_breach_confirms_nothing(self) -> None:
+        ramp = self._ramp(self._lv(2, 0.5, [0.4, 0.6]), self._lv(4, 0.15, [0.1, None], 10),
+                          self._lv(8, 0.5, [0.4, 0.6]))
+        assert [lv["status"] for lv in ramp["levels"]] == ["breached", "tie", "breached"]
+        assert ramp["breach_confirmed"] is None
+
+
+def test_meta_from_plain_data_keeps_lost_workers_and_reasons() -> None:
+    """A Ray run's meta after a JSON round trip: the lost worker and the reasons stay."""
+    meta = SummaryMeta.from_dict({"levels": {"8": {
+        "client_bound": True, "lost": ["worker 2 died"], "client_bound_reasons": ["cpu"]}}})
+    assert meta.levels[8] == ClientCheck(client_bound=True, lost=("worker 2 died",),
+                                         client_bound_reasons=("cpu",))
