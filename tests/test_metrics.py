@@ -424,6 +424,15 @@ class TestPrefillFit:
         assert fit["tokens_per_s"] is None and fit["overhead_s"] is None
         assert fit["reason"]
 
+    def test_a_slope_interval_reaching_exactly_zero_gives_only_a_lower_bound(self) -> None:
+        """Three TTFTs chosen so the slope's 95 % interval starts at 0.0 exactly: zero is
+        inside it, so there is no rate, only "faster than 1/high"."""
+        fit = prefill_fit(records_frame(self._records(
+            {100: [0.1], 200: [0.14], 300: [0.1926266362433207]})))
+        assert fit["slope_ci"][0] == 0.0
+        assert fit["tokens_per_s"] is None and fit["tokens_per_s_ci"] is None
+        assert fit["tokens_per_s_at_least"] == pytest.approx(1 / fit["slope_ci"][1])
+
 
 class TestChecks:
     @pytest.mark.parametrize(("achieved", "short"), [(94, True), (96, False), (100, False)])
@@ -1056,6 +1065,13 @@ class TestPhaseStatsEdges:
         lv = summarize(closed_loop("ramp", 4, 10))["ramp"]["levels"][0]
         low, high = lv["aggregate_tokens_per_s_ci"]
         assert low <= lv["aggregate_tokens_per_s"] <= high
+
+    def test_aggregate_interval_counts_tokens_not_chunks(self) -> None:
+        """Three tokens a chunk: the interval is around the token rate (its batch means
+        average to it), not around the chunk rate a third as high."""
+        lv = summarize(closed_loop("ramp", 4, 10, tpc=3))["ramp"]["levels"][0]
+        low, high = lv["aggregate_tokens_per_s_ci"]
+        assert (low + high) / 2 == pytest.approx(lv["aggregate_tokens_per_s"], rel=0.2)
 
     def test_nothing_in_flight_has_no_window(self) -> None:
         b = summarize([failed("r1", "rejected", t0=5.0), failed("r2", "rejected", t0=5.0)])[
