@@ -237,6 +237,10 @@ class TestSteadyState:
         ([0, 1, 2, 3], [2, 3, 4, 5], None, (0, 3), "arrivals"),
         # back to back at concurrency 1 (end == next start): one plateau, not fragments
         ([0, 1, 2], [1, 2, 3], 1, (0, 3), "plateau"),
+        # every request refused at once: nothing was ever in flight, the whole span
+        ([0, 1, 2], [0, 1, 2], 2, (0, 2), "whole"),
+        # the first case on a clock whose origin is 4 s later: only shifted
+        ([-4, -3, -2, -1], [-2, -1, 0, 1], 2, (-3, 0), "plateau"),
     ])
     def test_window(self, starts: list[float], ends: list[float], target: int | None,
                     window: tuple[float, float], basis: str) -> None:
