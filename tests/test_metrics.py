@@ -1472,3 +1472,19 @@ def test_meta_from_plain_data_keeps_lost_workers_and_reasons() -> None:
         "client_bound": True, "lost": ["worker 2 died"], "client_bound_reasons": ["cpu"]}}})
     assert meta.levels[8] == ClientCheck(client_bound=True, lost=("worker 2 died",),
                                          client_bound_reasons=("cpu",))
+
+
+def test_a_lost_worker_degrades_its_phase_its_level_and_the_run() -> None:
+    """Scale-out: a worker lost during the baseline and another at level 2 each degrade
+    where they were lost, and the run names both (its ramp level is not a phase)."""
+    recs = [stream(f"b{i}", t0=float(i)) for i in range(10)] + closed_loop("ramp", 2, 5,
+                                                                              t_start=20)
+    v = summarize(recs, SummaryMeta(phases={"baseline": ClientCheck(lost=("w1 died",))},
+                                    levels={2: ClientCheck(lost=("w2 died",))}))["validity"]
+    assert (v["phases"]["baseline"]["status"], v["phases"]["baseline"]["reasons"]) == (
+        "degraded", ["a client worker was lost: w1 died"])
+    assert (v["levels"]["2"]["status"], v["levels"]["2"]["reasons"]) == (
+        "degraded", ["a client worker was lost: w2 died"])
+    assert v["status"] == "degraded"
+    assert "a client worker was lost: w2 died" in v["reasons"]
+    assert v["phases"]["ramp"]["status"] == "valid"
