@@ -294,3 +294,13 @@ class TestSummaryValidity:
         assert s["client"]["capacity_judgement_affected"] is True
         assert summarize([_ok("b", "baseline", 1, 0, 0.2, 0.02)])["client"][
             "capacity_judgement_affected"] is False
+
+
+@pytest.mark.parametrize("affected", [False, True])
+def test_a_lost_worker_degrades_a_clean_run_and_says_which(affected: bool) -> None:
+    """Every phase valid, a Ray worker lost: degraded, for that reason alone (a lost worker
+    explains the bound client, so the bottleneck is not said twice)."""
+    v = run_validity({"baseline": {"status": "valid", "ok": 10, "reasons": []}},
+                     run_status="complete", capacity_judgement_affected=affected,
+                     lost=["worker 2 died"])
+    assert v == {"status": "degraded", "reasons": ["a client worker was lost: worker 2 died"]}
