@@ -304,3 +304,13 @@ def test_a_lost_worker_degrades_a_clean_run_and_says_which(affected: bool) -> No
                      run_status="complete", capacity_judgement_affected=affected,
                      lost=["worker 2 died"])
     assert v == {"status": "degraded", "reasons": ["a client worker was lost: worker 2 died"]}
+
+
+def test_a_lost_worker_degrades_a_clean_group_but_never_lifts_an_invalid_one() -> None:
+    """The load a group was to offer was not held: degraded, with the worker named; a
+    group that failed outright stays invalid."""
+    clean = group_validity(10, {"ok": 10}, max_failure_rate=0.01, lost=["worker 2 died"])
+    assert (clean["status"], clean["reasons"]) == (
+        "degraded", ["a client worker was lost: worker 2 died"])
+    dead = group_validity(10, {"error": 10}, max_failure_rate=0.01, lost=["worker 2 died"])
+    assert dead["status"] == "invalid" and dead["reasons"][-1].endswith("worker 2 died")
