@@ -465,6 +465,28 @@ class TestChecks:
         assert out["pairs"] == 3 and out["prefix_cache"] is cached
         assert out["repeat_over_first"] == pytest.approx(repeat / 0.2)
 
+    def test_cache_pairs_only_the_cache_phase(self) -> None:
+        """The same prompt sent earlier in the baseline is not the cache check's first
+        send; the figures are the pair's own medians."""
+        recs = [stream("b0", "baseline", t0=0, ttft=1.0, prompt_id="p"),
+                stream("c0", "cache", t0=10, ttft=1.0, prompt_id="p"),
+                stream("c1", "cache", t0=20, ttft=0.2, prompt_id="p")]
+        assert cache_check(records_frame(recs)) == {
+            "pairs": 1, "first_ttft_s": 1.0, "repeat_ttft_s": 0.2, "repeat_over_first": 0.2,
+            "prefix_cache": True, "threshold": 0.5}
+
+    @pytest.mark.parametrize("recs", [
+        # a first TTFT of 0 s: nothing can be "much faster" than it
+        [stream("c0", "cache", t0=0, ttft=0.0, prompt_id="q"),
+         stream("c1", "cache", t0=1, ttft=0.1, prompt_id="q")],
+        # no repeat at all
+        [stream("c0", "cache", t0=0, ttft=0.3, prompt_id="q")],
+    ])
+    def test_cache_without_a_pair_says_nothing(self, recs: list[RequestRecord]) -> None:
+        assert cache_check(records_frame(recs)) == {
+            "pairs": 0, "first_ttft_s": None, "repeat_ttft_s": None, "repeat_over_first": None,
+            "prefix_cache": None, "threshold": 0.5}
+
     def test_network_share_and_connect(self) -> None:
         """RTT 10 ms against a 100 ms baseline TTFT: network is 10 % of TTFT."""
         recs = [stream(f"rtt{i}", "rtt", None, t0=i, n=0, usage=None, counted=None,
