@@ -409,6 +409,9 @@ class TestAnthropicAndResponsesParsing:
             done=True, finish_reason="incomplete")
         assert r.parse('{"type":"response.completed","response":{}}').finish_reason == (
             "completed")
+        # the response's own status comes before the event's name
+        assert r.parse('{"type":"response.completed","response":{"status":"cancelled"}}'
+                       ).finish_reason == "cancelled"
         assert r.parse('{"type":"response.failed","response":{"status":"failed"}}').error == (
             "response.failed")
         assert r.parse('{"type":"response.failed","response":{"error":{"code":"c"}}}'
@@ -433,5 +436,11 @@ class TestAnthropicAndResponsesParsing:
         assert OpenAIResponses().build_body("m", "hi", 8, False) == {
             "model": "m", "input": "hi", "max_output_tokens": 8, "stream": True,
             "store": False}
+        assert OpenAIResponses().build_body("m", "hi", 8, True) == {
+            "model": "m", "input": "hi", "max_output_tokens": 8, "stream": True,
+            "store": False, "ignore_eos": True, "min_tokens": 8}
+        # a system message without content adds no empty `system`
+        assert "system" not in AnthropicMessages().build_body(
+            "m", [{"role": "system"}, {"role": "user", "content": "hi"}], 8, False)
         assert isinstance(get_adapter("openai-responses"), OpenAIResponses)
         assert ADAPTERS["anthropic-messages"] is AnthropicMessages
