@@ -28,6 +28,7 @@ from evalkit.metrics import (
     records_frame,
     steady_state_window,
     summarize,
+    top_error,
     usage_honesty,
 )
 from evalkit.questionnaire import parse_questionnaire
@@ -1512,3 +1513,14 @@ def test_a_lost_worker_degrades_its_phase_its_level_and_the_run() -> None:
     assert v["status"] == "degraded"
     assert "a client worker was lost: w2 died" in v["reasons"]
     assert v["phases"]["ramp"]["status"] == "valid"
+
+
+def test_the_top_error_groups_messages_by_their_first_120_characters() -> None:
+    """Errors that differ only past 120 characters (a request id at the end) are one
+    error: three of them outnumber two of another."""
+    head = "upstream overloaded, retry later " * 4  # 132 characters
+    recs = [RequestRecord(id=f"a{i}", phase="baseline", level=1, outcome="error", t0_s=0.0,
+                          error=f"{head}req-{i}") for i in range(3)]
+    recs += [RequestRecord(id=f"b{i}", phase="baseline", level=1, outcome="error", t0_s=0.0,
+                           error="rate limited") for i in range(2)]
+    assert top_error(records_frame(recs)) == f"{head[:120]} (x3)"
