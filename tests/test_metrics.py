@@ -1524,3 +1524,13 @@ def test_the_top_error_groups_messages_by_their_first_120_characters() -> None:
     recs += [RequestRecord(id=f"b{i}", phase="baseline", level=1, outcome="error", t0_s=0.0,
                            error="rate limited") for i in range(2)]
     assert top_error(records_frame(recs)) == f"{head[:120]} (x3)"
+
+
+@pytest.mark.parametrize(("requested", "checked", "flagged"), [(1, 1, False), (None, 0, None)])
+def test_output_length_checks_every_requested_length(requested: int | None, checked: int,
+                                                     flagged: bool | None) -> None:
+    """A request for one token is checked like any other; with no length requested there
+    is nothing to flag (None, not a clean False)."""
+    out = summarize([stream("a", n=1, requested_output_tokens=requested)])["baseline"]
+    assert (out["output_length"]["checked"], out["output_length"]["flagged"]) == (
+        checked, flagged)
