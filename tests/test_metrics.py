@@ -1534,3 +1534,25 @@ def test_output_length_checks_every_requested_length(requested: int | None, chec
     out = summarize([stream("a", n=1, requested_output_tokens=requested)])["baseline"]
     assert (out["output_length"]["checked"], out["output_length"]["flagged"]) == (
         checked, flagged)
+
+
+class TestPercentilesExactly:
+    def test_one_to_a_hundred(self) -> None:
+        """Every figure of 1..100 by hand: the percentiles, their distribution-free 95 %
+        intervals (order statistics 40 and 61 around the median), mean, min and max."""
+        assert percentiles(list(range(1, 101))) == {
+            "p50": 50.5, "p90": pytest.approx(90.1), "p99": pytest.approx(99.01), "n": 100,
+            "low_confidence": False, "mean": 50.5, "min": 1.0, "max": 100.0,
+            "p50_ci": [40.0, 61.0], "p90_ci": [84.0, 96.0], "p99_ci": [97.0, None]}
+
+    def test_nothing_is_every_figure_none(self) -> None:
+        assert percentiles([]) == {
+            "p50": None, "p90": None, "p99": None, "n": 0, "low_confidence": True,
+            "mean": None, "min": None, "max": None,
+            "p50_ci": [None, None], "p90_ci": [None, None], "p99_ci": [None, None]}
+
+    def test_missing_values_are_skipped(self) -> None:
+        """A None among the values (a request without that figure) is left out."""
+        out = percentiles([0.1, None, 0.3])
+        assert (out["n"], out["mean"], out["min"], out["max"]) == (2, pytest.approx(0.2),
+                                                                    0.1, 0.3)
