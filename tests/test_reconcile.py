@@ -2224,3 +2224,33 @@ class TestQ6Edges:
         s["baseline"]["stream_tokens_per_s"] = {"p90": 100.0, "n": 20}
         assert _q6(PANEL, s).reason == ("The production panel (last 7 days) is given and there "
                                         "is no headline figure to reconcile it with.")
+
+
+class TestPrefillUndecidedSays:
+    """Why the prefill rate decides no claim, by what the fit had: three prompt lengths
+    and no interval, fewer than three, or an interval that straddles the tolerance."""
+
+    @staticmethod
+    def _why(lengths: int | None, ci: tuple[float | None, float | None] | None) -> str:
+        from evalkit.reconcile import _prefill_undecided
+        from evalkit.summary import Summary
+
+        return _prefill_undecided(Summary(
+            levels=(), baseline=None, prefill_tokens_per_s=1500.0, max_sustained=None,
+            first_degraded=None, client_bound=False, prefill_lengths=lengths), ci)
+
+    @pytest.mark.parametrize("ci", [None, (None, None)])
+    def test_three_lengths_and_no_interval(self, ci: tuple[None, None] | None) -> None:
+        assert self._why(3, ci) == (
+            "the prefill fit over 3 prompt lengths gives no interval on its rate; probe with "
+            "more prompt lengths or repeats (--profile standard)")
+
+    @pytest.mark.parametrize("lengths", [2, None])
+    def test_too_few_lengths_whatever_the_interval(self, lengths: int | None) -> None:
+        why = self._why(lengths, (1000.0, 2000.0))
+        assert "too few for an interval" in why and "(3 needed)" in why
+
+    def test_three_lengths_and_a_straddling_interval(self) -> None:
+        why = self._why(3, (1000.0, 2000.0))
+        assert why.startswith("not enough evidence") and "1,000" in why and "2,000" in why
+        assert "a fit over 3 prompt lengths" in why and why.endswith("(--profile standard)")
