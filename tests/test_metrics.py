@@ -1556,3 +1556,18 @@ class TestPercentilesExactly:
         out = percentiles([0.1, None, 0.3])
         assert (out["n"], out["mean"], out["min"], out["max"]) == (2, pytest.approx(0.2),
                                                                     0.1, 0.3)
+
+
+def test_without_usage_the_output_is_our_count_and_said_estimated() -> None:
+    """No usage from the server: the output is our count of the text (12), not the chunks'
+    token sum (10), and it is flagged as estimated even when the record did not say so."""
+    b = summarize([stream("a", n=10, usage=None, counted=12, output_tokens=None,
+                          output_tokens_estimated=False)])["baseline"]
+    assert (b["output_tokens"]["p50"], b["output_tokens_estimated"]) == (12, True)
+
+
+def test_a_stream_whose_first_chunk_carries_every_token_has_no_tpot() -> None:
+    """Two tokens, both in the first chunk, the stream closing 0.2 s later: no token came
+    after the first chunk, so there is no TPOT and no per-stream rate (not 0 tok/s)."""
+    b = summarize([stream("a", n=1, tpc=2, usage=2, e2e_s=0.3)])["baseline"]
+    assert (b["tpot_s"]["n"], b["stream_tokens_per_s"]["n"]) == (0, 0)
