@@ -2254,3 +2254,12 @@ class TestPrefillUndecidedSays:
         why = self._why(3, (1000.0, 2000.0))
         assert why.startswith("not enough evidence") and "1,000" in why and "2,000" in why
         assert "a fit over 3 prompt lengths" in why and why.endswith("(--profile standard)")
+
+
+def test_q4_without_nodes_names_the_claimed_metric_as_the_page_does() -> None:
+    """The claim restated: per node, at least that for the endpoint, and the metric it
+    says degrades first in the page's words (itl is TPOT)."""
+    text = ("Q4: {max_concurrent_streams_per_node: 30, first_degrades: itl, "
+            "source: production}\n")
+    j = judge(text, _tied(None)).judgements["Q4"]
+    assert "30 streams per node (at least 30 for the endpoint), TPOT first" in j.reason
