@@ -3,12 +3,22 @@
     python tools/mutation.py            # a clean run of every module in scope, then the report
     python tools/mutation.py validity   # only the modules named, the others' results kept
     python tools/mutation.py --report   # the report of the last run, without running
+    python tools/mutation.py reconcile:judge_q4 reconcile:_metric
+                                        # only those functions' mutants (after an edit to
+                                        # them: mutmut numbers mutants per function, so the
+                                        # module's other results and listed survivors stand)
+    python tools/mutation.py metrics:x_prefill_fit__mutmut_150   # one mutant, by its name
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile,
 summary, validity, sse, api, questionnaire and tolerances whole; of prober.py only the outcome rules
 (`PROBER_SCOPE`). Each mutant runs only the fast pure tests that reach the mutated function
 (`pytest_add_cli_args_test_selection`), one worker process at a time: run it under
 `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive work.
+
+mutmut keeps each function's results until that function's source changes, but a change
+to the test selection or the pytest arguments in pyproject.toml drops every result (its
+config fingerprint): put a pure test in a selected file rather than widening the selection
+for one module.
 
 String literals with a space in them are prose (reasons, advice, separators) and are not
 mutated: tests assert the facts in a sentence (the number, the status, the tolerance), not
@@ -47,10 +57,17 @@ EXAMPLES = 25
 
 
 def scope_globs(modules: list[str]) -> list[str]:
-    """The mutant names in scope, as the globs `mutmut run` takes."""
+    """The mutant names in scope, as the globs `mutmut run` takes; `module:function` (the
+    function's name, or mutmut's mangled `xǁClassǁmethod`) names one function's mutants,
+    and `module:x_function__mutmut_7` one mutant (a survivor re-run after a new test)."""
     globs = []
     for mod in modules:
-        if mod == "prober":
+        if ":" in mod:
+            mod, func = mod.split(":", 1)
+            mangled = func if func.startswith(("x_", "xǁ")) else "x_" + func
+            globs.append(f"evalkit.{mod}.{mangled}"
+                         + ("" if "__mutmut_" in mangled else "__mutmut_*"))
+        elif mod == "prober":
             globs += [f"evalkit.prober.{fn}__mutmut_*" for fn in PROBER_SCOPE]
         else:
             globs.append(f"evalkit.{mod}.*")
@@ -201,13 +218,13 @@ def report(modules: list[str]) -> int:
 def main(argv: list[str]) -> int:
     only_report = "--report" in argv
     names = [a for a in argv if not a.startswith("-")]
-    unknown = [n for n in names if n not in MODULES]
+    unknown = [n for n in names if n.split(":")[0] not in MODULES]
     if unknown:
         sys.exit(f"unknown module {unknown[0]!r}; choose from {', '.join(MODULES)}")
-    modules = names or list(MODULES)
+    modules = list(dict.fromkeys(n.split(":")[0] for n in names)) or list(MODULES)
     os.chdir(ROOT)  # mutmut works in ./mutants and reads ./pyproject.toml
     if not only_report:
-        run(modules, clean=not names)
+        run(names or modules, clean=not names)
     return report(modules)
 
 
