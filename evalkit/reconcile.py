@@ -596,7 +596,10 @@ def _prefill_undecided(m: Summary, ci: tuple[float | None, float | None] | None)
     if lengths is not None and lengths >= 3 and (ci is None or ci == (None, None)):
         return (f"the prefill fit over {lengths} prompt lengths gives no interval on its "
                 f"rate; {more}")
-    if ci is None or lengths is None or lengths < 3 or ci == (None, None):
+    if lengths is None:  # an older or hand-made summary: nothing says what the fit rests on
+        return ("the summary does not say how many prompt lengths the prefill fit rests "
+                f"on, so its rate decides nothing; {more}")
+    if ci is None or lengths < 3 or ci == (None, None):
         return (f"the prefill fit rests on {lengths} prompt length"
                 f"{'s' if lengths != 1 else ''}, too few for an interval on its rate (3 "
                 "needed); probe with more prompt lengths (--profile standard)")

@@ -2245,7 +2245,7 @@ class TestPrefillUndecidedSays:
             "the prefill fit over 3 prompt lengths gives no interval on its rate; probe with "
             "more prompt lengths or repeats (--profile standard)")
 
-    @pytest.mark.parametrize("lengths", [2, None])
+    @pytest.mark.parametrize("lengths", [2])
     def test_too_few_lengths_whatever_the_interval(self, lengths: int | None) -> None:
         why = self._why(lengths, (1000.0, 2000.0))
         assert "too few for an interval" in why and "(3 needed)" in why
@@ -2263,3 +2263,14 @@ def test_q4_without_nodes_names_the_claimed_metric_as_the_page_does() -> None:
             "source: production}\n")
     j = judge(text, _tied(None)).judgements["Q4"]
     assert "30 streams per node (at least 30 for the endpoint), TPOT first" in j.reason
+
+
+def test_a_prefill_fit_without_a_length_count_says_so_not_none() -> None:
+    """An older or hand-made summary gives an interval but no prompt-length count: the
+    reason says what is missing instead of 'rests on None prompt lengths'."""
+    j = judge(Q3_PRICES + "prefill_tokens_per_s: 9000}\n",
+              _with_rates([4000, 12000], None, lengths=None)).judgements["Q3"]
+    assert j.status == "unverified" and "None" not in j.reason
+    assert ("the summary does not say how many prompt lengths the prefill fit rests on, "
+            "so its rate decides nothing; probe with more prompt lengths or repeats") \
+        in j.reason
