@@ -313,7 +313,10 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
             progress.close()  # restore the terminal even when the probe fails early
     for line in summary_lines(result.summary):
         click.echo(line)
-    click.echo(f"{result.status}: {result.requests} requests written to {result.out_dir}")
+    # how the run ended and what it is worth, side by side: a run that finished is not a
+    # run that measured anything ("complete, invalid")
+    click.echo(f"{result.status}, {result.validity}: {result.requests} requests written to "
+               f"{result.out_dir}")
     if result.validity == "invalid":
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
                    "see the reasons above", err=True)

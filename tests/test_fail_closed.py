@@ -177,6 +177,7 @@ class TestInvalidRun:
         assert any(line.startswith("RUN INVALID: ") for line in res.stdout.splitlines())
         assert "no level breached" not in res.stdout
         assert "Error: the run is invalid" in res.stderr
+        assert "complete, invalid: " in res.stdout  # finished is not the same as measured
         summary = json.loads((tmp_path / "r" / "summary.json").read_text())
         assert summary["validity"]["status"] == "invalid"
         assert summary["baseline"]["validity"]["status"] == "invalid"
