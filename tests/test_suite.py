@@ -41,14 +41,18 @@ class TestRamp:
         # 36 requests a level at least: fewer cannot bound a p90 from above, and a level
         # whose interval is open is a tie (neither sustained nor breached)
         floors = {"1": 36, "4": 36, "8": 36, "16": 36}
-        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline",
-                                                                        "ramp"),
-                                    overrides={**SHORT, "ramp": {**SHORT["ramp"],
-                                                                 "min_requests": floors}}),
-                        tmp_path / "run")
+        config = ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline", "ramp"),
+                             overrides={**SHORT, "ramp": {**SHORT["ramp"],
+                                                          "min_requests": floors}})
+        # 16 streams at most: a load a 2-core client holds. A run that was bound where the
+        # judgement is drawn checked nothing, and says so; a busy CI host can deschedule
+        # the client for a moment, so measure again once, as a user reading "the client
+        # was the bottleneck" would, and fail if the second run is bound too
+        for attempt in range(2):
+            res = run_probe(config, tmp_path / f"run{attempt}")
+            if not (res.summary and res.summary["client"]["capacity_judgement_affected"]):
+                break
         ramp = res.summary["ramp"] if res.summary else {}
-        # 16 streams at most: a load a 2-core client holds; a run that was bound where the
-        # judgement is drawn checked nothing, and says so here rather than passing
         assert res.summary and not res.summary["client"]["capacity_judgement_affected"], (
             "the client was the bottleneck: too busy a machine to judge the ramp",
             res.summary["client"] if res.summary else None)
