@@ -23,8 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOOR = 90
 #: the pure core: data in, data out (the prober's and the adapters' pure parts are
 #: mutation-tested, but their modules are mostly I/O and are tested over real HTTP)
-CORE = ("metrics", "reconcile", "summary", "validity", "sse", "questionnaire", "tolerances",
-        "intervals", "plan", "settings")
+CORE = ("metrics", "reconcile", "summary", "validity", "sse", "questionnaire",
+        "questionnaire_reader", "questionnaire_schema", "questionnaire_check",
+        "questionnaire_model", "questionnaire_template", "tolerances", "intervals", "plan",
+        "settings")
 #: fast pure tests beyond mutmut's selection
 ALSO_TESTS = ("tests/test_plan.py", "tests/test_suite_settings.py")
 

@@ -10,8 +10,9 @@
     python tools/mutation.py metrics:x_prefill_fit__mutmut_150   # one mutant, by its name
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile,
-summary, validity, sse, api, questionnaire and tolerances whole; of prober.py only the outcome rules
-(`PROBER_SCOPE`). Each mutant runs only the fast pure tests that reach the mutated function
+summary, validity, sse, api, questionnaire (with its questionnaire_* modules) and
+tolerances whole; of prober.py only the outcome rules (`PROBER_SCOPE`). Each mutant runs
+only the fast pure tests that reach the mutated function
 (`pytest_add_cli_args_test_selection`), one worker process at a time: run it under
 `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive work.
 
@@ -44,13 +45,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "docs" / "mutation-survivors.md"
 GOAL = 0.90
 MODULES = ("metrics", "reconcile", "summary", "validity", "sse", "api", "prober", "questionnaire",
-           "tolerances")
+           "questionnaire_reader", "questionnaire_schema", "questionnaire_check",
+           "questionnaire_model", "questionnaire_template", "tolerances")
 #: prober.py is mostly I/O; its pure outcome rules are in scope
 PROBER_SCOPE = ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_message",
                 "x_explain_failure", "x__advice", "x__advice_400")
 #: functions run while the module is imported (the schema's builders): mutmut selects
 #: mutants per test call, and no test calls these, so they are outside its reach
-OUT_OF_REACH = {"questionnaire": ("x__nullable", "x__distribution", "x__section")}
+OUT_OF_REACH = {"questionnaire_schema": ("x__nullable", "x__distribution", "x__section")}
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 #: examples per property test in a mutation run (see _hypothesis_for_mutation)
 EXAMPLES = 25
