@@ -24,6 +24,7 @@ QUESTION_TITLES = {
     "Q6": "Production panel reconciled with the headline figure",
 }
 
+
 def _nullable(type_: str, **extra: Any) -> dict[str, Any]:
     return {"type": [type_, "null"], **extra}
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from evalkit.reference import ReferenceServer
-from evalkit.reference.app import WORDS
+from evalkit.reference.writer import WORDS
 
 Factory = Callable[..., ReferenceServer]
 MS = 1e6
@@ -405,9 +405,11 @@ class TestWriter:
         """If send() suspends (client not reading), later tokens queue behind it: the
         words still arrive in order and every write is stamped once, in order."""
         from evalkit.reference import get_profile
-        from evalkit.reference.app import Job, _Stream, _Writer
         from evalkit.reference.engine import Seq
         from evalkit.reference.faults import plan_request
+        from evalkit.reference.loop import Stream
+        from evalkit.reference.parse import Job
+        from evalkit.reference.writer import Writer
 
         async def scenario() -> tuple[list[bytes], dict[str, Any]]:
             gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -420,10 +422,10 @@ class TestWriter:
 
             prof = get_profile("gpu", {"fault_role_first_chunk": 0})
             plan = plan_request(prof, 0, 0, 5, ignore_eos=True)
-            stream_ = _Stream(plan, 1)
+            stream_ = Stream(plan, 1)
             truth: dict[str, Any] = {"writes": [], "first_write_ns": None,
                                      "first_answer_ns": None, "request_id": "w"}
-            writer = _Writer(send, stream_, Job(True, True, 1, 5, 0, True, False), "w", 0,
+            writer = Writer(send, stream_, Job(True, True, 1, 5, 0, True, False), "w", 0,
                              truth)
             task = asyncio.ensure_future(writer.stream())
             seq = Seq(1, 5, sink=stream_)

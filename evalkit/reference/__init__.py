@@ -5,6 +5,13 @@ as the batch grows, a KV-cache batch limit with a queue, an admission limit with
 injects the faults real endpoints have, and can log every request's server-side timing
 as ground truth. Profiles live in `profiles.json`.
 
+One job per module: `params` (profiles), `engine` (the pure scheduler: no clock, no I/O),
+`faults` (each request's fate, seeded), `parse` (request bodies -> `Job`), `loop` (the
+engine on real time, and each request's `Stream`), `writer` (a response's bytes, every
+write stamped), `wire` (Anthropic Messages and OpenAI Responses frames), `asgi`
+(plumbing), `app` (routes and the ground-truth log), `metrics` (`/metrics`), `server`
+(uvicorn with arrival stamps, in a thread or a process).
+
     from evalkit.reference import ReferenceServer
     with ReferenceServer(profile="queueing", truth_log=path) as srv:
         ...  # srv.base_url, srv.model, srv.truth()
@@ -33,9 +40,10 @@ bytes went to the transport; scheduled = the engine model's time), `end_ns`,
 the harmless ones such as `role_first_chunk`), `client_disconnected`.
 """
 
-from evalkit.reference.app import MODEL, ReferenceApp
+from evalkit.reference.app import ReferenceApp
 from evalkit.reference.engine import EngineCore, simulate_closed_loop
 from evalkit.reference.params import Profile, get_profile, load_profiles, param_specs
+from evalkit.reference.parse import MODEL
 from evalkit.reference.server import ReferenceServer, serve
 
 __all__ = [

@@ -32,8 +32,9 @@ from typing import Any, Literal
 import httpx
 
 from evalkit.errors import EvalkitError, UsageError
-from evalkit.reference.app import ARRIVAL_EXTENSION, MODEL, ReferenceApp, count_tokens
+from evalkit.reference.app import ARRIVAL_EXTENSION, ReferenceApp
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
+from evalkit.reference.parse import MODEL, count_tokens
 
 STARTUP_TIMEOUT_S = 20.0
 

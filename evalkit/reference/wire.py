@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evalkit.reference.parse import MODEL
+
 #: the engine's finish reasons in each API's words
 _ANTHROPIC_STOP = {"length": "max_tokens", "stop": "end_turn"}
-_MODEL = "evalkit-reference"
 
 
 def _frame(event: str, data: dict[str, Any], nl: bytes) -> bytes:
@@ -35,7 +36,7 @@ class AnthropicFraming:
         """`message_start`: the message with empty content; output_tokens a placeholder."""
         return _frame("message_start", {"type": "message_start", "message": {
             "id": f"msg_{self.rid}", "type": "message", "role": "assistant", "content": [],
-            "model": _MODEL, "stop_reason": None, "stop_sequence": None,
+            "model": MODEL, "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 1}}}, self.nl)
 
     def _close(self) -> bytes:
@@ -113,7 +114,7 @@ class ResponsesFraming:
 
     def _response(self, status: str, **extra: Any) -> dict[str, Any]:
         return {"id": f"resp_{self.rid}", "object": "response", "created_at": self.created,
-                "status": status, "model": _MODEL, "output": [], "error": None,
+                "status": status, "model": MODEL, "output": [], "error": None,
                 "incomplete_details": None, "usage": None, **extra}
 
     def _item_id(self) -> str:

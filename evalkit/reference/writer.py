@@ -1,0 +1,306 @@
+"""One request's response: the items its `Stream` queued, written as SSE chunks (or, for a
+non-streaming request, one JSON body), every write stamped for the ground-truth log.
+
+Each write is stamped right after its bytes are handed to the transport, next to the time
+the engine scheduled it (`truth["writes"]`), and feeds the `/metrics` histograms. While
+the writer idles, plain token chunks are written straight from the engine loop (`_direct`),
+skipping a task switch per token. Faults the request's plan holds (a malformed line, a
+stall, an error event, a cut connection, no usage, no [DONE]) are written here. Frames of
+Anthropic Messages and OpenAI Responses come from `evalkit.reference.wire`; OpenAI chat
+and completions chunks are built here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import Any
+
+from evalkit.reference.asgi import Send, send_error, send_json
+from evalkit.reference.loop import Stream
+from evalkit.reference.metrics import EngineMetrics
+from evalkit.reference.parse import MODEL, BadRequest, Job
+from evalkit.reference.wire import AnthropicFraming, Framing, ResponsesFraming
+
+#: generated text: each word (with its leading space) is one o200k_base token
+_WORD_TEXT = (
+    "the of and to in is was for on that with as by at from his her they this which are "
+    "be had not but have one were all their can said there use an each she do how if will "
+    "up other about out many then them these so some would make like him into time has"
+)
+WORDS = tuple(_WORD_TEXT.split())
+
+
+class CutConnection(Exception):
+    """Raised inside the app to make uvicorn drop the connection mid-stream."""
+
+
+class _QuietCut(logging.Filter):
+    """Keep the injected disconnect fault out of the server log (it is not a bug)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, CutConnection)
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietCut())
+
+
+class Writer:
+    """Turns one stream's queued items into bytes on the wire, stamping every write."""
+
+    def __init__(self, send: Send, stream: Stream, job: Job, rid: str, created: int,
+                 truth: dict[str, Any], metrics: EngineMetrics | None = None) -> None:
+        self.send, self.s, self.job, self.truth = send, stream, job, truth
+        self.metrics = metrics
+        self.last_content_ns: int | None = None
+        self.nl = b"\r\n" if stream.plan.crlf else b"\n"
+        #: the frames of Anthropic Messages or OpenAI Responses (None: OpenAI chat/completions)
+        self.wire: Framing | None = (
+            AnthropicFraming(rid, job.prompt_tokens, self.nl) if job.api == "messages" else
+            ResponsesFraming(rid, job.prompt_tokens, created, self.nl)
+            if job.api == "responses" else None)
+        obj = "chat.completion.chunk" if job.chat else "text_completion"
+        prefix = "chatcmpl-" if job.chat else "cmpl-"
+        self.head = (f'{{"id":{json.dumps(prefix + rid)},"object":"{obj}","created":{created},'
+                     f'"model":"{MODEL}",').encode()
+        self.words = 0
+        self.blocked: asyncio.Future[None] | None = None  # a fast write waiting on drain
+
+    def _text(self, n: int) -> str:
+        out = "".join(" " + WORDS[(self.words + i) % len(WORDS)] for i in range(n))
+        self.words += n
+        return out
+
+    def _choice(self, delta: dict[str, Any] | None, text: str | None,
+                finish: str | None) -> bytes:
+        if self.job.chat:
+            choice: dict[str, Any] = {"index": 0, "delta": delta or {}, "logprobs": None,
+                                      "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
+        return self.head + b'"choices":[' + json.dumps(choice, separators=(",", ":")).encode() \
+            + b"]}"
+
+    def _usage(self) -> dict[str, int]:
+        done = self.s.tokens
+        return {"prompt_tokens": self.job.prompt_tokens, "completion_tokens": done,
+                "total_tokens": self.job.prompt_tokens + done}
+
+    async def _write(self, payload: bytes, kind: str, tokens: int, scheduled: int) -> None:
+        await self.send({"type": "http.response.body", "body": payload, "more_body": True})
+        self._stamp(kind, tokens, scheduled)
+
+    def _token_payload(self, kind: str, n: int, finish: str | None) -> bytes:
+        text = self._text(n)
+        if self.wire is not None:  # the end is in its own events (`_end`)
+            return self.wire.token(kind, text)
+        if finish is None:  # the hot path: a template (the words need no JSON escaping)
+            key = b"reasoning_content" if kind == "reasoning" else b"content"
+            middle = (b'{"index":0,"delta":{"' + key + b'":"' if self.job.chat
+                      else b'{"index":0,"text":"')
+            return self._event(self.head + b'"choices":[' + middle + text.encode()
+                               + b'"' + (b"}" if self.job.chat else b"")
+                               + b',"logprobs":null,"finish_reason":null}]}')
+        key_s = "reasoning_content" if kind == "reasoning" else "content"
+        return self._event(self._choice({key_s: text}, text, finish))
+
+    def _direct(self, kind: str, n: int, at: int) -> None:
+        """Write a token chunk now, from the engine loop, without a task switch.
+
+        uvicorn's send() only suspends when the client's transport is paused (flow
+        control); then the rest of that send is finished by a task and later items
+        queue behind it, so order is kept and no other stream waits.
+        """
+        coro: Any = self.send({"type": "http.response.body", "more_body": True,
+                               "body": self._token_payload(kind, n, None)})
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            self._stamp(kind, n, at)
+            return
+        self.s.direct = None
+        self.blocked = asyncio.ensure_future(self._resume(coro, yielded, kind, n, at))
+
+    async def _resume(self, coro: Any, yielded: Any, kind: str, n: int, at: int) -> None:
+        """Drive a suspended send() to its end, as a Task would have."""
+        while True:
+            if yielded is None:  # a bare yield (sleep(0)): just give the loop a turn
+                await asyncio.sleep(0)
+            else:
+                yielded._asyncio_future_blocking = False  # what Task.__step does
+                await yielded
+            try:
+                yielded = coro.send(None)
+            except StopIteration:
+                break
+        self._stamp(kind, n, at)
+
+    def _stamp(self, kind: str, tokens: int, scheduled: int) -> None:
+        """Record a write the moment its bytes were handed to the transport."""
+        now = time.perf_counter_ns()
+        # a tuple: the garbage collector stops tracking it, and a busy server holds
+        # thousands (a collection that walks them all is a stall in every stream)
+        self.truth["writes"].append((now, scheduled, tokens, kind))
+        if kind in ("content", "reasoning") and self.metrics is not None:
+            last, self.last_content_ns = self.last_content_ns, now
+            if last is None:
+                self.metrics.ttft.observe((now - self.truth["received_ns"]) / 1e9)
+            else:
+                self.metrics.itl.observe((now - last) / 1e9)
+            self.metrics.generation_tokens += tokens
+        if kind in ("content", "reasoning") and self.truth["first_write_ns"] is None:
+            self.truth["first_write_ns"] = now
+        if kind == "content" and self.truth["first_answer_ns"] is None:
+            self.truth["first_answer_ns"] = now
+
+    def _event(self, data: bytes) -> bytes:
+        return b"data: " + data + self.nl + self.nl
+
+    async def _next(self) -> tuple[str, int, int, bool] | None:
+        """The next queued item; pings while waiting; None when the client is gone."""
+        s = self.s
+        interval = s.plan.ping_interval_s
+        while not s.items:
+            if s.gone.is_set():
+                return None
+            s.wake.clear()
+            if self.job.stream and self.blocked is None:
+                s.direct = self._direct
+            try:
+                if interval > 0:
+                    try:
+                        await asyncio.wait_for(s.wake.wait(), interval)
+                    except TimeoutError:
+                        s.direct = None
+                        await self._settle()
+                        now = time.perf_counter_ns()
+                        await self._write(b": ping" + self.nl + self.nl, "ping", 0, now)
+                else:
+                    await s.wake.wait()
+            finally:
+                s.direct = None
+        await self._settle()
+        return None if s.gone.is_set() else s.items.popleft()
+
+    async def _settle(self) -> None:
+        """Let a fast write that hit flow control finish before writing anything else."""
+        if self.blocked is not None:
+            await self.blocked
+            self.blocked = None
+
+    async def stream(self) -> None:
+        """Write the SSE response; return early (no terminator) to cut the connection."""
+        plan, job, truth = self.s.plan, self.job, self.truth
+        truth.update(status=200, outcome=plan.outcome)
+        await self.send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+            (b"x-request-id", truth["request_id"].encode())]})
+        if self.wire is not None:
+            now = time.perf_counter_ns()
+            await self._write(self.wire.start(), "start", 0, now)
+        while True:
+            item = await self._next()
+            if item is None:
+                return  # client gone: nothing more to write
+            kind, n, at, final = item
+            if kind == "role" and self.wire is not None:
+                continue  # its start events already went out
+            if kind == "role":
+                await self._write(self._event(self._choice({"role": "assistant", "content": ""},
+                                                            None, None)), "role", 0, at)
+            elif kind in ("content", "reasoning"):
+                finish = plan.finish_reason if final else None
+                await self._write(self._token_payload(kind, n, finish), kind, n, at)
+            elif kind == "malformed":
+                bad = self.head + b'"choices":[{"index":0,"delta":{"content":" brok'
+                await self._write(self._event(bad) if self.wire is None else self.wire.malformed(),
+                                  "malformed", 0, at)
+            elif kind == "stall":
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.s.gone.wait(), plan.stall_s)
+            elif kind == "error":
+                err = {"error": {"message": "injected fault: the engine failed mid-stream",
+                                 "type": "internal_server_error", "code": 500}}
+                await self._write(self._event(json.dumps(err).encode()) if self.wire is None
+                                  else self.wire.error(), "error", 0, at)
+                await self._end(at, usage=False, failed=True)
+                truth["outcome"] = plan.outcome
+                return
+            elif kind == "cut":
+                truth["outcome"] = plan.outcome
+                truth["completion_tokens"] = self.s.tokens
+                raise CutConnection  # uvicorn closes the transport: no terminator
+            elif kind == "finish":
+                await self._end(at, usage=job.include_usage and not plan.no_usage)
+                truth["outcome"] = plan.outcome
+                return
+
+    async def _end(self, at: int, usage: bool, failed: bool = False) -> None:
+        """Usage chunk if asked, [DONE] unless faulted, then the HTTP terminator (the newer
+        APIs: their closing events, none after an error event)."""
+        self.truth["completion_tokens"] = self.s.tokens
+        if self.wire is not None:
+            plan = self.s.plan
+            frames = [] if failed else self.wire.end(
+                plan.finish_reason, self.s.tokens if usage else None, not plan.no_done,
+                min(plan.reasoning_tokens, self.s.tokens))
+            for payload, kind in frames:
+                await self._write(payload, kind, 0, at)
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if usage:
+            data = self.head + b'"choices":[],"usage":' + json.dumps(self._usage()).encode() \
+                + b"}"
+            await self._write(self._event(data), "usage", 0, at)
+        if not self.s.plan.no_done:
+            await self._write(self._event(b"[DONE]"), "done", 0, at)
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def whole(self) -> None:
+        """Non-streaming: wait for the last token, answer one JSON body."""
+        plan, job, truth = self.s.plan, self.job, self.truth
+        answer: list[str] = []
+        reasoning: list[str] = []
+        at = time.perf_counter_ns()
+        finished = False
+        while not finished:
+            item = await self._next()
+            if item is None:
+                return
+            kind, n, at, _ = item
+            if kind == "content":
+                answer.append(self._text(n))
+            elif kind == "reasoning":
+                reasoning.append(self._text(n))
+            elif kind in ("error", "cut"):
+                truth.update(status=500, outcome=plan.outcome)
+                await send_error(self.send, BadRequest(
+                    500, "injected fault: the engine failed", kind="internal_server_error"))
+                return
+            finished = kind == "finish"
+        text = "".join(answer)
+        if job.chat:
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if reasoning:
+                message["reasoning_content"] = "".join(reasoning)
+            choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": None,
+                                      "finish_reason": plan.finish_reason}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None,
+                      "finish_reason": plan.finish_reason}
+        body: dict[str, Any] = {
+            "id": ("chatcmpl-" if job.chat else "cmpl-") + truth["request_id"],
+            "object": "chat.completion" if job.chat else "text_completion",
+            "created": int(time.time()), "model": MODEL, "choices": [choice]}
+        if not plan.no_usage:
+            body["usage"] = self._usage()
+        truth.update(status=200, completion_tokens=self.s.tokens, outcome=plan.outcome)
+        await send_json(self.send, 200, body)
+        now = time.perf_counter_ns()
+        truth["writes"].append((now, at, self.s.tokens, "content"))
+        truth["first_write_ns"] = truth["first_answer_ns"] = now
+
