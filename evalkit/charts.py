@@ -37,6 +37,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
 
+from evalkit.summary import Summary
+
 #: Greyscale-safe styles, in the order series are drawn.
 STYLES: tuple[dict[str, Any], ...] = (
     {"color": "black", "linestyle": "-", "marker": "o"},
@@ -498,25 +500,18 @@ def measured_rows(summary: Mapping[str, Any] | None
                   ) -> list[tuple[str, Mapping[str, Any], int | None]]:
     """Our per-stream rates for the claims chart, each with the level it was measured at:
     one stream alone (the baseline, which the Q6 text quotes) and the max sustained level
-    (else the highest measured)."""
+    (else the highest measured: `Summary.under_load`, the level page one quotes)."""
     summary = summary or {}
     rows: list[tuple[str, Mapping[str, Any], int | None]] = []
     base = summary.get("baseline")
     dist = base.get("stream_tokens_per_s") if isinstance(base, Mapping) else None
     if isinstance(dist, Mapping):
         rows.append(("ours, 1 stream alone (baseline)", dist, 1))
-    raw = summary.get("ramp")
-    ramp: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    levels = [lv for lv in ramp.get("levels") or []
-              if isinstance(lv, Mapping) and _finite(lv.get("concurrency"))]
-    if levels:
-        best = ramp.get("max_sustained_concurrency")
-        lv = next((lv for lv in levels if lv["concurrency"] == best), None)
-        why = "max sustained"
-        if lv is None:
-            lv, why = max(levels, key=lambda lv: lv["concurrency"]), "highest level measured"
-        c = int(lv["concurrency"])
-        dist = lv.get("stream_tokens_per_s")
+    measured = Summary.from_json(summary)
+    load = measured.under_load() if measured else None
+    if load is not None:
+        level, why = load
+        c, dist = level.concurrency, level.raw.get("stream_tokens_per_s")
         if isinstance(dist, Mapping):
             rows.append((f"ours at {c} stream{'s' if c != 1 else ''} ({why})", dist, c))
     return rows

@@ -12,12 +12,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from evalkit.fmt import fmt_unit
 from evalkit.fmt import num as _num
+from evalkit.summary import SUSTAINED, Level, Summary
 
 Better = Literal["lower", "higher"]
+T = TypeVar("T")
 
 #: Relative worsening beyond which a later run of the same target is a regression.
 DEFAULT_REGRESSION_TOLERANCE = 0.10
@@ -67,34 +69,38 @@ def _get(d: Any, *path: str | int) -> Any:
     return d
 
 
-def _sustained_level(summary: dict[str, Any]) -> dict[str, Any] | None:
-    ramp = summary.get("ramp") or {}
-    c = ramp.get("max_sustained_concurrency")
-    for level in ramp.get("levels") or []:
-        if level.get("concurrency") == c:
-            return dict(level)
-    return None
+def _sustained_level(summary: dict[str, Any]) -> Level | None:
+    """The max sustained level, or None when no level held.
+
+    `Summary.under_load` without its fallback: these rows are titled "at max sustained
+    load", and a run in which no level held has no such figure; its highest level (an
+    overloaded one) set beside other runs' sustained levels would compare unlike things.
+    """
+    measured = Summary.from_json(summary)
+    load = measured.under_load() if measured else None
+    return load[0] if load is not None and load[1] == SUSTAINED else None
 
 
-def _peak_level(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The level with the highest aggregate output (client-bound levels left out)."""
-    levels = [lv for lv in _get(summary, "ramp", "levels") or []
-              if isinstance(lv, dict) and not lv.get("client_bound")
-              and _num(lv.get("aggregate_tokens_per_s")) is not None]
-    return max(levels, key=lambda lv: float(lv["aggregate_tokens_per_s"])) if levels else None
+def _peak_level(summary: dict[str, Any]) -> Level | None:
+    """The ramp level with the highest aggregate output (client-bound levels left out)."""
+    measured = Summary.from_json(summary)
+    levels = [lv for lv in (measured.ramp if measured else ())
+              if not lv.client_bound and lv.aggregate_tokens_per_s is not None]
+    return max(levels, key=lambda lv: lv.aggregate_tokens_per_s or 0.0) if levels else None
 
 
-def _peak_aggregate(summary: dict[str, Any]) -> float | None:
-    return _num(_get(_peak_level(summary), "aggregate_tokens_per_s"))
+def _at(find: Callable[[dict[str, Any]], Level | None], pick: Callable[[Level], T]
+        ) -> Callable[[dict[str, Any]], T | None]:
+    """A reader of one figure (`pick`) at the level `find` chooses; None without one."""
+    def read(summary: dict[str, Any]) -> T | None:
+        level = find(summary)
+        return pick(level) if level is not None else None
+    return read
 
 
-def _level_of(level: dict[str, Any] | None) -> int | None:
-    c = _get(level, "concurrency")
-    return c if isinstance(c, int) and not isinstance(c, bool) else None
-
-
-def _sustained(summary: dict[str, Any]) -> int | None:
-    return _level_of(_sustained_level(summary))
+_sustained = _at(_sustained_level, lambda lv: lv.concurrency)
+#: the settings a load figure needs equal in two runs
+_LOAD = ("prompt_tokens", "output_tokens", "levels")
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -103,17 +109,14 @@ FIGURES: tuple[Figure, ...] = (
     Figure("baseline_stream_rate_p50", "Stream rate p50, alone", "tok/s", "higher",
            lambda s: _num(_get(s, "baseline", "stream_tokens_per_s", "p50"))),
     Figure("sustained_ttft_p90_s", "TTFT p90 at max sustained load", "s", "lower",
-           lambda s: _num(_get(_sustained_level(s), "ttft_s", "p90")),
-           ("prompt_tokens", "output_tokens", "levels"), _sustained),
+           _at(_sustained_level, lambda lv: lv.ttft_s.p90), _LOAD, _sustained),
     Figure("sustained_tpot_p90_s", "TPOT p90 (per-token latency) at max sustained load", "s",
-           "lower", lambda s: _num(_get(_sustained_level(s), "tpot_s", "p90")),
-           ("prompt_tokens", "output_tokens", "levels"), _sustained),
+           "lower", _at(_sustained_level, lambda lv: lv.tpot_s.p90), _LOAD, _sustained),
     Figure("max_sustained_concurrency", "Max sustained concurrent streams", "streams",
-           "higher", lambda s: _num(_get(s, "ramp", "max_sustained_concurrency")),
-           ("prompt_tokens", "output_tokens", "levels")),
+           "higher", lambda s: _num(_get(s, "ramp", "max_sustained_concurrency")), _LOAD),
     Figure("peak_aggregate_tokens_per_s", "Peak aggregate output", "tok/s", "higher",
-           _peak_aggregate, ("prompt_tokens", "output_tokens", "levels"),
-           lambda s: _level_of(_peak_level(s))),
+           _at(_peak_level, lambda lv: lv.aggregate_tokens_per_s), _LOAD,
+           _at(_peak_level, lambda lv: lv.concurrency)),
     Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
            lambda s: _num(_get(s, "prefill", "tokens_per_s")), ()),
 )

@@ -47,6 +47,7 @@ from evalkit.fmt import fmt_unit
 from evalkit.pagetext import claim_text, fit_badge
 from evalkit.render import clip, render_html, render_pdf, sha256
 from evalkit.review import Review, RunData, load_run, review
+from evalkit.summary import as_mapping, as_number, ramp_levels
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
 
@@ -88,11 +89,6 @@ class CompareResult:
     notes: tuple[str, ...] = ()
 
 
-def _map(x: Any) -> Mapping[str, Any]:
-    """x if it is a mapping, else an empty one: a run.json handed over may hold anything."""
-    return x if isinstance(x, Mapping) else {}
-
-
 def vendor_name(value: Any) -> str | None:
     """`value` as a vendor name that groups runs, or None when it cannot be one.
 
@@ -124,7 +120,7 @@ def load_view(item: CompareInput, tolerances: Any = None,
     run = done.run if done.run is not None else load_run(item.run_dir)
     questionnaire = done.questionnaire.parsed if done.questionnaire else None
     scorecard = done.scorecard
-    target = _map(run.run.get("target"))
+    target = as_mapping(run.run.get("target"))
     label = vendor_name(run.run.get("vendor"))
     # the questionnaire's name was checked with the questionnaire; white space is folded
     # so that it can meet the same name given as a label
@@ -143,13 +139,13 @@ def load_view(item: CompareInput, tolerances: Any = None,
     started = str(run.run.get("started_at") or "")
     ttft_by_level = {level: run.stats.ttft_values("ramp", level)
                      for level in sorted(run.stats.levels) if run.stats.ttft.get(("ramp", level))}
-    settings = _map(run.run.get("settings"))
+    settings = as_mapping(run.run.get("settings"))
     return RunView(
         label=f"{clip(who, 40)} {started[:10]}".strip(), target=who, started=started,
         suite_version=run.summary.get("suite_version") or run.run.get("suite_version"),
         settings={"prompt_tokens": settings.get("prompt_tokens"),
                   "output_tokens": settings.get("output_tokens"),
-                  "levels": _map(settings.get("ramp")).get("levels"),
+                  "levels": as_mapping(settings.get("ramp")).get("levels"),
                   "profile": run.run.get("profile")},
         summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level,
         grouped_by=grouped_by)
@@ -172,19 +168,14 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _levels(view: RunView) -> list[Mapping[str, Any]]:
-    return [lv for lv in (view.summary.get("ramp") or {}).get("levels") or []
-            if isinstance(lv, Mapping) and lv.get("concurrency")]
-
-
 def _series(view: RunView, *path: str) -> list[tuple[float, float]]:
     points = []
-    for lv in _levels(view):
+    for lv in ramp_levels(view.summary):
         value: Any = lv
         for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            points.append((float(lv["concurrency"]), float(value)))
+            value = as_mapping(value).get(key)
+        if (number := as_number(value)) is not None:
+            points.append((float(lv["concurrency"]), number))
     return points
 
 
@@ -391,7 +382,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
         "statuses": sorted(cmp.statuses.items()),
         # each fit as the scorecard words it: how far it was tried ("fits up to 8 streams")
         "use_cases": [(k.replace("_", " ").capitalize(),
-                       [fit_badge(_map(_map((v.scorecard or {}).get("use_cases")).get(k)))[1]
+                       [fit_badge(as_mapping(as_mapping(as_mapping(v.scorecard).get(
+                           "use_cases")).get(k)))[1]
                         for v in cmp.runs])
                       for k in sorted(cmp.use_cases)],
         "fits": _fits(cmp),

@@ -62,7 +62,7 @@ from evalkit.errors import InputError, UsageError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.runstore import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE
 from evalkit.sanitize import clean
-from evalkit.summary import as_mapping, as_number
+from evalkit.summary import as_count, as_mapping, as_number
 
 TOOLS = ("aiperf", "guidellm")
 LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm"}
@@ -176,11 +176,14 @@ def _json_object(path: Path, what: str) -> dict[str, Any]:
 
 
 def _count(x: Any) -> int | None:
-    v = as_number(x)
-    return int(v) if v is not None and v >= 0 and v == int(v) else None
+    """A count or timestamp from the file: a whole number, never negative."""
+    return as_count(x, least=0)
 
 
 def _text(x: Any, limit: int = 200) -> str | None:
+    """Hostile text as one clean line of at most `limit` characters. Not `as_text`: a
+    number here is text too (a numeric request id stays that id), and every string is
+    cleaned and capped before it reaches a record."""
     return clean(str(x), limit) or None if x is not None else None
 
 

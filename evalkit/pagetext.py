@@ -17,19 +17,15 @@ from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate,
 from evalkit.fmt import num as _num
 from evalkit.render import clip
 from evalkit.runcheck import RecordDigest
+from evalkit.summary import Summary, as_mapping, ramp_levels
 
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
 SHORT_TEXT, LONG_TEXT = 110, 4000
 
 
-def _map(x: Any) -> Mapping[str, Any]:
-    """x if it is a mapping, else an empty one: input JSON may hold anything anywhere."""
-    return x if isinstance(x, Mapping) else {}
-
-
 def fmt_outcomes(outcomes: Any) -> str:
     """Outcome counts without the zeros: 'ok 12 · rejected 3'."""
-    parts = [f"{k} {fmt_value(v)}" for k, v in _map(outcomes).items() if v]
+    parts = [f"{k} {fmt_value(v)}" for k, v in as_mapping(outcomes).items() if v]
     return " · ".join(parts) or "—"
 
 
@@ -78,41 +74,26 @@ def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
 # --------------------------------------------------------------------------- context
 
 
-def _levels(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    levels = _map(summary.get("ramp")).get("levels")
-    return [lv for lv in levels if isinstance(lv, dict)] if isinstance(levels, list) else []
-
-
-def _load_level(summary: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The level the 'under load' figures come from: max sustained, else the highest."""
-    levels = _levels(summary)
-    if not levels:
-        return None
-    best = _map(summary.get("ramp")).get("max_sustained_concurrency")
-    for lv in levels:
-        if lv.get("concurrency") == best:
-            return lv
-    return max(levels, key=lambda lv: _num(lv.get("concurrency")) or 0)
-
-
 def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """Page one's key figures, each a (label, value) pair with its 95 % interval and n
     where the summary carries them; unmeasured ones say so."""
     if not summary:
         return [("Measurement", "none: this is a claims-only review")]
-    base = _map(summary.get("baseline"))
-    pre = _map(summary.get("prefill"))
-    lv = _load_level(summary) or {}
+    base = as_mapping(summary.get("baseline"))
+    pre = as_mapping(summary.get("prefill"))
+    measured = Summary.from_json(summary)
+    load = measured.under_load() if measured else None
+    lv = load[0].raw if load else {}
     conc = lv.get("concurrency")
     at = f" at {fmt_value(conc)} streams" if conc is not None else ""
-    ttft = _map(lv.get("ttft_s"))
-    rate = _map(lv.get("stream_tokens_per_s"))
+    ttft = as_mapping(lv.get("ttft_s"))
+    rate = as_mapping(lv.get("stream_tokens_per_s"))
     r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
-    client = _map(summary.get("client"))
+    client = as_mapping(summary.get("client"))
     # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
     est = " (tokens estimated)" if lv.get("output_tokens_estimated") is True else ""
     base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
-    alone = _map(base.get("stream_tokens_per_s"))
+    alone = as_mapping(base.get("stream_tokens_per_s"))
     figs = [
         (f"TTFT under load{at}",
          f"{fmt_pct_ci(ttft, 'p50', n=False)} · {fmt_pct_ci(ttft, 'p90')}"),
@@ -133,7 +114,7 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 def max_sustained_text(summary: Mapping[str, Any]) -> str:
     """The ramp's answer in words: the level, where it broke and on what (TPOT, not `itl`)."""
-    ramp = _map(summary.get("ramp"))
+    ramp = as_mapping(summary.get("ramp"))
     best = ramp.get("max_sustained_concurrency")
     first = words.degraded(ramp.get("first_degraded"), ramp.get("first_degraded_tied"))
     broke = ramp.get("first_breach_concurrency")
@@ -153,11 +134,11 @@ def max_sustained_text(summary: Mapping[str, Any]) -> str:
 def tie_text(summary: Mapping[str, Any]) -> str:
     """A ramp level whose 95 % interval straddled a limit (neither held nor breached),
     in words, with about how many requests there would decide it; "" when none."""
-    ramp = _map(summary.get("ramp"))
+    ramp = as_mapping(summary.get("ramp"))
     at = ramp.get("first_tie_concurrency")
     if _num(at) is None:
         return ""
-    level = next((lv for lv in _levels(summary) if lv.get("concurrency") == at), {})
+    level = next((lv for lv in ramp_levels(summary) if lv.get("concurrency") == at), {})
     ties = [t for t in level.get("ties") or [] if isinstance(t, str)]
     on = f" on {' and '.join(words.DEGRADED.get(t, words.name(t)) for t in ties)}" if ties \
         else ""
@@ -170,7 +151,8 @@ def tie_text(summary: Mapping[str, Any]) -> str:
 def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """The two rules a reader needs to check page one: how a level is judged degraded
     (with this run's thresholds) and when a vendor is streaming-ready."""
-    th = _map(_map(_map(summary).get("ramp")).get("thresholds"))
+    ramp = as_mapping(as_mapping(summary).get("ramp"))
+    th = as_mapping(ramp.get("thresholds"))
     ttft = words.plain(th["ttft_p90_ratio"]) if _num(th.get("ttft_p90_ratio")) else "2"
     tpot = words.plain(th["tpot_p90_ratio"]) if _num(th.get("tpot_p90_ratio")) else "2"
     fail = fmt_pct(th.get("admission_failure_rate")) if _num(
@@ -185,7 +167,7 @@ def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
             f"latency) wholly above {tpot}× the baseline's, or that of its failure rate "
             f"wholly above {fail}; an interval that straddles a limit is a tie, neither "
             "held nor degraded. The highest level held below the first degraded one is the "
-            "max sustained concurrency.") if _map(_map(summary).get("ramp")).get("breach_rule")
+            "max sustained concurrency.") if ramp.get("breach_rule")
          else (f"A concurrency level is degraded when its TTFT p90 exceeds {ttft}× the "
                f"baseline's, its TPOT p90 (per-token latency) exceeds {tpot}× the "
                f"baseline's, or more than {fail} of its requests fail. The highest level "
@@ -196,24 +178,25 @@ def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) -> str:
     """A question's measured figures in words, with the 95 % interval and n of each where
     the summary has them (the appendix prints every field)."""
-    m = _map(measured)
+    m = as_mapping(measured)
     if not m:
         return fmt_value(measured, SHORT_TEXT)
-    levels = {lv.get("concurrency"): lv for lv in _levels(summary or {})}
-    lv = _map(levels.get(m.get("concurrency")))
+    levels = {lv.get("concurrency"): lv for lv in ramp_levels(summary)}
+    lv = as_mapping(levels.get(m.get("concurrency")))
     at = f" at {fmt_value(m.get('concurrency'))} streams" if "concurrency" in m else ""
     if qid == "Q1" and lv:
-        ttft = _map(lv.get("ttft_s"))
+        ttft = as_mapping(lv.get("ttft_s"))
         return (f"TTFT {fmt_pct_ci(ttft, 'p50', n=False)} · "
                 f"{fmt_pct_ci(ttft, 'p90', n=False)}{at}{n_mark(ttft)}")
     if qid == "Q2" and lv:
-        rate = _map(lv.get("stream_tokens_per_s"))
+        rate = as_mapping(lv.get("stream_tokens_per_s"))
         return (f"per stream {fmt_pct_ci(rate, 'p50', fmt_rate, n=False)}; all streams "
                 f"{fmt_rate(lv.get('aggregate_tokens_per_s'))}"
                 f"{ci_text(lv.get('aggregate_tokens_per_s_ci'), fmt_rate)}{at}{n_mark(rate)}")
     if qid == "Q3":
-        pre = _map(_map(summary).get("prefill"))
-        alone = _map(_map(_map(summary).get("baseline")).get("stream_tokens_per_s"))
+        pre = as_mapping(as_mapping(summary).get("prefill"))
+        base = as_mapping(as_mapping(summary).get("baseline"))
+        alone = as_mapping(base.get("stream_tokens_per_s"))
         parts = []
         if "prefill_tokens_per_s" in m:
             ci = m.get("prefill_tokens_per_s_ci", pre.get("tokens_per_s_ci"))
@@ -227,7 +210,7 @@ def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) ->
             ("prefill_tokens_per_s", "decode_tokens_per_s_per_stream_p50"))}
         return "; ".join(parts + ([words.mapping(rest, _short)] if rest else [])) or "—"
     if qid == "Q4":
-        ramp = _map(_map(summary).get("ramp"))
+        ramp = as_mapping(as_mapping(summary).get("ramp"))
         text = words.mapping({k: v for k, v in m.items() if k != "first_degraded"}, _short)
         if "max_sustained_concurrency" in m and m["max_sustained_concurrency"] is None:
             text = "max sustained: not established; " + text
@@ -291,7 +274,7 @@ def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
 
 def validity_text(run: Mapping[str, Any] | None) -> str:
     """The run's validity in words for page one: the status and its first reasons."""
-    run = _map(run)
+    run = as_mapping(run)
     status = run.get("validity")
     reasons = [clip(r, 160) for r in run.get("validity_reasons") or [] if isinstance(r, str)]
     label = {"valid": "valid", "degraded": "DEGRADED", "invalid": "RUN INVALID"}.get(
@@ -323,17 +306,17 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """The run's self-checks (client, network, cache, output length, usage) as table rows."""
     if not summary:
         return []
-    checks, client = _map(summary.get("checks")), _map(summary.get("client"))
+    checks, client = as_mapping(summary.get("checks")), as_mapping(summary.get("client"))
     rows = []
     if client:
         rows.append(("Client self-check",
                      f"event-loop lag p99 {fmt_ms(client.get('loop_lag_p99_s'))}, CPU max "
                      f"{fmt_pct(client.get('cpu_fraction_max'))}; {client_verdict(client)}"))
-    net = _map(checks.get("network"))
+    net = as_mapping(checks.get("network"))
     if net:
         rows.append(("Network round trip", f"{fmt_ms(net.get('rtt_s'))}, "
                      f"{fmt_pct(net.get('share_of_ttft'))} of baseline TTFT p50"))
-    cache = _map(checks.get("cache"))
+    cache = as_mapping(checks.get("cache"))
     if cache:
         seen = cache.get("prefix_cache")
         rows.append(("Prefix-cache check",
@@ -345,7 +328,7 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
             ("output_length", "Output length check", "short", "requests short by"),
             ("usage_honesty", "Usage honesty (billed vs streamed tokens)", "disagreeing",
              "disagree by")):
-        check = _map(checks.get(key))
+        check = as_mapping(checks.get(key))
         if check:
             rows.append((label, f"{fmt_value(check.get(count))} of "
                          f"{fmt_value(check.get('checked'))} {what} > "
@@ -399,7 +382,7 @@ def baseline_heading(base: Mapping[str, Any]) -> str:
     """The appendix's baseline heading: how many requests, and how many succeeded (a
     baseline of 0 requests says so rather than "6 requests")."""
     total = base.get("requests")
-    ok = _map(base.get("outcomes")).get("ok")
+    ok = as_mapping(base.get("outcomes")).get("ok")
     if not isinstance(total, int) or total == 0:
         return "Baseline: one stream at a time (no request measured)"
     done = f", {ok:,} ok" if isinstance(ok, int) and ok != total else ""

@@ -31,9 +31,7 @@ from evalkit.pagetext import (
     BRIEF_SKIP,
     LONG_TEXT,
     SHORT_TEXT,
-    _levels,
     _long,
-    _map,
     baseline_heading,
     check_rows,
     claim_text,
@@ -63,6 +61,7 @@ from evalkit.render import (
 )
 from evalkit.review import RecordFile, Review, RunData, load_run, review
 from evalkit.runcheck import RecordDigest
+from evalkit.summary import as_mapping, ramp_levels
 
 #: Names other modules and tests reach through `evalkit.report` (they moved to the render
 #: kit, the review pipeline, fmt and pagetext): kept, so `report.X` keeps working.
@@ -112,7 +111,7 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
 
 def nothing_to_judge(scorecard: Mapping[str, Any]) -> str | None:
     """Why a `--fail-on` gate would have nothing to judge (it must not pass silently)."""
-    run = _map(scorecard.get("run"))
+    run = as_mapping(scorecard.get("run"))
     if scorecard.get("review") == "claims_only":
         return None  # claims are judged (every measured claim is unverified, and says so)
     if scorecard.get("review") in ("measurements_only", "empty"):
@@ -140,9 +139,9 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
     their digest (what `load_run` keeps)."""
     digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
-    q6 = _map(_map(scorecard.get("questions")).get("Q6"))
-    claimed = _map(q6.get("claimed"))
-    panel = _map(claimed.get("panel")) or claimed
+    q6 = as_mapping(as_mapping(scorecard.get("questions")).get("Q6"))
+    claimed = as_mapping(q6.get("claimed"))
+    panel = as_mapping(claimed.get("panel")) or claimed
     summary = summary or {}
     out.append((charts.CLAIMS_CAPTION,
                 charts.claims_vs_measured(_num(claimed.get("headline")), panel,
@@ -150,17 +149,17 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
                                           headline_unit=claimed.get("headline_unit"))))
     samples = {level: {"ttft": digest.ttft_values("ramp", level),
                        "itl": digest.itl.get(level, [])} for level in digest.levels}
-    levels = _levels(summary)
+    levels = ramp_levels(summary)
     dist = charts.latency_distributions(samples)
-    tpc = _map(_map(summary.get("connect")).get("tokens_per_chunk")).get("p50")
+    tpc = as_mapping(as_mapping(summary.get("connect")).get("tokens_per_chunk")).get("p50")
     out.append((charts.distributions_caption(fmt_num(tpc), boxes=dist is not None),
                 dist or charts.latency_percentiles(levels)))
-    ramp = _map(summary.get("ramp"))
-    vendor = _map(summary.get("vendor_metrics")) or None  # the queue panel, if scraped
-    out.append((charts.throughput_caption(_map(ramp.get("thresholds")), vendor),
+    ramp = as_mapping(summary.get("ramp"))
+    vendor = as_mapping(summary.get("vendor_metrics")) or None  # the queue panel, if scraped
+    out.append((charts.throughput_caption(as_mapping(ramp.get("thresholds")), vendor),
                 charts.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
                                                  ramp.get("first_degraded"), vendor)))
-    pre = _map(summary.get("prefill"))
+    pre = as_mapping(summary.get("prefill"))
     points = list(digest.prefill_points)
     if not points:
         for p in pre.get("points") or []:
@@ -175,7 +174,7 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
                    for t0, times, outcome in digest.raster_streams(top)]
         out.append((charts.raster_caption(len(streams), top), charts.stream_raster(streams)))
     out.append((charts.USE_CASE_CAPTION,
-                charts.use_case_fit(levels, slo_limits, _map(scorecard.get("tolerances")))))
+                charts.use_case_fit(levels, slo_limits, as_mapping(scorecard.get("tolerances")))))
     return [(caption, Markup(charts.namespaced(svg, f"fig{i}")))
             for i, (caption, svg) in enumerate(out) if svg]
 
@@ -187,11 +186,11 @@ def _status(s: Any) -> str:
 
 def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Each use case's SLO profile as the scorecard was judged with it."""
-    profiles = _map(_map(scorecard.get("tolerances")).get("slo_profiles"))
-    out: dict[str, Mapping[str, Any]] = {str(n): _map(p) for n, p in profiles.items()}
-    for name, uc in _map(scorecard.get("use_cases")).items():
-        if _map(_map(uc).get("profile")):
-            out[str(name)] = _map(_map(uc).get("profile"))
+    profiles = as_mapping(as_mapping(scorecard.get("tolerances")).get("slo_profiles"))
+    out: dict[str, Mapping[str, Any]] = {str(n): as_mapping(p) for n, p in profiles.items()}
+    for name, uc in as_mapping(scorecard.get("use_cases")).items():
+        if as_mapping(as_mapping(uc).get("profile")):
+            out[str(name)] = as_mapping(as_mapping(uc).get("profile"))
     return out
 
 
@@ -210,10 +209,10 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
     run_doc = run.run if run else {}
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
-    target = _map(run_doc.get("target"))
+    target = as_mapping(run_doc.get("target"))
     questions = []
     for qid in QUESTION_IDS:
-        q = _map(_map(scorecard.get("questions")).get(qid))
+        q = as_mapping(as_mapping(scorecard.get("questions")).get(qid))
         status = _status(q.get("status"))
         questions.append({
             "id": qid, "title": clip(q.get("title") or QUESTION_TITLES[qid], 80),
@@ -231,17 +230,17 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
                          if q.get("tolerance") else "",
         })
     use_cases = []
-    for name, uc in _map(scorecard.get("use_cases")).items():
-        uc = _map(uc)
+    for name, uc in as_mapping(scorecard.get("use_cases")).items():
+        uc = as_mapping(uc)
         css, label = fit_badge(uc)
         use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
                           "css": css, "label": label,
                           "reason": clip(uc.get("reason") or "", 4 * SHORT_TEXT)})
-    verdict = _map(scorecard.get("verdict"))
-    tolerances = dict(_map(scorecard.get("tolerances")))
-    slo_profiles = _map(tolerances.pop("slo_profiles", None))
+    verdict = as_mapping(scorecard.get("verdict"))
+    tolerances = dict(as_mapping(scorecard.get("tolerances")))
+    slo_profiles = as_mapping(tolerances.pop("slo_profiles", None))
     figures = key_figures(summary)
-    run_card = _map(scorecard.get("run"))
+    run_card = as_mapping(scorecard.get("run"))
     lead: list[tuple[str, str]] = []
     if run is not None:
         lead.append(("Run validity", validity_text(run_card)))
@@ -262,7 +261,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
                      + _suite_words(run_doc.get("suite_version"))))
     figures = lead + figures
-    reading = _map(scorecard.get("streams_at_reading_speed"))
+    reading = as_mapping(scorecard.get("streams_at_reading_speed"))
     if summary and reading:
         pct, speed = reading.get("percentile") or "p90", reading.get("reading_speed_tokens_per_s")
         value = fmt_value(reading.get("value"))
@@ -282,7 +281,7 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         model = clip(target.get("model") or "—", SHORT_TEXT)
         endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
     started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
-    stand = _map(run_card.get("stands_in_for"))
+    stand = as_mapping(run_card.get("stands_in_for"))
     # what reading the run directory repaired comes first: the figures rest on it
     notices = [clip(note, 600) for note in (run.notes if run else ())]
     if stand:
@@ -312,13 +311,14 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
-        "profile": fmt_value(run_doc.get("profile") or _map(run_doc.get("config")).get("profile")),
+        "profile": fmt_value(run_doc.get("profile")
+                             or as_mapping(run_doc.get("config")).get("profile")),
         "client_host": clip(words.client_host(run_doc.get("client")), SHORT_TEXT),
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
                      + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
                      + (f"; last request ended {when}" if when else ""),
         "summary": summary or {},
-        "levels": _levels(summary or {}),
+        "levels": ramp_levels(summary),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
         "in_ms": lambda s: fmt_num(s * 1000) if _num(s) is not None else "—",
         # the ramp's metric keys (ttft, itl, admission) as the methodology names them
@@ -340,8 +340,8 @@ def build_context(scorecard: Mapping[str, Any], run: RunData | None,
         "slo_profiles": sorted(slo_profiles.items()),
         "has_run": run is not None,
         "rules": rules(summary),
-        "prefill_line": prefill_text(_map(_map(summary).get("prefill"))),
-        "baseline_heading": baseline_heading(_map(_map(summary).get("baseline"))),
+        "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
+        "baseline_heading": baseline_heading(as_mapping(as_mapping(summary).get("baseline"))),
         "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],
     }
 

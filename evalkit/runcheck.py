@@ -53,7 +53,7 @@ from evalkit.runstore import (
     iter_records,
 )
 from evalkit.sanitize import clean
-from evalkit.summary import as_number
+from evalkit.summary import as_mapping, as_number
 
 SUMMARY_SCHEMA = "evalkit.summary/1"
 #: run.json and summary.json are small (tens of KB); more is not a file we wrote.
@@ -375,7 +375,7 @@ def summary_problems(summary: Mapping[str, Any]) -> list[str]:
 
 
 def _counts(x: Any) -> dict[str, int]:
-    return {str(k): v for k, v in (x or {}).items() if v}
+    return {str(k): v for k, v in as_mapping(x).items() if v}
 
 
 def _close(a: Any, b: float | None) -> bool:
@@ -484,11 +484,8 @@ def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: s
 
     status = run.get("status")
     run_status = status if status in RUN_STATUSES else "running"
-    def obj(x: Any) -> Mapping[str, Any]:
-        return x if isinstance(x, Mapping) else {}
-
-    checks = obj(run.get("client_checks"))
-    phases, levels = obj(checks.get("phases")), obj(checks.get("levels"))
+    checks = as_mapping(run.get("client_checks"))
+    phases, levels = as_mapping(checks.get("phases")), as_mapping(checks.get("levels"))
     rtts = run.get("rtt_samples_s")
     rtt = [x for x in (rtts if isinstance(rtts, list) else [])
            if as_number(x) is not None and 0 <= x <= MAX_SECONDS]

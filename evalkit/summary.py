@@ -82,6 +82,10 @@ class Level:
             self.failure_rate is not None and self.failure_rate > 0.5)
 
 
+#: `Summary.under_load`'s reason when the level is the max sustained one.
+SUSTAINED = "max sustained"
+
+
 @dataclass(frozen=True)
 class Summary:
     """What the summary measured, read defensively: anything missing is None."""
@@ -131,13 +135,19 @@ class Summary:
         """The ramp level the 'under load' figures come from, and why: the max sustained
         level, else (none held, or a single level) the highest measured. The one rule
         page one, the charts and the comparison all use."""
-        ramp = [lv for lv in self.levels if lv is not self.baseline]
+        ramp = self.ramp
         if not ramp:
             return None
         held = next((lv for lv in ramp if lv.concurrency == self.max_sustained), None)
         if held is not None:
-            return held, "max sustained"
+            return held, SUSTAINED
         return ramp[-1], "highest level measured"
+
+    @property
+    def ramp(self) -> tuple[Level, ...]:
+        """The ramp's levels, lowest first: `levels` without the baseline standing in as
+        level 1 where the ramp measured no level 1 itself."""
+        return tuple(lv for lv in self.levels if lv is not self.baseline)
 
     @property
     def top(self) -> int | None:
@@ -146,6 +156,8 @@ class Summary:
 
 
 def as_number(value: Any) -> float | None:
+    """A finite float, or None: bool is not a number here (although Python says it is),
+    nor is a string of digits, NaN, an infinity or an int beyond float range."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
@@ -155,13 +167,25 @@ def as_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def as_count(value: Any) -> int | None:
+def as_count(value: Any, least: int | None = None) -> int | None:
+    """A whole number (3 or 3.0; not True, "3" or 3.5), None below `least` when given:
+    an imported file's negative token count is no count."""
     number = as_number(value)
-    return int(number) if number is not None and number == int(number) else None
+    if number is None or number != int(number) or (least is not None and number < least):
+        return None
+    return int(number)
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
+    """value if it is a mapping, else an empty one: input JSON may hold anything anywhere."""
     return value if isinstance(value, Mapping) else {}
+
+
+def ramp_levels(doc: Any) -> list[Mapping[str, Any]]:
+    """The ramp's level entries of a summary.json document as written, lowest first (those
+    without a concurrency of at least 1 left out): what the charts draw."""
+    summary = Summary.from_json(doc)
+    return [lv.raw for lv in summary.ramp] if summary else []
 
 
 def as_text(value: Any) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.summary import Summary, as_count, as_number, as_text
+from evalkit.summary import Summary, as_count, as_number, as_text, ramp_levels
 
 FIXTURE = Path(__file__).parent / "data" / "report_run" / "summary.json"
 
@@ -75,6 +75,30 @@ def test_json_values_become_numbers_only_when_they_are(value: Any, number: float
                                                        count: int | None) -> None:
     """A boolean, a string, NaN or an int beyond float range is no measurement."""
     assert as_number(value) == number and as_count(value) == count
+
+
+@pytest.mark.parametrize("value, least, count", [
+    (0, 0, 0), (-1, 0, None), (-1.0, None, -1), (4, 5, None), (5.0, 5, 5), (True, 0, None),
+])
+def test_a_count_below_its_least_is_none(value: Any, least: int | None,
+                                         count: int | None) -> None:
+    """An imported file's negative token count is no count; without `least`, any whole
+    number is one."""
+    assert as_count(value, least=least) == count
+
+
+def test_ramp_levels_are_the_entries_as_written_lowest_first() -> None:
+    """What the charts draw: the ramp's own entries (not the baseline standing in as level
+    1), in order, those without a usable concurrency left out; nothing measured is []."""
+    four, one = _level(4, extra="kept"), _level(1)
+    doc = {"baseline": _level(1, note="baseline"),
+           "ramp": {"levels": [four, {"concurrency": 0}, one, {"concurrency": "2"}]}}
+    assert ramp_levels(doc) == [one, four] and ramp_levels(doc)[1] is four
+    without_one = {"baseline": _level(1), "ramp": {"levels": [_level(2)]}}
+    s = Summary.from_json(without_one)
+    assert s is not None and [lv.concurrency for lv in s.levels] == [1, 2]
+    assert [lv.concurrency for lv in s.ramp] == [2] and ramp_levels(without_one) == [_level(2)]
+    assert ramp_levels(None) == [] and ramp_levels({"ramp": {"levels": "x"}}) == []
 
 
 def test_text_is_stripped_and_empty_is_none() -> None:
