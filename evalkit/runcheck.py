@@ -30,7 +30,6 @@ import heapq
 import itertools
 import json
 import math
-import os
 import random
 import statistics
 from array import array
@@ -51,13 +50,12 @@ from evalkit.runstore import (
     SUMMARY_FILE,
     RecordScan,
     iter_records,
+    read_json_object,
 )
 from evalkit.sanitize import clean
 from evalkit.summary import as_mapping, as_number
 
 SUMMARY_SCHEMA = "evalkit.summary/1"
-#: run.json and summary.json are small (tens of KB); more is not a file we wrote.
-MAX_JSON_BYTES = 16 << 20
 #: Per-stream and aggregate rates above this (tokens/s) are absurd.
 MAX_RATE = 1e9
 #: Concurrency levels above this are absurd.
@@ -213,24 +211,6 @@ def _inside(run_dir: Path, root: Path, name: str) -> Path | None:
     if not real.is_file():
         raise RunDirError(f"{path}: not a regular file")
     return path
-
-
-def _read_json(path: Path) -> tuple[dict[str, Any], bytes]:
-    try:
-        with path.open("rb") as fh:  # read(n) allocates n: ask only for what is there
-            raw = fh.read(min(os.fstat(fh.fileno()).st_size, MAX_JSON_BYTES) + 1)
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot read ({exc.strerror})") from exc
-    if len(raw) > MAX_JSON_BYTES:
-        raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB; not a file evalkit "
-                         "wrote")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # JSON, UTF-8, an int of 5,000 digits
-        raise InputError(f"{path}: not valid JSON ({str(exc)[:200]})") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object")
-    return doc, raw
 
 
 def clean_run(run: dict[str, Any], path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -577,12 +557,12 @@ def read_run(run_dir: Path) -> CheckedRun:
         raise RunDirError(f"{run_dir}: no {RUN_FILE}; is this a run directory?")
     summary_file = _inside(run_dir, root, SUMMARY_FILE)
     req_file = _inside(run_dir, root, REQUESTS_FILE)
-    run, run_raw = _read_json(run_file)
+    run, run_raw = read_json_object(run_file, "a run's metadata")
     run, notes = clean_run(run, run_file)
     raw = {RUN_FILE: run_raw}
     summary: dict[str, Any] | None = None
     if summary_file is not None:
-        summary, raw[SUMMARY_FILE] = _read_json(summary_file)
+        summary, raw[SUMMARY_FILE] = read_json_object(summary_file, "a run summary")
         if summary.get("schema") != SUMMARY_SCHEMA:
             raise InputError(f"{summary_file}: schema is {str(summary.get('schema'))[:60]!r}, "
                              f"expected {SUMMARY_SCHEMA!r}")

@@ -24,12 +24,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from evalkit.errors import RunDirError
+from evalkit.errors import EvalkitError, InputError, RunDirError
 from evalkit.records import OUTCOMES, RequestRecord
 
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
 SUMMARY_FILE = "summary.json"
+
+
+#: Larger than any run.json, summary.json or profile evalkit writes: not ours beyond it.
+MAX_JSON_BYTES = 16 << 20
+
+
+def read_json_object(path: Path, what: str, error: type[EvalkitError] = InputError,
+                     limit: int = MAX_JSON_BYTES) -> tuple[dict[str, Any], bytes]:
+    """The JSON object in `path` and the bytes it was read from (to hash and attach).
+
+    The one reader of a whole JSON file: read bounded (`limit` bytes; `read(n)` allocates
+    n, so only what is there is asked for), and a file that cannot be read, is larger, is
+    not JSON (or not UTF-8) or holds no object is an `error` naming the file and `what` it
+    should have been.
+    """
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(min(os.fstat(fh.fileno()).st_size, limit) + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} ({exc.strerror})") from None
+    if len(raw) > limit:
+        raise error(f"{path}: larger than {limit:,} bytes; not {what}")
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSON, UTF-8, an int of 5,000 digits
+        raise error(f"{path}: not valid JSON ({str(exc)[:200]}); expected {what}") from None
+    if not isinstance(doc, dict):
+        raise error(f"{path}: a JSON {type(doc).__name__}, expected {what} (a JSON object)")
+    return doc, raw
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -321,10 +350,5 @@ def load_run(run_dir: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
     if not run_file.is_file() or not req_file.is_file():
         raise RunDirError(f"{run_dir}: not a run directory (needs {RUN_FILE} and "
                           f"{REQUESTS_FILE})")
-    try:
-        meta = json.loads(run_file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{run_file}: not valid JSON: {exc}") from None
-    if not isinstance(meta, dict):
-        raise RunDirError(f"{run_file}: not a JSON object")
+    meta, _ = read_json_object(run_file, "a run's metadata", RunDirError)
     return meta, read_records(req_file)

@@ -19,7 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import UsageError
+from evalkit.runstore import read_json_object
 from evalkit.sanitize import clean
+
+#: A profile is a few dozen settings; a file far larger is not one.
+MAX_PROFILE_BYTES = 1 << 20
 
 #: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
 PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
@@ -337,12 +341,7 @@ def load_profile(name_or_path: str) -> dict[str, Any]:
     if not path.is_file():
         raise UsageError(f"unknown profile {name_or_path!r}: use one of "
                          f"{', '.join(profile_names())} or a JSON file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a JSON profile: {exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: a profile is a JSON object")
+    data, _ = read_json_object(path, "a profile", UsageError, MAX_PROFILE_BYTES)
     base = load_profile(str(data.get("extends", "standard")))
     return deep_merge(base, data)
 

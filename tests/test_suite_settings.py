@@ -90,6 +90,20 @@ class TestSettings:
         assert s.ramp.levels == (3,)
         assert s.ramp.level_duration_s == load_profile("quick")["ramp"]["level_duration_s"]
 
+    @pytest.mark.parametrize("content, message", [
+        (b"{not json", r"p\.json: not valid JSON \(.*\); expected a profile"),
+        (b"\xff\xfe{}", r"p\.json: not valid JSON"),
+        (b"[1, 2]", r"p\.json: a JSON list, expected a profile \(a JSON object\)"),
+        (b" " * (1 << 20) + b"{}", r"p\.json: larger than 1,048,576 bytes; not a profile"),
+    ])
+    def test_a_profile_file_that_is_no_json_object_is_named(
+            self, tmp_path: Path, content: bytes, message: str) -> None:
+        """A profile file is read bounded, and what is wrong with it names the file."""
+        f = tmp_path / "p.json"
+        f.write_bytes(content)
+        with pytest.raises(UsageError, match=message):
+            resolve_settings(_cfg(profile=str(f)))
+
     @pytest.mark.parametrize("profile", ["quick", "standard"])
     def test_builtin_profiles_round_trip(self, profile: str) -> None:
         """Every key a built-in profile holds is read, and written back the same way
@@ -194,6 +208,11 @@ class TestRunStore:
     def test_not_a_run(self, tmp_path: Path) -> None:
         """A directory without run.json is a RunDirError; a bad middle line too."""
         with pytest.raises(RunDirError):
+            load_run(tmp_path)
+        (tmp_path / "run.json").write_text('["not", "metadata"]')
+        (tmp_path / "requests.jsonl").write_text("")
+        with pytest.raises(RunDirError, match=r"run\.json: a JSON list, expected a run's "
+                                              r"metadata"):
             load_run(tmp_path)
         f = tmp_path / "requests.jsonl"
         f.write_text('{"x": 1}\nnot json\n{"x": 2}\n')
