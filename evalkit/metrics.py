@@ -128,7 +128,6 @@ import numpy as np
 import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
-from evalkit.errors import UsageError
 from evalkit.intervals import (
     ols,
     proportion_interval,
@@ -137,6 +136,7 @@ from evalkit.intervals import (
     samples_for,
 )
 from evalkit.records import OUTCOMES, RequestRecord
+from evalkit.tolerances import Thresholds
 from evalkit.validity import MOSTLY_FAILED_OK_SHARE, group_validity, run_validity
 
 SCHEMA = "evalkit.summary/1"
@@ -148,36 +148,6 @@ MIN_WINDOW_FRACTION = 0.10
 SERIAL_PHASES = ("connect", "baseline", "prefill", "cache", "rtt")
 #: The ramp metrics, in the contract's vocabulary.
 DEGRADATION_METRICS = ("ttft", "itl", "admission")
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Where a measurement becomes a flag; SPEC defaults, overridable per run."""
-
-    ttft_p90_ratio: float = 2.0
-    tpot_p90_ratio: float = 2.0
-    admission_failure_rate: float = 0.01
-    stall_s: float = 1.0
-    #: an output more than this share short of the requested length is flagged
-    output_shortfall: float = 0.05
-    #: |usage / our count - 1| above this is flagged; wide because our count uses an
-    #: OpenAI encoding, not the vendor's tokenizer (10-20 % apart is normal)
-    usage_disagreement: float = 0.25
-    #: repeat TTFT below this share of the first one means a prefix cache served it
-    cache_ttft_ratio: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise UsageError(f"threshold {name} must be a positive number, got {value!r}")
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Thresholds:
-        """Overrides from a settings file; unknown keys are ignored."""
-        try:
-            return cls(**{k: float(v) for k, v in d.items() if k in cls.__dataclass_fields__})
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"thresholds: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import httpx
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError
 from evalkit.intervals import proportion_interval
-from evalkit.metrics import Thresholds, frames, judge_ramp, phase_stats
+from evalkit.metrics import frames, judge_ramp, phase_stats
 from evalkit.plan import estimate
 from evalkit.prober import (
     LoopMonitor,
@@ -40,6 +40,7 @@ from evalkit.runstore import RunStore
 from evalkit.selfcheck import judge_client, merge_checks, window_end, window_start
 from evalkit.settings import ProbeConfig, SuiteSettings
 from evalkit.shard import ShardTask
+from evalkit.tolerances import Thresholds
 from evalkit.vendor_metrics import SCRAPES_FILE, VendorScraper
 
 if TYPE_CHECKING:

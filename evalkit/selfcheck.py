@@ -4,7 +4,7 @@ A capacity figure measured by a client that could not keep up describes the clie
 phase and ramp level is therefore watched through a window over the event loop's lag,
 the process's CPU, the prober's own send lag and the share of chunks read late enough to
 merge with the next one; `judge_client` turns a window into "client-bound" or not, by
-the limits of the profile (`settings.ClientLimits`).
+the limits of the profile (`tolerances.ClientLimits`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.prober import LoopMonitor, Prober
-from evalkit.settings import ClientLimits
+from evalkit.tolerances import ClientLimits
 
 #: What `window_start` marks: the loop's window and the prober's counters at the start.
 Mark = tuple[Any, int, int, float, int]

@@ -21,6 +21,7 @@ from typing import Any
 from evalkit.errors import UsageError
 from evalkit.runstore import read_json_object
 from evalkit.sanitize import clean
+from evalkit.tolerances import ClientLimits
 
 #: A profile is a few dozen settings; a file far larger is not one.
 MAX_PROFILE_BYTES = 1 << 20
@@ -163,13 +164,16 @@ def _reads(read: Callable[[str, Any], Any]) -> dict[str, Any]:
     return {"read": read}
 
 
-def _section(cls: type) -> Callable[[str, Any], Any]:
-    return lambda path, v: _build(cls, v, path)
+def _section(cls: type, readers: Mapping[str, Callable[[str, Any], Any]] | None = None
+             ) -> Callable[[str, Any], Any]:
+    return lambda path, v: _build(cls, v, path, readers)
 
 
-def _build(cls: type, data: Any, path: str) -> Any:
+def _build(cls: type, data: Any, path: str,
+           readers: Mapping[str, Callable[[str, Any], Any]] | None = None) -> Any:
     """`cls` from a profile's object at `path`: unknown keys, missing keys and wrong types
-    are usage errors that name the key."""
+    are usage errors that name the key. Each field is checked by its metadata's reader, or
+    by `readers` for a class defined elsewhere."""
     if not isinstance(data, Mapping):
         raise UsageError(f"profile: {path or 'the profile'} must be a JSON object")
     known = {f.name: f for f in fields(cls)}
@@ -182,7 +186,8 @@ def _build(cls: type, data: Any, path: str) -> Any:
     for name, f in known.items():
         key = f"{path}.{name}" if path else name
         if name in data:
-            values[name] = f.metadata["read"](key, data[name])
+            read = readers[name] if readers else f.metadata["read"]
+            values[name] = read(key, data[name])
         elif not _has_default(f):
             raise UsageError(f"profile: {key} is missing (the built-in profiles show every "
                              "key: `evalkit probe --dry-run` prints them)")
@@ -265,20 +270,11 @@ class RateSettings:
     rate: float | None = field(default=None, metadata=_reads(_optional(_positive)))
 
 
-@dataclass(frozen=True, kw_only=True)
-class ClientLimits:
-    """When the client, not the vendor, set the pace (`evalkit.selfcheck.judge_client`)."""
-
-    loop_lag_p99_s: float = field(metadata=_reads(_seconds))
-    #: (a limit of 1 or more never binds: how a test or a known-busy host turns one off)
-    cpu_fraction: float = field(metadata=_reads(_positive))
-    #: share of chunks read late enough to merge with the next one
-    coalesced_fraction: float = field(metadata=_reads(_positive))
-    #: share of the offered load the client's own send lag held back (None: not judged)
-    send_lag_fraction: float | None = field(default=None,
-                                            metadata=_reads(_optional(_positive)))
-    #: merged reads below this count are two close server writes, not a late client
-    coalesced_min: int = field(default=5, metadata=_reads(_count(0)))
+#: The readers of a profile's `client_check`: `ClientLimits` lives with every other
+#: threshold (`evalkit.tolerances`), its checks here with every other profile value's.
+_CLIENT_LIMITS: dict[str, Callable[[str, Any], Any]] = {
+    "loop_lag_p99_s": _seconds, "cpu_fraction": _positive, "coalesced_fraction": _positive,
+    "send_lag_fraction": _optional(_positive), "coalesced_min": _count(0)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,7 +296,7 @@ class SuiteSettings:
     ramp: RampSettings = field(metadata=_reads(_section(RampSettings)))
     soak: SoakSettings = field(metadata=_reads(_section(SoakSettings)))
     rate: RateSettings = field(metadata=_reads(_section(RateSettings)))
-    client_check: ClientLimits = field(metadata=_reads(_section(ClientLimits)))
+    client_check: ClientLimits = field(metadata=_reads(_section(ClientLimits, _CLIENT_LIMITS)))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SuiteSettings:

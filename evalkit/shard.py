@@ -18,7 +18,7 @@ from evalkit.prober import LoopMonitor, Prober, Target, closed_loop, open_loop
 from evalkit.prompts import Prompt, PromptSource
 from evalkit.records import RequestRecord
 from evalkit.selfcheck import judge_client, window_end, window_start
-from evalkit.settings import ClientLimits
+from evalkit.tolerances import ClientLimits
 
 
 @dataclass(frozen=True)

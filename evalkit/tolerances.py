@@ -1,32 +1,98 @@
-"""Tolerances and SLO profiles: every threshold a judgement uses, in one place.
+"""Every threshold a judgement uses, in one place.
+
+Three sets, by who applies them and when:
+
+- `Thresholds`: when a measurement becomes a flag as the run is summarised (a ramp level
+  breaches at 2× the baseline's TTFT or TPOT p90 or 1 % failures; a stall, a short output,
+  a usage disagreement, a prefix cache). `evalkit.metrics` applies them; summary.json
+  echoes them (`ramp.thresholds`, `thresholds`).
+- `ClientLimits`: when the client, not the vendor, set the pace (the profile's
+  `client_check`; `evalkit.selfcheck.judge_client` applies them during the run).
+- `Tolerances` and `SloProfile`: how far a vendor's claim may sit from the measurement
+  and still hold, and each use case's latency limits (`evalkit.reconcile`, at review).
 
 Defaults come from the SPEC (MLPerf's interactive and server limits, reading speed of
-~250 words/min). A review can override any of them with a small YAML or JSON file:
+~250 words/min). A review can override any tolerance with a small YAML or JSON file:
 
     ttft_rel: 0.30
     slo_profiles:
       voice_agent: {ttft_p90_s: 0.4}
 
-Unknown keys are errors (a typo must not silently fall back to a default). The
-scorecard prints the tolerances it used beside every judgement.
+Unknown keys are errors everywhere here (a typo must not silently fall back to a
+default). The scorecard prints the tolerances it used beside every judgement.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from evalkit.errors import InputError
+from evalkit.errors import EvalkitError, InputError, UsageError
 
 #: Bound on an override file: it holds a dozen numbers.
 MAX_OVERRIDE_BYTES = 64 * 1024
 
 PERCENTILE_SHARE = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Where a measurement becomes a flag as a run is summarised; SPEC defaults,
+    overridable per run (`SummaryMeta.thresholds`)."""
+
+    ttft_p90_ratio: float = 2.0
+    tpot_p90_ratio: float = 2.0
+    admission_failure_rate: float = 0.01
+    stall_s: float = 1.0
+    #: an output more than this share short of the requested length is flagged
+    output_shortfall: float = 0.05
+    #: |usage / our count - 1| above this is flagged; wide because our count uses an
+    #: OpenAI encoding, not the vendor's tokenizer (10-20 % apart is normal)
+    usage_disagreement: float = 0.25
+    #: repeat TTFT below this share of the first one means a prefix cache served it
+    cache_ttft_ratio: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise UsageError(f"threshold {name} must be a positive number, got {value!r}")
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Thresholds:
+        """Overrides as plain data. An unknown key is a UsageError naming it (a misspelt
+        threshold would otherwise leave the default in force unnoticed), and so is a value
+        that is not a number (true, "2")."""
+        if not isinstance(d, Mapping):
+            raise UsageError(f"thresholds: expected a mapping, got {_show(d)}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(map(str, d)) - set(known))
+        if unknown:
+            raise UsageError(f"thresholds: unknown key {_show(unknown[0])}; known: "
+                             f"{', '.join(known)}")
+        return cls(**{str(k): _number(f"threshold {k}", v, error=UsageError)
+                      for k, v in d.items()})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientLimits:
+    """When the client, not the vendor, set the pace (`evalkit.selfcheck.judge_client`);
+    a profile's `client_check` (`evalkit.settings` reads and checks it)."""
+
+    loop_lag_p99_s: float
+    #: (a limit of 1 or more never binds: how a test or a known-busy host turns one off)
+    cpu_fraction: float
+    #: share of chunks read late enough to merge with the next one
+    coalesced_fraction: float
+    #: share of the offered load the client's own send lag held back (None: not judged)
+    send_lag_fraction: float | None = None
+    #: merged reads below this count are two close server writes, not a late client
+    coalesced_min: int = 5
 
 
 @dataclass(frozen=True)
@@ -98,12 +164,13 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:36] + "...'"
 
 
-def _number(where: str, value: Any, *, positive: bool = True) -> float:
+def _number(where: str, value: Any, *, positive: bool = True,
+            error: type[EvalkitError] = InputError) -> float:
     if (isinstance(value, bool) or not isinstance(value, int | float)
             or (isinstance(value, float) and not math.isfinite(value)) or abs(value) > 1e9):
-        raise InputError(f"{where}: expected a number, got {_show(value)}")
+        raise error(f"{where}: expected a number, got {_show(value)}")
     if positive and value <= 0:
-        raise InputError(f"{where}: must be greater than 0, got {value!r}")
+        raise error(f"{where}: must be greater than 0, got {value!r}")
     return float(value)
 
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from evalkit.metrics import (
     ClientCheck,
     SummaryMeta,
-    Thresholds,
     _requests_to_decide,
     cache_check,
     chunks_frame,
@@ -34,6 +33,7 @@ from evalkit.metrics import (
 from evalkit.questionnaire import parse_questionnaire
 from evalkit.reconcile import RunTarget, reconcile
 from evalkit.records import RequestRecord
+from evalkit.tolerances import Thresholds
 
 
 def stream(rid: str, phase: str = "baseline", level: int | None = 1, *, t0: float = 0.0,

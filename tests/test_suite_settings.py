@@ -104,6 +104,14 @@ class TestSettings:
         with pytest.raises(UsageError, match=message):
             resolve_settings(_cfg(profile=str(f)))
 
+    def test_client_limits_are_read_as_written(self) -> None:
+        """The client check's limits (kept with every other threshold) come from the
+        profile, a null send-lag share turning that check off."""
+        s = resolve_settings(_cfg(overrides={"client_check": {
+            "cpu_fraction": 0.8, "send_lag_fraction": None, "coalesced_min": 7}}))
+        assert (s.client_check.cpu_fraction, s.client_check.send_lag_fraction,
+                s.client_check.coalesced_min) == (0.8, None, 7)
+
     @pytest.mark.parametrize("profile", ["quick", "standard"])
     def test_builtin_profiles_round_trip(self, profile: str) -> None:
         """Every key a built-in profile holds is read, and written back the same way
@@ -124,6 +132,12 @@ class TestSettings:
         ({"ramp": {"level_duration_s": "2"}}, "ramp.level_duration_s must be a positive number"),
         ({"baseline": {"requests": 2.5}}, "baseline.requests must be an integer"),
         ({"client_check": {"cpu_fraction": 0}}, "client_check.cpu_fraction must be a positive"),
+        ({"client_check": {"cpu": 0.9}}, r"unknown key\(s\) client_check.cpu; known here: "
+                                         "loop_lag_p99_s, cpu_fraction"),
+        ({"client_check": {"coalesced_min": -1}}, "client_check.coalesced_min must be an "
+                                                  "integer of at least 0"),
+        ({"client_check": {"send_lag_fraction": "0.1"}}, "client_check.send_lag_fraction must "
+                                                         "be a positive number"),
         ({"force_output_length": "yes"}, "force_output_length must be true or false"),
         ({"soak": None}, "soak must be a JSON object"),
         ({"ramp": {"min_requests": {"four": 3}}}, "keyed by level"),

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.errors import InputError
+from evalkit.errors import InputError, UsageError
 from evalkit.tolerances import (
     MAX_OVERRIDE_BYTES,
     SloProfile,
+    Thresholds,
     Tolerances,
     _show,
     load_tolerances,
@@ -149,3 +150,32 @@ def test_the_default_profiles_are_the_specs() -> None:
     assert p["interactive_chat"] == SloProfile("interactive chat", ttft_p90_s=2.0,
                                                tpot_p90_s=0.200, above_reading_speed=True)
     assert p["batch"] == SloProfile("batch", throughput_only=True)
+
+
+class TestThresholds:
+    def test_overrides_are_taken_as_written(self) -> None:
+        """A threshold given is the one used; the others keep the SPEC's defaults."""
+        th = Thresholds.from_dict({"stall_s": 0.3, "ttft_p90_ratio": 3})
+        assert (th.stall_s, th.ttft_p90_ratio, th.tpot_p90_ratio) == (0.3, 3.0, 2.0)
+        assert Thresholds.from_dict({}) == Thresholds()
+
+    def test_an_unknown_key_is_named_not_ignored(self) -> None:
+        """A misspelt threshold would leave the default in force unnoticed: it is an error
+        naming the key and the keys there are."""
+        with pytest.raises(UsageError, match=r"thresholds: unknown key 'stall'; known: "
+                                             r"ttft_p90_ratio, tpot_p90_ratio, "):
+            Thresholds.from_dict({"stall_s": 0.5, "stall": 0.5})
+
+    @pytest.mark.parametrize("data, message", [
+        ({"stall_s": True}, "threshold stall_s: expected a number, got True"),
+        ({"stall_s": "2"}, "threshold stall_s: expected a number, got '2'"),
+        ({"cache_ttft_ratio": float("nan")}, "threshold cache_ttft_ratio: expected a number"),
+        ({"admission_failure_rate": 0}, "threshold admission_failure_rate: must be greater "
+                                        "than 0, got 0"),
+        ([("stall_s", 1)], r"thresholds: expected a mapping, got \[\('stall_s', 1\)\]"),
+    ])
+    def test_a_value_that_is_no_positive_number_is_named(self, data: object,
+                                                         message: str) -> None:
+        """true is not 1 and "2" is not 2 here: a threshold is a number or an error."""
+        with pytest.raises(UsageError, match=message):
+            Thresholds.from_dict(data)
