@@ -3,117 +3,12 @@
 Records become two frames once (`frames`): one row per request (`records_frame`) and one
 row per content chunk (`chunks_frame`); every metric below is vectorised over them
 (numpy/pandas), with Python loops only over the handful of phases and levels.
+`summarize(records, meta)` adds what the prober knows beyond the records (`SummaryMeta`:
+versions, the client's self-checks, the `Thresholds`) and gives the whole document.
 
-Definitions follow the SPEC ("Metric definitions"); the choices it leaves open:
-
-- Latency distributions (TTFT, TTFA, E2E, TPOT, ITL, tokens per chunk, stream rate) are
-  over `ok` requests: a failed request has no honest latency. Failed requests stay in
-  the denominators of the rates: `admission_failure_rate` = (`rejected` + `timeout`
-  without a single content chunk) / all requests: a request queued until the client
-  gave up was not admitted either, and must not hide a TTFT collapse. An `error` (a
-  500, an error payload) is not counted as admission: endpoints fail that way at any
-  load, and one random 500 in a small level would otherwise read as a capacity limit;
-  it is in `failure_rate` = non-ok / all. Stalls count gaps in every stream, whatever
-  its outcome.
-- `ttft_s` / `e2e_s` in the request frame are the record's values, or, when a record
-  leaves them out, its first / last chunk's offset. An empty stream has no TTFT (None).
-- TPOT = (E2E − TTFT) / (output tokens − tokens of the first chunk): the SPEC's
-  (output tokens − 1) when a chunk carries one token, and not deflated when the first
-  chunk bundles k (with 4-token chunks, dividing by n − 1 reads ~5% low, as both peer
-  tools do: bench/peers.md). k is our own count of the first chunk.
-- Output tokens are the record's `output_tokens` (server usage when reported); when it
-  is missing, our count (`counted_output_tokens`, else the chunks' token sum), and the
-  result is marked `output_tokens_estimated`.
-- Percentiles use numpy's linear interpolation; a dict `P` is
-  `{"p50", "p90", "p99", "n", "low_confidence": n < 100, "mean", "min", "max"}`, all
-  values None when n == 0. `stream_tokens_per_s` adds `p10` and `p1`: the slow tail of
-  per-user speed is the one that matters for "above reading speed".
-- Aggregate throughput = output tokens of `ok` requests whose chunks arrive inside the
-  steady-state window / the window's length. Each request's chunk tokens are scaled so
-  they sum to its output tokens (server usage when reported). The window (see
-  `steady_state_window`): from the first moment the level's intended concurrency is in
-  flight to the moment it last drops below it (ramp-up and drain excluded). If that
-  concurrency is never reached, the window is the span at the peak in-flight count
-  (`basis: "peak"`); open-loop phases (no level) use the arrival span (`"arrivals"`);
-  a window shorter than 10 % of the phase falls back to the whole span (`"whole"`).
-  A request's end is the record's `end_s` (when it ended, whatever its outcome), else
-  its last chunk, else its `t0`: a request that hung until a timeout was in flight.
-- Prefill fit: least squares over the *median* TTFT per prompt length, so that each
-  length weighs the same however many samples it has, and one slow outlier (a GC pause,
-  a queue hiccup) cannot tilt the line.
-- `client.client_bound` is True when *any* phase or level was client-bound (as the
-  prober merges it); `client.capacity_judgement_affected` narrows that to a bound
-  baseline, or a bound ramp level at or below the first breach (or anywhere, when no
-  level breached): a bound level above the first breach changes no conclusion.
-- Ramp judgement (`judge_ramp`): against the `baseline` phase, or, if the run has none,
-  ramp level 1 (`baseline_source` says which). A breach of TPOT p90 is reported as
-  `"itl"` in `first_degraded` (the contract's word for "the stream stops flowing";
-  `first_degraded_metric` names what was actually measured). Judged on intervals: a
-  level breaches a limit when the 95 % interval of its p90 over the baseline's p90 (or
-  of its failure rate, exact binomial) lies wholly above it; an interval that straddles
-  it is a tie (`status: "tie"`, `ties` names the metric, `tie_requests` about how many
-  requests there would decide it). A tie is neither held nor breached: the max
-  sustained level is the highest *sustained* level below the first *confirmed* breach,
-  and `first_tie_concurrency` names a tie between the two, which may hide a higher
-  limit. A failure rate at or below its limit is clear (see `_failures_against`).
-
-Sections of the summary: every key of the contract is always present. A phase that was
-not run gives `None` for its section (`connect`, `baseline`, `prefill`, `ramp`, `soak`,
-`rate`, and `checks.cache` / `checks.network`). Inside a section that exists, a metric
-that cannot be computed is `None`.
-
-Keys beyond the contract (all stable within `evalkit.summary/1`):
-
-    top level   tool, tool_version, suite_version, requests, outcomes,
-                output_tokens_estimated, thresholds, soak, rate, checks
-    phase stats (baseline, each ramp level, soak, rate): requests, outcomes,
-                admission_failure_rate, failure_rate, failure_rate_ci, ttft_s, ttfa_s,
-                reasoning_first,
-                e2e_s, tpot_s, itl_s, tokens_per_chunk, stream_tokens_per_s (+p10, p1),
-                output_tokens, output_tokens_estimated, aggregate_tokens_per_s,
-                steady_state {start_s, end_s, basis, target_inflight, max_inflight,
-                duration_s}, stalls, stalled_streams, max_gap_s, stall_threshold_s,
-                output_length; baseline/soak/rate also client_bound
-    ramp level  + ttft_p90_ratio, tpot_p90_ratio (and their _ci), excess {metric:
-                value / limit}, excess_ci, breaches, ties, tie_requests, would_breach
-                (client-bound levels), client_bound,
-                status: sustained | breached | tie | failed | client_bound | no_data
-    ramp        + first_degraded_metric, first_breach_concurrency, first_degraded_tied,
-                first_degraded_tie_rule, breach_confirmed, max_sustained_is_lower_bound,
-                tie_levels, first_tie_concurrency, max_sustained_bounded_by_tie, breach_rule,
-                client_bound_levels, judged_on, note, thresholds, baseline_source,
-                baseline_client_bound, unlevelled_requests
-    prefill     + slope_s_per_token, lengths, requests, prompt_tokens_estimated,
-                low_confidence (< 3 lengths), reason (why None)
-    soak        concurrency, phase stats, drift {windows, ttft_p90_ratio, tpot_p90_ratio}
-    rate        phase stats, send_lag_s (P), arrival_rps
-    checks      cache {pairs, first_ttft_s, repeat_ttft_s, repeat_over_first,
-                prefix_cache}, network {rtt_s, rtt, source, share_of_ttft},
-                output_length {checked, short, flagged, ...},
-                usage_honesty {checked, usage_over_counted, disagreeing, flagged}
-    client      + cpu_fraction_max, send_lag_p99_s, send_lag_fraction_max,
-                client_bound_reasons, client_bound_phases, client_bound_levels, phases,
-                levels (each: loop_lag_p99_s, cpu_fraction, send_lag_p99_s,
-                send_lag_fraction, client_bound, client_bound_reasons),
-                capacity_judgement_affected
-
-For "no stall above X s" limits below the stall threshold (voice agent: 0.3 s), read
-`max_gap_s`: it is the longest in-stream gap of the group, whatever the threshold.
-
-`meta` (`SummaryMeta`, or a plain dict of the same shape, e.g. read back from JSON):
-
-    SummaryMeta(
-        tool_version="0.1.0", suite_version="1",     # default: this package's versions
-        phases={"baseline": ClientCheck(loop_lag_p99_s=0.002, cpu_fraction=0.1), ...},
-        levels={8: ClientCheck(loop_lag_p99_s=0.3, cpu_fraction=0.97, client_bound=True)},
-        rtt_s=0.0004,              # used only when there are no `rtt` phase records
-        thresholds=Thresholds(),   # overridable
-    )
-
-Phases are the strings `connect`, `baseline`, `prefill`, `ramp`, `soak`, `rate`,
-`cache`, `rtt`; `level` is the closed-loop concurrency (ramp, soak). `rtt` records: the
-round trip is the record's `e2e_s`, else its `ttft_s`. `cache` records: pairs sharing a
-`prompt_id`, the earlier one cold, the later one the repeat.
+What each figure means, which requests it counts, the steady-state window, the ramp's
+breach rule and every key of `summary.json` are in docs/methodology.md ("From records to
+summary.json"): change a definition here and there together.
 """
 
 from __future__ import annotations
@@ -170,12 +65,14 @@ class ClientCheck:
 
 @dataclass(frozen=True)
 class SummaryMeta:
-    """What the prober knows beyond the records: versions and client self-checks."""
+    """What the prober knows beyond the records: versions and client self-checks
+    (`summarize` takes a plain dict of the same shape too, as read back from JSON)."""
 
     tool_version: str = __version__
     suite_version: str = SUITE_VERSION
     phases: Mapping[str, ClientCheck] = field(default_factory=dict)
     levels: Mapping[int, ClientCheck] = field(default_factory=dict)
+    #: the network round trip (s), used only when the run has no `rtt` records
     rtt_s: float | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     #: how the run ended (complete, failed, interrupted, crashed), for its validity
@@ -340,7 +237,9 @@ def chunks_frame(records: Iterable[RequestRecord]) -> pd.DataFrame:
 
 
 def _num(x: Any) -> float | None:
-    """A JSON-safe float: None for missing, NaN or infinite."""
+    """A computed figure as a JSON-safe float: None for missing, NaN or infinite. Not
+    `summary.as_number`, which reads JSON: this takes numpy's scalars (an int64 or float32
+    is no Python int or float, and would read as missing there)."""
     if x is None:
         return None
     v = float(x)
