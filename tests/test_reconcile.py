@@ -17,6 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalkit.errors import InputError
+from evalkit.fmt import fmt_s
+from evalkit.fmt import fmt_tokens_per_s as fmt_rate
+from evalkit.judging import meets, tolerance_words, tolerated, within
 from evalkit.plan import samples_for
 from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
 from evalkit.reconcile import (
@@ -25,9 +28,6 @@ from evalkit.reconcile import (
     Review,
     RunTarget,
     decide,
-    fmt_rate,
-    fmt_s,
-    measurements,
     reconcile,
     rerun_for,
     same_endpoint,
@@ -37,6 +37,7 @@ from evalkit.reconcile import (
     verdict,
 )
 from evalkit.scorecard import build_scorecard
+from evalkit.summary import measurements
 from evalkit.tolerances import Tolerances, load_tolerances, tolerances_from_dict
 
 SAMPLES = Path(__file__).resolve().parent.parent / "questionnaires"
@@ -1189,6 +1190,67 @@ class TestDecide:
         assert "interval 1–unbounded" in why and "more requests there" in why
 
 
+_ABOVE_5, _BELOW_5 = math.nextafter(5.0, math.inf), math.nextafter(5.0, -math.inf)
+
+
+class TestToleranceRule:
+    """judging's one-sided tolerance rule, which every judge and the fit apply: a figure
+    exactly at the tolerated edge holds, the next float past it does not, and the good
+    side is never bounded (a vendor that under-promises is not flagged)."""
+
+    def test_the_tolerated_edge(self) -> None:
+        assert tolerated(100.0, 0.25, at_most=True) == 125.0     # lower is better: +25 %
+        assert tolerated(100.0, 0.25, at_most=False) == 75.0     # higher is better: -25 %
+        assert tolerated(0.2, 0.5, at_most=True) == pytest.approx(0.3)
+
+    @pytest.mark.parametrize(("value", "at_most", "holds"), [
+        (125.0, True, True), (math.nextafter(125.0, math.inf), True, False),
+        (math.nextafter(125.0, -math.inf), True, True), (0.0, True, True),
+        (75.0, False, True), (math.nextafter(75.0, -math.inf), False, False),
+        (math.nextafter(75.0, math.inf), False, True), (1e12, False, True),
+    ])
+    def test_within_at_and_past_the_edge(self, value: float, at_most: bool,
+                                         holds: bool) -> None:
+        assert within(value, 100.0, 0.25, at_most=at_most) is holds
+
+    @pytest.mark.parametrize(("value", "at_most", "holds"), [
+        (5.0, True, True), (5.0, False, True),                   # the limit itself meets it
+        (_ABOVE_5, True, False), (_BELOW_5, True, True),
+        (_BELOW_5, False, False), (_ABOVE_5, False, True),
+    ])
+    def test_meets_a_limit(self, value: float, at_most: bool, holds: bool) -> None:
+        assert meets(value, 5.0, at_most=at_most) is holds
+
+    def test_the_words_say_the_rule(self) -> None:
+        assert tolerance_words(0.25, "ttft_rel", at_most=True) == (
+            "one-sided: measured ≤ claimed × 1.25 (ttft_rel 25%)")
+        assert tolerance_words(0.5, "rate_rel", at_most=False) == (
+            "one-sided: measured ≥ claimed × 0.5 (rate_rel 50%)")
+        assert tolerance_words(0.1, "concurrency_rel", at_most=True, value="claimed",
+                               reference="breaking level") == (
+            "one-sided: claimed ≤ breaking level × 1.1 (concurrency_rel 10%)")
+
+    @pytest.mark.parametrize(("claimed", "status"), [(40, "ok"), (41, "unreconciled")])
+    def test_a_concurrency_claim_at_the_edge(self, claimed: int, status: str) -> None:
+        """Q4 against a ramp that broke at 32: 40 is 32 × 1.25 exactly, 41 is past it."""
+        j = judge(f"Q4: {{max_concurrent_streams_per_node: {claimed}, first_degrades: itl, "
+                  "source: production}\n").judgements["Q4"]
+        assert j.status == status, j.reason
+        assert j.tolerance == "one-sided: claimed ≤ breaking level × 1.25 (concurrency_rel 25%)"
+
+    @pytest.mark.parametrize(("top", "beyond"), [(1000, False), (999, True)])
+    def test_a_throughput_claim_at_its_own_distributions_edge(self, top: int,
+                                                              beyond: bool) -> None:
+        """Q2's claim against the top of its own distribution: 1,250 is 1,000 × 1.25."""
+        j = judge(f"Q2: {{output_tokens_per_s_per_gpu: 1250, at_concurrency: 16, gpus: 1, "
+                  f"source: production, distribution: {{p50: 900, p90: 950, p99: {top}}}}}\n"
+                  ).judgements["Q2"]
+        said = "exceeds the top of its own production distribution (999) by more than 25%"
+        assert (said in j.reason) is beyond, j.reason
+        # at the edge the claim is consistent, and goes on to be held against our run
+        assert ("vs measured" in j.reason) is not beyond, j.reason
+
+
 def test_rerun_for_names_the_levels_or_the_command() -> None:
     """Without the questionnaire's command: the levels below, at and above the claim."""
     assert rerun_for(20) == "re-run the probe with --levels 10,20,40"
@@ -2232,7 +2294,7 @@ class TestPrefillUndecidedSays:
 
     @staticmethod
     def _why(lengths: int | None, ci: tuple[float | None, float | None] | None) -> str:
-        from evalkit.reconcile import _prefill_undecided
+        from evalkit.judges import _prefill_undecided
         from evalkit.summary import Summary
 
         return _prefill_undecided(Summary(

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOOR = 90
 #: the pure core: data in, data out (the prober's and the adapters' pure parts are
 #: mutation-tested, but their modules are mostly I/O and are tested over real HTTP)
-CORE = ("metrics", "reconcile", "summary", "validity", "sse", "questionnaire",
+CORE = ("metrics", "reconcile", "judging", "judges", "verdict", "fit", "summary", "validity",
+        "sse", "questionnaire",
         "questionnaire_reader", "questionnaire_schema", "questionnaire_check",
         "questionnaire_model", "questionnaire_template", "tolerances", "intervals", "plan",
         "settings")

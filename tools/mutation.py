@@ -3,18 +3,19 @@
     python tools/mutation.py            # a clean run of every module in scope, then the report
     python tools/mutation.py validity   # only the modules named, the others' results kept
     python tools/mutation.py --report   # the report of the last run, without running
-    python tools/mutation.py reconcile:judge_q4 reconcile:_metric
+    python tools/mutation.py judges:judge_q4 judges:_metric
                                         # only those functions' mutants (after an edit to
                                         # them: mutmut numbers mutants per function, so the
                                         # module's other results and listed survivors stand)
     python tools/mutation.py metrics:x_prefill_fit__mutmut_150   # one mutant, by its name
 
-Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile,
-summary, validity, sse, api, questionnaire (with its questionnaire_* modules) and
-tolerances whole; of prober.py only the outcome rules (`PROBER_SCOPE`). Each mutant runs
-only the fast pure tests that reach the mutated function
-(`pytest_add_cli_args_test_selection`), one worker process at a time: run it under
-`nice -n 19`, as the Makefile does, so it never competes with timing-sensitive work.
+Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile
+(with judging, judges, verdict and fit, cut from it), summary, validity, sse, api,
+questionnaire (with its questionnaire_* modules) and tolerances whole; of prober.py only
+the outcome rules (`PROBER_SCOPE`). Each mutant runs only the fast pure tests that reach
+the mutated function (`pytest_add_cli_args_test_selection`), one worker process at a time:
+run it under `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive
+work.
 
 mutmut keeps each function's results until that function's source changes, but a change
 to the test selection or the pytest arguments in pyproject.toml drops every result (its
@@ -44,7 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "docs" / "mutation-survivors.md"
 GOAL = 0.90
-MODULES = ("metrics", "reconcile", "summary", "validity", "sse", "api", "prober", "questionnaire",
+MODULES = ("metrics", "reconcile", "judging", "judges", "verdict", "fit", "summary",
+           "validity", "sse", "api", "prober", "questionnaire",
            "questionnaire_reader", "questionnaire_schema", "questionnaire_check",
            "questionnaire_model", "questionnaire_template", "tolerances")
 #: prober.py is mostly I/O; its pure outcome rules are in scope
