@@ -328,17 +328,27 @@ def profile_names() -> list[str]:
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
-def load_profile(name_or_path: str) -> dict[str, Any]:
-    """A built-in profile by name, or a JSON file of the same shape (as plain data)."""
+def load_profile(name_or_path: str, *, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A built-in profile by name, or a JSON file of the same shape (as plain data).
+
+    A file's `extends` names a built-in profile or another file, found beside the one
+    that names it (so a profile and its base move together); a chain that comes back to
+    a file it has read is an error, not an endless recursion.
+    """
     if name_or_path in profile_names():
         text = (resources.files("evalkit") / "profiles" / f"{name_or_path}.json").read_text()
         return dict(json.loads(text))
     path = Path(name_or_path)
+    if not path.is_absolute() and _seen:
+        path = _seen[-1].parent / path
     if not path.is_file():
         raise UsageError(f"unknown profile {name_or_path!r}: use one of "
                          f"{', '.join(profile_names())} or a JSON file")
+    if path.resolve() in _seen:
+        chain = " → ".join(str(p) for p in (*_seen, path.resolve()))
+        raise UsageError(f"profile {path}: its `extends` chain comes back to itself ({chain})")
     data, _ = read_json_object(path, "a profile", UsageError, MAX_PROFILE_BYTES)
-    base = load_profile(str(data.get("extends", "standard")))
+    base = load_profile(str(data.get("extends", "standard")), _seen=(*_seen, path.resolve()))
     return deep_merge(base, data)
 
 

@@ -90,6 +90,26 @@ class TestSettings:
         assert s.ramp.levels == (3,)
         assert s.ramp.level_duration_s == load_profile("quick")["ramp"]["level_duration_s"]
 
+    def test_a_profile_extends_a_file_beside_it_and_never_itself(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """`extends` finds a base file beside the profile whatever the working directory;
+        a chain that loops is a usage error naming it, not a RecursionError."""
+        (tmp_path / "base.json").write_text(json.dumps({"extends": "quick",
+                                                        "ramp": {"levels": [5]}}))
+        (tmp_path / "p.json").write_text(json.dumps({"extends": "base.json",
+                                                     "output_tokens": 7}))
+        monkeypatch.chdir(tmp_path.parent)
+        s = resolve_settings(_cfg(profile=str(tmp_path / "p.json")))
+        assert (s.ramp.levels, s.output_tokens) == ((5,), 7)
+        (tmp_path / "base.json").write_text(json.dumps({"extends": "p.json"}))
+        with pytest.raises(UsageError, match=r"p\.json: its `extends` chain comes back "
+                                             r"to itself \(.*p\.json → .*base\.json → "
+                                             r".*p\.json\)"):
+            resolve_settings(_cfg(profile=str(tmp_path / "p.json")))
+        (tmp_path / "p.json").write_text(json.dumps({"extends": "p.json"}))
+        with pytest.raises(UsageError, match="comes back to itself"):
+            resolve_settings(_cfg(profile=str(tmp_path / "p.json")))
+
     @pytest.mark.parametrize("content, message", [
         (b"{not json", r"p\.json: not valid JSON \(.*\); expected a profile"),
         (b"\xff\xfe{}", r"p\.json: not valid JSON"),
