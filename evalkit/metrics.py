@@ -837,7 +837,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
                                           "client_bound": bound("rate")}
 
     affected = _judgement_affected(ramp, bound("baseline"))
-    validity = _validity(req, ramp, meta, affected)
+    usage = usage_honesty(req, th.usage_disagreement)
+    validity = _validity(req, ramp, meta, affected, usage)
     for section, name in ((connect, "connect"), (baseline, "baseline"), (soak, "soak"),
                           (rate, "rate"), (prefill, "prefill")):
         if section is not None:
@@ -862,7 +863,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             "cache": cache_check(req, th.cache_ttft_ratio),
             "network": network,
             "output_length": output_length_check(req, th.output_shortfall),
-            "usage_honesty": usage_honesty(req, th.usage_disagreement),
+            "usage_honesty": usage,
         },
         "client": {**client_section(meta), "capacity_judgement_affected": affected},
         "validity": validity,
@@ -870,7 +871,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
 
 
 def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMeta,
-              affected: bool) -> dict[str, Any]:
+              affected: bool, usage: Mapping[str, Any]) -> dict[str, Any]:
     """Validity of every phase and ramp level, and of the run (evalkit.validity)."""
     limit = meta.thresholds.admission_failure_rate
 
@@ -888,7 +889,8 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
             sub, bool(lvl["client_bound"]), meta.levels.get(int(lvl["concurrency"])))
     lost = [w for c in (*meta.phases.values(), *meta.levels.values()) for w in c.lost]
     run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
-                       capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)))
+                       capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)),
+                       usage=usage)
     return {**run, "phases": phases, "levels": levels}
 
 

@@ -11,9 +11,11 @@ that every judgement rests on:
 The run is `invalid` when the connect gate failed, when its baseline (or, with no
 baseline phase, the whole run) has no `ok` request; `degraded` when it was cut short,
 when a phase that every judgement leans on (connect, baseline, prefill, cache, soak,
-rate) is degraded or invalid, or when the client was the bottleneck where the capacity
-judgement is drawn. Ramp levels that fail *above* the first working level are the
-finding, not a defect of the run: the ramp reports them as its breach.
+rate) is degraded or invalid, when the client was the bottleneck where the capacity
+judgement is drawn, or when the vendor's token counts disagree with the text it streamed
+(its rates would be read in tokens nobody saw). Ramp levels that fail *above* the first
+working level are the finding, not a defect of the run: the ramp reports them as its
+breach.
 
 Pure: counts in, plain dicts out.
 """
@@ -77,8 +79,15 @@ def worst(*statuses: Validity) -> Validity:
 
 def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | None,
                  capacity_judgement_affected: bool,
-                 run_error: str | None = None, lost: Sequence[str] = ()) -> dict[str, Any]:
-    """The run's validity from its phases' (`phases[name]["status"]`) and how it ended."""
+                 run_error: str | None = None, lost: Sequence[str] = (),
+                 usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The run's validity from its phases' (`phases[name]["status"]`) and how it ended.
+
+    `usage` is the usage-honesty check (`evalkit.metrics.usage_honesty`). Every rate and
+    TPOT counts the vendor's `completion_tokens`: a vendor whose counts lie far from the
+    text it streamed (`flagged`) would have its speed read in tokens nobody saw, so the
+    run is degraded: no readiness verdict rests on figures the vendor's own bill inflates.
+    """
     reasons: list[str] = []
     status: Validity = "valid"
 
@@ -109,10 +118,23 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
         mark(level, f"{name}: {'; '.join(p.get('reasons') or [p['status']])}")
     for why in lost:
         mark("degraded", f"a client worker was lost: {why}")
+    if usage and usage.get("flagged"):
+        mark("degraded", _usage_words(usage))
     if capacity_judgement_affected and not lost:
         mark("degraded", "the client was the bottleneck where the capacity judgement is "
                          "drawn: no capacity conclusion")
     return {"status": status, "reasons": _unique(reasons)}
+
+
+def _usage_words(usage: Mapping[str, Any]) -> str:
+    ratio = (usage.get("usage_over_counted") or {}).get("p50")
+    times = f"{ratio:.2f}×" if isinstance(ratio, int | float) else "far from"
+    tol = usage.get("tolerance")
+    within = f" (more than {tol:.0%} apart)" if isinstance(tol, int | float) else ""
+    return (f"the vendor's usage counts (completion_tokens, what it bills) are {times} our "
+            f"count of the text it streamed{within}: every rate and TPOT rests on its "
+            "counts, which this run could not confirm; ask the vendor which tokenizer it "
+            "counts with")
 
 
 def _unique(items: Sequence[str]) -> list[str]:

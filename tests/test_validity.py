@@ -3,6 +3,8 @@ nothing wrong. Pure tests on counts and on records built to fail in known ways."
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from evalkit.metrics import summarize
@@ -169,6 +171,31 @@ class TestSummary:
         lines = summary_lines(s)
         assert any(line.startswith("RUN INVALID") for line in lines)
         assert not any("no level breached" in line for line in lines)
+
+    @pytest.mark.parametrize(("billed", "status"), [
+        (16, "degraded"), (11, "degraded"), (10, "valid"), (8, "valid"), (6, "valid"),
+        (5, "degraded")])
+    def test_a_vendor_billing_tokens_it_never_streamed_degrades_the_run(
+            self, billed: int, status: str) -> None:
+        """Rates and TPOT count the vendor's usage: usage twice the streamed text doubles
+        its measured speed, so such a run gets no readiness verdict. We count 8 tokens in
+        each stream; the tolerance is 25 %, so 10 and 6 billed sit on the line, 11 and 5
+        are over it."""
+        recs = [dataclasses.replace(r, usage_completion_tokens=billed, output_tokens=billed,
+                                    counted_output_tokens=8)
+                for r in _run({1: (40, 0), 2: (40, 0)})]
+        s = summarize(recs, {"run_status": "complete"})
+        assert s["checks"]["usage_honesty"]["flagged"] is (status == "degraded")
+        assert s["validity"]["status"] == status
+        words = [r for r in s["validity"]["reasons"] if "usage counts" in r]
+        if status == "valid":
+            assert words == []
+        else:
+            assert words == [
+                f"the vendor's usage counts (completion_tokens, what it bills) are "
+                f"{billed / 8:.2f}× our count of the text it streamed (more than 25% apart): "
+                "every rate and TPOT rests on its counts, which this run could not confirm; "
+                "ask the vendor which tokenizer it counts with"]
 
     def test_tokens_per_chunk_follow_server_usage(self) -> None:
         """48 tokens (server usage) in 16 chunks read 3.0 per chunk, whatever we counted."""
