@@ -8,8 +8,9 @@ data by our own walker, which bounds alias expansion and nesting (`MAX_NODES`,
 afterwards (`evalkit.questionnaire_check`) can name the line of every problem. Scalars
 follow the YAML 1.2 core schema, not PyYAML's YAML 1.1 rules: `0200` is 200 (not octal
 128), `2:50` and `1_000` are text (not 170 and 1000), `yes`/`on` are text, `2e2` is the
-number 200.0. JSON is YAML 1.2, so a questionnaire written as JSON reads the same way.
-Explicit tags (`!!int`, `!!python/...`, `!x`) are refused, never constructed.
+number 200.0. A questionnaire may be written as JSON, which is YAML too (but not indented
+with tabs: PyYAML's scanner refuses them). Explicit tags (`!!int`, `!!python/...`, `!x`)
+are refused, never constructed.
 
 What the data means is not this module's business: it knows no field of the
 questionnaire, only how to read one safely.

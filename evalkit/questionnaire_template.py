@@ -140,8 +140,8 @@ def write_template(path: str | Path) -> Path:
     """Write the commented blank questionnaire; refuses to overwrite an existing file."""
     p = Path(path)
     try:
-        with p.open("x", encoding="utf-8") as fh:
-            fh.write(TEMPLATE)
+        with p.open("xb") as fh:  # bytes: the same file whatever the locale's encoding
+            fh.write(TEMPLATE.encode())
     except FileExistsError:
         raise QuestionnaireError(f"{p}: already exists; not overwriting it") from None
     except OSError as exc:

@@ -323,7 +323,7 @@ class TestCli:
         path = tmp_path / "acme.yaml"
         result = runner.invoke(cli, ["questionnaire", "init", str(path)])
         assert (result.exit_code, result.stdout) == (0, f"{path}\n")
-        assert path.read_text() == TEMPLATE
+        assert path.read_bytes() == TEMPLATE.encode()
         result = runner.invoke(cli, ["questionnaire", "validate", str(path)])
         assert result.exit_code == 0
         assert result.stdout == (f"{path}: valid evalkit.questionnaire/1 "
