@@ -49,6 +49,21 @@ class Delta:
 
 DONE = Delta(done=True)
 
+#: The finish reasons of a generation that ran to its end, in every API evalkit speaks:
+#: a natural stop, the length asked for, a tool call, a stop sequence, a filter (OpenAI
+#: chat and completions, vLLM, SGLang, TGI, llama.cpp, Anthropic, Responses). Anything
+#: else (vLLM's and SGLang's `abort`, an `error`, a `cancelled`) is a stream the server
+#: gave up on: counted ok it would be a failure that never reaches a failure rate, so an
+#: overloaded server that cuts its streams under load would look as if it held the load.
+#: A reason outside this list makes the request incomplete, naming the reason: fail
+#: closed, and one line to add here if a vendor's normal end is missing.
+NORMAL_FINISHES = frozenset({
+    "stop", "length", "tool_calls", "function_call", "content_filter",  # OpenAI, vLLM
+    "eos", "eos_token", "stop_sequence",                                  # TGI, others
+    "end_turn", "max_tokens", "tool_use", "pause_turn", "refusal",        # Anthropic
+    "completed", "max_output_tokens",                                     # Responses
+})
+
 
 #: how a credential is sent: the header and the form of its value (`make_client`)
 AUTH_STYLES: dict[str, tuple[str, str]] = {

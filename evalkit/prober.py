@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 import httpx
 
-from evalkit.api import AUTH_STYLES, Adapter, get_adapter
+from evalkit.api import AUTH_STYLES, NORMAL_FINISHES, Adapter, get_adapter
 from evalkit.errors import EndpointError
 from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
@@ -457,6 +457,8 @@ class Prober:
                         st.first_answer_ns = now
                 if delta.finish_reason is not None:
                     st.finish_reason = delta.finish_reason
+                    if delta.finish_reason not in NORMAL_FINISHES and st.abnormal is None:
+                        st.abnormal = delta.finish_reason  # a later 'stop' undoes nothing
                 if delta.usage_completion_tokens is not None:
                     st.usage_ct = delta.usage_completion_tokens
                 if delta.usage_prompt_tokens is not None:
@@ -505,6 +507,8 @@ class _StreamState:
     chunk_tokens: list[int] = field(default_factory=list)
     first_answer_ns: int | None = None
     finish_reason: str | None = None
+    #: the first finish reason that is not a normal end (`evalkit.api.NORMAL_FINISHES`)
+    abnormal: str | None = None
     usage_ct: int | None = None
     usage_pt: int | None = None
     done: bool = False
@@ -549,6 +553,10 @@ class _StreamState:
             missing = (f"its end event ({self.end_event})"
                        if self.end_event is not None and not self.done else "a finish_reason")
             return "incomplete", f"{why} without {missing}"
+        if self.abnormal is not None:
+            return "incomplete", (f"the server ended the stream with finish_reason "
+                                  f"{clean(self.abnormal, 40)!r}, not a normal end "
+                                  f"({len(self.chunk_ns)} content chunks had arrived)")
         if not self.chunk_ns:
             # an empty 200 stream is no success: nothing was generated to time
             return "error", f"stream finished ({self.finish_reason}) with no content"

@@ -96,6 +96,14 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _abort(self) -> None:  # vLLM/SGLang under overload: cut, but with a finish_reason
+        self._sse_head()
+        self.wfile.write(_chunk("hi") + _chunk(" there", "abort") + b"data: [DONE]\n\n")
+
+    def _abort_then_stop(self) -> None:  # the abort, then a 'stop' to paper over it
+        self._sse_head()
+        self.wfile.write(_chunk("hi", "abort") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
     def _gzip(self) -> None:
         self._sse_head({"Content-Encoding": "gzip"})
         self.wfile.write(gzip.compress(_chunk("hi", "stop") + b"data: [DONE]\n\n"))
@@ -220,6 +228,26 @@ class TestBoundedInMemory:
         assert handler.seen[0]["accept-encoding"] == ["identity"]
         assert rec.outcome == "error"
         assert "gzip-encoded" in (rec.error or "")
+
+
+class TestEndsThatAreNotEnds:
+    @pytest.mark.parametrize("mode", ["abort", "abort_then_stop"])
+    def test_an_aborted_stream_is_not_ok(self, vendor: Any, mode: str) -> None:
+        """A finish_reason of 'abort' is a stream the server gave up on: incomplete, with
+        the reason named. Counted ok, an overloaded server that cuts its streams would show
+        no failure rate and a ramp that held (a green Q4 no evidence supports)."""
+        url, _ = vendor(mode)
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "incomplete"
+        assert rec.error == ("the server ended the stream with finish_reason 'abort', not a "
+                             f"normal end ({len(rec.chunks)} content chunks had arrived)")
+        assert len(rec.chunks) == 2
+
+    def test_a_normal_end_is_ok(self, vendor: Any) -> None:
+        """The same stream ending in 'stop' is ok: the rule is about the reason."""
+        url, _ = vendor("ok")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert (rec.outcome, rec.finish_reason, rec.error) == ("ok", "stop", None)
 
 
 class TestPolite:
