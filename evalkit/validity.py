@@ -127,14 +127,14 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
 
 
 def _usage_words(usage: Mapping[str, Any]) -> str:
+    # short enough to stand whole where a page quotes a reason (200 characters)
     ratio = (usage.get("usage_over_counted") or {}).get("p50")
-    times = f"{ratio:.2f}×" if isinstance(ratio, int | float) else "far from"
+    times = f"{ratio:.2f}× our count of" if isinstance(ratio, int | float) else "far from"
     tol = usage.get("tolerance")
-    within = f" (more than {tol:.0%} apart)" if isinstance(tol, int | float) else ""
-    return (f"the vendor's usage counts (completion_tokens, what it bills) are {times} our "
-            f"count of the text it streamed{within}: every rate and TPOT rests on its "
-            "counts, which this run could not confirm; ask the vendor which tokenizer it "
-            "counts with")
+    apart = f" (over {tol:.0%} apart)" if isinstance(tol, int | float) else ""
+    return (f"the vendor's usage (completion_tokens, what it bills) is {times} the text it "
+            f"streamed{apart}: rates and TPOT rest on counts we could not check; ask which "
+            "tokenizer it uses")
 
 
 def _unique(items: Sequence[str]) -> list[str]:

@@ -186,3 +186,43 @@ class TestInvalidRun:
         # 36-request floor (each one would cost a failing vendor more backoff for nothing)
         assert all(lv["requests"] < 36 for lv in summary["ramp"]["levels"])
         assert summary["client"]["client_bound"] is False  # failures are not the client's
+
+
+class TestUsageHonesty:
+    def test_a_vendor_billing_twice_what_it_streams_earns_no_verdict(
+            self, reference: Any, tmp_path: Path) -> None:
+        """The reference bills 2× the tokens it streams (its truth log keeps both). Every
+        rate counts usage, so the stream rate reads 2× the truth: the run is degraded with
+        the ratio and the question to ask, and the scorecard draws no readiness from it."""
+        srv = reference("gpu", mode="thread", usage_factor=2.0)
+        run = tmp_path / "run"
+        res = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+                                       srv.model, "--phases", "connect,baseline", "--quiet",
+                                       "--output-tokens", "32", "--out", str(run)])
+        assert res.exit_code == 0, res.output
+        truth = [json.loads(x) for x in srv.truth_log.read_text().splitlines()]
+        streamed = [t for t in truth if t.get("outcome") == "ok"]
+        assert streamed and all(t["billed_tokens"] == 2 * t["completion_tokens"] == 64
+                                for t in streamed)
+        summary = json.loads((run / "summary.json").read_text())
+        usage = summary["checks"]["usage_honesty"]
+        assert usage["flagged"] is True
+        assert usage["usage_over_counted"]["p50"] == pytest.approx(2.0, rel=0.1)
+        # what the inflated counts do to the figures: 64 "tokens" in the time of 32
+        ends = [(t["end_ns"] - t["first_write_ns"]) / 1e9 for t in streamed]
+        true_rate = 31 / (sorted(ends)[len(ends) // 2])
+        assert summary["baseline"]["stream_tokens_per_s"]["p50"] > 1.6 * true_rate
+        assert summary["validity"]["status"] == "degraded"
+        assert any(re.search(r"usage \(completion_tokens, what it bills\) is [12]\.\d\d× our "
+                             r"count of the text it streamed", r)
+                   for r in summary["validity"]["reasons"]), summary["validity"]
+        out = tmp_path / "card.pdf"
+        res = CliRunner().invoke(cli, ["report", "--run", str(run), "--questionnaire",
+                                       str(FORTHRIGHT), "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        card = json.loads(out.with_suffix(".json").read_text())
+        assert card["run"]["validity"] == "degraded"
+        assert card["verdict"]["streaming_ready"] is False
+        # the reason stands whole on page one, not cut at the page's 200 characters
+        assert "counts we could not check; ask which tokenizer it uses" in " ".join(
+            _text(out).split())

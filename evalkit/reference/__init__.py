@@ -35,7 +35,8 @@ or reasoning chunk), `first_answer_ns` (first answer chunk), `writes` = `[[actua
 scheduled_ns, tokens, kind], ...]` with kind in
 role/content/reasoning/usage/done/ping/error/malformed (actual = stamped right after the
 bytes went to the transport; scheduled = the engine model's time), `end_ns`,
-`prompt_tokens` (o200k_base), `completion_tokens` (generated), `status` (HTTP), `outcome`
+`prompt_tokens` (o200k_base), `completion_tokens` (generated), `billed_tokens` (what
+usage reported, when it did: `usage_factor` × generated), `status` (HTTP), `outcome`
 (`ok`, `rejected`, `error`, `disconnected`, `fault:<name>`), `faults` (all injected, also
 the harmless ones such as `role_first_chunk`), `client_disconnected`.
 """

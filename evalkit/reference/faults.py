@@ -38,6 +38,12 @@ class RequestPlan:
     error_at: int | None = None
     stall_at: int | None = None
     stall_s: float = 0.0
+    #: usage reports round(tokens x this): 1 is honest
+    usage_factor: float = 1.0
+
+    def billed(self, tokens: int) -> int:
+        """The completion_tokens usage reports for `tokens` streamed."""
+        return round(tokens * self.usage_factor)
 
     @property
     def faults(self) -> list[str]:
@@ -101,4 +107,5 @@ def plan_request(profile: Profile, seed: int, index: int, max_tokens: int,
         error_at=mid if hit("error_payload", "fault_error_payload") else None,
         stall_at=mid if hit("stall", "fault_stall_prob") else None,
         stall_s=float(profile["fault_stall_s"]),
+        usage_factor=float(profile["usage_factor"]),
     )

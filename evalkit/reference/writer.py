@@ -86,9 +86,15 @@ class Writer:
             + b"]}"
 
     def _usage(self) -> dict[str, int]:
-        done = self.s.tokens
+        done = self._billed()
         return {"prompt_tokens": self.job.prompt_tokens, "completion_tokens": done,
                 "total_tokens": self.job.prompt_tokens + done}
+
+    def _billed(self) -> int:
+        """Usage's completion_tokens (the profile's usage_factor may bill more than was
+        streamed); the truth log keeps it beside the tokens streamed."""
+        self.truth["billed_tokens"] = billed = self.s.plan.billed(self.s.tokens)
+        return billed
 
     async def _write(self, payload: bytes, kind: str, tokens: int, scheduled: int) -> None:
         await self.send({"type": "http.response.body", "body": payload, "more_body": True})
@@ -246,7 +252,7 @@ class Writer:
         if self.wire is not None:
             plan = self.s.plan
             frames = [] if failed else self.wire.end(
-                plan.finish_reason, self.s.tokens if usage else None, not plan.no_done,
+                plan.finish_reason, self._billed() if usage else None, not plan.no_done,
                 min(plan.reasoning_tokens, self.s.tokens))
             for payload, kind in frames:
                 await self._write(payload, kind, 0, at)
