@@ -1155,7 +1155,7 @@ def _g(v: float | None) -> str:
 
 
 class TestDecide:
-    """reconcile.decide: a one-sided limit against a point or a 95 % interval."""
+    """judging.decide: a one-sided limit against a point or a 95 % interval."""
 
     @pytest.mark.parametrize(("value", "interval", "limit", "at_most", "decision"), [
         (3.0, None, 3.0, True, "holds"), (3.1, None, 3.0, True, "fails"),
