@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from evalkit.fmt import fmt_unit
 from evalkit.fmt import num as _num
-from evalkit.summary import SUSTAINED, Level, Summary
+from evalkit.summary import Level, Summary
 
 Better = Literal["lower", "higher"]
 T = TypeVar("T")
@@ -72,13 +72,12 @@ def _get(d: Any, *path: str | int) -> Any:
 def _sustained_level(summary: dict[str, Any]) -> Level | None:
     """The max sustained level, or None when no level held.
 
-    `Summary.under_load` without its fallback: these rows are titled "at max sustained
-    load", and a run in which no level held has no such figure; its highest level (an
-    overloaded one) set beside other runs' sustained levels would compare unlike things.
+    `Summary.sustained`, not `under_load`: these rows are titled "at max sustained load",
+    and a run in which no level held has no such figure; its highest level (an overloaded
+    one) set beside other runs' sustained levels would compare unlike things.
     """
     measured = Summary.from_json(summary)
-    load = measured.under_load() if measured else None
-    return load[0] if load is not None and load[1] == SUSTAINED else None
+    return measured.sustained() if measured else None
 
 
 def _peak_level(summary: dict[str, Any]) -> Level | None:

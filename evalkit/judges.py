@@ -503,7 +503,7 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
     base = m.baseline if m and m.baseline and not m.baseline.client_bound else None
     ours: dict[str, Any] | None = (
         {"baseline_stream_tokens_per_s": dist_dict(base.stream_tokens_per_s)} if base else None)
-    top = next((lv for lv in m.levels if lv.concurrency == m.max_sustained), None) if m else None
+    top = m.sustained() if m else None
     if top is not None:
         ours = ours or {}
         ours[f"stream_tokens_per_s_at_{top.concurrency}"] = dist_dict(top.stream_tokens_per_s)

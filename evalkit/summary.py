@@ -135,13 +135,16 @@ class Summary:
         """The ramp level the 'under load' figures come from, and why: the max sustained
         level, else (none held, or a single level) the highest measured. The one rule
         page one, the charts and the comparison all use."""
-        ramp = self.ramp
-        if not ramp:
-            return None
-        held = next((lv for lv in ramp if lv.concurrency == self.max_sustained), None)
+        held = self.sustained()
         if held is not None:
             return held, SUSTAINED
-        return ramp[-1], "highest level measured"
+        return (self.ramp[-1], "highest level measured") if self.ramp else None
+
+    def sustained(self) -> Level | None:
+        """The max sustained ramp level, or None when no level held: figures titled "at
+        max sustained load" (the comparison's rows, Q6's per-stream rate) have no value
+        then, since an overloaded top level is not one."""
+        return next((lv for lv in self.ramp if lv.concurrency == self.max_sustained), None)
 
     @property
     def ramp(self) -> tuple[Level, ...]:

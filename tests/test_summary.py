@@ -57,14 +57,20 @@ class TestUnderLoad:
         s = Summary.from_json({"ramp": {"levels": [_level(1), _level(2), _level(4)],
                                         "max_sustained_concurrency": 2}})
         assert s is not None and s.under_load() == (s.level(2), "max sustained")
+        assert s.sustained() is s.level(2)
 
     def test_else_the_highest_level_measured_and_never_the_baseline(self) -> None:
         """No level held: the highest measured, said so; a baseline alone is no load."""
         s = Summary.from_json({"ramp": {"levels": [_level(1), _level(8)],
                                         "max_sustained_concurrency": None}})
         assert s is not None and s.under_load() == (s.level(8), "highest level measured")
+        assert s.sustained() is None  # "at max sustained load" has no value here
         alone = Summary.from_json({"baseline": _level(1)})
         assert alone is not None and alone.under_load() is None
+        # the baseline standing in as level 1 is not a sustained ramp level
+        stand_in = Summary.from_json({"baseline": _level(1), "ramp": {
+            "levels": [_level(2)], "max_sustained_concurrency": 1}})
+        assert stand_in is not None and stand_in.sustained() is None
 
 
 @pytest.mark.parametrize("value, number, count", [
