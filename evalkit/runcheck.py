@@ -7,10 +7,17 @@ directories a killed probe left behind. `read_run(dir)` reads one like any other
                     and noted, never a traceback further on
     requests.jsonl  streamed a line at a time (`runstore.iter_records`): a line that is not
                     a record is skipped and counted; what the report needs of the records
-                    is kept in a bounded `RecordDigest`, never the records themselves
+                    is kept in a bounded `RecordDigest` (the records themselves only
+                    while the summary is re-derived, below)
     summary.json    checked on its own (shape, finite numbers, no negative durations or
-                    counts, nothing absurd) and against the records (requests, outcomes,
-                    phases, ramp levels, TTFT n/p50/p90 per level)
+                    counts, nothing absurd), against the records' digest (requests,
+                    outcomes, phases, ramp levels, TTFT n/p50/p90 per level), and then
+                    re-derived whole from the records and run.json's write-up and
+                    compared figure by figure (`summary_rederived_differences`): the
+                    digest's checks leave the validity, rates, throughput and the ramp's
+                    verdict to trust, and a summary lifted to 'valid' must not pass. That
+                    holds the records at once, so a requests.jsonl over
+                    REDERIVE_MAX_BYTES is checked on the digest only (and says so)
 
 A missing summary (a killed probe never wrote one) or one that disagrees with its records
 is re-derived from the records (`metrics.summarize`, with the client checks run.json
@@ -67,6 +74,9 @@ RASTER_STREAMS, RASTER_CHUNKS = 40, 2_000
 #: Distinct error messages counted; the rest are counted together.
 ERROR_KINDS = 1_000
 PREFILL_POINTS = 500
+#: requests.jsonl up to this size has its summary re-derived whole and compared (the
+#: records held at once); a larger one is checked on counts, outcomes and TTFT only
+REDERIVE_MAX_BYTES = 256 << 20
 #: How run.json's status maps to the status a re-derived summary is judged with:
 #: anything else (or "running": the probe never wrote the run up) is a cut run.
 RUN_STATUSES = ("complete", "interrupted", "crashed", "failed", "merged")
@@ -421,6 +431,51 @@ def summary_disagreements(summary: Mapping[str, Any], digest: RecordDigest) -> l
     return out
 
 
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool) or not (
+            isinstance(a, int | float) and isinstance(b, int | float)):
+        return bool(a == b)
+    return abs(a - b) <= 1e-12 + 1e-9 * abs(b)
+
+
+def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
+    """Where `given` says other than `derived`: every key the derivation writes must be
+    there with the same value (a deleted key is a difference: a judge reading it would
+    find nothing); keys only in `given` (vendor_metrics, from elsewhere) are not ours."""
+    if isinstance(derived, Mapping):
+        if not isinstance(given, Mapping):
+            out.append(path or "the summary")
+            return
+        for k, v in derived.items():
+            where = f"{path}.{k}" if path else str(k)
+            if k not in given:
+                out.append(f"{where} (missing)")
+            else:
+                _differences(given[k], v, where, out)
+    elif isinstance(derived, list):
+        if not isinstance(given, list) or len(given) != len(derived):
+            out.append(path)
+            return
+        for i, (g, d) in enumerate(zip(given, derived, strict=True)):
+            _differences(g, d, f"{path}[{i}]", out)
+    elif not _same(given, derived):
+        out.append(path)
+
+
+def summary_rederived_differences(summary: Mapping[str, Any],
+                                  derived: Mapping[str, Any]) -> list[str]:
+    """The figures of `summary` that its records, re-derived (`derive_summary`), do not give.
+
+    The cheap checks (`summary_disagreements`) cover counts, outcomes and TTFT; this one
+    covers everything a judgement reads: the run's validity, TPOT and stream rates,
+    aggregate throughput, the ramp's verdict, the client and usage checks. A summary
+    lifted to 'valid', or with its rates edited, would otherwise be trusted as written.
+    """
+    out: list[str] = []
+    _differences(summary, derived, "", out)
+    return out
+
+
 # --------------------------------------------------------------------------- rebuild
 
 
@@ -448,19 +503,14 @@ def _check(v: Any) -> dict[str, Any]:
             if isinstance(lost := v.get("lost"), list) else []}
 
 
-def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: str,
-                    requests_sha256: str | None, reason: str | None = None) -> dict[str, Any]:
-    """summary.json re-derived from the records, as the probe would have written it.
+def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict[str, Any]:
+    """summary.json as the probe wrote it from these records and run.json's write-up.
 
     The client checks and round-trip samples come from run.json (the probe writes them
-    there when it writes the run up; a killed probe never did, and the summary says the
-    client check is unknown). The run's status comes from run.json: a run that never
-    wrote itself up ("running") is judged as one, degraded. `why` says why the summary
-    was rebuilt (kept in it as `rebuilt_from_records.why`); `reason`, a shorter form of
-    it, joins the run's validity reasons, and the run is at best degraded.
+    there when it writes the run up; it summarised with exactly these), as does the run's
+    status: a run that never wrote itself up ("running") is judged as one.
     """
     from evalkit.metrics import summarize
-    from evalkit.validity import worst
 
     status = run.get("status")
     run_status = status if status in RUN_STATUSES else "running"
@@ -478,6 +528,24 @@ def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: s
             "run_status": run_status,
             "run_error": run.get("error") if isinstance(run.get("error"), str) else None}
     summary = dict(summarize(records, meta))
+    summary["run_status"] = run_status
+    return summary
+
+
+def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: str,
+                    requests_sha256: str | None, reason: str | None = None) -> dict[str, Any]:
+    """summary.json re-derived from the records (`derive_summary`), marked as such.
+
+    A killed probe never wrote its client checks to run.json, and the summary then says
+    the client check is unknown. `why` says why the summary was rebuilt (kept in it as
+    `rebuilt_from_records.why`); `reason`, a shorter form of it, joins the run's validity
+    reasons, and the run is at best degraded.
+    """
+    from evalkit.validity import worst
+
+    checks = as_mapping(run.get("client_checks"))
+    phases, levels = as_mapping(checks.get("phases")), as_mapping(checks.get("levels"))
+    summary = derive_summary(records, run)
     validity = summary["validity"]
     reasons = [reason or why]
     if not phases and not levels:
@@ -488,7 +556,6 @@ def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: s
                        "run's write-up): whether the client set the pace is unknown")
     validity["status"] = worst(validity["status"], "degraded")
     validity["reasons"] = list(dict.fromkeys([*validity["reasons"], *reasons]))
-    summary["run_status"] = run_status
     summary["rebuilt_from_records"] = {
         "by": f"evalkit {evalkit.__version__}", "why": why, "records": len(records),
         "requests_sha256": requests_sha256}
@@ -597,6 +664,23 @@ def read_run(run_dir: Path) -> CheckedRun:
     else:
         malformed = summary_problems(summary)
         problems = malformed or summary_disagreements(summary, digest)
+        # an imported run's summary is the importer's (and capped below): not re-derived
+        whole = not problems and not isinstance(run.get("imported"), Mapping)
+        if whole and req_file is not None and scan.bytes <= REDERIVE_MAX_BYTES:
+            kept = list(iter_records(req_file, limit=scan.bytes))
+            # run.json's status unreadable (dropped above): the summary's own stands in
+            written = run if run.get("status") is not None else {
+                **run, "status": summary.get("run_status")}
+            differ = summary_rederived_differences(summary, derive_summary(kept, written))
+            problems = [f"{', '.join(differ[:3])}"
+                        f"{f' (and {len(differ) - 3} more)' if len(differ) > 3 else ''} "
+                        "differ from a re-derivation"] if differ else []
+            if not problems:
+                kept = None
+        elif whole:
+            notes.append(f"{REQUESTS_FILE} is over {REDERIVE_MAX_BYTES >> 20} MiB: "
+                         f"{SUMMARY_FILE} was checked against it on counts, outcomes and "
+                         "TTFT, not re-derived whole")
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             what = "is malformed" if malformed else f"does not agree with {REQUESTS_FILE}"

@@ -233,9 +233,10 @@ def test_runs_left_out_leave_the_vendor_unjudged(runs: dict[str, Path],
     with another vendor's trend judged it proceeds, and says which vendor was not."""
     old = tmp_path / "old"
     shutil.copytree(runs["a2"], old)
-    summary = json.loads((old / "summary.json").read_text())
-    summary["suite_version"] = "0"
-    (old / "summary.json").write_text(json.dumps(summary))
+    for name in ("summary.json", "run.json"):  # both say so, as an older suite's run does
+        doc = json.loads((old / name).read_text())
+        doc["suite_version"] = "0"
+        (old / name).write_text(json.dumps(doc))
     q = QUESTIONNAIRES / "forthright.yaml"
     out = tmp_path / "trend.pdf"
     result = CliRunner().invoke(cli, ["compare", f"{runs['a1']}={q}", f"{old}={q}",

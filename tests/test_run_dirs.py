@@ -27,7 +27,7 @@ import pypdf
 import pytest
 from click.testing import CliRunner
 
-from evalkit import report
+from evalkit import report, runcheck
 from evalkit.cli import cli
 from evalkit.compare_report import CompareInput, load_view
 from evalkit.errors import EvalkitError, InputError, RunDirError
@@ -204,6 +204,17 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
             "p50", s["ramp"]["levels"][3]["ttft_s"]["p50"] * 0.8),
         "a level not in the records": lambda s: s["ramp"]["levels"].append(
             {**s["ramp"]["levels"][-1], "concurrency": 32}),
+        # well-formed, counts and TTFT untouched: only a whole re-derivation sees these
+        "a level lifted to valid": lambda s: s["validity"]["levels"].__setitem__(
+            "16", {"status": "valid", "reasons": [], "requests": 64, "ok": 64}),
+        "a stream rate 10x": lambda s: s["baseline"]["stream_tokens_per_s"].__setitem__(
+            "p50", s["baseline"]["stream_tokens_per_s"]["p50"] * 10),
+        "throughput 10x": levels(lambda lv: lv.__setitem__(
+            "aggregate_tokens_per_s", lv["aggregate_tokens_per_s"] * 10)),
+        "TPOT p90 a tenth": levels(lambda lv: lv["tpot_s"].__setitem__(
+            "p90", lv["tpot_s"]["p90"] / 10)),
+        "no breach named": lambda s: s["ramp"].__setitem__("first_degraded", None),
+        "the usage check deleted": lambda s: s["checks"].pop("usage_honesty"),
     }
 
 
@@ -322,9 +333,12 @@ class TestNothingFromOutside:
 
 
 class TestBoundedMemory:
-    def test_records_are_digested_not_held(self, tmp_path: Path) -> None:
+    def test_records_are_digested_not_held(self, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
         """Loading a run keeps a bounded digest, not the records: peak memory stays below
-        the file's size (the old reader held its text, its lines and every record)."""
+        the file's size (the old reader held its text, its lines and every record). That
+        is the path of a requests.jsonl over the size whose summary is re-derived whole
+        (which holds the records), set here just under this file's."""
         d = Path(shutil.copytree(RUN_DIR, tmp_path / "run"))
         base = read_records(RUN_DIR / "requests.jsonl")
         ramp = [r for r in base if r.phase == "ramp" and r.level == 16]
@@ -338,6 +352,7 @@ class TestBoundedMemory:
         summary = summarize(read_records(d / "requests.jsonl"), {"run_status": "complete"})
         (d / "summary.json").write_text(json.dumps(summary))
         size = (d / "requests.jsonl").stat().st_size
+        monkeypatch.setattr(runcheck, "REDERIVE_MAX_BYTES", size - 1)
         tracemalloc.start()
         run = report.load_run(d)
         _, peak = tracemalloc.get_traced_memory()
@@ -347,6 +362,9 @@ class TestBoundedMemory:
         assert len(run.stats.itl[16]) == ITL_SAMPLE
         assert len(run.stats.raster_streams(16)) == 40
         assert peak < size / 2, (peak, size)
+        assert run.notes == (f"requests.jsonl is over {(size - 1) >> 20} MiB: summary.json "
+                             "was checked against it on counts, outcomes and TTFT, not "
+                             "re-derived whole",)
 
 
 def test_digest_samples_are_fixed_and_uniform() -> None:

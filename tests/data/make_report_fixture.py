@@ -110,7 +110,7 @@ def run_doc() -> dict[str, object]:
             "target": {"base_url": "http://127.0.0.1:8011/v1", "model": "ref-model-7b"},
             "config": {"profile": "quick", "levels": list(LEVELS)},
             "client": {"host": "fixture-host", "python": "3.11"},
-            "client_checks": CHECKS,
+            "client_checks": CHECKS, "rtt_samples_s": [0.0004],
             "started_at": "2026-11-30T07:00:00Z", "ended_at": "2026-11-30T07:01:10Z"}
 
 
