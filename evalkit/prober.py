@@ -442,7 +442,16 @@ class Prober:
                 if delta.error is not None:
                     st.payload_error = delta.error
                     continue
-                if delta.text or delta.reasoning:
+                tokens = (count_tokens(delta.text) + count_tokens(delta.reasoning)
+                          if delta.text or delta.reasoning else 0)
+                if (delta.text or delta.reasoning) and not st.chunk_ns and not (
+                        delta.text.strip() or delta.reasoning.strip()):
+                    # blank text before any word: nothing a reader sees yet. Timed as the
+                    # first token, one space sent at once would read as the TTFT of a
+                    # stream whose first word came seconds later (the wait then hides in
+                    # TPOT). Its tokens ride on the first chunk that carries a word.
+                    st.blank_tokens += tokens
+                elif delta.text or delta.reasoning:
                     # two content chunks in one read, and we read it late after the kernel
                     # had it: the first carries the second's stamp. (Read promptly, the
                     # server wrote them together: llama.cpp does now and then; not ours.)
@@ -452,7 +461,8 @@ class Prober:
                     pending = now
                     self.content_chunks += 1
                     st.chunk_ns.append(now)
-                    st.chunk_tokens.append(count_tokens(delta.text) + count_tokens(delta.reasoning))
+                    st.chunk_tokens.append(tokens + st.blank_tokens)
+                    st.blank_tokens = 0
                     if delta.text and st.first_answer_ns is None:
                         st.first_answer_ns = now
                 if delta.finish_reason is not None:
@@ -471,7 +481,7 @@ class Prober:
                 t0: int, sent_ns: int, intended_ns: int, wire: SendStamp, st: _StreamState
                 ) -> RequestRecord:
         outcome, error = st.verdict()
-        counted = sum(st.chunk_tokens) if st.status == 200 else None
+        counted = sum(st.chunk_tokens) + st.blank_tokens if st.status == 200 else None
         output = st.usage_ct if st.usage_ct is not None else counted
         chunks = [((ns - t0) / 1e9, n) for ns, n in zip(st.chunk_ns, st.chunk_tokens, strict=True)]
         return RequestRecord(
@@ -505,6 +515,8 @@ class _StreamState:
     last_arrival_ns: int | None = None
     chunk_ns: list[int] = field(default_factory=list)
     chunk_tokens: list[int] = field(default_factory=list)
+    #: tokens of blank text (whitespace) before the first chunk that carries a word
+    blank_tokens: int = 0
     first_answer_ns: int | None = None
     finish_reason: str | None = None
     #: the first finish reason that is not a normal end (`evalkit.api.NORMAL_FINISHES`)

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import pytest
 
 from evalkit.prober import Prober, Target, closed_loop
-from evalkit.prompts import synthetic
+from evalkit.prompts import count_tokens, synthetic
 from evalkit.records import RequestRecord
 from evalkit.sse import SSEParser, SSETooLarge
 from evalkit.suite import ProbeConfig, run_probe
@@ -103,6 +103,17 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
     def _abort_then_stop(self) -> None:  # the abort, then a 'stop' to paper over it
         self._sse_head()
         self.wfile.write(_chunk("hi", "abort") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
+    def _blank_first(self) -> None:  # one space at once, the first word 0.5 s later
+        self._sse_head()
+        self.wfile.write(_chunk(" "))
+        self.wfile.flush()
+        time.sleep(0.5)
+        self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
+    def _blank_only(self) -> None:  # whitespace, and nothing else, then a finish
+        self._sse_head()
+        self.wfile.write(_chunk(" ") + _chunk("\n", "stop") + b"data: [DONE]\n\n")
 
     def _gzip(self) -> None:
         self._sse_head({"Content-Encoding": "gzip"})
@@ -248,6 +259,30 @@ class TestEndsThatAreNotEnds:
         url, _ = vendor("ok")
         rec = _one(Target(url, "m", timeout_s=5))
         assert (rec.outcome, rec.finish_reason, rec.error) == ("ok", "stop", None)
+
+
+class TestFirstWord:
+    def test_a_blank_first_chunk_does_not_start_the_ttft(self, vendor: Any) -> None:
+        """One space sent at once, the first word 0.5 s later: the TTFT is the word's
+        (timed from the space it read 0.2 ms, and Q1 'held' for a 3 s wait). The space's
+        token rides on the first word's chunk, so every token is still counted."""
+        url, _ = vendor("blank_first")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "ok"
+        assert rec.ttft_s is not None and 0.45 < rec.ttft_s < 2.0
+        assert rec.ttft_s == rec.chunks[0][0] == rec.ttfa_s
+        assert [n for _, n in rec.chunks] == [count_tokens(" ") + count_tokens("hi"),
+                                              count_tokens(" there")]
+        assert rec.counted_output_tokens == 3
+        assert rec.chunks[1][0] - rec.chunks[0][0] < 0.1  # the wait is not in the rhythm
+
+    def test_a_stream_of_whitespace_is_no_content(self, vendor: Any) -> None:
+        """Blank text and a finish: nothing was generated a reader could see."""
+        url, _ = vendor("blank_only")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "error" and rec.chunks == [] and rec.ttft_s is None
+        assert rec.error == "stream finished (stop) with no content"
+        assert rec.counted_output_tokens == 2
 
 
 class TestPolite:
