@@ -37,7 +37,7 @@ from urllib.parse import quote
 
 import httpx
 
-from evalkit.api import AUTH_STYLES, NORMAL_FINISHES, Adapter, get_adapter
+from evalkit.api import AUTH_STYLES, NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.errors import EndpointError
 from evalkit.prompts import Prompt, count_tokens
 from evalkit.records import Outcome, RequestRecord
@@ -434,6 +434,10 @@ class Prober:
                 except ValueError as exc:
                     st.protocol_error = f"malformed event data: {str(exc)[:80]}"
                     continue
+                if event.event == "error" and delta.error is None:
+                    # an SSE error event is an error in every API, whatever its data holds
+                    # (an adapter reads only the data, and {"message": ...} has no "error")
+                    delta = Delta(error=clean(event.data, 300) or "an SSE error event")
                 st.events += 1
                 if delta.done:  # [DONE], or an API's end event (which may carry more)
                     st.done = True

@@ -115,6 +115,11 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         self._sse_head()
         self.wfile.write(_chunk(" ") + _chunk("\n", "stop") + b"data: [DONE]\n\n")
 
+    def _error_event(self) -> None:  # an SSE error event whose data has no "error" key
+        self._sse_head()
+        self.wfile.write(_chunk("hi") + b'event: error\ndata: {"message": "overloaded"}\n\n'
+                         + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
     def _gzip(self) -> None:
         self._sse_head({"Content-Encoding": "gzip"})
         self.wfile.write(gzip.compress(_chunk("hi", "stop") + b"data: [DONE]\n\n"))
@@ -253,6 +258,14 @@ class TestEndsThatAreNotEnds:
         assert rec.error == ("the server ended the stream with finish_reason 'abort', not a "
                              f"normal end ({len(rec.chunks)} content chunks had arrived)")
         assert len(rec.chunks) == 2
+
+    def test_an_sse_error_event_is_an_error(self, vendor: Any) -> None:
+        """`event: error` mid-stream, then a 'stop': an error whatever the data says (the
+        chat adapter reads data only, and {"message": ...} carries no "error" key)."""
+        url, _ = vendor("error_event")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "error"
+        assert rec.error == 'error payload in stream: {"message": "overloaded"}'
 
     def test_a_normal_end_is_ok(self, vendor: Any) -> None:
         """The same stream ending in 'stop' is ok: the rule is about the reason."""
