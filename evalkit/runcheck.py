@@ -439,19 +439,22 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
-    """Where `given` says other than `derived`: every key the derivation writes must be
-    there with the same value (a deleted key is a difference: a judge reading it would
-    find nothing); keys only in `given` (vendor_metrics, from elsewhere) are not ours."""
+    """Where `given` says other than `derived`. A key the derivation writes and `given`
+    lacks is a difference at the top level and anywhere in `validity` (the verdict must
+    be there); deeper, a summary written before a figure existed lacks it, and a figure
+    deleted only leaves a judge less evidence (a status of unverified, never a green
+    mark). Keys only in `given` (vendor_metrics, from elsewhere) are not ours."""
     if isinstance(derived, Mapping):
         if not isinstance(given, Mapping):
             out.append(path or "the summary")
             return
+        required = not path or path == "validity" or path.startswith("validity.")
         for k, v in derived.items():
             where = f"{path}.{k}" if path else str(k)
-            if k not in given:
-                out.append(f"{where} (missing)")
-            else:
+            if k in given:
                 _differences(given[k], v, where, out)
+            elif required:
+                out.append(f"{where} (missing)")
     elif isinstance(derived, list):
         if not isinstance(given, list) or len(given) != len(derived):
             out.append(path)

@@ -214,7 +214,9 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
         "TPOT p90 a tenth": levels(lambda lv: lv["tpot_s"].__setitem__(
             "p90", lv["tpot_s"]["p90"] / 10)),
         "no breach named": lambda s: s["ramp"].__setitem__("first_degraded", None),
-        "the usage check deleted": lambda s: s["checks"].pop("usage_honesty"),
+        "the run's validity deleted": lambda s: s.pop("validity"),
+        "a level's validity reasons deleted": lambda s: s["validity"]["levels"]["16"].pop(
+            "reasons"),
     }
 
 
@@ -250,6 +252,14 @@ class TestSummaryCheckedAgainstRecords:
         assert ctx["notices"][0] == run.rebuilt
         figures = " ".join(v for _, v in ctx["key_figures"])
         assert "-3" not in figures and "9,999" not in figures and "-500" not in figures
+
+    def test_a_summary_written_before_a_figure_existed_is_kept(self, run_dir: Path) -> None:
+        """A figure an older evalkit did not write is no difference (the run's validity
+        still must agree): every run on disk is not degraded each time a figure is added."""
+        _edit_summary(run_dir, lambda s: (s["checks"].pop("cache"),
+                                          s["ramp"]["levels"][0].pop("stalls")))
+        run = report.load_run(run_dir)
+        assert run.rebuilt is None and run.notes == ()
 
     def test_no_records_means_no_figures(self, run_dir: Path) -> None:
         """A summary beside an empty (or missing) requests.jsonl has nothing behind it:
