@@ -352,6 +352,40 @@ def usage_honesty(req: pd.DataFrame, tolerance: float = 0.25) -> dict[str, Any]:
             "tolerance": tolerance}
 
 
+#: phases whose requests ask for a stream long enough to time (prefill and cache ask for
+#: two tokens: their outputs say nothing about streaming)
+STREAMED_PHASES = ("baseline", "ramp", "soak", "rate")
+#: a request's output shorter than this (our count) is not judged on how it streamed
+MIN_STREAMED_TOKENS = 4
+
+
+def streaming_check(req: pd.DataFrame, chunks: pd.DataFrame,
+                    tolerance: float = 0.05) -> dict[str, Any]:
+    """Did the endpoint stream? The share of ok requests of the streamed phases whose
+    largest chunk carried more than half their output.
+
+    A server that buffers a whole answer and sends it as one chunk (or all but a token)
+    has a TTFT but no rhythm: its TPOT is unmeasured or read off the last token alone,
+    and the requests it streams least drop out of every TPOT percentile. Such a run
+    measured no stream, whatever its aggregate throughput.
+    """
+    m = (req["ok"].to_numpy() & req["phase"].isin(STREAMED_PHASES).to_numpy()
+         & (req["chunk_tokens"].to_numpy() >= MIN_STREAMED_TOKENS))
+    rows = req.index[m]
+    n = len(rows)
+    one = 0
+    if n:
+        rid = chunks["rid"].to_numpy()
+        mask = _rows_mask(rows, rid, _lookup_size(req, rid))
+        largest = pd.Series(chunks["tokens"].to_numpy()[mask]).groupby(rid[mask]).max()
+        total = req.loc[largest.index, "chunk_tokens"].to_numpy()
+        one = int((largest.to_numpy() > 0.5 * total).sum())
+    share = one / n if n else None
+    return {"checked": n, "one_chunk": one, "one_chunk_fraction": share,
+            "flagged": (share > tolerance) if share is not None else None,
+            "tolerance": tolerance}
+
+
 # --------------------------------------------------------------------------- phase stats
 
 
@@ -838,7 +872,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
 
     affected = _judgement_affected(ramp, bound("baseline"))
     usage = usage_honesty(req, th.usage_disagreement)
-    validity = _validity(req, ramp, meta, affected, usage)
+    streaming = streaming_check(req, chunks, th.unstreamed_share)
+    validity = _validity(req, ramp, meta, affected, usage, streaming)
     for section, name in ((connect, "connect"), (baseline, "baseline"), (soak, "soak"),
                           (rate, "rate"), (prefill, "prefill")):
         if section is not None:
@@ -864,6 +899,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             "network": network,
             "output_length": output_length_check(req, th.output_shortfall),
             "usage_honesty": usage,
+            "streaming": streaming,
         },
         "client": {**client_section(meta), "capacity_judgement_affected": affected},
         "validity": validity,
@@ -871,7 +907,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
 
 
 def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMeta,
-              affected: bool, usage: Mapping[str, Any]) -> dict[str, Any]:
+              affected: bool, usage: Mapping[str, Any],
+              streaming: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Validity of every phase and ramp level, and of the run (evalkit.validity)."""
     limit = meta.thresholds.admission_failure_rate
 
@@ -890,7 +927,7 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
     lost = [w for c in (*meta.phases.values(), *meta.levels.values()) for w in c.lost]
     run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
                        capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)),
-                       usage=usage)
+                       usage=usage, streaming=streaming)
     return {**run, "phases": phases, "levels": levels}
 
 

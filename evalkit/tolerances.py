@@ -57,6 +57,9 @@ class Thresholds:
     usage_disagreement: float = 0.25
     #: repeat TTFT below this share of the first one means a prefix cache served it
     cache_ttft_ratio: float = 0.5
+    #: more than this share of streamed requests with most of their output in one chunk
+    #: means the endpoint did not stream (its TPOT and rates describe no stream)
+    unstreamed_share: float = 0.05
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():

@@ -80,13 +80,17 @@ def worst(*statuses: Validity) -> Validity:
 def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | None,
                  capacity_judgement_affected: bool,
                  run_error: str | None = None, lost: Sequence[str] = (),
-                 usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 usage: Mapping[str, Any] | None = None,
+                 streaming: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's validity from its phases' (`phases[name]["status"]`) and how it ended.
 
     `usage` is the usage-honesty check (`evalkit.metrics.usage_honesty`). Every rate and
     TPOT counts the vendor's `completion_tokens`: a vendor whose counts lie far from the
     text it streamed (`flagged`) would have its speed read in tokens nobody saw, so the
     run is degraded: no readiness verdict rests on figures the vendor's own bill inflates.
+    `streaming` is the streaming check (`evalkit.metrics.streaming_check`): an endpoint
+    that sent its answers whole (`flagged`) measured no stream, and a run of it earns no
+    streaming readiness, however fast its aggregate throughput.
     """
     reasons: list[str] = []
     status: Validity = "valid"
@@ -120,6 +124,10 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
         mark("degraded", f"a client worker was lost: {why}")
     if usage and usage.get("flagged"):
         mark("degraded", _usage_words(usage))
+    if streaming and streaming.get("flagged"):
+        mark("degraded", f"the endpoint did not stream: {streaming.get('one_chunk')} of "
+                         f"{streaming.get('checked')} requests came with most of their "
+                         "output in one chunk, so TPOT and stream rates describe no stream")
     if capacity_judgement_affected and not lost:
         mark("degraded", "the client was the bottleneck where the capacity judgement is "
                          "drawn: no capacity conclusion")

@@ -120,6 +120,25 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         self.wfile.write(_chunk("hi") + b'event: error\ndata: {"message": "overloaded"}\n\n'
                          + _chunk(" there", "stop") + b"data: [DONE]\n\n")
 
+    def _whole(self) -> None:  # the answer buffered and sent as one chunk
+        self._sse_head()
+        self.wfile.write(_chunk(" word" * 8, "length") + b"data: [DONE]\n\n")
+
+    def _all_but_one(self) -> None:  # buffered, then all but the last token at once
+        self._sse_head()
+        self.wfile.write(_chunk(" word" * 7))
+        self.wfile.flush()
+        time.sleep(0.01)
+        self.wfile.write(_chunk(" word", "length") + b"data: [DONE]\n\n")
+
+    def _streamed(self) -> None:  # the same eight tokens, one chunk each
+        self._sse_head()
+        for i in range(8):
+            self.wfile.write(_chunk(" word", "length" if i == 7 else None))
+            self.wfile.flush()
+            time.sleep(0.005)
+        self.wfile.write(b"data: [DONE]\n\n")
+
     def _gzip(self) -> None:
         self._sse_head({"Content-Encoding": "gzip"})
         self.wfile.write(gzip.compress(_chunk("hi", "stop") + b"data: [DONE]\n\n"))
@@ -296,6 +315,28 @@ class TestFirstWord:
         assert rec.outcome == "error" and rec.chunks == [] and rec.ttft_s is None
         assert rec.error == "stream finished (stop) with no content"
         assert rec.counted_output_tokens == 2
+
+
+class TestDidItStream:
+    @pytest.mark.parametrize("mode", ["whole", "all_but_one", "streamed"])
+    def test_an_endpoint_that_sends_answers_whole_earns_no_valid_run(
+            self, vendor: Any, tmp_path: Path, mode: str) -> None:
+        """Answers sent whole (or all but the last token at once) have a TTFT and an
+        aggregate throughput but no stream: with a 429 past 4 streams such a vendor was
+        STREAMING-READY (Q2 on aggregate, Q4 on admission). The run is degraded, saying
+        so; the same tokens sent one a chunk are a stream and the run stays valid."""
+        url, _ = vendor(mode)
+        run_probe(ProbeConfig(base_url=url, model="m", phases=("connect", "baseline"),
+                              overrides={"baseline": {"requests": 3}}), tmp_path / "r")
+        summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+        check = summary["checks"]["streaming"]
+        whole = mode != "streamed"
+        assert (check["checked"], check["one_chunk"], check["flagged"]) == (
+            3, 3 if whole else 0, whole)
+        reason = ("the endpoint did not stream: 3 of 3 requests came with most of their "
+                  "output in one chunk, so TPOT and stream rates describe no stream")
+        assert summary["validity"]["status"] == ("degraded" if whole else "valid")
+        assert (reason in summary["validity"]["reasons"]) is whole
 
 
 class TestPolite:

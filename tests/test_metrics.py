@@ -614,7 +614,8 @@ class TestSummarize:
             set(s["ramp"]["levels"][0])
         assert {"first_breach_concurrency", "breach_confirmed", "baseline_source",
                 "max_sustained_is_lower_bound", "judged_on", "note"} <= set(s["ramp"])
-        assert {"cache", "network", "output_length", "usage_honesty"} == set(s["checks"])
+        assert {"cache", "network", "output_length", "usage_honesty",
+                "streaming"} == set(s["checks"])
         assert s["checks"]["network"] is None  # no rtt records, no meta rtt_s
 
     def test_missing_phases_are_none(self) -> None:
