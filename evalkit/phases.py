@@ -10,6 +10,7 @@ re-read after every level).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import statistics
@@ -112,6 +113,9 @@ class SuiteRun:
                        if config.metrics_url else None)
         #: the Ray actors that share each level (None: every level runs in this process)
         self.pool: RayPool | None = None
+        #: Ctrl-C was pressed (`evalkit.suite.run_probe`): no phase, level or request
+        #: starts after it, even if an await swallowed the cancellation it also sent
+        self.interrupted = False
 
     # -- plumbing
     def on_record(self, rec: RequestRecord) -> None:
@@ -160,12 +164,17 @@ class SuiteRun:
                 Prober(self.target, self.origin_ns, self.run_tag) as prober, \
                 LoopMonitor() as mon, self.vendor or contextlib.nullcontext():
             for phase in self.s.phases:
+                self._stop_if_interrupted()
                 mark = window_start(mon, prober)
                 async with self._scraping(phase):
                     await getattr(self, f"_phase_{phase}")(client, prober, mon)
                 # a sharded phase already stored its shards' merged check
                 self.phase_checks.setdefault(
                     phase, self._judge_check(window_end(mon, prober, mark)))
+
+    def _stop_if_interrupted(self) -> None:
+        if self.interrupted:
+            raise asyncio.CancelledError
 
     def _scraping(self, phase: str, level: int | None = None, periodic: bool = False) -> Any:
         """The vendor's metrics scraped around a phase or level (--metrics-url), else nothing."""
@@ -250,7 +259,8 @@ class SuiteRun:
             mark = window_start(mon, prober)
             await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s, max_requests=None,
-                              on_note=self._note, min_requests=floor, settled=self._settled)
+                              on_note=self._note, min_requests=floor, settled=self._settled,
+                              stop=lambda: self.interrupted)
             return self._judge_check(window_end(mon, prober, mark))
         return await self._sharded(phase, level, duration_s, None)
 
@@ -299,6 +309,7 @@ class SuiteRun:
         for level in r.levels:
             if done and level not in claimed:
                 continue  # past the confirmed breach, only levels a claim names still run
+            self._stop_if_interrupted()
             with self._holding_records() as held:
                 check = await self._scraped_level(prober, mon, "ramp", level,
                                                   r.level_duration_s)

@@ -627,7 +627,8 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
                       stagger_s: float = 0.0005, max_pause_s: float = 2.0,
                       on_note: Callable[[str], None] | None = None,
                       min_requests: int = 0, overtime_s: float = 120.0,
-                      settled: Callable[[], bool] | None = None) -> None:
+                      settled: Callable[[], bool] | None = None,
+                      stop: Callable[[], bool] | None = None) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
@@ -635,11 +636,12 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
     percentile claimed at this level needs them), for at most `overtime_s` past
     `duration_s` and only while `settled()` (when given) says the level is not already
     decided without them; requests in flight then finish (the drain), so no record is cut
-    short by the phase ending. A worker turned away (429/503) waits what its Retry-After
-    asked for (bounded), else `reject_pause_s`; one that failed before any content backs
-    off, doubling from `reject_pause_s` up to `max_pause_s` while failures repeat: it
-    still offers its load, without hammering a vendor in a loop (nor spinning the
-    client's CPU on instant failures). The pauses are counted in `prober.paused_s`.
+    short by the phase ending. No request starts once `stop()` (when given) says so. A
+    worker turned away (429/503) waits what its Retry-After asked for (bounded), else
+    `reject_pause_s`; one that failed before any content backs off, doubling from
+    `reject_pause_s` up to `max_pause_s` while failures repeat: it still offers its load,
+    without hammering a vendor in a loop (nor spinning the client's CPU on instant
+    failures). The pauses are counted in `prober.paused_s`.
     A request that timed out without a single byte of content ("headers, then silence")
     ends the phase: every further request would cost the same timeout for nothing.
     Worker i starts i x `stagger_s` late (0.13 s for 256 workers): a herd of simultaneous
@@ -652,7 +654,8 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
     silent = False
 
     def more() -> bool:
-        if silent or (max_requests is not None and started >= max_requests):
+        if silent or (max_requests is not None and started >= max_requests) or (
+                stop is not None and stop()):
             return False
         now = time.perf_counter()
         if deadline is None or now < deadline:

@@ -20,6 +20,7 @@ import contextlib
 import os
 import platform
 import secrets
+import signal
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -142,8 +143,42 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
     suite = _prepare(config, Path(out_dir), progress)
     with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
         suite.pool = pool
-        asyncio.run(suite.run())
+        asyncio.run(_until_interrupted(suite))
     return ended.result()
+
+
+async def _until_interrupted(suite: SuiteRun) -> None:
+    """`suite.run()`, ended by Ctrl-C whatever it was awaiting at the time.
+
+    asyncio.run turns SIGINT into one cancellation of the main task, and an await that
+    swallows a cancellation (one racing a timeout, in our code or a library's) loses it:
+    the run then went on to its end and exited 0 (seen on a loaded CI host). Here SIGINT
+    also raises a flag that the phases and the ramp's workers read between requests, so
+    the run stops and ends as interrupted either way.
+    """
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def on_sigint() -> None:
+        suite.interrupted = True
+        if main is not None:
+            main.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+        await suite.run()
+        return
+    try:
+        await suite.run()
+    except asyncio.CancelledError:
+        if suite.interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    if suite.interrupted:
+        raise KeyboardInterrupt
 
 
 async def arun_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:

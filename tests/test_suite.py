@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -189,7 +191,7 @@ class TestInterrupt:
         assert far_enough(), "the run never reached level 4 (on both Ray workers)"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 130
+        assert proc.returncode == 130, err
         assert f"interrupted: the completed requests and their summary are in {out}" in err
         meta = json.loads((out / "run.json").read_text())
         assert meta["status"] == "interrupted"
@@ -205,6 +207,35 @@ class TestInterrupt:
         if ray:  # the levels the actors shared kept both actors' records
             assert {x["shard"] for x in lines if x["phase"] == "ramp" and x["level"] == 4} \
                 == {0, 1}
+
+
+def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation() -> None:
+    """asyncio.run makes SIGINT one cancellation of the main task; an await that swallows
+    it (one racing a timeout, in a library) let a run go on to its end and exit 0. A real
+    SIGINT, sent mid-run to this process: the run stops at the next level it would start."""
+    from evalkit.suite import _until_interrupted
+
+    class Run:
+        interrupted = False
+
+        def __init__(self) -> None:
+            self.levels: list[int] = []
+
+        async def run(self) -> None:
+            for level in range(50):
+                if self.interrupted:  # as SuiteRun does before a phase or a level
+                    raise asyncio.CancelledError
+                if level == 2:
+                    asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGINT)
+                with contextlib.suppress(asyncio.CancelledError):  # the await that swallows
+                    await asyncio.sleep(0.02)
+                self.levels.append(level)
+
+    run = Run()
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(_until_interrupted(run))  # type: ignore[arg-type]
+    assert run.levels == [0, 1, 2]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
 
 
 def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
