@@ -26,6 +26,7 @@ from evalkit.metrics import (
     prefill_fit,
     records_frame,
     steady_state_window,
+    streaming_check,
     summarize,
     top_error,
     usage_honesty,
@@ -1572,3 +1573,61 @@ def test_a_stream_whose_first_chunk_carries_every_token_has_no_tpot() -> None:
     after the first chunk, so there is no TPOT and no per-stream rate (not 0 tok/s)."""
     b = summarize([stream("a", n=1, tpc=2, usage=2, e2e_s=0.3)])["baseline"]
     assert (b["tpot_s"]["n"], b["stream_tokens_per_s"]["n"]) == (0, 0)
+
+
+def _shaped(rid: str, sizes: list[int], phase: str = "baseline",
+            outcome: str = "ok") -> RequestRecord:
+    """A request whose content came in chunks of these token counts."""
+    chunks = [(0.1 + 0.02 * i, k) for i, k in enumerate(sizes)]
+    total = sum(sizes)
+    return RequestRecord(id=rid, phase=phase, level=1, outcome=outcome,  # type: ignore[arg-type]
+                         t0_s=float(len(rid)), chunks=chunks, ttft_s=chunks[0][0],
+                         e2e_s=chunks[-1][0], output_tokens=total,
+                         output_tokens_estimated=False, usage_completion_tokens=total,
+                         counted_output_tokens=total,
+                         finish_reason="length" if outcome == "ok" else None)
+
+
+class TestStreamingCheck:
+    """Did the endpoint stream? An answer sent whole has a TTFT and no rhythm."""
+
+    @staticmethod
+    def _run(streamed: int, whole: list[list[int]]) -> list[RequestRecord]:
+        recs = [_shaped(f"s{i}", [1] * 8) for i in range(streamed)]
+        recs += [_shaped(f"w{i}", sizes) for i, sizes in enumerate(whole)]
+        # not judged: 3 tokens are too few, prefill asks for 2, a cut stream is no answer
+        return [*recs, _shaped("short", [3]), _shaped("pre", [8], phase="prefill"),
+                _shaped("cut", [8], outcome="incomplete")]
+
+    def test_counts_the_answers_that_came_in_one_chunk(self) -> None:
+        """8 tokens in one chunk, and 4 in one (4 is enough to judge), are unstreamed;
+        2 of 4 in the largest chunk is half, not most."""
+        recs = self._run(17, [[8], [4], [2, 1, 1]])
+        assert streaming_check(*frames(recs)) == {
+            "checked": 20, "one_chunk": 2, "one_chunk_fraction": 0.1, "flagged": True,
+            "tolerance": 0.05}
+
+    def test_the_tolerance_itself_is_not_over_it(self) -> None:
+        recs = self._run(18, [[8], [2, 1, 1]])
+        check = streaming_check(*frames(recs))
+        assert (check["one_chunk_fraction"], check["flagged"]) == (0.05, False)
+
+    def test_nothing_to_judge_says_so(self) -> None:
+        assert streaming_check(*frames([_shaped("short", [3])])) == {
+            "checked": 0, "one_chunk": 0, "one_chunk_fraction": None, "flagged": None,
+            "tolerance": 0.05}
+
+    def test_an_endpoint_that_did_not_stream_degrades_the_run(self) -> None:
+        """Through summarize: the check in `checks`, the reason in the run's validity, and
+        the run's own threshold (unstreamed_share) is the one applied."""
+        recs = self._run(17, [[8], [4], [2, 1, 1]])
+        s = summarize(recs, {"run_status": "complete"})
+        assert s["checks"]["streaming"]["one_chunk"] == 2
+        assert s["validity"]["status"] == "degraded"
+        assert "the endpoint did not stream: 2 of 20 requests came with most of their " \
+               "output in one chunk, so TPOT and stream rates describe no stream" \
+               in s["validity"]["reasons"]
+        lenient = summarize(recs, {"run_status": "complete",
+                                   "thresholds": {"unstreamed_share": 0.2}})
+        assert lenient["checks"]["streaming"]["flagged"] is False
+        assert not any("did not stream" in r for r in lenient["validity"]["reasons"])

@@ -507,6 +507,16 @@ class TestOutcomeRules:
         assert outcome == "incomplete" and error is not None
         assert error.startswith(why) and "finish_reason" in error
 
+    def test_an_abnormal_end_is_incomplete_and_named(self) -> None:
+        """vLLM's `abort` (a stream the server gave up on) is no normal end: incomplete,
+        named (cleaned, at most 40 characters) with the content that had arrived."""
+        assert _state(abnormal="abort").verdict() == (
+            "incomplete", "the server ended the stream with finish_reason 'abort', not a "
+                          "normal end (2 content chunks had arrived)")
+        outcome, error = _state(abnormal="x" * 60).verdict()  # a vendor's string, capped
+        assert outcome == "incomplete" and error is not None
+        assert "'" + "x" * 30 in error and "x" * 41 not in error and "[cut]" in error
+
     def test_a_finished_stream_without_content_is_an_error(self) -> None:
         outcome, error = _state(chunk_ns=[], finish_reason="length").verdict()
         assert outcome == "error" and error is not None and "(length)" in error

@@ -159,6 +159,15 @@ class TestThresholds:
         assert (th.stall_s, th.ttft_p90_ratio, th.tpot_p90_ratio) == (0.3, 3.0, 2.0)
         assert Thresholds.from_dict({}) == Thresholds()
 
+    @pytest.mark.parametrize("value", [0, -1.0, float("inf")])
+    def test_built_in_code_a_threshold_is_positive_and_finite_too(self, value: float) -> None:
+        """A library caller builds Thresholds without from_dict: zero, a negative or an
+        infinite limit would judge every level breached (or none), so it is refused."""
+        with pytest.raises(UsageError, match=rf"threshold stall_s must be a positive "
+                                             rf"number, got {value!r}"):
+            Thresholds(stall_s=value)
+        assert Thresholds(stall_s=0.25).stall_s == 0.25
+
     def test_an_unknown_key_is_named_not_ignored(self) -> None:
         """A misspelt threshold would leave the default in force unnoticed: it is an error
         naming the key and the keys there are."""

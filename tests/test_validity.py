@@ -196,6 +196,17 @@ class TestSummary:
                 "our count of the text it streamed (over 25% apart): rates and TPOT rest on "
                 "counts we could not check; ask which tokenizer it uses"]
 
+    def test_usage_flagged_without_figures_is_still_said(self) -> None:
+        """A flagged check that lost its ratio and tolerance (an edited or older summary)
+        still degrades the run, in words that claim no number."""
+        v = run_validity({"baseline": _phase("valid")}, run_status="complete",
+                         capacity_judgement_affected=False, usage={"flagged": True})
+        assert v["status"] == "degraded"
+        assert v["reasons"] == [
+            "the vendor's usage (completion_tokens, what it bills) is far from the text it "
+            "streamed: rates and TPOT rest on counts we could not check; ask which "
+            "tokenizer it uses"]
+
     def test_tokens_per_chunk_follow_server_usage(self) -> None:
         """48 tokens (server usage) in 16 chunks read 3.0 per chunk, whatever we counted."""
         chunks = [(0.1 + i * 0.03, 4 if i % 2 else 3) for i in range(16)]  # we count 56
