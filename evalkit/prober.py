@@ -446,29 +446,29 @@ class Prober:
                 if delta.error is not None:
                     st.payload_error = delta.error
                     continue
-                tokens = (count_tokens(delta.text) + count_tokens(delta.reasoning)
-                          if delta.text or delta.reasoning else 0)
-                if (delta.text or delta.reasoning) and not st.chunk_ns and not (
-                        delta.text.strip() or delta.reasoning.strip()):
-                    # blank text before any word: nothing a reader sees yet. Timed as the
-                    # first token, one space sent at once would read as the TTFT of a
-                    # stream whose first word came seconds later (the wait then hides in
-                    # TPOT). Its tokens ride on the first chunk that carries a word.
-                    st.blank_tokens += tokens
-                elif delta.text or delta.reasoning:
-                    # two content chunks in one read, and we read it late after the kernel
-                    # had it: the first carries the second's stamp. (Read promptly, the
-                    # server wrote them together: llama.cpp does now and then; not ours.)
-                    late = getattr(net, "last_read_delay_ns", None)
-                    self.coalesced_chunks += pending == now and (
-                        late is None or late > LATE_READ_NS)
-                    pending = now
-                    self.content_chunks += 1
-                    st.chunk_ns.append(now)
-                    st.chunk_tokens.append(tokens + st.blank_tokens)
-                    st.blank_tokens = 0
-                    if delta.text and st.first_answer_ns is None:
-                        st.first_answer_ns = now
+                if delta.text or delta.reasoning:
+                    tokens = count_tokens(delta.text) + count_tokens(delta.reasoning)
+                    if not st.chunk_ns and not (delta.text.strip() or delta.reasoning.strip()):
+                        # blank text before any word: nothing a reader sees yet. Timed as
+                        # the first token, one space sent at once would read as the TTFT of
+                        # a stream whose first word came seconds later (the wait then hides
+                        # in TPOT). Its tokens ride on the first chunk that carries a word.
+                        st.blank_tokens += tokens
+                    else:
+                        # two content chunks in one read, and we read it late after the
+                        # kernel had it: the first carries the second's stamp. (Read
+                        # promptly, the server wrote them together: llama.cpp does now and
+                        # then; not ours.)
+                        late = getattr(net, "last_read_delay_ns", None)
+                        self.coalesced_chunks += pending == now and (
+                            late is None or late > LATE_READ_NS)
+                        pending = now
+                        self.content_chunks += 1
+                        st.chunk_ns.append(now)
+                        st.chunk_tokens.append(tokens + st.blank_tokens)
+                        st.blank_tokens = 0
+                        if delta.text and st.first_answer_ns is None:
+                            st.first_answer_ns = now
                 if delta.finish_reason is not None:
                     st.finish_reason = delta.finish_reason
                     if delta.finish_reason not in NORMAL_FINISHES and st.abnormal is None:
