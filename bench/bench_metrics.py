@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 
-from evalkit.metrics import SummaryMeta, frames, summarize_frames
+from evalkit.analysis.frames import frames
+from evalkit.analysis.summarize import SummaryMeta, summarize_frames
 from evalkit.records import RequestRecord
 
 

@@ -35,10 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.metrics import frames, phase_stats
-from evalkit.prober import Prober, Target
-from evalkit.prompts import synthetic
-from evalkit.reference import ReferenceServer
+from evalkit.analysis.frames import frames
+from evalkit.analysis.stats import phase_stats
+from evalkit.probe.prompts import synthetic
+from evalkit.probe.stream import Prober
+from evalkit.probe.target import Target
+from evalkit.reference.server import ReferenceServer
 
 PROMPT_TOKENS = 128
 ROUNDS = {1: 20}  # requests per stream; other levels: 3 each

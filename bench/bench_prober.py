@@ -28,11 +28,13 @@ from typing import Any
 import numpy as np
 from truth import announce, arguments, chunk_errors  # this folder: run as bench/bench_*.py
 
-from evalkit.prober import LoopMonitor, Prober, Target
-from evalkit.prompts import synthetic
-from evalkit.reference import ReferenceServer
-from evalkit.selfcheck import judge_client, window_end, window_start
-from evalkit.settings import profile_settings
+from evalkit.probe.loopmonitor import LoopMonitor
+from evalkit.probe.prompts import synthetic
+from evalkit.probe.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.settings import profile_settings
+from evalkit.probe.stream import Prober
+from evalkit.probe.target import Target
+from evalkit.reference.server import ReferenceServer
 
 
 async def _drive(srv: ReferenceServer, streams: int, tokens: int, stamped: bool

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from truth import cpu_model  # this folder: run as bench/bench_*.py
 
-from evalkit.reference import ReferenceServer
+from evalkit.reference.server import ReferenceServer
 
 
 async def one_stream(host: str, port: int, body: bytes, rid: str,

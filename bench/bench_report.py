@@ -19,10 +19,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evalkit import report  # noqa: E402
-from evalkit.questionnaire import load_questionnaire  # noqa: E402
+
+from evalkit.questionnaire.load import load_questionnaire  # noqa: E402
 from evalkit.records import RequestRecord  # noqa: E402
-from evalkit.scorecard import build_scorecard  # noqa: E402
+from evalkit.render import pdf as pdf_mod  # noqa: E402
+from evalkit.render import report  # noqa: E402
+from evalkit.review.scorecard import build_scorecard  # noqa: E402
+from evalkit.rundir import read  # noqa: E402
 
 QUESTIONNAIRE = ROOT / "questionnaires" / "headline.yaml"
 
@@ -40,7 +43,7 @@ def synthetic_records(n: int, per: int, seed: int = 1) -> tuple[RequestRecord, .
         for i in range(n))
 
 
-def stages(run: report.RunData, out: Path) -> dict[str, float]:
+def stages(run: read.RunData, out: Path) -> dict[str, float]:
     """Seconds per stage of one render."""
     t: dict[str, float] = {}
     start = time.perf_counter()
@@ -50,10 +53,10 @@ def stages(run: report.RunData, out: Path) -> dict[str, float]:
     svgs = report.chart_svgs(card, run.summary, run.records, {})
     t["charts"] = time.perf_counter() - start
     start = time.perf_counter()
-    html = report.render_html(report.build_context(card, run, {}))
+    html = pdf_mod.render_html(report.build_context(card, run, {}))
     t["context+html (charts again)"] = time.perf_counter() - start
     start = time.perf_counter()
-    pdf = report.render_pdf(html, dict(run.raw))
+    pdf = pdf_mod.render_pdf(html, dict(run.raw))
     t["pdf"] = time.perf_counter() - start
     out.write_bytes(pdf)
     t["charts_count"] = len(svgs)
@@ -67,9 +70,9 @@ def main() -> None:
     per = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     print(f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     start = time.perf_counter()
-    small = report.load_run(ROOT / "tests" / "data" / "report_run")
+    small = read.load_run(ROOT / "tests" / "data" / "report_run")
     print(f"load small run ({len(small.records)} records): {time.perf_counter() - start:.2f} s")
-    big = report.RunData(small.run, small.summary, synthetic_records(n, per), small.raw)
+    big = read.RunData(small.run, small.summary, synthetic_records(n, per), small.raw)
     with tempfile.TemporaryDirectory() as tmp:
         for name, run in (("small", small), (f"large ({n:,} x {per})", big)):
             for stage, value in stages(run, Path(tmp) / "card.pdf").items():

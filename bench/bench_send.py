@@ -59,13 +59,16 @@ from typing import Any
 # this folder: run as bench/bench_*.py
 from truth import announce, arguments, cpu_model, joined, stats
 
-from evalkit.prober import LoopMonitor, Prober, Target, closed_loop
-from evalkit.prompts import synthetic
+from evalkit.probe.load import closed_loop
+from evalkit.probe.loopmonitor import LoopMonitor
+from evalkit.probe.prompts import synthetic
+from evalkit.probe.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.settings import profile_settings
+from evalkit.probe.stream import Prober
+from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
-from evalkit.reference import ReferenceServer
-from evalkit.runstore import RunStore
-from evalkit.selfcheck import judge_client, window_end, window_start
-from evalkit.settings import profile_settings
+from evalkit.reference.server import ReferenceServer
+from evalkit.rundir.store import RunStore
 
 #: a fixed-step engine: TTFT ~200 ms (overhead + prefill + one step), 20 ms per token
 SERVER = {"request_overhead_ms": 175.0, "prefill_overhead_ms": 1.0, "decode_base_ms": 20.0,

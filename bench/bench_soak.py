@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.reference import ReferenceServer
+from evalkit.reference.server import ReferenceServer
 
 SOAK_S = float(os.environ.get("BENCH_SOAK_S", "60"))
 STREAMS = int(os.environ.get("BENCH_SOAK_STREAMS", "64"))

@@ -16,7 +16,7 @@ def __getattr__(name: str) -> object:
     """`evalkit.load_run(dir)`: a run's requests as a DataFrame (imported on first use, so
     `import evalkit` stays light)."""
     if name == "load_run":
-        from evalkit.export import load_run
+        from evalkit.rundir.export import load_run
 
         return load_run
     raise AttributeError(f"module 'evalkit' has no attribute {name!r}")

@@ -57,10 +57,11 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
 
     `suite_overrides` are deep-merged over the suite profile (tests shorten the ramp).
     """
-    from evalkit.questionnaire import load_questionnaire
+    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.suite import run_probe
+    from evalkit.questionnaire.load import load_questionnaire
     from evalkit.reference import ReferenceServer
-    from evalkit.report import render_report
-    from evalkit.suite import ProbeConfig, run_probe
+    from evalkit.render.report import render_report
 
     out_dir.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Path] = {}
@@ -92,7 +93,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
             on_written(result.pdf)
     comparison = None
     if len(vendors) > 1:
-        from evalkit.compare_report import CompareInput, render_comparison
+        from evalkit.render.comparison import CompareInput, render_comparison
 
         inputs = [CompareInput(runs[v.name], QUESTIONNAIRES / v.questionnaire) for v in vendors]
         comparison = render_comparison(inputs, out_dir / "comparison.pdf").pdf

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from evalkit.summary import as_number
+from evalkit.analysis.summary import as_number
 
 #: A formatter of one number (or anything, shown as "—" when it is not a number).
 Formatter = Callable[[Any], str]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.reference import ReferenceServer
+from evalkit.reference.server import ReferenceServer
 
 
 @pytest.fixture

@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
-from evalkit.prober import Prober, Target, check_endpoint, make_client
-from evalkit.prompts import synthetic
+from evalkit.probe.connect import check_endpoint
+from evalkit.probe.prompts import synthetic
+from evalkit.probe.stream import Prober
+from evalkit.probe.target import Target, make_client
 from evalkit.records import RequestRecord
-from evalkit.reference import ReferenceServer
+from evalkit.reference.server import ReferenceServer
 
 NEW_APIS = ("anthropic-messages", "openai-responses")
 

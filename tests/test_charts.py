@@ -26,11 +26,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from evalkit import charts, compare_report, report
-from evalkit.compare import RunView, compare_runs
-from evalkit.metrics import summarize
+from evalkit.analysis.summarize import summarize
+from evalkit.analysis.thresholds import Tolerances
 from evalkit.records import RequestRecord
-from evalkit.tolerances import Tolerances
+from evalkit.render import comparison as comparison_mod
+from evalkit.render import report
+from evalkit.render.charts import figures, kit, ramp, raster
+from evalkit.review.compare import RunView, compare_runs
+from evalkit.rundir import read
 
 RUN_DIR = Path(__file__).parent / "data" / "report_run"
 #: overlaps of up to this many pixels (at 100 dpi) are antialiasing, not a collision
@@ -118,7 +121,7 @@ def scorecard(headline: float | None = 1107.0, unit: str = "output_tokens_per_s"
 
 
 def _fixture() -> tuple[dict[str, Any], dict[str, Any], Any]:
-    data = report.load_run(RUN_DIR)
+    data = read.load_run(RUN_DIR)
     return scorecard(), data.summary, data.records
 
 
@@ -197,15 +200,15 @@ Drawn = list[tuple[str, str, Figure]]  # (caption, svg, the figure it was writte
 def _capture(make: Any) -> Drawn:
     """Run the chart code and keep every figure it writes beside its caption and SVG."""
     figs: list[Figure] = []
-    real = charts.to_svg
+    real = kit.to_svg
 
     def keep(fig: Figure) -> str:
         figs.append(fig)
         return real(fig)
 
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
-        mp.setattr(charts, "to_svg", keep)
-        mp.setattr(compare_report, "to_svg", keep)
+        for module in (figures, ramp, raster, comparison_mod):
+            mp.setattr(module, "to_svg", keep)
         warnings.simplefilter("error")  # a warning would leak to the terminal
         svgs = make()
     assert len(svgs) == len(figs)
@@ -244,7 +247,7 @@ def comparison_views() -> list[RunView]:
 @pytest.fixture(scope="module")
 def comparison() -> Drawn:
     views = comparison_views()
-    return _capture(lambda: compare_report._charts(compare_runs(views)))
+    return _capture(lambda: comparison_mod._charts(compare_runs(views)))
 
 
 # --------------------------------------------------------------------------- geometry
@@ -267,7 +270,7 @@ def render(fig: Figure) -> tuple[Any, list[Text]]:
 
     Text.draw = draw  # type: ignore[method-assign,assignment]
     try:
-        with matplotlib.rc_context(charts._RC):
+        with matplotlib.rc_context(kit._RC):
             fig.canvas.draw()
     finally:
         Text.draw = real  # type: ignore[method-assign]
@@ -477,10 +480,10 @@ def test_every_limit_is_drawn_with_its_use_case(scorecards: dict[str, Drawn]) ->
 
 def test_numbers_read_as_numbers() -> None:
     """No e-notation, no axis offset: thousands separated, powers of ten written out."""
-    assert [charts.num(v) for v in (0, 0.5, 4.75, 13.8, 170, 1107, 20100, 1e7, 1.5e-4)] == [
+    assert [kit.num(v) for v in (0, 0.5, 4.75, 13.8, 170, 1107, 20100, 1e7, 1.5e-4)] == [
         "0", "0.5", "4.75", "13.8", "170", "1,107", "20,100", "1×10⁷", "1.5×10⁻⁴"]
-    assert charts.level_span([1, 2, 64]) == "1–64 streams"
-    assert charts.level_span([1]) == "1 stream"
+    assert kit.level_span([1, 2, 64]) == "1–64 streams"
+    assert kit.level_span([1]) == "1 stream"
 
 
 THROUGHPUT = "Output tokens per second at each concurrency level"
@@ -520,11 +523,11 @@ def test_without_a_scrape_nothing_is_drawn_and_the_caption_says_so(
     caption, _, fig = _ramp_chart(scorecards["vendor page without gauges"])
     assert len(fig.axes) == 2
     assert "exported no count of running or waiting requests" in caption
-    assert charts.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
+    assert ramp.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
         "running": {"mean": float("nan"), "max": 3}, "waiting": {"mean": -1, "max": 2}}},
         "x": {"phase": "ramp"}, "4": "hostile", "8": {"phase": "ramp", "vendor": {
             "running": {"during_mean": 9, "mean": 1, "max": 3}}}}}) == {}
     # no sample while the level ran (a very short level): the mean of those around it
-    assert charts.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
+    assert ramp.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
         "running": {"mean": 0.5, "max": 1, "during_mean": None}}}}}) == {
             2: {"running": (0.5, 1.0)}}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from evalkit import compare
-from evalkit.compare import RunView, compare_runs
+from evalkit.review import compare
+from evalkit.review.compare import RunView, compare_runs
 
 
 def _summary(ttft: float, rate: float, sustained: int, agg: float) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class TestOverTime:
 
 def test_hostile_vendor_names_stay_literal_chart_text() -> None:
     """A questionnaire's vendor name reaches chart legends: never mathtext, never markup."""
-    from evalkit.compare_report import _overlay
+    from evalkit.render.comparison import _overlay
 
     for name in ["$\\frac{1}{0}$ <b>x</b> &", "a$b", "$$", "\\$x$"]:
         svg = _overlay([_run(name, "A", "1", _summary(0.2, 50, 4, 800))],
@@ -178,8 +178,8 @@ class TestRegressionGate:
     def test_no_two_runs_of_one_vendor_is_a_usage_error_naming_each_runs_group(self) -> None:
         from pathlib import Path
 
-        from evalkit.compare_report import CompareInput, require_judged_trend
         from evalkit.errors import UsageError
+        from evalkit.render.comparison import CompareInput, require_judged_trend
 
         runs = [replace(_run("q1", "m at http://h:1/v1", "1", _summary(0.2, 50, 4, 800)),
                         grouped_by="model and endpoint URL"),
@@ -197,7 +197,7 @@ class TestRegressionGate:
     def test_some_vendor_judged_passes(self) -> None:
         from pathlib import Path
 
-        from evalkit.compare_report import CompareInput, require_judged_trend
+        from evalkit.render.comparison import CompareInput, require_judged_trend
 
         runs = [_run("a1", "A", "1", _summary(0.2, 50, 4, 800)),
                 _run("a2", "A", "2", _summary(0.2, 50, 4, 800), suite="0"),
@@ -213,6 +213,6 @@ class TestRegressionGate:
 ])
 def test_vendor_label_is_a_short_line_of_text_or_nothing(value: Any, name: str | None) -> None:
     """run.json's `vendor` is input: a name only if it is a short, printable line."""
-    from evalkit.compare_report import vendor_name
+    from evalkit.render.comparison import vendor_name
 
     assert vendor_name(value) == name

@@ -12,8 +12,9 @@ from pypdf import PdfReader
 
 from evalkit.cli import cli
 from evalkit.fmt import fmt_ms
-from evalkit.reference import ReferenceServer
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
+from evalkit.reference.server import ReferenceServer
 
 QUESTIONNAIRES = Path(__file__).resolve().parent.parent / "questionnaires"
 #: a short suite: enough levels for a ramp, short enough for CI. No test here judges a

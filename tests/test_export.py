@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 import evalkit
-from evalkit.runstore import read_records
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
+from evalkit.rundir.store import read_records
 
 
 def test_a_run_writes_parquet_that_load_run_reads_back(reference: Any, tmp_path: Path) -> None:

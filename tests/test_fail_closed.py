@@ -21,10 +21,12 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import EndpointError
-from evalkit.prober import Target, explain_failure
+from evalkit.probe.connect import explain_failure
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
+from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
-from evalkit.runstore import read_records
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.rundir.store import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 FORTHRIGHT = ROOT / "questionnaires" / "forthright.yaml"

@@ -22,8 +22,9 @@ import pytest
 from engines.process import free_port, stop_process, wait_answering
 
 from evalkit.errors import EndpointError
-from evalkit.runstore import load_run
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
+from evalkit.rundir.store import load_run
 
 MODEL = "some-model"
 #: the suite after connect would take seconds here; a gate stops it at once

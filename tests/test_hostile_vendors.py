@@ -20,11 +20,14 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evalkit.prober import Prober, Target, closed_loop
-from evalkit.prompts import count_tokens, synthetic
+from evalkit.probe.load import closed_loop
+from evalkit.probe.prompts import count_tokens, synthetic
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.sse import SSEParser, SSETooLarge
+from evalkit.probe.stream import Prober
+from evalkit.probe.suite import run_probe
+from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
-from evalkit.sse import SSEParser, SSETooLarge
-from evalkit.suite import ProbeConfig, run_probe
 
 #: the bound on how long any one of these servers keeps a connection busy
 SERVER_LIMIT_S = 20.0

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import InputError, UsageError
-from evalkit.importers import import_run
-from evalkit.runcheck import read_run
+from evalkit.rundir.checked import read_run
+from evalkit.rundir.importers.run import import_run
 
 PEERS = Path(__file__).parent / "data" / "peers"
 AIPERF = PEERS / "aiperf-0.13.0-c2"

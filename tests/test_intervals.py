@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalkit.intervals import (
+from evalkit.analysis.intervals import (
     ols,
     proportion_interval,
     quantile_interval,
@@ -17,10 +17,12 @@ from evalkit.intervals import (
     quantile_width,
     rate_interval,
 )
-from evalkit.metrics import percentiles, summarize
-from evalkit.plan import size_levels
+from evalkit.analysis.stats import percentiles
+from evalkit.analysis.summarize import summarize
+from evalkit.probe.plan import size_levels
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
-from evalkit.suite import ProbeConfig, run_probe
 
 
 class TestQuantileInterval:
@@ -106,8 +108,9 @@ class TestFits:
 
 def test_q3_never_counts_a_lower_bound_as_confirming_a_rate() -> None:
     """A prefill claim against 'above X tokens/s' is unverified, even when X exceeds it."""
-    from evalkit.questionnaire import parse_questionnaire
-    from evalkit.reconcile import RunTarget, reconcile
+    from evalkit.questionnaire.load import parse_questionnaire
+    from evalkit.review.reconcile import reconcile
+    from evalkit.review.rules import RunTarget
 
     q = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m\nendpoint: http://e/v1\n"
                             b"Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
@@ -131,8 +134,9 @@ def test_a_claim_is_judged_on_the_interval(p90: float, ci: list[float | None] | 
                                            status: str, words: str) -> None:
     """TTFT p90 claimed 300 ms at 16 streams (limit 375 ms with ttft_rel 25 %): inside the
     interval is ok, outside unreconciled, straddling unverified with the n that decides."""
-    from evalkit.questionnaire import parse_questionnaire
-    from evalkit.reconcile import RunTarget, reconcile
+    from evalkit.questionnaire.load import parse_questionnaire
+    from evalkit.review.reconcile import reconcile
+    from evalkit.review.rules import RunTarget
 
     q = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m\nendpoint: http://e/v1\n"
                             b"Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n",

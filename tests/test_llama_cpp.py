@@ -32,10 +32,11 @@ import pytest
 from engines.llama_server import INSTALL_HINT, LlamaServer, missing_packages
 from engines.tap import Exchange, SSEEvent, Tap
 
-from evalkit.prompts import count_tokens
+from evalkit.probe.prompts import count_tokens
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
-from evalkit.runstore import load_run
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.rundir.store import load_run
 
 
 @pytest.fixture(scope="session")

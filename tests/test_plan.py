@@ -9,13 +9,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from evalkit.analysis.intervals import quantile_ranks, quantile_width, samples_for
 from evalkit.cli import cli
 from evalkit.errors import UsageError
-from evalkit.intervals import quantile_ranks, quantile_width
-from evalkit.plan import plan_probe, requests_for_width, samples_for, size_levels
-from evalkit.questionnaire import Questionnaire, parse_questionnaire
-from evalkit.runstore import read_records
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.probe.plan import plan_probe, requests_for_width, size_levels
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
+from evalkit.questionnaire.load import parse_questionnaire
+from evalkit.questionnaire.model import Questionnaire
+from evalkit.rundir.store import read_records
 
 BASE = [1, 2, 4, 8, 16, 32, 64]
 
@@ -156,7 +158,7 @@ class TestPlannedRuns:
 
 class TestSizedForWidth:
     """--interval-width: each level sized so the percentile it is judged on is known to a
-    width, checked against evalkit.intervals' own ranks for the n picked."""
+    width, checked against evalkit.analysis.intervals' own ranks for the n picked."""
 
     @pytest.mark.parametrize(("q", "width"), [(0.9, 0.10), (0.9, 0.05), (0.9, 0.02),
                                               (0.99, 0.01), (0.5, 0.05), (0.9, 0.30)])
@@ -192,7 +194,7 @@ class TestSizedForWidth:
             self, tmp_path: Path) -> None:
         """plan_run (what run_probe and a notebook use, not only the CLI) floors every ramp
         level for the width; with a questionnaire a claim's own percentile is sized too."""
-        from evalkit.suite import plan_run
+        from evalkit.probe.suite import plan_run
 
         base = ProbeConfig("http://127.0.0.1:9/v1", "m", levels=(1, 4), interval_width=0.10)
         settings, plan = plan_run(base)

@@ -20,22 +20,17 @@ from typing import Any
 
 import pytest
 
-from evalkit.metrics import records_frame, summarize
-from evalkit.prober import (
-    LoopMonitor,
-    Prober,
-    Target,
-    _error_message,
-    _StreamState,
-    check_endpoint,
-    explain_failure,
-    make_client,
-)
-from evalkit.prompts import count_tokens, synthetic
+from evalkit.analysis.frames import records_frame
+from evalkit.analysis.summarize import summarize
+from evalkit.probe.connect import check_endpoint, explain_failure
+from evalkit.probe.loopmonitor import LoopMonitor
+from evalkit.probe.prompts import count_tokens, synthetic
+from evalkit.probe.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.settings import profile_settings
+from evalkit.probe.stream import Prober, _error_message, _StreamState
+from evalkit.probe.target import Target, make_client
 from evalkit.records import RequestRecord
-from evalkit.reference import ReferenceServer
-from evalkit.selfcheck import judge_client, window_end, window_start
-from evalkit.settings import profile_settings
+from evalkit.reference.server import ReferenceServer
 
 
 def _probe(srv: ReferenceServer, n: int, out: int, prompt_tokens: int = 64,

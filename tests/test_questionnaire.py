@@ -22,20 +22,12 @@ from hypothesis import strategies as st
 
 from evalkit.cli import cli
 from evalkit.errors import QuestionnaireError
-from evalkit.questionnaire import (
-    MAX_BYTES,
-    SCHEMA,
-    TEMPLATE,
-    Distribution,
-    Questionnaire,
-    core_tag,
-    core_value,
-    disorders,
-    load_questionnaire,
-    parse_questionnaire,
-    write_template,
-)
-from evalkit.reconcile import reconcile
+from evalkit.questionnaire.load import load_questionnaire, parse_questionnaire
+from evalkit.questionnaire.model import Distribution, Questionnaire, disorders
+from evalkit.questionnaire.reader import MAX_BYTES, core_tag, core_value
+from evalkit.questionnaire.schema import SCHEMA
+from evalkit.questionnaire.template import TEMPLATE, write_template
+from evalkit.review.reconcile import reconcile
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "questionnaires"

@@ -16,29 +16,30 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from evalkit.analysis.intervals import samples_for
+from evalkit.analysis.summary import measurements
+from evalkit.analysis.thresholds import Tolerances, load_tolerances, tolerances_from_dict
 from evalkit.errors import InputError
 from evalkit.fmt import fmt_s
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
-from evalkit.judging import meets, tolerance_words, tolerated, within
-from evalkit.plan import samples_for
-from evalkit.questionnaire import Questionnaire, load_questionnaire, parse_questionnaire
-from evalkit.reconcile import (
-    STREAMING_QUESTIONS,
+from evalkit.questionnaire.load import load_questionnaire, parse_questionnaire
+from evalkit.questionnaire.model import Questionnaire
+from evalkit.review.fit import streams_at_reading_speed, use_case_fit
+from evalkit.review.reconcile import Review, reconcile
+from evalkit.review.rules import (
     Judgement,
-    Review,
     RunTarget,
     decide,
-    reconcile,
+    meets,
     rerun_for,
     same_endpoint,
-    streams_at_reading_speed,
     target_mismatch,
-    use_case_fit,
-    verdict,
+    tolerance_words,
+    tolerated,
+    within,
 )
-from evalkit.scorecard import build_scorecard
-from evalkit.summary import measurements
-from evalkit.tolerances import Tolerances, load_tolerances, tolerances_from_dict
+from evalkit.review.scorecard import build_scorecard
+from evalkit.review.verdict import STREAMING_QUESTIONS, verdict
 
 SAMPLES = Path(__file__).resolve().parent.parent / "questionnaires"
 LEVELS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -1693,19 +1694,19 @@ class TestProbeCommand:
     name, each clipped (vendor text), and a placeholder for what it does not name."""
 
     def test_names_the_file_not_its_folders_on_any_system(self) -> None:
-        from evalkit.reconcile import probe_command
+        from evalkit.review.rules import probe_command
         for path in ("C:\\vendors\\q3 answers\\acme.yaml", "/srv/vendors/acme.yaml"):
             said = probe_command(Questionnaire(model="m-7b", endpoint="https://e/v1", path=path))
             assert said == ("evalkit probe --base-url https://e/v1 --model m-7b "
                             "--questionnaire acme.yaml")
 
     def test_placeholders_for_what_is_not_named(self) -> None:
-        from evalkit.reconcile import probe_command
+        from evalkit.review.rules import probe_command
         assert probe_command(Questionnaire()) == (
             "evalkit probe --base-url URL --model MODEL --questionnaire FILE")
 
     def test_each_part_is_clipped(self) -> None:
-        from evalkit.reconcile import probe_command
+        from evalkit.review.rules import probe_command
         url, model, name = "https://" + "e" * 80, "m" * 61, "n" * 61 + ".yaml"
         said = probe_command(Questionnaire(model=model, endpoint=url, path="/x/" + name))
         assert said == (f"evalkit probe --base-url {url[:79]}… --model {model[:59]}… "
@@ -2294,8 +2295,8 @@ class TestPrefillUndecidedSays:
 
     @staticmethod
     def _why(lengths: int | None, ci: tuple[float | None, float | None] | None) -> str:
-        from evalkit.judges import _prefill_undecided
-        from evalkit.summary import Summary
+        from evalkit.analysis.summary import Summary
+        from evalkit.review.rates import _prefill_undecided
 
         return _prefill_undecided(Summary(
             levels=(), baseline=None, prefill_tokens_per_s=1500.0, max_sustained=None,

@@ -10,7 +10,7 @@ import httpx
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.reference import load_profiles, param_specs
+from evalkit.reference.params import load_profiles, param_specs
 
 
 def test_help_explains_every_profile_and_parameter() -> None:

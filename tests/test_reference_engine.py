@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from evalkit.errors import UsageError
-from evalkit.reference import EngineCore, get_profile, load_profiles, param_specs
-from evalkit.reference.engine import MS, Seq, simulate_closed_loop
+from evalkit.reference.engine import MS, EngineCore, Seq, simulate_closed_loop
 from evalkit.reference.faults import plan_request
+from evalkit.reference.params import get_profile, load_profiles, param_specs
 
 S = 1_000_000_000
 

@@ -18,7 +18,7 @@ import httpx
 import numpy as np
 import pytest
 
-from evalkit.reference import ReferenceServer
+from evalkit.reference.server import ReferenceServer
 from evalkit.reference.writer import WORDS
 
 Factory = Callable[..., ReferenceServer]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
-from evalkit.reference import ReferenceServer
+from evalkit.reference.server import ReferenceServer
 
 STREAMS = 1000
 

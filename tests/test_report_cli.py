@@ -19,8 +19,9 @@ import yaml
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.questionnaire import QUESTION_TITLES
-from evalkit.report import BADGES, fmt_rate, render_report
+from evalkit.fmt import fmt_rate
+from evalkit.questionnaire.schema import QUESTION_TITLES
+from evalkit.render.report import BADGES, render_report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_DIR = ROOT / "tests" / "data" / "report_run"
@@ -203,7 +204,8 @@ def test_hostile_questionnaire_renders_as_text_and_fetches_nothing(
 @pytest.mark.slow
 def test_report_from_a_real_quick_run(tmp_path: Path, reference: Any) -> None:
     """Probe the reference endpoint briefly, then render: figures in the PDF are the run's."""
-    from evalkit.suite import ProbeConfig, run_probe
+    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.suite import run_probe
 
     srv = reference("gpu", mode="thread", decode_base_ms=5)
     cfg = ProbeConfig(base_url=srv.base_url, model=srv.model, profile="quick",

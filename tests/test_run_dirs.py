@@ -27,14 +27,15 @@ import pypdf
 import pytest
 from click.testing import CliRunner
 
-from evalkit import report, runcheck
-from evalkit.cli import cli
-from evalkit.compare_report import CompareInput, load_view
+from evalkit.analysis.summarize import summarize
+from evalkit.cli import cli, report
 from evalkit.errors import EvalkitError, InputError, RunDirError
-from evalkit.metrics import summarize
 from evalkit.records import RequestRecord
-from evalkit.runcheck import ITL_SAMPLE, RecordDigest, read_run
-from evalkit.runstore import MAX_LINE_BYTES, RecordScan, iter_records, read_records
+from evalkit.render.comparison import CompareInput, load_view
+from evalkit.rundir import checked, read
+from evalkit.rundir.checked import read_run
+from evalkit.rundir.digest import ITL_SAMPLE, RecordDigest
+from evalkit.rundir.store import MAX_LINE_BYTES, RecordScan, iter_records, read_records
 
 RUN_DIR = Path(__file__).parent / "data" / "report_run"
 
@@ -174,7 +175,7 @@ class TestRecordLines:
         very bytes the figures came from."""
         import hashlib
 
-        run = report.load_run(run_dir)
+        run = read.load_run(run_dir)
         assert run.requests_sha256 == hashlib.sha256(
             (run_dir / "requests.jsonl").read_bytes()).hexdigest()
 
@@ -222,11 +223,11 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
 
 class TestSummaryCheckedAgainstRecords:
     def test_a_consistent_summary_is_kept_as_written(self) -> None:
-        run = report.load_run(RUN_DIR)
+        run = read.load_run(RUN_DIR)
         assert run.rebuilt is None and run.notes == () and run.skipped_lines == 0
         assert run.summary == json.loads((RUN_DIR / "summary.json").read_text())
         assert "summary.rebuilt.json" not in run.raw
-        assert isinstance(run.records, report.RecordFile)  # not held: re-read when iterated
+        assert isinstance(run.records, read.RecordFile)  # not held: re-read when iterated
         assert len(run.records) == len(list(run.records)) == 246
 
     @pytest.mark.parametrize("name", list(_mutations()))
@@ -235,7 +236,7 @@ class TestSummaryCheckedAgainstRecords:
         """Malformed, absurd or simply different from its records: the summary is
         re-derived from the records, the run is marked degraded, page one says so."""
         _edit_summary(run_dir, _mutations()[name])
-        run = report.load_run(run_dir)
+        run = read.load_run(run_dir)
         assert run.rebuilt is not None and run.notes[0] == run.rebuilt
         assert re.match(r"summary.json (is malformed|does not agree with requests.jsonl): ",
                         run.rebuilt), run.rebuilt
@@ -258,14 +259,14 @@ class TestSummaryCheckedAgainstRecords:
         still must agree): every run on disk is not degraded each time a figure is added."""
         _edit_summary(run_dir, lambda s: (s["checks"].pop("cache"),
                                           s["ramp"]["levels"][0].pop("stalls")))
-        run = report.load_run(run_dir)
+        run = read.load_run(run_dir)
         assert run.rebuilt is None and run.notes == ()
 
     def test_no_records_means_no_figures(self, run_dir: Path) -> None:
         """A summary beside an empty (or missing) requests.jsonl has nothing behind it:
         RUN INVALID, every figure a dash, never figures beside "Request records 0"."""
         (run_dir / "requests.jsonl").write_bytes(b"")
-        run = report.load_run(run_dir)
+        run = read.load_run(run_dir)
         assert run.rebuilt == ("requests.jsonl holds no record: no figure of summary.json has "
                                "a measurement behind it, so none is shown")
         assert run.summary["validity"]["status"] == "invalid"
@@ -275,32 +276,32 @@ class TestSummaryCheckedAgainstRecords:
         assert figures["Aggregate throughput"] == "—"
         assert ctx["n_records"] == 0 and ctx["run_invalid"]
         (run_dir / "requests.jsonl").unlink()
-        assert report.load_run(run_dir).rebuilt.startswith("requests.jsonl is missing")  # type: ignore[union-attr]
+        assert read.load_run(run_dir).rebuilt.startswith("requests.jsonl is missing")  # type: ignore[union-attr]
 
     def test_neither_summary_nor_records_is_not_a_run(self, run_dir: Path) -> None:
         (run_dir / "summary.json").unlink()
         (run_dir / "requests.jsonl").write_bytes(b"null\n")
         with pytest.raises(RunDirError, match=r"no summary\.json and no request record"):
-            report.load_run(run_dir)
+            read.load_run(run_dir)
         (run_dir / "requests.jsonl").unlink()
         with pytest.raises(RunDirError, match=r"no summary\.json and no request record"):
-            report.load_run(run_dir)
+            read.load_run(run_dir)
         (run_dir / "run.json").unlink()
         with pytest.raises(RunDirError, match=r"no run\.json; is this a run directory"):
-            report.load_run(run_dir)
+            read.load_run(run_dir)
 
     @pytest.mark.parametrize("text", ["[]", '{"schema": "\xff"}', "{", "1" * 5000])
     def test_a_summary_that_is_not_json_is_an_input_error(self, run_dir: Path,
                                                           text: str) -> None:
         (run_dir / "summary.json").write_text(text, encoding="latin-1")
         with pytest.raises(InputError, match=r"summary\.json"):
-            report.load_run(run_dir)
+            read.load_run(run_dir)
 
     def test_run_json_fields_of_the_wrong_type_are_ignored(self, run_dir: Path) -> None:
         meta = json.loads((run_dir / "run.json").read_text())
         meta.update(target=[1], settings="x", started_at=5, status={"a": 1})
         (run_dir / "run.json").write_text(json.dumps(meta))
-        run = report.load_run(run_dir)
+        run = read.load_run(run_dir)
         assert set(run.notes) == {f"run.json: {k} is not {what}; ignored" for k, what in (
             ("target", "an object"), ("settings", "an object"), ("started_at", "text"),
             ("status", "text"))}
@@ -321,7 +322,7 @@ class TestNothingFromOutside:
         (run_dir / name).symlink_to(secret)
         with pytest.raises(RunDirError, match=f"{name} is a link to .*secret.json, outside "
                                               "the run directory"):
-            report.load_run(run_dir)
+            read.load_run(run_dir)
         res = CliRunner().invoke(cli, ["report", "--run", str(run_dir),
                                        "--out", str(tmp_path / "card.pdf")])
         assert res.exit_code == 2 and "outside the run directory" in res.output
@@ -332,14 +333,14 @@ class TestNothingFromOutside:
         (run_dir / "run.json").symlink_to("meta.json")
         linked = tmp_path / "linked-run"
         linked.symlink_to(run_dir)  # the directory the user names may itself be a link
-        run = report.load_run(linked)
+        run = read.load_run(linked)
         assert run.raw["run.json"] == (run_dir / "meta.json").read_bytes()
 
     def test_a_fifo_is_not_read(self, run_dir: Path) -> None:
         (run_dir / "summary.json").unlink()
         os.mkfifo(run_dir / "summary.json")
         with pytest.raises(RunDirError, match="not a regular file"):
-            report.load_run(run_dir)
+            read.load_run(run_dir)
 
 
 class TestBoundedMemory:
@@ -362,9 +363,9 @@ class TestBoundedMemory:
         summary = summarize(read_records(d / "requests.jsonl"), {"run_status": "complete"})
         (d / "summary.json").write_text(json.dumps(summary))
         size = (d / "requests.jsonl").stat().st_size
-        monkeypatch.setattr(runcheck, "REDERIVE_MAX_BYTES", size - 1)
+        monkeypatch.setattr(checked, "REDERIVE_MAX_BYTES", size - 1)
         tracemalloc.start()
-        run = report.load_run(d)
+        run = read.load_run(d)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert run.rebuilt is None, run.rebuilt
@@ -504,8 +505,8 @@ def test_every_damaged_dir_is_an_evalkit_error_or_a_report(tmp_path: Path) -> No
 def test_a_rebuilt_summary_keeps_the_lost_workers() -> None:
     """A Ray worker lost at a level voids its capacity conclusion; the summary rebuilt
     after a kill says so as the probe's own did (the text cleaned, non-text dropped)."""
-    from evalkit.runcheck import rebuild_summary
-    from evalkit.runstore import read_records
+    from evalkit.rundir.rederive import rebuild_summary
+    from evalkit.rundir.store import read_records
 
     records = read_records(Path(__file__).parent / "data" / "report_run" / "requests.jsonl")
     level = max(r.level or 0 for r in records if r.phase == "ramp")

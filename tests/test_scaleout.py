@@ -23,9 +23,10 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray")
 
+from evalkit.probe.settings import ProbeConfig  # noqa: E402
+from evalkit.probe.suite import run_probe  # noqa: E402
 from evalkit.records import RequestRecord  # noqa: E402
-from evalkit.runstore import load_run  # noqa: E402
-from evalkit.suite import ProbeConfig, run_probe  # noqa: E402
+from evalkit.rundir.store import load_run  # noqa: E402
 
 #: two short levels after a short baseline
 SHORT: dict[str, Any] = {"output_tokens": 12, "baseline": {"requests": 2},

@@ -19,15 +19,19 @@ from typing import Any
 
 import pytest
 
-from evalkit.metrics import summarize
-from evalkit.prober import MAX_SENDS, LoopMonitor, Prober, Target, closed_loop, open_loop
-from evalkit.prompts import synthetic
+from evalkit.analysis.summarize import summarize
+from evalkit.probe.kernel_stream import KernelStampedStream
+from evalkit.probe.load import closed_loop, open_loop
+from evalkit.probe.loopmonitor import LoopMonitor
+from evalkit.probe.prompts import synthetic
+from evalkit.probe.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.settings import profile_settings
+from evalkit.probe.stamping import SendStamp, stamp_sends
+from evalkit.probe.stream import MAX_SENDS, Prober
+from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
-from evalkit.reference import ReferenceServer
-from evalkit.runcheck import rebuild_summary
-from evalkit.selfcheck import judge_client, window_end, window_start
-from evalkit.settings import profile_settings
-from evalkit.stamping import KernelStampedStream, SendStamp, stamp_sends
+from evalkit.reference.server import ReferenceServer
+from evalkit.rundir.rederive import rebuild_summary
 
 MS = 1_000_000
 

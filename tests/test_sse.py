@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.api import (
+from evalkit.errors import UsageError
+from evalkit.probe.api import (
     ADAPTERS,
     DONE,
     AnthropicMessages,
@@ -18,8 +19,7 @@ from evalkit.api import (
     OpenAIResponses,
     get_adapter,
 )
-from evalkit.errors import UsageError
-from evalkit.sse import SSEParser, SSETooLarge
+from evalkit.probe.sse import SSEParser, SSETooLarge
 
 STREAM = (
     b": ping\n\n"
@@ -300,7 +300,7 @@ class TestAdapterFields:
 
 class TestAnthropicAndResponsesParsing:
     """The Anthropic Messages and OpenAI Responses adapters on the documented event shapes,
-    one by one (the documents are named in evalkit.api); over HTTP in tests/test_apis.py."""
+    one by one (the documents are named in evalkit.probe.api); over HTTP in tests/test_apis.py."""
 
     def test_registry_offers_every_adapter(self) -> None:
         assert {"anthropic-messages", "openai-responses"} <= set(ADAPTERS)

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from evalkit.probe import suite
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
-from evalkit.runstore import load_run
-from evalkit.suite import ProbeConfig, run_probe
+from evalkit.rundir.store import load_run
 
 #: A shortened quick profile: the same phases and judgement, fewer seconds.
 SHORT: dict[str, Any] = {"output_tokens": 16, "baseline": {"requests": 4},
@@ -213,7 +215,7 @@ def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation() ->
     """asyncio.run makes SIGINT one cancellation of the main task; an await that swallows
     it (one racing a timeout, in a library) let a run go on to its end and exit 0. A real
     SIGINT, sent mid-run to this process: the run stops at the next level it would start."""
-    from evalkit.suite import _until_interrupted
+    from evalkit.probe.suite import _until_interrupted
 
     class Run:
         interrupted = False
@@ -241,7 +243,7 @@ def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation() ->
 def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug mid-run still leaves the records, a summary of them, and status 'crashed'."""
-    from evalkit.phases import SuiteRun
+    from evalkit.probe.phases import SuiteRun
 
     async def boom(*args: Any) -> None:
         raise RuntimeError("a bug in a later phase")
@@ -273,9 +275,8 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
     A real SIGINT cannot be aimed into that window reliably, so the write-up's first
     summary attempt raises KeyboardInterrupt as the signal would.
     """
-    import evalkit.suite as suite_mod
 
-    real = suite_mod._final_summary
+    real = suite._final_summary
     calls = []
 
     def interrupted_once(*args: Any) -> Any:
@@ -284,7 +285,7 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(suite_mod, "_final_summary", interrupted_once)
+    monkeypatch.setattr(suite, "_final_summary", interrupted_once)
     srv = reference("gpu", mode="thread")
     out = tmp_path / "run"
     config = ProbeConfig(base_url=srv.base_url, model=srv.model, phases=("baseline",),
@@ -307,8 +308,8 @@ class TestAsyncRun:
         conclusion from the same records."""
         import asyncio
 
-        from evalkit.phases import RampWatch
-        from evalkit.suite import arun_probe
+        from evalkit.probe.phases import RampWatch
+        from evalkit.probe.suite import arun_probe
 
         srv = reference("gpu", mode="thread")
 
@@ -342,7 +343,7 @@ class TestAsyncRun:
         what was measured, run.json says interrupted, and the cancellation goes on."""
         import asyncio
 
-        from evalkit.suite import arun_probe
+        from evalkit.probe.suite import arun_probe
 
         srv = reference("gpu", mode="thread")
         out = tmp_path / "run"

@@ -7,13 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.cli import parse_extra_body, parse_header, parse_int_list
+from evalkit.cli.options import parse_extra_body, parse_header, parse_int_list
 from evalkit.errors import InputError, RunDirError, UsageError
-from evalkit.prompts import PromptSource, count_tokens, load_prompts, synthetic
+from evalkit.probe.prompts import PromptSource, count_tokens, load_prompts, synthetic
+from evalkit.probe.settings import (
+    ProbeConfig,
+    SuiteSettings,
+    load_profile,
+    profile_names,
+    resolve_settings,
+)
 from evalkit.records import RequestRecord
-from evalkit.runstore import RunStore, load_run, read_records
-from evalkit.settings import SuiteSettings, load_profile, profile_names, resolve_settings
-from evalkit.suite import ProbeConfig
+from evalkit.rundir.store import RunStore, load_run, read_records
 
 
 def _cfg(**kw: object) -> ProbeConfig:
@@ -52,7 +57,7 @@ class TestSettings:
         import subprocess
         import sys
 
-        from evalkit.suite import run_probe
+        from evalkit.probe.suite import run_probe
 
         real = importlib.util.find_spec
         monkeypatch.setattr(importlib.util, "find_spec",
@@ -60,7 +65,7 @@ class TestSettings:
         with pytest.raises(UsageError, match=r"pip install 'evalkit\[ray\]'"):
             run_probe(_cfg(ray="auto"), tmp_path / "run")
         assert not (tmp_path / "run").exists()
-        probe = ("import sys, evalkit.cli, evalkit.suite, evalkit.scaleout; "
+        probe = ("import sys, evalkit.cli, evalkit.probe.suite, evalkit.probe.scaleout; "
                  "sys.exit('ray' in sys.modules)")
         assert subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
 
@@ -170,7 +175,7 @@ class TestSettings:
 
     def test_a_profile_file_missing_a_key_says_which(self, tmp_path: Path) -> None:
         """A profile file that extends nothing it can lean on names the missing key."""
-        from evalkit.settings import SuiteSettings
+        from evalkit.probe.settings import SuiteSettings
 
         data = load_profile("quick")
         del data["ramp"]["level_duration_s"]

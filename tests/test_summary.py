@@ -1,4 +1,4 @@
-"""summary.json read as typed data (`evalkit.summary`): every reader's one way in."""
+"""summary.json read as typed data (`evalkit.analysis.summary`): every reader's one way in."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.summary import Summary, as_count, as_number, as_text, ramp_levels
+from evalkit.analysis.summary import Summary, as_count, as_number, as_text, ramp_levels
 
 FIXTURE = Path(__file__).parent / "data" / "report_run" / "summary.json"
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.errors import InputError, UsageError
-from evalkit.tolerances import (
+from evalkit.analysis.thresholds import (
     MAX_OVERRIDE_BYTES,
     SloProfile,
     Thresholds,
@@ -17,6 +16,7 @@ from evalkit.tolerances import (
     load_tolerances,
     tolerances_from_dict,
 )
+from evalkit.errors import InputError, UsageError
 
 
 def _error(data: object) -> str:

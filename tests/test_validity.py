@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from evalkit.metrics import summarize
-from evalkit.progress import summary_lines
+from evalkit.analysis.summarize import summarize
+from evalkit.analysis.validity import group_validity, run_validity
+from evalkit.probe.progress import summary_lines
 from evalkit.records import RequestRecord
-from evalkit.validity import group_validity, run_validity
 
 LIMIT = 0.01
 

@@ -20,20 +20,16 @@ from typing import Any
 
 import pytest
 
-from evalkit.questionnaire import ObservabilityAnswer
-from evalkit.reconcile import Evidence, judge_q5
-from evalkit.runcheck import read_run
-from evalkit.suite import ProbeConfig, run_probe
-from evalkit.summary import Summary
-from evalkit.tolerances import Tolerances
-from evalkit.vendor_metrics import (
-    SCRAPES_FILE,
-    Histogram,
-    digest_log,
-    engine_of,
-    parse,
-    read_log,
-)
+from evalkit.analysis.summary import Summary
+from evalkit.analysis.thresholds import Tolerances
+from evalkit.analysis.vendor_metrics import SCRAPES_FILE, Histogram, engine_of, parse
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
+from evalkit.questionnaire.model import ObservabilityAnswer
+from evalkit.review.limits import judge_q5
+from evalkit.review.rules import Evidence
+from evalkit.rundir.checked import read_run
+from evalkit.rundir.scrapes import digest_log, read_log
 
 VLLM_PAGE = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.

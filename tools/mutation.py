@@ -72,7 +72,7 @@ def scope_globs(modules: list[str]) -> list[str]:
             globs.append(f"evalkit.{mod}.{mangled}"
                          + ("" if "__mutmut_" in mangled else "__mutmut_*"))
         elif mod == "prober":
-            globs += [f"evalkit.prober.{fn}__mutmut_*" for fn in PROBER_SCOPE]
+            globs += [f"evalkit.probe.stream.{fn}__mutmut_*" for fn in PROBER_SCOPE]
         else:
             globs.append(f"evalkit.{mod}.*")
     return globs

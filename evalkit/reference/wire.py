@@ -1,5 +1,5 @@
 """The reference endpoint's wire formats beyond OpenAI chat/completions: Anthropic Messages
-and OpenAI Responses, each as its vendor documents it (the adapters in `evalkit.api` name
+and OpenAI Responses, each as its vendor documents it (the adapters in `evalkit.probe.api` name
 the documents and dates; these frames follow the same ones).
 
 A framing turns what the engine produced (a stream started, n tokens of answer or

@@ -4,7 +4,7 @@ The records are built, not measured, so tests can assert exact figures: baseline
 200 ms and 20 ms per token; TTFT grows with concurrency and breaches 2x baseline at 16
 streams (one request of 64 is turned away there too, a smaller excess), so max sustained
 concurrency is 8 and TTFT degrades first. summary.json is derived from the records by
-`evalkit.metrics.summarize`, never written by hand; tests/test_report.py checks that the
+`evalkit.analysis.summarize.summarize`, never written by hand; tests/test_report.py checks that the
 files on disk are what this script writes.
 Usage: .venv/bin/python tests/data/make_report_fixture.py
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from evalkit.metrics import summarize
+from evalkit.analysis.summarize import summarize
 from evalkit.records import RequestRecord
 
 OUT = Path(__file__).resolve().parent / "report_run"
@@ -55,7 +55,7 @@ def records() -> list[RequestRecord]:
         t += 0.8
     for level in LEVELS:
         # at least 40 requests a level: a p90 from fewer than 36 has no upper bound, and a
-        # level whose interval is open is a tie, never sustained (evalkit.metrics)
+        # level whose interval is open is a tie, never sustained (evalkit.analysis.summarize)
         count = max(40, level * 4)
         for i in range(count):
             ttft = TTFT_P50[level] * rng.uniform(0.9, 1.1)

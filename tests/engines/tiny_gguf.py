@@ -58,7 +58,7 @@ def vocabulary() -> tuple[list[str], list[float], list[int], int]:
     """(pieces, scores, token types, index of the first normal piece)."""
     from gguf import TokenType
 
-    from evalkit.prompts import filler_words
+    from evalkit.probe.prompts import filler_words
 
     pieces = ["<unk>", "<s>", "</s>"]
     types = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL]

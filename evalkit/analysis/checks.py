@@ -1,0 +1,134 @@
+"""Data-quality checks on the records: output length, usage honesty, streaming,
+prefix cache, network share, drift. Each flags what would make a figure mislead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.analysis.frames import _lookup_size, _num, _ratio, _rows_mask
+from evalkit.analysis.stats import outcome_counts, percentiles
+
+
+def usage_honesty(req: pd.DataFrame, tolerance: float = 0.25) -> dict[str, Any]:
+    """The vendor's completion_tokens (what it bills) against our count of the text."""
+    u = req["usage_completion_tokens"].to_numpy()
+    c = req["counted_output_tokens"].to_numpy()
+    m = np.isfinite(u) & np.isfinite(c) & (c > 0)
+    ratio = u[m] / c[m]
+    n = int(m.sum())
+    med = float(np.median(ratio)) if n else None
+    return {"checked": n,
+            "usage_over_counted": percentiles(ratio),
+            "disagreeing": int((np.abs(ratio - 1.0) > tolerance).sum()),
+            "flagged": (abs(med - 1.0) > tolerance) if med is not None else None,
+            "tolerance": tolerance}
+
+
+#: phases whose requests ask for a stream long enough to time (prefill and cache ask for
+#: two tokens: their outputs say nothing about streaming)
+STREAMED_PHASES = ("baseline", "ramp", "soak", "rate")
+#: a request's output shorter than this (our count) is not judged on how it streamed
+MIN_STREAMED_TOKENS = 4
+
+
+def streaming_check(req: pd.DataFrame, chunks: pd.DataFrame,
+                    tolerance: float = 0.05) -> dict[str, Any]:
+    """Did the endpoint stream? The share of ok requests of the streamed phases whose
+    largest chunk carried more than half their output.
+
+    A server that buffers a whole answer and sends it as one chunk (or all but a token)
+    has a TTFT but no rhythm: its TPOT is unmeasured or read off the last token alone,
+    and the requests it streams least drop out of every TPOT percentile. Such a run
+    measured no stream, whatever its aggregate throughput.
+    """
+    m = (req["ok"].to_numpy() & req["phase"].isin(STREAMED_PHASES).to_numpy()
+         & (req["chunk_tokens"].to_numpy() >= MIN_STREAMED_TOKENS))
+    rows = req.index[m]
+    n = len(rows)
+    one = 0
+    if n:
+        rid = chunks["rid"].to_numpy()
+        mask = _rows_mask(rows, rid, _lookup_size(req, rid))
+        largest = pd.Series(chunks["tokens"].to_numpy()[mask]).groupby(rid[mask]).max()
+        total = req.loc[largest.index, "chunk_tokens"].to_numpy()
+        one = int((largest.to_numpy() > 0.5 * total).sum())
+    share = one / n if n else None
+    return {"checked": n, "one_chunk": one, "one_chunk_fraction": share,
+            "flagged": (share > tolerance) if share is not None else None,
+            "tolerance": tolerance}
+
+
+# --------------------------------------------------------------------------- other phases
+
+
+def cache_check(req: pd.DataFrame, ratio_threshold: float = 0.5) -> dict[str, Any] | None:
+    """Same prompt twice: a much faster repeat means a prefix cache served it."""
+    sub = req[(req["phase"] == "cache") & req["ok"] & req["ttft_s"].notna() &
+              req["prompt_id"].notna()]
+    if not (req["phase"] == "cache").any():
+        return None
+    sub = sub.sort_values("t0_s", kind="stable")
+    rank = sub.groupby("prompt_id").cumcount().to_numpy()
+    first = sub[rank == 0].set_index("prompt_id")["ttft_s"]
+    repeat = sub[rank == 1].set_index("prompt_id")["ttft_s"]
+    both = pd.concat([first.rename("first"), repeat.rename("repeat")], axis=1).dropna()
+    both = both[both["first"] > 0]  # a 0 s first TTFT cannot be "much faster" than
+    n = len(both)
+    ratio = (both["repeat"] / both["first"]).to_numpy() if n else np.array([])
+    med = float(np.median(ratio)) if n else None
+    return {"pairs": n,
+            "first_ttft_s": _num(both["first"].median()) if n else None,
+            "repeat_ttft_s": _num(both["repeat"].median()) if n else None,
+            "repeat_over_first": med,
+            "prefix_cache": (med < ratio_threshold) if med is not None else None,
+            "threshold": ratio_threshold}
+
+
+def network_share(req: pd.DataFrame, baseline_ttft_p50: float | None,
+                  rtt_s: float | None = None) -> dict[str, Any] | None:
+    """Round trip apart from generation, so TTFT can be told apart from the network path."""
+    sub = req[(req["phase"] == "rtt") & req["ok"]]
+    rtts = sub["e2e_s"].where(sub["e2e_s"].notna(), sub["ttft_s"]).to_numpy()
+    dist = percentiles(rtts)
+    rtt = dist["p50"] if dist["n"] else _num(rtt_s)
+    if rtt is None:
+        return None
+    return {"rtt_s": rtt, "rtt": dist, "source": "rtt records" if dist["n"] else "meta",
+            "baseline_ttft_p50_s": baseline_ttft_p50,
+            "share_of_ttft": _ratio(rtt, baseline_ttft_p50)}
+
+
+def connect_section(req: pd.DataFrame, chunks: pd.DataFrame, rtt_s: float | None
+                    ) -> dict[str, Any]:
+    """Format facts from the first stream: does it report usage, how are tokens bundled."""
+    ok = req[req["ok"]]
+    ok_chunk = _rows_mask(ok.index, chunks["rid"].to_numpy(),
+                          _lookup_size(req, chunks["rid"].to_numpy()))
+    return {"usage_reported": bool(ok["usage_completion_tokens"].notna().any())
+            if len(ok) else None,
+            "tokens_per_chunk": percentiles(chunks["scaled_tokens"].to_numpy()[ok_chunk]),
+            "rtt_s": rtt_s,
+            "requests": len(req),
+            "outcomes": outcome_counts(req["outcome"]),
+            "ttft_s": _num(ok["ttft_s"].median()) if len(ok) else None,
+            "output_tokens_estimated": bool(ok["output_tokens_estimated"].any())}
+
+
+def drift(req: pd.DataFrame, parts: int = 3) -> dict[str, Any] | None:
+    """Early vs late thirds of a long hold: does the tail creep as the run goes on?"""
+    ok = req[req["ok"]]
+    if len(ok) < 2 * parts:
+        return None
+    t = ok["t0_s"].to_numpy()
+    edges = np.linspace(t.min(), t.max(), parts + 1)
+    part = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, parts - 1)
+    ttft = [percentiles(ok["ttft_s"].to_numpy()[part == i]) for i in range(parts)]
+    tpot = [percentiles(ok["tpot_s"].to_numpy()[part == i]) for i in range(parts)]
+    windows = [{"start_s": float(edges[i]), "end_s": float(edges[i + 1]),
+                "ttft_s": ttft[i], "tpot_s": tpot[i]} for i in range(parts)]
+    return {"windows": windows,
+            "ttft_p90_ratio": _ratio(ttft[-1]["p90"], ttft[0]["p90"]),
+            "tpot_p90_ratio": _ratio(tpot[-1]["p90"], tpot[0]["p90"])}

@@ -1,0 +1,222 @@
+"""The ramp's verdict: which level first degrades, on which metric, decided on
+intervals (a straddling interval is a tie, never a pass)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from evalkit.analysis.frames import _num, _ratio
+from evalkit.analysis.intervals import (
+    proportion_interval,
+    samples_for,
+)
+from evalkit.analysis.thresholds import Thresholds
+from evalkit.analysis.validity import MOSTLY_FAILED_OK_SHARE
+
+#: The ramp metrics, in the contract's vocabulary.
+DEGRADATION_METRICS = ("ttft", "itl", "admission")
+
+
+# --------------------------------------------------------------------------- ramp
+
+
+def _p90(stats: Mapping[str, Any] | None, key: str) -> float | None:
+    """The p90 of one distribution in a stats dict, if there is one."""
+    return None if stats is None else (stats.get(key) or {}).get("p90")
+
+
+#: what one metric's 95 % interval says against its limit
+Against = tuple[str | None, list[float | None] | None]
+
+
+def _latency_against(lvl: Mapping[str, Any], key: str, base: float | None, limit: float
+                     ) -> tuple[float | None, list[float | None] | None, str | None]:
+    """A level's p90 over the baseline's, its interval likewise, and the call against the
+    limit: "breach" (the whole interval above it), "clear" (the whole interval at or
+    below), "tie" (it straddles: an open end straddles too). A level dict without an
+    interval (written before intervals) is judged on its point, as it was then."""
+    point = _ratio(_p90(lvl, key), base)
+    if point is None or base is None:
+        return None, None, None
+    ci = (lvl.get(key) or {}).get("p90_ci")
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return point, None, "breach" if point > limit else "clear"
+    ratio_ci = [None if v is None else _ratio(v, base) for v in ci]
+    lo, hi = ratio_ci
+    call = ("breach" if lo is not None and lo > limit else
+            "clear" if hi is not None and hi <= limit else "tie")
+    return point, ratio_ci, call
+
+
+def _failures_against(rate: float | None, failed: int, requests: int, limit: float,
+                      given: Any) -> tuple[list[float] | None, str | None]:
+    """The failure rate's exact interval and the call: a breach needs the whole interval
+    above the limit; an observed rate above the limit whose interval reaches below it is
+    a tie. A rate at or below the limit is clear: confirming 1 % from below would take
+    367 failure-free requests at every level, and no run could sustain any level."""
+    if rate is None:
+        return None, None
+    ci = (list(given) if isinstance(given, list | tuple) and len(given) == 2
+          else proportion_interval(failed, requests))
+    if ci is None or ci[0] is None:
+        return ci, "breach" if rate > limit else "clear"
+    return ci, ("breach" if ci[0] > limit else "tie" if rate > limit else "clear")
+
+
+def _requests_to_decide(n: int, point: float, ci: Sequence[float | None] | None,
+                        limit: float, share: bool) -> int | None:
+    """About how many requests at the level would turn its tie into a decision, if what
+    was seen holds: the interval narrows as 1/sqrt(n)."""
+    if ci is None:
+        return None
+    if share:  # the observed failure rate above the limit, its interval's low end below
+        gap = point - limit
+        return max(n + 1, math.ceil(1.96 ** 2 * point * (1 - point) / gap ** 2)) if gap > 0 \
+            else None
+    lo, hi = ci
+    if lo is None or hi is None:
+        return max(n + 1, samples_for(0.9))
+    gap = abs(point - limit)
+    return max(n + 1, math.ceil(n * ((hi - lo) / 2 / gap) ** 2)) if gap > 0 else None
+
+
+def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: float | None,
+                 limits: Mapping[str, float], bound: bool) -> dict[str, Any]:
+    """One level against the baseline: its ratios with their 95 % intervals, which limits
+    it breaches (the whole interval above), which it ties (the interval straddles), and
+    its status."""
+    # every request that did not end ok was not served: rejected (429/503) as well as
+    # errors, timeouts and cut streams (SPEC: they count toward degradation)
+    requests = int(lvl.get("requests") or 0)
+    ok = int((lvl.get("outcomes") or {}).get("ok", 0))
+    failure_rate = lvl.get("failure_rate")
+    if failure_rate is None and requests:
+        failure_rate = 1 - ok / requests
+    ttft, ttft_ci, ttft_call = _latency_against(lvl, "ttft_s", base_ttft, limits["ttft"])
+    tpot, tpot_ci, tpot_call = _latency_against(lvl, "tpot_s", base_tpot, limits["itl"])
+    failed = round(failure_rate * requests) if failure_rate is not None else requests - ok
+    fail_ci, fail_call = _failures_against(failure_rate, failed, requests,
+                                           limits["admission"], lvl.get("failure_rate_ci"))
+    values = {"ttft": ttft, "itl": tpot, "admission": failure_rate}
+    cis = {"ttft": ttft_ci, "itl": tpot_ci, "admission": fail_ci}
+    calls = {"ttft": ttft_call, "itl": tpot_call, "admission": fail_call}
+    excess = {k: e for k, v in values.items()
+              if v is not None and (e := _num(v / limits[k])) is not None}
+    excess_ci = {k: [None if x is None else _num(x / limits[k]) for x in ci]
+                 for k, ci in cis.items() if ci is not None}
+    breaches = [k for k in DEGRADATION_METRICS if calls[k] == "breach"]
+    ties = [k for k in DEGRADATION_METRICS if calls[k] == "tie"]
+    if not requests:
+        status = "no_data"
+    elif ok < MOSTLY_FAILED_OK_SHARE * requests:
+        # mostly failed: the server's own answer, whatever the client's state
+        status, breaches = "failed", ["admission"]
+    elif bound:
+        status = "client_bound"
+    elif breaches:
+        status = "breached"
+    elif ties:
+        status = "tie"
+    else:
+        status = "sustained"
+    n_ok = {"ttft": (lvl.get("ttft_s") or {}).get("n") or ok,
+            "itl": (lvl.get("tpot_s") or {}).get("n") or ok, "admission": requests}
+    to_decide = [r for k in ties if (v := values[k]) is not None and (r := _requests_to_decide(
+        int(n_ok[k]), v, cis[k], limits[k], k == "admission")) is not None]
+    failures = {k: v for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
+    return {**lvl, "ttft_p90_ratio": ttft, "tpot_p90_ratio": tpot,
+            # the level's p90 interval over the baseline's p90 (an end None: unbounded)
+            "ttft_p90_ratio_ci": ttft_ci, "tpot_p90_ratio_ci": tpot_ci,
+            "breaches": breaches if status in ("breached", "failed") else [],
+            "would_breach": breaches if status == "client_bound" else [],
+            "ties": ties if status in ("tie", "breached") else [],
+            "tie_requests": max(to_decide) if status == "tie" and to_decide else None,
+            "failures": failures,
+            "excess": excess, "excess_ci": excess_ci, "client_bound": bound, "status": status}
+
+
+def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first confirmed breach, what degraded there, the highest level held below it,
+    and the ties that keep the answer open (a tie never counts as held or as breached)."""
+    first = next((d for d in judged if d["status"] in ("breached", "failed")), None)
+    ranked = [] if first is None else sorted(first["breaches"], key=lambda k: -first["excess"][k])
+    cap = math.inf if first is None else first["concurrency"]
+    held = [d["concurrency"] for d in judged
+            if d["status"] == "sustained" and d["concurrency"] < cap]
+    above = [d for d in judged if d["concurrency"] > cap
+             and d["status"] in ("breached", "failed", "sustained", "tie")]
+    floor = max(held) if held else 0
+    open_ties = [d for d in judged if d["status"] == "tie" and floor < d["concurrency"] < cap]
+    tie = open_ties[0] if open_ties else None
+    note: str | None
+    if not held and tie is not None:
+        note = (f"no level was confirmed sustained: level {tie['concurrency']} is a tie "
+                f"(its 95 % interval straddles the limit on {', '.join(tie['ties'])})")
+    elif not held:
+        note = ("no level could be judged" if first is None else
+                f"the lowest judged level ({first['concurrency']}) already breaches")
+    elif first is None:
+        note = "no level breached: the highest level measured is a lower bound"
+    else:
+        note = None
+    if tie is not None:
+        more = (f"; about {tie['tie_requests']} requests there would decide it"
+                if tie.get("tie_requests") else "")
+        bounded = (f"level {tie['concurrency']} is a tie ({', '.join(tie['ties'])}: its 95 % "
+                   f"interval straddles the limit), so the max sustained level may be higher"
+                   f"{more}")
+        note = bounded if held else f"{note}{more}"
+    metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
+              "admission": "failure_rate"}
+    return {
+        "max_sustained_concurrency": max(held) if held else None,
+        "first_degraded": ranked[0] if ranked else None,
+        "first_degraded_metric": metric[ranked[0]] if ranked else None,
+        "first_breach_concurrency": None if first is None else first["concurrency"],
+        "first_degraded_tied": ranked if len(ranked) > 1 else [],
+        "first_degraded_tie_rule": "largest excess over its threshold"
+        if len(ranked) > 1 else None,
+        "breach_confirmed": ({"breached": True, "failed": True, "sustained": False}.get(
+            above[0]["status"]) if above else None),
+        "max_sustained_is_lower_bound": bool(held) and first is None,
+        # what the failed requests at the first breach were, when failures breached
+        "first_breach_failures": (first["failures"] or None) if first else None,
+        # ties: levels whose 95 % interval straddled a limit (neither held nor breached)
+        "tie_levels": [d["concurrency"] for d in judged if d["status"] == "tie"],
+        # the lowest tie above the max sustained level and below the first breach: the
+        # level whose re-run (more requests there) would move the answer
+        "first_tie_concurrency": None if tie is None else tie["concurrency"],
+        "max_sustained_bounded_by_tie": tie is not None,
+        "breach_rule": "a level breaches when the 95 % interval of its p90 (TTFT, TPOT over "
+                       "the baseline's p90) or of its failure rate lies wholly above the "
+                       "limit; an interval that straddles the limit is a tie",
+        "note": note,
+    }
+
+
+def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] | None,
+               thresholds: Thresholds | None = None,
+               client_bound: Iterable[int] = ()) -> dict[str, Any]:
+    """Which level first degrades, on which metric, and the highest level held before it.
+
+    A client-bound level (or one with no data) gives no capacity conclusion: it is neither
+    sustained nor breached.
+    """
+    th = thresholds or Thresholds()
+    bound = set(client_bound)
+    limits = {"ttft": th.ttft_p90_ratio, "itl": th.tpot_p90_ratio,
+              "admission": th.admission_failure_rate}
+    base_ttft, base_tpot = _p90(baseline, "ttft_s"), _p90(baseline, "tpot_s")
+    judged = [_judge_level(lvl, base_ttft, base_tpot, limits, int(lvl["concurrency"]) in bound)
+              for lvl in sorted(levels, key=lambda d: d["concurrency"])]
+    return {
+        "levels": judged,
+        **_ramp_conclusion(judged),
+        "client_bound_levels": sorted(d["concurrency"] for d in judged if d["client_bound"]),
+        "judged_on": [k for k, base in (("ttft", base_ttft), ("itl", base_tpot))
+                      if base is not None] + ["admission"],
+        "thresholds": {"ttft_p90_ratio": th.ttft_p90_ratio, "tpot_p90_ratio": th.tpot_p90_ratio,
+                       "admission_failure_rate": th.admission_failure_rate},
+    }

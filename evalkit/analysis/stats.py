@@ -1,0 +1,192 @@
+"""Percentiles, outcome counts, the steady-state window and a phase's statistics:
+the figures of one group of requests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evalkit.analysis.frames import _lookup_size, _num, _rows_mask
+from evalkit.analysis.intervals import (
+    proportion_interval,
+    quantile_interval,
+    rate_interval,
+)
+from evalkit.analysis.thresholds import Thresholds
+from evalkit.records import OUTCOMES
+
+#: A p99 from fewer samples than this is marked low-confidence (SPEC).
+LOW_CONFIDENCE_N = 100
+#: A steady-state window shorter than this share of the phase is not trusted.
+MIN_WINDOW_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class Window:
+    """A steady-state window on the run clock, and how it was found."""
+
+    start_s: float
+    end_s: float
+    #: "plateau" | "peak" | "arrivals" | "whole"
+    basis: str
+    target_inflight: int | None
+    max_inflight: int
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the window."""
+        return self.end_s - self.start_s
+
+
+def percentiles(values: Any, extra: Sequence[float] = ()) -> dict[str, Any]:
+    """p50/p90/p99 with the count beside them, so a thin tail is never read as solid, and
+    each with its 95 % interval (`p90_ci`: [low, high], distribution-free; an end is None
+    where n cannot bound it, evalkit.analysis.intervals)."""
+    a = np.asarray(values, dtype=np.float64).ravel()
+    a = np.sort(a[np.isfinite(a)])
+    n = int(a.size)
+    qs = (50.0, 90.0, 99.0, *extra)
+    keys = [f"p{q:g}" for q in qs]
+    out: dict[str, Any] = dict.fromkeys(keys)
+    out.update({"n": n, "low_confidence": n < LOW_CONFIDENCE_N,
+                "mean": None, "min": None, "max": None})
+    out.update({f"{k}_ci": [None, None] for k in keys})
+    if n:
+        for k, q, v in zip(keys, qs, np.percentile(a, qs), strict=True):
+            out[k] = float(v)
+            out[f"{k}_ci"] = quantile_interval(a, q / 100)
+        with np.errstate(over="ignore"):
+            out.update(mean=_num(a.mean()), min=float(a.min()), max=float(a.max()))
+    return out
+
+
+def outcome_counts(outcomes: Any) -> dict[str, int]:
+    """Every outcome with its count, zeros included, so a reader never guesses."""
+    counts = pd.Series(np.asarray(outcomes, dtype=object)).value_counts()
+    out: dict[str, int] = {o: int(counts.get(o, 0)) for o in OUTCOMES}
+    for other, c in counts.items():
+        if other not in out:
+            out[str(other)] = int(c)
+    return out
+
+
+def steady_state_window(starts: Any, ends: Any, target: int | None) -> Window | None:
+    """The span where the intended concurrency is in flight: ramp-up and drain excluded."""
+    s = np.asarray(starts, dtype=np.float64)
+    e = np.fmax(np.asarray(ends, dtype=np.float64), s)
+    if s.size == 0:
+        return None
+    whole = (float(s.min()), float(e.max()))
+    # a request with no duration (rejected at once) is never in flight
+    held = e > s
+    times = np.concatenate([s[held], e[held]])
+    delta = np.concatenate([np.ones(held.sum()), -np.ones(held.sum())])
+    order = np.lexsort((delta, times))  # at equal times, ends before starts
+    t, inflight = times[order], np.cumsum(delta[order])
+    peak = int(inflight.max()) if inflight.size else 0
+    if target is None:
+        ws, we, basis = float(s.min()), float(s.max()), "arrivals"
+    elif peak < 1:
+        ws, we, basis = whole[0], whole[1], "whole"
+    else:
+        goal = min(int(target), peak)
+        basis = "plateau" if peak >= target else "peak"
+        at = np.flatnonzero(inflight >= goal)
+        ws, we = float(t[at[0]]), float(t[at[-1] + 1])
+    span = whole[1] - whole[0]
+    if not we - ws > 0 or we - ws < MIN_WINDOW_FRACTION * span:
+        ws, we, basis = whole[0], whole[1], "whole"
+    if not we - ws > 0:
+        return None
+    return Window(ws, we, basis, None if target is None else int(target), peak)
+
+
+# --------------------------------------------------------------------------- phase stats
+
+
+def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = None,
+                thresholds: Thresholds | None = None) -> dict[str, Any]:
+    """Latency, rhythm, throughput and outcomes of one group of requests (a phase or level).
+
+    `req` is a row subset of the request frame (its index = row ids); `chunks` may be the
+    whole chunk frame. `target` is the intended concurrency (None for open loop).
+    """
+    th = thresholds or Thresholds()
+    n = len(req)
+    rid = chunks["rid"].to_numpy()
+    size = _lookup_size(req, rid)
+    in_group = _rows_mask(req.index, rid, size)
+    ok_rows = req.index[req["ok"].to_numpy()]
+    ok_chunk = _rows_mask(ok_rows, rid, size)
+    gap = chunks["gap_s"].to_numpy()
+    ok_req = req[req["ok"]]
+
+    g_gap = gap[in_group]
+    stall = g_gap > th.stall_s
+    window = steady_state_window(req["t0_s"].to_numpy(), req["end_s"].to_numpy(), target)
+    aggregate: float | None = None
+    aggregate_ci: list[float] | None = None
+    if window is not None:
+        t = chunks["t_s"].to_numpy()
+        inside = ok_chunk & (t > window.start_s) & (t <= window.end_s)
+        tokens = chunks["scaled_tokens"].to_numpy()[inside]
+        aggregate = _num(float(tokens.sum()) / window.duration_s)
+        aggregate_ci = rate_interval(t[inside], tokens, window.start_s, window.end_s)
+
+    admission = int(req["admission_failure"].sum())
+    failed = int((~req["ok"]).sum())
+    return {
+        "requests": n,
+        "outcomes": outcome_counts(req["outcome"]),
+        "admission_failure_rate": admission / n if n else None,
+        "failure_rate": failed / n if n else None,
+        # exact (Clopper-Pearson) 95 % interval: what the ramp's failure limit is judged on
+        "failure_rate_ci": proportion_interval(failed, n),
+        "ttft_s": percentiles(ok_req["ttft_s"]),
+        "ttfa_s": percentiles(ok_req["ttfa_s"]),
+        "reasoning_first": int((ok_req["ttfa_s"] > ok_req["ttft_s"]).sum()),
+        "e2e_s": percentiles(ok_req["e2e_s"]),
+        "tpot_s": percentiles(ok_req["tpot_s"]),
+        "itl_s": percentiles(gap[ok_chunk]),
+        "tokens_per_chunk": percentiles(chunks["scaled_tokens"].to_numpy()[ok_chunk]),
+        "stream_tokens_per_s": percentiles(ok_req["stream_tokens_per_s"], extra=(10.0, 1.0)),
+        "output_tokens": percentiles(ok_req["output_tokens"]),
+        "output_tokens_estimated": bool(ok_req["output_tokens_estimated"].any()),
+        "aggregate_tokens_per_s": aggregate,
+        "aggregate_tokens_per_s_ci": aggregate_ci,
+        "steady_state": None if window is None else {
+            **asdict(window), "duration_s": window.duration_s},
+        "stalls": int(stall.sum()),
+        "stalled_streams": int(np.unique(rid[in_group][stall]).size),
+        "max_gap_s": _num(np.nanmax(g_gap)) if np.isfinite(g_gap).any() else None,
+        "stall_threshold_s": th.stall_s,
+        "output_length": output_length_check(req, th.output_shortfall),
+        "top_error": top_error(req),
+    }
+
+
+def top_error(req: pd.DataFrame) -> str | None:
+    """The most frequent error of a group, with its count: what a reader fixes first."""
+    errors = req.loc[~req["ok"].to_numpy(), "error"].dropna()
+    if errors.empty:
+        return None
+    counts = errors.astype(str).str.slice(0, 120).value_counts()
+    return f"{counts.index[0]} (x{int(counts.iloc[0])})"
+
+
+def output_length_check(req: pd.DataFrame, shortfall: float = 0.05) -> dict[str, Any]:
+    """Achieved vs requested output length over ok requests; vendors ignore min_tokens."""
+    m = req["ok"].to_numpy() & req["requested_output_tokens"].notna().to_numpy() & \
+        req["output_tokens"].notna().to_numpy() & (req["requested_output_tokens"] > 0).to_numpy()
+    ratio = (req["output_tokens"].to_numpy()[m] / req["requested_output_tokens"].to_numpy()[m])
+    short = int((ratio < 1.0 - shortfall).sum())
+    n = int(m.sum())
+    return {"checked": n, "short": short,
+            "short_fraction": short / n if n else None,
+            "achieved_ratio": percentiles(ratio),
+            "flagged": (short > 0) if n else None,
+            "tolerance": shortfall}

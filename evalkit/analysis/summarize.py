@@ -1,0 +1,296 @@
+"""The pure metrics core: request records in, the `summary.json` dict out. No I/O.
+
+Records become two frames once (`frames`): one row per request (`records_frame`) and one
+row per content chunk (`chunks_frame`); every metric below is vectorised over them
+(numpy/pandas), with Python loops only over the handful of phases and levels.
+`summarize(records, meta)` adds what the prober knows beyond the records (`SummaryMeta`:
+versions, the client's self-checks, the `Thresholds`) and gives the whole document.
+
+What each figure means, which requests it counts, the steady-state window, the ramp's
+breach rule and every key of `summary.json` are in docs/methodology.md ("From records to
+summary.json"): change a definition here and there together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from evalkit import SUITE_VERSION, __version__
+from evalkit.analysis.checks import (
+    cache_check,
+    connect_section,
+    drift,
+    network_share,
+    streaming_check,
+    usage_honesty,
+)
+from evalkit.analysis.frames import frames
+from evalkit.analysis.prefill import prefill_fit
+from evalkit.analysis.ramp import judge_ramp
+from evalkit.analysis.stats import (
+    outcome_counts,
+    output_length_check,
+    percentiles,
+    phase_stats,
+    top_error,
+)
+from evalkit.analysis.thresholds import Thresholds
+from evalkit.analysis.validity import group_validity, run_validity
+from evalkit.records import RequestRecord
+
+SCHEMA = "evalkit.summary/1"
+#: Phases run at concurrency 1 by construction, whatever their records' `level`.
+SERIAL_PHASES = ("connect", "baseline", "prefill", "cache", "rtt")
+
+
+@dataclass(frozen=True)
+class ClientCheck:
+    """The client's self-check over one phase or level: was it the bottleneck?"""
+
+    loop_lag_p99_s: float | None = None
+    cpu_fraction: float | None = None
+    client_bound: bool = False
+    #: client workers lost meanwhile (scale-out on Ray), in words
+    lost: tuple[str, ...] = ()
+    #: the client's own delay in sending (p99, s) and the share of the load it held back
+    #: that way: a herd that sends again one after another, or an open loop behind its
+    #: schedule, grows both, as a client that cannot keep up does
+    send_lag_p99_s: float | None = None
+    send_lag_fraction: float | None = None
+    #: why the check called it client-bound (cpu, loop_lag, send_lag, late_reads)
+    client_bound_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SummaryMeta:
+    """What the prober knows beyond the records: versions and client self-checks
+    (`summarize` takes a plain dict of the same shape too, as read back from JSON)."""
+
+    tool_version: str = __version__
+    suite_version: str = SUITE_VERSION
+    phases: Mapping[str, ClientCheck] = field(default_factory=dict)
+    levels: Mapping[int, ClientCheck] = field(default_factory=dict)
+    #: the network round trip (s), used only when the run has no `rtt` records
+    rtt_s: float | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    #: how the run ended (complete, failed, interrupted, crashed), for its validity
+    run_status: str | None = None
+    #: why it failed, when the connect gate stopped it
+    run_error: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
+        """Build from plain data (level keys may be strings, as after a JSON round trip)."""
+
+        def check(v: Mapping[str, Any]) -> ClientCheck:
+            return ClientCheck(
+                loop_lag_p99_s=v.get("loop_lag_p99_s"),
+                cpu_fraction=v.get("cpu_fraction"),
+                client_bound=bool(v.get("client_bound", False)),
+                lost=tuple(str(x) for x in v.get("lost") or ()),
+                send_lag_p99_s=v.get("send_lag_p99_s"),
+                send_lag_fraction=v.get("send_lag_fraction"),
+                client_bound_reasons=tuple(str(x) for x in v.get("client_bound_reasons") or ()),
+            )
+
+        return cls(
+            tool_version=str(d.get("tool_version", __version__)),
+            suite_version=str(d.get("suite_version", SUITE_VERSION)),
+            phases={str(k): check(v) for k, v in (d.get("phases") or {}).items()},
+            levels={int(k): check(v) for k, v in (d.get("levels") or {}).items()},
+            rtt_s=d.get("rtt_s"),
+            thresholds=Thresholds.from_dict(d.get("thresholds") or {}),
+            run_status=d.get("run_status"),
+            run_error=d.get("run_error"),
+        )
+
+
+def _single_level(req: pd.DataFrame) -> int | None:
+    """The phase's concurrency when all its records share one, else None."""
+    levels = req["level"].dropna().unique()
+    return int(levels[0]) if len(levels) == 1 else None
+
+
+def client_section(meta: SummaryMeta) -> dict[str, Any]:
+    """The client's own health over the run: a bound client voids capacity conclusions."""
+    checks = [*meta.phases.values(), *meta.levels.values()]
+    lags = [c.loop_lag_p99_s for c in checks if c.loop_lag_p99_s is not None]
+    cpus = [c.cpu_fraction for c in checks if c.cpu_fraction is not None]
+    sends = [c.send_lag_p99_s for c in checks if c.send_lag_p99_s is not None]
+    held = [c.send_lag_fraction for c in checks if c.send_lag_fraction is not None]
+    return {"loop_lag_p99_s": max(lags) if lags else None,
+            "cpu_fraction_max": max(cpus) if cpus else None,
+            "send_lag_p99_s": max(sends) if sends else None,
+            "send_lag_fraction_max": max(held) if held else None,
+            "client_bound": any(c.client_bound for c in checks),
+            "client_bound_reasons": sorted({r for c in checks for r in c.client_bound_reasons}),
+            "client_bound_phases": sorted(p for p, c in meta.phases.items() if c.client_bound),
+            "client_bound_levels": sorted(lv for lv, c in meta.levels.items()
+                                          if c.client_bound),
+            "phases": {p: _check_dict(c) for p, c in meta.phases.items()},
+            "levels": {str(lv): _check_dict(c) for lv, c in sorted(meta.levels.items())}}
+
+
+def _check_dict(check: ClientCheck) -> dict[str, Any]:
+    """A self-check as summary.json shows it: `lost` only where a worker was lost."""
+    d = asdict(check)
+    d["client_bound_reasons"] = list(check.client_bound_reasons)
+    if not check.lost:
+        del d["lost"]
+    return d
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summarize(records: Iterable[RequestRecord],
+              meta: SummaryMeta | Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The whole `summary.json` dict (schema evalkit.summary/1), JSON-safe."""
+    m = meta if isinstance(meta, SummaryMeta) else SummaryMeta.from_dict(meta or {})
+    req, chunks = frames(records)
+    return summarize_frames(req, chunks, m)
+
+
+def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
+                     ) -> dict[str, Any]:
+    """`summarize` for frames already built (a notebook may filter them first)."""
+    th = meta.thresholds
+    phase = req["phase"].to_numpy()
+
+    def bound(p: str) -> bool:
+        check = meta.phases.get(p)
+        return bool(check and check.client_bound)
+
+    def rows(p: str) -> pd.DataFrame | None:
+        sub = req[phase == p]
+        return sub if len(sub) else None
+
+    baseline_req = rows("baseline")
+    baseline = None if baseline_req is None else {
+        **phase_stats(baseline_req, chunks, 1, th), "client_bound": bound("baseline")}
+    network = network_share(req, (baseline or {}).get("ttft_s", {}).get("p50"), meta.rtt_s)
+    rtt = None if network is None else network["rtt_s"]
+    connect_req = rows("connect")
+    connect = None if connect_req is None else connect_section(connect_req, chunks, rtt)
+    prefill = prefill_fit(req) if rows("prefill") is not None else None
+
+    ramp_req = rows("ramp")
+    ramp = None if ramp_req is None else _ramp_section(ramp_req, chunks, baseline, meta)
+
+    soak_req = rows("soak")
+    soak = None if soak_req is None else {**_soak_section(soak_req, chunks, th),
+                                          "client_bound": bound("soak")}
+
+    rate_req = rows("rate")
+    rate = None if rate_req is None else {**_rate_section(rate_req, chunks, th),
+                                          "client_bound": bound("rate")}
+
+    affected = _judgement_affected(ramp, bound("baseline"))
+    usage = usage_honesty(req, th.usage_disagreement)
+    streaming = streaming_check(req, chunks, th.unstreamed_share)
+    validity = _validity(req, ramp, meta, affected, usage, streaming)
+    for section, name in ((connect, "connect"), (baseline, "baseline"), (soak, "soak"),
+                          (rate, "rate"), (prefill, "prefill")):
+        if section is not None:
+            section["validity"] = validity["phases"][name]
+
+    return {
+        "schema": SCHEMA,
+        "tool": "evalkit",
+        "tool_version": meta.tool_version,
+        "suite_version": meta.suite_version,
+        "requests": len(req),
+        "outcomes": outcome_counts(req["outcome"]),
+        "output_tokens_estimated": bool(req.loc[req["ok"], "output_tokens_estimated"].any()),
+        "thresholds": asdict(th),
+        "connect": connect,
+        "baseline": baseline,
+        "prefill": prefill,
+        "ramp": ramp,
+        "soak": soak,
+        "rate": rate,
+        "checks": {
+            "cache": cache_check(req, th.cache_ttft_ratio),
+            "network": network,
+            "output_length": output_length_check(req, th.output_shortfall),
+            "usage_honesty": usage,
+            "streaming": streaming,
+        },
+        "client": {**client_section(meta), "capacity_judgement_affected": affected},
+        "validity": validity,
+    }
+
+
+def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMeta,
+              affected: bool, usage: Mapping[str, Any],
+              streaming: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Validity of every phase and ramp level, and of the run (evalkit.analysis.validity)."""
+    limit = meta.thresholds.admission_failure_rate
+
+    def of(sub: pd.DataFrame, bound: bool, check: ClientCheck | None) -> dict[str, Any]:
+        return group_validity(len(sub), outcome_counts(sub["outcome"]), max_failure_rate=limit,
+                              top_error=top_error(sub), client_bound=bound,
+                              lost=check.lost if check else ())
+
+    phases = {str(p): of(sub, bool((c := meta.phases.get(str(p))) and c.client_bound), c)
+              for p, sub in req.groupby("phase", sort=False) if p != "rtt"}
+    levels = {}
+    for lvl in (ramp or {}).get("levels") or []:
+        sub = req[(req["phase"] == "ramp") & (req["level"] == lvl["concurrency"])]
+        levels[str(lvl["concurrency"])] = lvl["validity"] = of(
+            sub, bool(lvl["client_bound"]), meta.levels.get(int(lvl["concurrency"])))
+    lost = [w for c in (*meta.phases.values(), *meta.levels.values()) for w in c.lost]
+    run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
+                       capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)),
+                       usage=usage, streaming=streaming)
+    return {**run, "phases": phases, "levels": levels}
+
+
+def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
+                  baseline: Mapping[str, Any] | None, meta: SummaryMeta) -> dict[str, Any]:
+    """Stats per closed-loop level, judged against the baseline (or, lacking one, level 1)."""
+    levels = [{"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), meta.thresholds)}
+              for lv, sub in ramp_req.groupby("level", sort=True)]
+    base, source = baseline, "baseline"
+    if base is None:
+        base = next((d for d in levels if d["concurrency"] == 1), None)
+        source = "ramp level 1"
+    bound = meta.phases.get("baseline")
+    client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
+    return {**judge_ramp(levels, base, meta.thresholds, client_bound),
+            "baseline_source": source if base is not None else None,
+            "baseline_client_bound": bool(bound and bound.client_bound),
+            "unlevelled_requests": int(ramp_req["level"].isna().sum())}
+
+
+def _soak_section(soak_req: pd.DataFrame, chunks: pd.DataFrame, th: Thresholds
+                  ) -> dict[str, Any]:
+    """A long hold at one level: the usual stats, plus early-vs-late drift."""
+    level = _single_level(soak_req)
+    return {"concurrency": level, **phase_stats(soak_req, chunks, level, th),
+            "drift": drift(soak_req)}
+
+
+def _rate_section(rate_req: pd.DataFrame, chunks: pd.DataFrame, th: Thresholds
+                  ) -> dict[str, Any]:
+    """Open loop: the usual stats, plus the send lag that would otherwise hide queueing."""
+    t0 = rate_req["t0_s"].to_numpy()
+    span = float(t0.max() - t0.min()) if len(t0) > 1 else 0.0
+    return {**phase_stats(rate_req, chunks, None, th),
+            "send_lag_s": percentiles(rate_req["send_lag_s"]),
+            "arrival_rps": (len(t0) - 1) / span if span > 0 else None}
+
+
+def _judgement_affected(ramp: Mapping[str, Any] | None, baseline_bound: bool) -> bool:
+    """Did a client bottleneck sit where the capacity conclusion is drawn (not above it)?"""
+    if baseline_bound:
+        return True
+    if ramp is None:
+        return False
+    first = ramp.get("first_breach_concurrency")
+    return any(lv["client_bound"] and (first is None or lv["concurrency"] <= first)
+               for lv in ramp["levels"])

@@ -1,0 +1,290 @@
+"""summary.json read as typed data: what a run measured, for every reader.
+
+`metrics.summarize` writes the `evalkit.summary/1` document; reconciliation, the report and
+the comparison read it through `Summary.from_json`, which reads defensively (a file may be
+old, hand-edited or tampered with: anything missing or malformed is None, never a crash) and
+keeps the document itself, so `to_json` gives back exactly what was written. The `as_*`
+helpers are the one way a reader turns a JSON value into a number, count, mapping or text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.analysis.validity import group_validity
+
+
+@dataclass(frozen=True)
+class Pct:
+    """p50/p90/p99 of one metric; any of them may be missing."""
+
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    n: int | None = None
+    #: 95 % intervals by percentile name ((low, high), an end None where n cannot bound
+    #: it); empty for a summary written before intervals (judged on the point, as then)
+    ci: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
+
+    def get(self, name: str) -> float | None:
+        """A percentile by name ('p50', 'p90', 'p99')."""
+        value: float | None = getattr(self, name, None)
+        return value
+
+    def interval(self, name: str) -> tuple[float | None, float | None] | None:
+        """The 95 % interval of a percentile, None when the summary gives none."""
+        return self.ci.get(name)
+
+
+@dataclass(frozen=True)
+class Level:
+    """One measured concurrency level (the baseline is level 1)."""
+
+    concurrency: int
+    ttft_s: Pct
+    tpot_s: Pct
+    itl_s: Pct
+    stream_tokens_per_s: Pct
+    aggregate_tokens_per_s: float | None
+    requests: int | None
+    failed: int | None
+    #: the client was the bottleneck at this level: it supports no conclusion
+    client_bound: bool = False
+    #: in-stream gaps above the run's stall threshold (default 1 s)
+    stalls: int | None = None
+    #: the ramp's status for it (sustained, breached, failed, client_bound, no_data)
+    status: str | None = None
+    #: the aggregate rate's 95 % interval (batch means), None when the summary has none
+    aggregate_ci: tuple[float | None, float | None] | None = None
+    #: the metrics whose 95 % interval straddled the ramp's limit (status "tie"), and
+    #: about how many requests at this level would decide them
+    ties: tuple[str, ...] = ()
+    tie_requests: int | None = None
+    #: the failure rate's exact 95 % interval, None when the summary has none
+    failure_ci: tuple[float | None, float | None] | None = None
+    #: the level's entry as written (for readers that show more than is typed here)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def failure_rate(self) -> float | None:
+        """Share of requests that did not finish ok (None when outcomes are missing)."""
+        if not self.requests or self.failed is None:
+            return None
+        return self.failed / self.requests
+
+    @property
+    def mostly_failed(self) -> bool:
+        """Most of its requests failed: its latency figures describe the few survivors."""
+        return self.status == "failed" or (
+            self.failure_rate is not None and self.failure_rate > 0.5)
+
+
+#: `Summary.under_load`'s reason when the level is the max sustained one.
+SUSTAINED = "max sustained"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the summary measured, read defensively: anything missing is None."""
+
+    levels: tuple[Level, ...]
+    baseline: Level | None
+    prefill_tokens_per_s: float | None
+    max_sustained: int | None
+    first_degraded: str | None
+    client_bound: bool
+    #: the ramp's first breaching level, when the summary names it
+    first_breach: int | None = None
+    #: the run's validity (valid | degraded | invalid | unknown) and why
+    validity: str = "unknown"
+    validity_reasons: tuple[str, ...] = ()
+    #: when the prefill fit's slope is indistinguishable from zero: only "faster than this"
+    prefill_at_least: float | None = None
+    #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
+    #: probe ran without --metrics-url)
+    vendor_metrics: Mapping[str, Any] | None = None
+    #: the prefill rate's 95 % interval (from the fit's slope); None where the summary
+    #: gives none, and `prefill_ci_missing` when a current summary could not compute one
+    #: (fewer than 3 prompt lengths): then the rate decides nothing
+    prefill_ci: tuple[float | None, float | None] | None = None
+    prefill_ci_missing: bool = False
+    #: prompt lengths the prefill fit rests on
+    prefill_lengths: int | None = None
+    #: the ramp's lowest tie between the max sustained level and the first breach
+    first_tie: int | None = None
+    #: the document as written, every key kept (`to_json`), including those not read here
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Summary | None:
+        """Read an `evalkit.summary/1` document; None when nothing in it was measured."""
+        return measurements(doc)
+
+    def to_json(self) -> dict[str, Any]:
+        """The document this was read from, unchanged: readers never rewrite the contract."""
+        return dict(self.raw)
+
+    def level(self, concurrency: int) -> Level | None:
+        """The measured level at `concurrency` (the baseline is level 1)."""
+        return next((lv for lv in self.levels if lv.concurrency == concurrency), None)
+
+    def under_load(self) -> tuple[Level, str] | None:
+        """The ramp level the 'under load' figures come from, and why: the max sustained
+        level, else (none held, or a single level) the highest measured. The one rule
+        page one, the charts and the comparison all use."""
+        held = self.sustained()
+        if held is not None:
+            return held, SUSTAINED
+        return (self.ramp[-1], "highest level measured") if self.ramp else None
+
+    def sustained(self) -> Level | None:
+        """The max sustained ramp level, or None when no level held: figures titled "at
+        max sustained load" (the comparison's rows, Q6's per-stream rate) have no value
+        then, since an overloaded top level is not one."""
+        return next((lv for lv in self.ramp if lv.concurrency == self.max_sustained), None)
+
+    @property
+    def ramp(self) -> tuple[Level, ...]:
+        """The ramp's levels, lowest first: `levels` without the baseline standing in as
+        level 1 where the ramp measured no level 1 itself."""
+        return tuple(lv for lv in self.levels if lv is not self.baseline)
+
+    @property
+    def top(self) -> int | None:
+        """The highest concurrency measured."""
+        return max((lv.concurrency for lv in self.levels), default=None)
+
+
+def as_number(value: Any) -> float | None:
+    """A finite float, or None: bool is not a number here (although Python says it is),
+    nor is a string of digits, NaN, an infinity or an int beyond float range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range is no measurement
+        return None
+    return number if math.isfinite(number) else None
+
+
+def as_count(value: Any, least: int | None = None) -> int | None:
+    """A whole number (3 or 3.0; not True, "3" or 3.5), None below `least` when given:
+    an imported file's negative token count is no count."""
+    number = as_number(value)
+    if number is None or number != int(number) or (least is not None and number < least):
+        return None
+    return int(number)
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """value if it is a mapping, else an empty one: input JSON may hold anything anywhere."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def ramp_levels(doc: Any) -> list[Mapping[str, Any]]:
+    """The ramp's level entries of a summary.json document as written, lowest first (those
+    without a concurrency of at least 1 left out): what the charts draw."""
+    summary = Summary.from_json(doc)
+    return [lv.raw for lv in summary.ramp] if summary else []
+
+
+def as_text(value: Any) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def read_pct(value: Any) -> Pct:
+    d = as_mapping(value)
+    return Pct(as_number(d.get("p50")), as_number(d.get("p90")), as_number(d.get("p99")),
+               as_count(d.get("n")),
+               {k: ci for k in ("p50", "p90", "p99") if (ci := read_interval(d.get(f"{k}_ci")))})
+
+
+def read_interval(value: Any) -> tuple[float | None, float | None] | None:
+    """[low, high] as summary.json writes it (ends may be null); None when absent."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    return as_number(value[0]), as_number(value[1])
+
+
+def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
+    outcomes = as_mapping(d.get("outcomes"))
+    counts = {k: as_count(v) or 0 for k, v in outcomes.items()}
+    requests = as_count(d.get("requests")) or (sum(counts.values()) if counts else None)
+    failed = (requests - counts.get("ok", 0)) if counts and requests is not None else None
+    bound = d.get("client_bound") is True or d.get("status") == "client_bound"
+    status = d.get("status") if isinstance(d.get("status"), str) else None
+    return Level(concurrency, read_pct(d.get("ttft_s")), read_pct(d.get("tpot_s")),
+                 read_pct(d.get("itl_s")),
+                 read_pct(d.get("stream_tokens_per_s")), as_number(d.get("aggregate_tokens_per_s")),
+                 requests, failed, bound, as_count(d.get("stalls")), status,
+                 read_interval(d.get("aggregate_tokens_per_s_ci")),
+                 tuple(str(t) for t in ties) if isinstance(ties := d.get("ties"), list) else (),
+                 as_count(d.get("tie_requests")), read_interval(d.get("failure_rate_ci")), d)
+
+
+def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """The run's validity as the summary states it; an older summary without one is judged
+    from its baseline's outcomes, and one with neither is `unknown` (verifies nothing)."""
+    v = as_mapping(summary.get("validity"))
+    if v.get("status") in ("valid", "degraded", "invalid"):
+        reasons = v.get("reasons")
+        return str(v["status"]), tuple(str(r) for r in reasons or [] if isinstance(
+            reasons, list))
+    outcomes = as_mapping(as_mapping(summary.get("baseline")).get("outcomes"))
+    counts = {str(k): as_count(n) or 0 for k, n in outcomes.items()}
+    if not counts:
+        return "unknown", ("the summary states no validity and no baseline outcomes",)
+    g = group_validity(sum(counts.values()), counts, max_failure_rate=0.01)
+    return str(g["status"]), tuple(f"baseline: {r}" for r in g["reasons"])
+
+
+def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
+    """Read an `evalkit.summary/1` dict; None when there is nothing measured in it."""
+    if not isinstance(summary, Mapping):
+        return None
+    ramp = as_mapping(summary.get("ramp"))
+    levels: dict[int, Level] = {}
+    raw_levels = ramp.get("levels")
+    for raw in raw_levels if isinstance(raw_levels, list) else []:
+        c = as_count(as_mapping(raw).get("concurrency"))
+        if c is not None and c >= 1:
+            levels[c] = read_level(as_mapping(raw), c)
+    base = as_mapping(summary.get("baseline"))
+    baseline = read_level(base, 1) if base else None
+    if baseline is not None and 1 not in levels:
+        levels[1] = baseline
+    pre = as_mapping(summary.get("prefill"))
+    prefill = as_number(pre.get("tokens_per_s"))
+    validity, reasons = read_validity(summary)
+    if not levels and prefill is None and validity != "invalid":
+        return None
+    degraded = ramp.get("first_degraded")
+    return Summary(
+        levels=tuple(levels[c] for c in sorted(levels)),
+        baseline=baseline,
+        prefill_tokens_per_s=prefill,
+        max_sustained=as_count(ramp.get("max_sustained_concurrency")),
+        first_degraded=degraded if degraded in ("ttft", "itl", "admission") else None,
+        client_bound=judgement_affected(as_mapping(summary.get("client"))),
+        first_breach=as_count(ramp.get("first_breach_concurrency")),
+        validity=validity,
+        validity_reasons=reasons,
+        prefill_at_least=as_number(as_mapping(summary.get("prefill")).get("tokens_per_s_at_least")),
+        vendor_metrics=as_mapping(summary.get("vendor_metrics")) or None,
+        prefill_ci=read_interval(pre.get("tokens_per_s_ci")),
+        prefill_ci_missing="tokens_per_s_ci" in pre and pre.get("tokens_per_s_ci") is None,
+        prefill_lengths=as_count(pre.get("lengths")),
+        first_tie=as_count(ramp.get("first_tie_concurrency")),
+        raw=summary,
+    )
+
+
+def judgement_affected(client: Mapping[str, Any]) -> bool:
+    """The prober narrows `client_bound` to what voids a capacity judgement; prefer that."""
+    affected = client.get("capacity_judgement_affected")
+    if isinstance(affected, bool):
+        return affected
+    return client.get("client_bound") is True

@@ -1,0 +1,303 @@
+"""The `evalkit` command: a thin shell over the library.
+
+Each command parses its options, calls one library function, and prints where the
+result went. `EvalkitError`s become `Error: …` with exit code 2; anything else is a bug
+and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import click
+
+from evalkit import __version__
+from evalkit.cli.options import user_errors
+from evalkit.cli.probe import probe
+from evalkit.errors import UsageError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="evalkit")
+def cli() -> None:
+    """Measure an inference vendor's streaming endpoint, read its capacity questionnaire,
+    and reconcile the two in a PDF scorecard.
+
+    \b
+    Start here:
+      evalkit demo                 the whole job on the built-in reference endpoint
+      evalkit serve-reference      a local OpenAI-compatible endpoint to try things on
+      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm) as a run
+    """
+
+
+@cli.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="out/demo",
+              show_default=True, help="Where the demo writes its runs and scorecards.")
+@click.option("--quiet", is_flag=True, help="No live progress display.")
+@user_errors
+def demo(out_dir: str, quiet: bool) -> None:
+    """Run the whole job offline on the built-in reference endpoint.
+
+    For each sample vendor in questionnaires/ (forthright, evasive, headline) it starts
+    the reference endpoint with a profile that plays that vendor, runs the quick probe
+    suite against it over loopback HTTP, and writes the run directory and a PDF
+    scorecard under OUT/VENDOR/, then compares the three in OUT/comparison.pdf.
+    No network, no arguments; about a minute or two.
+
+    \b
+    Example:
+      evalkit demo && open out/demo/headline/scorecard.pdf
+    """
+    from pathlib import Path
+
+    from evalkit.demo import run_demo
+
+    def progress_for(vendor: str) -> object | None:
+        if quiet:
+            return None
+        from evalkit.probe.progress import LiveProgress
+
+        click.echo(f"probing the reference endpoint playing '{vendor}'…")
+        return LiveProgress()
+
+    result = run_demo(Path(out_dir), progress_for=progress_for,
+                      on_written=lambda p: click.echo(f"wrote {p}"))
+    click.echo("")
+    for vendor, pdf in result.reports.items():
+        click.echo(f"{vendor:>11}: {pdf}  (run: {result.runs[vendor]})")
+    if result.comparison is not None:
+        click.echo(f" comparison: {result.comparison}")
+
+
+cli.add_command(probe)
+
+
+@cli.command()
+@click.option("--run", "run_dir", type=click.Path(file_okay=False),
+              help="Run directory written by `evalkit probe` (omit for a claims-only review).")
+@click.option("--questionnaire", "questionnaire_file", type=click.Path(dir_okay=False),
+              help="The vendor's filled-in questionnaire (omit for a measurement-only review).")
+@click.option("--out", "out_pdf", required=True, type=click.Path(dir_okay=False),
+              help="PDF to write; FILE.json (the scorecard) is written beside it.")
+@click.option("--html", is_flag=True, help="Also write FILE.html, the page the PDF was made from.")
+@click.option("--fail-on", metavar="STATUS,...",
+              help="Exit 1 when any question has one of these statuses (ok, unverified, "
+                   "unanswered, unanswerable, unreconciled); exit 2 when there is nothing to "
+                   "judge (an invalid run, no questionnaire).")
+@click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False),
+              help="YAML/JSON file overriding default tolerances and SLO profiles.")
+@user_errors
+def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, html: bool,
+           fail_on: str | None, tolerances_file: str | None) -> None:
+    """Reconcile a run with a questionnaire in a PDF scorecard (+ FILE.json beside it).
+
+    The PDF embeds run.json, summary.json, scorecard.json and the questionnaire and
+    prints their SHA-256. Exit 0; 1 when --fail-on statuses are present; 2 for bad input.
+
+    \b
+    Example:
+      evalkit report --run out/acme --questionnaire acme.yaml --out acme.pdf \\
+          --fail-on unanswered,unreconciled
+    """
+    from pathlib import Path
+
+    from evalkit.render.report import flagged, nothing_to_judge, parse_fail_on, render_report
+
+    statuses = parse_fail_on(fail_on)  # a typo is exit 2 before any work
+    result = render_report(Path(run_dir) if run_dir else None,
+                           Path(questionnaire_file) if questionnaire_file else None,
+                           Path(out_pdf), html=html, tolerances=tolerances_file)
+    for path in (result.pdf, result.scorecard_json, result.html):
+        if path is not None:
+            click.echo(str(path))
+    for note in result.notes:  # what reading the run directory repaired (also on page one)
+        click.echo(f"note: {note}", err=True)
+    card = result.scorecard
+    ready = (card.get("verdict") or {}).get("streaming_ready")
+    counts = Counter(q.get("status") for q in (card.get("questions") or {}).values())
+    click.echo(("STREAMING-READY" if ready else "NOT STREAMING-READY") + ": "
+               + ", ".join(f"{n} {s}" for s, n in counts.most_common()))
+    why = nothing_to_judge(card) if statuses else None
+    if why:  # a gate with nothing to judge must not pass silently
+        raise UsageError(f"--fail-on has nothing to judge: {why}; the scorecard is written "
+                         "but verifies nothing")
+    hits = flagged(result.scorecard, statuses)
+    if hits:
+        qs = result.scorecard["questions"]
+        click.echo("flagged: " + ", ".join(f"{q} {qs[q]['status']}" for q in hits), err=True)
+        sys.exit(1)
+
+
+@cli.group()
+def questionnaire() -> None:
+    """The vendor's capacity questionnaire: write a blank one, or check a filled one.
+
+    \b
+    Example:
+      evalkit questionnaire init acme.yaml       # send this to the vendor
+      evalkit questionnaire validate acme.yaml   # every problem at once, file:line: field
+    """
+
+
+@questionnaire.command("init", short_help="Write a blank, commented questionnaire to FILE.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@user_errors
+def questionnaire_init(file: str) -> None:
+    """Write a blank, commented questionnaire (the six questions) to FILE.
+
+    Each question explains what counts as a measured answer. Refuses to overwrite FILE.
+
+    \b
+    Example:
+      evalkit questionnaire init acme.yaml
+    """
+    from evalkit.questionnaire.template import write_template
+
+    click.echo(str(write_template(file)))
+
+
+@questionnaire.command("validate", short_help="Check FILE; every problem as file:line: field.")
+@click.argument("file", type=click.Path(dir_okay=False))
+@user_errors
+def questionnaire_validate(file: str) -> None:
+    """Check a filled-in questionnaire; list every problem as file:line: field: message.
+
+    Exit code 0 when it is valid, 2 when it has problems.
+
+    \b
+    Example:
+      evalkit questionnaire validate acme.yaml
+    """
+    from evalkit.questionnaire.load import load_questionnaire
+
+    q = load_questionnaire(file)
+    answered = [qid for qid, answer in q.questions.items() if answer.to_dict()]
+    click.echo(f"{file}: valid evalkit.questionnaire/1 ({len(answered)} of 6 questions "
+               f"filled in{': ' + ', '.join(answered) if answered else ''}).")
+
+
+def _add_serve_reference() -> None:
+    # built from the profile schema in evalkit/reference/profiles.json (one option per param)
+    from evalkit.reference.command import build_command
+
+    cli.add_command(build_command(user_errors))
+
+
+_add_serve_reference()
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, required=True, metavar="RUN_DIR[=QUESTIONNAIRE]...")
+@click.option("--out", "out_pdf", required=True, type=click.Path(dir_okay=False),
+              help="The comparison PDF; FILE.json is written beside it.")
+@click.option("--html", is_flag=True, help="Also write FILE.html.")
+@click.option("--tolerance", type=click.FloatRange(0, 10), default=0.10, show_default=True,
+              help="Relative worsening of a key figure, between two runs of one vendor, "
+                   "that counts as a regression.")
+@click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False, exists=True),
+              help="Tolerances/SLO override file, as for `evalkit report`.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["regression"]),
+              help="Exit 1 when a regression is found (for scheduled re-evaluations); "
+                   "exit 2 when no vendor's trend could be judged at all.")
+@click.option("--same-vendor", metavar="NAME",
+              help="Treat all the given runs as one vendor named NAME (an endpoint that "
+                   "moved, runs with neither questionnaire nor vendor label).")
+@user_errors
+def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
+            tolerances_file: str | None, fail_on: str | None, same_vendor: str | None) -> None:
+    """Compare vendors side by side, or one vendor across quarters.
+
+    Each RUN_DIR is a directory written by `evalkit probe`; add `=QUESTIONNAIRE.yaml`
+    to judge that run against the vendor's answers. Runs of the same vendor become a
+    trend, oldest first, and a key figure that worsened beyond --tolerance is flagged as
+    a regression. A run's vendor is, in this order: --same-vendor NAME; the vendor its
+    questionnaire names; the label given at probe time (`evalkit probe --vendor NAME`);
+    else its model and endpoint URL, so a run after a change of port or host name is
+    another vendor unless one of the others says otherwise. Figures are set side by
+    side only where they mean the same thing (same suite version; for load figures the
+    same prompt/output lengths and levels): the report lists what it left out and why.
+    Vendors head the columns; a star marks a row's best value only where it is earned
+    (values that compare, from a streaming-ready run, never a peak above the run's own
+    sustained level).
+
+    With --fail-on regression: exit 1 on a regression; exit 2 when no two runs are of one
+    vendor, or no vendor has two runs with a comparable key figure (nothing was judged,
+    so nothing could fail); vendors that were not judged are named.
+
+    \b
+    Examples:
+      evalkit compare out/a/run=q/a.yaml out/b/run=q/b.yaml --out vendors.pdf
+      evalkit compare runs/2026Q2=acme.yaml runs/2026Q3=acme.yaml --out trend.pdf \\
+          --fail-on regression
+      evalkit compare runs/2026Q2 runs/2026Q3 --same-vendor Acme --out trend.pdf \\
+          --fail-on regression
+    """
+    from pathlib import Path
+
+    from evalkit.render.comparison import CompareInput, render_comparison
+
+    inputs = [CompareInput.parse(text) for text in runs]
+    result = render_comparison(inputs, Path(out_pdf), tolerance=tolerance,
+                               tolerances=tolerances_file, html=html, same_vendor=same_vendor,
+                               require_trend=fail_on == "regression")
+    click.echo(f"wrote {result.pdf}")
+    click.echo(f"wrote {result.json}")
+    for note in result.notes:  # what reading the run directories repaired (also in the PDF)
+        click.echo(f"note: {note}", err=True)
+    for target, why in result.comparison.not_judged.items():
+        click.echo(f"not judged: {target!r}: {why}", err=True)
+    for regression in result.comparison.regressions:
+        click.echo(f"regression: {regression.target}: {regression.sentence}")
+    if fail_on == "regression" and result.comparison.regressions:
+        sys.exit(1)
+
+
+@cli.command("import")
+@click.argument("tool", type=click.Choice(["aiperf", "guidellm"]))
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="New run directory to write (run.json, requests.jsonl, summary.json).")
+@click.option("--force", is_flag=True, help="Replace OUT if it already holds a run directory.")
+@user_errors
+def import_cmd(tool: str, path: str, out_dir: str, force: bool) -> None:
+    """Turn a peer tool's results into a run directory that `report` and `compare` read.
+
+    PATH is AIPerf's artifact directory (`aiperf profile --artifact-dir DIR`: its
+    profile_export.jsonl and profile_export_aiperf.json) or guidellm's JSON report
+    (`guidellm run --output kind=json,path=FILE`). Closed-loop runs only: each AIPerf
+    concurrency or guidellm concurrent/synchronous benchmark becomes a ramp level.
+
+    Every figure is re-derived from the tool's per-request stamps under evalkit's
+    definitions; what the export does not carry is absent, never zero: guidellm keeps no
+    per-chunk times (no ITL, stalls or aggregate tokens/s) and does not say whether the
+    server sent usage; neither carries the client's self-check. So an imported run is at
+    best "degraded", and its scorecard says "imported from TOOL VERSION: not measured by
+    evalkit". run.json's `imported` names the files read with their SHA-256, the
+    definitions, and the tool's own aggregate figures as it reported them.
+
+    \b
+    Examples:
+      evalkit import aiperf artifacts/my-run --out out/acme-aiperf
+      evalkit import guidellm benchmarks.json --out out/acme-guidellm
+      evalkit report --run out/acme-aiperf --questionnaire acme.yaml --out acme.pdf
+    """
+    from pathlib import Path
+
+    from evalkit.rundir.importers.common import LABELS
+    from evalkit.rundir.importers.run import import_run
+
+    imp = import_run(tool, Path(path), Path(out_dir), force=force)
+    levels = ", ".join(map(str, imp.levels))
+    click.echo(f"imported {len(imp.records):,} requests from {LABELS[tool]} {imp.version} "
+               f"(levels {levels}) into {out_dir}")
+    for note in imp.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"next: evalkit report --run {out_dir} --out {out_dir.rstrip('/')}.pdf")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()
+

@@ -1,0 +1,221 @@
+"""`evalkit probe`: the standard streaming suite against one endpoint, written as a run
+directory as it is measured."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from evalkit.cli.options import parse_extra_body, parse_header, parse_int_list, user_errors
+from evalkit.errors import EndpointError, UsageError
+from evalkit.probe.api import ADAPTERS, AUTH_STYLES
+
+
+@click.command()
+@click.option("--base-url", required=True, help="OpenAI-compatible base URL, e.g. "
+              "https://api.vendor.com/v1 (the one that serves /models and /chat/completions).")
+@click.option("--model", required=True, help="Model name as the endpoint lists it.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Run directory to write: run.json, requests.jsonl, summary.json.")
+@click.option("--profile", default="quick", show_default=True,
+              help="Suite settings: quick (under a minute), standard (a few minutes) or a "
+                   "JSON file; the flags below override it.")
+@click.option("--phases", help="Comma-separated subset of connect,baseline,prefill,cache,"
+                               "ramp,soak (rate is implied by --rate).")
+@click.option("--levels", help="Ramp concurrency levels, e.g. 1,2,4,8,16.")
+@click.option("--max-concurrency", type=int, help="Highest ramp level (levels default to "
+                                                  "powers of two up to it).")
+@click.option("--prompt-tokens", type=int, help="Synthetic prompt length (o200k tokens).")
+@click.option("--output-tokens", type=int, help="Output length asked for (max_tokens, "
+                                                "plus ignore_eos/min_tokens to force it).")
+@click.option("--prompts", "prompts_file", type=click.Path(dir_okay=False, exists=True),
+              help="Your own prompts, JSONL: {\"prompt\": ...} or {\"messages\": [...]}, "
+                   "optional \"max_tokens\" per line.")
+@click.option("--api", default="openai-chat", show_default=True,
+              type=click.Choice(list(ADAPTERS)),
+              help="The API's wire format (an adapter of evalkit.probe.api): OpenAI chat, "
+                   "completions or Responses, Anthropic Messages.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="Environment variable holding the API key (sent as --auth says; "
+                   "never written anywhere).")
+@click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
+              help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
+                   "OpenAI), x-api-key (Anthropic). Default: the --api's own.")
+@click.option("--api-version", help="api-version query parameter sent with every request "
+                                    "(Azure OpenAI, e.g. 2024-10-21).")
+@click.option("--metrics-url", help="The vendor's Prometheus metrics page (vLLM, SGLang, "
+                                    "TGI), scraped around each phase for Q5: its TTFT beside "
+                                    "ours, queue depth per ramp level (summary.json "
+                                    "vendor_metrics).")
+@click.option("--header", "headers", multiple=True, metavar="'K: V'",
+              help="Extra request header (repeatable); values are never written.")
+@click.option("--extra-body", help="JSON object merged into every request body "
+                                   "(vendor extensions).")
+@click.option("--rate", type=float, help="Open loop instead of the ramp: Poisson arrivals "
+                                         "at R requests/s.")
+@click.option("--timeout", "timeout_s", type=float, help="Seconds without a byte before a "
+                                                         "request counts as a timeout.")
+@click.option("--deadline", "deadline_s", type=float,
+              help="Longest one request may take in all (default: --timeout plus 0.5 s per "
+                   "requested token); a stream still going then is a timeout, kept with what "
+                   "it had streamed.")
+@click.option("--ray", "ray_address", metavar="auto|ADDRESS",
+              help="Split each ramp, soak and rate level over Ray actors (one per CPU), past "
+                   "one process's ceiling: auto starts a local Ray instance, ADDRESS joins a "
+                   "cluster (ray://head:10001, or head:6379 from a node of it). Needs "
+                   "pip install 'evalkit[ray]'.")
+@click.option("--ray-workers", type=int, metavar="N",
+              help="With --ray: how many actors share each level (default: one per CPU of "
+                   "the cluster).")
+@click.option("--questionnaire", "questionnaire_file", type=click.Path(dir_okay=False,
+                                                                         exists=True),
+              help="The vendor's questionnaire as the test plan: ramp levels that bracket "
+                   "every claimed concurrency, enough requests there for the percentile "
+                   "claimed, the claimed prompt length, the soak at the concurrency sold. "
+                   "--levels, --max-concurrency and --prompt-tokens still override it.")
+@click.option("--budget", "budget_requests", type=int, metavar="REQUESTS",
+              help="With --questionnaire: the most requests the ramp may plan; the highest "
+                   "levels are left out (and their claims listed as unreachable) to fit.")
+@click.option("--interval-width", "interval_points", type=float, metavar="POINTS",
+              help="Size every ramp level for the question it answers: enough requests that "
+                   "the 95 % interval of the percentile it is judged on (the p90 everywhere; "
+                   "a claimed p50 at a level --questionnaire names) spans at most POINTS "
+                   "percentile points. 5: a level's p90 known from about its p87.5 to its "
+                   "p92.5, 561 requests a level; 10: 141; 2: 3,500. Distribution-free, so "
+                   "planned before anything is sent; the width in ms is printed after the "
+                   "run. Without it a level runs for the profile's duration, and one with "
+                   "fewer than 36 requests cannot bound its p90 from above: a tie.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (levels, requests, what cannot be reached) and stop "
+                   "without sending anything.")
+@click.option("--vendor", help="Who this endpoint belongs to (a label written to run.json), so "
+                               "`evalkit compare` keeps one vendor's runs together when its "
+                               "endpoint moves.")
+@click.option("--quiet", is_flag=True, help="No live progress display.")
+@user_errors
+def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
+          levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
+          output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
+          headers: tuple[str, ...], auth: str | None, api_version: str | None,
+          metrics_url: str | None, extra_body: str | None, rate: float | None,
+          timeout_s: float | None, deadline_s: float | None, ray_address: str | None,
+          ray_workers: int | None, questionnaire_file: str | None,
+          budget_requests: int | None, interval_points: float | None, dry_run: bool,
+          vendor: str | None, quiet: bool) -> None:
+    """Measure a streaming endpoint with the standard probe suite v1.
+
+    \b
+    The suite, in order (each phase can be chosen with --phases):
+      connect   list models, one stream: format, usage support, tokens per chunk,
+                network round trip apart from generation
+      baseline  concurrency 1: TTFT, TPOT, ITL in isolation
+      prefill   concurrency 1, several prompt lengths: TTFT = a + b*prompt_tokens,
+                prefill rate = 1/b
+      cache     the same prompt twice: does a prefix cache serve the repeat?
+      ramp      closed-loop levels 1,2,4,...: stops one level after the first breach
+                (the 95 % interval of TTFT p90 or TPOT p90 wholly over 2x baseline,
+                or of the failure rate over 1%; one that straddles is a tie, which
+                decides nothing) and names what degraded first: ttft, itl or admission
+      soak      hold one level for minutes: drift and tail
+      rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
+    Output-length and usage-honesty checks run on every request. The client checks
+    itself (event-loop lag, CPU) and marks levels where it set the pace.
+
+    \b
+    Fail closed: connect is a gate. If its one stream fails, the probe stops at once
+    with the server's status and body and what to try (exit 2). A run whose baseline
+    has no successful request is RUN INVALID (exit 2); one with failures or a
+    client bottleneck where it matters is "degraded" (exit 0, said in the last lines).
+
+    \b
+    Probe what was claimed: with --questionnaire FILE the vendor's claims are the plan.
+    It is printed before the run (--dry-run prints it and stops), with every claim the
+    run cannot reach (a --max-concurrency cap, the client's ceiling, a --budget).
+
+    \b
+    Examples:
+      export OPENAI_API_KEY=...
+      evalkit probe --base-url https://api.example.com/v1 --model my-model \\
+          --out runs/example --profile standard --max-concurrency 64
+      evalkit probe --base-url https://api.acme.example/v1 --model acme-8b \\
+          --questionnaire acme.yaml --out runs/acme --dry-run
+      evalkit probe --base-url https://api.example.com/v1 --model my-model \\
+          --out runs/big --levels 256,512,1024 --ray auto     # or --ray ray://head:10001
+    """
+    from pathlib import Path
+
+    from evalkit.probe.plan import describe
+    from evalkit.probe.progress import LiveProgress, summary_lines
+    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.suite import plan_run, run_probe
+
+    config = ProbeConfig(
+        base_url=base_url, model=model, profile=profile,
+        phases=tuple(p.strip() for p in phases.split(",") if p.strip()) if phases else None,
+        levels=parse_int_list(levels, "--levels") if levels else None,
+        max_concurrency=max_concurrency, prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
+        api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
+        auth=auth, api_version=api_version, metrics_url=metrics_url,
+        extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
+        deadline_s=deadline_s,
+        ray=ray_address, ray_workers=ray_workers, vendor=vendor,
+        questionnaire=Path(questionnaire_file) if questionnaire_file else None,
+        budget_requests=budget_requests, interval_width=_interval_width(interval_points))
+    settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
+    if config.interval_width is not None and interval_points is not None:
+        by_count: dict[int, list[str]] = {}
+        for c, n in sorted(settings.ramp.min_requests.items()):
+            by_count.setdefault(n, []).append(str(c))
+        click.echo(f"interval width {interval_points:g} points: "
+                   + "; ".join(f"level{'s' if len(cs) > 1 else ''} {', '.join(cs)} at least "
+                               f"{n:,} requests" for n, cs in by_count.items())
+                   + " (each level's p90, and a claim's own percentile, known to that width)")
+    if plan is not None:
+        for line in describe(plan):
+            click.echo(line)
+        click.echo(f"  at least {sum(plan.min_requests.values())} requests at the claimed "
+                   f"levels, each level {settings.ramp.level_duration_s:g} s or until its "
+                   "floor is met; the ramp stops one level after the first breach, except at "
+                   "levels a claim names (the request count and duration at the baseline's "
+                   "pace are printed once the baseline has run)")
+    if dry_run:
+        if plan is None:
+            click.echo(f"dry run: levels {', '.join(map(str, settings.ramp.levels))}, "
+                       f"phases {', '.join(settings.phases)}; nothing was sent")
+        else:
+            click.echo("dry run: nothing was sent")
+        return
+    progress = None if quiet else LiveProgress()
+    try:
+        result = run_probe(config, Path(out_dir), progress)
+    except EndpointError as exc:
+        raise EndpointError(f"{exc}\n(the failed request is recorded in {out_dir})") from None
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: the completed requests and their summary are in {out_dir}",
+                   err=True)
+        sys.exit(130)
+    finally:
+        if progress is not None:
+            progress.close()  # restore the terminal even when the probe fails early
+    for line in summary_lines(result.summary):
+        click.echo(line)
+    # how the run ended and what it is worth, side by side: a run that finished is not a
+    # run that measured anything ("complete, invalid")
+    click.echo(f"{result.status}, {result.validity}: {result.requests} requests written to "
+               f"{result.out_dir}")
+    if result.validity == "invalid":
+        click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
+                   "see the reasons above", err=True)
+        sys.exit(2)
+
+
+def _interval_width(points: float | None) -> float | None:
+    """--interval-width POINTS as a share (5 -> 0.05); a width outside (0, 50) is no width."""
+    if points is None:
+        return None
+    if not 0 < points < 50:
+        raise UsageError(f"--interval-width takes percentile points between 0 and 50, e.g. "
+                         f"5 (a p90 known from about the p87.5 to the p92.5); got {points:g}")
+    return points / 100

@@ -1,0 +1,192 @@
+"""A network stream that reads the kernel's receive stamp of every read
+(SO_TIMESTAMPNS), so a stamp is when the bytes reached the machine, not when we ran."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import struct
+import time
+from collections import deque
+from typing import Any
+
+import httpcore
+
+from evalkit.probe.stamping import StampedStream, _connected, _outgoing, _Protocol
+
+#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+_ANC_SIZE = socket.CMSG_SPACE(16)
+_READ_SIZE = 256 * 1024
+_MAX_BUFFERED = 4 * 1024 * 1024
+_MAX_AGE_NS = 10_000_000_000
+
+
+class KernelStampedStream(httpcore.AsyncNetworkStream):
+    """Plain TCP read with `recvmsg`, stamped with the kernel's receive time of the bytes.
+
+    The kernel stamps each packet as it is queued to the socket (SO_TIMESTAMPNS, wall
+    clock). We only use that stamp's *age*, measured against the wall clock right after
+    the read (two readings microseconds to milliseconds apart, so clock slewing cannot
+    matter), and subtract it from `perf_counter_ns()`: a monotonic arrival time that
+    does not move when this process is scheduled late on a busy machine.
+    """
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self._sock = sock
+        self._loop = loop
+        self._fd = sock.fileno()
+        #: (arrival ns, bytes, how long after the kernel's stamp we read them, -1: unknown)
+        self._reads: deque[tuple[int, bytes, int]] = deque()
+        self._buffered = 0
+        self._eof = False
+        self._error: OSError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._reading = True
+        self.last_arrival_ns: int | None = None
+        #: when the last write began handing its bytes to the socket
+        self.last_write_ns: int | None = None
+        #: how late the last read came after its bytes arrived (None: no kernel stamp): two
+        #: events in one read were merged by *us* only when this is large; a small value
+        #: means the server wrote them together
+        self.last_read_delay_ns: int | None = None
+        #: reads stamped by the kernel / by us (a socket without kernel stamps says so)
+        self.kernel_stamped = 0
+        self.user_stamped = 0
+        loop.add_reader(self._fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            data, anc, _flags, _addr = self._sock.recvmsg(_READ_SIZE, _ANC_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._error = exc
+            self._stop_reading(eof=True)
+            return
+        now = time.perf_counter_ns()
+        if not data:
+            self._stop_reading(eof=True)
+            return
+        stamp = now
+        for level, kind, cdata in anc:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
+                sec, nsec = struct.unpack("qq", cdata[:16])
+                age = time.time_ns() - (sec * 1_000_000_000 + nsec)
+                if 0 <= age < _MAX_AGE_NS:  # a wall-clock step would give nonsense: ignore
+                    stamp = now - age
+                    self.kernel_stamped += 1
+                break
+        if stamp == now:
+            self.user_stamped += 1
+        self._reads.append((stamp, data, now - stamp if stamp != now else -1))
+        self._buffered += len(data)
+        if self._buffered > _MAX_BUFFERED:
+            self._loop.remove_reader(self._fd)  # back-pressure until httpcore catches up
+            self._reading = False
+        self._wake()
+
+    def _stop_reading(self, eof: bool) -> None:
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+        self._eof = self._eof or eof
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        """The bytes of the next socket read (split only if longer than max_bytes)."""
+        if not self._reads and not self._eof:
+            try:
+                async with asyncio.timeout(timeout):
+                    while not self._reads and not self._eof:
+                        self._waiter = self._loop.create_future()
+                        try:
+                            await self._waiter
+                        finally:
+                            self._waiter = None
+            except TimeoutError:
+                raise httpcore.ReadTimeout(f"no bytes for {timeout} s") from None
+        if not self._reads:
+            if self._error is not None:
+                raise httpcore.ReadError(str(self._error) or type(self._error).__name__)
+            return b""
+        at, data, delay = self._reads.popleft()
+        if len(data) > max_bytes:
+            self._reads.appendleft((at, data[max_bytes:], delay))
+            data = data[:max_bytes]
+        self._buffered -= len(data)
+        self.last_read_delay_ns = delay if delay >= 0 else None
+        if not self._reading and not self._eof and self._buffered <= _MAX_BUFFERED // 2:
+            self._loop.add_reader(self._fd, self._on_readable)
+            self._reading = True
+        self.last_arrival_ns = at
+        return data
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        """Send all bytes (bounded by timeout), stamped as the socket takes the first.
+
+        The first `send` is tried right here, with no turn of the event loop between the
+        stamp and the kernel taking the bytes (what `sock_sendall` would do too, one
+        stack frame later); only what a full socket buffer refuses waits for the loop.
+        """
+        buffer, at = _outgoing(buffer)
+        if not buffer:
+            return
+        self.last_write_ns = at
+        try:
+            sent = self._sock.send(buffer)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            raise httpcore.WriteError(str(exc) or type(exc).__name__) from None
+        if sent == len(buffer):
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._loop.sock_sendall(self._sock, memoryview(buffer)[sent:])
+        except TimeoutError:
+            raise httpcore.WriteTimeout(f"write blocked for {timeout} s") from None
+        except OSError as exc:
+            raise httpcore.WriteError(str(exc) or type(exc).__name__) from None
+
+    async def aclose(self) -> None:
+        """Close the connection."""
+        self._stop_reading(eof=True)
+        self._sock.close()
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None) -> httpcore.AsyncNetworkStream:
+        """TLS: hand the socket to an asyncio SSL transport, stamped in data_received."""
+        began = time.perf_counter_ns()
+        self._stop_reading(eof=False)
+        try:
+            async with asyncio.timeout(timeout):
+                transport, protocol = await self._loop.create_connection(
+                    _Protocol, sock=self._sock, ssl=ssl_context,
+                    server_hostname=server_hostname)
+        except TimeoutError:
+            self._sock.close()
+            raise httpcore.ConnectTimeout("TLS handshake timed out") from None
+        except (OSError, ssl.SSLError) as exc:
+            self._sock.close()
+            raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
+        assert isinstance(transport, asyncio.Transport)
+        _connected(began)
+        return StampedStream(transport, protocol)
+
+    def get_extra_info(self, info: str) -> Any:
+        """What httpcore asks: is_readable (keep-alive check), addresses, socket."""
+        if info == "is_readable":
+            return bool(self._reads) or self._eof
+        if info == "client_addr":
+            return self._sock.getsockname()
+        if info == "server_addr":
+            return self._sock.getpeername()
+        if info == "socket":
+            return self._sock
+        return None

@@ -1,0 +1,213 @@
+"""Live progress for `evalkit probe`: phase, level, requests, current TTFT and tokens/s.
+
+The suite calls three methods (`phase`, `record`, `note`) and `close`; anything with
+those methods can stand in (a notebook may pass its own, or None for silence). The rich
+display redraws at most 4 times a second, from the caller's thread only (no refresh
+thread competing with the event loop for the GIL while streams are being timed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from evalkit.analysis.intervals import quantile_ranks
+from evalkit.records import RequestRecord
+from evalkit.sanitize import clean
+
+
+class LiveProgress:
+    """A rich live panel on stderr; plain lines when stderr is not a terminal."""
+
+    def __init__(self, console: Console | None = None, refresh_s: float = 0.25) -> None:
+        self.console = console or Console(stderr=True)
+        self.refresh_s = refresh_s
+        self._live: Live | None = None
+        if self.console.is_terminal:
+            self._live = Live(console=self.console, auto_refresh=False, transient=False)
+            self._live.start()
+        self._phase, self._detail = "", ""
+        self._level: int | None = None
+        self._outcomes: Counter[str] = Counter()
+        self._recent: deque[RequestRecord] = deque(maxlen=50)
+        self._total = 0
+        self._last_draw = 0.0
+
+    def phase(self, name: str, level: int | None, detail: str = "") -> None:
+        """A phase (or a ramp level) starts."""
+        self._phase, self._level, self._detail = name, level, detail
+        self._outcomes.clear()
+        self._recent.clear()
+        if self._live is None:
+            lvl = f" level {level}" if level is not None else ""
+            self.console.print(escape(f"[{name}{lvl}] {detail}"))
+        self._draw(force=True)
+
+    def record(self, rec: RequestRecord) -> None:
+        """A request completed."""
+        self._total += 1
+        self._outcomes[rec.outcome] += 1
+        self._recent.append(rec)
+        self._draw()
+
+    def note(self, text: str) -> None:
+        """Something the user should know now (e.g. the client became the bottleneck)."""
+        self.console.print(escape(f"note: {text}"))
+
+    def close(self) -> None:
+        """Final redraw and stop."""
+        if self._live is not None:
+            self._draw(force=True)
+            self._live.stop()
+            self._live = None
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._live is None or (not force and now - self._last_draw < self.refresh_s):
+            return
+        self._last_draw = now
+        self._live.update(self._table(), refresh=True)
+
+    def _table(self) -> Table:
+        ok = [r for r in self._recent if r.outcome == "ok"]
+        ttfts = sorted(r.ttft_s for r in ok if r.ttft_s is not None)
+        rates = sorted(
+            (r.output_tokens - 1) / (r.e2e_s - r.ttft_s) for r in ok
+            if r.output_tokens and r.output_tokens > 1 and r.e2e_s and r.ttft_s is not None
+            and r.e2e_s > r.ttft_s)
+        table = Table.grid(padding=(0, 2))
+        level = "" if self._level is None else f"  level {self._level}"
+        table.add_row("[bold]phase[/]", f"{self._phase}{level}  {self._detail}")
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self._outcomes.items())) or "-"
+        table.add_row("[bold]requests[/]", f"{sum(self._outcomes.values())} in this phase "
+                      f"({outcomes}); {self._total} in the run")
+        table.add_row("[bold]TTFT p50[/]", _median_ms(ttfts))
+        table.add_row("[bold]stream tok/s p50[/]",
+                      f"{rates[len(rates) // 2]:.1f}" if rates else "-")
+        return table
+
+
+def _median_ms(values: list[float]) -> str:
+    return f"{values[len(values) // 2] * 1000:.1f} ms (last {len(values)})" if values else "-"
+
+
+class NullProgress:
+    """Silence (tests, notebooks)."""
+
+    def phase(self, name: str, level: int | None, detail: str = "") -> None:
+        """Ignored."""
+
+    def record(self, rec: RequestRecord) -> None:
+        """Ignored."""
+
+    def note(self, text: str) -> None:
+        """Ignored."""
+
+    def close(self) -> None:
+        """Ignored."""
+
+
+def summary_lines(summary: dict[str, Any] | None) -> list[str]:
+    """The short human summary printed at the end of a probe."""
+    if not summary:
+        return ["no summary (no request completed)"]
+    out: list[str] = []
+    base = summary.get("baseline") or {}
+    if base:
+        out.append(f"baseline: TTFT p50 {_s(base, 'ttft_s', 'p50')}, p90 "
+                   f"{_s(base, 'ttft_s', 'p90')}; TPOT p50 {_s(base, 'tpot_s', 'p50')}; "
+                   f"ITL p50 {_s(base, 'itl_s', 'p50')}")
+    pre = summary.get("prefill") or {}
+    if pre.get("tokens_per_s"):
+        ci = pre.get("tokens_per_s_ci")
+        within = (f", 95 % interval {ci[0]:,.0f}–{ci[1]:,.0f}" if isinstance(ci, list)
+                  and None not in ci else ", no interval: too few prompt lengths")
+        out.append(f"prefill: {pre['tokens_per_s']:,.0f} prompt tokens/s{within} "
+                   f"(r² {pre.get('r2') or 0:.2f})")
+    elif pre.get("tokens_per_s_at_least"):
+        out.append(f"prefill: {clean(str(pre.get('reason')), 200)}")
+    ramp = summary.get("ramp") or {}
+    for lvl in ramp.get("levels") or []:
+        agg = lvl.get("aggregate_tokens_per_s")
+        bound = {"client_bound": "  [client-bound]", "failed": "  [FAILED]",
+                 "breached": "  [breached]", "no_data": "  [no data]",
+                 "tie": f"  [tie: {', '.join(lvl.get('ties') or [])}]"}.get(
+                     lvl.get("status"), "")
+        out.append(f"  c={lvl.get('concurrency'):>4}: TTFT p90 {_s(lvl, 'ttft_s', 'p90')}, "
+                   f"TPOT p90 {_s(lvl, 'tpot_s', 'p90')}, aggregate "
+                   f"{'-' if agg is None else f'{agg:.0f}'} tok/s, outcomes "
+                   f"{_outcomes(lvl.get('outcomes'))}{bound}")
+    out += interval_lines(ramp)
+    if ramp and ramp.get("first_degraded"):
+        out.append(f"ramp: max sustained concurrency {ramp.get('max_sustained_concurrency')}, "
+                   f"first degraded: {ramp['first_degraded']} (at concurrency "
+                   f"{ramp.get('first_breach_concurrency')})")
+    elif ramp and ramp.get("max_sustained_concurrency") is not None:
+        out.append(f"ramp: no level breached; max sustained concurrency "
+                   f"{ramp.get('max_sustained_concurrency')} is a lower bound")
+    elif ramp:
+        out.append(f"ramp: no capacity conclusion: {ramp.get('note') or 'no level was judged'}")
+    if ramp and ramp.get("first_tie_concurrency") is not None and (
+            ramp.get("first_degraded") or ramp.get("max_sustained_concurrency") is not None):
+        # (with neither, the note was the line above)
+        out.append(f"ramp: {clean(str(ramp.get('note')), 300)}")
+    client = summary.get("client") or {}
+    if client.get("capacity_judgement_affected"):
+        out.append("client: the client was the bottleneck where the capacity judgement is "
+                   "drawn; no capacity conclusion comes from this run")
+    elif client.get("client_bound"):
+        out.append("client: the client was the bottleneck in "
+                   + ", ".join([*map(str, client.get("client_bound_phases") or []),
+                                *(f"level {c}" for c in client.get("client_bound_levels")
+                                  or [])])
+                   + " only; the capacity judgement is unaffected")
+    out += validity_lines(summary.get("validity"))
+    return out
+
+
+def interval_lines(ramp: dict[str, Any] | None) -> list[str]:
+    """The width each ramp level achieved on the p90 it is judged on: in ms, and in
+    quantile terms (the order statistics that bound it), so a reader sees what
+    `--interval-width` would buy."""
+    levels = (ramp or {}).get("levels") or []
+    if not levels:
+        return []
+    out = ["intervals: each level's TTFT p90 with its 95 % interval (n; the interval's "
+           "ends as percentiles of what was measured)"]
+    for lvl in levels:
+        ttft = lvl.get("ttft_s") or {}
+        n, ci = int(ttft.get("n") or 0), ttft.get("p90_ci") or [None, None]
+        lo, hi = quantile_ranks(n, 0.9)
+        ends = "–".join("open" if v is None else f"{v * 1000:.0f}" for v in ci)
+        ranks = ("an end open: 36 requests bound a p90" if lo is None or hi is None else
+                 f"p{100 * lo / n:.0f}–p{100 * hi / n:.0f}, {100 * (hi - lo) / n:.1f} "
+                 "points wide")
+        out.append(f"  c={lvl.get('concurrency'):>4}: {ends} ms (n {n}; {ranks})")
+    return out
+
+
+def validity_lines(validity: dict[str, Any] | None) -> list[str]:
+    """The run's validity as the probe's last word: a measured-nothing run must say so."""
+    if not validity:
+        return ["validity: not assessed (a summary from an older evalkit)"]
+    status = str(validity.get("status"))
+    reasons = [clean(str(r), 300) for r in validity.get("reasons") or []]
+    if status == "valid":
+        return ["validity: valid"]
+    head = "RUN INVALID" if status == "invalid" else "validity: degraded"
+    return [f"{head}: {reasons[0] if reasons else status}", *(f"  also: {r}" for r in reasons[1:])]
+
+
+def _s(d: dict[str, Any], key: str, q: str) -> str:
+    v = (d.get(key) or {}).get(q)
+    return "-" if v is None else f"{v * 1000:.1f} ms"
+
+
+def _outcomes(d: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (d or {}).items() if v) or "-"

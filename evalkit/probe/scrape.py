@@ -1,0 +1,128 @@
+"""Scrapes of the vendor's Prometheus page while the run goes, logged as they come."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from evalkit.analysis.vendor_metrics import (
+    MAX_PAGE_BYTES,
+    MAX_SAMPLES,
+    SCRAPES_SCHEMA,
+    _Scrape,
+    digest,
+    keep_lines,
+)
+from evalkit.sanitize import clean
+
+
+class VendorScraper:
+    """Scrapes the vendor's metrics page for one run and digests it for summary.json."""
+
+    def __init__(self, url: str, timeout_s: float = 5.0, interval_s: float = 1.0,
+                 headers: Sequence[tuple[str, str]] = (), log: Path | None = None) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.interval_s = interval_s
+        self.headers = dict(headers)
+        self.scrapes: list[_Scrape] = []
+        self._client: httpx.AsyncClient | None = None
+        #: the scrape log (`SCRAPES_FILE` in the run directory): what survives a kill
+        self.log = log
+        self._log_fh: IO[str] | None = None
+
+    async def scrape(self, phase: str, level: int | None, when: str) -> None:
+        """Fetch the page now and keep its recognised lines (never raises for the vendor)."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers)
+        t_ns = time.perf_counter_ns()
+        try:
+            response = await self._client.get(self.url)
+            if response.status_code != 200:
+                raise ValueError(f"HTTP {response.status_code}")
+            text = response.content[:MAX_PAGE_BYTES].decode("utf-8", errors="replace")
+            self._keep(_Scrape(phase, level, when, t_ns, keep_lines(text)))
+        except (httpx.HTTPError, ValueError) as exc:
+            self._keep(_Scrape(phase, level, when, t_ns, None,
+                               clean(f"{type(exc).__name__}: {exc}", 200)))
+
+    def _keep(self, scrape: _Scrape) -> None:
+        if scrape.when == "during" and len(self.scrapes) >= MAX_SAMPLES:
+            return
+        self.scrapes.append(scrape)
+        self._write(scrape)
+
+    def _write(self, scrape: _Scrape) -> None:
+        """Append the scrape to the log and flush it, so a kill loses at most this line
+        (a few KB: the recognised lines only). A log that cannot be written costs the run
+        nothing: the scrapes in memory still make the summary."""
+        if self.log is None:
+            return
+        try:
+            if self._log_fh is None:
+                self._log_fh = open(self.log, "a", encoding="utf-8")  # noqa: SIM115
+                self._log_fh.write(json.dumps({"schema": SCRAPES_SCHEMA, "url": self.url})
+                                   + "\n")
+            self._log_fh.write(json.dumps({"phase": scrape.phase, "level": scrape.level,
+                                           "when": scrape.when, "t_ns": scrape.t_ns,
+                                           "text": scrape.text, "error": scrape.error}) + "\n")
+            self._log_fh.flush()
+        except OSError:
+            self.log = None
+
+    @contextlib.asynccontextmanager
+    async def around(self, phase: str, level: int | None = None,
+                     periodic: bool = False) -> AsyncIterator[None]:
+        """Scrape before and after the block and, if `periodic`, every interval_s in it."""
+        await self.scrape(phase, level, "before")
+        task = None
+        if periodic and self.interval_s > 0:
+            task = asyncio.create_task(self._every(phase, level))
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await self.scrape(phase, level, "after")
+
+    async def _every(self, phase: str, level: int | None) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            await self.scrape(phase, level, "during")
+
+    async def __aenter__(self) -> VendorScraper:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the scrape's own connection, and the log (`async with` the scraper
+        around the run does it however the run ends)."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        if self._log_fh is not None:
+            with contextlib.suppress(OSError):
+                self._log_fh.close()
+            self._log_fh = None
+
+    # ------------------------------------------------------------------ digest
+    def summary(self, records: Sequence[Any]) -> dict[str, Any]:
+        """`vendor_metrics` for summary.json: what was found, each phase's vendor TTFT and
+        ITL beside ours, and queue depth and running requests per ramp level. The run is
+        being written up: the log is closed."""
+        if self._log_fh is not None:
+            with contextlib.suppress(OSError):
+                self._log_fh.close()
+            self._log_fh = None
+        return digest(self.url, self.scrapes, records)

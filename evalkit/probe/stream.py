@@ -1,0 +1,456 @@
+"""The streaming prober: one HTTP stream per request, timed at byte arrival.
+
+Every socket read carries its arrival time on the `time.perf_counter_ns()` clock, taken
+from the kernel's receive stamp by `evalkit.probe.stamping` (or, without it, the moment the
+bytes reach us), *before* HTTP, SSE or JSON parsing, so neither parsing nor the other
+streams' work enters a measured time. Events completed by one read share its stamp
+(their bytes arrived together). Each concurrent stream holds its own keep-alive
+connection (`_Clients`). A failed request is data: it comes back as a record with an
+outcome, never as an exception. The only exceptions are for an endpoint that cannot be
+probed at all (`EndpointError`, raised by `check_endpoint`).
+
+Load generation lives here too: `closed_loop` (N workers, each sending its next request
+when the previous one ends) and `open_loop` (Poisson arrivals; `t0` is the *scheduled*
+send time and the scheduling lag is recorded, so a slow client cannot hide queueing).
+`LoopMonitor` measures the client's own event-loop lag and CPU, and the prober counts
+chunks read late enough to merge with the next one, so a run can tell when the client,
+not the vendor, set the pace (`evalkit.probe.selfcheck.judge_client`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
+from evalkit.probe.loopmonitor import _pct
+from evalkit.probe.prompts import Prompt, count_tokens
+from evalkit.probe.sse import SSEParser, SSETooLarge
+from evalkit.probe.stamping import SendStamp, stamp_sends
+from evalkit.probe.target import Target, _Clients
+from evalkit.probe.transport import arrival_ns
+from evalkit.records import Outcome, RequestRecord
+from evalkit.sanitize import clean
+
+#: HTTP statuses that mean "not admitted now" rather than "broken"
+ADMISSION_STATUSES = frozenset({429, 503})
+#: send-lag samples a prober keeps (the newest): bounded, like every buffer of a long run
+MAX_SENDS = 100_000
+#: a read this long after the kernel received its bytes was late (the client's doing)
+LATE_READ_NS = 1_000_000
+#: the longest a Retry-After is honoured (a vendor must not park a probe for an hour)
+MAX_RETRY_AFTER_S = 30.0
+_ERR_MAX = 300
+#: what a record keeps of an error response's body (after sanitising)
+ERROR_BODY_MAX = 500
+
+
+class Prober:
+    """Sends streaming requests for one run (or one shard of it) and times them."""
+
+    def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
+                 stamped: bool = True) -> None:
+        self.target = target
+        self.clients = _Clients(target, stamped)
+        self.adapter: Adapter = get_adapter(target.api)
+        self.origin_ns = origin_ns
+        self.run_tag = run_tag
+        self.shard = shard
+        self.force_length = target.force_length
+        self._seq = 0
+        #: (url, headers, extensions) every request shares (`_request`)
+        self._template: tuple[httpx.URL, list[tuple[bytes, bytes]], dict[str, Any]] | None = None
+        #: content chunks timed, and those that shared a socket read with the next content
+        #: chunk: servers write one chunk per decode step, so a shared read means we read
+        #: late and the earlier chunk carries the later one's stamp (`coalesced_fraction`)
+        self.content_chunks = 0
+        self.coalesced_chunks = 0
+        #: seconds workers spent waiting after rejections and failures (closed_loop)
+        self.paused_s = 0.0
+        #: per request sent on a plan that streamed content, in order: the client's send
+        #: lag (s; from when it was meant to leave to when its bytes did, less any
+        #: connection opened meanwhile) and its span, meant-to-leave to end (`send_check`)
+        #: (the newest MAX_SENDS of them: a day-long soak must hold flat memory; `sends`
+        #: counts them all, so a window's mark stays valid)
+        self.send_lags: deque[float] = deque(maxlen=MAX_SENDS)
+        self.send_spans: deque[float] = deque(maxlen=MAX_SENDS)
+        self.sends = 0
+
+    async def __aenter__(self) -> Prober:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.clients.aclose()
+
+    def _next_id(self) -> tuple[str, str]:
+        """(request id, label): the id sent as X-Request-ID is a UUID, because some servers
+        reject any other shape (llama.cpp's answers a bare 400); the label is ours to read
+        (run tag, shard, sequence) and the record keeps both."""
+        self._seq += 1
+        return str(uuid.uuid4()), f"{self.run_tag}-s{self.shard}-{self._seq:06d}"
+
+    def _request(self, client: httpx.AsyncClient, rid: str, prompt: Prompt) -> httpx.Request:
+        """The request, built from a template: every client of a Prober has the same URL,
+        headers and timeouts, and `client.build_request` merging them anew each time
+        cost 3x more, once per request, in the moment a herd of streams sends again."""
+        body = self.adapter.build_body(self.target.model, prompt.content, prompt.max_tokens,
+                                       self.force_length)
+        body.update(self.target.extra_body)
+        if self._template is None:
+            proto = client.build_request("POST", self.adapter.path, headers={
+                "content-type": "application/json", "accept": "text/event-stream"})
+            self._template = (proto.url, [(k, v) for k, v in proto.headers.raw if k.lower()
+                                          not in (b"content-length", b"x-request-id")],
+                              proto.extensions)
+        url, head, extensions = self._template
+        return httpx.Request("POST", url, headers=[*head, (b"x-request-id", rid.encode())],
+                             content=json.dumps(body).encode(), extensions=dict(extensions))
+
+    async def stream(self, prompt: Prompt, phase: str, level: int | None,
+                     scheduled_ns: int | None = None,
+                     facts: dict[str, Any] | None = None,
+                     intended_ns: int | None = None,
+                     after_send: Callable[[], None] | None = None) -> RequestRecord:
+        """Send one streaming request and return its record (never raises for a failure).
+
+        The request is *sent* when its first bytes are handed to the socket (stamped by
+        `evalkit.probe.stamping`'s writer, so neither httpx's locks nor other streams' work in
+        between count). In a closed loop (no `scheduled_ns`) that moment is t0; in an
+        open loop t0 is `scheduled_ns`, the time the arrival process set, so a client
+        that sends late cannot hide the wait (coordinated omission). Either way the
+        record keeps the send stamp (`sent_s`, from t0) and the send lag: sent minus when
+        the load generator meant to send, `scheduled_ns`, else `intended_ns` (a closed
+        loop's worker: when its previous request ended), else the time of this call.
+
+        `after_send`, if given, is called once, when this request is out: its response
+        began, or the send failed (not if the call is cancelled: the caller's own
+        clean-up runs then). It is for work that must not delay the send, such as
+        writing the previous request's record; what it raises is raised here.
+
+        `facts`, if given, receives the stream's format facts (role chunk first,
+        keep-alives, CRLF, [DONE], usage): what the connect phase reports.
+        """
+        called_ns = time.perf_counter_ns()
+        if scheduled_ns is not None:
+            intended_ns = scheduled_ns
+        rid, label = self._next_id()
+        client = self.clients.acquire()
+        try:
+            return await self._stream(client, rid, label, prompt, phase, level, scheduled_ns,
+                                      facts, called_ns if intended_ns is None else intended_ns,
+                                      intended_ns is not None, after_send)
+        finally:
+            self.clients.release(client)
+
+    def send_check(self, since: int = 0) -> dict[str, Any]:
+        """The client's send lag over the requests since `since` (a mark of `sends`).
+
+        `send_lag_fraction` is the share of the workers' time that went to the client's
+        own delay in sending: the load it was asked to offer and held back. It grows
+        when the client cannot keep up (a herd of streams that ended together sending
+        again one after another, or an open loop falling behind its schedule): like
+        event-loop lag, a sign the client set the pace (`judge_client`). Only requests
+        sent on a plan count (`scheduled_ns` or `intended_ns` given: not a one-off, nor
+        a worker's first request), and only those that streamed content: a request that
+        failed at once (a 429, a refused connection) takes a few milliseconds, and the
+        back-off after it is meant.
+        """
+        k = min(self.sends - since, len(self.send_lags))
+        lags = sorted(itertools.islice(self.send_lags, len(self.send_lags) - k, None))
+        span = sum(itertools.islice(self.send_spans, len(self.send_spans) - k, None))
+        return {"send_lag_p50_s": _pct(lags, 0.5), "send_lag_p99_s": _pct(lags, 0.99),
+                "send_lag_max_s": lags[-1] if lags else None,
+                "send_lag_fraction": round(sum(lags) / span, 5) if span > 0 else None}
+
+    def ended_ns(self, rec: RequestRecord) -> int | None:
+        """When `rec`'s request ended, on the perf_counter_ns clock (None: not recorded)."""
+        if rec.end_s is None:
+            return None
+        return self.origin_ns + round((rec.t0_s + rec.end_s) * 1e9)
+
+    async def _stream(self, client: httpx.AsyncClient, rid: str, label: str, prompt: Prompt,
+                      phase: str, level: int | None, scheduled_ns: int | None,
+                      facts: dict[str, Any] | None, intended_ns: int, judged: bool,
+                      after_send: Callable[[], None] | None = None) -> RequestRecord:
+        request = self._request(client, rid, prompt)  # built before t0: not part of any time
+        st = _StreamState(end_event=self.adapter.end_event)
+        deadline = self.target.request_deadline(prompt.max_tokens)
+        wire = SendStamp(join=bool(request.content))  # head and body in one send
+        tried_ns = time.perf_counter_ns()
+        try:
+            async with asyncio.timeout(deadline):
+                with stamp_sends(wire):  # every write of this send, stamped at the socket
+                    response = await client.send(request, stream=True)
+                try:
+                    if after_send is not None:
+                        out = after_send
+                        after_send = None  # once: not again below
+                        out()
+                    st.status = response.status_code
+                    if st.status != 200:
+                        await self._read_error(response, st)
+                    else:
+                        await self._read_stream(response, st)
+                        # it ended when its last bytes arrived, not when this task got
+                        # to them: a herd that ended together is late from that moment
+                        st.last_arrival_ns = arrival_ns(response)
+                finally:
+                    await response.aclose()
+        except TimeoutError:
+            st.fail("timeout", f"no end after {deadline:g} s (the request's deadline; "
+                               f"{len(st.chunk_ns)} content chunks had arrived)")
+        except httpx.TimeoutException as exc:
+            st.fail("timeout", f"no bytes for {self.target.timeout_s:g} s ({type(exc).__name__})")
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            st.fail("incomplete" if st.status == 200 else "error",
+                    f"connection cut: {exc or type(exc).__name__}")
+        except httpx.HTTPError as exc:
+            st.fail("error", f"{type(exc).__name__}: {exc}")
+        st.end_ns = time.perf_counter_ns()
+        if st.last_arrival_ns is not None and st.transport is None:
+            st.end_ns = min(st.end_ns, st.last_arrival_ns)
+        if after_send is not None:  # the send failed: nothing else is coming
+            after_send()
+        if facts is not None:
+            facts.update(st.facts())
+        # no byte reached the socket (no connection): the attempt stands in for the send
+        sent_ns = wire.first_ns if wire.first_ns is not None else tried_ns
+        t0 = scheduled_ns if scheduled_ns is not None else sent_ns
+        if judged and st.chunk_ns:  # late against a plan, and it offered load
+            # the client's own delay: a connection opened inside the send is the network's
+            own = max(sent_ns - intended_ns - wire.connect_ns, 0)
+            self.send_lags.append(own / 1e9)
+            self.send_spans.append(max(st.end_ns - intended_ns - wire.connect_ns, own) / 1e9)
+            self.sends += 1
+        return self._record(rid, label, prompt, phase, level, t0, sent_ns, intended_ns,
+                            wire, st)
+
+    async def _read_error(self, response: httpx.Response, st: _StreamState) -> None:
+        body = b""
+        async for part in response.aiter_raw():
+            body += part
+            if len(body) > 4096:
+                break
+        st.error_body = clean(self.target.redact(body.decode("utf-8", errors="replace")),
+                              ERROR_BODY_MAX)
+        text = _error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
+        outcome: Outcome = "rejected" if st.status in ADMISSION_STATUSES else "error"
+        if outcome == "rejected":
+            st.retry_after_s = retry_after(response.headers.get("retry-after"))
+        st.fail(outcome, f"HTTP {st.status}: {text}")
+
+    async def _read_stream(self, response: httpx.Response, st: _StreamState) -> None:
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            st.protocol_error = (f"the stream is {clean(encoding, 20)}-encoded although "
+                                 "'accept-encoding: identity' was asked for; evalkit reads "
+                                 "only plain event streams")
+            return
+        parser = SSEParser()
+        parse = self.adapter.parse
+        perf = time.perf_counter_ns
+        net = response.extensions.get("network_stream")
+        pending: int | None = None  # stamp of the last content chunk, until the next event
+        async for raw in response.aiter_raw():
+            # when the bytes arrived: the socket read's stamp, else now (before any parsing)
+            now = getattr(net, "last_arrival_ns", None) or perf()
+            try:
+                events = parser.feed(raw)
+            except SSETooLarge as exc:
+                st.protocol_error = str(exc)
+                return
+            for event in events:
+                try:
+                    delta = parse(event.data)
+                except ValueError as exc:
+                    st.protocol_error = f"malformed event data: {str(exc)[:80]}"
+                    continue
+                if event.event == "error" and delta.error is None:
+                    # an SSE error event is an error in every API, whatever its data holds
+                    # (an adapter reads only the data, and {"message": ...} has no "error")
+                    delta = Delta(error=clean(event.data, 300) or "an SSE error event")
+                st.events += 1
+                if delta.done:  # [DONE], or an API's end event (which may carry more)
+                    st.done = True
+                if delta.role_only and not st.chunk_ns:
+                    st.role_first = True
+                if delta.error is not None:
+                    st.payload_error = delta.error
+                    continue
+                if delta.text or delta.reasoning:
+                    tokens = count_tokens(delta.text) + count_tokens(delta.reasoning)
+                    if not st.chunk_ns and not (delta.text.strip() or delta.reasoning.strip()):
+                        # blank text before any word: nothing a reader sees yet. Timed as
+                        # the first token, one space sent at once would read as the TTFT of
+                        # a stream whose first word came seconds later (the wait then hides
+                        # in TPOT). Its tokens ride on the first chunk that carries a word.
+                        st.blank_tokens += tokens
+                    else:
+                        # two content chunks in one read, and we read it late after the
+                        # kernel had it: the first carries the second's stamp. (Read
+                        # promptly, the server wrote them together: llama.cpp does now and
+                        # then; not ours.)
+                        late = getattr(net, "last_read_delay_ns", None)
+                        self.coalesced_chunks += pending == now and (
+                            late is None or late > LATE_READ_NS)
+                        pending = now
+                        self.content_chunks += 1
+                        st.chunk_ns.append(now)
+                        st.chunk_tokens.append(tokens + st.blank_tokens)
+                        st.blank_tokens = 0
+                        if delta.text and st.first_answer_ns is None:
+                            st.first_answer_ns = now
+                if delta.finish_reason is not None:
+                    st.finish_reason = delta.finish_reason
+                    if delta.finish_reason not in NORMAL_FINISHES and st.abnormal is None:
+                        st.abnormal = delta.finish_reason  # a later 'stop' undoes nothing
+                if delta.usage_completion_tokens is not None:
+                    st.usage_ct = delta.usage_completion_tokens
+                if delta.usage_prompt_tokens is not None:
+                    st.usage_pt = delta.usage_prompt_tokens
+        st.cut_event = parser.pending
+        st.comments = parser.comments
+        st.crlf = parser.saw_cr
+
+    def _record(self, rid: str, label: str, prompt: Prompt, phase: str, level: int | None,
+                t0: int, sent_ns: int, intended_ns: int, wire: SendStamp, st: _StreamState
+                ) -> RequestRecord:
+        outcome, error = st.verdict()
+        counted = sum(st.chunk_tokens) + st.blank_tokens if st.status == 200 else None
+        output = st.usage_ct if st.usage_ct is not None else counted
+        chunks = [((ns - t0) / 1e9, n) for ns, n in zip(st.chunk_ns, st.chunk_tokens, strict=True)]
+        return RequestRecord(
+            id=rid, phase=phase, level=level, outcome=outcome,
+            t0_s=(t0 - self.origin_ns) / 1e9,
+            prompt_tokens=st.usage_pt if st.usage_pt is not None else prompt.prompt_tokens,
+            prompt_tokens_estimated=st.usage_pt is None,
+            requested_output_tokens=prompt.max_tokens,
+            output_tokens=output, output_tokens_estimated=st.usage_ct is None,
+            counted_output_tokens=counted, usage_completion_tokens=st.usage_ct,
+            ttft_s=chunks[0][0] if chunks else None,
+            ttfa_s=(st.first_answer_ns - t0) / 1e9 if st.first_answer_ns is not None else None,
+            e2e_s=chunks[-1][0] if chunks else None,
+            chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
+            error=clean(self.target.redact(error), _ERR_MAX) if error else None,
+            error_body=st.error_body, retry_after_s=st.retry_after_s,
+            send_lag_s=(sent_ns - intended_ns) / 1e9,
+            sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
+            connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
+            end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
+            shard=self.shard, prompt_id=prompt.id, label=label)
+
+
+@dataclass
+class _StreamState:
+    """Mutable facts gathered while one stream is read (private to the prober)."""
+
+    status: int | None = None
+    end_ns: int = 0
+    #: when the bytes that ended a stream read to its end arrived (the socket's stamp)
+    last_arrival_ns: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    #: tokens of blank text (whitespace) before the first chunk that carries a word
+    blank_tokens: int = 0
+    first_answer_ns: int | None = None
+    finish_reason: str | None = None
+    #: the first finish reason that is not a normal end (`evalkit.probe.api.NORMAL_FINISHES`)
+    abnormal: str | None = None
+    usage_ct: int | None = None
+    usage_pt: int | None = None
+    done: bool = False
+    payload_error: str | None = None
+    protocol_error: str | None = None
+    transport: tuple[Outcome, str] | None = None
+    cut_event: bool = False
+    comments: int = 0
+    events: int = 0
+    role_first: bool = False
+    crlf: bool = False
+    error_body: str | None = None
+    retry_after_s: float | None = None
+    #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
+    end_event: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """Format facts of the stream, for the connect phase's report."""
+        return {"http_status": self.status, "events": self.events,
+                "content_chunks": len(self.chunk_ns), "role_chunk_first": self.role_first,
+                "keepalive_comments": self.comments, "crlf_line_ends": self.crlf,
+                "done_sentinel": self.done, "finish_reason": self.finish_reason,
+                "usage_reported": self.usage_ct is not None,
+                "cut_off_final_event": self.cut_event}
+
+    def fail(self, outcome: Outcome, text: str) -> None:
+        if self.transport is None:
+            self.transport = (outcome, text)
+
+    def verdict(self) -> tuple[Outcome, str | None]:
+        """The outcome, in order of what explains the failure best."""
+        if self.transport is not None and self.transport[0] in ("rejected", "error", "timeout"):
+            return self.transport
+        if self.payload_error is not None:
+            return "error", f"error payload in stream: {self.payload_error}"
+        if self.protocol_error is not None:
+            return "error", self.protocol_error
+        if self.transport is not None:
+            return self.transport
+        if self.finish_reason is None or (self.end_event is not None and not self.done):
+            why = "cut-off final event" if self.cut_event else "stream ended"
+            missing = (f"its end event ({self.end_event})"
+                       if self.end_event is not None and not self.done else "a finish_reason")
+            return "incomplete", f"{why} without {missing}"
+        if self.abnormal is not None:
+            return "incomplete", (f"the server ended the stream with finish_reason "
+                                  f"{clean(self.abnormal, 40)!r}, not a normal end "
+                                  f"({len(self.chunk_ns)} content chunks had arrived)")
+        if not self.chunk_ns:
+            # an empty 200 stream is no success: nothing was generated to time
+            return "error", f"stream finished ({self.finish_reason}) with no content"
+        return "ok", None
+
+
+def retry_after(value: str | None) -> float | None:
+    """A Retry-After header in seconds (delta form), bounded; None when absent or an HTTP
+    date (a vendor's clock is not ours to trust)."""
+    try:
+        seconds = float((value or "").strip())
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _error_message(body: bytes) -> str:
+    """The message of an error body (OpenAI's {"error": {"message"}} or FastAPI's
+    {"detail"}), else the body itself: one clean line of at most 200 characters."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        if text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+            text = re.sub(r"<(style|script|title)\b.*?</\1\s*>|<[^>]*>", " ", text,
+                          flags=re.S | re.I)  # an HTML error page: its words only
+        return clean(text, 200)
+    if isinstance(obj, dict):
+        err = obj.get("error", obj.get("detail", obj))
+        if isinstance(err, dict):
+            return clean(str(err.get("message") or err.get("type") or err), 200)
+        return clean(str(err), 200)
+    return clean(str(obj), 200)

@@ -1,0 +1,364 @@
+"""The standard probe suite v1: connect, baseline, prefill, cache, ramp, soak, open loop.
+
+`run_probe(config, out_dir)` is the library entry point (the CLI is a thin shell over it);
+`await arun_probe(config, out_dir)` is the same run for code that already has an event
+loop (a notebook). Every record is appended to `requests.jsonl` as its request completes;
+whatever happens (Ctrl-C, a crash, an endpoint error) `summary.json` is then written from
+the records that exist, and `run.json` says how the run ended.
+
+The parts live beside this module: what a run does (`evalkit.probe.settings`: `ProbeConfig`
+over a profile, checked into `SuiteSettings`), the phases themselves (`evalkit.probe.phases`),
+the client's self-check (`evalkit.probe.selfcheck`) and one worker's slice of a level
+(`evalkit.probe.shard`, which Ray actors run when `ProbeConfig(ray=...)` scales out:
+`evalkit.probe.scaleout`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import platform
+import secrets
+import signal
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalkit import SUITE_VERSION, __version__
+from evalkit.errors import EndpointError, ScaleOutError, UsageError
+from evalkit.probe.phases import SuiteRun
+from evalkit.probe.plan import Plan, plan_probe, size_levels
+from evalkit.probe.prompts import load_prompts
+from evalkit.probe.settings import (
+    ProbeConfig,
+    SuiteSettings,
+    resolve_settings,
+)
+from evalkit.probe.shard import warm_up
+from evalkit.probe.target import Target
+from evalkit.records import RequestRecord
+from evalkit.rundir.store import RunStore
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run went and how it ended."""
+
+    out_dir: Path
+    status: str
+    requests: int
+    summary: dict[str, Any] | None
+
+    @property
+    def validity(self) -> str:
+        """valid | degraded | invalid; a run without a summary measured nothing."""
+        return str(((self.summary or {}).get("validity") or {}).get("status", "invalid"))
+
+
+def summarize_run(records: Sequence[RequestRecord], meta: dict[str, Any]) -> dict[str, Any]:
+    """summary.json from records and the run's self-check data (metrics does the maths)."""
+    from evalkit.analysis.summarize import SummaryMeta, summarize
+
+    return dict(summarize(list(records), SummaryMeta.from_dict(meta)))
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
+    """The settings the run will use and, with a questionnaire, the plan behind them.
+
+    With `config.interval_width` every ramp level is floored at the requests that bound
+    the percentile it is judged on to that width (`evalkit.probe.plan.size_levels`; a claim's
+    own percentile where one names the level). Nothing is sent: `evalkit probe --dry-run`
+    prints this and stops.
+    """
+    settings = resolve_settings(config)
+    width = config.interval_width
+    if width is not None and not 0 < width < 0.5:
+        raise UsageError(f"an interval width is a share of the distribution between 0 and "
+                         f"0.5 (0.05: a p90 known from about the p87.5 to the p92.5); got "
+                         f"{width:g}")
+    if config.questionnaire is None:
+        if config.budget_requests is not None:
+            raise UsageError("--budget plans the ramp from a questionnaire: give "
+                             "--questionnaire FILE too")
+        if width is not None:
+            floors = size_levels(settings.ramp.levels, width, settings.ramp.min_requests)
+            settings = replace(settings, ramp=replace(settings.ramp, min_requests=floors))
+        return settings, None
+    if config.budget_requests is not None and config.budget_requests < 1:
+        raise UsageError("--budget must be a positive number of requests")
+    from evalkit.questionnaire.load import load_questionnaire
+
+    q = load_questionnaire(config.questionnaire)
+    ramp = settings.ramp
+    per_level = max(1, round(ramp.level_duration_s))  # a floor for the estimate
+    plan = plan_probe(q, list(ramp.levels), max_concurrency=config.max_concurrency,
+                      levels_given=config.levels is not None,
+                      processes=_planned_workers(config),
+                      prompt_given=config.prompt_tokens is not None,
+                      budget_requests=config.budget_requests, default_requests=per_level,
+                      interval_width=width)
+    settings = replace(settings, ramp=replace(
+        ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,
+        min_requests=dict(plan.min_requests),
+        claimed=tuple(sorted({cl.concurrency for cl in plan.claims if cl.reachable}))))
+    if plan.prompt_tokens:
+        settings = replace(settings, prompt_tokens=plan.prompt_tokens)
+    if plan.soak_concurrency and settings.soak.concurrency is None:
+        settings = replace(settings, soak=replace(settings.soak,
+                                                  concurrency=plan.soak_concurrency))
+    return settings, plan
+
+
+def _planned_workers(config: ProbeConfig) -> int:
+    """Client processes the plan may count on before Ray is asked: --ray-workers, else a
+    local instance's CPUs; a cluster's size is known only once joined (1 until then)."""
+    if config.ray is None:
+        return 1
+    if config.ray_workers is not None:
+        return config.ray_workers
+    return (os.cpu_count() or 1) if config.ray == "auto" else 1
+
+
+def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
+    """Run the suite against `config.base_url`; write the run directory; return how it ended.
+
+    Raises EndpointError when the endpoint cannot be probed at all (unreachable, 401,
+    unknown model) and UsageError for settings that do not fit; KeyboardInterrupt passes
+    through after the run directory was completed with what was measured.
+    """
+    suite = _prepare(config, Path(out_dir), progress)
+    with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
+        suite.pool = pool
+        asyncio.run(_until_interrupted(suite))
+    return ended.result()
+
+
+async def _until_interrupted(suite: SuiteRun) -> None:
+    """`suite.run()`, ended by Ctrl-C whatever it was awaiting at the time.
+
+    asyncio.run turns SIGINT into one cancellation of the main task, and an await that
+    swallows a cancellation (one racing a timeout, in our code or a library's) loses it:
+    the run then went on to its end and exited 0 (seen on a loaded CI host). Here SIGINT
+    also raises a flag that the phases and the ramp's workers read between requests, so
+    the run stops and ends as interrupted either way.
+    """
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def on_sigint() -> None:
+        suite.interrupted = True
+        if main is not None:
+            main.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+        await suite.run()
+        return
+    try:
+        await suite.run()
+    except asyncio.CancelledError:
+        if suite.interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    if suite.interrupted:
+        raise KeyboardInterrupt
+
+
+async def arun_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
+    """`run_probe` on the caller's event loop (a notebook, an async service).
+
+    Cancelling the task ends the run as `interrupted`, its directory completed with what
+    was measured, like Ctrl-C does for `run_probe`. The write-up (summary, Parquet) is
+    blocking work of about a second and runs on this loop's thread.
+    """
+    suite = _prepare(config, Path(out_dir), progress)
+    with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
+        suite.pool = pool
+        await suite.run()
+    return ended.result()
+
+
+def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
+    """Everything before the first request: settings, plan, target, run.json 'running'.
+
+    Bad settings fail here, before the run directory exists.
+    """
+    settings, plan = plan_run(config)
+    user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
+                    if config.prompts_file else [])
+    secret = os.environ.get(config.api_key_env) or None
+    target = Target(base_url=config.base_url, model=config.model, api=config.api,
+                    headers=config.headers, extra_body=dict(config.extra_body),
+                    timeout_s=settings.timeout_s, deadline_s=settings.deadline_s,
+                    force_length=settings.force_output_length, secret=secret,
+                    auth=config.auth, params=(("api-version", config.api_version),)
+                    if config.api_version else ())
+    from evalkit.probe.api import get_adapter
+
+    get_adapter(config.api)  # an unknown --api is a usage error before anything starts
+    run_tag = secrets.token_hex(3)
+    origin_ns = time.perf_counter_ns()
+    meta = {
+        "schema": "evalkit.run/1", "tool": "evalkit", "tool_version": __version__,
+        "suite_version": SUITE_VERSION, "run_tag": run_tag, "status": "running",
+        "started_at": _now_iso(), "ended_at": None,
+        "clock": {"origin_ns": origin_ns, "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+                  "note": "t0_s in requests.jsonl are offsets from origin_ns"},
+        "target": target.describe(), "api_key_env": config.api_key_env,
+        "vendor": config.vendor,
+        "stands_in_for": config.stands_in_for,
+        "profile": config.profile, "settings": settings.to_dict(),
+        "plan": None if plan is None else {
+            **plan.to_dict(), "questionnaire": str(config.questionnaire)},
+        "config": _config_for_file(config),
+        "client": {"host": platform.node(), "python": platform.python_version(),
+                   "platform": platform.platform(), "cpus": os.cpu_count(),
+                   "ray": config.ray},
+        "scaleout": None,
+    }
+    if config.ray is not None:
+        from evalkit.probe.scaleout import require_ray
+
+        require_ray()  # a missing extra is a usage error before the run directory exists
+    warm_up()
+    store = RunStore(out_dir, meta)
+    return SuiteRun(config, settings, target, store, progress, origin_ns, run_tag,
+                    user_prompts)
+
+
+class _Ended:
+    """How the run ended, filled in by `_recording` as it leaves."""
+
+    def __init__(self, suite: SuiteRun) -> None:
+        self.suite = suite
+        self.status = "crashed"
+        self.error: str | None = None
+        self.summary: dict[str, Any] | None = None
+
+    def result(self) -> RunResult:
+        return RunResult(self.suite.store.dir, self.status, self.suite.store.count,
+                         self.summary)
+
+
+@contextlib.contextmanager
+def _recording(suite: SuiteRun) -> Iterator[_Ended]:
+    """Whatever ends the phases, complete the run directory with what was measured and
+    say how it ended; errors and interrupts then go on to the caller."""
+    ended = _Ended(suite)
+    try:
+        yield ended
+        ended.status = "complete"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        ended.status = "interrupted"
+        raise
+    except EndpointError as exc:
+        ended.status, ended.error = "failed", suite.target.redact(str(exc))
+        raise
+    except ScaleOutError as exc:
+        ended.status, ended.error = "crashed", str(exc)
+        raise
+    finally:
+        try:
+            ended.summary = _finish(suite, ended.status, ended.error)
+        except KeyboardInterrupt:
+            # Ctrl-C while the run was being written up (the summary takes a second):
+            # finish writing it up as interrupted, then stop, so run.json never says running
+            ended.status = "interrupted"
+            _finish(suite, ended.status, ended.error)
+            raise
+        finally:
+            if suite.progress is not None:
+                suite.progress.close()
+
+
+def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] | None:
+    """Write the run up: close the records, summary, final run.json.
+
+    Safe to call twice (a second call after an interrupted first rewrites the same files).
+    """
+    store = suite.store
+    store.close()
+    summary = _final_summary(suite, store, status, error)
+    _write_parquet(store)
+    store.update_meta(status=status, ended_at=_now_iso(), error=error,
+                      client_checks={"phases": suite.phase_checks,
+                                     "levels": {str(k): v for k, v in
+                                                suite.level_checks.items()}},
+                      connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
+                      requests=store.count)
+    return summary
+
+
+def _write_parquet(store: RunStore) -> None:
+    """requests.parquet beside the JSONL, for pandas; a failure here loses nothing (the
+    JSONL is the evidence) and is said in run.json."""
+    from evalkit.rundir.export import write_parquet
+
+    try:
+        write_parquet(store.dir)
+    except Exception as exc:  # an export must not hide how the run itself ended
+        store.update_meta(parquet_error=f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _final_summary(suite: SuiteRun, store: RunStore, status: str,
+                   error: str | None = None) -> dict[str, Any] | None:
+    """Summarise whatever exists; a failure here must not hide the run's own error."""
+    try:
+        summary = summarize_run(store.records,
+                                {**suite.meta(), "run_status": status, "run_error": error})
+    except Exception as exc:  # a summary bug must not lose the records' story
+        store.update_meta(summary_error=f"{type(exc).__name__}: {exc}")
+        if status == "complete":
+            raise
+        return None
+    summary["run_status"] = status
+    if suite.vendor is not None:
+        try:
+            summary["vendor_metrics"] = suite.vendor.summary(store.records)
+        except Exception as exc:  # the vendor's page must not cost the run its summary
+            summary["vendor_metrics"] = {"url": suite.vendor.url,
+                                         "error": f"{type(exc).__name__}: {exc}"[:300]}
+    store.write_summary(summary)
+    return summary
+
+
+@contextlib.contextmanager
+def _scaleout(config: ProbeConfig, store: RunStore) -> Iterator[Any]:
+    """The Ray actors for the run's levels (None: every level runs in this process).
+
+    They die with this process whatever ends it: Ray ends a job's non-detached actors
+    when its driver goes, and a local instance (`auto`) stops with its driver.
+    """
+    if config.ray is None:
+        yield None
+        return
+    from evalkit.probe.scaleout import RayPool
+
+    pool = RayPool(config.ray, config.ray_workers)
+    try:
+        store.update_meta(scaleout=pool.start())
+        yield pool
+    finally:
+        pool.close()
+        if pool.info:
+            store.update_meta(scaleout={**pool.info, "lost": [
+                w.lost for w in pool.workers if w.lost]})
+
+
+def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
+    """The config as run.json may show it: header values are never written."""
+    d = asdict(config)
+    d["headers"] = [k for k, _ in config.headers]
+    d["prompts_file"] = str(config.prompts_file) if config.prompts_file else None
+    return d

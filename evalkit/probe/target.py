@@ -1,0 +1,174 @@
+"""Where requests go and with what credentials, and the client pool that gives
+each concurrent stream its own keep-alive connection."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import ssl
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from evalkit.probe.api import AUTH_STYLES, get_adapter
+from evalkit.probe.transport import stamped_transport
+
+#: headers that carry a credential; one given with --header replaces the environment's key
+CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how to probe. `secret` is the API key: it never leaves this object."""
+
+    base_url: str
+    model: str
+    api: str = "openai-chat"
+    headers: tuple[tuple[str, str], ...] = ()
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    force_length: bool = True
+    secret: str | None = field(default=None, repr=False)
+    #: the longest one request may take, whatever it streams (None: derived per request
+    #: from the output asked for, `request_deadline`)
+    deadline_s: float | None = None
+    #: how the key is sent, a key of `evalkit.probe.api.AUTH_STYLES` (None: the API's own style)
+    auth: str | None = None
+    #: query parameters on every request (Azure OpenAI's api-version); not secrets
+    params: tuple[tuple[str, str], ...] = ()
+
+    def request_deadline(self, max_tokens: int) -> float:
+        """A request's whole-time deadline: an endless trickle must end as a timeout.
+
+        By default the read timeout (the first token may queue that long) plus half a
+        second per requested token: a stream slower than 2 tokens/s is far below reading
+        speed, so nothing a judgement needs is lost by cutting it there.
+        """
+        if self.deadline_s is not None:
+            return self.deadline_s
+        return self.timeout_s + 0.5 * max(max_tokens, 1)
+
+    def redact(self, text: str) -> str:
+        """Text with the API key (and any header value) blanked, in every form a vendor
+        may echo it: as sent, upper or lower case, URL-encoded, base64 (also of the
+        'user:key' pair Basic auth sends). For errors and logs."""
+        for form in self._secret_forms():
+            text = text.replace(form, "***")
+        return text
+
+    def _secret_forms(self) -> list[str]:
+        values = [self.secret or "", *(v for _, v in self.headers)]
+        values += [v.split(" ", 1)[1] for v in values if " " in v]  # 'Bearer KEY' → KEY
+        forms: set[str] = set()
+        for v in (v.strip() for v in values):
+            if len(v) < 4:
+                continue
+            raw = v.encode()
+            forms |= {v, v.upper(), v.lower(), quote(v, safe=""),
+                      base64.b64encode(raw).decode().rstrip("="),
+                      base64.urlsafe_b64encode(raw).decode().rstrip("="),
+                      base64.b64encode(b":" + raw).decode().rstrip("=")}
+        return sorted(forms, key=len, reverse=True)  # longest first: no partial leftovers
+
+    @property
+    def credential(self) -> str:
+        """Where the credential comes from (never its value), for run.json."""
+        named = [k for k, _ in self.headers if k.lower() in CREDENTIAL_HEADERS]
+        if named:
+            return f"header {named[0]}"
+        return "environment" if self.secret else "none"
+
+    def describe(self) -> dict[str, Any]:
+        """What run.json may say about the target: header names, never their values."""
+        return {"base_url": self.base_url, "model": self.model, "api": self.api,
+                "header_names": [k for k, _ in self.headers],
+                "extra_body": self.extra_body, "timeout_s": self.timeout_s,
+                "force_length": self.force_length, "api_key_set": bool(self.secret),
+                "credential": self.credential, "auth": self.auth_style,
+                "params": dict(self.params)}
+
+    @property
+    def auth_style(self) -> str:
+        """The auth style in force: --auth, else the API's own."""
+        return self.auth or get_adapter(self.api).auth
+
+
+def make_client(target: Target, max_connections: int | None = None,
+                stamped: bool = True, ssl_context: ssl.SSLContext | None = None
+                ) -> httpx.AsyncClient:
+    """An httpx client for the target: no compression (bytes as sent).
+
+    `stamped` (default) reads sockets through `evalkit.probe.stamping`, which stamps each read
+    with its arrival time (the kernel's, on plain TCP) rather than when the stream's task
+    gets to run.
+    """
+    headers = {"accept-encoding": "identity", "user-agent": "evalkit"}
+    headers.update(dict(get_adapter(target.api).headers))  # e.g. anthropic-version
+    headers.update({k.lower(): v for k, v in target.headers})
+    if target.secret and target.credential == "environment":
+        # an explicit credential header wins: the environment's key never goes out beside it
+        name, form = AUTH_STYLES[target.auth_style]
+        headers[name] = form.format(key=target.secret)
+    timeout = httpx.Timeout(target.timeout_s, pool=None)
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=None)
+    verify: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+    transport = stamped_transport(limits, verify) if stamped else None
+    return httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
+                             params=dict(target.params) or None,
+                             timeout=timeout, limits=limits, verify=verify,
+                             transport=transport)
+
+
+class _Clients:
+    """One single-connection client per concurrent stream, reused with keep-alive.
+
+    httpcore's shared pool scans every connection on each request and release (O(n²)
+    at n streams): at 256 streams it blocked the event loop for seconds (measured),
+    which is exactly what a timing client must not do. Here each stream holds its own
+    client, so nothing scales with the number of streams.
+    """
+
+    def __init__(self, target: Target, stamped: bool = True) -> None:
+        self.target = target
+        self.stamped = stamped
+        # one TLS context for all (building one loads the CA bundle: ~50 ms each)
+        self._ssl = httpx.create_ssl_context()
+        self._free: list[httpx.AsyncClient] = []
+        self._all: list[httpx.AsyncClient] = []
+
+    def acquire(self) -> httpx.AsyncClient:
+        if self._free:
+            return self._free.pop()
+        client = make_client(self.target, max_connections=1, stamped=self.stamped,
+                             ssl_context=self._ssl)
+        self._all.append(client)
+        return client
+
+    def release(self, client: httpx.AsyncClient) -> None:
+        self._free.append(client)
+
+    async def prepare(self, n: int) -> None:
+        """Have n clients with an open connection before a level starts.
+
+        A new connection costs a TCP (and TLS) handshake, a few round trips to a remote
+        vendor; opened inside a level it would land in the TTFT of that level's first
+        requests only, while the baseline ran on a warm connection. So open them first.
+        """
+        fresh = [make_client(self.target, max_connections=1, stamped=self.stamped,
+                             ssl_context=self._ssl) for _ in range(n - len(self._all))]
+        self._all += fresh
+        self._free += fresh
+
+        async def touch(client: httpx.AsyncClient) -> None:
+            with contextlib.suppress(httpx.HTTPError):
+                await client.get("/models")
+
+        await asyncio.gather(*(touch(c) for c in fresh))
+
+    async def aclose(self) -> None:
+        for client in self._all:
+            await client.aclose()
+        self._all, self._free = [], []

@@ -1,0 +1,2 @@
+"""The scorecard's charts as vector SVG: the kit (style, axes, placement), the figures and
+their captions."""

@@ -1,0 +1,389 @@
+"""The scorecard's words: every figure, claim and check as the page says it (pure).
+
+`evalkit.render.report` builds its page from these: key figures with their 95 % intervals and n,
+the two rules a reader checks page one against, each question's claim and measurement in
+words (`evalkit.render.words`), the run's self-checks, use-case badges. Numbers go through
+`evalkit.fmt`, vendor text through `evalkit.render.pdf.clip`. No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from evalkit.analysis.summary import Summary, as_mapping, ramp_levels
+from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
+from evalkit.fmt import num as _num
+from evalkit.render import words
+from evalkit.render.pdf import clip
+from evalkit.rundir.digest import RecordDigest
+
+#: Page one shows this much of any vendor string; the appendix shows up to the long limit.
+SHORT_TEXT, LONG_TEXT = 110, 4000
+
+
+def fmt_outcomes(outcomes: Any) -> str:
+    """Outcome counts without the zeros: 'ok 12 · rejected 3'."""
+    parts = [f"{k} {fmt_value(v)}" for k, v in as_mapping(outcomes).items() if v]
+    return " · ".join(parts) or "—"
+
+
+#: Left out of page one's short form (they stay in the appendix): provenance detail.
+BRIEF_SKIP = frozenset({"evidence", "notes", "panel_url", "metrics_url", "source_url",
+                        "reconciliation", "capacity_model", "export", "headline_unit"})
+
+
+def _brief_key(key: Any) -> str:
+    """A field name as words that wrap in a narrow column (`ttft_p50_ms` → `ttft p50 ms`);
+    the appendix and scorecard.json keep the exact names."""
+    return str(key).replace("tokens_per_s", "tok/s").replace("_", " ")
+
+
+def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
+    """A claimed or measured value (any JSON) as one line of plain text.
+
+    `brief` (page one) leaves out provenance detail, duplicate aliases and cuts each
+    string short; the appendix prints the long form.
+    """
+    if value is None or value == "" or value == {} or value == []:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        v = _num(value)
+        if v is not None and v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
+        return fmt_num(value)
+    if isinstance(value, Mapping):
+        items = [(k, v) for k, v in value.items() if v is not None and v != ""]
+        if brief:
+            items = [(k, v) for k, v in items if k not in BRIEF_SKIP
+                     and not (k == "panel" and "output_tokens_per_s" in value)]
+        parts = []
+        for k, v in items:
+            inner = fmt_value(v, 60 if brief else limit, brief)
+            k = _brief_key(k) if brief else k
+            parts.append(f"{k} ({inner})" if isinstance(v, Mapping) else f"{k}: {inner}")
+        return clip("; ".join(parts) or "—", limit)
+    if isinstance(value, list | tuple):
+        return clip(", ".join(fmt_value(v, limit, brief) for v in value), limit)
+    return clip(str(value), 60 if brief else limit)
+
+
+# --------------------------------------------------------------------------- context
+
+
+def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Page one's key figures, each a (label, value) pair with its 95 % interval and n
+    where the summary carries them; unmeasured ones say so."""
+    if not summary:
+        return [("Measurement", "none: this is a claims-only review")]
+    base = as_mapping(summary.get("baseline"))
+    pre = as_mapping(summary.get("prefill"))
+    measured = Summary.from_json(summary)
+    load = measured.under_load() if measured else None
+    lv = load[0].raw if load else {}
+    conc = lv.get("concurrency")
+    at = f" at {fmt_value(conc)} streams" if conc is not None else ""
+    ttft = as_mapping(lv.get("ttft_s"))
+    rate = as_mapping(lv.get("stream_tokens_per_s"))
+    r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
+    client = as_mapping(summary.get("client"))
+    # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
+    est = " (tokens estimated)" if lv.get("output_tokens_estimated") is True else ""
+    base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
+    alone = as_mapping(base.get("stream_tokens_per_s"))
+    figs = [
+        (f"TTFT under load{at}",
+         f"{fmt_pct_ci(ttft, 'p50', n=False)} · {fmt_pct_ci(ttft, 'p90')}"),
+        (f"Stream rate{at}",
+         f"{fmt_pct_ci(rate, 'p50', fmt_rate, n=False)} · {fmt_pct_ci(rate, 'p90', fmt_rate)}"
+         + est),
+        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))
+         + ci_text(lv.get("aggregate_tokens_per_s_ci"), fmt_rate) + est),
+        ("Max sustained concurrency", max_sustained_text(summary)),
+        ("Prefill rate", prefill_text(pre, r2)),
+        ("Decode rate, one stream alone (1 ÷ TPOT)",
+         fmt_pct_ci(alone, "p50", fmt_rate).removeprefix("p50 ") + base_est),
+    ]
+    if client.get("client_bound"):
+        figs.append(("Client check", client_verdict(client)))
+    return figs
+
+
+def max_sustained_text(summary: Mapping[str, Any]) -> str:
+    """The ramp's answer in words: the level, where it broke and on what (TPOT, not `itl`)."""
+    ramp = as_mapping(summary.get("ramp"))
+    best = ramp.get("max_sustained_concurrency")
+    first = words.degraded(ramp.get("first_degraded"), ramp.get("first_degraded_tied"))
+    broke = ramp.get("first_breach_concurrency")
+    where = f" at {fmt_value(broke)} streams" if _num(broke) is not None else ""
+    tie = tie_text(summary)
+    if best is None:
+        return "not established by this run" + (
+            f"; {first} degraded first{where}" if ramp.get("first_degraded") else "") + tie
+    if ramp.get("max_sustained_is_lower_bound"):
+        stopped = summary.get("run_status") not in (None, "complete", "merged")
+        return (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
+                + ("the run stopped before any level above)" if stopped
+                   else "none above was tried)") + tie)
+    return f"{fmt_value(best)} streams; {first} degraded first{where}{tie}"
+
+
+def tie_text(summary: Mapping[str, Any]) -> str:
+    """A ramp level whose 95 % interval straddled a limit (neither held nor breached),
+    in words, with about how many requests there would decide it; "" when none."""
+    ramp = as_mapping(summary.get("ramp"))
+    at = ramp.get("first_tie_concurrency")
+    if _num(at) is None:
+        return ""
+    level = next((lv for lv in ramp_levels(summary) if lv.get("concurrency") == at), {})
+    ties = [t for t in level.get("ties") or [] if isinstance(t, str)]
+    on = f" on {' and '.join(words.DEGRADED.get(t, words.name(t)) for t in ties)}" if ties \
+        else ""
+    n = level.get("tie_requests")
+    more = f"; about {n:,} requests there would decide it" if isinstance(n, int) else ""
+    return (f"; at {fmt_value(at)} streams a tie{on} (its 95 % interval straddles the limit, "
+            f"so the max sustained level may be higher{more})")
+
+
+def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The two rules a reader needs to check page one: how a level is judged degraded
+    (with this run's thresholds) and when a vendor is streaming-ready."""
+    ramp = as_mapping(as_mapping(summary).get("ramp"))
+    th = as_mapping(ramp.get("thresholds"))
+    ttft = words.plain(th["ttft_p90_ratio"]) if _num(th.get("ttft_p90_ratio")) else "2"
+    tpot = words.plain(th["tpot_p90_ratio"]) if _num(th.get("tpot_p90_ratio")) else "2"
+    fail = fmt_pct(th.get("admission_failure_rate")) if _num(
+        th.get("admission_failure_rate")) is not None else "1%"
+    return [
+        ("Verdict rule", "Streaming-ready only when Q2 (throughput per stream), Q4 (max "
+         "concurrent streams) and Q6 (production figures) are all ok, meaning verified by "
+         "this run with the whole 95 % interval within tolerance, and the run is valid."),
+        ("Degradation rule", (
+            f"A concurrency level is degraded when the 95 % interval of its TTFT p90 lies "
+            f"wholly above {ttft}× the baseline's p90, that of its TPOT p90 (per-token "
+            f"latency) wholly above {tpot}× the baseline's, or that of its failure rate "
+            f"wholly above {fail}; an interval that straddles a limit is a tie, neither "
+            "held nor degraded. The highest level held below the first degraded one is the "
+            "max sustained concurrency.") if ramp.get("breach_rule")
+         else (f"A concurrency level is degraded when its TTFT p90 exceeds {ttft}× the "
+               f"baseline's, its TPOT p90 (per-token latency) exceeds {tpot}× the "
+               f"baseline's, or more than {fail} of its requests fail. The highest level "
+               "below the first degraded one is the max sustained concurrency.")),
+    ]
+
+
+def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) -> str:
+    """A question's measured figures in words, with the 95 % interval and n of each where
+    the summary has them (the appendix prints every field)."""
+    m = as_mapping(measured)
+    if not m:
+        return fmt_value(measured, SHORT_TEXT)
+    levels = {lv.get("concurrency"): lv for lv in ramp_levels(summary)}
+    lv = as_mapping(levels.get(m.get("concurrency")))
+    at = f" at {fmt_value(m.get('concurrency'))} streams" if "concurrency" in m else ""
+    if qid == "Q1" and lv:
+        ttft = as_mapping(lv.get("ttft_s"))
+        return (f"TTFT {fmt_pct_ci(ttft, 'p50', n=False)} · "
+                f"{fmt_pct_ci(ttft, 'p90', n=False)}{at}{n_mark(ttft)}")
+    if qid == "Q2" and lv:
+        rate = as_mapping(lv.get("stream_tokens_per_s"))
+        return (f"per stream {fmt_pct_ci(rate, 'p50', fmt_rate, n=False)}; all streams "
+                f"{fmt_rate(lv.get('aggregate_tokens_per_s'))}"
+                f"{ci_text(lv.get('aggregate_tokens_per_s_ci'), fmt_rate)}{at}{n_mark(rate)}")
+    if qid == "Q3":
+        pre = as_mapping(as_mapping(summary).get("prefill"))
+        base = as_mapping(as_mapping(summary).get("baseline"))
+        alone = as_mapping(base.get("stream_tokens_per_s"))
+        parts = []
+        if "prefill_tokens_per_s" in m:
+            ci = m.get("prefill_tokens_per_s_ci", pre.get("tokens_per_s_ci"))
+            parts.append(f"prefill {fmt_rate(m['prefill_tokens_per_s'])}{ci_text(ci, fmt_rate)}")
+        if "decode_tokens_per_s_per_stream_p50" in m:
+            ci = m.get("decode_tokens_per_s_per_stream_p50_ci", alone.get("p50_ci"))
+            parts.append(f"decode one stream alone p50 "
+                         f"{fmt_rate(m['decode_tokens_per_s_per_stream_p50'])}"
+                         f"{ci_text(ci, fmt_rate)}{n_mark(alone)}")
+        rest = {k: v for k, v in m.items() if not k.startswith(
+            ("prefill_tokens_per_s", "decode_tokens_per_s_per_stream_p50"))}
+        return "; ".join(parts + ([words.mapping(rest, _short)] if rest else [])) or "—"
+    if qid == "Q4":
+        ramp = as_mapping(as_mapping(summary).get("ramp"))
+        text = words.mapping({k: v for k, v in m.items() if k != "first_degraded"}, _short)
+        if "max_sustained_concurrency" in m and m["max_sustained_concurrency"] is None:
+            text = "max sustained: not established; " + text
+        if m.get("first_degraded"):
+            text += (f"; first to degrade: "
+                     f"{words.degraded(m['first_degraded'], ramp.get('first_degraded_tied'))}")
+        return text
+    if qid == "Q5" and "per_stream_itl" in m:
+        has = "a per-stream inter-token histogram" if m.get("per_stream_itl") else \
+            "no per-stream inter-token histogram"
+        return (f"{has} in the endpoint's metrics ({_short(m.get('engine') or 'unknown')} "
+                f"names): {fmt_value(m.get('itl_observations'))} observations over "
+                f"{fmt_value(m.get('scrapes_ok'))} scrapes")
+    if qid == "Q6":
+        parts = []
+        for key, value in m.items():
+            if key == "baseline_stream_tokens_per_s":
+                parts.append(words.stream_distribution(value, "alone"))
+            elif words.at_level(key):
+                parts.append(words.stream_distribution(value, str(words.at_level(key))))
+            else:
+                parts.append(words.field(key, value, _short, m))
+        return "; ".join(parts)
+    return words.mapping(m, _short)
+
+
+def _short(text: Any) -> str:
+    return clip(text, 60)
+
+
+def _long(text: Any) -> str:
+    return clip(text, LONG_TEXT)
+
+
+def claim_text(claimed: Any, brief: bool) -> str:
+    """A vendor's answer in words: page one's brief form leaves out provenance detail
+    (evidence, notes, links) and cuts each string short; the appendix prints it all."""
+    if not isinstance(claimed, Mapping):
+        return fmt_value(claimed, SHORT_TEXT if brief else LONG_TEXT)
+    skip = BRIEF_SKIP if brief else frozenset()
+    if brief and "output_tokens_per_s" in claimed:
+        skip = skip | {"panel"}  # the same panel under its alias
+    text = words.mapping(claimed, _short if brief else _long, skip=skip)
+    return clip(text, SHORT_TEXT if brief else LONG_TEXT) if brief else text
+
+
+def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
+    """The prefill rate as a reader may lean on it: a rate with its interval, or only a
+    lower bound when the fit's slope could be zero, or why it was not measured."""
+    at_least = _num(pre.get("tokens_per_s_at_least"))
+    if at_least is not None:
+        return (f"≥ {fmt_rate(at_least)} (a lower bound: no measurable prefill cost, the "
+                "fit's slope could be zero)")
+    ci = pre.get("tokens_per_s_ci")
+    span = (f" [95 %: {fmt_num(ci[0])}–{fmt_num(ci[1])}]" if isinstance(ci, list)
+            and len(ci) == 2 and all(_num(v) is not None for v in ci) else "")
+    why = (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
+           and isinstance(pre.get("reason"), str) else "")
+    return fmt_rate(pre.get("tokens_per_s")) + span + r2 + why
+
+
+def validity_text(run: Mapping[str, Any] | None) -> str:
+    """The run's validity in words for page one: the status and its first reasons."""
+    run = as_mapping(run)
+    status = run.get("validity")
+    reasons = [clip(r, 160) for r in run.get("validity_reasons") or [] if isinstance(r, str)]
+    label = {"valid": "valid", "degraded": "DEGRADED", "invalid": "RUN INVALID"}.get(
+        str(status), "not assessed (summary from an older evalkit): treated as unverified")
+    return label + (": " + "; ".join(reasons[:3]) if reasons else "")
+
+
+def client_verdict(client: Mapping[str, Any]) -> str:
+    """Whether the client set the pace, and whether that voids the capacity judgement.
+
+    A bound confined to a phase or level the judgement does not rest on is named, not
+    shouted: `capacity_judgement_affected` says which (older runs lack it: assume so).
+    """
+    bound = client.get("client_bound")
+    if client.get("capacity_judgement_affected", bound):
+        return "CLIENT-BOUND: no capacity judgement is drawn from this run"
+    if bound:
+        where = ", ".join([str(p) for p in client.get("client_bound_phases") or []]
+                          + [f"level {c}" for c in client.get("client_bound_levels") or []])
+        return f"client-bound in {where} only; the capacity judgement is unaffected"
+    return "the client was not the bottleneck" if bound is False else "not checked"
+
+
+def _flag(flagged: Any) -> str:
+    return "FLAGGED" if flagged is True else ("ok" if flagged is False else "not checked")
+
+
+def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The run's self-checks (client, network, cache, output length, usage) as table rows."""
+    if not summary:
+        return []
+    checks, client = as_mapping(summary.get("checks")), as_mapping(summary.get("client"))
+    rows = []
+    if client:
+        rows.append(("Client self-check",
+                     f"event-loop lag p99 {fmt_ms(client.get('loop_lag_p99_s'))}, CPU max "
+                     f"{fmt_pct(client.get('cpu_fraction_max'))}; {client_verdict(client)}"))
+    net = as_mapping(checks.get("network"))
+    if net:
+        rows.append(("Network round trip", f"{fmt_ms(net.get('rtt_s'))}, "
+                     f"{fmt_pct(net.get('share_of_ttft'))} of baseline TTFT p50"))
+    cache = as_mapping(checks.get("cache"))
+    if cache:
+        seen = cache.get("prefix_cache")
+        rows.append(("Prefix-cache check",
+                     f"repeat/first TTFT {fmt_num(cache.get('repeat_over_first'))} over "
+                     f"{fmt_value(cache.get('pairs'))} pairs: "
+                     + ("a prefix cache serves repeats" if seen is True
+                        else "no prefix cache seen" if seen is False else "not measured")))
+    for key, label, count, what in (
+            ("output_length", "Output length check", "short", "requests short by"),
+            ("usage_honesty", "Usage honesty (billed vs streamed tokens)", "disagreeing",
+             "disagree by")):
+        check = as_mapping(checks.get(key))
+        if check:
+            rows.append((label, f"{fmt_value(check.get(count))} of "
+                         f"{fmt_value(check.get('checked'))} {what} > "
+                         f"{fmt_pct(check.get('tolerance'))}: {_flag(check.get('flagged'))}"))
+    return rows
+
+
+def fit_badge(uc: Mapping[str, Any]) -> tuple[str, str]:
+    """(css class, label) for a use-case fit, qualified by how far it was tried."""
+    fit, top = uc.get("fit"), uc.get("max_concurrency")
+    if fit is True:
+        if not isinstance(top, int):
+            return "ok", "✓ fits"
+        return "ok", (f"✓ fits ≥ {top} streams" if uc.get("lower_bound")
+                      else f"✓ fits up to {top} streams")
+    if fit is False:
+        return "unreconciled", "✗ does not fit"
+    return "unanswered", "○ not judged"
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s < 60:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def stopped_at(run_doc: Mapping[str, Any], digest: RecordDigest) -> str | None:
+    """When the run's last recorded request ended, in words: on the run's clock, and as a
+    time of day from run.json's started_at (the clock's origin, to the second)."""
+    last = digest.last_end_s
+    if last is None:
+        return None
+    text = f"{_duration(last)} into the run"
+    started = run_doc.get("started_at")
+    try:
+        t0 = datetime.fromisoformat(started) if isinstance(started, str) else None
+        if t0 is not None:
+            t = t0 + timedelta(seconds=last)
+            text += (f", about {t.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if t.tzinfo
+                     else f", about {t:%Y-%m-%d %H:%M:%S}")
+    except (ValueError, OverflowError):
+        pass
+    return text
+
+
+
+def baseline_heading(base: Mapping[str, Any]) -> str:
+    """The appendix's baseline heading: how many requests, and how many succeeded (a
+    baseline of 0 requests says so rather than "6 requests")."""
+    total = base.get("requests")
+    ok = as_mapping(base.get("outcomes")).get("ok")
+    if not isinstance(total, int) or total == 0:
+        return "Baseline: one stream at a time (no request measured)"
+    done = f", {ok:,} ok" if isinstance(ok, int) and ok != total else ""
+    return f"Baseline: one stream at a time, {total:,} requests{done}"

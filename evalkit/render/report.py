@@ -1,0 +1,403 @@
+"""The PDF scorecard: a run and a questionnaire in, a PDF with its evidence attached out.
+
+    review(run_dir, questionnaire, tolerances)  evalkit.review.pipeline: inputs read once
+    build_context(scorecard, run, evidence)     pure: the page, from render.pagetext's words
+    render_html / render_pdf                    evalkit.render.pdf: escaped HTML, PDF/A-3b
+
+Vendor text is untrusted: it is only ever escaped text (see evalkit.render.pdf). The PDF
+carries run.json, summary.json, scorecard.json and the questionnaire as attachments,
+the very bytes that were judged, and prints their SHA-256, so a reviewer can check the
+PDF against its data. Numbers are formatted by evalkit.fmt, field names put into words
+by evalkit.render.words; raw names appear only in the appendix's exact tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+import evalkit
+from evalkit.analysis.summary import as_mapping, ramp_levels
+from evalkit.errors import UsageError
+from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
+from evalkit.fmt import num as _num
+from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES
+from evalkit.records import RequestRecord
+from evalkit.render import words
+from evalkit.render.charts import captions, kit, raster
+from evalkit.render.charts import figures as figures_mod
+from evalkit.render.charts import ramp as ramp_mod
+from evalkit.render.pagetext import (
+    LONG_TEXT,
+    SHORT_TEXT,
+    _long,
+    baseline_heading,
+    check_rows,
+    claim_text,
+    fit_badge,
+    fmt_outcomes,
+    fmt_value,
+    key_figures,
+    measured_text,
+    prefill_text,
+    rules,
+    stopped_at,
+    validity_text,
+)
+from evalkit.render.pdf import (
+    AssetFetcher,
+    clip,
+    render_html,
+    render_pdf,
+    sha256,
+)
+from evalkit.review.pipeline import Review, review
+from evalkit.review.rules import STATUSES
+from evalkit.rundir.digest import RecordDigest
+from evalkit.rundir.read import RunData
+
+#: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
+BADGES = {"ok": "✓", "unverified": "◐", "unanswered": "○", "unanswerable": "?",
+          "unreconciled": "✗"}
+RASTER_STREAMS = 40
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What `render_report` wrote, and what the renderer fetched while writing it."""
+
+    pdf: Path
+    scorecard_json: Path
+    html: Path | None
+    scorecard: dict[str, Any]
+    sha256: dict[str, str]
+    fetched: tuple[str, ...]
+    refused: tuple[str, ...]
+    #: what reading the run directory found and repaired, one sentence each
+    notes: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- input
+
+
+def parse_fail_on(text: str | None) -> tuple[str, ...]:
+    """Split `--fail-on a,b`; an unknown status is a UsageError (exit 2)."""
+    if not text:
+        return ()
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [s for s in names if s not in STATUSES]
+    if unknown:
+        raise UsageError(f"--fail-on: unknown status {', '.join(unknown)}; "
+                         f"choose from {', '.join(STATUSES)}")
+    return names
+
+
+def nothing_to_judge(scorecard: Mapping[str, Any]) -> str | None:
+    """Why a `--fail-on` gate would have nothing to judge (it must not pass silently)."""
+    run = as_mapping(scorecard.get("run"))
+    if scorecard.get("review") == "claims_only":
+        return None  # claims are judged (every measured claim is unverified, and says so)
+    if scorecard.get("review") in ("measurements_only", "empty"):
+        return "no questionnaire was given, so there are no claims to judge"
+    if not run:
+        return "no run was given"
+    if run.get("validity") == "invalid":
+        reasons = run.get("validity_reasons") or []
+        return "the run is invalid" + (f" ({clip(reasons[0], 200)})" if reasons else "")
+    if run.get("validity") not in ("valid", "degraded"):
+        return "the run states no validity (an older evalkit wrote it)"
+    return None
+
+
+def flagged(scorecard: Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
+    """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6']."""
+    qs = scorecard.get("questions") or {}
+    return [q for q in QUESTION_IDS if (qs.get(q) or {}).get("status") in statuses]
+
+
+def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
+               records: Iterable[RequestRecord] | RecordDigest,
+               slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
+    """Every chart there is data for, as (caption, inline svg); `records` may be given as
+    their digest (what `load_run` keeps)."""
+    digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
+    out: list[tuple[str, str | None]] = []
+    q6 = as_mapping(as_mapping(scorecard.get("questions")).get("Q6"))
+    claimed = as_mapping(q6.get("claimed"))
+    panel = as_mapping(claimed.get("panel")) or claimed
+    summary = summary or {}
+    out.append((captions.CLAIMS_CAPTION,
+                figures_mod.claims_vs_measured(_num(claimed.get("headline")), panel,
+                                          figures_mod.measured_rows(summary),
+                                          headline_unit=claimed.get("headline_unit"))))
+    samples = {level: {"ttft": digest.ttft_values("ramp", level),
+                       "itl": digest.itl.get(level, [])} for level in digest.levels}
+    levels = ramp_levels(summary)
+    dist = ramp_mod.latency_distributions(samples)
+    tpc = as_mapping(as_mapping(summary.get("connect")).get("tokens_per_chunk")).get("p50")
+    out.append((captions.distributions_caption(fmt_num(tpc), boxes=dist is not None),
+                dist or ramp_mod.latency_percentiles(levels)))
+    ramp = as_mapping(summary.get("ramp"))
+    vendor = as_mapping(summary.get("vendor_metrics")) or None  # the queue panel, if scraped
+    out.append((captions.throughput_caption(as_mapping(ramp.get("thresholds")), vendor),
+                ramp_mod.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
+                                                 ramp.get("first_degraded"), vendor)))
+    pre = as_mapping(summary.get("prefill"))
+    points = list(digest.prefill_points)
+    if not points:
+        for p in pre.get("points") or []:
+            if isinstance(p, Mapping) and _num(p.get("prompt_tokens")) and _num(p.get("ttft_s")):
+                points.append((float(p["prompt_tokens"]), float(p["ttft_s"])))
+    out.append((captions.PREFILL_CAPTION,
+                figures_mod.prefill_fit(points, _num(pre.get("overhead_s")),
+                                   _num(pre.get("tokens_per_s")), _num(pre.get("r2")))))
+    if digest.raster:
+        top = max(digest.raster)
+        streams = [raster.Stream(t0, times, outcome, top)
+                   for t0, times, outcome in digest.raster_streams(top)]
+        out.append((captions.raster_caption(len(streams), top), raster.stream_raster(streams)))
+    out.append((captions.USE_CASE_CAPTION,
+                figures_mod.use_case_fit(levels, slo_limits,
+                                         as_mapping(scorecard.get("tolerances")))))
+    return [(caption, Markup(kit.namespaced(svg, f"fig{i}")))
+            for i, (caption, svg) in enumerate(out) if svg]
+
+
+def _status(s: Any) -> str:
+    """A status name safe to use as a CSS class: one of the four, else 'unknown'."""
+    return s if s in STATUSES else "unknown"
+
+
+def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Each use case's SLO profile as the scorecard was judged with it."""
+    profiles = as_mapping(as_mapping(scorecard.get("tolerances")).get("slo_profiles"))
+    out: dict[str, Mapping[str, Any]] = {str(n): as_mapping(p) for n, p in profiles.items()}
+    for name, uc in as_mapping(scorecard.get("use_cases")).items():
+        if as_mapping(as_mapping(uc).get("profile")):
+            out[str(name)] = as_mapping(as_mapping(uc).get("profile"))
+    return out
+
+
+def _suite_words(version: Any) -> str:
+    """The suite a run followed, as page one says it; an imported run followed none of ours."""
+    text = clip(version or "?", 20)
+    tool = text.removeprefix("import:")
+    if tool != text:
+        return f" (imported from {tool}: not evalkit's suite)"
+    return f" (suite v{text})"
+
+
+def build_context(scorecard: Mapping[str, Any], run: RunData | None,
+                  evidence: Mapping[str, str]) -> dict[str, Any]:
+    """Everything the template shows, as plain strings and lists (no I/O)."""
+    run_doc = run.run if run else {}
+    summary = run.summary if run else None
+    digest = run.stats if run else RecordDigest()
+    target = as_mapping(run_doc.get("target"))
+    questions = []
+    for qid in QUESTION_IDS:
+        q = as_mapping(as_mapping(scorecard.get("questions")).get(qid))
+        status = _status(q.get("status"))
+        questions.append({
+            "id": qid, "title": clip(q.get("title") or QUESTION_TITLES[qid], 80),
+            "status": status, "badge": BADGES.get(status, "!"),
+            "gap": q.get("finding") == "gap",
+            "claimed": claim_text(q.get("claimed"), brief=True),
+            "measured": measured_text(qid, q.get("measured"), summary),
+            "reason": clip(q.get("reason") or "", 3 * SHORT_TEXT),
+            "claimed_long": claim_text(q.get("claimed"), brief=False),
+            "measured_long": (words.mapping(q["measured"], _long)
+                              if isinstance(q.get("measured"), Mapping)
+                              else fmt_value(q.get("measured"), LONG_TEXT)),
+            "reason_long": clip(q.get("reason") or "", LONG_TEXT),
+            "tolerance": words.tolerance(clip(q["tolerance"], SHORT_TEXT))
+                         if q.get("tolerance") else "",
+        })
+    use_cases = []
+    for name, uc in as_mapping(scorecard.get("use_cases")).items():
+        uc = as_mapping(uc)
+        css, label = fit_badge(uc)
+        use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
+                          "css": css, "label": label,
+                          "reason": clip(uc.get("reason") or "", 4 * SHORT_TEXT)})
+    verdict = as_mapping(scorecard.get("verdict"))
+    tolerances = dict(as_mapping(scorecard.get("tolerances")))
+    slo_profiles = as_mapping(tolerances.pop("slo_profiles", None))
+    figures = key_figures(summary)
+    run_card = as_mapping(scorecard.get("run"))
+    lead: list[tuple[str, str]] = []
+    if run is not None:
+        lead.append(("Run validity", validity_text(run_card)))
+    run_status = run_doc.get("status")
+    when = stopped_at(run_doc, digest) if run is not None else None
+    if run is not None and run_status == "running":
+        top = f"; the last level it reached ({max(digest.levels)} streams) may be " \
+            "incomplete" if digest.levels else ""
+        lead.append(("Run status", f"CUT{' ' + when if when else ''}: the probe stopped "
+                     "without writing the run up (killed, or still running when this report "
+                     f"was made); the figures cover only the {digest.n:,} requests it "
+                     f"recorded{top}"))
+    elif run is not None and run_status not in (None, "complete", "merged"):
+        lead.append(("Run status", f"{clip(run_status, 30).upper()}"
+                     f"{' ' + when if when else ''}: the figures cover only "
+                     "what was measured before the run stopped"))
+    if run is not None:
+        lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
+                     + _suite_words(run_doc.get("suite_version"))))
+    figures = lead + figures
+    reading = as_mapping(scorecard.get("streams_at_reading_speed"))
+    if summary and reading:
+        pct, speed = reading.get("percentile") or "p90", reading.get("reading_speed_tokens_per_s")
+        value = fmt_value(reading.get("value"))
+        if reading.get("lower_bound") and reading.get("value") is not None:
+            value = f"≥ {value} (the highest level tried)"
+        elif reading.get("fit") is None:
+            value = "not judged"
+        share = f"{pct[1:]} % of" if pct[1:].isdigit() else "most"
+        known = _num(speed)
+        rate = f"{words.plain(known)} tok/s" if known is not None else fmt_rate(speed)
+        figures.append(("Streams at reading speed",
+                        f"{value}; judged on whether {share} streams receive at least {rate}"))
+    if run is None:  # claims-only: the vendor's own words for what was reviewed
+        model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
+        endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
+    else:
+        model = clip(target.get("model") or "—", SHORT_TEXT)
+        endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
+    started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
+    stand = as_mapping(run_card.get("stands_in_for"))
+    # what reading the run directory repaired comes first: the figures rest on it
+    notices = [clip(note, 600) for note in (run.notes if run else ())]
+    if stand:
+        notices.append(f"A demonstration: evalkit's built-in reference endpoint played this "
+                       f"vendor's endpoint ({clip(stand.get('model') or '—', 60)} at "
+                       f"{clip(stand.get('endpoint') or '—', 80)}). Every figure was measured "
+                       "on the reference endpoint, not on the vendor's.")
+    if run_card.get("target_mismatch"):
+        notices.append("The run does not match the questionnaire: "
+                       f"{clip(run_card['target_mismatch'], 300)}. Claims that need a "
+                       "measurement are unverified.")
+    return {
+        "vendor": clip(scorecard.get("vendor") or "(vendor not named)", SHORT_TEXT),
+        "model": model, "endpoint": endpoint,
+        "run_invalid": run_card.get("validity") == "invalid",
+        "notices": notices,
+        # page one's "what this run did not verify": each with the run that would
+        "not_verified": [(q["id"], q["reason"]) for q in questions
+                         if q["status"] == "unverified"],
+        "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
+        "streaming_ready": bool(verdict.get("streaming_ready")),
+        "verdict": clip(verdict.get("text") or "No verdict was drawn.", LONG_TEXT),
+        "questions": questions,
+        "use_cases": use_cases,
+        "key_figures": figures,
+        "charts": chart_svgs(scorecard, summary, digest, slo_limits(scorecard)),
+        "tool_version": evalkit.__version__,
+        "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
+        "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
+        "profile": fmt_value(run_doc.get("profile")
+                             or as_mapping(run_doc.get("config")).get("profile")),
+        "client_host": clip(words.client_host(run_doc.get("client")), SHORT_TEXT),
+        "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
+                     + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
+                     + (f"; last request ended {when}" if when else ""),
+        "summary": summary or {},
+        "levels": ramp_levels(summary),
+        "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
+        "in_ms": lambda s: fmt_num(s * 1000) if _num(s) is not None else "—",
+        # the ramp's metric keys (ttft, itl, admission) as the methodology names them
+        "metric_names": lambda ms: ", ".join(
+            {"ttft": "TTFT", "itl": "TPOT", "tpot": "TPOT", "admission": "failures"}.get(
+                str(m), clip(m, 20)) for m in (ms if isinstance(ms, list) else [])),
+        "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes,
+        "outcomes": sorted(digest.outcomes.items()),
+        "n_records": digest.n,
+        "skipped_lines": run.skipped_lines if run else 0,
+        "summary_source": (clip(run.rebuilt, 600) if run and run.rebuilt
+                           else "summary.json, as the probe wrote it, checked against the "
+                                "records" if run else ""),
+        "checks": check_rows(summary),
+        "errors": [(clip(msg, 200), n) for msg, n in digest.errors.most_common(10)],
+        "evidence": sorted(evidence.items()),
+        "requests_sha256": run.requests_sha256 if run else None,
+        "tolerances": sorted(tolerances.items()),
+        "slo_profiles": sorted(slo_profiles.items()),
+        "has_run": run is not None,
+        "rules": rules(summary),
+        "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
+        "baseline_heading": baseline_heading(as_mapping(as_mapping(summary).get("baseline"))),
+        "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],
+    }
+
+
+# --------------------------------------------------------------------------- render
+
+
+def scorecard_bytes(scorecard: Mapping[str, Any]) -> bytes:
+    """The exact bytes written beside the PDF and attached inside it."""
+    return (json.dumps(scorecard, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+
+
+def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
+                    questionnaire: tuple[str, bytes] | None, out_pdf: Path,
+                    html: bool = False) -> ReportResult:
+    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard."""
+    attachments: dict[str, bytes] = dict(run.raw) if run else {}
+    sc_bytes = scorecard_bytes(scorecard)
+    attachments["scorecard.json"] = sc_bytes
+    if questionnaire:
+        attachments[questionnaire[0]] = questionnaire[1]
+    evidence = {name: sha256(data) for name, data in attachments.items()}
+    text = render_html(build_context(scorecard, run, evidence))
+    fetcher = AssetFetcher()
+    pdf = render_pdf(text, attachments, fetcher)
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    out_pdf.write_bytes(pdf)
+    json_path = out_pdf.with_suffix(".json")
+    json_path.write_bytes(sc_bytes)
+    html_path = None
+    if html:
+        html_path = out_pdf.with_suffix(".html")
+        html_path.write_text(text, encoding="utf-8")
+    return ReportResult(out_pdf, json_path, html_path, dict(scorecard), evidence,
+                        tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else ())
+
+
+def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf: Path,
+                  html: bool = False, tolerances: Any = None) -> ReportResult:
+    """The whole report: read the inputs, reconcile them, write PDF + FILE.json (+ HTML).
+
+    Either input may be omitted (a claims-only or a measurement-only review), not both.
+    `tolerances` is a `Tolerances`, a path to an override file, or None for the defaults.
+    """
+    if run_dir is None and questionnaire_path is None:
+        raise UsageError("give --run DIR, --questionnaire FILE, or both")
+    out_pdf = Path(out_pdf)
+    if out_pdf.suffix.lower() != ".pdf":
+        raise UsageError(f"--out {out_pdf}: the report file must end in .pdf "
+                         "(its scorecard.json is written beside it as FILE.json)")
+    inputs = [Path(p).resolve() for p in (questionnaire_path, tolerances) if
+              isinstance(p, str | Path)]
+    if run_dir is not None:
+        inputs += [(Path(run_dir) / n).resolve() for n in ("run.json", "summary.json")]
+    for written in (out_pdf, out_pdf.with_suffix(".json"), out_pdf.with_suffix(".html")):
+        if written.resolve() in inputs:
+            raise UsageError(f"--out {out_pdf} would overwrite the input {written}; "
+                             "write the report somewhere else")
+    done = review(Path(run_dir) if run_dir is not None else None,
+                  Path(questionnaire_path) if questionnaire_path is not None else None,
+                  tolerances)
+    return write_review(done, out_pdf, html)
+
+
+def write_review(done: Review, out_pdf: Path, html: bool = False) -> ReportResult:
+    """Write a review's PDF and FILE.json, attaching the inputs' bytes as they were read."""
+    q = done.questionnaire
+    return write_scorecard(done.scorecard, done.run, (q.name, q.data) if q else None,
+                           out_pdf, html)

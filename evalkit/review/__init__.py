@@ -1,0 +1,3 @@
+"""Stage 4, the review: a questionnaire's claims reconciled with a run's summary (Q1–Q6,
+the verdict, each use case's fit), and several runs compared. Pure but for
+`evalkit.review.pipeline`, which reads the inputs once."""

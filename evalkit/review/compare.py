@@ -1,0 +1,357 @@
+"""Compare runs: vendors side by side, and one vendor across quarters.
+
+Pure: takes loaded runs (summary, run metadata, optional scorecard) and returns the
+comparison as data; the CLI and the renderer sit around it. Two runs are compared on a
+figure only where the figure means the same thing in both: the same suite version
+always, and for load figures the same prompt/output lengths and concurrency levels.
+What is left out is listed with the reason, because a silent omission reads as a tie.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeVar
+
+from evalkit.analysis.summary import Level, Summary
+from evalkit.fmt import fmt_unit
+from evalkit.fmt import num as _num
+
+Better = Literal["lower", "higher"]
+T = TypeVar("T")
+
+#: Relative worsening beyond which a later run of the same target is a regression.
+DEFAULT_REGRESSION_TOLERANCE = 0.10
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as the comparison needs it; `label` is what a reader calls it."""
+
+    label: str
+    target: str
+    started: str
+    suite_version: str | None
+    settings: dict[str, Any]
+    summary: dict[str, Any]
+    scorecard: dict[str, Any] | None = None
+    #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
+    ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
+    #: how `target` was found (questionnaire, probe-time vendor label, model and endpoint…),
+    #: so a run that landed in no trend can be explained
+    grouped_by: str = ""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A key figure: how to read it from a summary, which way is better, what it needs."""
+
+    key: str
+    title: str
+    unit: str
+    better: Better
+    read: Callable[[dict[str, Any]], float | None]
+    #: settings that must be equal for two runs' values to mean the same thing
+    needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
+    #: the concurrency level a run's value was read at (None: not a load figure)
+    level: Callable[[dict[str, Any]], int | None] | None = None
+
+
+def _get(d: Any, *path: str | int) -> Any:
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(d, list) or len(d) <= p:
+                return None
+        elif not isinstance(d, dict):
+            return None
+        d = d[p] if isinstance(p, int) else d.get(p)
+    return d
+
+
+def _sustained_level(summary: dict[str, Any]) -> Level | None:
+    """The max sustained level, or None when no level held.
+
+    `Summary.sustained`, not `under_load`: these rows are titled "at max sustained load",
+    and a run in which no level held has no such figure; its highest level (an overloaded
+    one) set beside other runs' sustained levels would compare unlike things.
+    """
+    measured = Summary.from_json(summary)
+    return measured.sustained() if measured else None
+
+
+def _peak_level(summary: dict[str, Any]) -> Level | None:
+    """The ramp level with the highest aggregate output (client-bound levels left out)."""
+    measured = Summary.from_json(summary)
+    levels = [lv for lv in (measured.ramp if measured else ())
+              if not lv.client_bound and lv.aggregate_tokens_per_s is not None]
+    return max(levels, key=lambda lv: lv.aggregate_tokens_per_s or 0.0) if levels else None
+
+
+def _at(find: Callable[[dict[str, Any]], Level | None], pick: Callable[[Level], T]
+        ) -> Callable[[dict[str, Any]], T | None]:
+    """A reader of one figure (`pick`) at the level `find` chooses; None without one."""
+    def read(summary: dict[str, Any]) -> T | None:
+        level = find(summary)
+        return pick(level) if level is not None else None
+    return read
+
+
+_sustained = _at(_sustained_level, lambda lv: lv.concurrency)
+#: the settings a load figure needs equal in two runs
+_LOAD = ("prompt_tokens", "output_tokens", "levels")
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("baseline_ttft_p50_s", "TTFT p50, alone", "s", "lower",
+           lambda s: _num(_get(s, "baseline", "ttft_s", "p50"))),
+    Figure("baseline_stream_rate_p50", "Stream rate p50, alone", "tok/s", "higher",
+           lambda s: _num(_get(s, "baseline", "stream_tokens_per_s", "p50"))),
+    Figure("sustained_ttft_p90_s", "TTFT p90 at max sustained load", "s", "lower",
+           _at(_sustained_level, lambda lv: lv.ttft_s.p90), _LOAD, _sustained),
+    Figure("sustained_tpot_p90_s", "TPOT p90 (per-token latency) at max sustained load", "s",
+           "lower", _at(_sustained_level, lambda lv: lv.tpot_s.p90), _LOAD, _sustained),
+    Figure("max_sustained_concurrency", "Max sustained concurrent streams", "streams",
+           "higher", lambda s: _num(_get(s, "ramp", "max_sustained_concurrency")), _LOAD),
+    Figure("peak_aggregate_tokens_per_s", "Peak aggregate output", "tok/s", "higher",
+           _at(_peak_level, lambda lv: lv.aggregate_tokens_per_s), _LOAD,
+           _at(_peak_level, lambda lv: lv.concurrency)),
+    Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
+           lambda s: _num(_get(s, "prefill", "tokens_per_s")), ()),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run's value of one figure, and whether it is the best of its row (★)."""
+
+    value: float | None
+    best: bool = False
+    excluded: str | None = None
+    #: the concurrency the value was read at, for a load figure
+    level: int | None = None
+    #: why this run can win no ★ (not streaming-ready, read above its sustained level)
+    unstarred: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    figure: Figure
+    cells: list[Cell]
+    #: why the row has no ★ although two runs have a value (measured at different loads)
+    no_star: str | None = None
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A later run of the same target worse than the run before it beyond tolerance."""
+
+    target: str
+    figure: str
+    before_label: str
+    after_label: str
+    before: float
+    after: float
+    change: float
+    tolerance: float
+    #: the figure's unit (s, tok/s, streams): the sentence prints it
+    unit: str = ""
+
+    @property
+    def sentence(self) -> str:
+        """One sentence a reviewer can read aloud, each figure in its unit."""
+        before, after = fmt_unit(self.before, self.unit), fmt_unit(self.after, self.unit)
+        return (f"{self.figure}: {before} ({self.before_label}) → {after} "
+                f"({self.after_label}), {self.change:+.0%} against a tolerance of "
+                f"{self.tolerance:.0%}.")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The whole comparison: rows of figures, trends per target, what was left out.
+
+    A trend is *judged* when at least one key figure is comparable in two of its runs;
+    `not_judged` says, per trend that is not, why (runs left out, figures not measured).
+    A regression check with no judged trend has checked nothing.
+    """
+
+    runs: list[RunView]
+    rows: list[Row]
+    statuses: dict[str, list[str | None]]
+    use_cases: dict[str, list[bool | None]]
+    trends: dict[str, list[int]]
+    regressions: list[Regression]
+    left_out: list[str] = field(default_factory=list)
+    judged: list[str] = field(default_factory=list)
+    not_judged: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON written beside the comparison PDF (schema `evalkit.compare/1`)."""
+        return {
+            "schema": "evalkit.compare/1",
+            "runs": [{"label": r.label, "target": r.target, "started": r.started,
+                      "suite_version": r.suite_version} for r in self.runs],
+            "figures": {
+                row.figure.key: {
+                    "title": row.figure.title, "unit": row.figure.unit,
+                    "better": row.figure.better,
+                    "values": [c.value for c in row.cells],
+                    "best": [c.best for c in row.cells],
+                    "excluded": [c.excluded for c in row.cells],
+                    "levels": [c.level for c in row.cells],
+                    "unstarred": [c.unstarred for c in row.cells],
+                    "no_star": row.no_star,
+                } for row in self.rows
+            },
+            "statuses": self.statuses,
+            "use_cases": self.use_cases,
+            "trends": {t: [self.runs[i].label for i in idx] for t, idx in self.trends.items()},
+            "regressions": [{"target": g.target, "figure": g.figure, "before": g.before,
+                             "after": g.after, "change": g.change, "tolerance": g.tolerance,
+                             "before_run": g.before_label, "after_run": g.after_label,
+                             "text": g.sentence} for g in self.regressions],
+            "left_out": self.left_out,
+            "judged_trends": self.judged,
+            "not_judged": self.not_judged,
+        }
+
+
+def _reference_run(runs: Sequence[RunView]) -> RunView:
+    """The run others are held against for comparability: the most common suite version."""
+    versions = [r.suite_version for r in runs]
+    common = max(set(versions), key=lambda v: (versions.count(v), str(v)))
+    return next(r for r in runs if r.suite_version == common)
+
+
+def _comparable(run: RunView, ref: RunView, needs: tuple[str, ...]) -> str | None:
+    """Why `run`'s figure cannot be set beside `ref`'s, or None when it can."""
+    if run.suite_version != ref.suite_version:
+        return (f"suite version {run.suite_version} differs from {ref.suite_version} "
+                f"({ref.label})")
+    for key in needs:
+        if run.settings.get(key) != ref.settings.get(key):
+            return (f"{SETTING_WORDS.get(key, key)} {run.settings.get(key)} differs from "
+                    f"{ref.settings.get(key)} ({ref.label})")
+    return None
+
+
+#: The settings a figure needs equal, as the page says them.
+SETTING_WORDS = {"prompt_tokens": "prompt length (tokens)",
+                 "output_tokens": "output length (tokens)",
+                 "levels": "concurrency levels"}
+
+
+def left_out_words(reason: str | None) -> str:
+    """A cell's short reason for being left out, the full one listed in the appendix."""
+    if not reason:
+        return "left out"
+    for words in ("suite version", *SETTING_WORDS.values()):
+        if reason.startswith(words):
+            return f"left out: other {words.split(' (')[0]}"
+    return "left out"
+
+
+def unstarred(run: RunView) -> str | None:
+    """Why a run can win no ★ on any row, or None: a star must be earned, so a run not
+    judged streaming-ready (or with no scorecard, or an invalid or degraded run) wins none,
+    however good one of its figures looks."""
+    card = run.scorecard or {}
+    if not _get(card, "verdict", "streaming_ready"):
+        return "not streaming-ready"
+    validity = _get(card, "run", "validity")
+    if validity not in (None, "valid"):
+        return f"run {validity}"
+    return None
+
+
+def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
+    """One figure across the runs; ★ on the best value only where the values compare
+    (two or more, at the same load for a load figure) and only for a run that earned it."""
+    cells = []
+    for run in runs:
+        why = _comparable(run, ref, fig.needs)
+        value = fig.read(run.summary) if why is None else None
+        level = fig.level(run.summary) if fig.level and value is not None else None
+        barred = unstarred(run)
+        sustained = _num(_get(run.summary, "ramp", "max_sustained_concurrency"))
+        if barred is None and level is not None and (sustained is None or level > sustained):
+            barred = f"read at {level} streams, above its max sustained level"
+        cells.append(Cell(value, excluded=why, level=level, unstarred=barred))
+    known = [c for c in cells if c.value is not None]
+    no_star = None
+    if len(known) < 2:
+        return Row(fig, cells)
+    levels = sorted({c.level for c in known if c.level is not None})
+    if fig.level is not None and fig.key != "peak_aggregate_tokens_per_s" and len(levels) > 1:
+        no_star = ("no ★: measured at different loads ("
+                   + ", ".join(f"{c.level} streams" for c in known) + ")")
+        return Row(fig, cells, no_star)
+    values = [c.value for c in known if c.value is not None]
+    best = min(values) if fig.better == "lower" else max(values)
+    cells = [replace(c, best=c.value == best and c.unstarred is None) for c in cells]
+    if not any(c.best for c in cells):
+        no_star = "no ★: the best value is from a run that did not earn one"
+    return Row(fig, cells, no_star)
+
+
+def _why_not_judged(rows: Sequence[Row], runs: Sequence[RunView], idx: Sequence[int]
+                    ) -> str | None:
+    """None when a key figure is comparable in two of the trend's runs, else why not."""
+    if any(sum(row.cells[i].value is not None for i in idx) >= 2 for row in rows):
+        return None
+    why = sorted({f"{runs[i].label}: {row.cells[i].excluded}" for row in rows for i in idx
+                  if row.cells[i].excluded})
+    if why:
+        return (f"no key figure is comparable in two of its {len(idx)} runs; left out: "
+                + "; ".join(why))
+    return f"no key figure was measured in two of its {len(idx)} runs"
+
+
+def _worse_by(fig: Figure, change: float) -> float:
+    """Relative worsening (positive = worse) of a relative change, in the figure's direction."""
+    return change if fig.better == "lower" else -change
+
+
+def _regressions(rows: Sequence[Row], runs: Sequence[RunView], trends: dict[str, list[int]],
+                 tolerance: float) -> list[Regression]:
+    found = []
+    for target, idx in trends.items():
+        for row in rows:
+            points = [(i, row.cells[i].value) for i in idx if row.cells[i].value is not None]
+            for (i, a), (j, b) in itertools.pairwise(points):
+                assert a is not None and b is not None
+                if a == 0:
+                    continue
+                change = (b - a) / abs(a)
+                if _worse_by(row.figure, change) > tolerance:
+                    found.append(Regression(target, row.figure.title, runs[i].label,
+                                            runs[j].label, a, b, change, tolerance,
+                                            row.figure.unit))
+    return found
+
+
+def compare_runs(runs: Sequence[RunView],
+                 tolerance: float = DEFAULT_REGRESSION_TOLERANCE) -> Comparison:
+    """Set runs side by side; runs of the same target become a trend, oldest first."""
+    if not runs:
+        raise ValueError("compare_runs needs at least one run")
+    ref = _reference_run(runs)
+    rows = [_row(fig, runs, ref) for fig in FIGURES]
+    left_out = sorted({f"{runs[i].label}: {c.excluded}" for row in rows
+                       for i, c in enumerate(row.cells) if c.excluded})
+    by_target: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        by_target.setdefault(run.target, []).append(i)
+    trends = {t: sorted(idx, key=lambda i: runs[i].started)
+              for t, idx in by_target.items() if len(idx) > 1}
+    statuses: dict[str, list[str | None]] = {
+        q: [_get(r.scorecard, "questions", q, "status") for r in runs]
+        for q in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
+    }
+    cases = sorted({k for r in runs for k in (_get(r.scorecard, "use_cases") or {})})
+    use_cases = {k: [_get(r.scorecard, "use_cases", k, "fit") for r in runs] for k in cases}
+    why_not = {t: _why_not_judged(rows, runs, idx) for t, idx in trends.items()}
+    return Comparison(list(runs), rows, statuses, use_cases, trends,
+                      _regressions(rows, runs, trends, tolerance), left_out,
+                      judged=[t for t, why in why_not.items() if why is None],
+                      not_judged={t: why for t, why in why_not.items() if why is not None})

@@ -1,0 +1,298 @@
+"""Q4–Q6: the concurrency limit and what degrades first, what the vendor lets a
+customer observe, and its production panel."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from evalkit.analysis.summary import Level, Summary, as_count, as_mapping
+from evalkit.analysis.thresholds import Tolerances
+from evalkit.fmt import fmt_tokens_per_s as fmt_rate
+from evalkit.questionnaire.model import (
+    ConcurrencyAnswer,
+    ObservabilityAnswer,
+    PanelAnswer,
+)
+from evalkit.review.rules import (
+    SOURCE_WORDS,
+    Evidence,
+    Finding,
+    Judgement,
+    Status,
+    blank,
+    dist_dict,
+    dist_numbers,
+    join,
+    meets,
+    number,
+    quote,
+    rerun_for,
+    times,
+    tolerance_words,
+    within,
+)
+
+
+def _breaking_level(m: Summary) -> int | None:
+    if m.first_degraded is None:
+        return None
+    if m.first_breach is not None:
+        return m.first_breach
+    above = [lv.concurrency for lv in m.levels if m.max_sustained is None
+             or lv.concurrency > m.max_sustained]
+    return min(above) if above else None
+
+
+def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
+             sold: int | None = None) -> Judgement:
+    """Maximum streams per node and the first-degrading metric vs the concurrency ramp.
+
+    `sold` is the concurrency Q2 sells: a limit below it is a gap whatever the ramp says.
+    """
+    tolerance = tolerance_words(tol.concurrency_rel, "concurrency_rel", at_most=True,
+                                value="claimed", reference="breaking level")
+
+    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
+        return Judgement(status, reason, a.to_dict(), measured, tolerance, gap)
+
+    gap: Finding | None = None
+    if blank(a):
+        return j("unanswered", "Q4 is not answered: no maximum of concurrent streams was given.")
+    n, first = a.max_concurrent_streams_per_node, a.first_degrades
+    if n is None:
+        return j("unanswerable", "Q4 gives no maximum number of concurrent streams per node, so "
+                 "nothing can be checked.")
+    if first is None:
+        return j("unanswerable", f"Q4 gives {n} streams per node but not what degrades first "
+                 "(itl, ttft or admission).")
+    if a.source not in ("production", "lab"):
+        return j("unanswerable", f"{n} streams per node is given {SOURCE_WORDS[a.source]}, "
+                 "not from a measurement.")
+    nodes = a.nodes or 1
+    claimed = n * nodes
+    said = (f"{n} streams per node × {a.nodes} node{'s' if nodes > 1 else ''} = {claimed}, "
+            f"{_metric(first)} first" if a.nodes else
+            f"{n} streams per node (at least {n} for the endpoint), {_metric(first)} first")
+    gap_text = ""
+    if sold is not None and claimed < sold:
+        gap = "gap"
+        gap_text = (f"; the stated limit is below the {sold} streams Q2 sells, so the quote "
+                    "oversells the endpoint")
+    mu = ev.usable
+    if mu is None:
+        return j("unverified", f"Claimed {said}; not verified: {ev.blocker}{gap_text}.")
+    breaking = _breaking_level(mu)
+    shown = {"max_sustained_concurrency": mu.max_sustained, "first_degraded": mu.first_degraded,
+             "breaking_concurrency": breaking}
+    tie = next((lv for lv in mu.levels if lv.concurrency == mu.first_tie), None)
+    shown["first_tie_concurrency"] = mu.first_tie
+    if mu.first_degraded is None:
+        held = mu.max_sustained
+        if tie is not None:
+            before = (f"the ramp held up to {held} streams and no level breached, but "
+                      if held is not None else "no level was confirmed sustained or breached: ")
+            return j("unverified", f"Claimed {said}; not verified: {before}"
+                     f"{_tie_words(tie)}{gap_text}.", shown)
+        if held is None:
+            return j("unverified", f"Claimed {said}; not verified: the ramp judged no level "
+                     f"({rerun_for(claimed, ev.command)}){gap_text}.", shown)
+        more = rerun_for(max(held, claimed), ev.command)
+        if held < claimed:
+            return j("unverified", f"Claimed {said}; not verified: the ramp held up to {held} "
+                     f"streams and stopped below the claim without degrading; {more}"
+                     f"{gap_text}.", shown)
+        return j("unverified", f"Claimed {said}; not verified: the ramp held {held} streams, "
+                 f"at least the claim, and nothing degraded, so what degrades first was not "
+                 f"seen; {more}{gap_text}.", shown)
+    broke = (f"broke at {breaking} on {_metric(mu.first_degraded)}" if breaking is not None
+             else f"saw {_metric(mu.first_degraded)} degrade first at a level it does not list")
+    head = (f"Claimed {said} vs the ramp, which sustained "
+            f"{mu.max_sustained if mu.max_sustained is not None else 'no level'} and {broke}")
+    problems = []
+    limit = breaking if breaking is not None else (mu.max_sustained or 0) + 1
+    if not within(claimed, limit, tol.concurrency_rel, at_most=True):
+        problems.append(f"the claim is {times(claimed / limit)} the level at which it broke")
+    # a tie below the breach may be where it really broke, on one of the tied metrics
+    firsts = {mu.first_degraded, *(tie.ties if tie is not None else ())}
+    if first not in firsts:
+        problems.append(f"{_metric(mu.first_degraded)}, not {_metric(first)}, degraded first")
+    if problems:
+        return j("unreconciled", f"{head}: {join(problems)}{gap_text}.", shown)
+    if tie is not None and (not within(claimed, tie.concurrency, tol.concurrency_rel,
+                                       at_most=True) or firsts != {first}):
+        return j("unverified", f"{head}, but {_tie_words(tie)}, so the claim is not decided"
+                 f"{gap_text}.", shown)
+    return j("ok", f"{head}: holds{gap_text}.", shown)
+
+
+#: the ramp's metric names (summary.json, the questionnaire's first_degrades) as the page
+#: says them: the per-token metric is TPOT everywhere a reader looks
+METRIC_WORDS = {"itl": "TPOT", "ttft": "TTFT", "admission": "admission"}
+
+
+def _metric(name: str | None) -> str:
+    return METRIC_WORDS.get(name or "", str(name))
+
+
+def _tie_words(tie: Level) -> str:
+    """A tie level in words, with the run that would decide it."""
+    what = join([_metric(t) for t in tie.ties]) or "a limit"
+    more = (f"about {tie.tie_requests} requests at {tie.concurrency} streams would decide it"
+            if tie.tie_requests else f"more requests at {tie.concurrency} streams would "
+            "decide it")
+    return (f"level {tie.concurrency} is a tie on {what} (its 95 % interval straddles the "
+            f"limit, n = {tie.requests}): {more} (re-run with --levels {tie.concurrency} "
+            "and --interval-width)")
+
+
+def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
+    """Per-stream vs request-level observability, and how it is exported.
+
+    A per-stream claim is checked against the probe's scrape of the vendor's metrics page
+    (`probe --metrics-url`, `evalkit.analysis.vendor_metrics`): a per-token inter-token histogram
+    that counted our streams' tokens is `ok`; none, or one that counted none of them, is
+    `unreconciled`; no scrape (or a run that verifies nothing) is `unverified`.
+    """
+    vm = ev.m.vendor_metrics if ev.m is not None else None
+
+    def j(status: Status, reason: str, finding: Finding | None = None) -> Judgement:
+        measured = None if vm is None else {
+            k: vm.get(k) for k in ("url", "engine", "families", "per_stream_itl",
+                                   "itl_observations", "scrapes_ok")}
+        return Judgement(status, reason, a.to_dict(), measured, "none (categorical answer)",
+                         finding)
+
+    if blank(a):
+        return j("unanswered", "Q5 is not answered: no observability level was given.")
+    if a.observability is None:
+        return j("unanswerable", "Q5 does not say whether per-stream inter-token times or only "
+                 "request-level latency are exposed (one of per_stream, request_level, none).")
+    if a.observability == "none" and (a.export or a.metrics_url):
+        return j("unreconciled", "The vendor states that no latency observability is exposed, "
+                 f"yet describes an export ({quote(a.export or a.metrics_url, 80)}): the two "
+                 "answers contradict each other.")
+    if a.observability == "none":
+        return j("ok", "The vendor states that no latency observability is exposed, so "
+                 "per-stream rhythm cannot be audited from its side.", "gap")
+    if not (a.export or a.metrics_url):
+        return j("unanswerable", f"Q5 says {a.observability} but not how it is exported, so we "
+                 "cannot read it.")
+    how = quote(a.export or a.metrics_url, 120)
+    if a.observability == "request_level":
+        return j("ok", f"The vendor exposes request-level latency only (via {how}): "
+                 "per-stream inter-token rhythm, which a streaming product lives on, cannot be "
+                 "audited from its side.", "gap")
+    return _q5_per_stream(j, how, vm, ev, a.metrics_url)
+
+
+def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
+                   vm: Mapping[str, Any] | None, ev: Evidence,
+                   claimed_url: str | None) -> Judgement:
+    """A per-stream claim against the scrape of the vendor's metrics page."""
+    said = f"The vendor says it exposes per-stream latency via {how}"
+    url = quote(str((vm or {}).get("url") or claimed_url or "URL"), 120)
+    if vm is None or ev.m is None or ev.m.validity in ("invalid", "unknown"):
+        why = (ev.blocker if ev.m is None or ev.m.validity in ("invalid", "unknown") else
+               f"the run did not scrape it: re-run the probe with --metrics-url {url}")
+        return j("unverified", f"{said}; not verified: {why}.")
+    if not as_count(vm.get("scrapes_ok")):
+        errors = vm.get("scrape_errors") or ["no scrape answered"]
+        return j("unverified", f"{said}; not verified: the scrape of {url} failed "
+                 f"({quote(str(errors[0]), 120)}); re-run with a --metrics-url the probe "
+                 "can reach.")
+    families = as_mapping(vm.get("families"))
+    itl = quote(str(families.get("itl") or ""), 80)
+    named = (f"the per-token histogram {itl}" if itl else
+             "a per-token histogram (its name not recorded)")
+    seen = as_count(vm.get("itl_observations")) or 0
+    if vm.get("per_stream_itl") is True and seen > 0:
+        return j("ok", f"{said}: our scrape of {url} found {named}, "
+                 f"which counted {seen:,} inter-token intervals during our run.")
+    if vm.get("per_stream_itl") is True:
+        return j("unreconciled", f"{said}, and {url} exports {named}, but it counted none of "
+                 "our streams' tokens while we probed: it is not the engine that served us "
+                 "(another replica?), or it is not fed.")
+    other = quote(str(families.get("tpot_req") or ""), 80)
+    found = (f"only the request-level {other} (one mean per request)" if other else
+             "no inter-token metric at all")
+    return j("unreconciled", f"{said}, but our scrape of {url} found {found}: no per-stream "
+             "inter-token histogram.")
+
+
+def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | None,
+             ev: Evidence, tol: Tolerances) -> Judgement:
+    """The production panel vs the headline figure, with our own distribution beside both."""
+    tolerance = (f"headline/panel p50 ≤ {tol.headline_panel_ratio:g}× without a written "
+                 "reconciliation (headline_panel_ratio)")
+    claimed = a.to_dict()
+    if headline_value is not None:
+        claimed["headline"] = headline_value
+        claimed["headline_unit"] = headline_unit or "output_tokens_per_s"
+    if a.output_tokens_per_s is not None and dist_numbers(a.output_tokens_per_s):
+        claimed["panel"] = claimed.get("output_tokens_per_s")
+    m = ev.usable
+    base = m.baseline if m and m.baseline and not m.baseline.client_bound else None
+    ours: dict[str, Any] | None = (
+        {"baseline_stream_tokens_per_s": dist_dict(base.stream_tokens_per_s)} if base else None)
+    top = m.sustained() if m else None
+    if top is not None:
+        ours = ours or {}
+        ours[f"stream_tokens_per_s_at_{top.concurrency}"] = dist_dict(top.stream_tokens_per_s)
+    our_p50 = base.stream_tokens_per_s.p50 if base else None
+    beside = (f"; we measured {fmt_rate(our_p50)} per stream (p50) with one stream" if our_p50
+              else "")
+
+    def j(status: Status, reason: str) -> Judgement:
+        return Judgement(status, reason, claimed, ours, tolerance)
+
+    if blank(a):
+        return j("unanswered", "Q6 is not answered: no production panel was given"
+                 + (f" to set beside the headline {number(headline_value)} tokens/s."
+                    if headline_value is not None else "."))
+    panel = dist_numbers(a.output_tokens_per_s)
+    if not panel and not dist_numbers(a.latency_s):
+        return j("unanswerable", "Q6 gives no production panel numbers (only text), so the "
+                 "headline cannot be set against production.")
+    if a.source != "production":
+        return j("unanswerable", f"The panel is given {SOURCE_WORDS[a.source]}, where the live "
+                 "production panel was asked.")
+    window = a.window or (a.output_tokens_per_s.window if a.output_tokens_per_s else None)
+    window = quote(window, 60) if window else None
+    if not window:
+        return j("unanswerable", "The production panel gives no window (when it was measured), "
+                 "so it cannot be read as last week's production.")
+    latency = dist_numbers(a.latency_s)
+    for name, values in (("output tokens/s", panel), ("latency", latency)):
+        if values != sorted(values):
+            return j("unreconciled", f"The panel's {name} percentiles "
+                     f"{'/'.join(map(number, values))} are not in increasing order, so they "
+                     "contradict each other.")
+    written = len((a.reconciliation or "").strip()) >= tol.min_reconciliation_chars
+    p50 = a.output_tokens_per_s.p50 if a.output_tokens_per_s else None
+    if headline_value is None:
+        agreed = (f"The production panel ({window}) is given and there is no headline figure "
+                  "to reconcile it with")
+    elif p50 is None or headline_unit not in (None, "output_tokens_per_s"):
+        basis = ("the panel has no per-request p50" if p50 is None
+                 else f"the headline is in {headline_unit}, the panel per request")
+        if not written:
+            return j("unreconciled", f"Headline {number(headline_value)} and the panel cannot be "
+                     f"compared ({basis}) and no written reconciliation bridges them{beside}.")
+        agreed = (f"Headline {number(headline_value)} and the panel cannot be divided ({basis}), "
+                  "and a written reconciliation is given")
+    else:
+        ratio = headline_value / p50 if p50 else math.inf
+        head = (f"Headline {number(headline_value)} tokens/s is {ratio:.1f}× the production "
+                f"panel's median {number(p50)} tokens/s ({window}; limit "
+                f"{tol.headline_panel_ratio:g}× without a written reconciliation)")
+        within_limit = meets(ratio, tol.headline_panel_ratio, at_most=True)
+        if not within_limit and not written:
+            return j("unreconciled", f"{head}, and no written reconciliation is given{beside}.")
+        agreed = head + (": within the limit" if within_limit
+                         else ": a written reconciliation explains the gap")
+    if m is None or base is None:
+        why = ev.blocker or "the run has no baseline to set our own distribution beside it"
+        return j("unverified", f"{agreed}; not verified against our own measurement: {why}.")
+    return j("ok", f"{agreed}{beside}.")

@@ -1,0 +1,291 @@
+"""Q1–Q3: time to first token, throughput, and prefill priced apart from decode,
+each judged against the run's measurement on intervals."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.thresholds import Tolerances
+from evalkit.fmt import fmt_s
+from evalkit.fmt import fmt_tokens_per_s as fmt_rate
+from evalkit.questionnaire.model import (
+    PricingAnswer,
+    ThroughputAnswer,
+    TtftAnswer,
+)
+from evalkit.review.rules import (
+    QUANTILES,
+    SOURCE_WORDS,
+    Decision,
+    Evidence,
+    Finding,
+    Judgement,
+    Status,
+    blank,
+    decide,
+    dist_numbers,
+    in_regime,
+    join,
+    number,
+    price,
+    quote,
+    times,
+    tolerance_words,
+    tolerated,
+    within,
+)
+
+
+def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
+    """TTFT p50/p90 under load vs our TTFT at the claimed concurrency."""
+    tolerance = tolerance_words(tol.ttft_rel, "ttft_rel", at_most=True)
+
+    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
+        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+
+    if blank(a):
+        return j("unanswered", "Q1 is not answered: no TTFT figures were given.")
+    claims = {k: v for k, v in (("p50", a.ttft_p50_ms), ("p90", a.ttft_p90_ms)) if v is not None}
+    if not claims:
+        return j("unanswerable", "Q1 gives no TTFT numbers (only text), so nothing can be "
+                 "checked.")
+    said = " / ".join(f"{k} {number(v)} ms" for k, v in claims.items())
+    if a.source != "production":
+        return j("unanswerable", f"TTFT {said} is given {SOURCE_WORDS[a.source]}, where a "
+                 "measurement under production load was asked.")
+    c = a.at_concurrency
+    if c is None or c <= 1:
+        where = "in isolation (concurrency 1)" if c == 1 else "with no concurrency stated"
+        return j("unanswerable", f"TTFT {said} is given {where}, not under load.")
+    if "p50" in claims and "p90" in claims and claims["p50"] > claims["p90"]:
+        return j("unreconciled", f"Claimed TTFT p50 {number(claims['p50'])} ms is above its own "
+                 f"p90 {number(claims['p90'])} ms: the two cannot both hold.")
+    claim = f"TTFT {said} at {c} streams"
+    if ev.usable is None:
+        return j("unverified", f"{claim} is internally consistent; not verified: {ev.blocker}.")
+
+    def check(level: Level) -> tuple[Decision | None, str, str]:
+        if level.mostly_failed:
+            return "fails", "a level where most requests failed", "it does not hold"
+        pairs = {k: (claims[k], v) for k in claims if (v := level.ttft_s.get(k)) is not None}
+        if not pairs:
+            return None, "", ""
+        decided = {k: decide(v, level.ttft_s.interval(k),
+                             tolerated(cl / 1000, tol.ttft_rel, at_most=True), at_most=True,
+                             n=level.ttft_s.n, q=QUANTILES[k], fmt=fmt_s)
+                   for k, (cl, v) in pairs.items()}
+        order = {"fails": 0, "undecided": 1, "holds": 2}
+        key = min(pairs, key=lambda k: (order[decided[k][0]],
+                                        -(pairs[k][1] * 1000 / pairs[k][0])
+                                        if pairs[k][0] else -math.inf))
+        claimed_ms, meas_s = pairs[key]
+        state, why = decided[key]
+        ratio = meas_s * 1000 / claimed_ms if claimed_ms else math.inf
+        outcome = {"holds": "holds", "fails": f"{times(ratio)} slower", "undecided": why}
+        return state, f"measured {key} {fmt_s(meas_s)}", outcome[state]
+
+    status, level, text = in_regime(ev.usable, c, check, ev.command)
+    shown = None if level is None else {
+        "concurrency": level.concurrency, **{f"ttft_{k}_ms": round(v * 1000, 1) for k in claims
+                                              if (v := level.ttft_s.get(k)) is not None}}
+    return j(status, f"Claimed {claim} {text}.", shown)
+
+
+def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
+    """Per-GPU throughput at the concurrency sold vs measured per-stream and aggregate rates."""
+    tolerance = tolerance_words(tol.throughput_rel, "throughput_rel", at_most=False)
+
+    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
+        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+
+    if blank(a):
+        return j("unanswered", "Q2 is not answered: no throughput per GPU was given.")
+    v, c = a.output_tokens_per_s_per_gpu, a.at_concurrency
+    if v is None:
+        return j("unanswerable", "Q2 gives no sustained output tokens/s per GPU (only text), "
+                 "so nothing can be checked.")
+    if a.source != "production":
+        return j("unanswerable", f"{number(v)} output tokens/s per GPU is given "
+                 f"{SOURCE_WORDS[a.source]}, where a measured production figure was asked.")
+    if c is None:
+        return j("unanswerable", f"{number(v)} output tokens/s per GPU is given without the "
+                 "concurrency it holds at.")
+    dist = dist_numbers(a.distribution)
+    if not dist:
+        return j("unanswerable", f"{number(v)} output tokens/s per GPU at {c} streams has no "
+                 "measured production distribution (p50/p90/p99) behind it.")
+    if dist != sorted(dist):
+        return j("unreconciled", f"The production distribution {'/'.join(map(number, dist))} "
+                 "tokens/s per GPU is not in increasing order, so its percentiles contradict "
+                 "each other.")
+    if not within(v, max(dist), tol.throughput_rel, at_most=True):
+        return j("unreconciled", f"Claimed sustained {number(v)} tokens/s per GPU exceeds the top "
+                 f"of its own production distribution ({number(max(dist))}) by more than "
+                 f"{tol.throughput_rel * 100:.0f}% (throughput_rel).")
+    if a.gpus is None:
+        return j("unanswerable", f"{number(v)} tokens/s per GPU at {c} streams is given without "
+                 "the GPU count behind the endpoint, so it cannot be set against what the "
+                 "endpoint delivers.")
+    aggregate = v * a.gpus
+    per_stream = aggregate / c
+    claim = (f"{number(v)} tokens/s per GPU × {a.gpus} GPU{'s' if a.gpus > 1 else ''} at {c} "
+             f"streams ({fmt_rate(per_stream)} per stream, {fmt_rate(aggregate)} aggregate)")
+    if ev.usable is None:
+        return j("unverified", f"{claim} sits within its own production distribution "
+                 f"({'/'.join(map(number, dist))}); not verified: {ev.blocker}.")
+
+    def check(level: Level) -> tuple[Decision | None, str, str]:
+        if level.mostly_failed:
+            return "fails", "a level where most requests failed", "it does not hold"
+        got = [(name, claimed, meas, ci, n, q) for name, claimed, meas, ci, n, q in
+               (("per stream (p50)", per_stream, level.stream_tokens_per_s.p50,
+                 level.stream_tokens_per_s.interval("p50"), level.stream_tokens_per_s.n, 0.5),
+                ("aggregate", aggregate,
+                 level.aggregate_tokens_per_s if level.concurrency == c else None,
+                 level.aggregate_ci, level.requests, None))
+               if meas is not None]
+        if not got:
+            return None, "", ""
+        decided = [decide(meas, ci, tolerated(claimed, tol.throughput_rel, at_most=False),
+                          at_most=False, n=n, q=q, fmt=fmt_rate)
+                   for _, claimed, meas, ci, n, q in got]
+        said = " and ".join(f"{fmt_rate(meas)} {name}" for name, _, meas, *_ in got)
+        if any(d == "fails" for d, _ in decided):
+            worst = min((g for g, (d, _) in zip(got, decided, strict=True) if d == "fails"),
+                        key=lambda t: t[2] / t[1] if t[1] else math.inf)
+            short = worst[1] / worst[2] if worst[2] else math.inf
+            return "fails", f"measured {said}", f"{times(short)} short {worst[0]}"
+        unsure = [why for d, why in decided if d == "undecided"]
+        if unsure:
+            return "undecided", f"measured {said}", unsure[0]
+        return "holds", f"measured {said}", "holds"
+
+    status, level, text = in_regime(ev.usable, c, check, ev.command)
+    shown = None if level is None else {
+        "concurrency": level.concurrency,
+        "stream_tokens_per_s_p50": level.stream_tokens_per_s.p50,
+        "aggregate_tokens_per_s": level.aggregate_tokens_per_s}
+    return j(status, f"Claimed {claim} {text}.", shown)
+
+
+def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
+    """Separate input/output prices and a capacity model that names prefill and decode."""
+    tolerance = tolerance_words(tol.rate_rel, "rate_rel", at_most=False)
+
+    def j(status: Status, reason: str, measured: dict[str, Any] | None = None,
+          finding: Finding | None = None) -> Judgement:
+        return Judgement(status, reason, a.to_dict(), measured, tolerance, finding)
+
+    if blank(a):
+        return j("unanswered", "Q3 is not answered: no prices or capacity model were given.")
+    cur = f" {quote(a.currency, 12)}" if a.currency else ""
+    if a.input_price_per_mtok is None or a.output_price_per_mtok is None:
+        if a.blended_price_per_mtok is not None:
+            return j("unanswerable", f"Only a single blended price "
+                     f"({price(a.blended_price_per_mtok)}"
+                     f"{cur} per million tokens) is given, so prefill and decode costs cannot be "
+                     "told apart.", finding="gap")
+        return j("unanswerable", "Q3 does not give separate input and output prices per "
+                 "million tokens.")
+    prices = (f"input {price(a.input_price_per_mtok)}{cur} and output "
+              f"{price(a.output_price_per_mtok)}{cur} per million tokens")
+    low, high = sorted((a.input_price_per_mtok, a.output_price_per_mtok))
+    blended = a.blended_price_per_mtok
+    if blended is not None and not low <= blended <= high:
+        return j("unreconciled", f"The blended price {price(blended)}{cur} per million tokens "
+                 f"lies outside the separate prices ({prices}), which no mix of input and "
+                 "output tokens can give.")
+    claimed = [(name, rate) for name, rate in (("prefill", a.prefill_tokens_per_s),
+                                               ("decode per stream",
+                                                a.decode_tokens_per_s_per_stream))
+               if rate is not None]
+    if not (a.capacity_model or "").strip() and not claimed:
+        return j("unanswerable", f"Prices are separate ({prices}) but no capacity model names "
+                 "how prefill and decode each consume capacity.")
+    if not claimed:
+        return j("unverified", f"Prices are separate ({prices}) and a capacity model is given "
+                 "in words, but it states no prefill or decode rate, so no run can check it; "
+                 "ask for its prefill tokens/s and decode tokens/s per stream.")
+    m = ev.usable
+    if m is None:
+        return j("unverified", f"Prices are separate ({prices}) and the capacity model's rates "
+                 f"are stated; not verified: {ev.blocker}.")
+    decode = m.baseline.stream_tokens_per_s if m.baseline else None
+    ours = {"prefill": m.prefill_tokens_per_s,
+            "decode per stream": decode.p50 if decode else None}
+    cis = {"prefill": m.prefill_ci if m.prefill_ci is not None else
+           (None, None) if m.prefill_ci_missing else None,
+           "decode per stream": decode.interval("p50") if decode else None}
+    shown = {"prefill_tokens_per_s": ours["prefill"],
+             "decode_tokens_per_s_per_stream_p50": ours["decode per stream"],
+             "prefill_tokens_per_s_ci": _listed(m.prefill_ci),
+             "decode_tokens_per_s_per_stream_p50_ci": _listed(cis["decode per stream"])}
+    checks = [(name, rate, got) for name, rate in claimed if (got := ours[name]) is not None]
+    unmeasured = [name for name, _ in claimed if ours[name] is None]
+    compared = "; ".join(f"{name} claimed {fmt_rate(cl)} vs measured {fmt_rate(got)}"
+                         f"{_ci_words(cis[name], fmt_rate)}" for name, cl, got in checks)
+    head = f"Prices are separate ({prices}); {compared or 'rates claimed'}"
+    decided = {name: decide(got, cis[name], tolerated(cl, tol.rate_rel, at_most=False),
+                            at_most=False,
+                            n=m.prefill_lengths if name == "prefill" else
+                            decode.n if decode else None,
+                            q=None if name == "prefill" else 0.5, fmt=fmt_rate)
+               for name, cl, got in checks}
+    short = [(name, cl / got) for name, cl, got in checks if decided[name][0] == "fails"]
+    if short:
+        name, ratio = max(short, key=lambda t: t[1])
+        return j("unreconciled", f"{head}: {name} {times(ratio)} short.", shown)
+    if "prefill" in unmeasured and m.prefill_at_least is not None:
+        return j("unverified", f"{head}; not verified: this run saw no measurable prefill "
+                 f"cost (above {fmt_rate(m.prefill_at_least)}, the fit's slope could be "
+                 "zero), which confirms no claimed rate; probe with longer prompts "
+                 "(--profile standard).", shown)
+    if unmeasured:
+        return j("unverified", f"{head}; not verified: the run did not measure the "
+                 f"{join(unmeasured)} rate (run the prefill and baseline phases).", shown)
+    open_ = [name for name, _, _ in checks if decided[name][0] == "undecided"]
+    if open_:
+        why = [_prefill_undecided(m, cis["prefill"]) if name == "prefill" else
+               f"decode per stream (the baseline's p50): {decided[name][1]}" for name in open_]
+        return j("unverified", f"{head}; not verified: {'; '.join(why)}.", shown)
+    return j("ok", f"{head}: holds.", shown)
+
+
+def _listed(ci: tuple[float | None, float | None] | None) -> list[float | None] | None:
+    return None if ci is None else list(ci)
+
+
+def _ci_words(ci: tuple[float | None, float | None] | None,
+              fmt: Callable[[float | None], str]) -> str:
+    """ ' (95 % interval a–b)' beside a figure, '' when the summary gives none."""
+    if ci is None:
+        return ""
+    return " (95 % interval " + "–".join(fmt(v) if v is not None else "unbounded"
+                                         for v in ci) + ")"
+
+
+def _prefill_undecided(m: Summary, ci: tuple[float | None, float | None] | None) -> str:
+    """Why the prefill rate decides no claim, and the run that would."""
+    lengths = m.prefill_lengths
+    more = "probe with more prompt lengths or repeats (--profile standard)"
+    if lengths is not None and lengths >= 3 and (ci is None or ci == (None, None)):
+        return (f"the prefill fit over {lengths} prompt lengths gives no interval on its "
+                f"rate; {more}")
+    if lengths is None:  # an older or hand-made summary: nothing says what the fit rests on
+        return ("the summary does not say how many prompt lengths the prefill fit rests "
+                f"on, so its rate decides nothing; {more}")
+    if ci is None or lengths < 3 or ci == (None, None):
+        return (f"the prefill fit rests on {lengths} prompt length"
+                f"{'s' if lengths != 1 else ''}, too few for an interval on its rate (3 "
+                "needed); probe with more prompt lengths (--profile standard)")
+    if ci[0] is None or ci[1] is None:
+        end = (f"from {fmt_rate(ci[0])} up, no upper end" if ci[1] is None else
+               f"up to {fmt_rate(ci[1])}, no lower end")
+        return (f"not enough evidence: the prefill rate's 95 % interval is open ({end}; a "
+                f"fit over {lengths} prompt lengths); {more}")
+    return (f"not enough evidence: the prefill rate's 95 % interval "
+            f"{fmt_rate(ci[0])}–{fmt_rate(ci[1])} (a fit over {lengths} prompt lengths) "
+            f"straddles the claim's tolerance; {more}")

@@ -1,0 +1,328 @@
+"""The vocabulary every judge shares, the rule it applies, and the words it says it in.
+No I/O.
+
+A claim holds when our measurement is at least as good as the claim within the
+question's tolerance, one-sidedly (a vendor that under-promises is not flagged), and only
+where it was measured in the regime the claim names. That rule is written once, here:
+`tolerated` is the worst figure a claim still holds at, `meets` says which side of a
+limit a figure is on (the limit itself holds), `within` is the two together and
+`tolerance_words` prints it. `decide` asks whether a measurement's whole 95 % interval
+meets the limit, `in_regime` finds the level a claim is judged at, and `rerun_for` names
+the run that would decide what this one could not. `Evidence` is what a judge may rest
+on; `run_blocker` says when nothing measured may be used at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from evalkit.analysis.intervals import samples_for
+from evalkit.analysis.summary import Level, Pct, Summary, as_mapping, as_text
+from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
+
+Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
+STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
+                                "unreconciled")
+Finding = Literal["gap"]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One question's status, what was claimed and measured, and why, with the tolerance."""
+
+    status: Status
+    reason: str
+    claimed: dict[str, Any]
+    measured: dict[str, Any] | None
+    tolerance: str
+    #: "gap" when an honest answer shows the endpoint does not serve the streaming regime
+    finding: Finding | None = None
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """What the run probed (from run.json), to hold against what the questionnaire names."""
+
+    model: str | None = None
+    endpoint: str | None = None
+    #: the model and endpoint this run stood in for (the demo's reference endpoint)
+    stands_in_for: Mapping[str, Any] | None = None
+    #: the suite profile (quick / standard / a file)
+    profile: str | None = None
+
+    @classmethod
+    def from_run(cls, run: Mapping[str, Any] | None) -> RunTarget | None:
+        """From a run.json dict, read defensively; None without one."""
+        if not isinstance(run, Mapping):
+            return None
+        target = as_mapping(run.get("target"))
+        stand = as_mapping(run.get("stands_in_for")) or None
+        profile = run.get("profile")
+        return cls(as_text(target.get("model")), as_text(target.get("base_url")), stand,
+                   as_text(profile))
+
+
+# ----------------------------------------------------------------- measured side
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Two base URLs name one endpoint: scheme and host case, default ports and a trailing
+    slash aside."""
+    def norm(url: str) -> tuple[str, str, int | None, str]:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        except ValueError:
+            port = None
+        return scheme, (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+    return norm(a) == norm(b)
+
+
+def target_mismatch(q: Questionnaire | None, run: RunTarget | None) -> str | None:
+    """Why the run cannot stand for the model and endpoint the questionnaire names."""
+    if q is None or run is None:
+        return None
+    probed = run.stands_in_for or {"model": run.model, "endpoint": run.endpoint}
+    model, endpoint = as_text(probed.get("model")), as_text(probed.get("endpoint"))
+    problems = []
+    if not model or not endpoint:
+        problems.append("the run does not say which model and endpoint it probed")
+    if not q.model or not q.endpoint:
+        missing = join([w for w, v in (("model", q.model), ("endpoint", q.endpoint)) if not v])
+        problems.append(f"the questionnaire does not name its {missing}, so the run cannot be "
+                        "tied to its claims")
+    if q.model and model and q.model.strip() != model:
+        problems.append(f"the run probed model {quote(model, 60)}, the questionnaire names "
+                        f"{quote(q.model, 60)}")
+    if q.endpoint and endpoint and not same_endpoint(q.endpoint, endpoint):
+        problems.append(f"the run probed {quote(endpoint, 80)}, the questionnaire names "
+                        f"{quote(q.endpoint, 80)}")
+    return "; ".join(problems) or None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The measurements and, when they cannot verify a claim, why not (and what would)."""
+
+    m: Summary | None
+    #: why no measured judgement can be drawn at all, with the run that would verify it
+    blocker: str | None = None
+    #: the probe command that would verify the questionnaire's claims (`probe_command`)
+    command: str = "evalkit probe --questionnaire FILE"
+
+    @property
+    def usable(self) -> Summary | None:
+        """The measurements, when a claim may be judged against them."""
+        return None if self.blocker else self.m
+
+
+def probe_command(q: Questionnaire | None) -> str:
+    """The command that probes what `q` claims: its endpoint and model, planned from it."""
+    if q is None:
+        return "evalkit probe --base-url URL --model MODEL"
+    name = q.path.replace("\\", "/").rsplit("/", 1)[-1] if q.path else "FILE"
+    return (f"evalkit probe --base-url {quote(q.endpoint, 80) or 'URL'} --model "
+            f"{quote(q.model, 60) or 'MODEL'} --questionnaire {quote(name, 60)}")
+
+
+def run_blocker(m: Summary | None,
+                command: str = "evalkit probe --base-url URL --model MODEL") -> str | None:
+    """Why this run supports no measured judgement (None: it does)."""
+    if m is None:
+        return (f"this is a claims-only review: no probe run was given (run `{command} --out "
+                "DIR` and report with --run DIR)")
+    if m.validity == "invalid":
+        why = f" ({quote(m.validity_reasons[0], 160)})" if m.validity_reasons else ""
+        return (f"the run is invalid{why}, so it verifies nothing; fix the endpoint or the "
+                "probe's options and re-run it")
+    if m.validity == "unknown":
+        return ("the run's summary states no validity (an older evalkit wrote it); re-run the "
+                "probe with this version")
+    if m.client_bound:
+        return ("our run was client-bound where the capacity judgement is drawn, so it "
+                "supports none; re-run from a bigger client or on Ray (--ray)")
+    return None
+
+
+# ------------------------------------------------------------------------ format
+
+
+def number(x: float) -> str:
+    """A figure in a reason: whole above 100 or when whole, else two or three digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.2g}" if x < 1 else f"{x:.1f}"
+
+
+def price(x: float) -> str:
+    """A price per million tokens: cents below 1,000."""
+    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
+
+
+def quote(text: str | None, limit: int) -> str:
+    """Vendor text inside a reason: one line, clipped (it is untrusted and unbounded)."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def times(ratio: float) -> str:
+    """How many times a claim misses ("1.5×"); a claim of nothing misses infinitely."""
+    return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
+
+
+def join(items: list[str]) -> str:
+    """Items as a sentence says them: "a, b and c"."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+#: where an answer says its figure comes from, when that is not production
+SOURCE_WORDS = {"lab": "from a lab benchmark", "estimate": "as an estimate",
+                None: "without saying where it was measured"}
+
+
+def blank(answer: Answer) -> bool:
+    """The answer says nothing at all (unanswered, not unanswerable)."""
+    return not answer.to_dict()
+
+
+def dist_numbers(d: Distribution | None) -> list[float]:
+    """A claimed distribution's percentiles that were given, in p50, p90, p99 order."""
+    return [v for v in (d.p50, d.p90, d.p99) if v is not None] if d else []
+
+
+def dist_dict(p: Pct) -> dict[str, Any] | None:
+    """A measured distribution as the scorecard shows it: its given keys (None: none)."""
+    out = {k: v for k, v in asdict(p).items() if v is not None}
+    return out or None
+
+
+# ------------------------------------------------------- the one-sided tolerance rule
+
+
+def meets(value: float, limit: float, *, at_most: bool) -> bool:
+    """Is `value` on the good side of a one-sided limit: at or under it when lower is
+    better (`at_most`: a latency, a failure rate, a claimed concurrency against the level
+    that broke), at or over it when higher is better (a rate)? The limit itself meets it:
+    a tolerance is the slack a claim is given, so its edge is still inside."""
+    return value <= limit if at_most else value >= limit
+
+
+def tolerated(reference: float, rel: float, *, at_most: bool) -> float:
+    """The worst a figure may be and still hold against `reference` with the one-sided
+    relative tolerance `rel`: `reference × (1 + rel)` when lower is better, `reference ×
+    (1 − rel)` when higher is better. Only the bad side is bounded, so a vendor that
+    under-promises is never flagged."""
+    return reference * (1 + rel) if at_most else reference * (1 - rel)
+
+
+def within(value: float, reference: float, rel: float, *, at_most: bool) -> bool:
+    """`value` holds against `reference` within the one-sided tolerance `rel`: it
+    `meets` the `tolerated` limit."""
+    return meets(value, tolerated(reference, rel, at_most=at_most), at_most=at_most)
+
+
+def tolerance_words(rel: float, name: str, *, at_most: bool, value: str = "measured",
+                    reference: str = "claimed") -> str:
+    """The rule `within` applies, as a judgement's `tolerance` prints it (e.g. "one-sided:
+    measured ≤ claimed × 1.25 (ttft_rel 25%)"), `name` being the tolerance's key."""
+    factor = tolerated(1, rel, at_most=at_most)
+    return (f"one-sided: {value} {'≤' if at_most else '≥'} {reference} × {factor:g} "
+            f"({name} {rel * 100:.0f}%)")
+
+
+# ------------------------------------------------------------ judging at a level
+
+
+def _levels_for(c: int) -> str:
+    """Ramp levels that bracket a claimed concurrency: below, at and one above."""
+    return ",".join(str(x) for x in sorted({max(1, c // 2), c, 2 * c}))
+
+
+def rerun_for(c: int, command: str | None = None) -> str:
+    """What would measure a claim made at `c` streams: the questionnaire's own plan (it
+    brackets every claimed level), with the cap raised past `c`."""
+    if command is None:
+        return f"re-run the probe with --levels {_levels_for(c)}"
+    return f"re-run `{command} --max-concurrency {2 * c} --out DIR`"
+
+
+#: how a measurement stands against a limit once its 95 % interval is taken into account
+Decision = Literal["holds", "fails", "undecided"]
+#: a claim's check at one level: (decision, None when the level has no such figure;
+#: what we measured; the outcome in words)
+LevelCheck = Callable[["Level"], tuple[Decision | None, str, str]]
+#: the quantile each percentile key stands for (how many samples would decide it)
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def decide(value: float, interval: tuple[float | None, float | None] | None, limit: float,
+           *, at_most: bool, n: int | None, q: float | None,
+           fmt: Callable[[float | None], str]) -> tuple[Decision, str]:
+    """Does a measurement hold a one-sided limit? `ok` only when its whole 95 % interval
+    does, `fails` only when the whole interval is beyond it; straddling is undecided, with
+    about how many samples would decide it. Without an interval (a summary written before
+    intervals), the point decides, as it did then."""
+    if interval is None:
+        return ("holds" if meets(value, limit, at_most=at_most) else "fails"), ""
+    lo, hi = interval
+    # the end of the interval nearest the limit's bad side decides a hold, the far end
+    # decides a failure
+    near, far = (hi, lo) if at_most else (lo, hi)
+    if near is not None and meets(near, limit, at_most=at_most):
+        return "holds", ""
+    if far is not None and not meets(far, limit, at_most=at_most):
+        return "fails", ""
+    if lo is None or hi is None:
+        need = f"at least {samples_for(q)}" if q is not None else "more"
+    else:
+        gap = abs(value - limit)
+        need = (f"about {math.ceil((n or 1) * ((hi - lo) / 2 / gap) ** 2)}" if gap > 0
+                else "many more")
+    shown = "–".join(fmt(v) if v is not None else "unbounded" for v in (lo, hi))
+    return "undecided", (f"not enough evidence: n = {n}, 95 % interval {shown} straddles "
+                         f"the limit {fmt(limit)}; {need} requests there would decide it")
+
+
+def in_regime(m: Summary, c: int, check: LevelCheck, command: str | None = None
+              ) -> tuple[Status, Level | None, str]:
+    """Judge a claim made at `c` streams where it was made, or where the run's levels
+    still decide it: a claim already broken at fewer streams cannot hold at more, and one
+    that holds at more streams holds at fewer (load only makes latency and per-stream
+    rates worse). Anything else is unverified, with the levels that would decide it.
+
+    Returns the status, the level it rests on and the end of a sentence that begins
+    "Claimed ... " (e.g. "vs measured 330 ms at 16 streams: holds").
+    """
+    usable = [lv for lv in m.levels if not lv.client_bound]
+    exact = next((lv for lv in usable if lv.concurrency == c), None)
+    undecided: tuple[Level, str] | None = None
+    if exact is not None:
+        state, got, outcome = check(exact)
+        if state in ("holds", "fails"):
+            return (("ok" if state == "holds" else "unreconciled"), exact,
+                    f"vs {got} at {c}: {outcome}")
+        if state == "undecided":
+            undecided = (exact, f"vs {got} at {c}: {outcome}")
+    below = [lv for lv in usable if lv.concurrency < c]
+    if below:
+        state, got, outcome = check(below[-1])
+        if state == "fails":
+            return ("unreconciled", below[-1], f"vs {got} already at {below[-1].concurrency} "
+                    f"streams, fewer than claimed: {outcome}")
+    above = [lv for lv in usable if lv.concurrency > c]
+    if above:
+        state, got, outcome = check(above[0])
+        if state == "holds":
+            return ("ok", above[0], f"vs {got} even at {above[0].concurrency} streams, more "
+                    f"than claimed: {outcome}")
+    if undecided is not None:
+        return "unverified", undecided[0], undecided[1]
+    reached = (f"the run's levels stop at {m.top}" if m.top is not None and m.top < c
+               else f"the run measured no level that decides {c} streams")
+    return ("unverified", None,
+            f"is consistent; not verified: {reached}; {rerun_for(c, command)}")

@@ -1,0 +1,203 @@
+"""`evalkit import aiperf|guidellm PATH --out DIR`: a peer tool's results as a run directory.
+
+A vendor may send an AIPerf or guidellm run as evidence, and an analyst may hold one. The
+import turns the tool's own export into a run directory (run.json, requests.jsonl,
+summary.json) that `evalkit report` and `evalkit compare` read like any run, with every
+figure re-derived from the tool's per-request data under evalkit's definitions where the
+export carries what the definition needs, and absent where it does not.
+
+What each export carries (formats read from the tools' source and checked against real
+exports made against evalkit's reference endpoint: tests/data/peers/README.md):
+
+    AIPerf (0.13, aggregate schema 1.x)   profile_export.jsonl, one record per request:
+        wall-clock start and end, TTFT, the gaps between content chunks
+        (inter_chunk_latency), request latency, the server's usage (with
+        --use-server-token-count), the error; profile_export_aiperf.json: version,
+        configuration, the tool's own aggregate figures.
+    guidellm (0.8, report version 2)   benchmarks.json, per benchmark (one concurrency
+        each) every request: wall-clock start, first and last token, end, the tool's
+        token counts, the error. No per-chunk times, and no mark of whether the server
+        sent usage (without it guidellm counts the *requested* length as generated).
+
+Fail closed, in the run's own files:
+  - what the export does not carry is absent (None), never zero or ok: per-chunk
+    arrivals (guidellm: no ITL, no stalls, no aggregate tokens/s over a window), usage
+    (guidellm), our count of the text (both: `usage_honesty` checks nothing), the
+    client's self-check (both: whether the client set the pace is unknown);
+  - every validity (the run's, each level's) is at most `degraded`, with the reason
+    "imported from <tool> <version>: not measured by evalkit". An evalkit run whose
+    self-check was lost reads degraded on the same grounds, and a peer's stamping rules
+    are not ours (AIPerf's TTFT includes a new connection's TCP connect; guidellm starts
+    its clock when the headers go out, so its dispatch delay is outside TTFT):
+    bench/peers.md measured both against the reference endpoint's truth. `runcheck`
+    applies the same cap when it reads the directory back, so an edited summary.json
+    cannot lift it;
+  - run.json's `imported` names the tool, its version, each file read with its
+    SHA-256, what is absent, how each figure maps to evalkit's, and the tool's own
+    aggregate figures as it reported them (`reported`), so a reader can set ours beside
+    theirs;
+  - the suite version is `import:<tool>`: `compare` sets an imported run beside runs
+    of the same tool only, never beside evalkit's own measurements as if alike.
+
+Only closed-loop runs are imported (AIPerf concurrency phases, guidellm concurrent and
+synchronous benchmarks), each concurrency a ramp level: an open-loop (request-rate) run
+has no concurrency level to judge, and evalkit's open-loop clock starts at the schedule,
+which the peers' TTFT does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalkit.analysis.summary import as_count
+from evalkit.errors import InputError
+from evalkit.records import Outcome, RequestRecord
+from evalkit.sanitize import clean
+
+TOOLS = ("aiperf", "guidellm")
+LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm"}
+#: an export file larger than this is refused (a 100,000-request AIPerf run is ~250 MB)
+MAX_FILE_BYTES = 1 << 30
+_ADMISSION = frozenset({429, 503})
+_ID = 120
+_ERROR = 300
+
+#: What each figure is, by tool, in evalkit's words: run.json's `imported.definitions`.
+DEFINITIONS: dict[str, dict[str, str]] = {
+    "aiperf": {
+        "ttft_s": "AIPerf's time_to_first_token: from before the request's connection was "
+                  "opened (a new connection's TCP connect included: connect_s beside it) to "
+                  "the first chunk with content",
+        "itl_s": "AIPerf's inter_chunk_latency: the gaps between content chunks, as ours",
+        "tpot_s": "re-derived: (last content chunk - first) / (tokens after the first "
+                  "chunk); AIPerf's inter_token_latency divides by OSL - 1, the same for "
+                  "one-token chunks",
+        "e2e_s": "AIPerf's request_latency: to the last content chunk",
+        "output_tokens": "AIPerf's output_token_count (the server's usage with "
+                         "--use-server-token-count, else its own tokenizer's count)",
+        "tokens_per_chunk": "the request's output tokens over its chunks (the export has "
+                            "no per-chunk count)",
+        "aggregate_tokens_per_s": "re-derived over evalkit's steady-state window; AIPerf's "
+                                  "output_token_throughput is total tokens / benchmark "
+                                  "duration (in `reported`)",
+    },
+    "guidellm": {
+        "ttft_s": "guidellm's time_to_first_token: from when its request headers started "
+                  "to go out (its dispatch delay before that is not in it) to the first "
+                  "line with content",
+        "tpot_s": "re-derived: (last token - first token) / (output tokens - 1): "
+                  "guidellm's inter_token_latency (its time_per_output_token includes "
+                  "TTFT and is in `reported` only)",
+        "e2e_s": "to guidellm's last token",
+        "output_tokens": "guidellm's output token count: the server's usage when sent, "
+                         "else the requested length (the export does not say which): "
+                         "marked estimated",
+    },
+}
+#: What each export does not carry, said in run.json and in the summary's notes.
+ABSENT: dict[str, list[str]] = {
+    "aiperf": ["our count of the output text (usage is not checked against it)",
+               "per-chunk token counts",
+               "the client's self-check (loop lag, CPU): whether the client set the pace "
+               "is unknown"],
+    "guidellm": ["per-chunk arrival times (no ITL, no stalls, no aggregate tokens/s)",
+                 "whether the server sent usage (token counts marked estimated)",
+                 "our count of the output text (usage is not checked against it)",
+                 "the client's self-check (loop lag, CPU): whether the client set the pace "
+                 "is unknown"],
+}
+
+
+@dataclass
+class Imported:
+    """What an export became: records, run.json's fields, and notes for the terminal."""
+
+    tool: str
+    version: str
+    schema: str
+    files: list[Path]
+    records: list[RequestRecord]
+    levels: list[int]
+    target: dict[str, Any]
+    settings: dict[str, Any]
+    started_at: str | None
+    ended_at: str | None
+    complete: bool
+    reported: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def sha256(path: Path) -> str:
+    """The file's SHA-256, read in blocks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"{path}: {size:,} bytes, more than evalkit reads "
+                             f"({MAX_FILE_BYTES >> 20} MiB)")
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _json_object(path: Path, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(_read_bytes(path))
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{path}: not JSON ({str(exc)[:160]}); expected {what}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a JSON {type(doc).__name__}, expected {what}")
+    return doc
+
+
+
+
+def _count(x: Any) -> int | None:
+    """A count or timestamp from the file: a whole number, never negative."""
+    return as_count(x, least=0)
+
+
+def _text(x: Any, limit: int = 200) -> str | None:
+    """Hostile text as one clean line of at most `limit` characters. Not `as_text`: a
+    number here is text too (a numeric request id stays that id), and every string is
+    cleaned and capped before it reaches a record."""
+    return clean(str(x), limit) or None if x is not None else None
+
+
+def _url(x: Any) -> str | None:
+    """An endpoint URL without credentials (user:password@ is dropped) or query."""
+    text = _text(x, 300)
+    if text is None:
+        return None
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", text.split("?")[0], flags=re.I)
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None or not 0 < ts < 1e11:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status_of(message: str | None, code: int | None) -> tuple[Outcome, int | None]:
+    """An error's outcome: `rejected` for 429/503 (admission), else `error`."""
+    status = code
+    if status is None and message:
+        m = re.search(r"\b(?:error|status)[ '\"(:]*([1-5]\d\d)\b", message, re.I)
+        status = int(m.group(1)) if m else None
+    return ("rejected" if status in _ADMISSION else "error"), status

@@ -1,0 +1,136 @@
+"""The summary re-derived from the records: what `report` trusts instead of an
+edited summary.json."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import evalkit
+from evalkit.analysis.summary import as_mapping, as_number
+from evalkit.records import RequestRecord
+from evalkit.rundir.digest import MAX_LEVEL, RUN_STATUSES, _inside
+from evalkit.rundir.store import (
+    MAX_SECONDS,
+    SUMMARY_FILE,
+)
+from evalkit.sanitize import clean
+
+#: requests.jsonl up to this size has its summary re-derived whole and compared (the
+#: records held at once); a larger one is checked on counts, outcomes and TTFT only
+REDERIVE_MAX_BYTES = 256 << 20
+
+
+# --------------------------------------------------------------------------- rebuild
+
+
+#: why a self-check calls the client bound (`selfcheck.judge_client`; a Ray worker lost)
+_BOUND_REASONS = frozenset({"cpu", "loop_lag", "send_lag", "late_reads", "lost_worker"})
+
+
+
+
+def _check(v: Any) -> dict[str, Any]:
+    v = v if isinstance(v, Mapping) else {}
+    reasons = v.get("client_bound_reasons")
+    return {"loop_lag_p99_s": as_number(v.get("loop_lag_p99_s")),
+            "cpu_fraction": as_number(v.get("cpu_fraction")),
+            "send_lag_p99_s": as_number(v.get("send_lag_p99_s")),
+            "send_lag_fraction": as_number(v.get("send_lag_fraction")),
+            "client_bound": v.get("client_bound") is True,
+            # only the reasons the self-check gives: run.json is a file anyone may edit
+            "client_bound_reasons": [r for r in reasons if isinstance(r, str)
+                                     and r in _BOUND_REASONS]
+            if isinstance(reasons, list) else [],
+            # Ray workers lost at this level, in words (cleaned, capped: vendor-free but
+            # editable text)
+            "lost": [clean(w, 200) for w in lost[:64] if isinstance(w, str)]
+            if isinstance(lost := v.get("lost"), list) else []}
+
+
+def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict[str, Any]:
+    """summary.json as the probe wrote it from these records and run.json's write-up.
+
+    The client checks and round-trip samples come from run.json (the probe writes them
+    there when it writes the run up; it summarised with exactly these), as does the run's
+    status: a run that never wrote itself up ("running") is judged as one.
+    """
+    from evalkit.analysis.summarize import summarize
+
+    status = run.get("status")
+    run_status = status if status in RUN_STATUSES else "running"
+    checks = as_mapping(run.get("client_checks"))
+    phases, levels = as_mapping(checks.get("phases")), as_mapping(checks.get("levels"))
+    rtts = run.get("rtt_samples_s")
+    rtt = [x for x in (rtts if isinstance(rtts, list) else [])
+           if as_number(x) is not None and 0 <= x <= MAX_SECONDS]
+    meta = {"tool_version": str(run.get("tool_version") or evalkit.__version__),
+            "suite_version": str(run.get("suite_version") or evalkit.SUITE_VERSION),
+            "phases": {str(k): _check(v) for k, v in phases.items()},
+            "levels": {int(k): _check(v) for k, v in levels.items()
+                       if str(k).isdigit() and 0 < int(k) <= MAX_LEVEL},
+            "rtt_s": statistics.median(rtt) if rtt else None,
+            "run_status": run_status,
+            "run_error": run.get("error") if isinstance(run.get("error"), str) else None}
+    summary = dict(summarize(records, meta))
+    summary["run_status"] = run_status
+    return summary
+
+
+def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: str,
+                    requests_sha256: str | None, reason: str | None = None) -> dict[str, Any]:
+    """summary.json re-derived from the records (`derive_summary`), marked as such.
+
+    A killed probe never wrote its client checks to run.json, and the summary then says
+    the client check is unknown. `why` says why the summary was rebuilt (kept in it as
+    `rebuilt_from_records.why`); `reason`, a shorter form of it, joins the run's validity
+    reasons, and the run is at best degraded.
+    """
+    from evalkit.analysis.validity import worst
+
+    checks = as_mapping(run.get("client_checks"))
+    phases, levels = as_mapping(checks.get("phases")), as_mapping(checks.get("levels"))
+    summary = derive_summary(records, run)
+    validity = summary["validity"]
+    reasons = [reason or why]
+    if not phases and not levels:
+        # the checks died with the probe: whether the client set the pace is unknown
+        client = summary["client"]
+        client["client_bound"] = client["capacity_judgement_affected"] = None
+        reasons.append("the client's self-checks were not written (they are written with the "
+                       "run's write-up): whether the client set the pace is unknown")
+    validity["status"] = worst(validity["status"], "degraded")
+    validity["reasons"] = list(dict.fromkeys([*validity["reasons"], *reasons]))
+    summary["rebuilt_from_records"] = {
+        "by": f"evalkit {evalkit.__version__}", "why": why, "records": len(records),
+        "requests_sha256": requests_sha256}
+    return summary
+
+
+def _vendor_metrics(run_dir: Path, root: Path, records: list[RequestRecord],
+                    old: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The vendor's metrics for a re-derived summary, and a note saying where they came
+    from: re-derived from the scrape log the probe appended to as it went (a killed run
+    keeps it), else carried from the summary being replaced, else none."""
+    from evalkit.analysis.vendor_metrics import SCRAPES_FILE
+    from evalkit.rundir.scrapes import digest_log
+
+    log = _inside(run_dir, root, SCRAPES_FILE)
+    if log is not None:
+        try:
+            vendor = digest_log(log, records)
+        except (OSError, ValueError) as exc:  # the log is input: a bad one costs only it
+            return None, f"{SCRAPES_FILE}: not read ({clean(str(exc), 200)})"
+        if vendor is not None:
+            skipped = vendor["rebuilt_from"]["skipped_lines"]
+            return vendor, (f"the vendor's metrics were re-derived from {SCRAPES_FILE} "
+                            f"({vendor['scrapes']:,} scrapes"
+                            + (f"; {skipped:,} lines that are not scrapes skipped" if skipped
+                               else "") + ")")
+    if isinstance(old, Mapping):
+        return {**old, "carried_from": SUMMARY_FILE}, (
+            f"the vendor's metrics were carried from the {SUMMARY_FILE} being replaced (no "
+            f"{SCRAPES_FILE} to re-derive them from)")
+    return None, None
