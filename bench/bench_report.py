@@ -25,7 +25,7 @@ from evalkit.records import RequestRecord  # noqa: E402
 from evalkit.render import pdf as pdf_mod  # noqa: E402
 from evalkit.render import report  # noqa: E402
 from evalkit.review.scorecard import build_scorecard  # noqa: E402
-from evalkit.rundir import read  # noqa: E402
+from evalkit.rundir.run import RunDir, open_run  # noqa: E402
 
 QUESTIONNAIRE = ROOT / "questionnaires" / "headline.yaml"
 
@@ -43,7 +43,7 @@ def synthetic_records(n: int, per: int, seed: int = 1) -> tuple[RequestRecord, .
         for i in range(n))
 
 
-def stages(run: read.RunData, out: Path) -> dict[str, float]:
+def stages(run: RunDir, out: Path) -> dict[str, float]:
     """Seconds per stage of one render."""
     t: dict[str, float] = {}
     start = time.perf_counter()
@@ -70,9 +70,9 @@ def main() -> None:
     per = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     print(f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     start = time.perf_counter()
-    small = read.load_run(ROOT / "tests" / "data" / "report_run")
+    small = open_run(ROOT / "tests" / "data" / "report_run")
     print(f"load small run ({len(small.records)} records): {time.perf_counter() - start:.2f} s")
-    big = read.RunData(small.run, small.summary, synthetic_records(n, per), small.raw)
+    big = RunDir(small.run, small.summary, synthetic_records(n, per), small.raw)
     with tempfile.TemporaryDirectory() as tmp:
         for name, run in (("small", small), (f"large ({n:,} x {per})", big)):
             for stage, value in stages(run, Path(tmp) / "card.pdf").items():

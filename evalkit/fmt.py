@@ -1,11 +1,14 @@
-"""Numbers as a reader sees them: one home for every formatter the PDFs and judges use.
+"""Numbers as a reader sees them: the one home of how a value is written, for the PDFs'
+pages, their charts and the judges' reasons.
 
-Pure and dependency-free. Two families, kept apart on purpose because their words differ:
+Pure. Three families, kept apart on purpose because their words differ:
 
 - the page's figures (`fmt_num`, `fmt_ms`, `fmt_rate`, `fmt_pct`, `fmt_p`, `ci_text`):
   about three significant figures, "—" where nothing was measured, "tok/s";
-- the judges' sentences (`fmt_s`, `fmt_tokens_per_s`): "not measured" where nothing was,
-  "tokens/s", as a reason reads aloud.
+- the charts' labels (`chart_num`, `chart_whole`, `level_span`): powers of ten as
+  `1.5×10⁷`, never e-notation or an axis offset;
+- the judges' sentences (`fmt_s`, `fmt_tokens_per_s`, `number`, `price`, `times`): "not
+  measured" where nothing was, "tokens/s", as a reason reads aloud.
 
 A figure is never printed with more precision than it carries: `fmt_num` keeps about
 three significant figures, so 50,023.2 tokens/s reads "50,023" and 0.30412 s "304 ms".
@@ -14,7 +17,7 @@ three significant figures, so 50,023.2 tokens/s reads "50,023" and 0.30412 s "30
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evalkit.analysis.summary import as_number
@@ -23,15 +26,9 @@ from evalkit.analysis.summary import as_number
 Formatter = Callable[[Any], str]
 
 
-def num(x: Any) -> float | None:
-    """x as a finite float, or None: input JSON may hold anything anywhere (bool is not a
-    number here, although Python says it is; nor is an integer beyond float range)."""
-    return as_number(x)
-
-
 def fmt_num(x: Any, digits: int = 3) -> str:
     """A number with about `digits` significant figures; missing is an em dash."""
-    v = num(x)
+    v = as_number(x)
     if v is None:
         return "—"
     if v == 0:
@@ -48,19 +45,19 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 def fmt_ms(seconds: Any) -> str:
     """Seconds shown as milliseconds."""
-    v = num(seconds)
+    v = as_number(seconds)
     return "—" if v is None else f"{fmt_num(v * 1000)} ms"
 
 
 def fmt_rate(x: Any) -> str:
     """Tokens per second."""
-    v = num(x)
+    v = as_number(x)
     return "—" if v is None else f"{fmt_num(v)} tok/s"
 
 
 def fmt_pct(share: Any) -> str:
     """A share (0.25) as a percentage (25%)."""
-    v = num(share)
+    v = as_number(share)
     if v is None:
         return "—"
     pct = v * 100
@@ -69,7 +66,7 @@ def fmt_pct(share: Any) -> str:
 
 def fmt_count(x: Any) -> str:
     """A whole number with thousands separators ("—" when it is not a number)."""
-    v = num(x)
+    v = as_number(x)
     return "—" if v is None else f"{round(v):,}"
 
 
@@ -79,7 +76,7 @@ def fmt_p(p: Any, fmt: Formatter = fmt_ms) -> str:
         return "—"
     n = p.get("n")
     low = isinstance(n, int) and n < 100
-    p99 = fmt(p.get("p99")) + (" (low confidence)" if low and num(p.get("p99")) else "")
+    p99 = fmt(p.get("p99")) + (" (low confidence)" if low and as_number(p.get("p99")) else "")
     count = n if n is not None else "—"
     return f"p50 {fmt(p.get('p50'))} · p90 {fmt(p.get('p90'))} · p99 {p99} · n={count}"
 
@@ -88,7 +85,7 @@ def ci_text(ci: Any, fmt: Formatter = fmt_num) -> str:
     """' [95 %: low–high]' for an interval; an end n cannot bound reads 'open'."""
     if not isinstance(ci, list | tuple) or len(ci) != 2:
         return ""
-    lo, hi = (fmt(v) if num(v) is not None else "open" for v in ci)
+    lo, hi = (fmt(v) if as_number(v) is not None else "open" for v in ci)
     return f" [95 %: {lo}–{hi}]"
 
 
@@ -137,3 +134,63 @@ def fmt_tokens_per_s(rate: float | None) -> str:
     if rate is None:
         return "not measured"
     return f"{rate:,.0f} tokens/s" if rate >= 100 else f"{rate:.1f} tokens/s"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def chart_num(v: float) -> str:
+    """A number as a chart prints it: about three significant figures, thousands
+    separated, a power of ten (`1.5×10⁷`) instead of e-notation or an axis offset."""
+    if not math.isfinite(v):
+        return "—"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1e6 or a < 1e-3:
+        exp = math.floor(math.log10(a))
+        mant = float(f"{v / 10 ** exp:.3g}")
+        if abs(mant) >= 10:
+            mant, exp = mant / 10, exp + 1
+        return f"{mant:g}×10{str(exp).translate(_SUPERSCRIPT)}"
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}".removesuffix(".0")
+    if a >= 1:
+        return f"{v:.2f}".rstrip("0").rstrip(".")
+    return f"{v:.2g}"
+
+
+def chart_whole(v: float) -> str:
+    """A figure a vendor quotes (ms, tokens/s): whole units when it has
+    any, else `chart_num`."""
+    return f"{v:,.0f}" if 1 <= abs(v) < 1e6 else chart_num(v)
+
+
+def level_span(levels: Sequence[float]) -> str:
+    """'1 stream', '8 streams', '1–64 streams': the levels a chart covers, for its title."""
+    vals = sorted({int(c) for c in levels if isinstance(c, int | float) and math.isfinite(c)})
+    if not vals:
+        return "no level"
+    if len(vals) == 1:
+        return f"{vals[0]} stream{'s' if vals[0] != 1 else ''}"
+    return f"{vals[0]}–{vals[-1]:,} streams"
+
+
+# ------------------------------------------------------------------------ format
+
+
+def number(x: float) -> str:
+    """A figure in a reason: whole above 100 or when whole, else two or three digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.2g}" if x < 1 else f"{x:.1f}"
+
+
+def price(x: float) -> str:
+    """A price per million tokens: cents below 1,000."""
+    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
+
+
+def times(ratio: float) -> str:
+    """How many times a claim misses ("1.5×"); a claim of nothing misses infinitely."""
+    return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"

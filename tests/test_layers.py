@@ -95,3 +95,14 @@ def test_no_import_cycles() -> None:
 
     for module in sorted(graph):
         visit(module, [])
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """pyproject.toml lists the packages by hand (templates/ and questionnaires/ are
+    mapped into the package): a stage folder missing there would be missing from the wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    found = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)

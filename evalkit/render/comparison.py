@@ -24,12 +24,11 @@ from markupsafe import Markup
 import evalkit
 from evalkit.analysis.summary import as_mapping, as_number, ramp_levels
 from evalkit.errors import UsageError
-from evalkit.fmt import fmt_unit
+from evalkit.fmt import fmt_unit, level_span
 from evalkit.render.charts.kit import (
     STYLES,
     figure_title,
     legend_below,
-    level_span,
     levels_axis,
     namespaced,
     new_figure,
@@ -48,7 +47,7 @@ from evalkit.review.compare import (
     left_out_words,
 )
 from evalkit.review.pipeline import Review, review
-from evalkit.rundir.read import RunData, load_run
+from evalkit.rundir.run import RunDir, open_run
 
 MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "batch")
 
@@ -107,7 +106,7 @@ def vendor_name(value: Any) -> str | None:
 
 def load_view(item: CompareInput, tolerances: Any = None,
               same_vendor: str | None = None, done: Review | None = None,
-              run: RunData | None = None) -> RunView:
+              run: RunDir | None = None) -> RunView:
     """A run as the comparison sees it; its scorecard comes from the same review pipeline
     as reports (`evalkit.review.pipeline.review`, or `done` when the caller already reviewed it).
 
@@ -118,7 +117,7 @@ def load_view(item: CompareInput, tolerances: Any = None,
     the run directory already loaded, when `done` is not given.
     """
     done = done or review(item.run_dir, item.questionnaire, tolerances, run=run)
-    run = done.run if done.run is not None else load_run(item.run_dir)
+    run = done.run if done.run is not None else open_run(item.run_dir)
     questionnaire = done.questionnaire.parsed if done.questionnaire else None
     scorecard = done.scorecard
     target = as_mapping(run.run.get("target"))
@@ -458,7 +457,7 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
             raise UsageError(f"--same-vendor {_quoted(same_vendor)}: give a vendor name of "
                              f"one line, at most {VENDOR_NAME_MAX} characters")
     reviews = [review(item.run_dir, item.questionnaire, tolerances) for item in inputs]
-    runs = [done.run or load_run(item.run_dir) for done, item in zip(reviews, inputs,
+    runs = [done.run or open_run(item.run_dir) for done, item in zip(reviews, inputs,
                                                                       strict=True)]
     views = _unique_labels([load_view(item, tolerances, one_vendor, done)
                             for item, done in zip(inputs, reviews, strict=True)])

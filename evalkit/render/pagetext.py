@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from evalkit.analysis.summary import Summary, as_mapping, ramp_levels
+from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
-from evalkit.fmt import num as _num
 from evalkit.render import words
 from evalkit.render.pdf import clip
 from evalkit.rundir.digest import RecordDigest

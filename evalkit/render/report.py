@@ -24,9 +24,9 @@ from markupsafe import Markup
 
 import evalkit
 from evalkit.analysis.summary import as_mapping, ramp_levels
+from evalkit.analysis.summary import as_number as _num
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
-from evalkit.fmt import num as _num
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES
 from evalkit.records import RequestRecord
 from evalkit.render import words
@@ -60,7 +60,7 @@ from evalkit.render.pdf import (
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.rundir.digest import RecordDigest
-from evalkit.rundir.read import RunData
+from evalkit.rundir.run import RunDir
 
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
 BADGES = {"ok": "✓", "unverified": "◐", "unanswered": "○", "unanswerable": "?",
@@ -125,7 +125,7 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
                records: Iterable[RequestRecord] | RecordDigest,
                slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     """Every chart there is data for, as (caption, inline svg); `records` may be given as
-    their digest (what `load_run` keeps)."""
+    their digest (what `open_run` keeps)."""
     digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
     q6 = as_mapping(as_mapping(scorecard.get("questions")).get("Q6"))
@@ -193,7 +193,7 @@ def _suite_words(version: Any) -> str:
     return f" (suite v{text})"
 
 
-def build_context(scorecard: Mapping[str, Any], run: RunData | None,
+def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
                   evidence: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O)."""
     run_doc = run.run if run else {}
@@ -344,7 +344,7 @@ def scorecard_bytes(scorecard: Mapping[str, Any]) -> bytes:
     return (json.dumps(scorecard, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
 
 
-def write_scorecard(scorecard: Mapping[str, Any], run: RunData | None,
+def write_scorecard(scorecard: Mapping[str, Any], run: RunDir | None,
                     questionnaire: tuple[str, bytes] | None, out_pdf: Path,
                     html: bool = False) -> ReportResult:
     """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard."""

@@ -17,7 +17,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from evalkit.fmt import ci_text, fmt_count, fmt_ms, fmt_num, fmt_pct, fmt_rate, n_mark, num
+from evalkit.analysis.summary import as_number
+from evalkit.fmt import ci_text, fmt_count, fmt_ms, fmt_num, fmt_pct, fmt_rate, n_mark
 
 #: What degraded first on the ramp (`ramp.first_degraded`), in the methodology's words.
 DEGRADED = {"ttft": "TTFT p90", "itl": "TPOT p90 (per-token latency)",
@@ -154,7 +155,7 @@ def field(key: Any, value: Any, text: Callable[[Any], str] = str,
         if unit == "yes" or not unit:
             return label if value else f"no {label}" if unit == "yes" else f"not {label}"
         return f"{label}: {'yes' if value else 'no'}"
-    v = num(value)
+    v = as_number(value)
     if v is not None:
         cur = ctx.get("currency") if isinstance(ctx.get("currency"), str) else ""
         shown = _number(v, unit, text(cur) if cur else "")
@@ -187,7 +188,7 @@ def mapping(values: Mapping[str, Any], text: Callable[[Any], str] = str, unit: s
     nothing else of note) reads "p50 40 · p90 52 · p99 60 tok/s"."""
     items = [(str(k), v) for k, v in values.items()
              if str(k) not in skip and v is not None and v != "" and v != [] and v != {}]
-    pcts = [(k, num(v)) for k, v in items if re.fullmatch(r"p\d+", k)]
+    pcts = [(k, as_number(v)) for k, v in items if re.fullmatch(r"p\d+", k)]
     if pcts and all(v is not None for _, v in pcts):
         shown = " · ".join(f"{k} {plain(v)}" for k, v in pcts if v is not None)
         if unit == "rate":
@@ -203,7 +204,7 @@ def mapping(values: Mapping[str, Any], text: Callable[[Any], str] = str, unit: s
         if k == "headline_unit" or (k.endswith("_ci") and k[:-3] in values):
             continue  # said with the headline; an interval is said with its figure
         shown = field(k, v, text, values)
-        if num(v) is not None and f"{k}_ci" in values:
+        if as_number(v) is not None and f"{k}_ci" in values:
             shown += _interval(k, values[f"{k}_ci"])
         parts.append(shown)
     return "; ".join(parts) or "—"
@@ -239,7 +240,7 @@ def client_host(client: Any) -> str:
         parts.append(f"Python {client['python']}")
     if client.get("platform"):
         parts.append(str(client["platform"]))
-    if num(client.get("cpus")) is not None:
+    if as_number(client.get("cpus")) is not None:
         parts.append(f"{fmt_count(client['cpus'])} CPUs")
     if client.get("ray"):
         parts.append(f"Ray: {client['ray']}" if not isinstance(client["ray"], Mapping)
@@ -250,7 +251,7 @@ def client_host(client: Any) -> str:
 def percentile(p: Any, pct: str, unit: str = "rate") -> str:
     """One percentile of a summary distribution with its 95 % interval and n."""
     p = p if isinstance(p, Mapping) else {}
-    v = num(p.get(pct))
+    v = as_number(p.get(pct))
     fmt = fmt_rate if unit == "rate" else fmt_ms
     if v is None:
         return f"{pct} —"

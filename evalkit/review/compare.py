@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
 from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import fmt_unit
-from evalkit.fmt import num as _num
 
 Better = Literal["lower", "higher"]
 T = TypeVar("T")

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.analysis.thresholds import PERCENTILE_SHARE, SloProfile, Tolerances
-from evalkit.fmt import fmt_s
+from evalkit.fmt import fmt_s, number
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
-from evalkit.review.rules import QUANTILES, decide, join, meets, number, run_blocker
+from evalkit.review.rules import QUANTILES, decide, join, meets, run_blocker
 
 
 @dataclass(frozen=True)

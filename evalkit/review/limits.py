@@ -10,6 +10,7 @@ from typing import Any
 from evalkit.analysis.summary import Level, Summary, as_count, as_mapping
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
+from evalkit.fmt import number, times
 from evalkit.questionnaire.model import (
     ConcurrencyAnswer,
     ObservabilityAnswer,
@@ -26,10 +27,8 @@ from evalkit.review.rules import (
     dist_numbers,
     join,
     meets,
-    number,
     quote,
     rerun_for,
-    times,
     tolerance_words,
     within,
 )

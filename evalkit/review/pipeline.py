@@ -1,7 +1,7 @@
 """One review pipeline: a run and a questionnaire in, the scorecard and the evidence out.
 
     review(run_dir, questionnaire, tolerances)
-        load_run(run_dir)          checked run directory; the bytes of run.json and
+        open_run(run_dir)          checked run directory; the bytes of run.json and
                                    summary.json kept, exactly as read, for attachment
         read_questionnaire(path)   bounded read, the same bytes parsed, kept and attached
         build_scorecard(...)       reconciled with the tolerances
@@ -19,7 +19,7 @@ from typing import Any
 
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
-from evalkit.rundir.read import RunData, load_run
+from evalkit.rundir.run import RunDir, open_run
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def read_questionnaire(path: Path) -> QuestionnaireFile:
 class Review:
     """What a report or a comparison starts from: the inputs as read, and their scorecard."""
 
-    run: RunData | None
+    run: RunDir | None
     questionnaire: QuestionnaireFile | None
     scorecard: dict[str, Any]
     tolerances: Tolerances
@@ -82,7 +82,7 @@ def tolerances_from(tolerances: Tolerances | str | Path | None) -> Tolerances:
 
 def review(run_dir: Path | None, questionnaire: Path | None,
            tolerances: Tolerances | str | Path | None = None,
-           run: RunData | None = None) -> Review:
+           run: RunDir | None = None) -> Review:
     """Read the inputs once and reconcile them into a scorecard.
 
     Either input may be omitted (a claims-only or a measurement-only review). `run` is
@@ -93,7 +93,7 @@ def review(run_dir: Path | None, questionnaire: Path | None,
 
     tol = tolerances_from(tolerances)
     if run is None and run_dir is not None:
-        run = load_run(Path(run_dir))
+        run = open_run(Path(run_dir))
     q = read_questionnaire(questionnaire) if questionnaire is not None else None
     scorecard = build_scorecard(q.parsed if q else None, run.summary if run else None, tol,
                                 RunTarget.from_run(run.run) if run else None)

@@ -9,7 +9,7 @@ from typing import Any
 
 from evalkit.analysis.summary import Level, Summary
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.fmt import fmt_s
+from evalkit.fmt import fmt_s, number, price, times
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
 from evalkit.questionnaire.model import (
     PricingAnswer,
@@ -29,10 +29,7 @@ from evalkit.review.rules import (
     dist_numbers,
     in_regime,
     join,
-    number,
-    price,
     quote,
-    times,
     tolerance_words,
     tolerated,
     within,

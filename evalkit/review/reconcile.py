@@ -17,10 +17,11 @@ blended price, Q4 a limit below the concurrency sold). Claims are checked one-si
 a claim holds when our measurement is at least as good within tolerance (a vendor that
 under-promises is not flagged).
 
-The parts, one job each: `evalkit.review.rules` (the statuses, the evidence, the one-sided
-tolerance rule and `decide`), `evalkit.review.questions` (Q1..Q6), `evalkit.review.verdict` and
-`evalkit.review.fit` (use-case fit). This module puts them together into a `Review`, and still
-offers the names its callers imported from it before the cut.
+The parts, one job each: `evalkit.review.rules` (the statuses, the evidence, the
+one-sided tolerance rule and `decide`), `evalkit.review.rates` (Q1-Q3) and
+`evalkit.review.limits` (Q4-Q6), put together by `evalkit.review.questions`,
+`evalkit.review.verdict` and `evalkit.review.fit` (use-case fit). This module puts them
+together into a `Reconciliation`.
 
     review = reconcile(questionnaire, summary, Tolerances(), RunTarget(model, url))
     review.judgements["Q1"].status, review.verdict.text, review.use_cases["batch"].fit
@@ -49,7 +50,7 @@ from evalkit.review.verdict import Verdict, verdict
 
 
 @dataclass(frozen=True)
-class Review:
+class Reconciliation:
     """Everything the scorecard states."""
 
     judgements: dict[str, Judgement]
@@ -67,7 +68,7 @@ class Review:
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
-              tol: Tolerances | None = None, run: RunTarget | None = None) -> Review:
+              tol: Tolerances | None = None, run: RunTarget | None = None) -> Reconciliation:
     """The whole judgement: questions, verdict, use-case fit, streams at reading speed.
 
     `run` says what the run probed; with a summary but no `run`, the run cannot be tied
@@ -84,7 +85,7 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint the "
         "questionnaire names" if mismatch else None)
     judgements = judge_questions(questionnaire, Evidence(m, blocker, command), tol)
-    return Review(
+    return Reconciliation(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
                         questionnaire is not None, m.validity if m else None,

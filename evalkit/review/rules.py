@@ -149,28 +149,10 @@ def run_blocker(m: Summary | None,
     return None
 
 
-# ------------------------------------------------------------------------ format
-
-
-def number(x: float) -> str:
-    """A figure in a reason: whole above 100 or when whole, else two or three digits."""
-    return f"{x:,.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.2g}" if x < 1 else f"{x:.1f}"
-
-
-def price(x: float) -> str:
-    """A price per million tokens: cents below 1,000."""
-    return f"{x:,.2f}" if x < 1000 else f"{x:,.0f}"
-
-
 def quote(text: str | None, limit: int) -> str:
     """Vendor text inside a reason: one line, clipped (it is untrusted and unbounded)."""
     flat = " ".join((text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def times(ratio: float) -> str:
-    """How many times a claim misses ("1.5×"); a claim of nothing misses infinitely."""
-    return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
 
 
 def join(items: list[str]) -> str:

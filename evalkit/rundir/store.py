@@ -343,7 +343,7 @@ def read_records(path: Path) -> list[RequestRecord]:
     return list(iter_records(path, strict=True))
 
 
-def load_run(run_dir: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
+def read_run_files(run_dir: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
     """The run's metadata and records; a directory that is not a run is a RunDirError."""
     run_dir = Path(run_dir)
     run_file, req_file = run_dir / RUN_FILE, run_dir / REQUESTS_FILE

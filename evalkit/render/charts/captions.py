@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.render.charts.kit import _finite, num
+from evalkit.fmt import chart_num
+from evalkit.render.charts.kit import _finite
 from evalkit.render.charts.ramp import vendor_queue
 
 # --------------------------------------------------------------------------- captions
@@ -59,9 +60,9 @@ def _throughput_words(thresholds: Mapping[str, Any] | None = None) -> str:
     th = thresholds or {}
 
     def ratio(key: str) -> str:
-        return num(th[key]) if _finite(th.get(key)) else "2"
+        return chart_num(th[key]) if _finite(th.get(key)) else "2"
 
-    fail = num(th["admission_failure_rate"] * 100) if _finite(
+    fail = chart_num(th["admission_failure_rate"] * 100) if _finite(
         th.get("admission_failure_rate")) else "1"
     return ("Output tokens per second at each concurrency level: per stream (left axis; p50, "
             "and p10, which 90 % of streams beat), falling as streams share the endpoint, and "

@@ -11,6 +11,7 @@ import matplotlib
 from matplotlib.lines import Line2D
 
 from evalkit.analysis.summary import Summary
+from evalkit.fmt import chart_num, chart_whole, level_span
 from evalkit.render.charts.kit import (
     _RC,
     HEADLINE_UNITS,
@@ -24,14 +25,11 @@ from evalkit.render.charts.kit import (
     _Tag,
     figure_title,
     legend_below,
-    level_span,
     levels_axis,
     new_figure,
-    num,
     number_ticks,
     plain,
     to_svg,
-    whole,
 )
 from evalkit.render.charts.ramp import BOUND_LABEL, _hollow
 
@@ -77,10 +75,10 @@ def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
         per = HEADLINE_UNITS.get(headline_unit or "output_tokens_per_s",
                                  plain(str(headline_unit)))
         if per == "per stream":
-            rows.append((f"vendor headline\n{whole(headline)} {unit}",
+            rows.append((f"vendor headline\n{chart_whole(headline)} {unit}",
                          [("headline", float(headline))]))
         else:
-            rows.append((f"vendor headline {whole(headline)} {unit} {per}\n"
+            rows.append((f"vendor headline {chart_whole(headline)} {unit} {per}\n"
                          f"(not per stream: not drawn)", []))
     ours = ([("ours", measured, None)] if isinstance(measured, Mapping)
             else list(measured or []))
@@ -89,7 +87,7 @@ def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
         vals = [(q, float(dist[q])) for q in ("p50", "p90", "p99")
                 if isinstance(dist, Mapping) and _finite(dist.get(q))]
         if vals:
-            rows.append((f"{label}\n" + " · ".join(f"{q} {whole(v)}" for q, v in vals), vals))
+            rows.append((f"{label}\n" + " · ".join(f"{q} {chart_whole(v)}" for q, v in vals), vals))
             levels += [level] if level else []
         elif dist is not None and dist is not panel:
             rows.append((f"{label}\nnot measured: no request succeeded", []))
@@ -154,8 +152,8 @@ def prefill_fit(points: Sequence[tuple[float, float]], overhead_s: float | None,
             fit = [(overhead_s + x / tokens_per_s) * 1000 for x in (lo, hi)]
             quality = f", r² {r2:.3f}" if _finite(r2) else ""
             ax.plot([lo, hi], fit, color="0.35", linestyle="--",
-                    label=f"fit: {whole(overhead_s * 1000)} ms + n / "
-                          f"{whole(tokens_per_s)} tok/s{quality}")
+                    label=f"fit: {chart_whole(overhead_s * 1000)} ms + n / "
+                          f"{chart_whole(tokens_per_s)} tok/s{quality}")
         number_ticks(ax.xaxis)
         number_ticks(ax.yaxis)
         ax.set_xlabel("prompt tokens (n)")
@@ -183,7 +181,7 @@ def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
         if _positive(value):
             label = plain(str(profile.get("label") or str(name).replace("_", " ")))
             by_value.setdefault(float(value) * 1000, []).append((i, label))
-    out = [(f"{', '.join(n for _, n in names)} {whole(v)} ms", v,
+    out = [(f"{', '.join(n for _, n in names)} {chart_whole(v)} ms", v,
             LIMIT_STYLES[names[0][0] % (len(LIMIT_STYLES) - 2)])
            for v, names in by_value.items()]
     if limit_key == "tpot_p90_s":
@@ -192,8 +190,8 @@ def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
             readers = [plain(str(p.get("label") or str(n).replace("_", " ")))
                        for n, p in limits.items() if p.get("above_reading_speed")]
             if readers:
-                out.append((f"{', '.join(readers)}: reading speed {num(speed)} tokens/s = "
-                            f"{whole(1000 / speed)} ms", 1000 / speed, LIMIT_STYLES[-2]))
+                out.append((f"{', '.join(readers)}: reading speed {chart_num(speed)} tokens/s = "
+                            f"{chart_whole(1000 / speed)} ms", 1000 / speed, LIMIT_STYLES[-2]))
     return sorted(out, key=lambda t: -t[1])
 
 
@@ -227,7 +225,7 @@ def use_case_fit(levels: Sequence[Mapping[str, Any]],
     if failed:
         limit = tol.get("max_failure_rate")
         limit = float(limit) if _finite(limit) else Tolerances().max_failure_rate
-        panels.append((failed, [(f"every use case {num(limit * 100)} %", limit * 100,
+        panels.append((failed, [(f"every use case {chart_num(limit * 100)} %", limit * 100,
                                  LIMIT_STYLES[-1])], "Failed requests", False))
     if not panels:
         return None

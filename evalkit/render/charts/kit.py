@@ -33,6 +33,8 @@ from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
 
+from evalkit.fmt import chart_num
+
 matplotlib.use("Agg")  # no display, ever; must precede any pyplot import elsewhere
 
 #: Greyscale-safe styles, in the order series are drawn.
@@ -94,47 +96,6 @@ def plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def num(v: float) -> str:
-    """A number as a chart prints it: about three significant figures, thousands
-    separated, a power of ten (`1.5×10⁷`) instead of e-notation or an axis offset."""
-    if not math.isfinite(v):
-        return "—"
-    a = abs(v)
-    if a == 0:
-        return "0"
-    if a >= 1e6 or a < 1e-3:
-        exp = math.floor(math.log10(a))
-        mant = float(f"{v / 10 ** exp:.3g}")
-        if abs(mant) >= 10:
-            mant, exp = mant / 10, exp + 1
-        return f"{mant:g}×10{str(exp).translate(_SUPERSCRIPT)}"
-    if a >= 100:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}".removesuffix(".0")
-    if a >= 1:
-        return f"{v:.2f}".rstrip("0").rstrip(".")
-    return f"{v:.2g}"
-
-
-def whole(v: float) -> str:
-    """A figure a vendor quotes (ms, tokens/s): whole units when it has any, else `num`."""
-    return f"{v:,.0f}" if 1 <= abs(v) < 1e6 else num(v)
-
-
-def level_span(levels: Sequence[float]) -> str:
-    """'1 stream', '8 streams', '1–64 streams': the levels a chart covers, for its title."""
-    vals = sorted({int(c) for c in levels if _finite(c)})
-    if not vals:
-        return "no level"
-    if len(vals) == 1:
-        return f"{vals[0]} stream{'s' if vals[0] != 1 else ''}"
-    return f"{vals[0]}–{vals[-1]:,} streams"
-
-
 def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
@@ -162,7 +123,7 @@ class _Spaced(Locator):
     `fallbacks` are sparser sets of values tried in turn before thinning the last."""
 
     def __init__(self, values: Sequence[float] | None = None,
-                 label: Callable[[float], str] = num,
+                 label: Callable[[float], str] = chart_num,
                  fallbacks: Sequence[Sequence[float]] = ()) -> None:
         self.values = (None if values is None else
                        sorted({float(v) for v in values if math.isfinite(v)}))
@@ -251,7 +212,7 @@ class _Spaced(Locator):
 def number_ticks(axis: Any) -> None:
     """Plain numbers on an axis (no offset text, no e-notation), as many as fit."""
     axis.set_major_locator(_Spaced())
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: num(v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: chart_num(v)))
 
 
 def _log_numbers(axis: Any, lo: float, hi: float) -> None:
@@ -261,7 +222,7 @@ def _log_numbers(axis: Any, lo: float, hi: float) -> None:
     values = [m * 10.0 ** k for k in powers for m in (1, 2, 5)]
     sparser = [[10.0 ** k for k in powers if k % step == 0] for step in (1, 2, 3)]
     axis.set_major_locator(_Spaced(values, fallbacks=sparser))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: num(v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: chart_num(v)))
     axis.set_minor_locator(NullLocator())
 
 
@@ -271,7 +232,7 @@ def _lookup(names: Mapping[float, str]) -> Callable[[float], str]:
 
 
 def _level_text(v: float) -> str:
-    return f"{v:,.0f}" if float(v).is_integer() else num(v)
+    return f"{v:,.0f}" if float(v).is_integer() else chart_num(v)
 
 
 def levels_axis(ax: Any, levels: Sequence[float]) -> None:

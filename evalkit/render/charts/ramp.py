@@ -11,6 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from evalkit.fmt import level_span
 from evalkit.render.charts.kit import (
     _RC,
     DEGRADED_WORDS,
@@ -22,7 +23,6 @@ from evalkit.render.charts.kit import (
     _Spaced,
     figure_title,
     legend_below,
-    level_span,
     levels_axis,
     new_figure,
     number_ticks,

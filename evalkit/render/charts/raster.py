@@ -12,14 +12,8 @@ import matplotlib
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from evalkit.render.charts.kit import (
-    _RC,
-    legend_below,
-    level_span,
-    new_figure,
-    number_ticks,
-    to_svg,
-)
+from evalkit.fmt import level_span
+from evalkit.render.charts.kit import _RC, legend_below, new_figure, number_ticks, to_svg
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ from evalkit.rundir.store import iter_records
 
 
 @dataclass(frozen=True)
-class RunData:
+class RunDir:
     """A run directory, read once: parsed documents, records, and the exact bytes we attach.
 
-    `load_run` keeps no record in memory: `records` re-reads requests.jsonl when iterated,
+    `open_run` keeps no record in memory: `records` re-reads requests.jsonl when iterated,
     and `digest` holds what the report shows of them (counts, TTFT per level, chart
     samples). Built by hand (tests, benchmarks), `records` may be any collection and the
     digest is drawn from it.
@@ -62,7 +62,7 @@ class RecordFile(Collection[RequestRecord]):
         return any(item == rec for rec in self)
 
 
-def load_run(run_dir: Path) -> RunData:
+def open_run(run_dir: Path) -> RunDir:
     """Read and check a run directory (`evalkit.rundir.checked.read_run`): a missing summary or
     one the records do not support is re-derived from them, malformed record lines are
     skipped and counted, and nothing outside the directory is read. Not a run directory
@@ -70,7 +70,7 @@ def load_run(run_dir: Path) -> RunData:
     """
     checked = read_run(Path(run_dir))
     scan = checked.scan
-    return RunData(checked.run, checked.summary,
+    return RunDir(checked.run, checked.summary,
                    RecordFile(checked.requests_path, checked.digest.n, scan.bytes),
                    checked.raw, scan.sha256 if checked.requests_path else None,
                    checked.digest, checked.notes, checked.rebuilt, scan.malformed)
