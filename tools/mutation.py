@@ -1,18 +1,20 @@
 """`make mutation`: mutation testing of evalkit's pure core with mutmut 3 (by hand, not CI).
 
     python tools/mutation.py            # a clean run of every module in scope, then the report
-    python tools/mutation.py validity   # only the modules named, the others' results kept
+    python tools/mutation.py analysis.validity   # only the modules named, the others'
+                                                 # results kept
     python tools/mutation.py --report   # the report of the last run, without running
-    python tools/mutation.py judges:judge_q4 judges:_metric
+    python tools/mutation.py review.limits:judge_q4 review.limits:_metric
                                         # only those functions' mutants (after an edit to
                                         # them: mutmut numbers mutants per function, so the
                                         # module's other results and listed survivors stand)
-    python tools/mutation.py metrics:x_prefill_fit__mutmut_150   # one mutant, by its name
+    python tools/mutation.py analysis.prefill:x_prefill_fit__mutmut_150   # one mutant
 
-Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): metrics, reconcile
-(with judging, judges, verdict and fit, cut from it), summary, validity, sse, api,
-questionnaire (with its questionnaire_* modules) and tolerances whole; of prober.py only
-the outcome rules (`PROBER_SCOPE`). Each mutant runs only the fast pure tests that reach
+Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): every module of the
+pure core's folders, analysis/, questionnaire/ and review/ (less review/pipeline.py, which
+reads files), and the probe's parsers (probe/sse.py, probe/api.py) whole; of
+probe/stream.py and probe/connect.py only the outcome rules, and of fmt.py only the
+judges' numbers in words (`PARTIAL`). Each mutant runs only the fast pure tests that reach
 the mutated function (`pytest_add_cli_args_test_selection`), one worker process at a time:
 run it under `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive
 work.
@@ -45,16 +47,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SURVIVORS = ROOT / "docs" / "mutation-survivors.md"
 GOAL = 0.90
-MODULES = ("metrics", "reconcile", "judging", "judges", "verdict", "fit", "summary",
-           "validity", "sse", "api", "prober", "questionnaire",
-           "questionnaire_reader", "questionnaire_schema", "questionnaire_check",
-           "questionnaire_model", "questionnaire_template", "tolerances")
-#: prober.py is mostly I/O; its pure outcome rules are in scope
-PROBER_SCOPE = ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_message",
-                "x_explain_failure", "x__advice", "x__advice_400")
+#: the pure core's folders: each module in them is in scope, as it is in pyproject's
+#: only_mutate, but for those listed there as do_not_mutate
+FOLDERS = ("analysis", "questionnaire", "review")
+EXCLUDED = ("review.pipeline",)
+#: modules of which only these functions are in scope (the rest is I/O, or page words)
+PARTIAL = {
+    "probe.stream": ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_message"),
+    "probe.connect": ("x_explain_failure", "x__advice", "x__advice_400"),
+    "fmt": ("x_number", "x_price", "x_times"),
+}
+MODULES = (*(f"{d}.{p.stem}" for d in FOLDERS
+             for p in sorted((ROOT / "evalkit" / d).glob("*.py"))
+             if p.stem != "__init__" and f"{d}.{p.stem}" not in EXCLUDED),
+           "probe.sse", "probe.api", *PARTIAL)
 #: functions run while the module is imported (the schema's builders): mutmut selects
 #: mutants per test call, and no test calls these, so they are outside its reach
-OUT_OF_REACH = {"questionnaire_schema": ("x__nullable", "x__distribution", "x__section")}
+OUT_OF_REACH = {"questionnaire.schema": ("x__nullable", "x__distribution", "x__section")}
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 #: examples per property test in a mutation run (see _hypothesis_for_mutation)
 EXAMPLES = 25
@@ -71,8 +80,8 @@ def scope_globs(modules: list[str]) -> list[str]:
             mangled = func if func.startswith(("x_", "xǁ")) else "x_" + func
             globs.append(f"evalkit.{mod}.{mangled}"
                          + ("" if "__mutmut_" in mangled else "__mutmut_*"))
-        elif mod == "prober":
-            globs += [f"evalkit.probe.stream.{fn}__mutmut_*" for fn in PROBER_SCOPE]
+        elif mod in PARTIAL:
+            globs += [f"evalkit.{mod}.{fn}__mutmut_*" for fn in PARTIAL[mod]]
         else:
             globs.append(f"evalkit.{mod}.*")
     return globs
@@ -80,9 +89,9 @@ def scope_globs(modules: list[str]) -> list[str]:
 
 def in_scope(mod: str, name: str) -> bool:
     """Is this mutant (`evalkit.mod.x_fn__mutmut_N`) one the report counts?"""
-    func = name.split(".", 2)[2].rsplit("__mutmut_", 1)[0]
-    if mod == "prober":
-        return func in PROBER_SCOPE
+    func = name[len(f"evalkit.{mod}."):].rsplit("__mutmut_", 1)[0]
+    if mod in PARTIAL:
+        return func in PARTIAL[mod]
     return func not in OUT_OF_REACH.get(mod, ())
 
 
@@ -187,12 +196,13 @@ def report(modules: list[str]) -> int:
     listed = listed_survivors()
     failures = 0
     survivors: list[tuple[str, str, str]] = []
-    print(f"\n{'module':<15}{'mutants':>8}{'killed':>8}{'survived':>9}{'no test':>8}"
+    print(f"\n{'module':<31}{'mutants':>8}{'killed':>8}{'survived':>9}{'no test':>8}"
           f"{'kill rate':>11}")
     for mod in modules:
-        meta = ROOT / "mutants" / "evalkit" / f"{mod}.py.meta"
+        path = f"evalkit/{mod.replace('.', '/')}.py"
+        meta = ROOT / "mutants" / f"{path}.meta"
         if not meta.exists():
-            print(f"{mod:<15}  (not run: no {meta.relative_to(ROOT)})")
+            print(f"{mod:<31}  (not run: no {meta.relative_to(ROOT)})")
             failures += 1
             continue
         codes = json.loads(meta.read_text())["exit_code_by_key"]
@@ -201,10 +211,10 @@ def report(modules: list[str]) -> int:
         total = len(statuses)
         killed = count["killed"]
         rate = killed / total if total else 1.0
-        print(f"evalkit/{mod + '.py':<7}{total:>8}{killed:>8}{count['survived']:>9}"
+        print(f"{path:<31}{total:>8}{killed:>8}{count['survived']:>9}"
               f"{count['no tests']:>8}{rate:>10.1%}" + ("" if rate >= GOAL else "  < goal"))
         failures += rate < GOAL
-        survivors += [(n, s, f"evalkit/{mod}.py") for n, s in sorted(statuses.items())
+        survivors += [(n, s, path) for n, s in sorted(statuses.items())
                       if s not in KILLED]
     new = []
     for name, status, path in survivors:
@@ -218,7 +228,8 @@ def report(modules: list[str]) -> int:
               "the reason it cannot change behaviour:")
         print("\n".join(new))
     ran = {n for n, _, _ in survivors}
-    stale = [n for n in listed if n.split(".")[1] in modules and n not in ran]
+    stale = [n for n in listed
+             if n.rsplit(".", 1)[0][len("evalkit."):] in modules and n not in ran]
     if stale:
         print(f"\nlisted in {SURVIVORS.relative_to(ROOT)} but no longer surviving: "
               + ", ".join(stale))

@@ -10,7 +10,7 @@ import pytest
 
 from evalkit.analysis.summary import Summary, as_count, as_number, as_text, ramp_levels
 
-FIXTURE = Path(__file__).parent / "data" / "report_run" / "summary.json"
+FIXTURE = Path(__file__).parent.parent / "data" / "report_run" / "summary.json"
 
 
 def _level(c: int, **kw: Any) -> dict[str, Any]:

@@ -3,10 +3,13 @@ and what is accepted is exactly what was written."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evalkit.analysis.summary import measurements
 from evalkit.analysis.thresholds import (
     MAX_OVERRIDE_BYTES,
     SloProfile,
@@ -17,6 +20,8 @@ from evalkit.analysis.thresholds import (
     tolerances_from_dict,
 )
 from evalkit.errors import InputError, UsageError
+from evalkit.review.fit import streams_at_reading_speed
+from tests.review.helpers import SUMMARY, judge
 
 
 def _error(data: object) -> str:
@@ -188,3 +193,52 @@ class TestThresholds:
         """true is not 1 and "2" is not 2 here: a threshold is a number or an error."""
         with pytest.raises(UsageError, match=message):
             Thresholds.from_dict(data)
+
+
+class TestTolerances:
+    def test_override_file_changes_the_judgement_and_the_printed_tolerance(
+            self, tmp_path: Path) -> None:
+        """A looser TTFT tolerance from a file turns 3.3× slower into a hold, and says so."""
+        path = tmp_path / "tol.yaml"
+        path.write_text("ttft_rel: 2.5\nslo_profiles:\n  voice_agent: {ttft_p90_s: 0.4}\n")
+        tol = load_tolerances(path)
+        text = "Q1: {ttft_p90_ms: 100, at_concurrency: 16, source: production}\n"
+        j = judge(text, SUMMARY, tol).judgements["Q1"]
+        assert (j.status, j.tolerance) == ("ok", "one-sided: measured ≤ claimed × 3.5 "
+                                                 "(ttft_rel 250%)")
+        assert tol.slo_profiles["voice_agent"].ttft_p90_s == 0.4
+        assert tol.slo_profiles["voice_agent"].itl_p99_s == 0.3
+
+    def test_json_override_and_reading_speed(self, tmp_path: Path) -> None:
+        """A JSON file can raise reading speed; fewer levels then qualify."""
+        path = tmp_path / "tol.json"
+        path.write_text(json.dumps({"reading_speed_tokens_per_s": 10}))
+        fit = streams_at_reading_speed(measurements(SUMMARY), load_tolerances(path))
+        assert fit.max_concurrency == 128
+
+    @pytest.mark.parametrize("data, message", [
+        ({"ttft_rell": 0.3}, "tolerances: unknown field 'ttft_rell'"),
+        ({"ttft_rel": "lots"}, "ttft_rel: expected a number, got 'lots'"),
+        ({"ttft_rel": -1}, "ttft_rel: must be greater than 0, got -1"),
+        ({"throughput_rel": 1}, "throughput_rel: a shortfall share must be below 1 (0.25 = 25% "
+                                "short), got 1"),
+        ({"reading_speed_percentile": "p95"}, "reading_speed_percentile: expected one of p50, "
+                                              "p90, p99, got 'p95'"),
+        ({"slo_profiles": {"voice_agent": {"ttft": 1}}},
+         "slo_profiles.voice_agent: unknown field 'ttft'"),
+        ([1, 2], "tolerances: expected a mapping, got list"),
+    ])
+    def test_bad_overrides_are_input_errors(self, data: Any, message: str) -> None:
+        """A typo never silently falls back to a default."""
+        with pytest.raises(InputError) as info:
+            tolerances_from_dict(data)
+        assert str(info.value) == message
+
+
+@pytest.mark.parametrize("bad", [{"stall_s": 0}, {"ttft_p90_ratio": -2}, {"stall_s": "x"}])
+def test_thresholds_must_be_positive(bad: dict) -> None:
+    """A zero or negative threshold is a usage error, not a silent never-breach."""
+    from evalkit.errors import UsageError
+
+    with pytest.raises(UsageError, match="threshold"):
+        Thresholds.from_dict(bad)

@@ -4,8 +4,8 @@ The records are built, not measured, so tests can assert exact figures: baseline
 200 ms and 20 ms per token; TTFT grows with concurrency and breaches 2x baseline at 16
 streams (one request of 64 is turned away there too, a smaller excess), so max sustained
 concurrency is 8 and TTFT degrades first. summary.json is derived from the records by
-`evalkit.analysis.summarize.summarize`, never written by hand; tests/test_report.py checks that the
-files on disk are what this script writes.
+`evalkit.analysis.summarize.summarize`, never written by hand; tests/render/test_report.py checks
+that the files on disk are what this script writes.
 Usage: .venv/bin/python tests/data/make_report_fixture.py
 """
 

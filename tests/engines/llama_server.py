@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
-from engines.process import free_port, stop_process, wait_answering
+from tests.engines.process import free_port, stop_process, wait_answering
 
 #: how a fresh environment gets llama-cpp-python (what `make install` runs)
 INSTALL_HINT = (

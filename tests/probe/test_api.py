@@ -5,7 +5,7 @@ per request, so each adapter is checked the way OpenAI chat is: TTFT against the
 first content write, thinking-first (TTFA) against its first answer write, output tokens
 from usage (not estimated), an error event mid-stream → error, a stream without its end
 event → incomplete, and the auth headers each style sends. The adapters' parsing of each
-documented event, pure, is in tests/test_sse.py (in `make mutation`'s reach).
+documented event, pure, is in tests/probe/test_sse.py (in `make mutation`'s reach).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import read_records
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FORTHRIGHT = ROOT / "questionnaires" / "forthright.yaml"
 
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from engines.process import free_port, stop_process, wait_answering
 
 from evalkit.errors import EndpointError
 from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
-from evalkit.rundir.store import load_run
+from evalkit.rundir.store import read_run_files
+from tests.engines.process import free_port, stop_process, wait_answering
 
 MODEL = "some-model"
 #: the suite after connect would take seconds here; a gate stops it at once
@@ -95,7 +95,7 @@ def _probe_fails(base_url: str, out: Path) -> EndpointError:
     with pytest.raises(EndpointError) as info:
         run_probe(ProbeConfig(base_url, MODEL, phases=("connect", "baseline"),
                               overrides=CONFIG), out)
-    meta, records = load_run(out)
+    meta, records = read_run_files(out)
     assert meta["status"] == "failed" and meta["error"]
     assert {r.phase for r in records} <= {"connect"}  # nothing measured past the gate
     return info.value

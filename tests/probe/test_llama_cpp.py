@@ -29,14 +29,14 @@ from typing import Any
 
 import httpx
 import pytest
-from engines.llama_server import INSTALL_HINT, LlamaServer, missing_packages
-from engines.tap import Exchange, SSEEvent, Tap
 
 from evalkit.probe.prompts import count_tokens
 from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
-from evalkit.rundir.store import load_run
+from evalkit.rundir.store import read_run_files
+from tests.engines.llama_server import INSTALL_HINT, LlamaServer, missing_packages
+from tests.engines.tap import Exchange, SSEEvent, Tap
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +45,7 @@ def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     missing = missing_packages()
     if missing:
         pytest.fail(f"missing {', '.join(missing)}: {INSTALL_HINT}", pytrace=False)
-    from engines.tiny_gguf import build_tiny_gguf
+    from tests.engines.tiny_gguf import build_tiny_gguf
 
     return build_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
 
@@ -155,7 +155,7 @@ def test_probe_serial_phases_against_the_wire(llama_server: LlamaServer,
                                     overrides=SERIAL), tmp_path / "run")
     finally:
         exchanges = tap.stop()
-    meta, records = load_run(tmp_path / "run")
+    meta, records = read_run_files(tmp_path / "run")
     assert res.status == "complete", meta.get("error")
     assert [r.outcome for r in records] == ["ok"] * len(records) == ["ok"] * (1 + 4 + 6 + 2), \
         [(r.phase, r.outcome, r.error) for r in records]
@@ -232,7 +232,7 @@ def test_ramp_names_ttft_on_a_serial_engine(llama_server: LlamaServer, tmp_path:
                                            "ramp": {"level_duration_s": 1.5},
                                            "client_check": {"coalesced_fraction": 0.10}}),
                     tmp_path / "run")
-    meta, _ = load_run(tmp_path / "run")
+    meta, _ = read_run_files(tmp_path / "run")
     assert res.status == "complete", meta.get("error")
     s = res.summary
     assert s is not None

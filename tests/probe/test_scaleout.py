@@ -26,7 +26,7 @@ ray = pytest.importorskip("ray")
 from evalkit.probe.settings import ProbeConfig  # noqa: E402
 from evalkit.probe.suite import run_probe  # noqa: E402
 from evalkit.records import RequestRecord  # noqa: E402
-from evalkit.rundir.store import load_run  # noqa: E402
+from evalkit.rundir.store import read_run_files  # noqa: E402
 
 #: two short levels after a short baseline
 SHORT: dict[str, Any] = {"output_tokens": 12, "baseline": {"requests": 2},
@@ -58,7 +58,7 @@ def _errors(records: list[RequestRecord], origin_ns: int, truth: dict[str, Any]
 
 
 def _within_truth_accuracy(chunk_err: list[float], tpot_err: list[float]) -> None:
-    # the prober's own bounds (tests/test_prober.py): |error| p50 2 ms, lateness p99 10 ms
+    # the prober's own bounds (tests/probe/test_stream.py): |error| p50 2 ms, lateness p99 10 ms
     assert _pct([abs(e) for e in chunk_err], 0.5) <= 2.0, sorted(chunk_err)[-10:]
     assert _pct(chunk_err, 0.99) <= 10.0, sorted(chunk_err)[-10:]
     assert _pct([abs(e) for e in tpot_err], 0.5) <= 1.0, sorted(tpot_err)
@@ -87,7 +87,7 @@ def test_two_workers_measure_what_one_process_does(reference: Any, tmp_path: Pat
                                     ray_workers=2 if ray_address else None, overrides=SHORT),
                         tmp_path / name)
         assert res.status == "complete" and res.validity == "valid", res.summary
-        runs[name] = load_run(tmp_path / name)
+        runs[name] = read_run_files(tmp_path / name)
         # one timeline: the steady-state window holds the level's concurrency
         level8 = next(lv for lv in res.summary["ramp"]["levels"] if lv["concurrency"] == 8)
         assert level8["steady_state"]["max_inflight"] == 8, (name, level8["steady_state"])
@@ -124,7 +124,7 @@ def test_a_level_split_over_two_nodes(reference: Any, tmp_path: Path) -> None:
     finally:
         cluster.shutdown()
     assert res.status == "complete" and res.summary is not None
-    meta, records = load_run(tmp_path / "run")
+    meta, records = read_run_files(tmp_path / "run")
     assert meta["scaleout"]["nodes"] == 2
     workers = _clock_checks(meta, "6")
     assert len({meta["scaleout"]["workers"][w["worker"]]["node_id"] for w in workers}) == 2
@@ -193,7 +193,7 @@ def test_a_killed_actor_keeps_the_others_records(reference: Any, tmp_path: Path)
     os.kill(pids[1], signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    meta, records = load_run(out)
+    meta, records = read_run_files(out)
     summary = json.loads((out / "summary.json").read_text())
     level4 = meta["client_checks"]["levels"]["4"]
     assert len(level4["lost"]) == 1 and "worker 1" in level4["lost"][0]

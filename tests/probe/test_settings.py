@@ -18,7 +18,7 @@ from evalkit.probe.settings import (
     resolve_settings,
 )
 from evalkit.records import RequestRecord
-from evalkit.rundir.store import RunStore, load_run, read_records
+from evalkit.rundir.store import RunStore, read_records, read_run_files
 
 
 def _cfg(**kw: object) -> ProbeConfig:
@@ -239,7 +239,7 @@ class TestRunStore:
         assert text.count("\n") == 3
         with open(tmp_path / "requests.jsonl", "a") as fh:
             fh.write('{"id": "torn", "pha')
-        meta, back = load_run(tmp_path)
+        meta, back = read_run_files(tmp_path)
         assert back == recs
         assert meta["clock"]["origin_ns"] == 1
         store.close()
@@ -247,12 +247,12 @@ class TestRunStore:
     def test_not_a_run(self, tmp_path: Path) -> None:
         """A directory without run.json is a RunDirError; a bad middle line too."""
         with pytest.raises(RunDirError):
-            load_run(tmp_path)
+            read_run_files(tmp_path)
         (tmp_path / "run.json").write_text('["not", "metadata"]')
         (tmp_path / "requests.jsonl").write_text("")
         with pytest.raises(RunDirError, match=r"run\.json: a JSON list, expected a run's "
                                               r"metadata"):
-            load_run(tmp_path)
+            read_run_files(tmp_path)
         f = tmp_path / "requests.jsonl"
         f.write_text('{"x": 1}\nnot json\n{"x": 2}\n')
         with pytest.raises(RunDirError, match=":1:"):

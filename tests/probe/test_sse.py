@@ -300,7 +300,7 @@ class TestAdapterFields:
 
 class TestAnthropicAndResponsesParsing:
     """The Anthropic Messages and OpenAI Responses adapters on the documented event shapes,
-    one by one (the documents are named in evalkit.probe.api); over HTTP in tests/test_apis.py."""
+    one by one (the documents are named in evalkit.probe.api); over HTTP in probe/test_api.py."""
 
     def test_registry_offers_every_adapter(self) -> None:
         assert {"anthropic-messages", "openai-responses"} <= set(ADAPTERS)

@@ -10,27 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from evalkit.analysis.frames import records_frame
 from evalkit.analysis.summarize import summarize
-from evalkit.probe.connect import check_endpoint, explain_failure
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import count_tokens, synthetic
 from evalkit.probe.selfcheck import judge_client, window_end, window_start
 from evalkit.probe.settings import profile_settings
 from evalkit.probe.stream import Prober, _error_message, _StreamState
-from evalkit.probe.target import Target, make_client
+from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
+from tests.probe.helpers import _Scripted
 
 
 def _probe(srv: ReferenceServer, n: int, out: int, prompt_tokens: int = 64,
@@ -225,181 +222,6 @@ class TestFaults:
         assert sum(r.outcome == "ok" for r in recs) == 6
 
 
-class _Scripted:
-    """A real loopback HTTP server answering every POST with one scripted response."""
-
-    model = "scripted"
-
-    def __init__(self, status: int, body: list[bytes],
-                 content_type: bytes = b"text/event-stream") -> None:
-        import uvicorn
-
-        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                return
-            await send({"type": "http.response.start", "status": status,
-                        "headers": [(b"content-type", content_type)]})
-            for part in body:
-                await send({"type": "http.response.body", "body": part, "more_body": True})
-                await asyncio.sleep(0.002)
-            await send({"type": "http.response.body", "body": b""})
-
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run,
-                                       kwargs={"sockets": [self.sock]}, daemon=True)
-
-    def __enter__(self) -> _Scripted:
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(5)
-
-
-class _Unauthorised(_Scripted):
-    """A real loopback HTTP server that refuses every request with 401."""
-
-    def __init__(self) -> None:
-        super().__init__(401, [b'{"error": {"message": "bad key"}}'], b"application/json")
-        self.url = self.base_url
-
-
-class TestTLS:
-    def test_https_endpoint(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Vendors are https: the stamped backend hands the socket to TLS and keeps timing."""
-        import shutil
-        import subprocess
-
-        import uvicorn
-
-        from evalkit.reference import ReferenceApp, get_profile
-
-        if shutil.which("openssl") is None:
-            pytest.skip("needs the openssl command to make a throwaway certificate")
-        key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                        str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost"], check=True,
-                       capture_output=True)
-        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it, as a CA bundle would
-        truth = tmp_path / "truth.jsonl"
-        app = ReferenceApp(get_profile("gpu", {"request_overhead_ms": 5}), 0, truth)
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="error", ssl_keyfile=str(key),
-                                               ssl_certfile=str(cert)))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        try:
-            while not server.started:
-                time.sleep(0.01)
-            url = f"https://localhost:{sock.getsockname()[1]}/v1"
-
-            async def run() -> list[RequestRecord]:
-                target = Target(url, "evalkit-reference")
-                async with Prober(target, time.perf_counter_ns(), "tls") as prober:
-                    return list(await asyncio.gather(*(
-                        prober.stream(synthetic(32, 8, f"tls-{i}"), "baseline", 1)
-                        for i in range(3))))
-
-            recs = asyncio.run(run())
-        finally:
-            server.should_exit = True
-            thread.join(5)
-        assert [(r.outcome, r.output_tokens, len(r.chunks)) for r in recs] == [("ok", 8, 8)] * 3
-
-
-class TestEndpointErrors:
-    def test_wrong_model_and_unreachable(self, reference: Any) -> None:
-        """An unknown model or a closed port is an EndpointError naming what is wrong."""
-        from evalkit.errors import EndpointError
-
-        srv = reference("gpu", mode="thread")
-
-        async def check(url: str, model: str) -> dict[str, Any]:
-            target = Target(url, model)
-            async with make_client(target) as client:
-                return await check_endpoint(client, target, "OPENAI_API_KEY")
-
-        assert srv.model in asyncio.run(check(srv.base_url, srv.model))["models"]
-        with pytest.raises(EndpointError, match="'nope' is not served"):
-            asyncio.run(check(srv.base_url, "nope"))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-        with pytest.raises(EndpointError, match="cannot reach"):
-            asyncio.run(check(closed, "m"))
-
-    def test_cli_exit_code_2(self, reference: Any, tmp_path: Path) -> None:
-        """The probe command turns an unknown model or a closed port into `Error:` + exit 2."""
-        from click.testing import CliRunner
-
-        from evalkit.cli import cli
-
-        srv = reference("gpu", mode="thread")
-        result = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
-                                          "gpt-nope", "--out", str(tmp_path / "a"), "--quiet"])
-        assert result.exit_code == 2
-        assert "Error: model 'gpt-nope' is not served" in result.output
-        assert srv.model in result.output  # says what it does serve
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-        result = CliRunner().invoke(cli, ["probe", "--base-url", closed, "--model", "m",
-                                          "--out", str(tmp_path / "b"), "--quiet"])
-        assert result.exit_code == 2
-        assert f"Error: cannot reach {closed}" in result.output
-        assert "Traceback" not in result.output
-
-    def test_401_names_the_variable_not_the_key(self, monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path: Path) -> None:
-        """A 401 says which variable to fix, exit code 2, and never prints the key."""
-        from click.testing import CliRunner
-
-        from evalkit.cli import cli
-
-        secret = "sk-test-THIS-MUST-NOT-LEAK-1234"
-        monkeypatch.setenv("VENDOR_KEY", secret)
-        with _Unauthorised() as srv:
-            result = CliRunner().invoke(cli, [
-                "probe", "--base-url", srv.url, "--model", "m", "--out", str(tmp_path / "r"),
-                "--api-key-env", "VENDOR_KEY", "--quiet"])
-        assert result.exit_code == 2
-        assert "401" in result.output and "$VENDOR_KEY" in result.output
-        assert secret not in result.output
-        for f in (tmp_path / "r").iterdir():  # text and binary (requests.parquet) alike
-            assert secret.encode() not in f.read_bytes()
-
-
-def test_one_merged_read_in_a_short_phase_is_not_a_client_bottleneck() -> None:
-    """A share of late reads needs a count behind it; a steady share with a count does bind."""
-    limits = profile_settings("quick").client_check
-    quiet = {"loop_lag_p99_s": 0.002, "cpu_fraction": 0.1}
-    one_of_32 = judge_client({**quiet, "coalesced_chunks": 1, "coalesced_fraction": 1 / 32},
-                             limits)
-    assert one_of_32["client_bound"] is False
-    many = judge_client({**quiet, "coalesced_chunks": 40, "coalesced_fraction": 0.02}, limits)
-    assert many["client_bound"] is True and many["client_bound_reasons"] == ["late_reads"]
-
-
-def test_a_saturated_cpu_is_named_in_the_client_check() -> None:
-    """CPU above its limit binds the client and says so; at the limit it does not."""
-    limits = profile_settings("quick").client_check
-    busy = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": 0.97}, limits)
-    assert busy["client_bound"] is True and busy["client_bound_reasons"] == ["cpu"]
-    edge = judge_client({"loop_lag_p99_s": 0.002, "cpu_fraction": limits.cpu_fraction},
-                        limits)
-    assert edge["client_bound"] is False and edge["client_bound_reasons"] == []
-    lag = judge_client({"loop_lag_p99_s": 0.2, "cpu_fraction": 0.97}, limits)
-    assert lag["client_bound_reasons"] == ["cpu", "loop_lag"]
-
-
 # ----------------------------------------------------------- outcomes over real HTTP
 
 
@@ -557,53 +379,3 @@ class TestErrorMessage:
         assert _error_message(b'{"error": {"message": "two\\nlines"}}') == "two lines"
         assert _error_message(b'{"error": "' + b"e" * 300 + b'"}') == "e" * 200 + "… [cut]"
         assert _error_message(b'["' + b"l" * 300 + b'"]') == "['" + "l" * 198 + "… [cut]"
-
-
-class TestExplainFailure:
-    """explain_failure: the status and body first, then the one thing to try."""
-
-    def _explain(self, status: int | None, body: str | None = None, **target: Any) -> str:
-        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
-                            http_status=status, error=f"HTTP {status}: x" if status else
-                            "ConnectError: refused", error_body=body)
-        t = Target("http://h:1/v1/", "m", **{"extra_body": {"top_k": 1}, **target})
-        return explain_failure(rec, t, "/chat/completions", "KEY")
-
-    @pytest.mark.parametrize(("status", "body", "advice"), [
-        (None, None, "--base-url http://h:1/v1/ is right"),
-        (404, "no route", "nothing is served at http://h:1/v1/chat/completions"),
-        (405, None, "does not take POST"),
-        (200, None, "not in the format --api expects: check --api (openai-chat)"),
-        (400, "unknown field max_tokens", "rejects the request field 'max_tokens'"),
-        (400, "model is required", "rejects model 'm': check --model"),
-        (400, "X-Tenant header missing", "rejects the 'X-Tenant' header"),
-        (503, None, "not admitting requests now"),
-        (502, None, "the server failed on our request"),
-    ])
-    def test_advice_follows_the_status(self, status: int | None, body: str | None,
-                                       advice: str) -> None:
-        first, second = self._explain(status, body, headers=(("X-Tenant", "acme"),)
-                                      ).splitlines()
-        assert second.startswith("what to try: ") and advice in second, second
-        if status in (None, 200):
-            said = "ConnectError: refused" if status is None else f"HTTP {status}: x"
-            assert first == f"the connect stream failed: {said}"
-        else:
-            assert first.startswith("the connect stream failed: POST "
-                                    f"http://h:1/v1/chat/completions answered HTTP {status}")
-            assert first.endswith(f"HTTP {status}: x" + ("" if body else " (empty body)"))
-
-    def test_what_a_bodyless_400_names(self) -> None:
-        """No body names nothing: an --extra-body field is not blamed for a bare 400."""
-        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
-                            http_status=400, error="HTTP 400: Bad Request")
-        message = explain_failure(rec, Target("http://h/X", "m", extra_body={"x": 1}),
-                                  "/chat/completions", "KEY")
-        assert "POST http://h/X/chat/completions answered" in message
-        assert "without saying which part" in message
-
-    def test_the_key_is_never_in_the_message(self) -> None:
-        secret = "sk-very-secret-key"
-        text = self._explain(401, f"bad key {secret}", secret=secret)
-        assert secret not in text and "check the key in $KEY" in text
-        assert "$KEY is not set" in self._explain(403)

@@ -21,7 +21,7 @@ from evalkit.probe import suite
 from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
-from evalkit.rundir.store import load_run
+from evalkit.rundir.store import read_run_files
 
 #: A shortened quick profile: the same phases and judgement, fewer seconds.
 SHORT: dict[str, Any] = {"output_tokens": 16, "baseline": {"requests": 4},
@@ -92,7 +92,7 @@ class TestQuickSuite:
         assert set(files) >= {"run.json", "requests.jsonl", "summary.json", "requests.parquet"}
         for name, data in files.items():
             assert secret.encode() not in data and header_secret.encode() not in data, name
-        meta, records = load_run(out)
+        meta, records = read_run_files(out)
         assert meta["status"] == "complete" and meta["target"]["api_key_set"] is True
         assert meta["target"]["header_names"] == ["X-Org"]
         assert isinstance(meta["clock"]["origin_ns"], int)
@@ -129,7 +129,7 @@ class TestQuickSuite:
         res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect",), rate=20.0,
                                     prompts_file=prompts,
                                     overrides={"rate": {"duration_s": 1.5}}), tmp_path / "r")
-        _, records = load_run(tmp_path / "r")
+        _, records = read_run_files(tmp_path / "r")
         rate = [r for r in records if r.phase == "rate"]
         assert all(r.prompt_id == "mine" and r.requested_output_tokens == 5 for r in rate)
         assert all(r.send_lag_s is not None and 0 <= r.send_lag_s < 0.2 for r in rate)
@@ -254,7 +254,7 @@ def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
         run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "prefill"),
                               overrides={"baseline": {"requests": 3}, "output_tokens": 4}),
                   tmp_path / "run")
-    meta, records = load_run(tmp_path / "run")
+    meta, records = read_run_files(tmp_path / "run")
     assert meta["status"] == "crashed" and len(records) == 3
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["run_status"] == "crashed" and summary["baseline"]["requests"] == 3
@@ -322,7 +322,7 @@ class TestAsyncRun:
 
         res = asyncio.run(main())
         assert res.status == "complete" and res.summary is not None
-        _, records = load_run(tmp_path / "run")
+        _, records = read_run_files(tmp_path / "run")
         assert res.requests == len(records) == res.summary["requests"]
         watch = RampWatch()
         watch.add_baseline([r for r in records if r.phase == "baseline"])
@@ -362,7 +362,7 @@ class TestAsyncRun:
                 await task
 
         asyncio.run(main())
-        meta, records = load_run(out)
+        meta, records = read_run_files(out)
         assert meta["status"] == "interrupted" and 3 <= len(records) < 10_000
         summary = json.loads((out / "summary.json").read_text())
         assert summary["run_status"] == "interrupted"

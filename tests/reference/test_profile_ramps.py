@@ -4,7 +4,7 @@ A small closed-loop httpx driver (workers start together, as a prober's do) runs
 quick suite's shape (256-token prompts, 32 output tokens) at concurrency 1 and at the
 level where the profile is built to breach, and the result is judged with the ramp's
 default thresholds: 2x TTFT p90, 2x per-token latency (TPOT) p90, 1% rejected.
-The full 1..64 ramp is checked in virtual time in test_reference_engine.py.
+The full 1..64 ramp is checked in virtual time in test_engine.py.
 """
 
 from __future__ import annotations

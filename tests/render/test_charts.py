@@ -33,9 +33,9 @@ from evalkit.render import comparison as comparison_mod
 from evalkit.render import report
 from evalkit.render.charts import figures, kit, ramp, raster
 from evalkit.review.compare import RunView, compare_runs
-from evalkit.rundir import read
+from evalkit.rundir import run as rundir_run
 
-RUN_DIR = Path(__file__).parent / "data" / "report_run"
+RUN_DIR = Path(__file__).parent.parent / "data" / "report_run"
 #: overlaps of up to this many pixels (at 100 dpi) are antialiasing, not a collision
 SLACK_PX = 1.0
 
@@ -121,7 +121,7 @@ def scorecard(headline: float | None = 1107.0, unit: str = "output_tokens_per_s"
 
 
 def _fixture() -> tuple[dict[str, Any], dict[str, Any], Any]:
-    data = read.load_run(RUN_DIR)
+    data = rundir_run.open_run(RUN_DIR)
     return scorecard(), data.summary, data.records
 
 

@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from evalkit import errors, fmt
 from evalkit.questionnaire import schema
-from evalkit.render import pagetext, pdf, report, words
+from evalkit.render import pagetext, pdf, report
 from evalkit.render.charts import figures, ramp
-from evalkit.rundir import read
+from evalkit.rundir import run as rundir_run
 
-RUN_DIR = Path(__file__).parent / "data" / "report_run"
+RUN_DIR = Path(__file__).parent.parent / "data" / "report_run"
 
 
 def fixture_scorecard(**over: Any) -> dict[str, Any]:
@@ -76,7 +76,7 @@ QUESTIONNAIRE = ("questionnaire.yaml", b"vendor: Forthright Inference\n")
 
 def _render(tmp_path: Path, scorecard: dict[str, Any], run: bool = True,
             html: bool = False) -> report.ReportResult:
-    data = read.load_run(RUN_DIR) if run else None
+    data = rundir_run.open_run(RUN_DIR) if run else None
     return report.write_scorecard(scorecard, data, QUESTIONNAIRE, tmp_path / "card.pdf",
                                   html=html)
 
@@ -357,7 +357,7 @@ class TestUntrustedInput:
 
     def test_charts_draw_no_colour(self) -> None:
         """Every colour in every chart is a grey (r == g == b): the charts print in greyscale."""
-        data = read.load_run(RUN_DIR)
+        data = rundir_run.open_run(RUN_DIR)
         svgs = report.chart_svgs(fixture_scorecard(), data.summary, data.records,
                                  report.slo_limits(fixture_scorecard()))
         assert len(svgs) == 6
@@ -372,15 +372,15 @@ class TestUntrustedInput:
 class TestPartialReviews:
     def test_interrupted_run_says_so_first(self) -> None:
         """A run stopped early leads the key figures with its status."""
-        data = read.load_run(RUN_DIR)
-        stopped = read.RunData({**data.run, "status": "interrupted"}, data.summary, (), {})
+        data = rundir_run.open_run(RUN_DIR)
+        stopped = rundir_run.RunDir({**data.run, "status": "interrupted"}, data.summary, (), {})
         ctx = report.build_context(fixture_scorecard(), stopped, {})
         assert ctx["key_figures"][0] == ("Run validity", "valid")
         assert ctx["key_figures"][1] == (
             "Run status", "INTERRUPTED: the figures cover only what was measured before the "
             "run stopped")
         complete = report.build_context(
-            fixture_scorecard(), read.RunData(data.run, data.summary, (), {}), {})
+            fixture_scorecard(), rundir_run.RunDir(data.run, data.summary, (), {}), {})
         assert all(label != "Run status" for label, _ in complete["key_figures"])
 
     def test_missing_metrics_are_dashes_not_numbers(self) -> None:
@@ -451,24 +451,6 @@ class TestEscapingProperty:
             return pdf.render_html(report.build_context(card(t), None, {}))
 
         assert self._tags(page(text)) == self._tags(page("plain"))
-
-
-@pytest.mark.parametrize(("client", "expected"), [
-    ({"client_bound": True, "capacity_judgement_affected": True},
-     "CLIENT-BOUND: no capacity judgement is drawn from this run"),
-    ({"client_bound": True, "capacity_judgement_affected": False,
-      "client_bound_phases": ["connect"], "client_bound_levels": [64]},
-     "client-bound in connect, level 64 only; the capacity judgement is unaffected"),
-    ({"client_bound": True}, "CLIENT-BOUND: no capacity judgement is drawn from this run"),
-    ({"client_bound": False}, "the client was not the bottleneck"),
-    ({}, "not checked"),
-])
-def test_client_verdict_separates_a_void_judgement_from_a_confined_bound(
-        client: dict[str, Any], expected: str) -> None:
-    """Page one and the appendix say the same thing, from the same function."""
-    from evalkit.render.pagetext import client_verdict
-
-    assert client_verdict(client) == expected
 
 
 def test_fixture_is_what_its_generator_writes() -> None:
@@ -614,52 +596,3 @@ class TestPagination:
             "; at 16 streams a tie on TPOT p90 (per-token latency) (its 95 % interval "
             "straddles the limit, so the max sustained level may be higher; about 120 "
             "requests there would decide it)")
-
-
-class TestWords:
-    def test_claims_read_as_words_with_units(self) -> None:
-        """A questionnaire's fields on page one: names spelled out, units after numbers,
-        provenance (evidence, notes) left for the appendix, which prints every field."""
-        claimed = {"source": "production", "evidence": ["https://x.example/p"],
-                   "notes": "gateway", "ttft_p50_ms": 200, "ttft_p90_ms": 250,
-                   "at_concurrency": 4, "prompt_tokens": 256, "gpus": 1,
-                   "input_price_per_mtok": 0.05, "currency": "USD", "first_degrades": "itl",
-                   "output_tokens_per_s": {"p50": 40, "p90": 52}}
-        brief = pagetext.claim_text(claimed, brief=True)
-        assert brief.startswith("source: production; TTFT p50 200 ms; TTFT p90 250 ms; at 4 "
-                                "streams; prompts of 256 tokens; 1 GPU; input price")
-        assert brief.endswith(" more characters]")  # page one is brief, and links onward
-        assert "evidence" not in brief and "gateway" not in brief
-        full = pagetext.claim_text(claimed, brief=False)
-        assert "evidence: https://x.example/p" in full and "notes: gateway" in full
-        assert full.endswith(
-            "1 GPU; input price 0.05 USD per million tokens; first to degrade: "
-            "TPOT p90 (per-token latency); output per stream (p50 40 · p90 52 tok/s)")
-
-    def test_names_tolerances_and_hosts(self) -> None:
-        """The judge's tolerance names its setting in words; the client host reads as one
-        line, not `host: host: vm`."""
-
-        assert words.tolerance("one-sided: measured ≤ claimed × 1.25 (ttft_rel 25%)") == \
-            "one-sided: measured ≤ claimed × 1.25 (TTFT tolerance 25%)"
-        assert words.client_host({"host": "vm", "python": "3.11.7", "platform": "Linux",
-                                  "cpus": 2, "ray": None}) == "vm, Python 3.11.7, Linux, 2 CPUs"
-        assert words.field("above_reading_speed", False) == "not above reading speed"
-        assert words.name("stream_tokens_per_s_at_4") == "per stream at 4 streams"
-
-    def test_a_baseline_of_no_requests_says_so(self) -> None:
-        """'Baseline (concurrency 1, 6 requests)' when none succeeded misled: the heading
-        says how many were measured and how many were ok."""
-        assert pagetext.baseline_heading({"requests": 0}) == \
-            "Baseline: one stream at a time (no request measured)"
-        assert pagetext.baseline_heading({"requests": 6, "outcomes": {"ok": 4}}) == \
-            "Baseline: one stream at a time, 6 requests, 4 ok"
-
-
-@pytest.mark.parametrize(("value", "shown"), [
-    (99.99, "100"), (0.09999, "0.100"), (9.996, "10.0"), (50_023.2, "50,023"),
-    (0.2531, "0.253"), (1_234.5, "1,234"), (None, "—"), (float("nan"), "—"), (True, "—")])
-def test_three_significant_figures_and_no_more(value: Any, shown: str) -> None:
-    """A figure carries no false precision: rounding to three significant figures first,
-    so 99.99 is '100' (not '100.0'), and anything not a number is an em dash."""
-    assert fmt.fmt_num(value) == shown

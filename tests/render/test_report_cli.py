@@ -23,7 +23,7 @@ from evalkit.fmt import fmt_rate
 from evalkit.questionnaire.schema import QUESTION_TITLES
 from evalkit.render.report import BADGES, render_report
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUN_DIR = ROOT / "tests" / "data" / "report_run"
 HEADLINE = ROOT / "questionnaires" / "headline.yaml"
 

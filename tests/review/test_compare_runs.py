@@ -16,7 +16,7 @@ from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.reference.server import ReferenceServer
 
-QUESTIONNAIRES = Path(__file__).resolve().parent.parent / "questionnaires"
+QUESTIONNAIRES = Path(__file__).resolve().parents[2] / "questionnaires"
 #: a short suite: enough levels for a ramp, short enough for CI. No test here judges a
 #: level's interval (the regression is read alone, on the baseline), so a level needs
 #: no more than 8 requests, not the quick profile's 36 (which bound a p90 from above)

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,156 +27,20 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.analysis.summarize import summarize
-from evalkit.cli import cli, report
+from evalkit.cli import cli
 from evalkit.errors import EvalkitError, InputError, RunDirError
-from evalkit.records import RequestRecord
+from evalkit.render import report
 from evalkit.render.comparison import CompareInput, load_view
-from evalkit.rundir import checked, read
+from evalkit.rundir import run as rundir_run
 from evalkit.rundir.checked import read_run
-from evalkit.rundir.digest import ITL_SAMPLE, RecordDigest
-from evalkit.rundir.store import MAX_LINE_BYTES, RecordScan, iter_records, read_records
-
-RUN_DIR = Path(__file__).parent / "data" / "report_run"
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
-    """A fresh copy of the fixture run to damage."""
-    return Path(shutil.copytree(RUN_DIR, tmp_path / "run"))
-
-
-def _lines(d: Path) -> list[bytes]:
-    return (d / "requests.jsonl").read_bytes().splitlines()
-
-
-def _put_lines(d: Path, lines: list[bytes]) -> None:
-    (d / "requests.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+from evalkit.rundir.store import read_records
+from tests.rundir.helpers import RUN_DIR, _lines, _page_one, _put_lines, _record, _text
 
 
 def _edit_summary(d: Path, fn: Callable[[dict[str, Any]], Any]) -> None:
     s = json.loads((d / "summary.json").read_text())
     fn(s)
     (d / "summary.json").write_text(json.dumps(s))
-
-
-def _text(pdf: Path) -> str:
-    return re.sub(r"\s+", " ", "\n".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages))
-
-
-def _page_one(pdf: Path) -> str:
-    return re.sub(r"\s+", " ", pypdf.PdfReader(pdf).pages[0].extract_text())
-
-
-#: Lines that are not request records, each with what the reader says about it.
-BAD_LINES = {
-    b"[1, 2]": "not a JSON object but list",
-    b"null": "not a JSON object but NoneType",
-    b'"a string"': "not a JSON object but str",
-    b"7": "not a JSON object but int",
-    b'{"id": "\xff\xfe"}': "not UTF-8",
-    b"{not json": "not JSON",
-    b'{"id": "x", "phase": "ramp", "level": 1, "outcome": "ok"}': "no t0_s",
-}
-
-
-def _record(**over: Any) -> bytes:
-    d = json.loads(_lines(RUN_DIR)[20])
-    d.update(over)
-    return json.dumps(d).encode()
-
-
-BAD_FIELDS = {
-    "ttft_s is not a number": _record(ttft_s="fast"),
-    "ttft_s -0.5 is a negative duration": _record(ttft_s=-0.5),
-    "ttft_s is not a finite number": _record(ttft_s=math.nan),
-    "e2e_s 1e+300 is out of range": _record(e2e_s=1e300),
-    "level is not a number": _record(level="x"),
-    "level is not a whole number": _record(level=1.5),
-    "outcome 'weird' is not one of": _record(outcome="weird"),
-    "a chunk is not [seconds, tokens]": _record(chunks=[[1]]),
-    "chunks is not a list": _record(chunks="abc"),
-    "a chunk's time is negative": _record(chunks=[[0.1, 1], [-1, 1]]),
-    "a chunk's token count is out of range": _record(chunks=[[0.1, 10**30]]),
-    "id is not a string": _record(id=5),
-    "phase is not a string": _record(phase=["x"]),
-}
-
-
-class TestRecordLines:
-    def test_every_malformed_line_is_skipped_and_counted(self, run_dir: Path) -> None:
-        """Lists, nulls, non-UTF-8 bytes, wrong types, NaN, negative durations: each line is
-        skipped and counted with its reason; the others are all read."""
-        good = _lines(run_dir)
-        bad = list(BAD_LINES) + list(BAD_FIELDS.values())
-        _put_lines(run_dir, good[:10] + bad + good[10:])
-        scan = RecordScan(run_dir / "requests.jsonl")
-        recs = list(iter_records(run_dir / "requests.jsonl", scan))
-        assert [r.id for r in recs] == [json.loads(line)["id"] for line in good]
-        assert scan.malformed == len(bad) and scan.records == len(good)
-        assert scan.lines == len(good) + len(bad) and not scan.torn_tail
-        assert scan.examples[0] == "line 11: not a JSON object but list"
-        for i, line in enumerate(bad):  # each one's own reason
-            one = RecordScan(run_dir / "x")
-            (run_dir / "one.jsonl").write_bytes(line + b"\n")
-            assert list(iter_records(run_dir / "one.jsonl", one)) == []
-            reason = (list(BAD_LINES.values()) + list(BAD_FIELDS))[i]
-            assert one.examples[0].startswith(f"line 1: {reason}"), (line, one.examples)
-        # the strict reader refuses, naming the line: no traceback
-        with pytest.raises(RunDirError, match=r"requests.jsonl:11: not a request record"):
-            read_records(run_dir / "requests.jsonl")
-
-    def test_the_report_says_how_many_lines_it_skipped(self, run_dir: Path) -> None:
-        """The records still agree with the summary; page one and the terminal name the
-        skipped lines, the appendix counts them beside the records."""
-        good = _lines(run_dir)
-        _put_lines(run_dir, [*good[:3], b"[]", b"null", b'{"a": "\xff"}', *good[3:]])
-        res = CliRunner().invoke(cli, ["report", "--run", str(run_dir),
-                                       "--out", str(run_dir.parent / "card.pdf")])
-        assert res.exit_code == 0, res.output
-        assert "note: requests.jsonl: 3 of 249 lines are not request records and were " \
-               "skipped" in res.stderr
-        page = _page_one(run_dir.parent / "card.pdf")
-        assert "3 of 249 lines are not request records" in page
-        assert "summary.json" not in page  # it agrees with the records: kept as written
-        text = _text(run_dir.parent / "card.pdf")
-        assert (f"Request records {len(good)} (3 lines of requests.jsonl are not records "
-                "and were skipped)") in text
-
-    def test_a_long_line_is_skipped_in_bounded_memory(self, tmp_path: Path) -> None:
-        """A line of 8 MiB is skipped ("longer than 1 MiB") without ever being held whole."""
-        path = tmp_path / "requests.jsonl"
-        good = _lines(RUN_DIR)[0]
-        with path.open("wb") as fh:
-            fh.write(good + b"\n" + b'{"id": "' + b"x" * (8 << 20) + b'"}\n' + good + b"\n")
-        scan = RecordScan(path)
-        tracemalloc.start()
-        recs = list(iter_records(path, scan))
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        assert len(recs) == 2 and scan.malformed == 1
-        assert scan.examples == [f"line 2: longer than {MAX_LINE_BYTES:,} bytes"]
-        assert peak < 4 * MAX_LINE_BYTES, peak  # never the 8 MiB line whole
-        assert scan.bytes == path.stat().st_size
-
-    def test_a_line_cut_mid_write_is_not_an_error(self, tmp_path: Path) -> None:
-        """A kill while a line was written leaves it torn: noted, not counted as malformed,
-        not refused even by the strict reader."""
-        path = tmp_path / "requests.jsonl"
-        good = _lines(RUN_DIR)
-        path.write_bytes(b"\n".join(good[:5]) + b"\n" + good[5][:40])
-        scan = RecordScan(path)
-        assert len(list(iter_records(path, scan))) == 5
-        assert scan.torn_tail and scan.malformed == 0
-        assert len(read_records(path)) == 5
-
-    def test_hash_is_of_the_bytes_read(self, run_dir: Path) -> None:
-        """requests.jsonl's SHA-256 is taken as it is read: the printed hash is of the
-        very bytes the figures came from."""
-        import hashlib
-
-        run = read.load_run(run_dir)
-        assert run.requests_sha256 == hashlib.sha256(
-            (run_dir / "requests.jsonl").read_bytes()).hexdigest()
 
 
 def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
@@ -223,11 +86,11 @@ def _mutations() -> dict[str, Callable[[dict[str, Any]], Any]]:
 
 class TestSummaryCheckedAgainstRecords:
     def test_a_consistent_summary_is_kept_as_written(self) -> None:
-        run = read.load_run(RUN_DIR)
+        run = rundir_run.open_run(RUN_DIR)
         assert run.rebuilt is None and run.notes == () and run.skipped_lines == 0
         assert run.summary == json.loads((RUN_DIR / "summary.json").read_text())
         assert "summary.rebuilt.json" not in run.raw
-        assert isinstance(run.records, read.RecordFile)  # not held: re-read when iterated
+        assert isinstance(run.records, rundir_run.RecordFile)  # not held: re-read when iterated
         assert len(run.records) == len(list(run.records)) == 246
 
     @pytest.mark.parametrize("name", list(_mutations()))
@@ -236,7 +99,7 @@ class TestSummaryCheckedAgainstRecords:
         """Malformed, absurd or simply different from its records: the summary is
         re-derived from the records, the run is marked degraded, page one says so."""
         _edit_summary(run_dir, _mutations()[name])
-        run = read.load_run(run_dir)
+        run = rundir_run.open_run(run_dir)
         assert run.rebuilt is not None and run.notes[0] == run.rebuilt
         assert re.match(r"summary.json (is malformed|does not agree with requests.jsonl): ",
                         run.rebuilt), run.rebuilt
@@ -259,14 +122,14 @@ class TestSummaryCheckedAgainstRecords:
         still must agree): every run on disk is not degraded each time a figure is added."""
         _edit_summary(run_dir, lambda s: (s["checks"].pop("cache"),
                                           s["ramp"]["levels"][0].pop("stalls")))
-        run = read.load_run(run_dir)
+        run = rundir_run.open_run(run_dir)
         assert run.rebuilt is None and run.notes == ()
 
     def test_no_records_means_no_figures(self, run_dir: Path) -> None:
         """A summary beside an empty (or missing) requests.jsonl has nothing behind it:
         RUN INVALID, every figure a dash, never figures beside "Request records 0"."""
         (run_dir / "requests.jsonl").write_bytes(b"")
-        run = read.load_run(run_dir)
+        run = rundir_run.open_run(run_dir)
         assert run.rebuilt == ("requests.jsonl holds no record: no figure of summary.json has "
                                "a measurement behind it, so none is shown")
         assert run.summary["validity"]["status"] == "invalid"
@@ -276,32 +139,32 @@ class TestSummaryCheckedAgainstRecords:
         assert figures["Aggregate throughput"] == "—"
         assert ctx["n_records"] == 0 and ctx["run_invalid"]
         (run_dir / "requests.jsonl").unlink()
-        assert read.load_run(run_dir).rebuilt.startswith("requests.jsonl is missing")  # type: ignore[union-attr]
+        assert rundir_run.open_run(run_dir).rebuilt.startswith("requests.jsonl is missing")  # type: ignore[union-attr]
 
     def test_neither_summary_nor_records_is_not_a_run(self, run_dir: Path) -> None:
         (run_dir / "summary.json").unlink()
         (run_dir / "requests.jsonl").write_bytes(b"null\n")
         with pytest.raises(RunDirError, match=r"no summary\.json and no request record"):
-            read.load_run(run_dir)
+            rundir_run.open_run(run_dir)
         (run_dir / "requests.jsonl").unlink()
         with pytest.raises(RunDirError, match=r"no summary\.json and no request record"):
-            read.load_run(run_dir)
+            rundir_run.open_run(run_dir)
         (run_dir / "run.json").unlink()
         with pytest.raises(RunDirError, match=r"no run\.json; is this a run directory"):
-            read.load_run(run_dir)
+            rundir_run.open_run(run_dir)
 
     @pytest.mark.parametrize("text", ["[]", '{"schema": "\xff"}', "{", "1" * 5000])
     def test_a_summary_that_is_not_json_is_an_input_error(self, run_dir: Path,
                                                           text: str) -> None:
         (run_dir / "summary.json").write_text(text, encoding="latin-1")
         with pytest.raises(InputError, match=r"summary\.json"):
-            read.load_run(run_dir)
+            rundir_run.open_run(run_dir)
 
     def test_run_json_fields_of_the_wrong_type_are_ignored(self, run_dir: Path) -> None:
         meta = json.loads((run_dir / "run.json").read_text())
         meta.update(target=[1], settings="x", started_at=5, status={"a": 1})
         (run_dir / "run.json").write_text(json.dumps(meta))
-        run = read.load_run(run_dir)
+        run = rundir_run.open_run(run_dir)
         assert set(run.notes) == {f"run.json: {k} is not {what}; ignored" for k, what in (
             ("target", "an object"), ("settings", "an object"), ("started_at", "text"),
             ("status", "text"))}
@@ -322,7 +185,7 @@ class TestNothingFromOutside:
         (run_dir / name).symlink_to(secret)
         with pytest.raises(RunDirError, match=f"{name} is a link to .*secret.json, outside "
                                               "the run directory"):
-            read.load_run(run_dir)
+            rundir_run.open_run(run_dir)
         res = CliRunner().invoke(cli, ["report", "--run", str(run_dir),
                                        "--out", str(tmp_path / "card.pdf")])
         assert res.exit_code == 2 and "outside the run directory" in res.output
@@ -333,62 +196,14 @@ class TestNothingFromOutside:
         (run_dir / "run.json").symlink_to("meta.json")
         linked = tmp_path / "linked-run"
         linked.symlink_to(run_dir)  # the directory the user names may itself be a link
-        run = read.load_run(linked)
+        run = rundir_run.open_run(linked)
         assert run.raw["run.json"] == (run_dir / "meta.json").read_bytes()
 
     def test_a_fifo_is_not_read(self, run_dir: Path) -> None:
         (run_dir / "summary.json").unlink()
         os.mkfifo(run_dir / "summary.json")
         with pytest.raises(RunDirError, match="not a regular file"):
-            read.load_run(run_dir)
-
-
-class TestBoundedMemory:
-    def test_records_are_digested_not_held(self, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
-        """Loading a run keeps a bounded digest, not the records: peak memory stays below
-        the file's size (the old reader held its text, its lines and every record). That
-        is the path of a requests.jsonl over the size whose summary is re-derived whole
-        (which holds the records), set here just under this file's."""
-        d = Path(shutil.copytree(RUN_DIR, tmp_path / "run"))
-        base = read_records(RUN_DIR / "requests.jsonl")
-        ramp = [r for r in base if r.phase == "ramp" and r.level == 16]
-        records = list(base)
-        for k in range(120):
-            records += [RequestRecord(**{**r.__dict__, "id": f"{r.id}-{k}",
-                                         "t0_s": r.t0_s + 100 * (k + 1)}) for r in ramp]
-        with open(d / "requests.jsonl", "w") as fh:
-            for r in records:
-                fh.write(r.to_json() + "\n")
-        summary = summarize(read_records(d / "requests.jsonl"), {"run_status": "complete"})
-        (d / "summary.json").write_text(json.dumps(summary))
-        size = (d / "requests.jsonl").stat().st_size
-        monkeypatch.setattr(checked, "REDERIVE_MAX_BYTES", size - 1)
-        tracemalloc.start()
-        run = read.load_run(d)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        assert run.rebuilt is None, run.rebuilt
-        assert run.stats.n == len(records) and run.stats.itl_seen[16] > ITL_SAMPLE
-        assert len(run.stats.itl[16]) == ITL_SAMPLE
-        assert len(run.stats.raster_streams(16)) == 40
-        assert peak < size / 2, (peak, size)
-        assert run.notes == (f"requests.jsonl is over {(size - 1) >> 20} MiB: summary.json "
-                             "was checked against it on counts, outcomes and TTFT, not "
-                             "re-derived whole",)
-
-
-def test_digest_samples_are_fixed_and_uniform() -> None:
-    """The ITL sample is a fixed-seed uniform sample: the same PDF every time."""
-    def sampled() -> list[float]:
-        d = RecordDigest()
-        for i in range(0, 400_000, 40):
-            d._sample_itl(2, [float(v) for v in range(i, i + 40)])
-        return d.itl[2]
-
-    a, b = sampled(), sampled()
-    assert a == b and len(a) == ITL_SAMPLE and len(set(a)) == ITL_SAMPLE
-    assert abs(sum(a) / len(a) - 200_000) < 5_000
+            rundir_run.open_run(run_dir)
 
 
 class TestRenderedNoTraceback:
@@ -500,20 +315,3 @@ def test_every_damaged_dir_is_an_evalkit_error_or_a_report(tmp_path: Path) -> No
         damage(d)
         with contextlib.suppress(EvalkitError):
             read_run(d)
-
-
-def test_a_rebuilt_summary_keeps_the_lost_workers() -> None:
-    """A Ray worker lost at a level voids its capacity conclusion; the summary rebuilt
-    after a kill says so as the probe's own did (the text cleaned, non-text dropped)."""
-    from evalkit.rundir.rederive import rebuild_summary
-    from evalkit.rundir.store import read_records
-
-    records = read_records(Path(__file__).parent / "data" / "report_run" / "requests.jsonl")
-    level = max(r.level or 0 for r in records if r.phase == "ramp")
-    check = {"client_bound": True, "client_bound_reasons": ["lost_worker"],
-             "lost": ["actor 1 on node b: lost\x1b[2J", {"x": 1}]}
-    summary = json.loads(json.dumps(rebuild_summary(
-        records, {"status": "interrupted", "client_checks": {"levels": {str(level): check}}},
-        "test", None)))
-    assert summary["client"]["levels"][str(level)]["lost"] == ["actor 1 on node b: lost [2J"]
-    assert any("actor 1 on node b" in r for r in summary["validity"]["reasons"])

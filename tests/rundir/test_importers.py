@@ -27,7 +27,7 @@ from evalkit.errors import InputError, UsageError
 from evalkit.rundir.checked import read_run
 from evalkit.rundir.importers.run import import_run
 
-PEERS = Path(__file__).parent / "data" / "peers"
+PEERS = Path(__file__).parent.parent / "data" / "peers"
 AIPERF = PEERS / "aiperf-0.13.0-c2"
 GUIDELLM = PEERS / "guidellm-0.8.1" / "benchmarks.json"
 

@@ -1,0 +1,47 @@
+"""A scripted loopback HTTP server, shared by the prober's tests (from the former
+tests/test_prober.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+
+class _Scripted:
+    """A real loopback HTTP server answering every POST with one scripted response."""
+
+    model = "scripted"
+
+    def __init__(self, status: int, body: list[bytes],
+                 content_type: bytes = b"text/event-stream") -> None:
+        import uvicorn
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-type", content_type)]})
+            for part in body:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+                await asyncio.sleep(0.002)
+            await send({"type": "http.response.body", "body": b""})
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run,
+                                       kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> _Scripted:
+        self.thread.start()
+        while not self.server.started:
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(5)

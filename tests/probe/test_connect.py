@@ -1,0 +1,136 @@
+"""The connect gate (`evalkit.probe.connect`): an endpoint that refuses, and each failure
+explained."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit.probe.connect import check_endpoint, explain_failure
+from evalkit.probe.target import Target, make_client
+from evalkit.records import RequestRecord
+from tests.probe.helpers import _Scripted
+
+
+class _Unauthorised(_Scripted):
+    """A real loopback HTTP server that refuses every request with 401."""
+
+    def __init__(self) -> None:
+        super().__init__(401, [b'{"error": {"message": "bad key"}}'], b"application/json")
+        self.url = self.base_url
+
+
+class TestEndpointErrors:
+    def test_wrong_model_and_unreachable(self, reference: Any) -> None:
+        """An unknown model or a closed port is an EndpointError naming what is wrong."""
+        from evalkit.errors import EndpointError
+
+        srv = reference("gpu", mode="thread")
+
+        async def check(url: str, model: str) -> dict[str, Any]:
+            target = Target(url, model)
+            async with make_client(target) as client:
+                return await check_endpoint(client, target, "OPENAI_API_KEY")
+
+        assert srv.model in asyncio.run(check(srv.base_url, srv.model))["models"]
+        with pytest.raises(EndpointError, match="'nope' is not served"):
+            asyncio.run(check(srv.base_url, "nope"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+        with pytest.raises(EndpointError, match="cannot reach"):
+            asyncio.run(check(closed, "m"))
+
+    def test_cli_exit_code_2(self, reference: Any, tmp_path: Path) -> None:
+        """The probe command turns an unknown model or a closed port into `Error:` + exit 2."""
+        from click.testing import CliRunner
+
+        from evalkit.cli import cli
+
+        srv = reference("gpu", mode="thread")
+        result = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+                                          "gpt-nope", "--out", str(tmp_path / "a"), "--quiet"])
+        assert result.exit_code == 2
+        assert "Error: model 'gpt-nope' is not served" in result.output
+        assert srv.model in result.output  # says what it does serve
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+        result = CliRunner().invoke(cli, ["probe", "--base-url", closed, "--model", "m",
+                                          "--out", str(tmp_path / "b"), "--quiet"])
+        assert result.exit_code == 2
+        assert f"Error: cannot reach {closed}" in result.output
+        assert "Traceback" not in result.output
+
+    def test_401_names_the_variable_not_the_key(self, monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+        """A 401 says which variable to fix, exit code 2, and never prints the key."""
+        from click.testing import CliRunner
+
+        from evalkit.cli import cli
+
+        secret = "sk-test-THIS-MUST-NOT-LEAK-1234"
+        monkeypatch.setenv("VENDOR_KEY", secret)
+        with _Unauthorised() as srv:
+            result = CliRunner().invoke(cli, [
+                "probe", "--base-url", srv.url, "--model", "m", "--out", str(tmp_path / "r"),
+                "--api-key-env", "VENDOR_KEY", "--quiet"])
+        assert result.exit_code == 2
+        assert "401" in result.output and "$VENDOR_KEY" in result.output
+        assert secret not in result.output
+        for f in (tmp_path / "r").iterdir():  # text and binary (requests.parquet) alike
+            assert secret.encode() not in f.read_bytes()
+
+
+class TestExplainFailure:
+    """explain_failure: the status and body first, then the one thing to try."""
+
+    def _explain(self, status: int | None, body: str | None = None, **target: Any) -> str:
+        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
+                            http_status=status, error=f"HTTP {status}: x" if status else
+                            "ConnectError: refused", error_body=body)
+        t = Target("http://h:1/v1/", "m", **{"extra_body": {"top_k": 1}, **target})
+        return explain_failure(rec, t, "/chat/completions", "KEY")
+
+    @pytest.mark.parametrize(("status", "body", "advice"), [
+        (None, None, "--base-url http://h:1/v1/ is right"),
+        (404, "no route", "nothing is served at http://h:1/v1/chat/completions"),
+        (405, None, "does not take POST"),
+        (200, None, "not in the format --api expects: check --api (openai-chat)"),
+        (400, "unknown field max_tokens", "rejects the request field 'max_tokens'"),
+        (400, "model is required", "rejects model 'm': check --model"),
+        (400, "X-Tenant header missing", "rejects the 'X-Tenant' header"),
+        (503, None, "not admitting requests now"),
+        (502, None, "the server failed on our request"),
+    ])
+    def test_advice_follows_the_status(self, status: int | None, body: str | None,
+                                       advice: str) -> None:
+        first, second = self._explain(status, body, headers=(("X-Tenant", "acme"),)
+                                      ).splitlines()
+        assert second.startswith("what to try: ") and advice in second, second
+        if status in (None, 200):
+            said = "ConnectError: refused" if status is None else f"HTTP {status}: x"
+            assert first == f"the connect stream failed: {said}"
+        else:
+            assert first.startswith("the connect stream failed: POST "
+                                    f"http://h:1/v1/chat/completions answered HTTP {status}")
+            assert first.endswith(f"HTTP {status}: x" + ("" if body else " (empty body)"))
+
+    def test_what_a_bodyless_400_names(self) -> None:
+        """No body names nothing: an --extra-body field is not blamed for a bare 400."""
+        rec = RequestRecord(id="i", phase="connect", level=1, outcome="error", t0_s=0.0,
+                            http_status=400, error="HTTP 400: Bad Request")
+        message = explain_failure(rec, Target("http://h/X", "m", extra_body={"x": 1}),
+                                  "/chat/completions", "KEY")
+        assert "POST http://h/X/chat/completions answered" in message
+        assert "without saying which part" in message
+
+    def test_the_key_is_never_in_the_message(self) -> None:
+        secret = "sk-very-secret-key"
+        text = self._explain(401, f"bad key {secret}", secret=secret)
+        assert secret not in text and "check the key in $KEY" in text
+        assert "$KEY is not set" in self._explain(403)
