@@ -92,6 +92,16 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @click.option("--vendor", help="Who this endpoint belongs to (a label written to run.json), so "
                                "`evalkit compare` keeps one vendor's runs together when its "
                                "endpoint moves.")
+@click.option("--force-length", is_flag=True,
+              help="Ask for the exact output length (ignore_eos, min_tokens). Detectable: "
+                   "a vendor can route requests that carry these fields to an idle pool, "
+                   "so by default the output is as long as the vendor makes it.")
+@click.option("--tag-requests", is_flag=True,
+              help="Send each request's id as X-Request-ID, to match our records against "
+                   "the vendor's logs. Detectable, like --force-length.")
+@click.option("--user-agent", metavar="TEXT",
+              help="The User-Agent sent (default: the HTTP library's own, python-httpx/..., "
+                   "as much customer code sends; nothing names evalkit).")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
@@ -102,7 +112,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           timeout_s: float | None, deadline_s: float | None, ray_address: str | None,
           ray_workers: int | None, questionnaire_file: str | None,
           budget_requests: int | None, interval_points: float | None, dry_run: bool,
-          vendor: str | None, quiet: bool) -> None:
+          vendor: str | None, force_length: bool, tag_requests: bool,
+          user_agent: str | None, quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -121,6 +132,12 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
       rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
     Output-length and usage-honesty checks run on every request. The client checks
     itself (event-loop lag, CPU) and marks levels where it set the pace.
+
+    \b
+    Requests look like a customer's: prompts are tasks over natural prose (exact
+    lengths, a unique detail each), the User-Agent is the HTTP library's, and neither
+    a request id header nor length-forcing fields are sent unless asked for
+    (--tag-requests, --force-length), so the vendor cannot route the probe apart.
 
     \b
     Fail closed: connect is a gate. If its one stream fails, the probe stops at once
@@ -162,7 +179,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         deadline_s=deadline_s,
         ray=ray_address, ray_workers=ray_workers, vendor=vendor,
         questionnaire=Path(questionnaire_file) if questionnaire_file else None,
-        budget_requests=budget_requests, interval_width=_interval_width(interval_points))
+        budget_requests=budget_requests, interval_width=_interval_width(interval_points),
+        force_length=True if force_length else None, tag_requests=tag_requests,
+        user_agent=user_agent)
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
     if config.interval_width is not None and interval_points is not None:
         by_count: dict[int, list[str]] = {}

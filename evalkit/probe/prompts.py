@@ -1,10 +1,17 @@
-"""Prompts for the probe: synthetic ones of controlled length, or the user's own (JSONL).
+"""Prompts for the probe: ones of controlled length that read like user traffic, or the
+user's own (JSONL).
 
-Synthetic prompts begin with a unique nonce so no prefix cache can serve them, and are
-filled with words that are one o200k_base token each, so their length is exact under
-that encoding. Token counts are ours (offline, `bpe_openai` ships the encoding, nothing
-downloads at run time) and therefore *estimated*: the server's usage, when reported,
-replaces them in the records.
+A vendor under evaluation has read this file, so a prompt carries none of the cheap marks
+of a benchmark: no fixed opening, no bracketed nonce, no list of filler words. Each one is
+a task a customer might send (summarise, draft, explain, write code, extract, answer from
+a passage) over a passage of English prose that ships with Python itself (the language
+reference's topics in `pydoc_data`, nothing downloaded), taken from a seeded place, with a
+seeded detail a real message would carry (a ticket, an order, a name, a date). Two
+prompts share at most their task's few opening words, so no prefix cache serves one from
+another, and the length is exact under o200k_base: the passage is cut to the token.
+
+Token counts are ours (offline, `bpe_openai` ships the encoding) and therefore
+*estimated*: the server's usage, when reported, is kept beside them.
 """
 
 from __future__ import annotations
@@ -76,15 +83,113 @@ class Prompt:
     max_tokens: int
 
 
+#: what a customer asks of a passage; {detail} is the seeded detail a real message carries
+_TASKS = (
+    "Summarise the passage below in a few short paragraphs for a colleague{detail}.",
+    "Can you summarize this for me in plain words{detail}? Keep the key points.",
+    "Please give me a summary of the following text{detail}, with its main claims as bullets.",
+    "Explain what this means to someone who is new to programming{detail}:",
+    "I don't understand this part of the docs{detail}. Could you explain it step by step?",
+    "Explain the following as if you were teaching a class{detail}, with an example.",
+    "Draft an email to my team{detail} that explains the change described below.",
+    "Write a short announcement{detail} based on these notes, friendly but precise.",
+    "Turn the text below into a how-to guide with numbered steps{detail}.",
+    "Write a Python function that does what this section describes{detail}, with tests.",
+    "Based on the text below{detail}, write example code and explain each line.",
+    "Extract every term that is defined in this passage{detail} and define each in one line.",
+    "List the rules stated in the following text{detail} as a checklist.",
+    "Read the passage{detail} and answer: what are the exceptions to the main rule, and why?",
+    "From the text below only{detail}, answer: when does this apply and what does it change?",
+    "Review this documentation{detail}: what is unclear, and how would you rewrite it?",
+)
+_NAMES = ("Dana", "Ravi", "Mei", "Tomasz", "Aisha", "Jonas", "Lucía", "Kenji", "Omar",
+          "Priya", "Ines", "Felix", "Noor", "Mateo", "Sanne", "Yusuf")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+
+
+def _detail(rng: random.Random) -> str:
+    """The unique part of a prompt, in a form a real message might have."""
+    n = rng.randrange(10_000, 10_000_000)
+    form = rng.randrange(6)
+    if form == 0:
+        return f" (ticket #{n})"
+    if form == 1:
+        return f" for {rng.choice(_NAMES)}, ref {n:x}"
+    if form == 2:
+        return f" before the {rng.choice(_MONTHS)} {rng.randrange(1, 29)} review, case {n}"
+    if form == 3:
+        return f" (order {n % 100_000}-{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{n % 97})"
+    if form == 4:
+        return f", as {rng.choice(_NAMES)} asked in thread {n}"
+    return f" for project {rng.choice(_NAMES).lower()}-{n % 10_000}"
+
+
+@dataclass(frozen=True)
+class _Passages:
+    """The prose as one token sequence, with where its paragraphs start and which tokens
+    begin a word (a cut before such a token re-encodes to exactly the tokens before it)."""
+
+    tokens: tuple[int, ...]
+    paragraph_starts: tuple[int, ...]
+    word_start: bytes  # 1 where a token begins with a space or a line break
+
+
+@lru_cache(maxsize=1)
+def _passages() -> _Passages:
+    """The prose of Python's own language reference (`pydoc_data.topics`, part of the
+    standard library), as o200k tokens: headings, grammar and code examples dropped."""
+    from pydoc_data.topics import topics
+
+    paragraphs = []
+    for name in sorted(topics):
+        for block in topics[name].split("\n\n"):
+            lines = block.splitlines()
+            if lines and not lines[0][:1].isspace() and lines[0][:1] != "[" and not any(
+                    set(ln.strip()) <= set("*=-~^") for ln in lines):
+                paragraphs.append(" ".join(block.split()))  # no code, grammar, heading or note
+    enc = _encoding()
+    tokens = enc.encode_ordinary("\n\n".join(paragraphs))
+    text = {t: enc.decode_single_token_bytes(t) for t in set(tokens)}
+    starts = [0] + [i + 1 for i in range(len(tokens) - 1) if text[tokens[i]].endswith(b"\n")]
+    # a cut before a token that begins with a space, after one that is no line break
+    word = bytes(i > 0 and text[t][:1] == b" " and b"\n" not in text[tokens[i - 1]]
+                 for i, t in enumerate(tokens))
+    return _Passages(tuple(tokens), tuple(starts), word)
+
+
+def _decode(tokens: tuple[int, ...]) -> str:
+    return str(_encoding().decode(list(tokens)))
+
+
 def synthetic(target_tokens: int, max_tokens: int, nonce: str, seed: int = 0) -> Prompt:
-    """A prompt of `target_tokens` o200k tokens that begins with a unique nonce."""
-    head = f"[{nonce}] Continue this list of words:"
-    head_tokens = count_tokens(head)
-    n = max(target_tokens - head_tokens, 0)
+    """A prompt of exactly `target_tokens` o200k tokens that reads like a user's request:
+    a task with a seeded detail that makes it unique, then a passage cut to length
+    (`nonce` seeds it and names it; it is never sent). A prompt too short for a task is
+    a passage alone, begun at a seeded place."""
     rng = random.Random(f"{seed}:{nonce}")
-    words = filler_words()
-    text = head + "".join(" " + w for w in rng.choices(words, k=n))
-    return Prompt(id=nonce, content=text, prompt_tokens=head_tokens + n, max_tokens=max_tokens)
+    head = rng.choice(_TASKS).format(detail=_detail(rng)) + "\n\n"
+    head_tokens = count_tokens(head)
+    if head_tokens * 2 > target_tokens:
+        head, head_tokens = "", 0
+    body = _cut(rng, target_tokens - head_tokens)
+    return Prompt(id=nonce, content=head + body, prompt_tokens=max(target_tokens, head_tokens),
+                  max_tokens=max_tokens)
+
+
+def _cut(rng: random.Random, k: int) -> str:
+    """k tokens of prose, begun at a seeded paragraph and cut before a token
+    that begins a word, so the text is exactly k tokens, counted by arithmetic: a recount
+    of a long prompt costs milliseconds, once per request."""
+    if k <= 0:
+        return ""
+    pas = _passages()
+    n = len(pas.tokens)
+    for _ in range(64):
+        start = min(rng.choice(pas.paragraph_starts), n - k - 1)
+        if pas.word_start[start + k]:
+            return _decode(pas.tokens[start:start + k])
+    raise AssertionError("no cut of the passages fits")  # pragma: no cover
 
 
 class PromptSource:

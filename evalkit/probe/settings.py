@@ -80,6 +80,13 @@ class ProbeConfig:
     #: a share in quantile terms (0.05: a p90 known from about the p87.5 to the p92.5;
     #: evalkit.probe.plan.size_levels); None: the profile's durations and the claims' floors
     interval_width: float | None = None
+    #: ask for the exact output length (`ignore_eos`, `min_tokens`; None: the profile's
+    #: `force_output_length`); the user-agent (None: httpx's own); X-Request-ID on each
+    #: request. Each marks the traffic as a probe to a vendor that looks, so all are off
+    #: unless asked for.
+    force_length: bool | None = None
+    user_agent: str | None = None
+    tag_requests: bool = False
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -288,7 +295,7 @@ class SuiteSettings:
     output_tokens: int = field(metadata=_reads(_count()))
     timeout_s: float = field(metadata=_reads(_seconds))
     deadline_s: float | None = field(default=None, metadata=_reads(_optional(_seconds)))
-    force_output_length: bool = field(default=True, metadata=_reads(_flag))
+    force_output_length: bool = field(default=False, metadata=_reads(_flag))
     connect: ConnectSettings = field(metadata=_reads(_section(ConnectSettings)))
     baseline: BaselineSettings = field(metadata=_reads(_section(BaselineSettings)))
     prefill: PrefillSettings = field(metadata=_reads(_section(PrefillSettings)))

@@ -98,11 +98,13 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
 
 
 def warm_up(metrics: bool = True) -> bool:
-    """Load the tokenizer (and pandas) now, not inside a timed phase (they block ~0.5 s)."""
+    """Load the tokenizer, the prompts' passages (and pandas) now, not inside a timed
+    phase (they block ~0.5 s)."""
     if metrics:
         import evalkit.analysis.summarize  # noqa: F401  (imports pandas)
-    from evalkit.probe.prompts import count_tokens, filler_words
+    from evalkit.probe.prompts import count_tokens, filler_words, synthetic
 
     filler_words()
+    synthetic(64, 1, "warm-up")  # the passages prompts are cut from
     count_tokens("warm up")
     return True

@@ -113,7 +113,9 @@ class Prober:
                                           not in (b"content-length", b"x-request-id")],
                               proto.extensions)
         url, head, extensions = self._template
-        return httpx.Request("POST", url, headers=[*head, (b"x-request-id", rid.encode())],
+        if self.target.tag_requests:
+            head = [*head, (b"x-request-id", rid.encode())]
+        return httpx.Request("POST", url, headers=head,
                              content=json.dumps(body).encode(), extensions=dict(extensions))
 
     async def stream(self, prompt: Prompt, phase: str, level: int | None,

@@ -201,7 +201,10 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
     target = Target(base_url=config.base_url, model=config.model, api=config.api,
                     headers=config.headers, extra_body=dict(config.extra_body),
                     timeout_s=settings.timeout_s, deadline_s=settings.deadline_s,
-                    force_length=settings.force_output_length, secret=secret,
+                    force_length=(settings.force_output_length if config.force_length is None
+                                  else config.force_length),
+                    user_agent=config.user_agent, tag_requests=config.tag_requests,
+                    secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())
     from evalkit.probe.api import get_adapter

@@ -30,7 +30,14 @@ class Target:
     headers: tuple[tuple[str, str], ...] = ()
     extra_body: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 60.0
-    force_length: bool = True
+    #: ask for the exact output length (`ignore_eos`, `min_tokens`): a vendor can see those
+    #: fields and route the request apart, so only with --force-length
+    force_length: bool = False
+    #: the user-agent sent (None: the HTTP library's own, as much customer code sends)
+    user_agent: str | None = None
+    #: send each request's id as X-Request-ID (to match against the vendor's logs; it also
+    #: tells the vendor which requests are ours)
+    tag_requests: bool = False
     secret: str | None = field(default=None, repr=False)
     #: the longest one request may take, whatever it streams (None: derived per request
     #: from the output asked for, `request_deadline`)
@@ -86,7 +93,8 @@ class Target:
         return {"base_url": self.base_url, "model": self.model, "api": self.api,
                 "header_names": [k for k, _ in self.headers],
                 "extra_body": self.extra_body, "timeout_s": self.timeout_s,
-                "force_length": self.force_length, "api_key_set": bool(self.secret),
+                "force_length": self.force_length, "user_agent": self.user_agent,
+                "tag_requests": self.tag_requests, "api_key_set": bool(self.secret),
                 "credential": self.credential, "auth": self.auth_style,
                 "params": dict(self.params)}
 
@@ -105,7 +113,9 @@ def make_client(target: Target, max_connections: int | None = None,
     with its arrival time (the kernel's, on plain TCP) rather than when the stream's task
     gets to run.
     """
-    headers = {"accept-encoding": "identity", "user-agent": "evalkit"}
+    headers = {"accept-encoding": "identity"}
+    if target.user_agent:
+        headers["user-agent"] = target.user_agent  # else httpx's own, python-httpx/x.y
     headers.update(dict(get_adapter(target.api).headers))  # e.g. anthropic-version
     headers.update({k.lower(): v for k, v in target.headers})
     if target.secret and target.credential == "environment":

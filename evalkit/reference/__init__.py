@@ -38,7 +38,10 @@ bytes went to the transport; scheduled = the engine model's time), `end_ns`,
 `prompt_tokens` (o200k_base), `completion_tokens` (generated), `billed_tokens` (what
 usage reported, when it did: `usage_factor` × generated), `status` (HTTP), `outcome`
 (`ok`, `rejected`, `error`, `disconnected`, `fault:<name>`), `faults` (all injected, also
-the harmless ones such as `role_first_chunk`), `client_disconnected`.
+the harmless ones such as `role_first_chunk`), `client_disconnected`, `prompt_sha` (the
+first 16 hex digits of the SHA-256 of the prompt's text, so a record joins its truth line
+without a request-id header), and with `spot_probes` `spotted` (the benchmark marks the
+request carried, `evalkit.reference.spotting`; spotted requests ran on an idle pool).
 """
 
 from evalkit.reference.app import ReferenceApp

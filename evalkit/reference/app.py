@@ -17,6 +17,7 @@ of each request goes to the ground-truth log (JSON lines) once it ends, in batch
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -38,6 +39,7 @@ from evalkit.reference.loop import EngineLoop, Stream, sleep_until
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.params import Profile
 from evalkit.reference.parse import MODEL, ROUTES, BadRequest, encoding, parse_job
+from evalkit.reference.spotting import Spotter, prompt_text
 from evalkit.reference.writer import Writer
 
 #: the ASGI scope extension where the server's protocol puts the request's arrival stamp
@@ -63,6 +65,9 @@ class ReferenceApp:
         self._pending: list[dict[str, Any]] = []
         self._flushing: asyncio.TimerHandle | None = None
         self.engine = EngineLoop(self.core)
+        #: `spot_probes`: the idle pool that spotted requests get (made at the first one)
+        self.spotter = Spotter()
+        self._idle: tuple[EngineCore, EngineLoop] | None = None
         self.requests = 0
         self.in_flight = 0
         self.logged = 0
@@ -110,6 +115,8 @@ class ReferenceApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.engine.stop()
+                if self._idle is not None:
+                    self._idle[1].stop()
                 self._flush()
                 if self._truth is not None:
                     self._truth.close()
@@ -155,15 +162,31 @@ class ReferenceApp:
             "auth_headers": [k.decode() for k in _CREDENTIALS if header(scope, k) is not None],
             "api_version": query_param(scope, "api-version"),
             "anthropic_version": header(scope, b"anthropic-version")}
+        tells = (header(scope, b"user-agent"), header(scope, b"x-request-id"))
         try:
-            await self._generate_inner(receive, send, api, index, rid, truth)
+            await self._generate_inner(receive, send, api, index, rid, truth, tells)
         finally:
             truth["end_ns"] = time.perf_counter_ns()
             self.in_flight -= 1
             self._log(truth)
 
+    def _pool(self, truth: dict[str, Any], tells: tuple[str | None, str | None],
+              body: Any) -> tuple[EngineCore, EngineLoop]:
+        """The engine a request runs on: the shared one, or (spot_probes) the idle pool
+        for a request with a benchmark's marks, which the truth log names."""
+        if not bool(self.profile["spot_probes"]) or not isinstance(body, dict):
+            return self.core, self.engine
+        truth["spotted"] = self.spotter.marks(tells[0], tells[1], body)
+        if not truth["spotted"]:
+            return self.core, self.engine
+        if self._idle is None:
+            core = EngineCore(self.profile, self.seed + 1)
+            self._idle = (core, EngineLoop(core))
+        return self._idle
+
     async def _generate_inner(self, receive: Receive, send: Send, api: str, index: int,
-                              rid: str, truth: dict[str, Any]) -> None:
+                              rid: str, truth: dict[str, Any],
+                              tells: tuple[str | None, str | None] = (None, None)) -> None:
         p = self.profile
         try:
             raw = await read_body(receive)
@@ -179,6 +202,9 @@ class ReferenceApp:
             await send_error(send, exc)
             return
         truth["prompt_tokens"] = job.prompt_tokens
+        if isinstance(body, dict):  # joins a client's record without a request-id header
+            truth["prompt_sha"] = hashlib.sha256(prompt_text(body).encode()).hexdigest()[:16]
+        core, engine = self._pool(truth, tells, body)
         plan = plan_request(p, self.seed, index, job.max_tokens, job.min_tokens,
                             job.ignore_eos, job.chat)
         truth["faults"] = plan.faults
@@ -192,8 +218,8 @@ class ReferenceApp:
         stream = Stream(plan, int(p["tokens_per_chunk"]))
         seq = Seq(job.prompt_tokens, plan.total_tokens, sink=stream,
                   ready_ns=truth["received_ns"] + overhead)
-        truth["queued"] = self.core.would_queue()
-        if not self.core.submit(seq):
+        truth["queued"] = core.would_queue()
+        if not core.submit(seq):
             truth.update(status=429, outcome="rejected", queued=False)
             retry = str(int(p["retry_after_s"])).encode()
             await send_error(send, BadRequest(429, "too many requests in flight; retry later",
@@ -201,7 +227,7 @@ class ReferenceApp:
                              [(b"retry-after", retry)])
             return
         self.metrics.prompt_tokens += job.prompt_tokens
-        self.engine.wake()
+        engine.wake()
         watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, stream))
         try:
             writer = Writer(send, stream, job, rid, self.created, truth, self.metrics)
