@@ -104,7 +104,7 @@ class TestScrapeAgainstTheReference:
         # requests spend their time inside the engine (a short HTTP front), so a sample
         # taken mid-level sees the level's streams running
         srv = reference("gpu", decode_base_ms=10, request_overhead_ms=1)
-        config = ProbeConfig(srv.base_url, srv.model, profile="quick",
+        config = ProbeConfig(srv.base_url, srv.model, tag_requests=True, profile="quick",
                              phases=("connect", "baseline", "ramp"), levels=(1, 3),
                              output_tokens=20,
                              metrics_url=srv.base_url.removesuffix("/v1") + "/metrics",
@@ -144,7 +144,8 @@ class TestScrapeAgainstTheReference:
     def test_an_unreachable_metrics_page_costs_nothing(self, reference: Any,
                                                        tmp_path: Path) -> None:
         srv = reference("gpu", mode="thread")
-        config = ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline"),
+        config = ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                             phases=("connect", "baseline"),
                              metrics_url=srv.base_url + "/no-such-metrics",
                              overrides={"baseline": {"requests": 2}})
         result = run_probe(config, tmp_path / "run")

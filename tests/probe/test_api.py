@@ -31,7 +31,8 @@ def _one(srv: ReferenceServer, api: str, out: int = 8, **target: Any
     """One stream through the prober; (origin, record, the server's truth line for it)."""
 
     async def run() -> tuple[int, RequestRecord]:
-        t = Target(srv.base_url, srv.model, api=api, secret="sk-evalkit-test-key", **target)
+        t = Target(srv.base_url, srv.model, tag_requests=True,
+                   api=api, secret="sk-evalkit-test-key", **target)
         async with Prober(t, time.perf_counter_ns(), "a") as prober:
             rec = await prober.stream(synthetic(48, out, f"a-{api}"), "baseline", 1)
             return prober.origin_ns, rec

@@ -172,7 +172,8 @@ class TestInvalidRun:
         """Without the connect gate (not asked for), the baseline's failures make the run
         invalid: the last lines say RUN INVALID and the exit code is 2."""
         srv = reference("gpu", mode="thread", fault_http_500=1.0)
-        res = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+        res = CliRunner().invoke(cli, ["probe", "--tag-requests",
+                                       "--base-url", srv.base_url, "--model",
                                        srv.model, "--phases", "baseline,ramp", "--levels", "1,2",
                                        "--quiet", "--out", str(tmp_path / "r")])
         assert res.exit_code == 2, res.output
@@ -198,7 +199,8 @@ class TestUsageHonesty:
         the ratio and the question to ask, and the scorecard draws no readiness from it."""
         srv = reference("gpu", mode="thread", usage_factor=2.0)
         run = tmp_path / "run"
-        res = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+        res = CliRunner().invoke(cli, ["probe", "--tag-requests",
+                                       "--base-url", srv.base_url, "--model",
                                        srv.model, "--phases", "connect,baseline", "--quiet",
                                        "--output-tokens", "32", "--out", str(run)])
         assert res.exit_code == 0, res.output

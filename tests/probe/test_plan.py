@@ -95,7 +95,8 @@ class TestPlannedRuns:
         srv = reference("gpu", decode_base_ms=2, decode_per_stream_ms=2)
         q = _questionnaire(tmp_path, srv, "Q1: {ttft_p90_ms: 2000, at_concurrency: 32, "
                                           "source: production}\n")
-        run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline", "ramp"),
+        run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                              phases=("connect", "baseline", "ramp"),
                               questionnaire=q, overrides=QUICK), tmp_path / "run")
         records = read_records(tmp_path / "run" / "requests.jsonl")
         at32 = [r for r in records if r.phase == "ramp" and r.level == 32]
@@ -114,7 +115,7 @@ class TestPlannedRuns:
         q = _questionnaire(tmp_path, srv, "Q1: {ttft_p90_ms: 2000, at_concurrency: 64, "
                                           "source: production}\n")
         res = CliRunner().invoke(cli, [
-            "probe", "--base-url", srv.base_url, "--model", srv.model, "--quiet",
+            "probe", "--tag-requests", "--base-url", srv.base_url, "--model", srv.model, "--quiet",
             "--questionnaire", str(q), "--max-concurrency", "8", "--phases",
             "connect,baseline,ramp", "--output-tokens", "8", "--out", str(tmp_path / "run")])
         assert res.exit_code == 0, res.output
@@ -133,7 +134,8 @@ class TestPlannedRuns:
         """The plan is printed; the endpoint's truth log stays empty; no run dir."""
         srv = reference("gpu", mode="thread")
         q = _questionnaire(tmp_path, srv, CLAIMS)
-        res = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--model",
+        res = CliRunner().invoke(cli, ["probe", "--tag-requests",
+                                       "--base-url", srv.base_url, "--model",
                                        srv.model, "--questionnaire", str(q), "--dry-run",
                                        "--out", str(tmp_path / "run")])
         assert res.exit_code == 0, res.output

@@ -82,7 +82,8 @@ def test_two_workers_measure_what_one_process_does(reference: Any, tmp_path: Pat
     srv = reference("gpu")
     runs = {}
     for name, ray_address in (("one", None), ("ray", "auto")):
-        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                                    phases=("baseline", "ramp"),
                                     levels=(4, 8), ray=ray_address,
                                     ray_workers=2 if ray_address else None, overrides=SHORT),
                         tmp_path / name)
@@ -119,7 +120,8 @@ def test_a_level_split_over_two_nodes(reference: Any, tmp_path: Path) -> None:
     try:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("ramp",), levels=(6,),
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                                    phases=("ramp",), levels=(6,),
                                     ray=cluster.address, overrides=SHORT), tmp_path / "run")
     finally:
         cluster.shutdown()

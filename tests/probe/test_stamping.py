@@ -53,7 +53,7 @@ class TestClosedLoop:
         records: list[RequestRecord] = []
 
         async def run() -> int:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "c") as prober:
                 await prober.clients.prepare(1)
                 await closed_loop(prober, lambda: synthetic(32, 4, "c"), records.append,
@@ -87,7 +87,7 @@ class TestClosedLoop:
         seen: list[tuple[str, int]] = []
 
         async def run() -> None:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "k") as prober:
                 await closed_loop(prober, lambda: synthetic(16, 3, "k"),
                                   lambda r: seen.append((r.id, time.perf_counter_ns())),
@@ -107,7 +107,7 @@ class TestClosedLoop:
         seen: list[RequestRecord] = []
 
         async def run() -> dict[str, Any]:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "f") as prober:
                 await closed_loop(prober, lambda: synthetic(16, 3, "f"), seen.append,
                                   phase="ramp", level=1, workers=1, duration_s=None,
@@ -125,7 +125,7 @@ class TestClosedLoop:
         srv = reference("gpu", mode="thread", request_overhead_ms=5)
 
         async def run() -> tuple[int, list[RequestRecord]]:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "n") as prober:
                 recs = [await prober.stream(synthetic(16, 2, f"n{i}"), "baseline", 1)
                         for i in range(2)]
@@ -149,7 +149,7 @@ class TestOpenLoop:
         rate, seed = 40.0, 7
 
         async def run() -> int:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "o") as prober:
                 await prober.clients.prepare(4)
                 await open_loop(prober, lambda: synthetic(16, 3, "o"), records.append,
@@ -180,7 +180,7 @@ class TestTruthLog:
         srv = reference("gpu", mode=mode, request_overhead_ms=5)
 
         async def run() -> tuple[int, list[RequestRecord]]:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "t") as prober:
                 recs = await asyncio.gather(*(prober.stream(synthetic(16, 2, f"t{i}"), "ramp", 3)
                                               for i in range(3)))
@@ -302,7 +302,7 @@ class TestSendLagCheck:
             records.append(rec)
 
         async def run() -> dict[str, Any]:
-            target = Target(srv.base_url, srv.model)
+            target = Target(srv.base_url, srv.model, tag_requests=True)
             async with Prober(target, time.perf_counter_ns(), "g") as prober, \
                     LoopMonitor() as mon:
                 await prober.clients.prepare(8)

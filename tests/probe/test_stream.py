@@ -36,7 +36,7 @@ def _probe(srv: ReferenceServer, n: int, out: int, prompt_tokens: int = 64,
     """Send n concurrent streams; return the run origin, the records and the loop check."""
 
     async def run() -> tuple[int, list[RequestRecord], dict[str, Any]]:
-        target = Target(srv.base_url, srv.model, api=api, timeout_s=timeout_s)
+        target = Target(srv.base_url, srv.model, tag_requests=True, api=api, timeout_s=timeout_s)
         async with Prober(target, time.perf_counter_ns(), "t") as prober, \
                 LoopMonitor() as mon:
             prompts = [synthetic(prompt_tokens, out, f"t-{i}") for i in range(n)]

@@ -45,7 +45,8 @@ class TestRamp:
         # 36 requests a level at least: fewer cannot bound a p90 from above, and a level
         # whose interval is open is a tie (neither sustained nor breached)
         floors = {"1": 36, "4": 36, "8": 36, "16": 36}
-        config = ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline", "ramp"),
+        config = ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                             phases=("connect", "baseline", "ramp"),
                              overrides={**SHORT, "ramp": {**SHORT["ramp"],
                                                           "min_requests": floors}})
         # 16 streams at most: a load a 2-core client holds. A run that was bound where the
@@ -126,7 +127,8 @@ class TestQuickSuite:
         srv = reference("gpu", mode="thread", request_overhead_ms=5)
         prompts = tmp_path / "p.jsonl"
         prompts.write_text('{"id": "mine", "prompt": "hello there friend", "max_tokens": 5}\n')
-        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect",), rate=20.0,
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                                    phases=("connect",), rate=20.0,
                                     prompts_file=prompts,
                                     overrides={"rate": {"duration_s": 1.5}}), tmp_path / "r")
         _, records = read_run_files(tmp_path / "r")
@@ -251,7 +253,8 @@ def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
     monkeypatch.setattr(SuiteRun, "_phase_prefill", boom)
     srv = reference("gpu", mode="thread", request_overhead_ms=5)
     with pytest.raises(RuntimeError, match="a bug"):
-        run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "prefill"),
+        run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                              phases=("baseline", "prefill"),
                               overrides={"baseline": {"requests": 3}, "output_tokens": 4}),
                   tmp_path / "run")
     meta, records = read_run_files(tmp_path / "run")
@@ -288,7 +291,8 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
     monkeypatch.setattr(suite, "_final_summary", interrupted_once)
     srv = reference("gpu", mode="thread")
     out = tmp_path / "run"
-    config = ProbeConfig(base_url=srv.base_url, model=srv.model, phases=("baseline",),
+    config = ProbeConfig(base_url=srv.base_url, model=srv.model, tag_requests=True,
+                         phases=("baseline",),
                          output_tokens=8, overrides={"baseline": {"requests": 2}})
     with pytest.raises(KeyboardInterrupt):
         run_probe(config, out)
