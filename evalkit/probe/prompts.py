@@ -83,21 +83,23 @@ class Prompt:
     max_tokens: int
 
 
-#: what a customer asks of a passage; {detail} is the seeded detail a real message carries
+#: what a customer asks of a passage; {detail}, the seeded detail a real message carries,
+#: comes within a task's first few words, so two prompts share less than one prefix-cache
+#: block (16 tokens)
 _TASKS = (
-    "Summarise the passage below in a few short paragraphs for a colleague{detail}.",
-    "Can you summarize this for me in plain words{detail}? Keep the key points.",
-    "Please give me a summary of the following text{detail}, with its main claims as bullets.",
-    "Explain what this means to someone who is new to programming{detail}:",
-    "I don't understand this part of the docs{detail}. Could you explain it step by step?",
-    "Explain the following as if you were teaching a class{detail}, with an example.",
-    "Draft an email to my team{detail} that explains the change described below.",
+    "Summarise this{detail} in a few short paragraphs for a colleague.",
+    "Can you summarize this{detail} in plain words? Keep the key points.",
+    "Please summarise the following{detail}, with its main claims as bullets.",
+    "Explain this{detail} to someone who is new to programming:",
+    "I don't understand this part{detail}. Could you explain it step by step?",
+    "Explain the following{detail} as if you were teaching a class, with an example.",
+    "Draft an email{detail} to my team that explains the change described below.",
     "Write a short announcement{detail} based on these notes, friendly but precise.",
-    "Turn the text below into a how-to guide with numbered steps{detail}.",
-    "Write a Python function that does what this section describes{detail}, with tests.",
+    "Turn the text below{detail} into a how-to guide with numbered steps.",
+    "Write a Python function{detail} that does what this section describes, with tests.",
     "Based on the text below{detail}, write example code and explain each line.",
-    "Extract every term that is defined in this passage{detail} and define each in one line.",
-    "List the rules stated in the following text{detail} as a checklist.",
+    "Extract every defined term{detail} from this passage and define each in one line.",
+    "List the rules{detail} stated in the following text as a checklist.",
     "Read the passage{detail} and answer: what are the exceptions to the main rule, and why?",
     "From the text below only{detail}, answer: when does this apply and what does it change?",
     "Review this documentation{detail}: what is unclear, and how would you rewrite it?",
@@ -156,6 +158,16 @@ def _passages() -> _Passages:
     word = bytes(i > 0 and text[t][:1] == b" " and b"\n" not in text[tokens[i - 1]]
                  for i, t in enumerate(tokens))
     return _Passages(tuple(tokens), tuple(starts), word)
+
+
+def prompt_words(n: int) -> list[str]:
+    """The n commonest words of the prompts' prose, commonest first (a test engine's
+    vocabulary is built from them, so our prompts are not spelt out letter by letter)."""
+    import collections
+    import re
+
+    text = _decode(_passages().tokens)
+    return [w for w, _ in collections.Counter(re.findall(r"[A-Za-z]+", text)).most_common(n)]
 
 
 def _decode(tokens: tuple[int, ...]) -> str:

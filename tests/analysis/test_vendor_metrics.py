@@ -226,8 +226,8 @@ def test_a_killed_run_keeps_the_vendor_metrics(reference: Any, tmp_path: Path) -
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
-         "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
+        [sys.executable, "-m", "evalkit.cli", "probe", "--tag-requests", "--base-url",
+         srv.base_url, "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
          "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet",
          "--metrics-url", srv.base_url.removesuffix("/v1") + "/metrics"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

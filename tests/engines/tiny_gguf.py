@@ -9,9 +9,10 @@ Tokenizer: llama.cpp's SentencePiece ("llama") type. The vocabulary (~820 pieces
     <0x00> ... <0xFF>                    byte fallback: any input text tokenizes
     ! " # ... ~                          the 94 printable ASCII characters
     ▁ and every prefix of "▁word"        for evalkit's filler words (`filler_words()`)
+                                         and its prompts' commonest words (`prompt_words`)
 
-so a synthetic evalkit prompt of N o200k tokens is about N tokens here too (the filler
-words are whole pieces), and prefill work grows with the prompt as it does for a
+so an evalkit prompt of N o200k tokens is not many more tokens here (its common words
+are whole pieces), and prefill work grows with the prompt as it does for a
 real model. `tokenizer.chat_template` is a plain role-prefix template, so
 llama-cpp-python's chat endpoint formats messages with it (Jinja) and needs no
 `--chat_format`.
@@ -54,11 +55,15 @@ class TinyModel:
     seed: int = 1234
 
 
+#: words of evalkit's prompt prose that are whole pieces here (the rest spell out)
+WORDS = 1200
+
+
 def vocabulary() -> tuple[list[str], list[float], list[int], int]:
     """(pieces, scores, token types, index of the first normal piece)."""
     from gguf import TokenType
 
-    from evalkit.probe.prompts import filler_words
+    from evalkit.probe.prompts import filler_words, prompt_words
 
     pieces = ["<unk>", "<s>", "</s>"]
     types = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL]
@@ -67,7 +72,8 @@ def vocabulary() -> tuple[list[str], list[float], list[int], int]:
     first_normal = len(pieces)
     normal = [chr(c) for c in range(33, 127)] + ["▁"]
     seen = set(normal)
-    for word in filler_words():  # what evalkit's synthetic prompts are made of
+    # what evalkit's prompts are made of: the filler words, and the prose's commonest
+    for word in dict.fromkeys([*filler_words(), *prompt_words(WORDS)]):
         piece = "▁" + word
         for end in range(2, len(piece) + 1):
             if piece[:end] not in seen:

@@ -153,7 +153,7 @@ class TestRequestIds:
             self, reference: Any, tmp_path: Path) -> None:
         """The vendor sees a UUID (llama.cpp rejects anything else); the record keeps both."""
         srv = reference("gpu", mode="thread")
-        result = run_probe(ProbeConfig(base_url=srv.base_url, model=srv.model,
+        result = run_probe(ProbeConfig(base_url=srv.base_url, model=srv.model, tag_requests=True,
                                        phases=("connect", "baseline"),
                                        overrides={"baseline": {"requests": 3}}), tmp_path / "r")
         assert result.validity == "valid"

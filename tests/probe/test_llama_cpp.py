@@ -121,25 +121,14 @@ SERIAL: dict[str, Any] = {
 }
 
 
-def _nonce(ex: Exchange) -> str:
-    content = ex.json()["messages"][0]["content"]
-    return str(content[1:content.index("]")])
-
-
 def _on_the_wire(records: list[RequestRecord], exchanges: list[Exchange]
                  ) -> Iterator[tuple[RequestRecord, Exchange, list[SSEEvent]]]:
-    """Each record with its stream as the proxy saw it and that stream's content events.
-
-    Matched by the nonce that opens every synthetic prompt (a repeated prompt, in order).
-    """
-    posts = [x for x in exchanges if x.method == "POST"]
+    """Each record with its stream as the proxy saw it and that stream's content events,
+    matched by the request id the probe sent (the run tags its requests for this)."""
+    posts = {x.headers["x-request-id"]: x for x in exchanges if x.method == "POST"}
     assert len(posts) == len(records)
-    by_nonce: dict[str, list[Exchange]] = {}
-    for x in posts:
-        by_nonce.setdefault(_nonce(x), []).append(x)
     for rec in sorted(records, key=lambda r: r.t0_s):
-        assert rec.prompt_id is not None
-        x = by_nonce[rec.prompt_id].pop(0)
+        x = posts[rec.id]
         yield rec, x, [e for e in x.events[:-1] if _delta(e.data)["delta"].get("content")]
 
 
@@ -150,7 +139,7 @@ def test_probe_serial_phases_against_the_wire(llama_server: LlamaServer,
     """Probe through a recording proxy: every record agrees with the bytes on the wire."""
     tap = Tap(llama_server.port, tmp_path / "tap.jsonl").start()
     try:
-        res = run_probe(ProbeConfig(tap.base_url, llama_server.model,
+        res = run_probe(ProbeConfig(tap.base_url, llama_server.model, tag_requests=True,
                                     phases=("connect", "baseline", "prefill", "cache"),
                                     overrides=SERIAL), tmp_path / "run")
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -198,17 +199,27 @@ class TestSettings:
 class TestPrompts:
     @pytest.mark.parametrize("n", [16, 100, 1000, 4096])
     def test_synthetic_length_is_exact(self, n: int) -> None:
-        """A synthetic prompt is exactly the asked-for number of o200k tokens."""
+        """A synthetic prompt is exactly the asked-for number of o200k tokens, and the nonce
+        that seeds it is never sent (a vendor would read it as a probe's mark)."""
         p = synthetic(n, 8, "abc123-000001")
         assert isinstance(p.content, str)
         assert p.prompt_tokens == n == count_tokens(p.content)
-        assert p.content.startswith("[abc123-000001]")
+        assert "abc123" not in p.content and not p.content.startswith("[")
 
-    def test_every_prompt_has_its_own_nonce(self) -> None:
-        """No two prompts of a run share a leading nonce (no prefix cache can serve them)."""
+    def test_no_two_prompts_share_a_cacheable_prefix(self) -> None:
+        """Prefix caches keep whole blocks of 16 tokens (vLLM's default): no two prompts of a
+        run share one, so none is served from another's cache."""
+        from evalkit.probe.prompts import _encoding
+
         src = PromptSource("run1")
-        heads = {str(src.next(64, 4).content)[:20] for _ in range(200)}
-        assert len(heads) == 200
+        tokens = sorted(_encoding().encode_ordinary(str(src.next(256, 4).content))
+                        for _ in range(300))
+
+        def shared(a: list[int], b: list[int]) -> int:
+            return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                        min(len(a), len(b)))
+
+        assert max(shared(a, b) for a, b in itertools.pairwise(tokens)) < 16
 
     def test_prompt_file(self, tmp_path: Path) -> None:
         """JSONL prompts load with their own lengths; errors name file and line."""

@@ -84,7 +84,7 @@ class TestQuickSuite:
         monkeypatch.setenv("OPENAI_API_KEY", secret)
         srv = reference("gpu", prefill_tokens_per_s=20_000)  # 2048 tokens: ~100 ms of prefill
         out = tmp_path / "run"
-        res = run_probe(ProbeConfig(srv.base_url, srv.model,
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
                                     overrides={**SHORT, "prefill": {"repeats": 2}},
                                     phases=("connect", "baseline", "prefill", "cache"),
                                     headers=(("X-Org", header_secret),)), out)
