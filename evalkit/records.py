@@ -27,8 +27,13 @@ class RequestRecord:
     level: int | None
     outcome: Outcome
     t0_s: float
+    #: the vendor's usage.prompt_tokens when it reported usage (`prompt_tokens_estimated`
+    #: False), else our count of the prompt
     prompt_tokens: int | None = None
     prompt_tokens_estimated: bool = True
+    #: our count of the prompt we sent (o200k_base), kept beside the vendor's whatever it
+    #: reports: the prompt-honesty check and the prefill fit need both
+    counted_prompt_tokens: int | None = None
     requested_output_tokens: int | None = None
     output_tokens: int | None = None
     output_tokens_estimated: bool = True

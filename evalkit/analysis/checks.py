@@ -1,5 +1,6 @@
-"""Data-quality checks on the records: output length, usage honesty, streaming,
-prefix cache, network share, drift. Each flags what would make a figure mislead."""
+"""Data-quality checks on the records: output length, usage honesty (output and
+prompt), streaming, prefix cache, network share, drift. Each flags what would make a
+figure mislead."""
 
 from __future__ import annotations
 
@@ -25,6 +26,53 @@ def usage_honesty(req: pd.DataFrame, tolerance: float = 0.25) -> dict[str, Any]:
             "disagreeing": int((np.abs(ratio - 1.0) > tolerance).sum()),
             "flagged": (abs(med - 1.0) > tolerance) if med is not None else None,
             "tolerance": tolerance}
+
+
+def prompt_disagreeing(req: pd.DataFrame, tolerance: float = 0.25,
+                       template_tokens: float = 128) -> np.ndarray:
+    """Per request: the vendor's prompt_tokens lie beyond our count's known drift.
+
+    The drift has two parts. Our count uses OpenAI's o200k encoding, not the vendor's
+    tokenizer: like completion tokens, 10-20 % apart is normal (`tolerance`, either way).
+    And a chat endpoint bills its chat template too (role headers, a default system
+    prompt: 10 tokens for Llama 3, some 70 for gpt-oss's), which our count of the text we
+    sent never sees: up to `template_tokens` more is allowed on top. A request with no
+    usage, or none of our count, is not judged (False).
+    """
+    v = np.where(req["prompt_tokens_estimated"].to_numpy(), np.nan,
+                 req["prompt_tokens"].to_numpy(dtype=np.float64))
+    c = req["counted_prompt_tokens"].to_numpy(dtype=np.float64)
+    m = np.isfinite(v) & np.isfinite(c) & (c > 0)
+    with np.errstate(invalid="ignore"):
+        off = (v > c * (1 + tolerance) + template_tokens) | (v < c * (1 - tolerance))
+    out: np.ndarray = m & off
+    return out
+
+
+def prompt_honesty(req: pd.DataFrame, tolerance: float = 0.25,
+                   template_tokens: float = 128) -> dict[str, Any]:
+    """The vendor's prompt_tokens (what it bills, and what its prefill rate is read in)
+    against our count of the prompt we sent.
+
+    Flagged when most requests that reported usage disagree beyond the known drift
+    (`prompt_disagreeing`): a vendor reporting 3x the prompt would have its prefill rate
+    read 3x too fast. `prefill_disagreeing` counts the prefill phase's own: one is enough
+    for the prefill fit to be drawn on our count (`evalkit.analysis.prefill`).
+    """
+    reported = ~req["prompt_tokens_estimated"].to_numpy()
+    c = req["counted_prompt_tokens"].to_numpy(dtype=np.float64)
+    m = reported & np.isfinite(c) & (c > 0)
+    off = prompt_disagreeing(req, tolerance, template_tokens)
+    n, bad = int(m.sum()), int(off.sum())
+    ratio = req["prompt_tokens"].to_numpy(dtype=np.float64)[m] / c[m]
+    prefill = (req["phase"] == "prefill").to_numpy()
+    return {"checked": n,
+            "usage_over_counted": percentiles(ratio),
+            "disagreeing": bad,
+            "prefill_disagreeing": int((off & prefill).sum()),
+            "flagged": (bad > n / 2) if n else None,
+            "tolerance": tolerance,
+            "template_tokens": template_tokens}
 
 
 #: phases whose requests ask for a stream long enough to time (prefill and cache ask for

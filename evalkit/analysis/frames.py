@@ -15,7 +15,8 @@ from evalkit.records import RequestRecord
 
 # --------------------------------------------------------------------------- frames
 
-_NUMERIC = ("t0_s", "level", "prompt_tokens", "requested_output_tokens", "output_tokens",
+_NUMERIC = ("t0_s", "level", "prompt_tokens", "counted_prompt_tokens",
+            "requested_output_tokens", "output_tokens",
             "counted_output_tokens", "usage_completion_tokens", "ttft_s", "ttfa_s", "e2e_s",
             "http_status", "send_lag_s", "end_s")
 _TEXT = ("id", "phase", "outcome", "finish_reason", "error", "prompt_id")

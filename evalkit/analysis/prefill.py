@@ -13,15 +13,18 @@ from evalkit.analysis.intervals import (
 )
 
 
-def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
+def prefill_fit(df: pd.DataFrame, counted: bool = False) -> dict[str, Any]:
     """TTFT = a + b·prompt_tokens over the prefill phase's ok requests; rate = 1/b.
 
     Fitted on the median TTFT per prompt length (robust to outliers, equal weight per
     length). Nones when it cannot be fitted: fewer than 2 distinct lengths, or b ≤ 0.
+    `counted`: the lengths are our count of each prompt (`counted_prompt_tokens`), not the
+    vendor's prompt_tokens: a vendor reporting 3x its prompts would otherwise read 3x as
+    fast (`evalkit.analysis.checks.prompt_honesty` says when they disagree).
     """
-    m = (df["phase"] == "prefill") & df["ok"] & df["prompt_tokens"].notna() & \
-        df["ttft_s"].notna()
-    sub = df.loc[m, ["prompt_tokens", "ttft_s"]]
+    column = "counted_prompt_tokens" if counted else "prompt_tokens"
+    m = (df["phase"] == "prefill") & df["ok"] & df[column].notna() & df["ttft_s"].notna()
+    sub = df.loc[m, [column, "ttft_s"]].rename(columns={column: "prompt_tokens"})
     per = sub.groupby("prompt_tokens")["ttft_s"].agg(["median", "count"]).sort_index()
     points = [{"prompt_tokens": int(p), "ttft_s": float(r["median"]), "n": int(r["count"])}
               for p, r in per.iterrows()]
@@ -29,7 +32,10 @@ def prefill_fit(df: pd.DataFrame) -> dict[str, Any]:
                            "slope_s_per_token": None, "points": points,
                            "lengths": len(points), "requests": len(sub),
                            "prompt_tokens_estimated":
-                               bool(df.loc[m, "prompt_tokens_estimated"].any()),
+                               counted or bool(df.loc[m, "prompt_tokens_estimated"].any()),
+                           # the record field the lengths are (the vendor's usage where
+                           # it reported some, or always our count)
+                           "lengths_from": column,
                            "reason": None, "low_confidence": len(points) < 3,
                            # 95 % intervals (OLS, Student t): None with fewer than 3 lengths
                            "slope_ci": None, "overhead_s_ci": None, "tokens_per_s_ci": None,

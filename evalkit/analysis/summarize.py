@@ -25,6 +25,7 @@ from evalkit.analysis.checks import (
     connect_section,
     drift,
     network_share,
+    prompt_honesty,
     streaming_check,
     usage_honesty,
 )
@@ -176,7 +177,11 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     rtt = None if network is None else network["rtt_s"]
     connect_req = rows("connect")
     connect = None if connect_req is None else connect_section(connect_req, chunks, rtt)
-    prefill = prefill_fit(req) if rows("prefill") is not None else None
+    prompt = prompt_honesty(req, th.prompt_disagreement, th.prompt_template_tokens)
+    # the vendor's prompt counts are what its prefill claim is in, unless they disagree
+    # with ours: then the fit is drawn on our count (a 3x count would read 3x the rate)
+    on_ours = bool(prompt["flagged"] or prompt["prefill_disagreeing"])
+    prefill = prefill_fit(req, counted=on_ours) if rows("prefill") is not None else None
 
     ramp_req = rows("ramp")
     ramp = None if ramp_req is None else _ramp_section(ramp_req, chunks, baseline, meta)
@@ -192,7 +197,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     affected = _judgement_affected(ramp, bound("baseline"))
     usage = usage_honesty(req, th.usage_disagreement)
     streaming = streaming_check(req, chunks, th.unstreamed_share)
-    validity = _validity(req, ramp, meta, affected, usage, streaming)
+    validity = _validity(req, ramp, meta, affected, usage, streaming, prompt)
     for section, name in ((connect, "connect"), (baseline, "baseline"), (soak, "soak"),
                           (rate, "rate"), (prefill, "prefill")):
         if section is not None:
@@ -218,6 +223,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             "network": network,
             "output_length": output_length_check(req, th.output_shortfall),
             "usage_honesty": usage,
+            "prompt_honesty": prompt,
             "streaming": streaming,
         },
         "client": {**client_section(meta), "capacity_judgement_affected": affected},
@@ -227,7 +233,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
 
 def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMeta,
               affected: bool, usage: Mapping[str, Any],
-              streaming: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              streaming: Mapping[str, Any] | None = None,
+              prompt: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Validity of every phase and ramp level, and of the run (evalkit.analysis.validity)."""
     limit = meta.thresholds.admission_failure_rate
 
@@ -246,7 +253,7 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
     lost = [w for c in (*meta.phases.values(), *meta.levels.values()) for w in c.lost]
     run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
                        capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)),
-                       usage=usage, streaming=streaming)
+                       usage=usage, streaming=streaming, prompt=prompt)
     return {**run, "phases": phases, "levels": levels}
 
 

@@ -55,6 +55,12 @@ class Thresholds:
     #: |usage / our count - 1| above this is flagged; wide because our count uses an
     #: OpenAI encoding, not the vendor's tokenizer (10-20 % apart is normal)
     usage_disagreement: float = 0.25
+    #: the vendor's prompt_tokens beyond our count x (1 +/- this), plus the chat template
+    #: (`prompt_template_tokens`), is a disagreement; most requests disagreeing is flagged
+    prompt_disagreement: float = 0.25
+    #: tokens a chat template may add to the prompt we counted (role headers, a default
+    #: system prompt): gpt-oss's adds some 70, Llama 3.1's some 30
+    prompt_template_tokens: float = 128
     #: repeat TTFT below this share of the first one means a prefix cache served it
     cache_ttft_ratio: float = 0.5
     #: more than this share of streamed requests with most of their output in one chunk

@@ -13,9 +13,9 @@ baseline phase, the whole run) has no `ok` request; `degraded` when it was cut s
 when a phase that every judgement leans on (connect, baseline, prefill, cache, soak,
 rate) is degraded or invalid, when the client was the bottleneck where the capacity
 judgement is drawn, or when the vendor's token counts disagree with the text it streamed
-(its rates would be read in tokens nobody saw). Ramp levels that fail *above* the first
-working level are the finding, not a defect of the run: the ramp reports them as its
-breach.
+or the prompt we sent (its rates would be read in tokens nobody saw or sent). Ramp levels
+that fail *above* the first working level are the finding, not a defect of the run: the
+ramp reports them as its breach.
 
 Pure: counts in, plain dicts out.
 """
@@ -81,7 +81,8 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
                  capacity_judgement_affected: bool,
                  run_error: str | None = None, lost: Sequence[str] = (),
                  usage: Mapping[str, Any] | None = None,
-                 streaming: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 streaming: Mapping[str, Any] | None = None,
+                 prompt: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's validity from its phases' (`phases[name]["status"]`) and how it ended.
 
     `usage` is the usage-honesty check (`evalkit.analysis.checks.usage_honesty`). Every rate and
@@ -90,7 +91,10 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
     run is degraded: no readiness verdict rests on figures the vendor's own bill inflates.
     `streaming` is the streaming check (`evalkit.analysis.checks.streaming_check`): an endpoint
     that sent its answers whole (`flagged`) measured no stream, and a run of it earns no
-    streaming readiness, however fast its aggregate throughput.
+    streaming readiness, however fast its aggregate throughput. `prompt` is the prompt-
+    honesty check (`evalkit.analysis.checks.prompt_honesty`): a vendor whose prompt_tokens
+    lie far from our count of what we sent (`flagged`) bills, and would have its prefill
+    rate read, in tokens nobody sent, so the run is degraded the same way.
     """
     reasons: list[str] = []
     status: Validity = "valid"
@@ -124,6 +128,8 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
         mark("degraded", f"a client worker was lost: {why}")
     if usage and usage.get("flagged"):
         mark("degraded", _usage_words(usage))
+    if prompt and prompt.get("flagged"):
+        mark("degraded", _prompt_words(prompt))
     if streaming and streaming.get("flagged"):
         mark("degraded", f"the endpoint did not stream: {streaming.get('one_chunk')} of "
                          f"{streaming.get('checked')} requests came with most of their "
@@ -143,6 +149,14 @@ def _usage_words(usage: Mapping[str, Any]) -> str:
     return (f"the vendor's usage (completion_tokens, what it bills) is {times} the text it "
             f"streamed{apart}: rates and TPOT rest on counts we could not check; ask which "
             "tokenizer it uses")
+
+
+def _prompt_words(prompt: Mapping[str, Any]) -> str:
+    # short enough to stand whole where a page quotes a reason (200 characters)
+    ratio = (prompt.get("usage_over_counted") or {}).get("p50")
+    times = f"{ratio:.2f}× our count of" if isinstance(ratio, int | float) else "far from"
+    return (f"the vendor's usage (prompt_tokens, what it bills) is {times} the prompt we "
+            "sent: the prefill rate is fitted on our count; ask which tokenizer it uses")
 
 
 def _unique(items: Sequence[str]) -> list[str]:

@@ -336,6 +336,7 @@ class Prober:
             t0_s=(t0 - self.origin_ns) / 1e9,
             prompt_tokens=st.usage_pt if st.usage_pt is not None else prompt.prompt_tokens,
             prompt_tokens_estimated=st.usage_pt is None,
+            counted_prompt_tokens=prompt.prompt_tokens,
             requested_output_tokens=prompt.max_tokens,
             output_tokens=output, output_tokens_estimated=st.usage_ct is None,
             counted_output_tokens=counted, usage_completion_tokens=st.usage_ct,

@@ -10,13 +10,13 @@ them and every field by its dotted path. The lines come from the reader
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import jsonschema
 
+from evalkit.questionnaire.dates import date_problems
 from evalkit.questionnaire.reader import Document, FieldPath, clip, dotted
 from evalkit.questionnaire.schema import DATE_PATTERN, SCHEMA
 
@@ -24,13 +24,14 @@ from evalkit.questionnaire.schema import DATE_PATTERN, SCHEMA
 def problems(doc: Document) -> list[tuple[int, str]]:
     """Every problem with a document read as a questionnaire, as (line, "field.path:
     message"): the reader's own (tags, duplicate keys), then the schema's, then dates that
-    name no day. [] when it is a valid questionnaire; the caller sorts them by line."""
+    cannot be true (`evalkit.questionnaire.dates`). [] when it is a valid questionnaire;
+    the caller sorts them by line."""
     found = list(doc.problems)
     if not isinstance(doc.data, dict):
         found.append((1, f"(top level): expected a mapping of fields, got {_got(doc.data)}"))
     else:
         found.extend(_schema_problems(doc.data, doc.lines, doc.texts))
-        found.extend(_date_problems(doc.data, doc.lines))
+        found.extend(date_problems(doc.data, doc.lines))
     return found
 
 
@@ -116,20 +117,3 @@ def _schema_problems(data: Any, lines: dict[FieldPath, int],
                     yield lines[path], f"{dotted((*path, key))}: required field missing"
             continue
         yield lines[path], f"{dotted(path)}: {_message(error, texts.get(path))}"
-
-
-#: fields that hold a date (DATE_PATTERN in the schema; here, that the day exists)
-_DATE_FIELDS = (("date",), ("headline", "published"))
-
-
-def _date_problems(data: dict[str, Any], lines: dict[FieldPath, int]) -> Iterator[
-        tuple[int, str]]:
-    for path in _DATE_FIELDS:
-        value: Any = data
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        if isinstance(value, str) and re.fullmatch(DATE_PATTERN, value):
-            try:
-                dt.date.fromisoformat(value)
-            except ValueError:
-                yield lines[path], f"{dotted(path)}: {value!r} is not a calendar date"

@@ -36,8 +36,10 @@ _COUNT = _nullable("integer", minimum=1, maximum=1e9,
                    description="a whole number, written without a decimal point or exponent")
 _TEXT = _nullable("string", maxLength=4000)
 _SHORT = _nullable("string", maxLength=400)
-#: an ISO 8601 calendar date; the loader also checks that the day exists
-DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+#: an ISO 8601 calendar date and nothing after it; the loader also checks that the day
+#: exists. `(?!\n)`: Python's `$` (jsonschema's) also matches before a final newline, so
+#: `"2026-02-30\n"` or a block literal would pass; ECMA-262's `$` (editors') does not
+DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$(?!\n)"
 _DATE = _nullable("string", pattern=DATE_PATTERN, format="date",
                   description="a calendar date, YYYY-MM-DD")
 _SOURCE = {

@@ -36,7 +36,9 @@ scheduled_ns, tokens, kind], ...]` with kind in
 role/content/reasoning/usage/done/ping/error/malformed (actual = stamped right after the
 bytes went to the transport; scheduled = the engine model's time), `end_ns`,
 `prompt_tokens` (o200k_base), `completion_tokens` (generated), `billed_tokens` (what
-usage reported, when it did: `usage_factor` × generated), `status` (HTTP), `outcome`
+usage reported, when it did: `usage_factor` × generated), `billed_prompt_tokens` (the
+prompt tokens usage reports for a served request: `prompt_usage_factor` × prompt_tokens),
+`status` (HTTP), `outcome`
 (`ok`, `rejected`, `error`, `disconnected`, `fault:<name>`), `faults` (all injected, also
 the harmless ones such as `role_first_chunk`), `client_disconnected`, `prompt_sha` (the
 first 16 hex digits of the SHA-256 of the prompt's text, so a record joins its truth line

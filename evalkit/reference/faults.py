@@ -40,10 +40,16 @@ class RequestPlan:
     stall_s: float = 0.0
     #: usage reports round(tokens x this): 1 is honest
     usage_factor: float = 1.0
+    #: usage reports round(prompt tokens x this): 1 is honest
+    prompt_usage_factor: float = 1.0
 
     def billed(self, tokens: int) -> int:
         """The completion_tokens usage reports for `tokens` streamed."""
         return round(tokens * self.usage_factor)
+
+    def billed_prompt(self, tokens: int) -> int:
+        """The prompt_tokens (input_tokens) usage reports for a prompt of `tokens`."""
+        return round(tokens * self.prompt_usage_factor)
 
     @property
     def faults(self) -> list[str]:
@@ -108,4 +114,5 @@ def plan_request(profile: Profile, seed: int, index: int, max_tokens: int,
         stall_at=mid if hit("stall", "fault_stall_prob") else None,
         stall_s=float(profile["fault_stall_s"]),
         usage_factor=float(profile["usage_factor"]),
+        prompt_usage_factor=float(profile["prompt_usage_factor"]),
     )

@@ -58,10 +58,14 @@ class Writer:
         self.metrics = metrics
         self.last_content_ns: int | None = None
         self.nl = b"\r\n" if stream.plan.crlf else b"\n"
+        #: the prompt tokens usage reports (the profile's prompt_usage_factor may bill more
+        #: than the prompt held); the truth log keeps it beside the true count
+        self.prompt_billed = truth["billed_prompt_tokens"] = stream.plan.billed_prompt(
+            job.prompt_tokens)
         #: the frames of Anthropic Messages or OpenAI Responses (None: OpenAI chat/completions)
         self.wire: Framing | None = (
-            AnthropicFraming(rid, job.prompt_tokens, self.nl) if job.api == "messages" else
-            ResponsesFraming(rid, job.prompt_tokens, created, self.nl)
+            AnthropicFraming(rid, self.prompt_billed, self.nl) if job.api == "messages" else
+            ResponsesFraming(rid, self.prompt_billed, created, self.nl)
             if job.api == "responses" else None)
         obj = "chat.completion.chunk" if job.chat else "text_completion"
         prefix = "chatcmpl-" if job.chat else "cmpl-"
@@ -87,8 +91,8 @@ class Writer:
 
     def _usage(self) -> dict[str, int]:
         done = self._billed()
-        return {"prompt_tokens": self.job.prompt_tokens, "completion_tokens": done,
-                "total_tokens": self.job.prompt_tokens + done}
+        return {"prompt_tokens": self.prompt_billed, "completion_tokens": done,
+                "total_tokens": self.prompt_billed + done}
 
     def _billed(self) -> int:
         """Usage's completion_tokens (the profile's usage_factor may bill more than was

@@ -327,6 +327,8 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     for key, label, count, what in (
             ("output_length", "Output length check", "short", "requests short by"),
             ("usage_honesty", "Usage honesty (billed vs streamed tokens)", "disagreeing",
+             "disagree by"),
+            ("prompt_honesty", "Prompt honesty (billed vs sent prompt tokens)", "disagreeing",
              "disagree by")):
         check = as_mapping(checks.get(key))
         if check:

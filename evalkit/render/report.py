@@ -14,6 +14,7 @@ by evalkit.render.words; raw names appear only in the appendix's exact tables.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -150,6 +151,9 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
                                                  ramp.get("first_degraded"), vendor)))
     pre = as_mapping(summary.get("prefill"))
     points = list(digest.prefill_points)
+    if pre.get("lengths_from") == "counted_prompt_tokens":  # the fit's lengths are ours
+        points = [(c, t) for c, (_, t) in zip(digest.prefill_counted, points, strict=True)
+                  if math.isfinite(c)]
     if not points:
         for p in pre.get("points") or []:
             if isinstance(p, Mapping) and _num(p.get("prompt_tokens")) and _num(p.get("ttft_s")):

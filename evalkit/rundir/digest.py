@@ -63,6 +63,9 @@ class RecordDigest:
     #: (prompt tokens, TTFT s) of ok prefill requests, a reservoir sample of PREFILL_POINTS
     #: (a scatter of more draws nothing new and makes the PDF slow and large)
     prefill_points: list[tuple[float, float]] = field(default_factory=list)
+    #: the same requests' prompts as we counted them (NaN where a record has no count):
+    #: the report plots these when the prefill fit was drawn on our count
+    prefill_counted: list[float] = field(default_factory=list)
     #: ramp level -> the RASTER_STREAMS earliest streams: (-t0, id, chunk times, outcome)
     raster: dict[int, list[tuple[float, str, tuple[float, ...], str]]] = field(
         default_factory=dict)
@@ -102,10 +105,13 @@ class RecordDigest:
         if rec.phase == "prefill" and rec.outcome == "ok" and rec.prompt_tokens and rec.ttft_s:
             self._prefill_seen += 1
             point = (float(rec.prompt_tokens), rec.ttft_s)
+            counted = float(rec.counted_prompt_tokens or "nan")
             if len(self.prefill_points) < PREFILL_POINTS:
                 self.prefill_points.append(point)
+                self.prefill_counted.append(counted)
             elif (j := self._rng.randrange(self._prefill_seen)) < PREFILL_POINTS:
                 self.prefill_points[j] = point
+                self.prefill_counted[j] = counted
         if rec.phase != "ramp" or rec.level is None:
             return
         level = rec.level

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.analysis.checks import cache_check, streaming_check
+from evalkit.analysis.checks import cache_check, prompt_honesty, streaming_check
 from evalkit.analysis.frames import frames, records_frame
+from evalkit.analysis.prefill import prefill_fit
 from evalkit.analysis.summarize import summarize
 from evalkit.records import RequestRecord
 from tests.analysis.helpers import stream
@@ -142,3 +143,96 @@ class TestStreamingCheck:
                                    "thresholds": {"unstreamed_share": 0.2}})
         assert lenient["checks"]["streaming"]["flagged"] is False
         assert not any("did not stream" in r for r in lenient["validity"]["reasons"])
+
+
+def _prompted(rid: str, counted: int, reported: int | None, phase: str = "baseline",
+              ttft: float = 0.1) -> RequestRecord:
+    """A request whose prompt we counted `counted` tokens and the vendor `reported`."""
+    return stream(rid, phase, ttft=ttft, n=2,
+                  prompt_tokens=reported if reported is not None else counted,
+                  prompt_tokens_estimated=reported is None, counted_prompt_tokens=counted)
+
+
+class TestPromptHonesty:
+    """Issue 24: the vendor's prompt_tokens replaced our count and nothing checked it."""
+
+    @pytest.mark.parametrize(("reported", "flagged"), [
+        (768, True), (449, True), (448, False), (256, False), (192, False), (191, True)])
+    def test_the_vendor_count_against_ours(self, reported: int, flagged: bool) -> None:
+        """256 tokens we counted: 3x is flagged; up to 25 % more plus 128 template tokens
+        (256 × 1.25 + 128 = 448) or 25 % fewer (192) is our tokenizer's drift."""
+        s = summarize([_prompted(f"a{i}", 256, reported) for i in range(3)])
+        check = s["checks"]["prompt_honesty"]
+        assert check["checked"] == 3 and check["flagged"] is flagged
+        assert check["disagreeing"] == (3 if flagged else 0)
+        assert check["usage_over_counted"]["p50"] == pytest.approx(reported / 256)
+
+    def test_the_template_allowance_is_on_top_of_the_drift(self) -> None:
+        """A short prompt with a chat template: 64 counted, 64 × 1.25 + 128 = 208 billed
+        is on the line; 209 is over it."""
+        on = prompt_honesty(records_frame([_prompted("a", 64, 208)]))
+        over = prompt_honesty(records_frame([_prompted("a", 64, 209)]))
+        assert (on["disagreeing"], over["disagreeing"]) == (0, 1)
+
+    def test_without_usage_or_our_count_nothing_is_checked(self) -> None:
+        """No usage (our count stands in) and records from before the field: unchecked."""
+        old = RequestRecord(id="o", phase="baseline", level=1, outcome="ok", t0_s=0.0,
+                            prompt_tokens=999, prompt_tokens_estimated=False)
+        check = prompt_honesty(records_frame([_prompted("a", 256, None), old]))
+        assert (check["checked"], check["flagged"], check["disagreeing"]) == (0, None, 0)
+
+    def test_most_requests_must_disagree(self) -> None:
+        """One odd count in three is counted, not flagged; two in three is flagged."""
+        one = [_prompted("a", 256, 768), _prompted("b", 256, 256), _prompted("c", 256, 256)]
+        two = [_prompted("a", 256, 768), _prompted("b", 256, 768), _prompted("c", 256, 256)]
+        assert prompt_honesty(records_frame(one))["flagged"] is False
+        assert prompt_honesty(records_frame(one))["disagreeing"] == 1
+        assert prompt_honesty(records_frame(two))["flagged"] is True
+
+    def test_the_thresholds_are_overridable_and_echoed(self) -> None:
+        recs = [_prompted(f"a{i}", 256, 768) for i in range(3)]
+        s = summarize(recs, {"thresholds": {"prompt_disagreement": 2.5}})
+        assert s["checks"]["prompt_honesty"]["flagged"] is False  # 3x within +250 %
+        assert s["thresholds"]["prompt_disagreement"] == 2.5
+        assert s["thresholds"]["prompt_template_tokens"] == 128
+
+
+class TestPrefillOnOurCount:
+    """A vendor reporting 3x its prompts read 3x as fast; the fit uses our count then."""
+
+    LENGTHS = (256, 512, 1024, 2048)
+
+    def _run(self, factor: float, inflate: tuple[int, ...] | None = None) -> list[RequestRecord]:
+        """Prefill at 20,000 tokens/s (TTFT = 0.05 + p / 20,000), the vendor reporting
+        `factor` × the prompt (on the lengths in `inflate`, all by default)."""
+        return [_prompted(f"p{p}-{i}", p,
+                          round(p * factor) if inflate is None or p in inflate else p,
+                          "prefill", ttft=0.05 + p / 20_000)
+                for p in self.LENGTHS for i in range(2)]
+
+    def test_an_honest_count_is_fitted_as_reported(self) -> None:
+        s = summarize(self._run(1.0))
+        assert s["prefill"]["tokens_per_s"] == pytest.approx(20_000)
+        assert s["prefill"]["lengths_from"] == "prompt_tokens"
+        assert s["prefill"]["prompt_tokens_estimated"] is False
+
+    def test_a_3x_count_is_fitted_on_ours(self) -> None:
+        """On the vendor's counts the fit reads 60,000 tokens/s; on ours, the true 20,000."""
+        assert prefill_fit(records_frame(self._run(3.0)))["tokens_per_s"] == pytest.approx(
+            60_000)
+        s = summarize(self._run(3.0))
+        assert s["checks"]["prompt_honesty"]["flagged"] is True
+        assert s["prefill"]["tokens_per_s"] == pytest.approx(20_000)
+        assert s["prefill"]["lengths_from"] == "counted_prompt_tokens"
+        assert s["prefill"]["prompt_tokens_estimated"] is True
+        assert [p["prompt_tokens"] for p in s["prefill"]["points"]] == list(self.LENGTHS)
+
+    def test_inflating_only_the_long_prompts_is_not_enough_to_game_the_fit(self) -> None:
+        """Honest on most requests (the check is not flagged), 3x on the two longest
+        prompts: a steeper-looking line. One prefill request off is enough to fit on ours."""
+        honest = [_prompted(f"b{i}", 256, 256) for i in range(20)]
+        s = summarize(honest + self._run(3.0, inflate=(1024, 2048)))
+        check = s["checks"]["prompt_honesty"]
+        assert check["flagged"] is False and check["prefill_disagreeing"] == 4
+        assert s["prefill"]["lengths_from"] == "counted_prompt_tokens"
+        assert s["prefill"]["tokens_per_s"] == pytest.approx(20_000)

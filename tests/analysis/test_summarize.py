@@ -119,7 +119,7 @@ class TestSummarize:
             set(s["ramp"]["levels"][0])
         assert {"first_breach_concurrency", "breach_confirmed", "baseline_source",
                 "max_sustained_is_lower_bound", "judged_on", "note"} <= set(s["ramp"])
-        assert {"cache", "network", "output_length", "usage_honesty",
+        assert {"cache", "network", "output_length", "usage_honesty", "prompt_honesty",
                 "streaming"} == set(s["checks"])
         assert s["checks"]["network"] is None  # no rtt records, no meta rtt_s
 
@@ -219,8 +219,8 @@ class TestSections:
                 for i, p in enumerate((100, 1000))]
         fit = summarize(recs)["prefill"]
         assert set(fit) == {"tokens_per_s", "overhead_s", "r2", "slope_s_per_token", "points",
-                            "lengths", "requests", "prompt_tokens_estimated", "reason",
-                            "low_confidence", "validity", "slope_ci", "overhead_s_ci",
+                            "lengths", "requests", "prompt_tokens_estimated", "lengths_from",
+                            "reason", "low_confidence", "validity", "slope_ci", "overhead_s_ci",
                             "tokens_per_s_ci", "tokens_per_s_at_least"}
         assert fit["slope_ci"] is None  # two lengths: a line, but no interval
         assert fit["points"] == [{"prompt_tokens": 100, "ttft_s": pytest.approx(0.06), "n": 1},

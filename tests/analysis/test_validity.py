@@ -196,6 +196,35 @@ class TestSummary:
                 "our count of the text it streamed (over 25% apart): rates and TPOT rest on "
                 "counts we could not check; ask which tokenizer it uses"]
 
+    @pytest.mark.parametrize(("reported", "status"), [
+        (768, "degraded"), (449, "degraded"), (448, "valid"), (256, "valid"),
+        (192, "valid"), (191, "degraded")])
+    def test_a_vendor_reporting_prompt_tokens_nobody_sent_degrades_the_run(
+            self, reported: int, status: str) -> None:
+        """Issue 24: the vendor's prompt_tokens replaced our count unchecked. We count 256
+        tokens in each prompt; 25 % either way, plus 128 tokens of chat template above,
+        is our tokenizer's drift (192..448); beyond it the run is degraded, with the ratio."""
+        recs = [dataclasses.replace(r, prompt_tokens=reported, prompt_tokens_estimated=False,
+                                    counted_prompt_tokens=256)
+                for r in _run({1: (40, 0), 2: (40, 0)})]
+        s = summarize(recs, {"run_status": "complete"})
+        assert s["checks"]["prompt_honesty"]["flagged"] is (status == "degraded")
+        assert s["validity"]["status"] == status
+        words = [r for r in s["validity"]["reasons"] if "prompt_tokens" in r]
+        assert words == ([] if status == "valid" else [
+            f"the vendor's usage (prompt_tokens, what it bills) is {reported / 256:.2f}× our "
+            "count of the prompt we sent: the prefill rate is fitted on our count; ask which "
+            "tokenizer it uses"])
+        assert all(len(w) <= 200 for w in words)
+
+    def test_prompt_flagged_without_figures_is_still_said(self) -> None:
+        v = run_validity({"baseline": _phase("valid")}, run_status="complete",
+                         capacity_judgement_affected=False, prompt={"flagged": True})
+        assert v["status"] == "degraded"
+        assert v["reasons"] == [
+            "the vendor's usage (prompt_tokens, what it bills) is far from the prompt we "
+            "sent: the prefill rate is fitted on our count; ask which tokenizer it uses"]
+
     def test_usage_flagged_without_figures_is_still_said(self) -> None:
         """A flagged check that lost its ratio and tolerance (an edited or older summary)
         still degrades the run, in words that claim no number."""

@@ -26,6 +26,7 @@ from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
+from evalkit.rundir.digest import RecordDigest
 from evalkit.rundir.store import read_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,6 +191,53 @@ class TestInvalidRun:
         assert all(lv["requests"] < 36 for lv in summary["ramp"]["levels"])
         assert summary["client"]["client_bound"] is False  # failures are not the client's
 
+
+class TestPromptHonesty:
+    @pytest.mark.slow
+    def test_a_vendor_reporting_3x_its_prompts_gets_its_true_prefill_rate(
+            self, reference: Any, tmp_path: Path) -> None:
+        """Issue 24: prefill runs at 20,000 tokens/s but usage reports 3x every prompt (the
+        truth log keeps both). On the vendor's counts the fit read ~60,000 tokens/s on a run
+        called valid; now every record keeps our count beside the vendor's, the run is
+        degraded with the ratio, and the prefill rate is fitted on our count."""
+        srv = reference("gpu", prefill_tokens_per_s=20_000, prompt_usage_factor=3.0)
+        out = tmp_path / "run"
+        res = run_probe(ProbeConfig(srv.base_url, srv.model,
+                                    phases=("connect", "baseline", "prefill"),
+                                    overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                               "prefill": {"repeats": 2},
+                                               "connect": {"rtt_samples": 5}}), out)
+        assert res.status == "complete" and res.summary is not None
+        truth = [t for t in srv.truth() if t.get("outcome") == "ok"]
+        assert truth and all(t["billed_prompt_tokens"] == 3 * t["prompt_tokens"] for t in truth)
+        records = [r for r in read_records(out / "requests.jsonl") if r.outcome == "ok"]
+        # our count is what the server counted (both o200k), the vendor's is 3x it
+        assert sorted(r.counted_prompt_tokens or 0 for r in records) == sorted(
+            t["prompt_tokens"] for t in truth)
+        assert all(r.prompt_tokens == 3 * (r.counted_prompt_tokens or 0)
+                   and not r.prompt_tokens_estimated for r in records)
+        s = res.summary
+        check = s["checks"]["prompt_honesty"]
+        # every request but the 64-token prompts: 192 billed for 64 sent is within the
+        # allowance for a chat template (64 x 1.25 + 128 tokens)
+        assert check["checked"] == len(records) and check["flagged"] is True
+        assert check["disagreeing"] == sum((r.counted_prompt_tokens or 0) > 64 for r in records)
+        assert check["usage_over_counted"]["p50"] == pytest.approx(3.0, rel=0.01)
+        assert s["validity"]["status"] == "degraded"
+        assert any(r.startswith("the vendor's usage (prompt_tokens, what it bills) is 3.00× "
+                                "our count of the prompt we sent")
+                   for r in s["validity"]["reasons"]), s["validity"]
+        # the configured rate, as tests/probe/test_suite.py checks it for an honest vendor
+        assert s["prefill"]["lengths_from"] == "counted_prompt_tokens"
+        assert s["prefill"]["tokens_per_s"] == pytest.approx(20_000, rel=0.25)
+        assert s["checks"]["usage_honesty"]["flagged"] is False  # the output side is honest
+        # the report's prefill scatter is drawn on the fit's lengths: ours
+        digest = RecordDigest()
+        for r in read_records(out / "requests.jsonl"):
+            digest.add(r)
+        assert [c for c, _ in digest.prefill_points] != digest.prefill_counted
+        assert sorted(digest.prefill_counted) == sorted(
+            float(p["prompt_tokens"]) for p in s["prefill"]["points"] for _ in range(p["n"]))
 
 class TestUsageHonesty:
     def test_a_vendor_billing_twice_what_it_streams_earns_no_verdict(

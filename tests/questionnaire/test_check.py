@@ -3,16 +3,19 @@ scalars, refused tags, counts and dates, mutated samples, CLI."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from evalkit.errors import QuestionnaireError
 from evalkit.questionnaire.load import load_questionnaire, parse_questionnaire
 from evalkit.questionnaire.model import disorders
 from evalkit.questionnaire.reader import MAX_BYTES
-from tests.questionnaire.helpers import HEAD, answer, problems_of
+from tests.questionnaire.helpers import HEAD, SAMPLES, answer, problems_of
 
 
 class TestProblems:
@@ -312,3 +315,82 @@ class TestLinesAndValuesShown:
         """`claimed` in scorecard.json carries the evidence list, item by item."""
         q = answer("Q1: {ttft_p90_ms: 3, evidence: [a.pdf, 'https://x.example/b']}\n")
         assert q.q1.to_dict() == {"ttft_p90_ms": 3, "evidence": ["a.pdf", "https://x.example/b"]}
+
+
+class TestDatesThatCanBeTrue:
+    """Issue 24: dates and windows that cannot be true changed nothing."""
+
+    @pytest.mark.parametrize(("written", "shown"), [
+        ('"2026-02-30\\n"', "'2026-02-30\\n'"), ('"2026-11-20\\n"', "'2026-11-20\\n'"),
+        ("|\n  2026-02-30", "'2026-02-30\\n'")])
+    def test_a_trailing_newline_is_no_date(self, written: str, shown: str) -> None:
+        """The schema's `$` let a trailing newline through (a quoted "\\n" or a block
+        literal), and the calendar check skipped what it could not fullmatch."""
+        assert problems_of(f"{HEAD}date: {written}\n") == [
+            f"q.yaml:2: date: expected a date as YYYY-MM-DD (ISO 8601), got {shown}"]
+
+    def test_published_with_a_trailing_newline_is_no_date(self) -> None:
+        assert problems_of(HEAD + 'headline:\n  published: "1999-99-99\\n"\n') == [
+            "q.yaml:3: headline.published: expected a date as YYYY-MM-DD (ISO 8601), "
+            "got '1999-99-99\\n'"]
+
+    def test_the_shipped_schema_refuses_a_trailing_newline_too(self) -> None:
+        """A vendor's editor, with a plain validator, sees the same rule."""
+        shipped = json.loads((SAMPLES / "questionnaire.schema.json").read_text())
+        check = jsonschema.Draft202012Validator(shipped)
+        assert not check.is_valid({"schema": "evalkit.questionnaire/1", "date": "2026-11-20\n"})
+        assert check.is_valid({"schema": "evalkit.questionnaire/1", "date": "2026-11-20"})
+
+    def test_a_questionnaire_from_the_future_is_refused(self) -> None:
+        today = dt.date.today().isoformat()
+        assert problems_of(f"{HEAD}vendor: V\ndate: 2999-01-01\n") == [
+            f"q.yaml:3: date: 2999-01-01 is after today ({today}): a questionnaire cannot "
+            "be dated in the future"]
+
+    def test_today_is_not_the_future(self) -> None:
+        answer(f"date: {dt.date.today().isoformat()}\n")
+
+    def test_a_headline_published_after_the_questionnaire_is_refused(self) -> None:
+        assert problems_of(HEAD + "date: 2026-11-20\nheadline:\n  published: 2999-12-31\n") == [
+            "q.yaml:4: headline.published: 2999-12-31 is after the questionnaire's date "
+            "(2026-11-20)"]
+
+    def test_without_a_date_of_its_own_nothing_is_after_today(self) -> None:
+        today = dt.date.today().isoformat()
+        assert problems_of(HEAD + "headline:\n  published: 2999-12-31\n") == [
+            f"q.yaml:3: headline.published: 2999-12-31 is after today ({today})"]
+
+    def test_a_reversed_window_is_refused(self) -> None:
+        assert problems_of(HEAD + "date: 2026-11-23\nQ1:\n  window: 2026-11-22 to 2025-11-16\n"
+                           ) == ["q.yaml:4: Q1.window: the window ends (2025-11-16) before it "
+                                 "starts (2026-11-22)"]
+
+    def test_a_window_that_ends_after_the_questionnaire_is_refused(self) -> None:
+        assert problems_of(HEAD + "date: 2026-11-23\nQ6:\n  latency_s:\n    p50: 1\n"
+                           "    window: hourly, 2026-11-16 to 2026-11-30\n") == [
+            "q.yaml:6: Q6.latency_s.window: 2026-11-30 is after the questionnaire's date "
+            "(2026-11-23)"]
+
+    def test_a_window_names_real_days(self) -> None:
+        assert problems_of(HEAD + "date: 2026-11-23\nQ4:\n  window: load test of 2026-11-31\n"
+                           ) == ["q.yaml:4: Q4.window: '2026-11-31' is not a calendar date"]
+
+    @pytest.mark.parametrize("window", ["2026-11-16 to 2026-11-22", "2026-11-22 to 2026-11-22",
+                                        "load test of 2026-11-12", "load test, 2026-11",
+                                        "last 7 days to 2026-11-23", "hourly averages"])
+    def test_a_window_that_can_be_true_loads(self, window: str) -> None:
+        """A one-day window (start = end) is a window; words and months are kept as text."""
+        q = answer(f"date: 2026-11-23\nQ2:\n  window: {window}\n")
+        assert q.q2.window == window
+
+    def test_every_problem_of_the_dates_at_once(self) -> None:
+        """Each wrong date is its own problem at its own line, with the others."""
+        today = dt.date.today().isoformat()
+        assert problems_of(HEAD + "date: 2999-01-01\nheadline:\n  published: 2999-12-31\n"
+                           "Q1:\n  window: 2999-01-02 to 2998-01-01\n") == [
+            f"q.yaml:2: date: 2999-01-01 is after today ({today}): a questionnaire cannot "
+            "be dated in the future",
+            "q.yaml:4: headline.published: 2999-12-31 is after the questionnaire's date "
+            "(2999-01-01)",
+            "q.yaml:6: Q1.window: the window ends (2998-01-01) before it starts (2999-01-02)",
+            "q.yaml:6: Q1.window: 2999-01-02 is after the questionnaire's date (2999-01-01)"]

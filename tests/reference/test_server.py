@@ -399,6 +399,25 @@ class TestFaults:
         assert not any("usage" in c for c in s.chunks()) and s.events[-1] == "[DONE]"
         assert truth["outcome"] == "ok" and "no_usage" in truth["faults"]
 
+    def test_prompt_usage_factor_bills_prompt_tokens_nobody_sent(self, reference: Factory
+                                                                 ) -> None:
+        """Issue 24: usage reports 3x the prompt in every API's usage (prefill runs on the
+        true count); the truth log keeps both."""
+        srv = reference(mode="thread", prompt_usage_factor=3.0)
+        s = stream(srv, chat_body(prompt_words=20, max_tokens=4))
+        assert s.chunks()[-1]["usage"] == {"prompt_tokens": 60, "completion_tokens": 4,
+                                           "total_tokens": 64}
+        whole = httpx.post(srv.base_url + "/completions", timeout=10, json={
+            "model": srv.model, "prompt": "one two three", "max_tokens": 2}).json()
+        assert whole["usage"]["prompt_tokens"] == 9
+        answers = stream(srv, {"model": srv.model, "input": "one two three four",
+                               "max_output_tokens": 2, "stream": True}, path="/responses")
+        done = [c for c in answers.chunks() if c.get("type") == "response.incomplete"]
+        assert done[0]["response"]["usage"]["input_tokens"] == 12
+        truth = srv.truth()
+        assert [(t["prompt_tokens"], t["billed_prompt_tokens"]) for t in truth] == [
+            (20, 60), (3, 9), (4, 12)]
+
 
 class TestWriter:
     def test_a_fast_write_held_by_flow_control_keeps_the_order(self) -> None:

@@ -8,13 +8,22 @@ import math
 import tracemalloc
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import RunDirError
+from evalkit.records import RequestRecord
 from evalkit.rundir import run as rundir_run
-from evalkit.rundir.store import MAX_LINE_BYTES, RecordScan, iter_records, read_records
+from evalkit.rundir.export import requests_frame
+from evalkit.rundir.store import (
+    MAX_LINE_BYTES,
+    RecordScan,
+    iter_records,
+    parse_record,
+    read_records,
+)
 from tests.rundir.helpers import RUN_DIR, _lines, _page_one, _put_lines, _record, _text
 
 #: Lines that are not request records, each with what the reader says about it.
@@ -121,3 +130,31 @@ class TestRecordLines:
         run = rundir_run.open_run(run_dir)
         assert run.requests_sha256 == hashlib.sha256(
             (run_dir / "requests.jsonl").read_bytes()).hexdigest()
+
+
+class TestCountedPrompt:
+    """Issue 24: our count of the prompt is kept beside the vendor's prompt_tokens."""
+
+    def test_it_is_read_back_typed_and_bounded(self) -> None:
+        rec = parse_record(json.loads(_record(prompt_tokens=768, prompt_tokens_estimated=False,
+                                              counted_prompt_tokens=256)))
+        assert (rec.prompt_tokens, rec.counted_prompt_tokens) == (768, 256)
+        assert parse_record(json.loads(_record())).counted_prompt_tokens is None  # older runs
+        for bad, why in (("256", "is not a number"), (2.5, "is not a whole number"),
+                         (-1, "out of range"), (10**13, "out of range")):
+            with pytest.raises(ValueError, match=f"counted_prompt_tokens .*{why}|"
+                                                 f"counted_prompt_tokens {why}"):
+                parse_record(json.loads(_record(counted_prompt_tokens=bad)))
+
+    def test_it_survives_the_jsonl_and_parquet(self, tmp_path: Path) -> None:
+        rec = RequestRecord(id="a", phase="prefill", level=1, outcome="ok", t0_s=0.0,
+                            prompt_tokens=768, prompt_tokens_estimated=False,
+                            counted_prompt_tokens=256, chunks=[(0.1, 1)])
+        (tmp_path / "requests.jsonl").write_text(rec.to_json() + "\n")
+        [back] = read_records(tmp_path / "requests.jsonl")
+        assert back == rec
+        df = requests_frame([back])
+        df.to_parquet(tmp_path / "r.parquet", index=False)
+        row = pd.read_parquet(tmp_path / "r.parquet").iloc[0]
+        assert str(df["counted_prompt_tokens"].dtype) == "Int64"
+        assert (row["prompt_tokens"], row["counted_prompt_tokens"]) == (768, 256)
