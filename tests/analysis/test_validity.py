@@ -217,9 +217,9 @@ class TestSummary:
                             finish_reason="stop", end_s=chunks[-1][0])
         s = summarize([rec])
         assert s["baseline"]["tokens_per_chunk"]["p50"] == pytest.approx(3.0)
-        # TPOT divides the decode time by the tokens after the first chunk, that chunk's
-        # count scaled to usage like every other (3 of our 56 → 3 × 48/56 of the server's)
-        assert s["baseline"]["tpot_s"]["p50"] == pytest.approx(15 * 0.03 / (48 - 3 * 48 / 56))
+        # TPOT divides the decode time by the tokens after the first chunk, that chunk
+        # carrying the request's tokens per chunk like every other (48 / 16 = 3)
+        assert s["baseline"]["tpot_s"]["p50"] == pytest.approx(15 * 0.03 / (48 - 3))
 
 
 def _strings(v: dict[str, object]) -> list[str]:
