@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.analysis.ramp import DEGRADATION_METRICS
 from evalkit.analysis.validity import group_validity
 
 
@@ -267,7 +268,7 @@ def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
         baseline=baseline,
         prefill_tokens_per_s=prefill,
         max_sustained=as_count(ramp.get("max_sustained_concurrency")),
-        first_degraded=degraded if degraded in ("ttft", "itl", "admission") else None,
+        first_degraded=degraded if degraded in DEGRADATION_METRICS else None,
         client_bound=judgement_affected(as_mapping(summary.get("client"))),
         first_breach=as_count(ramp.get("first_breach_concurrency")),
         validity=validity,

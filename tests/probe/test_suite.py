@@ -74,6 +74,29 @@ class TestRamp:
             assert sustained == 4
 
 
+class TestFailureKinds:
+    def test_cut_streams_are_named_incomplete_not_admission(self, reference: Any,
+                                                            tmp_path: Path) -> None:
+        """Streams the server cuts mid-way (as llama.cpp cuts running streams when new
+        requests arrive) breach the failure limit as `incomplete`: nothing was refused."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=5, fault_disconnect=0.4,
+                        seed=5)
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
+                                    overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                               "ramp": {"levels": [1, 2],
+                                                        "level_duration_s": 1.0}}),
+                        tmp_path / "run")
+        assert res.summary is not None
+        ramp = res.summary["ramp"]
+        cut = [t for t in srv.truth() if t["outcome"] == "fault:disconnect"]
+        assert cut and not any(t["outcome"] == "rejected" for t in srv.truth())
+        first = next(lv for lv in ramp["levels"]
+                     if lv["concurrency"] == ramp["first_breach_concurrency"])
+        assert first["admission_failure_rate"] == 0 and first["failures"].get("incomplete")
+        assert ramp["first_degraded"] == "incomplete", ramp
+        assert first["breaches"] == ["incomplete"] and first["failure_kind"] == "incomplete"
+
+
 class TestQuickSuite:
     @pytest.mark.slow
     def test_run_directory_and_secrets(self, reference: Any, tmp_path: Path,

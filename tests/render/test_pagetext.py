@@ -23,3 +23,18 @@ def test_client_verdict_separates_a_void_judgement_from_a_confined_bound(
     from evalkit.render.pagetext import client_verdict
 
     assert client_verdict(client) == expected
+
+
+@pytest.mark.parametrize(("first", "says"), [
+    ("incomplete", "2 streams; cut streams (incomplete) degraded first at 4 streams"),
+    ("admission", "2 streams; rejected requests (admission) degraded first at 4 streams"),
+    ("timeout", "streams timed out after they began degraded first"),
+    ("error", "failed requests (errors) degraded first"),
+])
+def test_a_failure_breach_is_said_by_what_failed(first: str, says: str) -> None:
+    """Cut streams are not refusals: the page names the failure the ramp saw."""
+    from evalkit.render.pagetext import max_sustained_text
+
+    summary = {"ramp": {"max_sustained_concurrency": 2, "first_degraded": first,
+                        "first_breach_concurrency": 4}}
+    assert says in max_sustained_text(summary)
