@@ -51,6 +51,25 @@ def failure_kind(counts: Mapping[str, int]) -> str | None:
     return max(FAILURE_KINDS, key=lambda k: (counts.get(k, 0), -FAILURE_KINDS.index(k)))
 
 
+#: A level whose mean in-flight count over its steady-state window is below this share of
+#: its nominal concurrency did not hold that load.
+UNDERLOAD_SHARE = 0.9
+
+
+def achieved_concurrency(lvl: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The in-flight concurrency a level achieved over its steady-state window, beside
+    its nominal one: workers sitting out a Retry-After, send lag or a lost worker hold a
+    level below its name while its peak still reads it. None for a level without a window
+    or one written before the window kept its mean."""
+    window = lvl.get("steady_state") or {}
+    mean, nominal = window.get("mean_inflight"), lvl.get("concurrency")
+    if not isinstance(mean, int | float) or not isinstance(nominal, int) or nominal < 1:
+        return None
+    share = mean / nominal
+    return {"mean": mean, "min": window.get("min_inflight"), "nominal": nominal,
+            "share": share, "underloaded": share < UNDERLOAD_SHARE}
+
+
 # --------------------------------------------------------------------------- ramp
 
 
@@ -157,6 +176,11 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
         status = "tie"
     else:
         status = "sustained"
+    achieved = achieved_concurrency(lvl)
+    if achieved is not None and achieved["underloaded"] and status in ("sustained", "tie"):
+        # it held, or tied, at less than its name: no evidence for the nominal level. A
+        # breach stands: the server broke under at most that load
+        status = "underloaded"
     n_ok = {"ttft": (lvl.get("ttft_s") or {}).get("n") or ok,
             "itl": (lvl.get("tpot_s") or {}).get("n") or ok, kind: requests}
     to_decide = [r for k in ties if (v := values[k]) is not None and (r := _requests_to_decide(
@@ -172,7 +196,21 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
             "failures": failures,
             # the failed requests by kind, and the kind a failure-rate call is named by
             "failure_kinds": kinds, "failure_kind": failure_kind(kinds),
+            "achieved_concurrency": achieved,
             "excess": excess, "excess_ci": excess_ci, "client_bound": bound, "status": status}
+
+
+def _underload_note(judged: Sequence[Mapping[str, Any]], floor: float, cap: float
+                    ) -> str | None:
+    """The lowest under-loaded level between the max sustained level and the breach, in
+    words: the true limit may lie there, and the run did not put that load on it."""
+    lv = next((d for d in judged if d["status"] == "underloaded"
+               and floor < d["concurrency"] < cap), None)
+    if lv is None:
+        return None
+    return (f"level {lv['concurrency']} held a mean of "
+            f"{lv['achieved_concurrency']['mean']:.1f} streams in flight, under "
+            f"{UNDERLOAD_SHARE:.0%} of {lv['concurrency']}: not judged")
 
 
 def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -206,6 +244,8 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                    f"interval straddles the limit), so the max sustained level may be higher"
                    f"{more}")
         note = bounded if held else f"{note}{more}"
+    if (said := _underload_note(judged, floor, cap)) is not None:
+        note = f"{note}; {said}" if note else said
     metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
               **dict.fromkeys(FAILURE_KINDS, "failure_rate")}
     return {
@@ -227,6 +267,14 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         # level whose re-run (more requests there) would move the answer
         "first_tie_concurrency": None if tie is None else tie["concurrency"],
         "max_sustained_bounded_by_tie": tie is not None,
+        # levels that held or tied below UNDERLOAD_SHARE of their nominal concurrency:
+        # neither held nor breached
+        "underloaded_levels": [d["concurrency"] for d in judged
+                               if d["status"] == "underloaded"],
+        "underload_rule": f"a level whose mean in-flight count over its steady-state "
+                          f"window is below {UNDERLOAD_SHARE:.0%} of its concurrency is not "
+                          f"judged as that concurrency (status underloaded) unless it "
+                          f"breached: a breach under less load stands",
         "breach_rule": "a level breaches when the 95 % interval of its p90 (TTFT, TPOT over "
                        "the baseline's p90) or of its failure rate lies wholly above the "
                        "limit; an interval that straddles the limit is a tie",

@@ -159,6 +159,45 @@ class TestFailureKinds:
         assert ramp["first_degraded"] == "incomplete", ramp["levels"][0]["status"]
 
 
+class TestAchievedConcurrency:
+    """A level judged at what it held in flight: under 90 % of its concurrency, a hold or
+    a tie is no evidence for that concurrency (status underloaded); a breach stands."""
+
+    @staticmethod
+    def _held(c: int, mean: float, *args: Any) -> dict[str, Any]:
+        lv = _level(c, *args)
+        lv["steady_state"] = {"max_inflight": c, "mean_inflight": mean, "min_inflight": 1}
+        return lv
+
+    @pytest.mark.parametrize(("mean", "status"), [(8.0, "sustained"), (7.2, "sustained"),
+                                                  (7.1, "underloaded"), (3.0, "underloaded")])
+    def test_the_rule(self, mean: float, status: str) -> None:
+        out = judge_ramp([_level(1, .1, .02), self._held(8, mean, .1, .02)], BASE)
+        level = out["levels"][1]
+        assert level["status"] == status
+        assert level["achieved_concurrency"] == {
+            "mean": mean, "min": 1, "nominal": 8, "share": pytest.approx(mean / 8),
+            "underloaded": status == "underloaded"}
+        assert out["max_sustained_concurrency"] == (8 if status == "sustained" else 1)
+        assert out["underloaded_levels"] == ([8] if status == "underloaded" else [])
+        if status == "underloaded":
+            assert "level 8 held a mean of" in out["note"] and "not judged" in out["note"]
+            assert out["max_sustained_is_lower_bound"] is True
+
+    def test_a_breach_under_less_load_stands(self) -> None:
+        out = judge_ramp([_level(1, .1, .02), self._held(8, 5.0, .5, .02)], BASE)
+        assert out["levels"][1]["status"] == "breached"
+        assert (out["first_degraded"], out["first_breach_concurrency"]) == ("ttft", 8)
+        assert out["levels"][1]["achieved_concurrency"]["underloaded"] is True
+
+    def test_a_level_without_the_mean_is_judged_as_before(self) -> None:
+        lv = _level(8, .1, .02)
+        lv["steady_state"] = {"max_inflight": 8}
+        out = judge_ramp([_level(1, .1, .02), lv], BASE)
+        assert out["levels"][1]["status"] == "sustained"
+        assert out["levels"][1]["achieved_concurrency"] is None
+
+
 class TestJudgeRampEdges:
     def test_exactly_at_a_threshold_is_not_a_breach(self) -> None:
         """TTFT p90 exactly 2× the baseline's is at the limit, not over it."""

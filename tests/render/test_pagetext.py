@@ -38,3 +38,22 @@ def test_a_failure_breach_is_said_by_what_failed(first: str, says: str) -> None:
     summary = {"ramp": {"max_sustained_concurrency": 2, "first_degraded": first,
                         "first_breach_concurrency": 4}}
     assert says in max_sustained_text(summary)
+
+
+def test_a_level_short_of_its_load_is_said_judged_or_not() -> None:
+    """The page says which levels held fewer streams than their name, and whether each was
+    left unjudged or judged at its breach all the same."""
+    from evalkit.render.pagetext import max_sustained_text
+
+    def level(c: int, status: str, mean: float) -> dict[str, Any]:
+        return {"concurrency": c, "status": status, "achieved_concurrency": {
+            "mean": mean, "nominal": c, "underloaded": mean < 0.9 * c}}
+
+    summary = {"ramp": {"max_sustained_concurrency": 2, "first_degraded": "admission",
+                        "first_breach_concurrency": 8,
+                        "levels": [level(2, "sustained", 2.0), level(4, "underloaded", 2.9),
+                                   level(8, "breached", 5.5)]}}
+    text = max_sustained_text(summary)
+    assert "level 4 held a mean of 2.9 streams in flight: not judged at 4" in text
+    assert "level 8 held a mean of 5.5 streams in flight and breached all the same" in text
+    assert "level 2 held" not in text
