@@ -54,14 +54,13 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
     estimated = cols["output_tokens_estimated"] | np.isnan(out)
     out = np.where(np.isnan(out), cols["counted_output_tokens"], out)
     out = np.where(np.isnan(out) & has, chunk_tokens, out)
+    per_chunk = _tokens_per_chunk(tokens, rid, lens, chunk_tokens, out,
+                                  cols["usage_completion_tokens"])
     with np.errstate(all="ignore"):  # 0/0 and x/0 become NaN/inf, filtered below
-        scale = np.where((chunk_tokens > 0) & np.isfinite(out), out / chunk_tokens, 1.0)
         # tokens that arrived after the first chunk: out - 1 when chunks carry one token
         # (the SPEC's formula); out - k when the first chunk bundles k, else TPOT reads low.
-        # k is our count of that chunk scaled to the server's usage, like every chunk count
-        # (our tokenizer is not the vendor's).
         first_tokens = np.ones(n)
-        first_tokens[has] = tokens[first[has]] * scale[has]
+        first_tokens[has] = per_chunk[first[has]]
         after_first = out - np.fmax(first_tokens, 1.0)
         tpot = np.where((out >= 2) & (after_first > 0), (e2e - ttft) / after_first, np.nan)
         rate = np.where(tpot > 0, 1.0 / tpot, np.nan)
@@ -100,10 +99,29 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
         "t_s": t0[rid] + offset,
         "offset_s": offset,
         "tokens": tokens,
-        "scaled_tokens": tokens * scale[rid],
+        "scaled_tokens": per_chunk,
         "gap_s": gap,
     })
     return req, chunks
+
+
+def _tokens_per_chunk(tokens: np.ndarray, rid: np.ndarray, lens: np.ndarray,
+                      counted: np.ndarray, out: np.ndarray, usage: np.ndarray) -> np.ndarray:
+    """Each content chunk's tokens in the server's count.
+
+    With usage reported, a request's chunks each carry its completion_tokens over its
+    content chunks: our tokenizer is not the vendor's, so our count of one chunk's text
+    says nothing exact about it (scaling each chunk's count one by one read exactly one
+    token a chunk as 0.8, and three as 3.2). Without usage our own count of each chunk
+    is all there is, scaled to the request's output tokens where those are known.
+    """
+    with np.errstate(all="ignore"):  # 0/0 and x/0 become NaN/inf, replaced below
+        even = np.where(np.isfinite(usage) & (lens > 0), out / lens, np.nan)
+        scale = np.where((counted > 0) & np.isfinite(out), out / counted, 1.0)
+    own = tokens * scale[rid]
+    spread = even[rid]
+    result: np.ndarray = np.where(np.isfinite(spread), spread, own)
+    return result
 
 
 def _ids_for(ids: pd.Series, rid: np.ndarray) -> Any:

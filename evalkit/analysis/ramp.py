@@ -15,8 +15,59 @@ from evalkit.analysis.intervals import (
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.validity import MOSTLY_FAILED_OK_SHARE
 
+#: What a failure-rate breach is named by, the level's dominant kind of failure:
+#: `admission` (not admitted: 429/503, or timed out before any content, the records'
+#: admission failures), `incomplete` (a stream cut short), `timeout` (a stream that began
+#: and then stalled past the deadline), `error` (any other failure). Equal counts go to
+#: the earlier name.
+FAILURE_KINDS = ("admission", "incomplete", "timeout", "error")
 #: The ramp metrics, in the contract's vocabulary.
-DEGRADATION_METRICS = ("ttft", "itl", "admission")
+DEGRADATION_METRICS = ("ttft", "itl", *FAILURE_KINDS)
+
+
+def failure_kinds(lvl: Mapping[str, Any]) -> dict[str, int]:
+    """A level's failed requests by kind (FAILURE_KINDS), so a breach on failures names
+    what failed: llama.cpp cuts running streams when new ones arrive, and a ramp that
+    called that `admission` told a reader the server refuses work it in fact accepts."""
+    outcomes = {str(k): int(v) for k, v in (lvl.get("outcomes") or {}).items()
+                if isinstance(v, int | float)}
+    requests = int(lvl.get("requests") or 0)
+    rejected = outcomes.get("rejected", 0)
+    share = lvl.get("admission_failure_rate")
+    admitted_not = (round(share * requests) if isinstance(share, int | float) and requests
+                    else rejected)
+    unserved = max(0, admitted_not - rejected)  # timeouts that never streamed
+    known = {"ok", "rejected", "incomplete", "timeout"}
+    return {"admission": admitted_not,
+            "incomplete": outcomes.get("incomplete", 0),
+            "timeout": max(0, outcomes.get("timeout", 0) - unserved),
+            "error": sum(v for k, v in outcomes.items() if k not in known)}
+
+
+def failure_kind(counts: Mapping[str, int]) -> str | None:
+    """The dominant kind of failure, None when nothing failed."""
+    if not any(counts.get(k, 0) for k in FAILURE_KINDS):
+        return None
+    return max(FAILURE_KINDS, key=lambda k: (counts.get(k, 0), -FAILURE_KINDS.index(k)))
+
+
+#: A level whose mean in-flight count over its steady-state window is below this share of
+#: its nominal concurrency did not hold that load.
+UNDERLOAD_SHARE = 0.9
+
+
+def achieved_concurrency(lvl: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The in-flight concurrency a level achieved over its steady-state window, beside
+    its nominal one: workers sitting out a Retry-After, send lag or a lost worker hold a
+    level below its name while its peak still reads it. None for a level without a window
+    or one written before the window kept its mean."""
+    window = lvl.get("steady_state") or {}
+    mean, nominal = window.get("mean_inflight"), lvl.get("concurrency")
+    if not isinstance(mean, int | float) or not isinstance(nominal, int) or nominal < 1:
+        return None
+    share = mean / nominal
+    return {"mean": mean, "min": window.get("min_inflight"), "nominal": nominal,
+            "share": share, "underloaded": share < UNDERLOAD_SHARE}
 
 
 # --------------------------------------------------------------------------- ramp
@@ -99,20 +150,24 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
     failed = round(failure_rate * requests) if failure_rate is not None else requests - ok
     fail_ci, fail_call = _failures_against(failure_rate, failed, requests,
                                            limits["admission"], lvl.get("failure_rate_ci"))
-    values = {"ttft": ttft, "itl": tpot, "admission": failure_rate}
-    cis = {"ttft": ttft_ci, "itl": tpot_ci, "admission": fail_ci}
-    calls = {"ttft": ttft_call, "itl": tpot_call, "admission": fail_call}
+    kinds = failure_kinds(lvl)
+    # the failure limit is one limit; its breach is named by what failed most
+    kind = failure_kind(kinds) or "admission"
+    limits = {**limits, kind: limits["admission"]}
+    values = {"ttft": ttft, "itl": tpot, kind: failure_rate}
+    cis = {"ttft": ttft_ci, "itl": tpot_ci, kind: fail_ci}
+    calls = {"ttft": ttft_call, "itl": tpot_call, kind: fail_call}
     excess = {k: e for k, v in values.items()
               if v is not None and (e := _num(v / limits[k])) is not None}
     excess_ci = {k: [None if x is None else _num(x / limits[k]) for x in ci]
                  for k, ci in cis.items() if ci is not None}
-    breaches = [k for k in DEGRADATION_METRICS if calls[k] == "breach"]
-    ties = [k for k in DEGRADATION_METRICS if calls[k] == "tie"]
+    breaches = [k for k in calls if calls[k] == "breach"]
+    ties = [k for k in calls if calls[k] == "tie"]
     if not requests:
         status = "no_data"
     elif ok < MOSTLY_FAILED_OK_SHARE * requests:
         # mostly failed: the server's own answer, whatever the client's state
-        status, breaches = "failed", ["admission"]
+        status, breaches = "failed", [kind]
     elif bound:
         status = "client_bound"
     elif breaches:
@@ -121,10 +176,15 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
         status = "tie"
     else:
         status = "sustained"
+    achieved = achieved_concurrency(lvl)
+    if achieved is not None and achieved["underloaded"] and status in ("sustained", "tie"):
+        # it held, or tied, at less than its name: no evidence for the nominal level. A
+        # breach stands: the server broke under at most that load
+        status = "underloaded"
     n_ok = {"ttft": (lvl.get("ttft_s") or {}).get("n") or ok,
-            "itl": (lvl.get("tpot_s") or {}).get("n") or ok, "admission": requests}
+            "itl": (lvl.get("tpot_s") or {}).get("n") or ok, kind: requests}
     to_decide = [r for k in ties if (v := values[k]) is not None and (r := _requests_to_decide(
-        int(n_ok[k]), v, cis[k], limits[k], k == "admission")) is not None]
+        int(n_ok[k]), v, cis[k], limits[k], k == kind)) is not None]
     failures = {k: v for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
     return {**lvl, "ttft_p90_ratio": ttft, "tpot_p90_ratio": tpot,
             # the level's p90 interval over the baseline's p90 (an end None: unbounded)
@@ -134,7 +194,23 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
             "ties": ties if status in ("tie", "breached") else [],
             "tie_requests": max(to_decide) if status == "tie" and to_decide else None,
             "failures": failures,
+            # the failed requests by kind, and the kind a failure-rate call is named by
+            "failure_kinds": kinds, "failure_kind": failure_kind(kinds),
+            "achieved_concurrency": achieved,
             "excess": excess, "excess_ci": excess_ci, "client_bound": bound, "status": status}
+
+
+def _underload_note(judged: Sequence[Mapping[str, Any]], floor: float, cap: float
+                    ) -> str | None:
+    """The lowest under-loaded level between the max sustained level and the breach, in
+    words: the true limit may lie there, and the run did not put that load on it."""
+    lv = next((d for d in judged if d["status"] == "underloaded"
+               and floor < d["concurrency"] < cap), None)
+    if lv is None:
+        return None
+    return (f"level {lv['concurrency']} held a mean of "
+            f"{lv['achieved_concurrency']['mean']:.1f} streams in flight, under "
+            f"{UNDERLOAD_SHARE:.0%} of {lv['concurrency']}: not judged")
 
 
 def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -168,8 +244,10 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                    f"interval straddles the limit), so the max sustained level may be higher"
                    f"{more}")
         note = bounded if held else f"{note}{more}"
+    if (said := _underload_note(judged, floor, cap)) is not None:
+        note = f"{note}; {said}" if note else said
     metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
-              "admission": "failure_rate"}
+              **dict.fromkeys(FAILURE_KINDS, "failure_rate")}
     return {
         "max_sustained_concurrency": max(held) if held else None,
         "first_degraded": ranked[0] if ranked else None,
@@ -189,9 +267,21 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         # level whose re-run (more requests there) would move the answer
         "first_tie_concurrency": None if tie is None else tie["concurrency"],
         "max_sustained_bounded_by_tie": tie is not None,
+        # levels that held or tied below UNDERLOAD_SHARE of their nominal concurrency:
+        # neither held nor breached
+        "underloaded_levels": [d["concurrency"] for d in judged
+                               if d["status"] == "underloaded"],
+        "underload_rule": f"a level whose mean in-flight count over its steady-state "
+                          f"window is below {UNDERLOAD_SHARE:.0%} of its concurrency is not "
+                          f"judged as that concurrency (status underloaded) unless it "
+                          f"breached: a breach under less load stands",
         "breach_rule": "a level breaches when the 95 % interval of its p90 (TTFT, TPOT over "
                        "the baseline's p90) or of its failure rate lies wholly above the "
                        "limit; an interval that straddles the limit is a tie",
+        "failure_kind_rule": "a failure-rate breach is named by the level's most frequent "
+                             "kind of failure: admission (rejected, or timed out before "
+                             "any content), incomplete (cut short), timeout (stalled after "
+                             "streaming began) or error",
         "note": note,
     }
 

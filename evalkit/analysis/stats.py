@@ -35,6 +35,11 @@ class Window:
     basis: str
     target_inflight: int | None
     max_inflight: int
+    #: the in-flight count over the window, time-weighted, and its lowest: the
+    #: concurrency the level achieved, which Retry-After pauses, send lag or a lost
+    #: worker hold below the nominal one while max_inflight still reads it
+    mean_inflight: float | None = None
+    min_inflight: int | None = None
 
     @property
     def duration_s(self) -> float:
@@ -102,7 +107,24 @@ def steady_state_window(starts: Any, ends: Any, target: int | None) -> Window | 
         ws, we, basis = whole[0], whole[1], "whole"
     if not we - ws > 0:
         return None
-    return Window(ws, we, basis, None if target is None else int(target), peak)
+    mean, low = _inflight_over(t, inflight, ws, we)
+    return Window(ws, we, basis, None if target is None else int(target), peak, mean, low)
+
+
+def _inflight_over(t: np.ndarray, inflight: np.ndarray, ws: float, we: float
+                   ) -> tuple[float, int]:
+    """The time-weighted mean and the minimum of the in-flight count over [ws, we]; the
+    count steps to inflight[i] at t[i] and is 0 before the first event."""
+    if t.size == 0:
+        return 0.0, 0
+    edges = np.clip(np.append(t, we), ws, we)
+    held = np.diff(edges)  # how long each step's count lasted inside the window
+    lead = max(0.0, min(float(t[0]), we) - ws)  # before the first start: none in flight
+    total = float(held.sum()) + lead
+    mean = float((held * inflight).sum()) / total if total > 0 else 0.0
+    inside = held > 0
+    low = int(inflight[inside].min()) if inside.any() else 0
+    return mean, 0 if lead > 0 else low
 
 
 # --------------------------------------------------------------------------- phase stats

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.analysis.ramp import DEGRADATION_METRICS
 from evalkit.analysis.validity import group_validity
 
 
@@ -67,6 +68,10 @@ class Level:
     failure_ci: tuple[float | None, float | None] | None = None
     #: the level's entry as written (for readers that show more than is typed here)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: the mean in-flight count it achieved fell short of its concurrency (the ramp's
+    #: UNDERLOAD_SHARE): it is no evidence that a claim holds at that many streams
+    underloaded: bool = False
+    achieved_mean: float | None = None
 
     @property
     def failure_rate(self) -> float | None:
@@ -216,13 +221,16 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
     failed = (requests - counts.get("ok", 0)) if counts and requests is not None else None
     bound = d.get("client_bound") is True or d.get("status") == "client_bound"
     status = d.get("status") if isinstance(d.get("status"), str) else None
+    achieved = as_mapping(d.get("achieved_concurrency"))
     return Level(concurrency, read_pct(d.get("ttft_s")), read_pct(d.get("tpot_s")),
                  read_pct(d.get("itl_s")),
                  read_pct(d.get("stream_tokens_per_s")), as_number(d.get("aggregate_tokens_per_s")),
                  requests, failed, bound, as_count(d.get("stalls")), status,
                  read_interval(d.get("aggregate_tokens_per_s_ci")),
                  tuple(str(t) for t in ties) if isinstance(ties := d.get("ties"), list) else (),
-                 as_count(d.get("tie_requests")), read_interval(d.get("failure_rate_ci")), d)
+                 as_count(d.get("tie_requests")), read_interval(d.get("failure_rate_ci")), d,
+                 achieved.get("underloaded") is True or status == "underloaded",
+                 as_number(achieved.get("mean")))
 
 
 def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -267,7 +275,7 @@ def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
         baseline=baseline,
         prefill_tokens_per_s=prefill,
         max_sustained=as_count(ramp.get("max_sustained_concurrency")),
-        first_degraded=degraded if degraded in ("ttft", "itl", "admission") else None,
+        first_degraded=degraded if degraded in DEGRADATION_METRICS else None,
         client_bound=judgement_affected(as_mapping(summary.get("client"))),
         first_breach=as_count(ramp.get("first_breach_concurrency")),
         validity=validity,

@@ -119,7 +119,7 @@ def max_sustained_text(summary: Mapping[str, Any]) -> str:
     first = words.degraded(ramp.get("first_degraded"), ramp.get("first_degraded_tied"))
     broke = ramp.get("first_breach_concurrency")
     where = f" at {fmt_value(broke)} streams" if _num(broke) is not None else ""
-    tie = tie_text(summary)
+    tie = tie_text(summary) + underload_text(summary)
     if best is None:
         return "not established by this run" + (
             f"; {first} degraded first{where}" if ramp.get("first_degraded") else "") + tie
@@ -129,6 +129,23 @@ def max_sustained_text(summary: Mapping[str, Any]) -> str:
                 + ("the run stopped before any level above)" if stopped
                    else "none above was tried)") + tie)
     return f"{fmt_value(best)} streams; {first} degraded first{where}{tie}"
+
+
+def underload_text(summary: Mapping[str, Any]) -> str:
+    """Ramp levels that held fewer streams in flight than their name, in words: which
+    were not judged, and which breached all the same (a breach under less load stands);
+    "" when every level held its load."""
+    parts = []
+    for lv in ramp_levels(summary):
+        got = as_mapping(lv.get("achieved_concurrency"))
+        mean, c = _num(got.get("mean")), lv.get("concurrency")
+        if got.get("underloaded") is not True or mean is None:
+            continue
+        held = f"level {fmt_value(c)} held a mean of {mean:.1f} streams in flight"
+        parts.append(f"{held}: not judged at {fmt_value(c)}"
+                     if lv.get("status") == "underloaded" else
+                     f"{held} and breached all the same, so it is judged at its breach")
+    return "".join(f"; {p}" for p in parts)
 
 
 def tie_text(summary: Mapping[str, Any]) -> str:

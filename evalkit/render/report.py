@@ -317,7 +317,8 @@ def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
         "in_ms": lambda s: fmt_num(s * 1000) if _num(s) is not None else "—",
         # the ramp's metric keys (ttft, itl, admission) as the methodology names them
         "metric_names": lambda ms: ", ".join(
-            {"ttft": "TTFT", "itl": "TPOT", "tpot": "TPOT", "admission": "failures"}.get(
+            {"ttft": "TTFT", "itl": "TPOT", "tpot": "TPOT", "admission": "rejections",
+             "incomplete": "cut streams", "timeout": "timeouts", "error": "errors"}.get(
                 str(m), clip(m, 20)) for m in (ms if isinstance(ms, list) else [])),
         "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes,
         "outcomes": sorted(digest.outcomes.items()),

@@ -22,7 +22,12 @@ from evalkit.fmt import ci_text, fmt_count, fmt_ms, fmt_num, fmt_pct, fmt_rate, 
 
 #: What degraded first on the ramp (`ramp.first_degraded`), in the methodology's words.
 DEGRADED = {"ttft": "TTFT p90", "itl": "TPOT p90 (per-token latency)",
-            "tpot": "TPOT p90 (per-token latency)", "admission": "failed requests"}
+            "tpot": "TPOT p90 (per-token latency)",
+            # a failure-rate breach, by what failed most (evalkit.analysis.ramp.FAILURE_KINDS)
+            "admission": "rejected requests (admission)",
+            "incomplete": "cut streams (incomplete)",
+            "timeout": "streams timed out after they began",
+            "error": "failed requests (errors)"}
 
 #: How each headline unit the questionnaire allows is said.
 HEADLINE_UNITS = {"output_tokens_per_s": "per stream", "output_tokens_per_s_per_gpu": "per GPU",

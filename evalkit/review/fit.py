@@ -117,6 +117,9 @@ def _ladder(m: Summary, checks: list[Check], what: str) -> Fit:
     for level in m.levels:
         results = ([(None, f"the client was the bottleneck at {_streams(level.concurrency)}")]
                    if level.client_bound else [check(level) for check in checks])
+        if level.underloaded and all(ok for ok, _ in results):
+            # a pass under a lighter load than the level's is no pass at that level
+            results = [(None, f"fewer than {_streams(level.concurrency)} were held in flight")]
         if any(ok is None for ok, _ in results):
             missing = join([text for ok, text in results if ok is None])
             if held is None:

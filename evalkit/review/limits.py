@@ -115,7 +115,10 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
         problems.append(f"the claim is {times(claimed / limit)} the level at which it broke")
     # a tie below the breach may be where it really broke, on one of the tied metrics
     firsts = {mu.first_degraded, *(tie.ties if tie is not None else ())}
-    if first not in firsts:
+    seen = mu.first_degraded
+    if seen is not None and seen in UNDISCLOSED:
+        problems.append(_undisclosed(seen, first))
+    elif first not in firsts:
         problems.append(f"{_metric(mu.first_degraded)}, not {_metric(first)}, degraded first")
     if problems:
         return j("unreconciled", f"{head}: {join(problems)}{gap_text}.", shown)
@@ -128,11 +131,29 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
 
 #: the ramp's metric names (summary.json, the questionnaire's first_degrades) as the page
 #: says them: the per-token metric is TPOT everywhere a reader looks
-METRIC_WORDS = {"itl": "TPOT", "ttft": "TTFT", "admission": "admission"}
+METRIC_WORDS = {"itl": "TPOT", "ttft": "TTFT", "admission": "admission",
+                "incomplete": "cut streams (incomplete)", "timeout": "timeouts",
+                "error": "errors"}
+
+#: What the ramp can find degrading first that Q4's answer cannot name (it allows itl,
+#: ttft or admission), and what the vendor therefore did not disclose.
+UNDISCLOSED = {
+    "incomplete": "its endpoint cuts streams it has already begun under load",
+    "timeout": "its streams stall past the client's deadline under load",
+    "error": "its endpoint answers with errors under load",
+}
 
 
 def _metric(name: str | None) -> str:
     return METRIC_WORDS.get(name or "", str(name))
+
+
+def _undisclosed(measured: str, claimed: str) -> str:
+    """Why a failure Q4 has no word for is unreconciled whatever was claimed: the answer
+    chose among kinds that leave the one seen out."""
+    return (f"{_metric(measured)} came first, not {_metric(claimed)}: a failure Q4's "
+            f"answer (itl, ttft or admission) cannot name, so the vendor did not disclose "
+            f"that {UNDISCLOSED[measured]}")
 
 
 def _tie_words(tie: Level) -> str:

@@ -270,6 +270,22 @@ def decide(value: float, interval: tuple[float | None, float | None] | None, lim
                          f"the limit {fmt(limit)}; {need} requests there would decide it")
 
 
+def _at_load(check: LevelCheck) -> LevelCheck:
+    """The check, except that a level which held less than its concurrency in flight
+    (`Level.underloaded`) cannot make a claim hold there: it measured a lighter load. It
+    can still show a claim fail (load only makes latency worse)."""
+    def judged(lv: Level) -> tuple[Decision | None, str, str]:
+        state, got, outcome = check(lv)
+        if state == "holds" and lv.underloaded:
+            held = (f"a mean of {lv.achieved_mean:.1f}" if lv.achieved_mean is not None
+                    else "fewer")
+            return ("undecided", got, f"not decided: the level held only {held} streams "
+                    f"in flight, not {lv.concurrency}, so it is not judged at "
+                    f"{lv.concurrency} streams")
+        return state, got, outcome
+    return judged
+
+
 def in_regime(m: Summary, c: int, check: LevelCheck, command: str | None = None
               ) -> tuple[Status, Level | None, str]:
     """Judge a claim made at `c` streams where it was made, or where the run's levels
@@ -280,6 +296,7 @@ def in_regime(m: Summary, c: int, check: LevelCheck, command: str | None = None
     Returns the status, the level it rests on and the end of a sentence that begins
     "Claimed ... " (e.g. "vs measured 330 ms at 16 streams: holds").
     """
+    check = _at_load(check)
     usable = [lv for lv in m.levels if not lv.client_bound]
     exact = next((lv for lv in usable if lv.concurrency == c), None)
     undecided: tuple[Level, str] | None = None

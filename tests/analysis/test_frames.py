@@ -59,9 +59,15 @@ class TestFrames:
     def test_chunk_tokens_scale_to_usage(self) -> None:
         one = summarize([stream("a", n=1, tpc=1, usage=5)])["baseline"]
         assert one["tokens_per_chunk"]["p50"] == 5.0
+        # chunks our tokenizer reads as empty still carry the server's tokens: usage over
+        # the content chunks, 5 / 3 each
         blank = summarize([stream(f"b{i}", "ramp", 1, t0=i, n=3, tpc=0, usage=5)
                            for i in range(2)])["ramp"]["levels"][0]
-        assert blank["aggregate_tokens_per_s"] == 0.0  # nothing we could count, not NaN
+        assert blank["tokens_per_chunk"]["p50"] == pytest.approx(5 / 3)
+        assert blank["aggregate_tokens_per_s"] > 0
+        unknown = summarize([stream(f"b{i}", "ramp", 1, t0=i, n=3, tpc=0, usage=None)
+                             for i in range(2)])["ramp"]["levels"][0]
+        assert unknown["aggregate_tokens_per_s"] == 0.0  # nothing we could count, not NaN
 
     def test_a_timeout_that_streamed_was_served(self) -> None:
         late = RequestRecord(id="t", phase="baseline", level=1, outcome="timeout", t0_s=0.0,

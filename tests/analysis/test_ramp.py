@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.analysis.ramp import _requests_to_decide, judge_ramp
+from evalkit.analysis.ramp import FAILURE_KINDS, _requests_to_decide, judge_ramp
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.records import RequestRecord
@@ -91,14 +91,15 @@ class TestJudgeRamp:
 
     def test_level_without_successes_is_the_breach(self) -> None:
         """All requests failed mid-stream: a failed level is the breach (never 'no level
-        breached'), judged on its failure rate, whatever the client's state."""
+        breached'), judged on its failure rate, whatever the client's state; named by
+        what failed (cut streams), not `admission`: none was refused."""
         lv = _level(4, None, None)
         lv["outcomes"], lv["failure_rate"] = {"ok": 0, "incomplete": 100}, None
         out = judge_ramp([_level(1, .1, .02), lv], BASE, client_bound=[4])
         assert out["levels"][1]["status"] == "failed"
-        assert out["levels"][1]["excess"]["admission"] == pytest.approx(100.0)
+        assert out["levels"][1]["excess"]["incomplete"] == pytest.approx(100.0)
         assert out["max_sustained_concurrency"] == 1
-        assert (out["first_breach_concurrency"], out["first_degraded"]) == (4, "admission")
+        assert (out["first_breach_concurrency"], out["first_degraded"]) == (4, "incomplete")
         assert out["max_sustained_is_lower_bound"] is False
 
     def test_a_level_with_no_requests_is_no_data(self) -> None:
@@ -108,6 +109,93 @@ class TestJudgeRamp:
         out = judge_ramp([_level(1, .1, .02), lv], BASE)
         assert out["levels"][1]["status"] == "no_data"
         assert out["first_breach_concurrency"] is None
+
+
+class TestFailureKinds:
+    """A failure-rate breach names its outcome: only refusals are `admission`."""
+
+    @staticmethod
+    def _failing(outcomes: dict[str, int], admission: int = 0) -> dict[str, Any]:
+        lv = _level(2, .1, .02)
+        requests = sum(outcomes.values())
+        lv.update(requests=requests, outcomes=outcomes, failure_rate=None,
+                  admission_failure_rate=admission / requests)
+        return lv
+
+    @pytest.mark.parametrize(("outcomes", "admission", "kind"), [
+        # llama.cpp at 2 streams: 11 of 22 streams cut, none refused
+        ({"ok": 11, "incomplete": 11}, 0, "incomplete"),
+        ({"ok": 90, "rejected": 10}, 10, "admission"),
+        # a timeout before any content was never admitted; one after it began stalled
+        ({"ok": 90, "timeout": 10}, 10, "admission"),
+        ({"ok": 90, "timeout": 10}, 0, "timeout"),
+        ({"ok": 90, "error": 6, "incomplete": 4}, 0, "error"),
+        # equal counts go to the earlier name in FAILURE_KINDS
+        ({"ok": 90, "rejected": 5, "incomplete": 5}, 5, "admission"),
+    ])
+    def test_the_dominant_outcome_names_the_breach(self, outcomes: dict[str, int],
+                                                   admission: int, kind: str) -> None:
+        out = judge_ramp([_level(1, .1, .02), self._failing(outcomes, admission)], BASE)
+        level = out["levels"][1]
+        assert level["status"] in ("breached", "failed")
+        assert level["breaches"] == [kind] and level["failure_kind"] == kind
+        assert (out["first_degraded"], out["first_breach_concurrency"]) == (kind, 2)
+        assert out["first_degraded_metric"] == "failure_rate"
+        assert level["failure_kinds"][kind] == max(level["failure_kinds"].values())
+
+    def test_a_clean_level_names_no_kind(self) -> None:
+        out = judge_ramp([_level(1, .1, .02)], BASE)
+        assert out["levels"][0]["failure_kind"] is None
+        assert out["levels"][0]["failure_kinds"] == dict.fromkeys(FAILURE_KINDS, 0)
+
+    def test_cut_streams_over_records(self) -> None:
+        """From records through summarize: streams cut mid-way, none refused."""
+        recs = [stream(f"b{i}", t0=i) for i in range(5)]
+        recs += [stream(f"r{i}", "ramp", 2, t0=10 + i, outcome="ok" if i % 2 else
+                        "incomplete", finish_reason=None if i % 2 == 0 else "length")
+                 for i in range(22)]
+        ramp = summarize(recs)["ramp"]
+        assert ramp["levels"][0]["admission_failure_rate"] == 0
+        assert ramp["first_degraded"] == "incomplete", ramp["levels"][0]["status"]
+
+
+class TestAchievedConcurrency:
+    """A level judged at what it held in flight: under 90 % of its concurrency, a hold or
+    a tie is no evidence for that concurrency (status underloaded); a breach stands."""
+
+    @staticmethod
+    def _held(c: int, mean: float, *args: Any) -> dict[str, Any]:
+        lv = _level(c, *args)
+        lv["steady_state"] = {"max_inflight": c, "mean_inflight": mean, "min_inflight": 1}
+        return lv
+
+    @pytest.mark.parametrize(("mean", "status"), [(8.0, "sustained"), (7.2, "sustained"),
+                                                  (7.1, "underloaded"), (3.0, "underloaded")])
+    def test_the_rule(self, mean: float, status: str) -> None:
+        out = judge_ramp([_level(1, .1, .02), self._held(8, mean, .1, .02)], BASE)
+        level = out["levels"][1]
+        assert level["status"] == status
+        assert level["achieved_concurrency"] == {
+            "mean": mean, "min": 1, "nominal": 8, "share": pytest.approx(mean / 8),
+            "underloaded": status == "underloaded"}
+        assert out["max_sustained_concurrency"] == (8 if status == "sustained" else 1)
+        assert out["underloaded_levels"] == ([8] if status == "underloaded" else [])
+        if status == "underloaded":
+            assert "level 8 held a mean of" in out["note"] and "not judged" in out["note"]
+            assert out["max_sustained_is_lower_bound"] is True
+
+    def test_a_breach_under_less_load_stands(self) -> None:
+        out = judge_ramp([_level(1, .1, .02), self._held(8, 5.0, .5, .02)], BASE)
+        assert out["levels"][1]["status"] == "breached"
+        assert (out["first_degraded"], out["first_breach_concurrency"]) == ("ttft", 8)
+        assert out["levels"][1]["achieved_concurrency"]["underloaded"] is True
+
+    def test_a_level_without_the_mean_is_judged_as_before(self) -> None:
+        lv = _level(8, .1, .02)
+        lv["steady_state"] = {"max_inflight": 8}
+        out = judge_ramp([_level(1, .1, .02), lv], BASE)
+        assert out["levels"][1]["status"] == "sustained"
+        assert out["levels"][1]["achieved_concurrency"] is None
 
 
 class TestJudgeRampEdges:
@@ -128,7 +216,7 @@ class TestJudgeRampEdges:
         lv = {"concurrency": 4, "requests": 10, "outcomes": {"ok": 8, "error": 2},
               "ttft_s": {"p90": .1}, "tpot_s": {"p90": .02}}
         out = judge_ramp([_level(1, .1, .02), lv], BASE)
-        assert out["levels"][1]["excess"]["admission"] == pytest.approx(0.2 / 0.01)
+        assert out["levels"][1]["excess"]["error"] == pytest.approx(0.2 / 0.01)
         no_ok = {**lv, "outcomes": {"error": 10}}
         assert judge_ramp([no_ok], BASE)["levels"][0]["status"] == "failed"
 
@@ -325,8 +413,9 @@ class TestJudgedOnTheGivenInterval:
     def test_failure_rate(self, kw: dict[str, Any], status: str) -> None:
         lv = self._judge(**kw)
         assert lv["status"] == status
-        assert lv["breaches"] == (["admission"] if status == "breached" else [])
-        assert lv["ties"] == (["admission"] if status == "tie" else [])
+        # the failures are errors (a 500, an error payload), not refusals
+        assert lv["breaches"] == (["error"] if status == "breached" else [])
+        assert lv["ties"] == (["error"] if status == "tie" else [])
 
     @pytest.mark.parametrize(("ci", "status"), [
         ([0.2, 0.3], "tie"),        # 2.0-3.0 × the baseline against 2.0: not wholly above
@@ -353,7 +442,7 @@ class TestJudgedOnTheGivenInterval:
         lv = self._judge(failure_rate_ci=[0.015, 0.03],
                          ttft_s={"p90": 0.25, "p90_ci": [0.2, 0.3]})
         assert (lv["status"], lv["breaches"], lv["ties"], lv["tie_requests"]) == (
-            "breached", ["admission"], ["ttft"], None)
+            "breached", ["error"], ["ttft"], None)
 
     def test_a_client_bound_level_names_no_tie(self) -> None:
         """A client-bound level supports no conclusion, a tie included."""

@@ -198,6 +198,17 @@ class TestSteadyState:
         """No requests, no window."""
         assert steady_state_window([], [], 4) is None
 
+    def test_achieved_in_flight_over_the_window(self) -> None:
+        """Four workers; one sits out 1-6 s (a Retry-After): the peak reads 4, the window's
+        time-weighted mean (4·1 + 3·5 + 4·4) / 10 = 3.5, its lowest 3."""
+        w = steady_state_window([0, 0, 0, 0, 6], [10, 10, 10, 1, 10], 4)
+        assert w is not None and (w.start_s, w.end_s, w.basis) == (0, 10, "plateau")
+        assert (w.max_inflight, w.mean_inflight, w.min_inflight) == (4, pytest.approx(3.5), 3)
+
+    def test_achieved_in_flight_at_full_load(self) -> None:
+        w = steady_state_window([0, 0], [5, 5], 2)
+        assert w is not None and (w.mean_inflight, w.min_inflight) == (2.0, 2)
+
     def test_aggregate_throughput_excludes_ramp_up_and_drain(self) -> None:
         """4 streams at 10 tok/s, staggered 1 s apart: 40 tok/s, not the naive 34.8."""
         recs = closed_loop("ramp", 4, 5, ttft=0.1, gap=0.1, n=40, stagger=1.0)
@@ -238,7 +249,8 @@ class TestPhaseStatsEdges:
             "stream_tokens_per_s", "tokens_per_chunk", "top_error", "tpot_s", "ttfa_s",
             "ttft_s", "validity"}
         assert set(summarize([stream("b")])["baseline"]["steady_state"]) == {
-            "start_s", "end_s", "basis", "target_inflight", "max_inflight", "duration_s"}
+            "start_s", "end_s", "basis", "target_inflight", "max_inflight", "mean_inflight",
+            "min_inflight", "duration_s"}
 
     def test_answer_first_is_not_reasoning_first(self) -> None:
         recs = [stream("a", ttfa_s=0.1), stream("r", t0=1, ttfa_s=0.3)]  # ttft 0.1 both

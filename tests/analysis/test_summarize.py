@@ -327,8 +327,10 @@ class TestSummaryParts:
             "breach_confirmed", "max_sustained_is_lower_bound", "first_breach_failures",
             "note", "client_bound_levels", "judged_on", "thresholds", "baseline_source",
             "baseline_client_bound", "unlevelled_requests", "tie_levels",
-            "first_tie_concurrency", "max_sustained_bounded_by_tie", "breach_rule"}
+            "first_tie_concurrency", "max_sustained_bounded_by_tie", "breach_rule",
+            "failure_kind_rule", "underloaded_levels", "underload_rule"}
         assert {"ttft_p90_ratio", "tpot_p90_ratio", "breaches", "would_breach", "failures",
+                "failure_kinds", "failure_kind", "achieved_concurrency",
                 "excess", "client_bound", "status", "validity", "ttft_p90_ratio_ci",
                 "tpot_p90_ratio_ci", "excess_ci", "ties", "tie_requests",
                 "failure_rate_ci"} <= set(s["ramp"]["levels"][1])

@@ -146,20 +146,20 @@ class TestSummary:
         assert statuses == {1: "sustained", 2: "sustained", 4: "failed", 8: "failed"}
         assert ramp["max_sustained_concurrency"] == 2
         assert ramp["first_breach_concurrency"] == 4
-        assert ramp["first_degraded"] == "admission"
+        assert ramp["first_degraded"] == "error"  # 500s: served badly, not refused
         assert ramp["first_breach_failures"] == {"error": 17}
         assert ramp["max_sustained_is_lower_bound"] is False
         assert s["validity"]["levels"]["8"]["status"] == "invalid"
         assert s["validity"]["status"] == "valid"  # the run measured that finding well
         assert not any("no level breached" in line for line in summary_lines(s))
 
-    def test_errors_beyond_the_limit_breach_as_admission(self) -> None:
+    def test_errors_beyond_the_limit_breach_as_errors(self) -> None:
         """A 500 is a failure to serve: 4 of 40 (10 %, exact interval 2.8-24 %) breaches
-        the 1 % limit."""
+        the 1 % limit, named `error` (the server took the request: no admission limit)."""
         s = summarize(_run({1: (40, 0), 2: (36, 4)}))
         lv2 = s["ramp"]["levels"][1]
-        assert lv2["status"] == "breached" and lv2["breaches"] == ["admission"]
-        assert s["ramp"]["first_degraded"] == "admission"
+        assert lv2["status"] == "breached" and lv2["breaches"] == ["error"]
+        assert s["ramp"]["first_degraded"] == "error"
 
     def test_a_failed_baseline_makes_the_run_invalid_and_the_probe_says_so(self) -> None:
         """The last lines a user reads say RUN INVALID; no 'no level breached'."""
@@ -246,9 +246,9 @@ class TestSummary:
                             finish_reason="stop", end_s=chunks[-1][0])
         s = summarize([rec])
         assert s["baseline"]["tokens_per_chunk"]["p50"] == pytest.approx(3.0)
-        # TPOT divides the decode time by the tokens after the first chunk, that chunk's
-        # count scaled to usage like every other (3 of our 56 → 3 × 48/56 of the server's)
-        assert s["baseline"]["tpot_s"]["p50"] == pytest.approx(15 * 0.03 / (48 - 3 * 48 / 56))
+        # TPOT divides the decode time by the tokens after the first chunk, that chunk
+        # carrying the request's tokens per chunk like every other (48 / 16 = 3)
+        assert s["baseline"]["tpot_s"]["p50"] == pytest.approx(15 * 0.03 / (48 - 3))
 
 
 def _strings(v: dict[str, object]) -> list[str]:

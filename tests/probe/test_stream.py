@@ -287,6 +287,53 @@ class TestOutcomesOverHTTP:
         assert summary["checks"]["usage_honesty"]["checked"] == 1
 
 
+class TestTokensPerChunk:
+    """With usage reported, a request's tokens per chunk is its completion_tokens over its
+    content chunks: our tokenizer's count of one chunk's text is not the vendor's."""
+
+    @pytest.mark.parametrize(("texts", "per_chunk"), [
+        # one vendor token a chunk; o200k splits " qx" in two: we count 50 for 40, and
+        # scaling each count one by one read 0.8 (the figure seen against llama.cpp)
+        ([" qx" if i % 4 == 0 else " the" for i in range(40)], 1),
+        # three a chunk; o200k reads " Kubernetes the" as two: we count 55 for 60 (3.27)
+        ([" Kubernetes the" if i % 4 == 0 else " the of and" for i in range(20)], 3)])
+    def test_a_vendor_tokenizer_unlike_ours(self, texts: list[str], per_chunk: int) -> None:
+        usage = per_chunk * len(texts)
+        body = [*(_chunk(t) for t in texts[:-1]), _chunk(texts[-1], "stop"),
+                _chunk(usage=usage), b"data: [DONE]\n\n"]
+        rec = replace(_one(200, body), phase="baseline", level=1)
+        assert (rec.outcome, len(rec.chunks), rec.output_tokens) == ("ok", len(texts), usage)
+        assert rec.counted_output_tokens != usage  # the two tokenizers do disagree
+        s = summarize([rec])["baseline"]
+        assert s["tokens_per_chunk"]["p50"] == pytest.approx(per_chunk)
+        assert s["tokens_per_chunk"]["min"] == s["tokens_per_chunk"]["max"]
+        # per-token latency: the decode time over the tokens after the first chunk
+        decode = rec.chunks[-1][0] - rec.chunks[0][0]
+        assert s["tpot_s"]["p50"] == pytest.approx(decode / (usage - per_chunk))
+
+    @pytest.mark.parametrize("per_chunk", [1, 3])
+    def test_the_reference_endpoints_chunks(self, reference: Any, tmp_path: Any,
+                                            per_chunk: int) -> None:
+        """The reference writes a chunk every k tokens: the summary reads k, exactly."""
+        from evalkit.probe.settings import ProbeConfig
+        from evalkit.probe.suite import run_probe
+
+        srv = reference("gpu", mode="thread", tokens_per_chunk=per_chunk,
+                        request_overhead_ms=5)
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect", "baseline"),
+                                    overrides={"output_tokens": 30, "baseline": {"requests": 4},
+                                               "connect": {"rtt_samples": 2}}),
+                        tmp_path / "run")
+        assert res.summary is not None
+        for section in ("connect", "baseline"):
+            tpc = res.summary[section]["tokens_per_chunk"]
+            assert (tpc["p50"], tpc["min"], tpc["max"]) == (per_chunk,) * 3, (section, tpc)
+        # the server's truth: every content write carried k tokens (the last, the rest)
+        for t in srv.truth():
+            sizes = [w[2] for w in _content_writes(t)]
+            assert sizes[:-1] == [per_chunk] * (len(sizes) - 1) and sizes[-1] <= per_chunk
+
+
 # ------------------------------------------------------------ outcome rules, pure
 
 

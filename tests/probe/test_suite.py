@@ -75,6 +75,58 @@ class TestRamp:
             assert sustained == 4
 
 
+class TestFailureKinds:
+    def test_cut_streams_are_named_incomplete_not_admission(self, reference: Any,
+                                                            tmp_path: Path) -> None:
+        """Streams the server cuts mid-way (as llama.cpp cuts running streams when new
+        requests arrive) breach the failure limit as `incomplete`: nothing was refused."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=5, fault_disconnect=0.4,
+                        seed=5)
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
+                                    overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                               "ramp": {"levels": [1, 2],
+                                                        "level_duration_s": 1.0}}),
+                        tmp_path / "run")
+        assert res.summary is not None
+        ramp = res.summary["ramp"]
+        cut = [t for t in srv.truth() if t["outcome"] == "fault:disconnect"]
+        assert cut and not any(t["outcome"] == "rejected" for t in srv.truth())
+        first = next(lv for lv in ramp["levels"]
+                     if lv["concurrency"] == ramp["first_breach_concurrency"])
+        assert first["admission_failure_rate"] == 0 and first["failures"].get("incomplete")
+        assert ramp["first_degraded"] == "incomplete", ramp
+        assert first["breaches"] == ["incomplete"] and first["failure_kind"] == "incomplete"
+
+
+class TestAchievedConcurrency:
+    def test_workers_sitting_out_a_retry_after_leave_the_level_unjudged(
+            self, reference: Any, tmp_path: Path) -> None:
+        """Three requests held at once (admission_limit 3), Retry-After 3 s: at level 4 a
+        refused worker sits out most of the level, so about 3 streams were in flight, not 4.
+        A refusal or two in dozens is no confirmed breach, and 3 streams held say nothing
+        of 4 (measured: a mean of 2.9 in flight, 34 ok and 2 rejected)."""
+        srv = reference("gpu", mode="thread", request_overhead_ms=5, admission_limit=3,
+                        retry_after_s=3)
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
+                                    overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                               "ramp": {"levels": [1, 4],
+                                                        "level_duration_s": 2.0}}),
+                        tmp_path / "run")
+        assert res.summary is not None
+        ramp = res.summary["ramp"]
+        four = next(lv for lv in ramp["levels"] if lv["concurrency"] == 4)
+        rejected = [t for t in srv.truth() if t["outcome"] == "rejected"]
+        assert rejected and four["outcomes"]["rejected"] == len(rejected)
+        got = four["achieved_concurrency"]
+        assert got["nominal"] == 4 and got["underloaded"] is True, got
+        assert 2.0 < got["mean"] < 3.6 and got["min"] <= 3, got
+        assert four["steady_state"]["max_inflight"] == 4  # the peak still reads 4
+        assert four["status"] == "underloaded", four["status"]
+        assert ramp["underloaded_levels"] == [4]
+        assert ramp["max_sustained_concurrency"] in (None, 1) and ramp["first_degraded"] is None
+        assert "level 4 held a mean of" in ramp["note"], ramp["note"]
+
+
 class TestQuickSuite:
     @pytest.mark.slow
     def test_run_directory_and_secrets(self, reference: Any, tmp_path: Path,

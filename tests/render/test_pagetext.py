@@ -23,3 +23,37 @@ def test_client_verdict_separates_a_void_judgement_from_a_confined_bound(
     from evalkit.render.pagetext import client_verdict
 
     assert client_verdict(client) == expected
+
+
+@pytest.mark.parametrize(("first", "says"), [
+    ("incomplete", "2 streams; cut streams (incomplete) degraded first at 4 streams"),
+    ("admission", "2 streams; rejected requests (admission) degraded first at 4 streams"),
+    ("timeout", "streams timed out after they began degraded first"),
+    ("error", "failed requests (errors) degraded first"),
+])
+def test_a_failure_breach_is_said_by_what_failed(first: str, says: str) -> None:
+    """Cut streams are not refusals: the page names the failure the ramp saw."""
+    from evalkit.render.pagetext import max_sustained_text
+
+    summary = {"ramp": {"max_sustained_concurrency": 2, "first_degraded": first,
+                        "first_breach_concurrency": 4}}
+    assert says in max_sustained_text(summary)
+
+
+def test_a_level_short_of_its_load_is_said_judged_or_not() -> None:
+    """The page says which levels held fewer streams than their name, and whether each was
+    left unjudged or judged at its breach all the same."""
+    from evalkit.render.pagetext import max_sustained_text
+
+    def level(c: int, status: str, mean: float) -> dict[str, Any]:
+        return {"concurrency": c, "status": status, "achieved_concurrency": {
+            "mean": mean, "nominal": c, "underloaded": mean < 0.9 * c}}
+
+    summary = {"ramp": {"max_sustained_concurrency": 2, "first_degraded": "admission",
+                        "first_breach_concurrency": 8,
+                        "levels": [level(2, "sustained", 2.0), level(4, "underloaded", 2.9),
+                                   level(8, "breached", 5.5)]}}
+    text = max_sustained_text(summary)
+    assert "level 4 held a mean of 2.9 streams in flight: not judged at 4" in text
+    assert "level 8 held a mean of 5.5 streams in flight and breached all the same" in text
+    assert "level 2 held" not in text

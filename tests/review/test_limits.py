@@ -45,6 +45,32 @@ class TestQ4Ties:
         assert j.status == status and says in j.reason, j.reason
 
 
+class TestQ4FailureKinds:
+    """Q4's answer names itl, ttft or admission; a ramp that first saw another kind of
+    failure (streams cut, stalled, errors) is unreconciled whatever was claimed, and says
+    what the vendor did not disclose."""
+
+    @pytest.mark.parametrize(("kind", "undisclosed"), [
+        ("incomplete", "cuts streams it has already begun under load"),
+        ("timeout", "stall past the client's deadline under load"),
+        ("error", "answers with errors under load")])
+    @pytest.mark.parametrize("claimed", ["admission", "itl", "ttft"])
+    def test_an_undisclosed_failure_is_unreconciled(self, kind: str, undisclosed: str,
+                                                    claimed: str) -> None:
+        text = (f"Q4: {{max_concurrent_streams_per_node: 16, first_degrades: {claimed}, "
+                "source: production}\n")
+        j = judge(text, _tied(None, first=kind)).judgements["Q4"]
+        assert j.status == "unreconciled", j.reason
+        assert "did not disclose" in j.reason and undisclosed in j.reason, j.reason
+        assert j.measured is not None and j.measured["first_degraded"] == kind
+
+    def test_rejections_claimed_as_admission_hold(self) -> None:
+        text = ("Q4: {max_concurrent_streams_per_node: 30, first_degrades: admission, "
+                "source: production}\n")
+        j = judge(text, _tied(None, first="admission")).judgements["Q4"]
+        assert j.status == "ok", j.reason
+
+
 #: a scrape of the vendor's metrics page (summary.json's `vendor_metrics`) that saw our tokens
 SCRAPE = {"url": "https://scrape.example/metrics", "engine": "vllm", "scrapes": 6,
           "scrapes_ok": 6, "scrape_errors": [], "per_stream_itl": True,

@@ -383,3 +383,27 @@ def test_a_prefill_fit_without_a_length_count_says_so_not_none() -> None:
     assert ("the summary does not say how many prompt lengths the prefill fit rests on, "
             "so its rate decides nothing; probe with more prompt lengths or repeats") \
         in j.reason
+
+
+class TestAchievedConcurrency:
+    """A level that held fewer streams in flight than its name (Retry-After pauses, send
+    lag, a lost worker) cannot verify a claim made at its concurrency; it can refute one."""
+
+    @staticmethod
+    def _short(mean: float = 11.0) -> dict[str, Any]:
+        s = json.loads(json.dumps(SUMMARY))
+        for lv in s["ramp"]["levels"]:
+            if lv["concurrency"] == 16:
+                lv["achieved_concurrency"] = {"mean": mean, "min": 8, "nominal": 16,
+                                              "share": mean / 16, "underloaded": True}
+        return s
+
+    def test_a_hold_at_a_lighter_load_is_not_verified(self) -> None:
+        assert _q1("ttft_p90_ms: 300, at_concurrency: 16").status == "ok"
+        j = _q1("ttft_p90_ms: 300, at_concurrency: 16", self._short())
+        assert j.status == "unverified", j.reason
+        assert "held only a mean of 11.0 streams in flight, not 16" in j.reason
+
+    def test_a_failure_at_a_lighter_load_still_fails(self) -> None:
+        j = _q1("ttft_p90_ms: 200, at_concurrency: 16", self._short())
+        assert j.status == "unreconciled", j.reason

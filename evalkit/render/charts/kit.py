@@ -82,7 +82,8 @@ _RC: Any = {  # Any: matplotlib types rcParams keys as a Literal union
 }
 #: What each `first_degraded` of the ramp names, in the words the methodology uses.
 DEGRADED_WORDS = {"ttft": "TTFT p90", "itl": "TPOT p90", "tpot": "TPOT p90",
-                  "admission": "failed requests"}
+                  "admission": "rejected requests", "incomplete": "cut streams",
+                  "timeout": "timed-out streams", "error": "errors"}
 #: How each headline unit the questionnaire allows is said; only the first is per stream.
 HEADLINE_UNITS = {"output_tokens_per_s": "per stream", "output_tokens_per_s_per_gpu": "per GPU",
                   "output_tokens_per_s_per_node": "per node"}
