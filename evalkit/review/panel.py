@@ -132,11 +132,9 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
     """The production panel vs our own per-stream distribution at `sold` (the concurrency
     Q2 sells), and vs the headline figure."""
     rel = tol.throughput_rel
-    tolerance = (f"panel p50 within our per-stream p50 at the concurrency sold × "
-                 f"{1 - rel:g}–{1 + rel:g} (throughput_rel), on its 95 % interval; "
-                 f"headline/panel p50 ≤ {tol.headline_panel_ratio:g}× without a written "
-                 "reconciliation (headline_panel_ratio), and above it our best aggregate "
-                 "reaches the headline")
+    tolerance = (f"headline/panel p50 ≤ {tol.headline_panel_ratio:g}× without a written "
+                 "reconciliation (headline_panel_ratio); two-sided: our per-stream p50 at the "
+                 f"concurrency sold within panel p50 × {1 - rel:g}–{1 + rel:g} (throughput_rel)")
     claimed = a.to_dict()
     if headline_value is not None:
         claimed["headline"] = headline_value
