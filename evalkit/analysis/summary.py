@@ -66,12 +66,31 @@ class Level:
     tie_requests: int | None = None
     #: the failure rate's exact 95 % interval, None when the summary has none
     failure_ci: tuple[float | None, float | None] | None = None
+    #: time to the first answer token (TTFA), and how many requests sent reasoning before
+    #: their answer (TTFT is then a reasoning chunk, not the answer)
+    ttfa_s: Pct = field(default_factory=Pct)
+    reasoning_first: int | None = None
+    #: the longest in-stream gap of the level, whatever the stall threshold
+    max_gap_s: float | None = None
     #: the level's entry as written (for readers that show more than is typed here)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: the mean in-flight count it achieved fell short of its concurrency (the ramp's
     #: UNDERLOAD_SHARE): it is no evidence that a claim holds at that many streams
     underloaded: bool = False
     achieved_mean: float | None = None
+
+    @property
+    def reasoning_came_first(self) -> bool:
+        """Some request sent reasoning before its answer: its TTFT is no answer's time."""
+        return bool(self.reasoning_first)
+
+    def answer_latency(self) -> tuple[str, Pct]:
+        """("TTFA", the TTFA distribution) when reasoning came first, else ("TTFT", TTFT):
+        what a user waits for is the answer, and a reasoning chunk sent at once (even a
+        placeholder) would otherwise set the figure a latency claim is judged on. A level
+        where reasoning came first but TTFA is missing gives an empty TTFA, which decides
+        nothing (never the TTFT instead)."""
+        return ("TTFA", self.ttfa_s) if self.reasoning_came_first else ("TTFT", self.ttft_s)
 
     @property
     def failure_rate(self) -> float | None:
@@ -228,7 +247,9 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
                  requests, failed, bound, as_count(d.get("stalls")), status,
                  read_interval(d.get("aggregate_tokens_per_s_ci")),
                  tuple(str(t) for t in ties) if isinstance(ties := d.get("ties"), list) else (),
-                 as_count(d.get("tie_requests")), read_interval(d.get("failure_rate_ci")), d,
+                 as_count(d.get("tie_requests")), read_interval(d.get("failure_rate_ci")),
+                 read_pct(d.get("ttfa_s")), as_count(d.get("reasoning_first"), least=0),
+                 as_number(d.get("max_gap_s")), d,
                  achieved.get("underloaded") is True or status == "underloaded",
                  as_number(achieved.get("mean")))
 

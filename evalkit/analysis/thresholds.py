@@ -154,6 +154,12 @@ class Tolerances:
     reading_speed_percentile: str = "p90"
     #: share of failed requests (rejected, error, timeout, incomplete) a level may have
     max_failure_rate: float = 0.01
+    #: a reasoning chunk this soon after the request was sent (TTFT p50) was not generated
+    #: from the prompt: no engine prefills that fast, so it is a placeholder...
+    placeholder_lead_s: float = 0.001
+    #: ...when the answer then waits this long after it (TTFA − TTFT and the longest
+    #: in-stream gap, p50): a real reasoning stream keeps sending (the voice agent's gap limit)
+    placeholder_silence_s: float = 0.3
     slo_profiles: dict[str, SloProfile] = field(default_factory=default_slo_profiles)
 
     def to_dict(self) -> dict[str, Any]:

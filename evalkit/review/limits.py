@@ -1,20 +1,17 @@
-"""Q4–Q6: the concurrency limit and what degrades first, what the vendor lets a
-customer observe, and its production panel."""
+"""Q4–Q5: the concurrency limit and what degrades first, and what the vendor lets a
+customer observe (Q6, the production panel, is `evalkit.review.panel`)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalkit.analysis.summary import Level, Summary, as_count, as_mapping
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.fmt import fmt_tokens_per_s as fmt_rate
-from evalkit.fmt import number, times
+from evalkit.fmt import times
 from evalkit.questionnaire.model import (
     ConcurrencyAnswer,
     ObservabilityAnswer,
-    PanelAnswer,
 )
 from evalkit.review.rules import (
     SOURCE_WORDS,
@@ -23,15 +20,13 @@ from evalkit.review.rules import (
     Judgement,
     Status,
     blank,
-    dist_dict,
-    dist_numbers,
     join,
-    meets,
     quote,
     rerun_for,
     tolerance_words,
     within,
 )
+from evalkit.review.streaming import one_stream
 
 
 def _breaking_level(m: Summary) -> int | None:
@@ -79,6 +74,9 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
         gap = "gap"
         gap_text = (f"; the stated limit is below the {sold} streams Q2 sells, so the quote "
                     "oversells the endpoint")
+    if (serial := one_stream(n)) is not None:
+        gap = "gap"
+        gap_text += f"; {serial}"
     mu = ev.usable
     if mu is None:
         return j("unverified", f"Claimed {said}; not verified: {ev.blocker}{gap_text}.")
@@ -239,80 +237,3 @@ def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
              "no inter-token metric at all")
     return j("unreconciled", f"{said}, but our scrape of {url} found {found}: no per-stream "
              "inter-token histogram.")
-
-
-def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | None,
-             ev: Evidence, tol: Tolerances) -> Judgement:
-    """The production panel vs the headline figure, with our own distribution beside both."""
-    tolerance = (f"headline/panel p50 ≤ {tol.headline_panel_ratio:g}× without a written "
-                 "reconciliation (headline_panel_ratio)")
-    claimed = a.to_dict()
-    if headline_value is not None:
-        claimed["headline"] = headline_value
-        claimed["headline_unit"] = headline_unit or "output_tokens_per_s"
-    if a.output_tokens_per_s is not None and dist_numbers(a.output_tokens_per_s):
-        claimed["panel"] = claimed.get("output_tokens_per_s")
-    m = ev.usable
-    base = m.baseline if m and m.baseline and not m.baseline.client_bound else None
-    ours: dict[str, Any] | None = (
-        {"baseline_stream_tokens_per_s": dist_dict(base.stream_tokens_per_s)} if base else None)
-    top = m.sustained() if m else None
-    if top is not None:
-        ours = ours or {}
-        ours[f"stream_tokens_per_s_at_{top.concurrency}"] = dist_dict(top.stream_tokens_per_s)
-    our_p50 = base.stream_tokens_per_s.p50 if base else None
-    beside = (f"; we measured {fmt_rate(our_p50)} per stream (p50) with one stream" if our_p50
-              else "")
-
-    def j(status: Status, reason: str) -> Judgement:
-        return Judgement(status, reason, claimed, ours, tolerance)
-
-    if blank(a):
-        return j("unanswered", "Q6 is not answered: no production panel was given"
-                 + (f" to set beside the headline {number(headline_value)} tokens/s."
-                    if headline_value is not None else "."))
-    panel = dist_numbers(a.output_tokens_per_s)
-    if not panel and not dist_numbers(a.latency_s):
-        return j("unanswerable", "Q6 gives no production panel numbers (only text), so the "
-                 "headline cannot be set against production.")
-    if a.source != "production":
-        return j("unanswerable", f"The panel is given {SOURCE_WORDS[a.source]}, where the live "
-                 "production panel was asked.")
-    window = a.window or (a.output_tokens_per_s.window if a.output_tokens_per_s else None)
-    window = quote(window, 60) if window else None
-    if not window:
-        return j("unanswerable", "The production panel gives no window (when it was measured), "
-                 "so it cannot be read as last week's production.")
-    latency = dist_numbers(a.latency_s)
-    for name, values in (("output tokens/s", panel), ("latency", latency)):
-        if values != sorted(values):
-            return j("unreconciled", f"The panel's {name} percentiles "
-                     f"{'/'.join(map(number, values))} are not in increasing order, so they "
-                     "contradict each other.")
-    written = len((a.reconciliation or "").strip()) >= tol.min_reconciliation_chars
-    p50 = a.output_tokens_per_s.p50 if a.output_tokens_per_s else None
-    if headline_value is None:
-        agreed = (f"The production panel ({window}) is given and there is no headline figure "
-                  "to reconcile it with")
-    elif p50 is None or headline_unit not in (None, "output_tokens_per_s"):
-        basis = ("the panel has no per-request p50" if p50 is None
-                 else f"the headline is in {headline_unit}, the panel per request")
-        if not written:
-            return j("unreconciled", f"Headline {number(headline_value)} and the panel cannot be "
-                     f"compared ({basis}) and no written reconciliation bridges them{beside}.")
-        agreed = (f"Headline {number(headline_value)} and the panel cannot be divided ({basis}), "
-                  "and a written reconciliation is given")
-    else:
-        ratio = headline_value / p50 if p50 else math.inf
-        head = (f"Headline {number(headline_value)} tokens/s is {ratio:.1f}× the production "
-                f"panel's median {number(p50)} tokens/s ({window}; limit "
-                f"{tol.headline_panel_ratio:g}× without a written reconciliation)")
-        within_limit = meets(ratio, tol.headline_panel_ratio, at_most=True)
-        if not within_limit and not written:
-            return j("unreconciled", f"{head}, and no written reconciliation is given{beside}.")
-        agreed = head + (": within the limit" if within_limit
-                         else ": a written reconciliation explains the gap")
-    if m is None or base is None:
-        why = ev.blocker or "the run has no baseline to set our own distribution beside it"
-        return j("unverified", f"{agreed}; not verified against our own measurement: {why}.")
-    return j("ok", f"{agreed}{beside}.")

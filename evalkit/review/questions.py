@@ -12,7 +12,8 @@ from evalkit.questionnaire.model import (
     Questionnaire,
     disorders,
 )
-from evalkit.review.limits import judge_q4, judge_q5, judge_q6
+from evalkit.review.limits import judge_q4, judge_q5
+from evalkit.review.panel import judge_q6
 from evalkit.review.rates import judge_q1, judge_q2, judge_q3
 from evalkit.review.rules import (
     Evidence,
@@ -46,6 +47,7 @@ def judge_questions(q: Questionnaire | None, ev: Evidence,
         "Q3": judge_q3(q.q3, ev, tol),
         "Q4": judge_q4(q.q4, ev, tol, q.q2.at_concurrency),
         "Q5": judge_q5(q.q5, ev, tol),
-        "Q6": judge_q6(q.q6, q.headline.value, q.headline.unit, ev, tol),
+        "Q6": judge_q6(q.q6, q.headline.value, q.headline.unit, ev, tol,
+                       q.q2.at_concurrency),
     }
     return {qid: _with_disorders(j, q.questions[qid]) for qid, j in judged.items()}

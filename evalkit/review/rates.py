@@ -34,6 +34,7 @@ from evalkit.review.rules import (
     tolerated,
     within,
 )
+from evalkit.review.streaming import placeholder, tiny_rate, with_gap
 
 
 def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
@@ -61,18 +62,20 @@ def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
         return j("unreconciled", f"Claimed TTFT p50 {number(claims['p50'])} ms is above its own "
                  f"p90 {number(claims['p90'])} ms: the two cannot both hold.")
     claim = f"TTFT {said} at {c} streams"
-    if ev.usable is None:
+    m = ev.usable
+    if m is None:
         return j("unverified", f"{claim} is internally consistent; not verified: {ev.blocker}.")
 
     def check(level: Level) -> tuple[Decision | None, str, str]:
         if level.mostly_failed:
             return "fails", "a level where most requests failed", "it does not hold"
-        pairs = {k: (claims[k], v) for k in claims if (v := level.ttft_s.get(k)) is not None}
+        name, pct = level.answer_latency()
+        pairs = {k: (claims[k], v) for k in claims if (v := pct.get(k)) is not None}
         if not pairs:
             return None, "", ""
-        decided = {k: decide(v, level.ttft_s.interval(k),
+        decided = {k: decide(v, pct.interval(k),
                              tolerated(cl / 1000, tol.ttft_rel, at_most=True), at_most=True,
-                             n=level.ttft_s.n, q=QUANTILES[k], fmt=fmt_s)
+                             n=pct.n, q=QUANTILES[k], fmt=fmt_s)
                    for k, (cl, v) in pairs.items()}
         order = {"fails": 0, "undecided": 1, "holds": 2}
         key = min(pairs, key=lambda k: (order[decided[k][0]],
@@ -82,17 +85,55 @@ def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
         state, why = decided[key]
         ratio = meas_s * 1000 / claimed_ms if claimed_ms else math.inf
         outcome = {"holds": "holds", "fails": f"{times(ratio)} slower", "undecided": why}
-        return state, f"measured {key} {fmt_s(meas_s)}", outcome[state]
+        label = "TTFA " if name == "TTFA" else ""
+        return state, f"measured {label}{key} {fmt_s(meas_s)}{_ttft_beside(level, key)}", \
+            outcome[state]
 
-    status, level, text = in_regime(ev.usable, c, check, ev.command)
-    shown = None if level is None else {
-        "concurrency": level.concurrency, **{f"ttft_{k}_ms": round(v * 1000, 1) for k in claims
-                                              if (v := level.ttft_s.get(k)) is not None}}
-    return j(status, f"Claimed {claim} {text}.", shown)
+    status, level, text = in_regime(m, c, check, ev.command)
+    judged = j(status, f"Claimed {claim} {text}.", None if level is None else
+               _q1_measured(level, claims))
+    fake = next((why for lv in m.levels if not lv.client_bound
+                 and (why := placeholder(lv, tol))), None)
+    return with_gap(judged, fake)
+
+
+def _ttft_beside(level: Level, key: str) -> str:
+    """Where TTFA was judged, the TTFT beside it, named: the first chunk was reasoning."""
+    if not level.reasoning_came_first:
+        return ""
+    first = level.ttft_s.get(key)
+    of = f" of {level.ttft_s.n}" if level.ttft_s.n else ""
+    return (f" (time to the first answer token: reasoning came first in "
+            f"{level.reasoning_first}{of} requests, so TTFT {key} "
+            f"{fmt_s(first)} is a reasoning chunk's)")
+
+
+def _q1_measured(level: Level, claims: dict[str, float]) -> dict[str, Any]:
+    """Q1's measured figures: TTFT always, and TTFA (what was judged) where reasoning came
+    first."""
+    shown: dict[str, Any] = {"concurrency": level.concurrency}
+    names = (("ttft", level.ttft_s), ("ttfa", level.ttfa_s)) if level.reasoning_came_first \
+        else (("ttft", level.ttft_s),)
+    for name, pct in names:
+        shown |= {f"{name}_{k}_ms": round(v * 1000, 1) for k in claims
+                  if (v := pct.get(k)) is not None}
+    if level.reasoning_came_first:
+        shown["reasoning_first"] = level.reasoning_first
+    return shown
 
 
 def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
-    """Per-GPU throughput at the concurrency sold vs measured per-stream and aggregate rates."""
+    """Per-GPU throughput at the concurrency sold vs measured per-stream and aggregate rates;
+    a per-stream rate no streaming use case can use is a gap whatever the run says (the
+    one-sided rule would pass any under-promise)."""
+    judged = _judge_q2(a, ev, tol)
+    v, c = a.output_tokens_per_s_per_gpu, a.at_concurrency
+    if judged.status in ("unanswered", "unanswerable") or v is None or not c or not a.gpus:
+        return judged
+    return with_gap(judged, tiny_rate(v * a.gpus / c, tol))
+
+
+def _judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     tolerance = tolerance_words(tol.throughput_rel, "throughput_rel", at_most=False)
 
     def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:

@@ -1,6 +1,8 @@
 """The verdict: is the vendor streaming-ready, from the six judgements and the run's
-validity. Q2, Q4 and Q6 must be `ok`: a streaming quote that leaves any of them
-unanswered, unanswerable, unreconciled or unverified is not ready. No I/O.
+validity. Q2, Q4 and Q6 must be `ok` without a `gap`: a streaming quote that leaves any of
+them unanswered, unanswerable, unreconciled or unverified is not ready, and neither is one
+whose honest answer is no streaming capacity (a tiny rate, one stream, a limit below what
+is sold). No I/O.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class Verdict:
 def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
             has_questionnaire: bool = True, validity: str | None = "valid",
             validity_reasons: tuple[str, ...] = ()) -> Verdict:
-    """Streaming-ready only when Q2, Q4 and Q6 are `ok` (verified) on a valid run.
+    """Streaming-ready only when Q2, Q4 and Q6 are `ok` (verified), none with the finding
+    `gap`, on a valid run.
 
     `validity` is the run's (None: no run, a claims-only review, which at best reads
     "complete and consistent, not verified").
@@ -56,6 +59,12 @@ def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
                        f"{join(broken)} do{'es' if len(broken) == 1 else ''} not hold up, so "
                        "the quote is not shown to be sized for the streaming regime until "
                        "reconciled." + also)
+    gapped = [qid for qid in STREAMING_QUESTIONS if judgements[qid].finding == "gap"]
+    if gapped:
+        return Verdict(False, f"{who} answers Q2, Q4 and Q6, but {join(gapped)} show"
+                       f"{'s' if len(gapped) == 1 else ''} a gap: what is quoted is not a "
+                       "streaming capacity (each reason says why), so it never counts "
+                       "toward streaming-ready." + also)
     unverified = [qid for qid, st in trio.items() if st == "unverified"]
     if validity is None:
         return Verdict(False, f"{who} answers Q2, Q4 and Q6 with measured numbers that are "

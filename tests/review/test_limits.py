@@ -10,7 +10,7 @@ import pytest
 
 from evalkit.analysis.thresholds import Tolerances, tolerances_from_dict
 from evalkit.review.rules import Judgement
-from tests.review.helpers import PANEL, SUMMARY, WRITTEN, _tied, judge
+from tests.review.helpers import PANEL, PANEL_RUN, SUMMARY, WRITTEN, _tied, judge
 
 
 class TestQ4Ties:
@@ -275,11 +275,12 @@ class TestQ4Edges:
                                   "breaking_concurrency": 32, "first_tie_concurrency": 16}
 
 
-def _q6(text: str, summary: Any = SUMMARY) -> Judgement:
+def _q6(text: str, summary: Any = PANEL_RUN) -> Judgement:
     return judge(text, summary).judgements["Q6"]
 
 
-ONE_STREAM = "; we measured 95.2 tokens/s per stream (p50) with one stream."
+ONE_STREAM = ("; the panel's median 170 tokens/s agrees with the 170 tokens/s per stream "
+              "(p50) we measured at 16 streams")
 
 
 class TestQ6Details:
@@ -290,20 +291,23 @@ class TestQ6Details:
         assert j.status == "ok"
         assert j.reason == ("Headline 1,107 tokens/s is 6.5× the production panel's median 170 "
                             "tokens/s (last 7 days; limit 2× without a written reconciliation): "
-                            "a written reconciliation explains the gap" + ONE_STREAM)
+                            "a written reconciliation explains the gap" + ONE_STREAM +
+                            ", and our best aggregate was 1,829 tokens/s at 512 streams, "
+                            "which reaches the headline.")
         assert j.claimed["panel"] == {"p50": 170, "p90": 520, "p99": 767}
         assert j.measured is not None and sorted(j.measured) == [
-            "baseline_stream_tokens_per_s", "stream_tokens_per_s_at_16"]
-        assert round(j.measured["stream_tokens_per_s_at_16"]["p50"], 1) == 55.6
+            "baseline_stream_tokens_per_s", "stream_tokens_per_s_at_16", "ttft_s_at_16"]
+        assert j.measured["stream_tokens_per_s_at_16"]["p50"] == 170
 
     def test_twice_the_panel_is_within_the_limit(self) -> None:
         j = _q6("headline: {value: 340}\n" + PANEL)
         assert j.status == "ok" and "is 2.0× the production panel's median" in j.reason
-        assert ": within the limit" + ONE_STREAM in j.reason
+        assert ": within the limit" + ONE_STREAM + "." in j.reason
 
     def test_without_a_headline_the_panel_stands_alone(self) -> None:
         assert _q6(PANEL).reason == ("The production panel (last 7 days) is given and there is "
-                                     "no headline figure to reconcile it with" + ONE_STREAM)
+                                     "no headline figure to reconcile it with" + ONE_STREAM
+                                     + ".")
 
     @pytest.mark.parametrize(("head", "panel", "basis"), [
         ("headline: {value: 1107}\n", "{p90: 520, p99: 767}", "the panel has no per-request p50"),
@@ -312,15 +316,22 @@ class TestQ6Details:
                                  "per request")])
     def test_a_headline_that_cannot_be_divided_by_the_panel(
             self, head: str, panel: str, basis: str) -> None:
-        text = (f"{head}Q6:\n  output_tokens_per_s: {panel}\n  window: w\n  source: production\n")
+        text = (f"{head}Q2: {{at_concurrency: 16}}\nQ6:\n  output_tokens_per_s: {panel}\n"
+                "  window: w\n  source: production\n")
         j = _q6(text + WRITTEN)
-        assert j.status == "ok" and j.reason == (
-            f"Headline 1,107 and the panel cannot be divided ({basis}), and a written "
-            "reconciliation is given" + ONE_STREAM)
+        said = (f"Headline 1,107 and the panel cannot be divided ({basis}), and a written "
+                "reconciliation is given")
+        if "p50" in panel:  # a panel median is set beside our run
+            assert j.status == "ok" and j.reason == said + ONE_STREAM + "."
+        else:  # no median: nothing of ours checks the panel
+            assert j.status == "unverified" and j.reason == said + (
+                "; not verified against our own measurement: the panel gives no per-request "
+                "median rate to set beside ours.")
 
     def test_the_window_may_be_the_distribution_s_and_is_clipped(self) -> None:
         window = "w" * 61
-        j = _q6("Q6:\n  output_tokens_per_s: {p50: 170, p90: 520, window: " + window + "}\n"
+        j = _q6("Q2: {at_concurrency: 16}\nQ6:\n  output_tokens_per_s: {p50: 170, p90: 520, "
+                "window: " + window + "}\n"
                 "  source: production\n")
         assert j.status == "ok" and f"The production panel ({window[:59]}…) is given" in j.reason
 
@@ -334,12 +345,15 @@ class TestQ6Details:
                             "so they contradict each other.")
 
     def test_a_run_without_a_baseline_verifies_no_panel(self) -> None:
-        s = json.loads(json.dumps(SUMMARY))
-        del s["baseline"]
+        s = json.loads(json.dumps(PANEL_RUN))
+        for lv in s["ramp"]["levels"]:
+            if lv["concurrency"] == 16:
+                lv["client_bound"] = True
         j = _q6(PANEL, s)
         assert j.status == "unverified" and j.reason.endswith(
-            "not verified against our own measurement: the run has no baseline to set our own "
-            "distribution beside it.")
+            "not verified against our own measurement: the run judged no level at the 16 "
+            "streams Q2 sells; re-run `evalkit probe --base-url https://api.vendor.example/v1 "
+            "--model m-7b --questionnaire t.yaml --max-concurrency 32 --out DIR`.")
 
 
 class TestQ5Kept:
@@ -364,11 +378,16 @@ class TestQ6Edges:
                 "  source: production\n")
         assert "panel" not in j.claimed and j.claimed["output_tokens_per_s"] == {"window": "w"}
 
-    def test_without_our_own_p50_nothing_is_set_beside(self) -> None:
-        s = json.loads(json.dumps(SUMMARY))
-        s["baseline"]["stream_tokens_per_s"] = {"p90": 100.0, "n": 20}
-        assert _q6(PANEL, s).reason == ("The production panel (last 7 days) is given and there "
-                                        "is no headline figure to reconcile it with.")
+    def test_without_our_own_p50_at_the_level_sold_nothing_is_verified(self) -> None:
+        s = json.loads(json.dumps(PANEL_RUN))
+        for lv in s["ramp"]["levels"]:
+            if lv["concurrency"] == 16:
+                lv["stream_tokens_per_s"] = {"p90": 100.0, "n": 20}
+        j = _q6(PANEL, s)
+        assert j.status == "unverified" and j.reason == (
+            "The production panel (last 7 days) is given and there is no headline figure to "
+            "reconcile it with; against our run at 16 streams: our run has no per-stream p50 "
+            "there.")
 
 
 def test_q4_without_nodes_names_the_claimed_metric_as_the_page_does() -> None:

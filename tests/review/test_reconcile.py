@@ -18,11 +18,13 @@ from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import RunTarget
 from tests.review.helpers import (
     PANEL,
+    PANEL_RUN,
     RUN,
     SAMPLES,
     SUMMARY,
     WRITTEN,
     _level,
+    forthright_run,
     judge,
     make_summary,
     q,
@@ -167,7 +169,7 @@ CASES: list[tuple[str, str, str, str]] = [
      "a written reconciliation explains the gap"),
     ("Q6", "headline: {value: 300}\n" + PANEL, "ok", "1.8× the production panel's median"),
     ("Q6", "headline: {value: 300, unit: output_tokens_per_s_per_gpu}\n" + PANEL,
-     "unreconciled", "no written reconciliation bridges them"),
+     "unreconciled", "no written reconciliation is given"),
     ("Q6", "model: another-model\nheadline: {value: 300}\n" + PANEL, "unverified",
      "the run probed model m-7b, the questionnaire names another-model"),
 ]
@@ -175,7 +177,9 @@ CASES: list[tuple[str, str, str, str]] = [
 #: statuses that carry the `gap` finding in the table above (qid, yaml prefix)
 GAPS = {("Q5", "Q5: {observability: none}\n"),
         ("Q5", "Q5: {observability: request_level, export: Prometheus histogram}\n"),
-        ("Q3", "Q3: {blended_price_per_mtok: 0.9, currency: USD}\n")}
+        ("Q3", "Q3: {blended_price_per_mtok: 0.9, currency: USD}\n"),
+        # 0.78 tokens/s per stream is below reading speed: no streaming capacity
+        *{(c[0], c[1]) for c in CASES if "at_concurrency: 1024, gpus: 1" in c[1]}}
 
 
 @pytest.mark.parametrize("qid, text, status, reason", CASES,
@@ -183,7 +187,7 @@ GAPS = {("Q5", "Q5: {observability: none}\n"),
 def test_each_status_is_triggered(qid: str, text: str, status: str, reason: str) -> None:
     """A questionnaire built to trigger a status gets it, with a reason naming the numbers,
     and the `gap` finding exactly where an honest answer reveals one."""
-    judgement = judge(text).judgements[qid]
+    judgement = judge(text, PANEL_RUN if qid == "Q6" else SUMMARY).judgements[qid]
     assert (judgement.status, reason in judgement.reason) == (status, True), judgement.reason
     assert judgement.finding == ("gap" if (qid, text) in GAPS else None)
 
@@ -227,7 +231,7 @@ def test_tolerances_are_written_one_sided() -> None:
 class TestSamples:
     def test_forthright_holds_up_where_it_was_measured(self) -> None:
         """Every measured answer within tolerance: Q5 alone is unverified (no scrape)."""
-        review = sample("forthright")
+        review = sample("forthright", forthright_run())
         assert {k: j.status for k, j in review.judgements.items()} == {
             "Q1": "ok", "Q2": "ok", "Q3": "ok", "Q4": "ok", "Q5": "unverified", "Q6": "ok"}
         assert review.verdict.streaming_ready is True
@@ -335,7 +339,7 @@ class TestPartialInputs:
 
     def test_degraded_run_is_judged_but_never_ready(self) -> None:
         """Claims are checked on a degraded run, but readiness needs a valid one."""
-        summary = make_summary()
+        summary = forthright_run()
         summary["validity"] = {"status": "degraded", "reasons": ["cache: 1 of 4 failed"]}
         review = sample("forthright", summary)
         assert review.judgements["Q2"].status == "ok"
@@ -482,7 +486,7 @@ def test_claims_just_inside_and_just_outside_each_tolerance(
     import yaml
 
     tol = tolerances_from_dict(yaml.safe_load(override)) if override else None
-    j = judge(text, SUMMARY, tol).judgements[qid]
+    j = judge(text, PANEL_RUN if qid == "Q6" else SUMMARY, tol).judgements[qid]
     assert j.status == status, j.reason
 
 
@@ -497,7 +501,7 @@ class TestWhatWasMeasured:
                 "Q3: {input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
                 "prefill_tokens_per_s: 5000}\n"
                 "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n"
-                "headline: {value: 300}\n" + PANEL)
+                "headline: {value: 300}\n" + PANEL.replace("Q2: {at_concurrency: 16}\n", ""))
         j = judge(text).judgements
         assert j["Q1"].measured == {"concurrency": 16, "ttft_p50_ms": 230.0,
                                     "ttft_p90_ms": 330.0}
@@ -514,7 +518,7 @@ class TestWhatWasMeasured:
                                     "breaking_concurrency": 32, "first_tie_concurrency": None}
         assert j["Q6"].claimed["headline_unit"] == "output_tokens_per_s"
         assert set(j["Q6"].measured or {}) == {"baseline_stream_tokens_per_s",
-                                               "stream_tokens_per_s_at_16"}
+                                               "stream_tokens_per_s_at_16", "ttft_s_at_16"}
 
     def test_a_level_reads_requests_before_its_outcomes(self) -> None:
         """`requests` counts every request; outcomes may list only some (then the rest
