@@ -292,8 +292,12 @@ def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] |
     """
     store = suite.store
     store.close()
-    summary = _final_summary(suite, store, status, error)
-    _write_parquet(store)
+    try:  # read back once: the summary, the vendor's metrics and the Parquet file share it
+        records: list[RequestRecord] | None = store.records
+    except Exception:  # each step reads on its own, and says how it failed, as it would
+        records = None
+    summary = _final_summary(suite, store, status, error, records)
+    _write_parquet(store, records)
     store.update_meta(status=status, ended_at=_now_iso(), error=error,
                       client_checks={"phases": suite.phase_checks,
                                      "levels": {str(k): v for k, v in
@@ -303,22 +307,27 @@ def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] |
     return summary
 
 
-def _write_parquet(store: RunStore) -> None:
-    """requests.parquet beside the JSONL, for pandas; a failure here loses nothing (the
-    JSONL is the evidence) and is said in run.json."""
+def _write_parquet(store: RunStore, records: list[RequestRecord] | None = None) -> None:
+    """requests.parquet beside the JSONL, for pandas, from the records read back (None:
+    read them here); a failure here loses nothing (the JSONL is the evidence) and is said
+    in run.json."""
     from evalkit.rundir.export import write_parquet
 
     try:
-        write_parquet(store.dir)
+        write_parquet(store.dir, records)
     except Exception as exc:  # an export must not hide how the run itself ended
         store.update_meta(parquet_error=f"{type(exc).__name__}: {exc}"[:300])
 
 
 def _final_summary(suite: SuiteRun, store: RunStore, status: str,
-                   error: str | None = None) -> dict[str, Any] | None:
-    """Summarise whatever exists; a failure here must not hide the run's own error."""
+                   error: str | None = None,
+                   records: list[RequestRecord] | None = None) -> dict[str, Any] | None:
+    """Summarise whatever exists (`records`, read back from requests.jsonl; None: read
+    them here); a failure here must not hide the run's own error."""
     try:
-        summary = summarize_run(store.records,
+        if records is None:
+            records = store.records
+        summary = summarize_run(records,
                                 {**suite.meta(), "run_status": status, "run_error": error})
     except Exception as exc:  # a summary bug must not lose the records' story
         store.update_meta(summary_error=f"{type(exc).__name__}: {exc}")
@@ -328,7 +337,7 @@ def _final_summary(suite: SuiteRun, store: RunStore, status: str,
     summary["run_status"] = status
     if suite.vendor is not None:
         try:
-            summary["vendor_metrics"] = suite.vendor.summary(store.records)
+            summary["vendor_metrics"] = suite.vendor.summary(records)
         except Exception as exc:  # the vendor's page must not cost the run its summary
             summary["vendor_metrics"] = {"url": suite.vendor.url,
                                          "error": f"{type(exc).__name__}: {exc}"[:300]}

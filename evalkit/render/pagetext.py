@@ -17,6 +17,8 @@ from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
 from evalkit.render import words
 from evalkit.render.pdf import clip
+from evalkit.review.fit import Fit
+from evalkit.review.scorecard import RunCard, fit_from_json
 from evalkit.rundir.digest import RecordDigest
 
 #: Page one shows this much of any vendor string; the appendix shows up to the long limit.
@@ -312,13 +314,12 @@ def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
     return fmt_rate(pre.get("tokens_per_s")) + span + r2 + why
 
 
-def validity_text(run: Mapping[str, Any] | None) -> str:
+def validity_text(run: RunCard | None) -> str:
     """The run's validity in words for page one: the status and its first reasons."""
-    run = as_mapping(run)
-    status = run.get("validity")
-    reasons = [clip(r, 160) for r in run.get("validity_reasons") or [] if isinstance(r, str)]
+    reasons = [clip(r, 160) for r in run.validity_reasons] if run else []
     label = {"valid": "valid", "degraded": "DEGRADED", "invalid": "RUN INVALID"}.get(
-        str(status), "not assessed (summary from an older evalkit): treated as unverified")
+        str(run.validity if run else None),
+        "not assessed (summary from an older evalkit): treated as unverified")
     return label + (": " + "; ".join(reasons[:3]) if reasons else "")
 
 
@@ -378,15 +379,17 @@ def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return rows
 
 
-def fit_badge(uc: Mapping[str, Any]) -> tuple[str, str]:
-    """(css class, label) for a use-case fit, qualified by how far it was tried."""
-    fit, top = uc.get("fit"), uc.get("max_concurrency")
-    if fit is True:
-        if not isinstance(top, int):
+def fit_badge(uc: Fit | Mapping[str, Any]) -> tuple[str, str]:
+    """(css class, label) for a use-case fit, qualified by how far it was tried; a
+    scorecard.json entry (as the comparison holds it) is read back first."""
+    f = uc if isinstance(uc, Fit) else fit_from_json(uc)
+    top = f.max_concurrency
+    if f.fit is True:
+        if top is None:
             return "ok", "✓ fits"
-        return "ok", (f"✓ fits ≥ {top} streams" if uc.get("lower_bound")
+        return "ok", (f"✓ fits ≥ {top} streams" if f.lower_bound
                       else f"✓ fits up to {top} streams")
-    if fit is False:
+    if f.fit is False:
         return "unreconciled", "✗ does not fit"
     return "unanswered", "○ not judged"
 

@@ -1,14 +1,17 @@
 """The PDF scorecard: a run and a questionnaire in, a PDF with its evidence attached out.
 
     review(run_dir, questionnaire, tolerances)  evalkit.review.pipeline: inputs read once
-    build_context(scorecard, run, evidence)     pure: the page, from render.pagetext's words
+    build_context(card, run, evidence)          pure: the page, from render.pagetext's words
     render_html / render_pdf                    evalkit.render.pdf: escaped HTML, PDF/A-3b
 
 Vendor text is untrusted: it is only ever escaped text (see evalkit.render.pdf). The PDF
 carries run.json, summary.json, scorecard.json and the questionnaire as attachments,
 the very bytes that were judged, and prints their SHA-256, so a reviewer can check the
-PDF against its data. Numbers are formatted by evalkit.fmt, field names put into words
-by evalkit.render.words; raw names appear only in the appendix's exact tables.
+PDF against its data. The page reads the typed `Scorecard` (evalkit.review.scorecard),
+so a renamed field is a type error, not a blank; a scorecard.json dict given instead is
+read back once, by `Scorecard.from_json`. Numbers are formatted by evalkit.fmt, field
+names put into words by evalkit.render.words; raw names appear only in the appendix's
+exact tables.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from evalkit.analysis.summary import as_mapping, ramp_levels
 from evalkit.analysis.summary import as_number as _num
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
-from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES
+from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.records import RequestRecord
 from evalkit.render import words
 from evalkit.render.charts import captions, kit, raster
@@ -60,6 +63,7 @@ from evalkit.render.pdf import (
 )
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
+from evalkit.review.scorecard import Scorecard, as_scorecard
 from evalkit.rundir.digest import RecordDigest
 from evalkit.rundir.run import RunDir
 
@@ -76,6 +80,7 @@ class ReportResult:
     pdf: Path
     scorecard_json: Path
     html: Path | None
+    #: scorecard.json's dict, as written beside the PDF
     scorecard: dict[str, Any]
     sha256: dict[str, str]
     fetched: tuple[str, ...]
@@ -99,38 +104,38 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def nothing_to_judge(scorecard: Mapping[str, Any]) -> str | None:
+def nothing_to_judge(scorecard: Scorecard | Mapping[str, Any]) -> str | None:
     """Why a `--fail-on` gate would have nothing to judge (it must not pass silently)."""
-    run = as_mapping(scorecard.get("run"))
-    if scorecard.get("review") == "claims_only":
+    card = as_scorecard(scorecard)
+    if card.review == "claims_only":
         return None  # claims are judged (every measured claim is unverified, and says so)
-    if scorecard.get("review") in ("measurements_only", "empty"):
+    if card.review in ("measurements_only", "empty"):
         return "no questionnaire was given, so there are no claims to judge"
-    if not run:
+    if card.run is None:
         return "no run was given"
-    if run.get("validity") == "invalid":
-        reasons = run.get("validity_reasons") or []
+    if card.run.validity == "invalid":
+        reasons = card.run.validity_reasons
         return "the run is invalid" + (f" ({clip(reasons[0], 200)})" if reasons else "")
-    if run.get("validity") not in ("valid", "degraded"):
+    if card.run.validity not in ("valid", "degraded"):
         return "the run states no validity (an older evalkit wrote it)"
     return None
 
 
-def flagged(scorecard: Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
+def flagged(scorecard: Scorecard | Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
     """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6']."""
-    qs = scorecard.get("questions") or {}
-    return [q for q in QUESTION_IDS if (qs.get(q) or {}).get("status") in statuses]
+    card = as_scorecard(scorecard)
+    return [q for q in QUESTION_IDS if card.question(q).status in statuses]
 
 
-def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
+def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, Any] | None,
                records: Iterable[RequestRecord] | RecordDigest,
                slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     """Every chart there is data for, as (caption, inline svg); `records` may be given as
     their digest (what `open_run` keeps)."""
+    card = as_scorecard(scorecard)
     digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
-    q6 = as_mapping(as_mapping(scorecard.get("questions")).get("Q6"))
-    claimed = as_mapping(q6.get("claimed"))
+    claimed = card.question("Q6").claimed or {}  # free-form: the vendor's Q6 answer
     panel = as_mapping(claimed.get("panel")) or claimed
     summary = summary or {}
     out.append((captions.CLAIMS_CAPTION,
@@ -167,24 +172,18 @@ def chart_svgs(scorecard: Mapping[str, Any], summary: Mapping[str, Any] | None,
                    for t0, times, outcome in digest.raster_streams(top)]
         out.append((captions.raster_caption(len(streams), top), raster.stream_raster(streams)))
     out.append((captions.USE_CASE_CAPTION,
-                figures_mod.use_case_fit(levels, slo_limits,
-                                         as_mapping(scorecard.get("tolerances")))))
+                figures_mod.use_case_fit(levels, slo_limits, card.tolerances)))
     return [(caption, Markup(kit.namespaced(svg, f"fig{i}")))
             for i, (caption, svg) in enumerate(out) if svg]
 
 
-def _status(s: Any) -> str:
-    """A status name safe to use as a CSS class: one of the four, else 'unknown'."""
-    return s if s in STATUSES else "unknown"
-
-
-def slo_limits(scorecard: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def slo_limits(scorecard: Scorecard | Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Each use case's SLO profile as the scorecard was judged with it."""
-    profiles = as_mapping(as_mapping(scorecard.get("tolerances")).get("slo_profiles"))
-    out: dict[str, Mapping[str, Any]] = {str(n): as_mapping(p) for n, p in profiles.items()}
-    for name, uc in as_mapping(scorecard.get("use_cases")).items():
-        if as_mapping(as_mapping(uc).get("profile")):
-            out[str(name)] = as_mapping(as_mapping(uc).get("profile"))
+    card = as_scorecard(scorecard)
+    out = card.slo_profiles
+    for name, uc in card.use_cases.items():
+        if uc.profile:
+            out[name] = uc.profile
     return out
 
 
@@ -197,47 +196,40 @@ def _suite_words(version: Any) -> str:
     return f" (suite v{text})"
 
 
-def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
+def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                   evidence: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O)."""
+    card = as_scorecard(scorecard)
     run_doc = run.run if run else {}
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
     target = as_mapping(run_doc.get("target"))
     questions = []
     for qid in QUESTION_IDS:
-        q = as_mapping(as_mapping(scorecard.get("questions")).get(qid))
-        status = _status(q.get("status"))
+        q = card.question(qid)
         questions.append({
-            "id": qid, "title": clip(q.get("title") or QUESTION_TITLES[qid], 80),
-            "status": status, "badge": BADGES.get(status, "!"),
-            "gap": q.get("finding") == "gap",
-            "claimed": claim_text(q.get("claimed"), brief=True),
-            "measured": measured_text(qid, q.get("measured"), summary),
-            "reason": clip(q.get("reason") or "", 3 * SHORT_TEXT),
-            "claimed_long": claim_text(q.get("claimed"), brief=False),
-            "measured_long": (words.mapping(q["measured"], _long)
-                              if isinstance(q.get("measured"), Mapping)
-                              else fmt_value(q.get("measured"), LONG_TEXT)),
-            "reason_long": clip(q.get("reason") or "", LONG_TEXT),
-            "tolerance": words.tolerance(clip(q["tolerance"], SHORT_TEXT))
-                         if q.get("tolerance") else "",
+            "id": qid, "title": clip(q.title, 80),
+            "status": q.status, "badge": BADGES.get(q.status, "!"),
+            "gap": q.finding == "gap",
+            "claimed": claim_text(q.claimed, brief=True),
+            "measured": measured_text(qid, q.measured, summary),
+            "reason": clip(q.reason, 3 * SHORT_TEXT),
+            "claimed_long": claim_text(q.claimed, brief=False),
+            "measured_long": (words.mapping(q.measured, _long) if q.measured is not None
+                              else fmt_value(q.measured, LONG_TEXT)),
+            "reason_long": clip(q.reason, LONG_TEXT),
+            "tolerance": words.tolerance(clip(q.tolerance, SHORT_TEXT)) if q.tolerance else "",
         })
     use_cases = []
-    for name, uc in as_mapping(scorecard.get("use_cases")).items():
-        uc = as_mapping(uc)
-        css, label = fit_badge(uc)
-        use_cases.append({"name": clip(uc.get("label") or str(name).replace("_", " "), 60),
+    for name, uc in card.use_cases.items():
+        css, label = fit_badge(uc.fit)
+        use_cases.append({"name": clip(uc.label or name.replace("_", " "), 60),
                           "css": css, "label": label,
-                          "reason": clip(uc.get("reason") or "", 4 * SHORT_TEXT)})
-    verdict = as_mapping(scorecard.get("verdict"))
-    tolerances = dict(as_mapping(scorecard.get("tolerances")))
-    slo_profiles = as_mapping(tolerances.pop("slo_profiles", None))
+                          "reason": clip(uc.fit.reason, 4 * SHORT_TEXT)})
     figures = key_figures(summary)
-    run_card = as_mapping(scorecard.get("run"))
     lead: list[tuple[str, str]] = []
     if run is not None:
-        lead.append(("Run validity", validity_text(run_card)))
+        lead.append(("Run validity", validity_text(card.run)))
     run_status = run_doc.get("status")
     when = stopped_at(run_doc, digest) if run is not None else None
     if run is not None and run_status == "running":
@@ -255,27 +247,27 @@ def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
         lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
                      + _suite_words(run_doc.get("suite_version"))))
     figures = lead + figures
-    reading = as_mapping(scorecard.get("streams_at_reading_speed"))
+    reading = card.reading_speed
     if summary and reading:
-        pct, speed = reading.get("percentile") or "p90", reading.get("reading_speed_tokens_per_s")
-        value = fmt_value(reading.get("value"))
-        if reading.get("lower_bound") and reading.get("value") is not None:
+        pct, speed = reading.percentile, reading.reading_speed_tokens_per_s
+        value = fmt_value(reading.value)
+        if reading.fit.lower_bound and reading.value is not None:
             value = f"≥ {value} (the highest level tried)"
-        elif reading.get("fit") is None:
+        elif reading.fit.fit is None:
             value = "not judged"
         share = f"{pct[1:]} % of" if pct[1:].isdigit() else "most"
-        known = _num(speed)
+        known = _num(speed)  # plain() says an int and a float differently: as before
         rate = f"{words.plain(known)} tok/s" if known is not None else fmt_rate(speed)
         figures.append(("Streams at reading speed",
                         f"{value}; judged on whether {share} streams receive at least {rate}"))
     if run is None:  # claims-only: the vendor's own words for what was reviewed
-        model = fmt_value(scorecard.get("model")) + " (as stated by the vendor)"
-        endpoint = fmt_value(scorecard.get("endpoint")) + " (as stated by the vendor)"
+        model = fmt_value(card.model) + " (as stated by the vendor)"
+        endpoint = fmt_value(card.endpoint) + " (as stated by the vendor)"
     else:
         model = clip(target.get("model") or "—", SHORT_TEXT)
         endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
     started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
-    stand = as_mapping(run_card.get("stands_in_for"))
+    stand = card.run.stands_in_for if card.run else None  # free-form, from run.json
     # what reading the run directory repaired comes first: the figures rest on it
     notices = [clip(note, 600) for note in (run.notes if run else ())]
     if stand:
@@ -283,25 +275,25 @@ def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
                        f"vendor's endpoint ({clip(stand.get('model') or '—', 60)} at "
                        f"{clip(stand.get('endpoint') or '—', 80)}). Every figure was measured "
                        "on the reference endpoint, not on the vendor's.")
-    if run_card.get("target_mismatch"):
+    if card.run and card.run.target_mismatch:
         notices.append("The run does not match the questionnaire: "
-                       f"{clip(run_card['target_mismatch'], 300)}. Claims that need a "
+                       f"{clip(card.run.target_mismatch, 300)}. Claims that need a "
                        "measurement are unverified.")
     return {
-        "vendor": clip(scorecard.get("vendor") or "(vendor not named)", SHORT_TEXT),
+        "vendor": clip(card.vendor, SHORT_TEXT),
         "model": model, "endpoint": endpoint,
-        "run_invalid": run_card.get("validity") == "invalid",
+        "run_invalid": card.run is not None and card.run.validity == "invalid",
         "notices": notices,
         # page one's "what this run did not verify": each with the run that would
         "not_verified": [(q["id"], q["reason"]) for q in questions
                          if q["status"] == "unverified"],
         "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
-        "streaming_ready": bool(verdict.get("streaming_ready")),
-        "verdict": clip(verdict.get("text") or "No verdict was drawn.", LONG_TEXT),
+        "streaming_ready": card.verdict.streaming_ready,
+        "verdict": clip(card.verdict.text or "No verdict was drawn.", LONG_TEXT),
         "questions": questions,
         "use_cases": use_cases,
         "key_figures": figures,
-        "charts": chart_svgs(scorecard, summary, digest, slo_limits(scorecard)),
+        "charts": chart_svgs(card, summary, digest, slo_limits(card)),
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
@@ -331,8 +323,8 @@ def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
         "errors": [(clip(msg, 200), n) for msg, n in digest.errors.most_common(10)],
         "evidence": sorted(evidence.items()),
         "requests_sha256": run.requests_sha256 if run else None,
-        "tolerances": sorted(tolerances.items()),
-        "slo_profiles": sorted(slo_profiles.items()),
+        "tolerances": sorted((k, v) for k, v in card.tolerances.items() if k != "slo_profiles"),
+        "slo_profiles": sorted(card.slo_profiles.items()),
         "has_run": run is not None,
         "rules": rules(summary),
         "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
@@ -344,17 +336,20 @@ def build_context(scorecard: Mapping[str, Any], run: RunDir | None,
 # --------------------------------------------------------------------------- render
 
 
-def scorecard_bytes(scorecard: Mapping[str, Any]) -> bytes:
+def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
     """The exact bytes written beside the PDF and attached inside it."""
-    return (json.dumps(scorecard, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+    doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else scorecard
+    return (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
 
 
-def write_scorecard(scorecard: Mapping[str, Any], run: RunDir | None,
+def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                     questionnaire: tuple[str, bytes] | None, out_pdf: Path,
                     html: bool = False) -> ReportResult:
-    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard."""
+    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard
+    (a scorecard.json dict given instead is written as it is, and read back for the page)."""
+    doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
     attachments: dict[str, bytes] = dict(run.raw) if run else {}
-    sc_bytes = scorecard_bytes(scorecard)
+    sc_bytes = scorecard_bytes(doc)
     attachments["scorecard.json"] = sc_bytes
     if questionnaire:
         attachments[questionnaire[0]] = questionnaire[1]
@@ -370,7 +365,7 @@ def write_scorecard(scorecard: Mapping[str, Any], run: RunDir | None,
     if html:
         html_path = out_pdf.with_suffix(".html")
         html_path.write_text(text, encoding="utf-8")
-    return ReportResult(out_pdf, json_path, html_path, dict(scorecard), evidence,
+    return ReportResult(out_pdf, json_path, html_path, doc, evidence,
                         tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else ())
 
 
@@ -404,5 +399,5 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
 def write_review(done: Review, out_pdf: Path, html: bool = False) -> ReportResult:
     """Write a review's PDF and FILE.json, attaching the inputs' bytes as they were read."""
     q = done.questionnaire
-    return write_scorecard(done.scorecard, done.run, (q.name, q.data) if q else None,
+    return write_scorecard(done.card, done.run, (q.name, q.data) if q else None,
                            out_pdf, html)

@@ -10,11 +10,11 @@ What is left out is listed with the reason, because a silent omission reads as a
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
-from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.summary import Level, Summary, as_mapping
 from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import fmt_unit
 
@@ -41,6 +41,11 @@ class RunView:
     #: how `target` was found (questionnaire, probe-time vendor label, model and endpoint…),
     #: so a run that landed in no trend can be explained
     grouped_by: str = ""
+    #: the summary read once (`Summary`), which every figure reads; None: nothing measured
+    measured: Summary | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measured", Summary.from_json(self.summary))
 
 
 @dataclass(frozen=True)
@@ -51,48 +56,40 @@ class Figure:
     title: str
     unit: str
     better: Better
-    read: Callable[[dict[str, Any]], float | None]
+    read: Callable[[Summary], float | None]
     #: settings that must be equal for two runs' values to mean the same thing
     needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
     #: the concurrency level a run's value was read at (None: not a load figure)
-    level: Callable[[dict[str, Any]], int | None] | None = None
+    level: Callable[[Summary], int | None] | None = None
 
 
-def _get(d: Any, *path: str | int) -> Any:
-    for p in path:
-        if isinstance(p, int):
-            if not isinstance(d, list) or len(d) <= p:
-                return None
-        elif not isinstance(d, dict):
-            return None
-        d = d[p] if isinstance(p, int) else d.get(p)
-    return d
+def _card(card: Mapping[str, Any] | None, section: str, key: str) -> Any:
+    """One value of a scorecard.json section (None where the document lacks it)."""
+    return as_mapping(as_mapping(card).get(section)).get(key)
 
 
-def _sustained_level(summary: dict[str, Any]) -> Level | None:
+def _sustained_level(measured: Summary) -> Level | None:
     """The max sustained level, or None when no level held.
 
     `Summary.sustained`, not `under_load`: these rows are titled "at max sustained load",
     and a run in which no level held has no such figure; its highest level (an overloaded
     one) set beside other runs' sustained levels would compare unlike things.
     """
-    measured = Summary.from_json(summary)
-    return measured.sustained() if measured else None
+    return measured.sustained()
 
 
-def _peak_level(summary: dict[str, Any]) -> Level | None:
+def _peak_level(measured: Summary) -> Level | None:
     """The ramp level with the highest aggregate output (client-bound levels left out)."""
-    measured = Summary.from_json(summary)
-    levels = [lv for lv in (measured.ramp if measured else ())
+    levels = [lv for lv in measured.ramp
               if not lv.client_bound and lv.aggregate_tokens_per_s is not None]
     return max(levels, key=lambda lv: lv.aggregate_tokens_per_s or 0.0) if levels else None
 
 
-def _at(find: Callable[[dict[str, Any]], Level | None], pick: Callable[[Level], T]
-        ) -> Callable[[dict[str, Any]], T | None]:
+def _at(find: Callable[[Summary], Level | None], pick: Callable[[Level], T]
+        ) -> Callable[[Summary], T | None]:
     """A reader of one figure (`pick`) at the level `find` chooses; None without one."""
-    def read(summary: dict[str, Any]) -> T | None:
-        level = find(summary)
+    def read(measured: Summary) -> T | None:
+        level = find(measured)
         return pick(level) if level is not None else None
     return read
 
@@ -104,20 +101,20 @@ _LOAD = ("prompt_tokens", "output_tokens", "levels")
 
 FIGURES: tuple[Figure, ...] = (
     Figure("baseline_ttft_p50_s", "TTFT p50, alone", "s", "lower",
-           lambda s: _num(_get(s, "baseline", "ttft_s", "p50"))),
+           lambda m: m.baseline.ttft_s.p50 if m.baseline else None),
     Figure("baseline_stream_rate_p50", "Stream rate p50, alone", "tok/s", "higher",
-           lambda s: _num(_get(s, "baseline", "stream_tokens_per_s", "p50"))),
+           lambda m: m.baseline.stream_tokens_per_s.p50 if m.baseline else None),
     Figure("sustained_ttft_p90_s", "TTFT p90 at max sustained load", "s", "lower",
            _at(_sustained_level, lambda lv: lv.ttft_s.p90), _LOAD, _sustained),
     Figure("sustained_tpot_p90_s", "TPOT p90 (per-token latency) at max sustained load", "s",
            "lower", _at(_sustained_level, lambda lv: lv.tpot_s.p90), _LOAD, _sustained),
     Figure("max_sustained_concurrency", "Max sustained concurrent streams", "streams",
-           "higher", lambda s: _num(_get(s, "ramp", "max_sustained_concurrency")), _LOAD),
+           "higher", lambda m: _num(m.max_sustained), _LOAD),
     Figure("peak_aggregate_tokens_per_s", "Peak aggregate output", "tok/s", "higher",
            _at(_peak_level, lambda lv: lv.aggregate_tokens_per_s), _LOAD,
            _at(_peak_level, lambda lv: lv.concurrency)),
     Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
-           lambda s: _num(_get(s, "prefill", "tokens_per_s")), ()),
+           lambda m: m.prefill_tokens_per_s, ()),
 )
 
 
@@ -256,9 +253,9 @@ def unstarred(run: RunView) -> str | None:
     judged streaming-ready (or with no scorecard, or an invalid or degraded run) wins none,
     however good one of its figures looks."""
     card = run.scorecard or {}
-    if not _get(card, "verdict", "streaming_ready"):
+    if not _card(card, "verdict", "streaming_ready"):
         return "not streaming-ready"
-    validity = _get(card, "run", "validity")
+    validity = _card(card, "run", "validity")
     if validity not in (None, "valid"):
         return f"run {validity}"
     return None
@@ -270,10 +267,11 @@ def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
     cells = []
     for run in runs:
         why = _comparable(run, ref, fig.needs)
-        value = fig.read(run.summary) if why is None else None
-        level = fig.level(run.summary) if fig.level and value is not None else None
+        m = run.measured
+        value = fig.read(m) if why is None and m is not None else None
+        level = fig.level(m) if fig.level and m is not None and value is not None else None
         barred = unstarred(run)
-        sustained = _num(_get(run.summary, "ramp", "max_sustained_concurrency"))
+        sustained = m.max_sustained if m is not None else None
         if barred is None and level is not None and (sustained is None or level > sustained):
             barred = f"read at {level} streams, above its max sustained level"
         cells.append(Cell(value, excluded=why, level=level, unstarred=barred))
@@ -345,11 +343,13 @@ def compare_runs(runs: Sequence[RunView],
     trends = {t: sorted(idx, key=lambda i: runs[i].started)
               for t, idx in by_target.items() if len(idx) > 1}
     statuses: dict[str, list[str | None]] = {
-        q: [_get(r.scorecard, "questions", q, "status") for r in runs]
+        q: [as_mapping(_card(r.scorecard, "questions", q)).get("status")
+            for r in runs]
         for q in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
     }
-    cases = sorted({k for r in runs for k in (_get(r.scorecard, "use_cases") or {})})
-    use_cases = {k: [_get(r.scorecard, "use_cases", k, "fit") for r in runs] for k in cases}
+    cases = sorted({k for r in runs for k in as_mapping(as_mapping(r.scorecard).get("use_cases"))})
+    use_cases = {k: [as_mapping(_card(r.scorecard, "use_cases", k)).get("fit") for r in runs]
+                 for k in cases}
     why_not = {t: _why_not_judged(rows, runs, idx) for t, idx in trends.items()}
     return Comparison(list(runs), rows, statuses, use_cases, trends,
                       _regressions(rows, runs, trends, tolerance), left_out,

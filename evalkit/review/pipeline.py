@@ -4,7 +4,7 @@
         open_run(run_dir)          checked run directory; the bytes of run.json and
                                    summary.json kept, exactly as read, for attachment
         read_questionnaire(path)   bounded read, the same bytes parsed, kept and attached
-        build_scorecard(...)       reconciled with the tolerances
+        build_card(...)            reconciled with the tolerances: a typed `Scorecard`
     -> Review
 
 `evalkit report` and `evalkit compare` both start here, so what a scorecard judged and
@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.rundir.run import RunDir, open_run
+
+if TYPE_CHECKING:  # for the annotation only: `review()` imports the judges when it runs
+    from evalkit.review.scorecard import Scorecard
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,15 @@ class Review:
 
     run: RunDir | None
     questionnaire: QuestionnaireFile | None
-    scorecard: dict[str, Any]
+    #: the typed scorecard: what the renderer reads
+    card: Scorecard
     tolerances: Tolerances
+
+    @property
+    def scorecard(self) -> dict[str, Any]:
+        """The scorecard as scorecard.json's dict, for readers of the document (the
+        comparison's `LoadedRun`)."""
+        return self.card.to_json()
 
     @property
     def attachments(self) -> dict[str, bytes]:
@@ -89,12 +99,12 @@ def review(run_dir: Path | None, questionnaire: Path | None,
     the run directory already loaded, if the caller has it.
     """
     from evalkit.review.rules import RunTarget
-    from evalkit.review.scorecard import build_scorecard
+    from evalkit.review.scorecard import build_card
 
     tol = tolerances_from(tolerances)
     if run is None and run_dir is not None:
         run = open_run(Path(run_dir))
     q = read_questionnaire(questionnaire) if questionnaire is not None else None
-    scorecard = build_scorecard(q.parsed if q else None, run.summary if run else None, tol,
-                                RunTarget.from_run(run.run) if run else None)
-    return Review(run, q, scorecard, tol)
+    card = build_card(q.parsed if q else None, run.summary if run else None, tol,
+                      RunTarget.from_run(run.run) if run else None)
+    return Review(run, q, card, tol)

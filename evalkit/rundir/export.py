@@ -13,6 +13,7 @@ counted for the summary), and the chunk arrival times and token counts as list c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -53,10 +54,14 @@ def _dtypes() -> dict[str, str]:
     return out
 
 
-def write_parquet(run_dir: Path) -> Path:
-    """Write requests.parquet from requests.jsonl (the JSONL stays the evidence)."""
+def write_parquet(run_dir: Path, records: Sequence[RequestRecord] | None = None) -> Path:
+    """Write requests.parquet from requests.jsonl (the JSONL stays the evidence).
+
+    `records` are requests.jsonl's, when the caller has read them already (a probe
+    writing its run up reads them once for the summary, the vendor's metrics and this).
+    """
     run_dir = Path(run_dir)
-    records = list(iter_records(run_dir / REQUESTS_FILE))
+    records = list(iter_records(run_dir / REQUESTS_FILE) if records is None else records)
     out = run_dir / PARQUET_FILE
     tmp = out.with_name(out.name + ".tmp")
     requests_frame(records).to_parquet(tmp, index=False)

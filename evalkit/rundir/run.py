@@ -1,28 +1,45 @@
-"""A run directory read for review: run.json, the records (read once), the
-summary, checked."""
+"""A run directory read for review, once: run.json, the records, the summary as checked
+(and re-derived), the vendor's scrapes, the exact bytes to attach, and what was repaired.
+
+`open_run` is the one reader and `RunDir` the one thing it hands to the review and the
+report: requests.jsonl is read a single time, and that pass gives the digest the report
+draws from, the records the summary is re-derived from and the records `RunDir.records`
+holds (what the checks are is `evalkit.rundir.checked`).
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.errors import InputError, RunDirError
 from evalkit.records import RequestRecord
-from evalkit.rundir.checked import read_run
-from evalkit.rundir.digest import RecordDigest
-from evalkit.rundir.store import iter_records
+from evalkit.rundir.audit import SUMMARY_SCHEMA
+from evalkit.rundir.checked import check_summary, scan_records
+from evalkit.rundir.digest import RecordDigest, _inside, clean_run
+from evalkit.rundir.store import (
+    REQUESTS_FILE,
+    RUN_FILE,
+    SUMMARY_FILE,
+    RecordScan,
+    iter_records,
+    read_json_object,
+)
+from evalkit.sanitize import clean
 
 
 @dataclass(frozen=True)
 class RunDir:
     """A run directory, read once: parsed documents, records, and the exact bytes we attach.
 
-    `open_run` keeps no record in memory: `records` re-reads requests.jsonl when iterated,
-    and `digest` holds what the report shows of them (counts, TTFT per level, chart
-    samples). Built by hand (tests, benchmarks), `records` may be any collection and the
-    digest is drawn from it.
+    From `open_run`, `records` are the records read with the digest, held when
+    requests.jsonl is within the re-derive cap (`REDERIVE_MAX_BYTES`); over it none is
+    held (`records` streams the file again if iterated, bounded) and `digest` is what the
+    report shows of them (counts, TTFT per level, chart samples). Built by hand (tests,
+    benchmarks), `records` may be any collection and the digest is drawn from it.
     """
 
     run: dict[str, Any]
@@ -46,8 +63,9 @@ class RunDir:
 
 
 class RecordFile(Collection[RequestRecord]):
-    """The records of requests.jsonl, streamed from the file each time they are iterated
-    (malformed lines skipped; only the bytes read when the run was loaded)."""
+    """The records of a requests.jsonl too big to hold, streamed from the file each time
+    they are iterated (malformed lines skipped; only the bytes read when the run was
+    loaded)."""
 
     def __init__(self, path: Path | None, count: int, limit: int) -> None:
         self.path, self.count, self.limit = path, count, limit
@@ -63,14 +81,61 @@ class RecordFile(Collection[RequestRecord]):
 
 
 def open_run(run_dir: Path) -> RunDir:
-    """Read and check a run directory (`evalkit.rundir.checked.read_run`): a missing summary or
-    one the records do not support is re-derived from them, malformed record lines are
-    skipped and counted, and nothing outside the directory is read. Not a run directory
-    is a RunDirError; a run.json or summary.json that is not a JSON object an InputError.
+    """Read, check and (where needed) repair a run directory (`evalkit.rundir.checked`):
+    a missing summary or one the records do not support is re-derived from them,
+    malformed record lines are skipped and counted, and nothing outside the directory is
+    read.
+
+    RunDirError: not a directory, no run.json, a file resolving outside the directory, or
+    neither a summary nor a single record. InputError: run.json or summary.json is not a
+    JSON object (or is not a summary at all).
     """
-    checked = read_run(Path(run_dir))
-    scan = checked.scan
-    return RunDir(checked.run, checked.summary,
-                   RecordFile(checked.requests_path, checked.digest.n, scan.bytes),
-                   checked.raw, scan.sha256 if checked.requests_path else None,
-                   checked.digest, checked.notes, checked.rebuilt, scan.malformed)
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: not a directory")
+    root = run_dir.resolve()
+    run_file = _inside(run_dir, root, RUN_FILE)
+    if run_file is None:
+        raise RunDirError(f"{run_dir}: no {RUN_FILE}; is this a run directory?")
+    summary_file = _inside(run_dir, root, SUMMARY_FILE)
+    req_file = _inside(run_dir, root, REQUESTS_FILE)
+    run, run_raw = read_json_object(run_file, "a run's metadata")
+    run, notes = clean_run(run, run_file)
+    raw = {RUN_FILE: run_raw}
+    summary: dict[str, Any] | None = None
+    if summary_file is not None:
+        summary, raw[SUMMARY_FILE] = read_json_object(summary_file, "a run summary")
+        if summary.get("schema") != SUMMARY_SCHEMA:
+            raise InputError(f"{summary_file}: schema is {str(summary.get('schema'))[:60]!r}, "
+                             f"expected {SUMMARY_SCHEMA!r}")
+    scan = RecordScan(req_file or run_dir / REQUESTS_FILE)
+    digest, records = scan_records(req_file, scan, keep_all=summary is None)
+    if summary is None and digest.n == 0:
+        raise RunDirError(
+            f"{run_dir}: no {SUMMARY_FILE} and no request record in {REQUESTS_FILE}"
+            + (f" ({scan.malformed:,} lines that are not records)" if scan.malformed else "")
+            + ": nothing was measured, or this is not a run directory")
+    if scan.describe():
+        notes.append(str(scan.describe()))
+    if scan.torn_tail:
+        notes.append(f"{REQUESTS_FILE}: its last line was cut mid-write (the probe stopped "
+                     "while writing it); that request is not counted")
+    checked = check_summary(summary, run=run, digest=digest, scan=scan, records=records,
+                            req_file=req_file, run_dir=run_dir, root=root, notes=notes)
+    del records  # held from here only as checked.records: none over the cap
+    summary = checked.summary
+    if checked.rebuilt_json is not None:
+        raw["summary.rebuilt.json"] = checked.rebuilt_json
+    imported = run.get("imported")
+    if isinstance(imported, Mapping):
+        # a peer tool's run (`evalkit import`): capped however its summary was written
+        from evalkit.rundir.importers.run import fail_closed, imported_reason
+
+        summary = fail_closed(summary, imported)
+        notes.insert(0, imported_reason(imported))
+    held: Collection[RequestRecord] = (
+        tuple(checked.records) if checked.records is not None
+        else RecordFile(req_file, digest.n, scan.bytes))
+    return RunDir(run, summary, held, raw, scan.sha256 if req_file else None, digest,
+                  tuple(clean(n, 800) for n in notes),
+                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed)

@@ -28,7 +28,7 @@ from evalkit.probe.suite import run_probe
 from evalkit.questionnaire.model import ObservabilityAnswer
 from evalkit.review.limits import judge_q5
 from evalkit.review.rules import Evidence
-from evalkit.rundir.checked import read_run
+from evalkit.rundir.run import open_run as read_run
 from evalkit.rundir.scrapes import digest_log, read_log
 
 VLLM_PAGE = """\

@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
+from evalkit import fmt
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.records import RequestRecord
@@ -480,10 +481,10 @@ def test_every_limit_is_drawn_with_its_use_case(scorecards: dict[str, Drawn]) ->
 
 def test_numbers_read_as_numbers() -> None:
     """No e-notation, no axis offset: thousands separated, powers of ten written out."""
-    assert [kit.num(v) for v in (0, 0.5, 4.75, 13.8, 170, 1107, 20100, 1e7, 1.5e-4)] == [
+    assert [fmt.chart_num(v) for v in (0, 0.5, 4.75, 13.8, 170, 1107, 20100, 1e7, 1.5e-4)] == [
         "0", "0.5", "4.75", "13.8", "170", "1,107", "20,100", "1×10⁷", "1.5×10⁻⁴"]
-    assert kit.level_span([1, 2, 64]) == "1–64 streams"
-    assert kit.level_span([1]) == "1 stream"
+    assert fmt.level_span([1, 2, 64]) == "1–64 streams"
+    assert fmt.level_span([1]) == "1 stream"
 
 
 THROUGHPUT = "Output tokens per second at each concurrency level"

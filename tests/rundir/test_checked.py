@@ -32,7 +32,7 @@ from evalkit.errors import EvalkitError, InputError, RunDirError
 from evalkit.render import report
 from evalkit.render.comparison import CompareInput, load_view
 from evalkit.rundir import run as rundir_run
-from evalkit.rundir.checked import read_run
+from evalkit.rundir.run import open_run as read_run
 from evalkit.rundir.store import read_records
 from tests.rundir.helpers import RUN_DIR, _lines, _page_one, _put_lines, _record, _text
 
@@ -90,7 +90,7 @@ class TestSummaryCheckedAgainstRecords:
         assert run.rebuilt is None and run.notes == () and run.skipped_lines == 0
         assert run.summary == json.loads((RUN_DIR / "summary.json").read_text())
         assert "summary.rebuilt.json" not in run.raw
-        assert isinstance(run.records, rundir_run.RecordFile)  # not held: re-read when iterated
+        assert isinstance(run.records, tuple)  # held: read once, with the digest
         assert len(run.records) == len(list(run.records)) == 246
 
     @pytest.mark.parametrize("name", list(_mutations()))

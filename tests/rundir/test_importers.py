@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import InputError, UsageError
-from evalkit.rundir.checked import read_run
 from evalkit.rundir.importers.run import import_run
+from evalkit.rundir.run import open_run as read_run
 
 PEERS = Path(__file__).parent.parent / "data" / "peers"
 AIPERF = PEERS / "aiperf-0.13.0-c2"
