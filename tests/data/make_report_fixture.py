@@ -57,21 +57,27 @@ def records() -> list[RequestRecord]:
         # at least 40 requests a level: a p90 from fewer than 36 has no upper bound, and a
         # level whose interval is open is a tie, never sustained (evalkit.analysis.summarize)
         count = max(40, level * 4)
+        # a closed loop: each of the level's streams sends its next request as its last
+        # one ends, so the level holds its concurrency (what achieved_concurrency checks)
+        free = [t + rng.uniform(0, 0.02) for _ in range(level)]
         for i in range(count):
             ttft = TTFT_P50[level] * rng.uniform(0.9, 1.1)
             if level == 16 and i == 5:
                 out.append(RequestRecord(id=f"r{level}-{i}", phase="ramp", level=level,
-                                         outcome="rejected", t0_s=t + i * 0.05,
-                                         http_status=429, error="429: <b>slow down</b>"))
+                                         outcome="rejected", t0_s=round(free[i % level], 6),
+                                         http_status=429, error="429: <b>slow down</b>",
+                                         end_s=0.004))
+                free[i % level] += 0.004
                 continue
             gaps = [GAP[level] * rng.uniform(0.8, 1.2) for _ in range(TOKENS - 1)]
             if level == 16 and i == 3:
                 gaps[10] = 1.4  # one stall, so the raster has something to show
             if level == 4 and i < 3:
                 gaps = gaps[:19]  # three outputs 20 of 24 tokens: the length check flags them
-            t0 = t + (i // level) * (TTFT_P50[level] + 0.7) + rng.uniform(0, 0.02)
-            out.append(_stream(f"r{level}-{i}", "ramp", level, t0, ttft, gaps))
-        t += max(8.0, (count // level + 1) * (TTFT_P50[level] + 0.7) + 1.0)
+            rec = _stream(f"r{level}-{i}", "ramp", level, free[i % level], ttft, gaps)
+            out.append(rec)
+            free[i % level] = rec.t0_s + (rec.e2e_s or 0.0) + 0.001
+        t = max(t + 8.0, max(free) + 1.0)
     for pair in range(2):  # the cache check: a repeat at about a fifth of the cold TTFT
         for ttft in (0.5, 0.105):
             out.append(_stream(f"c{pair}-{ttft}", "cache", 1, t, ttft, [GAP[1]],
