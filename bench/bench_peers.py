@@ -176,7 +176,7 @@ def run_guidellm(exe: Path, srv: ReferenceServer, streams: int, out_tokens: int,
 
 
 async def _evalkit(srv: ReferenceServer, streams: int, out_tokens: int) -> tuple[Any, float]:
-    target = Target(srv.base_url, srv.model, timeout_s=120)
+    target = Target(srv.base_url, srv.model, timeout_s=120, tag_requests=True)
     rounds = ROUNDS.get(streams, 3)
     async with Prober(target, time.perf_counter_ns(), f"peers{streams}") as p:
         await p.clients.prepare(streams)

@@ -39,7 +39,7 @@ from evalkit.reference.server import ReferenceServer
 
 async def _drive(srv: ReferenceServer, streams: int, tokens: int, stamped: bool
                  ) -> tuple[int, list[Any], dict[str, Any], float]:
-    target = Target(srv.base_url, srv.model, timeout_s=120)
+    target = Target(srv.base_url, srv.model, timeout_s=120, tag_requests=True)
     async with Prober(target, time.perf_counter_ns(), f"b{streams}", stamped=stamped) as p, \
             LoopMonitor() as mon:
         prompts = [synthetic(32, tokens, f"b{streams}-{i}") for i in range(streams)]

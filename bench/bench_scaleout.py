@@ -44,7 +44,8 @@ def _task(srv: ReferenceServer, streams: int, seconds: float, tokens: int, origi
           start_ns: int, shard: int = 0, shards: int = 1) -> ShardTask:
     from evalkit.probe.target import Target
 
-    return ShardTask(Target(srv.base_url, srv.model, timeout_s=120), origin_ns, "bench",
+    target = Target(srv.base_url, srv.model, timeout_s=120, tag_requests=True)
+    return ShardTask(target, origin_ns, "bench",
                      shard, shards, "ramp", streams, seconds, start_ns, 32, tokens,
                      client_limits=profile_settings("quick").client_check)
 

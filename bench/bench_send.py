@@ -140,7 +140,7 @@ def _cpu_times(pid: int | None) -> tuple[float, float, float]:
 
 async def _drive(srv: ReferenceServer, streams: int, rounds: int, tokens: int, out: Path
                  ) -> tuple[int, list[RequestRecord], dict[str, Any]]:
-    target = Target(srv.base_url, srv.model, timeout_s=120)
+    target = Target(srv.base_url, srv.model, timeout_s=120, tag_requests=True)
     store = RunStore(out, {"bench": "send"})
     origin = time.perf_counter_ns()
     async with Prober(target, origin, f"s{streams}") as prober, LoopMonitor() as mon:
