@@ -130,7 +130,7 @@ def test_two_vendors_side_by_side(runs: dict[str, Path], tmp_path: Path) -> None
     assert "evalkit scorecard" not in text
     # pages flow: none but the last under half full (the old comparison's p2 held two
     # bullets); the use-case table says how far each fit was tried, as scorecards do
-    from test_report import page_fill
+    from tests.render.test_report import page_fill
 
     fills = [page_fill(p) for p in pdf.pages]
     assert all(f >= 0.5 for f in fills[:-1]), fills
