@@ -338,7 +338,8 @@ class TestDidItStream:
             3, 3 if whole else 0, whole)
         reason = ("the endpoint did not stream: 3 of 3 requests came with most of their "
                   "output in one chunk, so TPOT and stream rates describe no stream")
-        assert summary["validity"]["status"] == ("degraded" if whole else "valid")
+        assert summary["validity"]["status"] == ("degraded" if whole else "valid"), \
+            summary["validity"]["reasons"]
         assert (reason in summary["validity"]["reasons"]) is whole
 
 
