@@ -70,6 +70,19 @@ class RequestRecord:
     #: time spent opening a connection (TCP, TLS) inside this request's send, part of its
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
+    #: who answered, as the response said (`model`, `system_fingerprint`; several distinct
+    #: values in one stream joined by ", "), and the SHA-256 of the answer text: the same
+    #: prompt answered the same way has the same digest (evalkit.analysis.precision)
+    model: str | None = None
+    system_fingerprint: str | None = None
+    output_sha256: str | None = None
+    #: the canary this request was (evalkit.probe.canaries; None: an ordinary request):
+    #: its answer is kept whole (bounded), with the vendor's tokens and their logprobs
+    #: where the request asked for them
+    canary: str | None = None
+    answer_text: str | None = None
+    answer_tokens: list[str] | None = None
+    answer_logprobs: list[float] | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.

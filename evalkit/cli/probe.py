@@ -102,6 +102,17 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @click.option("--user-agent", metavar="TEXT",
               help="The User-Agent sent (default: the HTTP library's own, python-httpx/..., "
                    "as much customer code sends; nothing names evalkit).")
+@click.option("--temperature", default="0", show_default=True, metavar="T|vendor",
+              help="Temperature sent on every request, canaries and ordinary alike; "
+                   "'vendor' sends none (the vendor's default: answers may then vary for "
+                   "that alone, and the precision section says so).")
+@click.option("--logprobs", is_flag=True,
+              help="Ask for the chosen tokens' logprobs (OpenAI chat and completions): "
+                   "the precision section then gives logprob drift and divergence in the "
+                   "vendor's tokens. Few customers ask for them: detectable.")
+@click.option("--request-seed", type=int, metavar="N",
+              help="Send this `seed` on every request (OpenAI-style APIs). A constant seed "
+                   "is a mark; at temperature 0 greedy decoding does not use it.")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
@@ -113,7 +124,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           ray_workers: int | None, questionnaire_file: str | None,
           budget_requests: int | None, interval_points: float | None, dry_run: bool,
           vendor: str | None, force_length: bool, tag_requests: bool,
-          user_agent: str | None, quiet: bool) -> None:
+          user_agent: str | None, temperature: str, logprobs: bool,
+          request_seed: int | None, quiet: bool) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -181,7 +193,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         questionnaire=Path(questionnaire_file) if questionnaire_file else None,
         budget_requests=budget_requests, interval_width=_interval_width(interval_points),
         force_length=True if force_length else None, tag_requests=tag_requests,
-        user_agent=user_agent)
+        user_agent=user_agent, temperature=_temperature(temperature), logprobs=logprobs,
+        request_seed=request_seed)
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
     if config.interval_width is not None and interval_points is not None:
         by_count: dict[int, list[str]] = {}
@@ -238,3 +251,16 @@ def _interval_width(points: float | None) -> float | None:
         raise UsageError(f"--interval-width takes percentile points between 0 and 50, e.g. "
                          f"5 (a p90 known from about the p87.5 to the p92.5); got {points:g}")
     return points / 100
+
+
+def _temperature(value: str) -> float | None:
+    """--temperature: a number of at least 0, or 'vendor' (none sent)."""
+    if value.strip().lower() == "vendor":
+        return None
+    try:
+        t = float(value)
+    except ValueError:
+        raise UsageError(f"--temperature must be a number or 'vendor', got {value!r}") from None
+    if not 0 <= t <= 2:
+        raise UsageError(f"--temperature must be between 0 and 2, got {value}")
+    return t

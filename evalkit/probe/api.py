@@ -22,6 +22,7 @@ is a protocol error on that request, never a crash of the run.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -40,6 +41,12 @@ class Delta:
     error: str | None = None
     role_only: bool = False
     done: bool = False
+    #: the response's `model` and `system_fingerprint` where the event names them: who
+    #: answered, in the vendor's own words (a swap it reports shows here)
+    model: str | None = None
+    fingerprint: str | None = None
+    #: the chosen tokens and their logprobs, where the request asked and the API gives them
+    logprobs: tuple[tuple[str, float], ...] | None = None
 
     @property
     def is_content(self) -> bool:
@@ -63,6 +70,37 @@ NORMAL_FINISHES = frozenset({
     "end_turn", "max_tokens", "tool_use", "pause_turn", "refusal",        # Anthropic
     "completed", "max_output_tokens",                                     # Responses
 })
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """The sampling settings every request carries, canaries and ordinary alike: the
+    vendor must not tell them apart by their bodies (evalkit.probe.canaries).
+
+    Temperature 0 by default, so that one model's answers to one prompt can be compared
+    across load levels; as common in customer traffic as any setting. A seed and logprobs
+    are opt-in: a constant seed over thousands of requests, or logprobs on every one, are
+    marks few customers leave, and at temperature 0 greedy decoding needs no seed.
+    """
+
+    temperature: float | None = 0.0
+    seed: int | None = None
+    logprobs: bool = False
+
+    def apply(self, body: dict[str, Any], logprobs_key: str | None, logprobs_value: Any,
+              seeded: bool = True) -> dict[str, Any]:
+        """`body` with these settings, in an API's own field names."""
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.seed is not None and seeded:
+            body["seed"] = self.seed
+        if self.logprobs and logprobs_key is not None:
+            body[logprobs_key] = logprobs_value
+        return body
+
+
+#: the settings a request carries unless the run says otherwise
+DEFAULT_SAMPLING = Sampling()
 
 
 #: how a credential is sent: the header and the form of its value (`make_client`)
@@ -90,7 +128,8 @@ class Adapter(Protocol):
     lists_all_models: bool
 
     def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
-                   force_length: bool) -> dict[str, Any]:
+                   force_length: bool, sampling: Sampling = DEFAULT_SAMPLING
+                   ) -> dict[str, Any]:
         """The JSON body of a streaming request for `prompt`."""
         ...
 
@@ -158,12 +197,13 @@ class OpenAIChat(_OpenAIStyle):
     path = "/chat/completions"
 
     def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
-                   force_length: bool) -> dict[str, Any]:
+                   force_length: bool, sampling: Sampling = DEFAULT_SAMPLING
+                   ) -> dict[str, Any]:
         """Chat body: one user message (or the user's own messages), usage requested."""
         messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
         body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens,
                                 "stream": True, "stream_options": {"include_usage": True}}
-        return _force(body, max_tokens, force_length)
+        return _force(sampling.apply(body, "logprobs", True), max_tokens, force_length)
 
     def parse(self, data: str) -> Delta:
         """Read content, reasoning, finish reason, usage or an in-stream error."""
@@ -182,10 +222,14 @@ class OpenAIChat(_OpenAIStyle):
         text = text if isinstance(text, str) else ""
         reasoning = reasoning if isinstance(reasoning, str) else ""
         finish = choice.get("finish_reason")
+        lp = choice.get("logprobs")
         return Delta(text=text, reasoning=reasoning,
                      finish_reason=finish if isinstance(finish, str) else None,
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
-                     role_only=bool(delta.get("role")) and not text and not reasoning)
+                     role_only=bool(delta.get("role")) and not text and not reasoning,
+                     model=_name(obj.get("model")),
+                     fingerprint=_name(obj.get("system_fingerprint")),
+                     logprobs=_chat_logprobs(lp) if lp else None)
 
 
 class OpenAICompletions(_OpenAIStyle):
@@ -195,13 +239,14 @@ class OpenAICompletions(_OpenAIStyle):
     path = "/completions"
 
     def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
-                   force_length: bool) -> dict[str, Any]:
+                   force_length: bool, sampling: Sampling = DEFAULT_SAMPLING
+                   ) -> dict[str, Any]:
         """Completions body: the prompt text (chat messages are joined), usage requested."""
         if isinstance(prompt, list):
             prompt = "\n".join(str(m.get("content", "")) for m in prompt)
         body: dict[str, Any] = {"model": model, "prompt": prompt, "max_tokens": max_tokens,
                                 "stream": True, "stream_options": {"include_usage": True}}
-        return _force(body, max_tokens, force_length)
+        return _force(sampling.apply(body, "logprobs", 1), max_tokens, force_length)
 
     def parse(self, data: str) -> Delta:
         """Read text, finish reason, usage or an in-stream error."""
@@ -215,9 +260,13 @@ class OpenAICompletions(_OpenAIStyle):
         choice = _first_choice(obj)
         text = choice.get("text")
         finish = choice.get("finish_reason")
+        lp = choice.get("logprobs")
         return Delta(text=text if isinstance(text, str) else "",
                      finish_reason=finish if isinstance(finish, str) else None,
-                     usage_completion_tokens=ct, usage_prompt_tokens=pt)
+                     usage_completion_tokens=ct, usage_prompt_tokens=pt,
+                     model=_name(obj.get("model")),
+                     fingerprint=_name(obj.get("system_fingerprint")),
+                     logprobs=_completion_logprobs(lp) if lp else None)
 
 
 def _str(value: Any) -> str:
@@ -230,6 +279,43 @@ def _int(value: Any) -> int | None:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+#: the longest model name or fingerprint kept (a vendor string: bounded, then sanitised
+#: where it is shown)
+NAME_MAX = 120
+#: the most logprob entries one event may add (a hostile event cannot bloat a record)
+LOGPROBS_MAX = 256
+
+
+def _name(value: Any) -> str | None:
+    return value[:NAME_MAX] if isinstance(value, str) and value else None
+
+
+def _logprob(token: Any, value: Any) -> tuple[str, float] | None:
+    if not isinstance(token, str) or not isinstance(value, int | float) or \
+            isinstance(value, bool) or not math.isfinite(value):
+        return None
+    return token[:64], float(value)
+
+
+def _chat_logprobs(lp: Any) -> tuple[tuple[str, float], ...] | None:
+    """OpenAI chat: `logprobs.content` is a list of {token, logprob, ...}."""
+    content = _dict(lp).get("content")
+    if not isinstance(content, list):
+        return None
+    pairs = (_logprob(_dict(e).get("token"), _dict(e).get("logprob"))
+             for e in content[:LOGPROBS_MAX])
+    return tuple(p for p in pairs if p is not None)
+
+
+def _completion_logprobs(lp: Any) -> tuple[tuple[str, float], ...] | None:
+    """OpenAI completions: parallel lists `tokens` and `token_logprobs`."""
+    tokens, values = _dict(lp).get("tokens"), _dict(lp).get("token_logprobs")
+    if not isinstance(tokens, list) or not isinstance(values, list):
+        return None
+    pairs = (_logprob(t, v) for t, v in zip(tokens[:LOGPROBS_MAX], values, strict=False))
+    return tuple(p for p in pairs if p is not None)
 
 
 class AnthropicMessages:
@@ -268,8 +354,10 @@ class AnthropicMessages:
     lists_all_models = False
 
     def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
-                   force_length: bool) -> dict[str, Any]:
-        """Messages body: system messages go to the top-level `system` (no system role)."""
+                   force_length: bool, sampling: Sampling = DEFAULT_SAMPLING
+                   ) -> dict[str, Any]:
+        """Messages body: system messages go to the top-level `system` (no system role).
+        The API has no seed and no logprobs: only the temperature is sent."""
         messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
         system = "\n".join(str(m.get("content", "")) for m in messages
                            if m.get("role") == "system")
@@ -277,7 +365,7 @@ class AnthropicMessages:
                                 "messages": [m for m in messages if m.get("role") != "system"]}
         if system:
             body["system"] = system
-        return _force(body, max_tokens, force_length)
+        return _force(sampling.apply(body, None, None, seeded=False), max_tokens, force_length)
 
     def parse(self, data: str) -> Delta:
         """Read one event by its `type` (the `event:` line repeats it)."""
@@ -300,8 +388,10 @@ class AnthropicMessages:
                 return Delta(reasoning=_str(block.get("thinking")))
             return Delta()
         if kind == "message_start":
-            usage = _dict(_dict(obj.get("message")).get("usage"))
-            return Delta(role_only=True, usage_prompt_tokens=_input_tokens(usage))
+            message = _dict(obj.get("message"))
+            usage = _dict(message.get("usage"))
+            return Delta(role_only=True, usage_prompt_tokens=_input_tokens(usage),
+                         model=_name(message.get("model")))
         if kind == "message_delta":
             usage = _dict(obj.get("usage"))
             stop = _dict(obj.get("delta")).get("stop_reason")
@@ -359,11 +449,14 @@ class OpenAIResponses:
     lists_all_models = True
 
     def build_body(self, model: str, prompt: str | list[dict[str, Any]], max_tokens: int,
-                   force_length: bool) -> dict[str, Any]:
-        """Responses body: `input` is the prompt text or the user's messages; not stored."""
+                   force_length: bool, sampling: Sampling = DEFAULT_SAMPLING
+                   ) -> dict[str, Any]:
+        """Responses body: `input` is the prompt text or the user's messages; not stored.
+        No seed, and logprobs are not asked here (the API gives them only through an
+        `include` option evalkit does not read yet)."""
         body: dict[str, Any] = {"model": model, "input": prompt, "max_output_tokens": max_tokens,
                                 "stream": True, "store": False}
-        return _force(body, max_tokens, force_length)
+        return _force(sampling.apply(body, None, None, seeded=False), max_tokens, force_length)
 
     def parse(self, data: str) -> Delta:
         """Read one typed event."""
@@ -375,6 +468,8 @@ class OpenAIResponses:
             return Delta(text=_str(obj.get("delta")))
         if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
             return Delta(reasoning=_str(obj.get("delta")))
+        if kind == "response.created":
+            return Delta(model=_name(_dict(obj.get("response")).get("model")))
         if kind in ("response.completed", "response.incomplete"):
             response = _dict(obj.get("response"))
             usage = _dict(response.get("usage"))

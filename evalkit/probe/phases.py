@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -27,6 +28,8 @@ from evalkit.analysis.stats import phase_stats
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
 from evalkit.errors import EndpointError
+from evalkit.probe.api import Sampling
+from evalkit.probe.canaries import CANARY_SET_VERSION, alone_then, in_turn, make_canaries
 from evalkit.probe.connect import check_endpoint, explain_failure, measure_rtt
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
@@ -45,6 +48,18 @@ if TYPE_CHECKING:
     from evalkit.probe.scaleout import RayPool
 
 _FORCE_WORDS = ("ignore_eos", "min_tokens")
+#: the sampling fields a vendor may refuse, by the word its 400 would name
+_SAMPLING_WORDS = ("temperature", "seed", "logprobs")
+
+
+def _rejected_sampling(rec: RequestRecord, sampling: Sampling) -> list[str]:
+    """The sampling fields a connect stream's 400 names, of those sent."""
+    if rec.http_status != 400:
+        return []
+    text = f"{rec.error or ''} {rec.error_body or ''}".lower()
+    sent = {"temperature": sampling.temperature is not None, "seed": sampling.seed is not None,
+            "logprobs": sampling.logprobs}
+    return [w for w in _SAMPLING_WORDS if sent[w] and w in text]
 
 
 def _ms(x: float | None) -> str:
@@ -96,6 +111,9 @@ class SuiteRun:
         self.origin_ns, self.run_tag = origin_ns, run_tag
         self.user_prompts = user_prompts
         self.prompts = PromptSource(f"{run_tag}s0", config.seed, user_prompts)
+        k = settings.canaries
+        self.canaries = make_canaries(run_tag, config.seed, k.count, settings.prompt_tokens,
+                                      settings.output_tokens, user_prompts)
         self.phase_checks: dict[str, dict[str, Any]] = {}
         self.level_checks: dict[int, dict[str, Any]] = {}
         self.rtt_samples: list[float] = []
@@ -147,6 +165,10 @@ class SuiteRun:
         return self.prompts.next(int(tokens or self.s.prompt_tokens),
                                  int(out or self.s.output_tokens))
 
+    def _turns(self) -> Callable[[], Prompt]:
+        """A load level's prompts, the canaries taking their turns among them."""
+        return in_turn(self.canaries, self.s.canaries.every, self._prompt)
+
     def _judge_check(self, check: dict[str, Any]) -> dict[str, Any]:
         return judge_client(check, self.s.client_check)
 
@@ -197,6 +219,18 @@ class SuiteRun:
             prober.force_length = False
             self.connect_info["force_length_rejected"] = rec.error
             rec = await prober.stream(self._prompt(), "connect", 1, facts=facts)
+        dropped = _rejected_sampling(rec, prober.sampling)
+        if dropped:
+            # e.g. a reasoning model refuses a temperature: the run goes on at the vendor's
+            # defaults, and the precision section says its answers may vary for that alone
+            was = prober.sampling
+            prober.sampling = Sampling(
+                temperature=None if "temperature" in dropped else was.temperature,
+                seed=None if "seed" in dropped else was.seed,
+                logprobs=was.logprobs and "logprobs" not in dropped)
+            self.connect_info["sampling_rejected"] = {"fields": dropped, "error": rec.error}
+            rec = await prober.stream(self._prompt(), "connect", 1, facts=facts)
+        self.connect_info["sampling"] = dataclasses.asdict(prober.sampling)
         self.connect_info["format"] = facts
         self.on_record(rec)  # kept as evidence even when it fails the gate
         if rec.outcome != "ok":
@@ -207,10 +241,11 @@ class SuiteRun:
 
     async def _phase_baseline(self, client: httpx.AsyncClient, prober: Prober,
                               mon: LoopMonitor) -> None:
-        n = self.s.baseline.requests
+        next_prompt, n = alone_then(self.canaries, self.s.canaries.alone_repeats, self._prompt,
+                                    self.s.baseline.requests)
         self._announce("baseline", 1, f"{n} requests one at a time")
         with self._holding_records() as held:
-            await closed_loop(prober, self._prompt, self.on_record, phase="baseline", level=1,
+            await closed_loop(prober, next_prompt, self.on_record, phase="baseline", level=1,
                               workers=1, duration_s=None, max_requests=n, on_note=self._note)
             self.watch.add_baseline(held)
             e2e = sorted(r.e2e_s for r in held if r.outcome == "ok" and r.e2e_s)
@@ -254,7 +289,7 @@ class SuiteRun:
         if self.pool is None:
             await prober.clients.prepare(level)
             mark = window_start(mon, prober)
-            await closed_loop(prober, self._prompt, self.on_record, phase=phase, level=level,
+            await closed_loop(prober, self._turns(), self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s, max_requests=None,
                               on_note=self._note, min_requests=floor, settled=self._settled,
                               stop=lambda: self.interrupted)
@@ -349,7 +384,7 @@ class SuiteRun:
         if self.pool is not None:
             self.phase_checks["rate"] = await self._sharded("rate", 0, duration, rate)
             return
-        await open_loop(prober, self._prompt, self.on_record, phase="rate",
+        await open_loop(prober, self._turns(), self.on_record, phase="rate",
                         rate=rate, duration_s=duration, seed=self.config.seed * 1000,
                         max_in_flight=self.s.ramp.max_concurrency * 16)
 
@@ -357,6 +392,10 @@ class SuiteRun:
     def meta(self) -> dict[str, Any]:
         """What summarize needs beyond the records (plain data, as stored in run.json)."""
         return {"tool_version": __version__, "suite_version": SUITE_VERSION,
+                "canaries": {"set_version": CANARY_SET_VERSION, "count": len(self.canaries),
+                             "alone_repeats": self.s.canaries.alone_repeats,
+                             "every": self.s.canaries.every,
+                             "sharded_levels": self.pool is not None},
                 "phases": self.phase_checks,
                 "levels": {str(k): v for k, v in self.level_checks.items()},
                 "rtt_s": statistics.median(self.rtt_samples) if self.rtt_samples else None}

@@ -81,6 +81,9 @@ class Prompt:
     content: str | list[dict[str, Any]]
     prompt_tokens: int
     max_tokens: int
+    #: the canary this prompt is (evalkit.probe.canaries), None for an ordinary prompt;
+    #: never sent: the vendor sees the prompt alone
+    canary: str | None = None
 
 
 #: what a customer asks of a passage; {detail}, the seeded detail a real message carries,

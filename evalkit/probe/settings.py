@@ -87,6 +87,11 @@ class ProbeConfig:
     force_length: bool | None = None
     user_agent: str | None = None
     tag_requests: bool = False
+    #: sent on every request alike (evalkit.probe.api.Sampling): temperature (None: the
+    #: vendor's default, sent not at all), a seed and logprobs (both marks: off unless asked)
+    temperature: float | None = 0.0
+    request_seed: int | None = None
+    logprobs: bool = False
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -270,6 +275,17 @@ class SoakSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CanarySettings:
+    """Canary prompts (evalkit.probe.canaries): each answered `alone_repeats` times during
+    the baseline, then every `every`-th request of a ramp, soak or rate level is one of
+    them in turn, so they ride the same batches as the rest. `count` 0: none."""
+
+    count: int = field(default=4, metadata=_reads(_count(0)))
+    alone_repeats: int = field(default=2, metadata=_reads(_count(1)))
+    every: int = field(default=9, metadata=_reads(_count(2)))
+
+
+@dataclass(frozen=True, kw_only=True)
 class RateSettings:
     """Open-loop Poisson arrivals (`--rate`)."""
 
@@ -303,6 +319,8 @@ class SuiteSettings:
     ramp: RampSettings = field(metadata=_reads(_section(RampSettings)))
     soak: SoakSettings = field(metadata=_reads(_section(SoakSettings)))
     rate: RateSettings = field(metadata=_reads(_section(RateSettings)))
+    canaries: CanarySettings = field(default_factory=CanarySettings,
+                                     metadata=_reads(_section(CanarySettings)))
     client_check: ClientLimits = field(metadata=_reads(_section(ClientLimits, _CLIENT_LIMITS)))
 
     @classmethod

@@ -20,6 +20,7 @@ not the vendor, set the pace (`evalkit.probe.selfcheck.judge_client`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import re
@@ -32,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
+from evalkit.probe.api import NAME_MAX, NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.loopmonitor import _pct
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.sse import SSEParser, SSETooLarge
@@ -53,6 +54,8 @@ MAX_RETRY_AFTER_S = 30.0
 _ERR_MAX = 300
 #: what a record keeps of an error response's body (after sanitising)
 ERROR_BODY_MAX = 500
+#: the most characters (and logprob entries) a canary's record keeps of its answer
+ANSWER_MAX = 16_384
 
 
 class Prober:
@@ -67,6 +70,8 @@ class Prober:
         self.run_tag = run_tag
         self.shard = shard
         self.force_length = target.force_length
+        #: the sampling settings sent (the connect phase drops what a vendor rejects)
+        self.sampling = target.sampling
         self._seq = 0
         #: (url, headers, extensions) every request shares (`_request`)
         self._template: tuple[httpx.URL, list[tuple[bytes, bytes]], dict[str, Any]] | None = None
@@ -104,7 +109,7 @@ class Prober:
         headers and timeouts, and `client.build_request` merging them anew each time
         cost 3x more, once per request, in the moment a herd of streams sends again."""
         body = self.adapter.build_body(self.target.model, prompt.content, prompt.max_tokens,
-                                       self.force_length)
+                                       self.force_length, self.sampling)
         body.update(self.target.extra_body)
         if self._template is None:
             proto = client.build_request("POST", self.adapter.path, headers={
@@ -185,7 +190,8 @@ class Prober:
                       facts: dict[str, Any] | None, intended_ns: int, judged: bool,
                       after_send: Callable[[], None] | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
-        st = _StreamState(end_event=self.adapter.end_event)
+        st = _StreamState(end_event=self.adapter.end_event,
+                          keep_answer=prompt.canary is not None)
         deadline = self.target.request_deadline(prompt.max_tokens)
         wire = SendStamp(join=bool(request.content))  # head and body in one send
         tried_ns = time.perf_counter_ns()
@@ -282,6 +288,8 @@ class Prober:
                     # (an adapter reads only the data, and {"message": ...} has no "error")
                     delta = Delta(error=clean(event.data, 300) or "an SSE error event")
                 st.events += 1
+                if delta.model is not None or delta.fingerprint is not None:
+                    st.names(delta)
                 if delta.done:  # [DONE], or an API's end event (which may carry more)
                     st.done = True
                 if delta.role_only and not st.chunk_ns:
@@ -312,6 +320,8 @@ class Prober:
                         st.blank_tokens = 0
                         if delta.text and st.first_answer_ns is None:
                             st.first_answer_ns = now
+                if delta.text:
+                    st.answer(delta)
                 if delta.finish_reason is not None:
                     st.finish_reason = delta.finish_reason
                     if delta.finish_reason not in NORMAL_FINISHES and st.abnormal is None:
@@ -350,7 +360,16 @@ class Prober:
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
-            shard=self.shard, prompt_id=prompt.id, label=label)
+            shard=self.shard, prompt_id=prompt.id, label=label,
+            model=", ".join(st.models) or None,
+            system_fingerprint=", ".join(st.fingerprints) or None,
+            output_sha256=st.sha.hexdigest() if st.status == 200 else None,
+            canary=prompt.canary,
+            answer_text="".join(st.kept) if st.keep_answer and st.status == 200 else None,
+            answer_tokens=[t for t, _ in st.logprobs] if st.keep_answer and st.logprobs
+            else None,
+            answer_logprobs=[v for _, v in st.logprobs] if st.keep_answer and st.logprobs
+            else None)
 
 
 @dataclass
@@ -384,6 +403,31 @@ class _StreamState:
     retry_after_s: float | None = None
     #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
     end_event: str | None = None
+    #: the answer text's digest; a canary's text and logprobs kept whole (bounded)
+    sha: Any = field(default_factory=hashlib.sha256)
+    keep_answer: bool = False
+    kept: list[str] = field(default_factory=list)
+    kept_chars: int = 0
+    logprobs: list[tuple[str, float]] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    fingerprints: list[str] = field(default_factory=list)
+
+    def answer(self, delta: Delta) -> None:
+        """Fold answer text into the digest; a canary keeps its text and logprobs too."""
+        self.sha.update(delta.text.encode("utf-8", "surrogatepass"))
+        if self.keep_answer and self.kept_chars < ANSWER_MAX:
+            piece = delta.text[:ANSWER_MAX - self.kept_chars]
+            self.kept.append(piece)
+            self.kept_chars += len(piece)
+            if delta.logprobs and len(self.logprobs) < ANSWER_MAX:
+                self.logprobs.extend(delta.logprobs)
+
+    def names(self, delta: Delta) -> None:
+        """The distinct `model` and `system_fingerprint` values the stream named (at most
+        a few: a hostile stream cannot grow a record)."""
+        for seen, value in ((self.models, delta.model), (self.fingerprints, delta.fingerprint)):
+            if value is not None and value not in seen and len(seen) < 3:
+                seen.append(clean(value, NAME_MAX))
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""

@@ -30,6 +30,7 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
+from evalkit.probe.api import Sampling
 from evalkit.probe.phases import SuiteRun
 from evalkit.probe.plan import Plan, plan_probe, size_levels
 from evalkit.probe.prompts import load_prompts
@@ -204,6 +205,8 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
                     force_length=(settings.force_output_length if config.force_length is None
                                   else config.force_length),
                     user_agent=config.user_agent, tag_requests=config.tag_requests,
+                    sampling=Sampling(temperature=config.temperature, seed=config.request_seed,
+                                      logprobs=config.logprobs),
                     secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())

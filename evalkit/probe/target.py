@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-from evalkit.probe.api import AUTH_STYLES, get_adapter
+from evalkit.probe.api import AUTH_STYLES, DEFAULT_SAMPLING, Sampling, get_adapter
 from evalkit.probe.transport import stamped_transport
 
 #: headers that carry a credential; one given with --header replaces the environment's key
@@ -38,6 +38,8 @@ class Target:
     #: send each request's id as X-Request-ID (to match against the vendor's logs; it also
     #: tells the vendor which requests are ours)
     tag_requests: bool = False
+    #: temperature, seed and logprobs, the same on every request (`evalkit.probe.api.Sampling`)
+    sampling: Sampling = DEFAULT_SAMPLING
     secret: str | None = field(default=None, repr=False)
     #: the longest one request may take, whatever it streams (None: derived per request
     #: from the output asked for, `request_deadline`)
@@ -94,7 +96,10 @@ class Target:
                 "header_names": [k for k, _ in self.headers],
                 "extra_body": self.extra_body, "timeout_s": self.timeout_s,
                 "force_length": self.force_length, "user_agent": self.user_agent,
-                "tag_requests": self.tag_requests, "api_key_set": bool(self.secret),
+                "tag_requests": self.tag_requests,
+                "sampling": {"temperature": self.sampling.temperature,
+                             "seed": self.sampling.seed, "logprobs": self.sampling.logprobs},
+                "api_key_set": bool(self.secret),
                 "credential": self.credential, "auth": self.auth_style,
                 "params": dict(self.params)}
 
