@@ -22,7 +22,10 @@ from evalkit.analysis.validity import MOSTLY_FAILED_OK_SHARE
 #: the earlier name.
 FAILURE_KINDS = ("admission", "incomplete", "timeout", "error")
 #: The ramp metrics, in the contract's vocabulary.
-DEGRADATION_METRICS = ("ttft", "itl", *FAILURE_KINDS)
+#: the answers themselves degrade too: canaries answered otherwise than alone
+#: (evalkit.analysis.precision), outputs shorter than the baseline's
+ANSWER_METRICS = ("precision", "length")
+DEGRADATION_METRICS = ("ttft", "itl", *FAILURE_KINDS, *ANSWER_METRICS)
 
 
 def failure_kinds(lvl: Mapping[str, Any]) -> dict[str, int]:
@@ -116,6 +119,37 @@ def _failures_against(rate: float | None, failed: int, requests: int, limit: flo
     return ci, ("breach" if ci[0] > limit else "tie" if rate > limit else "clear")
 
 
+def _length_against(lvl: Mapping[str, Any], base: Mapping[str, Any] | None, floor: float
+                    ) -> tuple[float | None, list[float] | None, str | None]:
+    """A level's mean achieved output length over the baseline's, its 95 % interval (normal,
+    on the level's mean; the baseline's mean taken as given, as its p90 is for latency),
+    and the call against `floor`: "breach" (the whole interval below), "tie" (the mean
+    below, the interval reaching above), "clear"."""
+    here = lvl.get("achieved_output_tokens")
+    if not base or not here or not base.get("mean") or not here.get("n"):
+        return None, None, None
+    b = float(base["mean"])
+    ratio = float(here["mean"]) / b
+    half = 1.96 * float(here.get("sd") or 0.0) / math.sqrt(int(here["n"])) / b
+    ci = [ratio - half, ratio + half]
+    return ratio, ci, ("breach" if ci[1] < floor else "tie" if ratio < floor else "clear")
+
+
+def _precision_against(lvl: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """The level's precision call (evalkit.analysis.precision) and how far below its floor
+    it lies, as a ratio above 1 when it breaches (another model named: 10)."""
+    p = lvl.get("precision")
+    if not p or p.get("status") not in ("held", "tie", "breach"):
+        return None, None
+    call = {"held": "clear", "tie": "tie", "breach": "breach"}[p["status"]]
+    if p.get("models_not_seen_alone"):
+        return 10.0, call
+    rate = p.get("match_rate")
+    floor = p.get("floor")
+    excess = _num(floor / max(rate, 0.01)) if rate is not None and floor else None
+    return excess, call
+
+
 def _requests_to_decide(n: int, point: float, ci: Sequence[float | None] | None,
                         limit: float, share: bool) -> int | None:
     """About how many requests at the level would turn its tie into a decision, if what
@@ -134,7 +168,8 @@ def _requests_to_decide(n: int, point: float, ci: Sequence[float | None] | None,
 
 
 def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: float | None,
-                 limits: Mapping[str, float], bound: bool) -> dict[str, Any]:
+                 limits: Mapping[str, float], bound: bool,
+                 base_length: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One level against the baseline: its ratios with their 95 % intervals, which limits
     it breaches (the whole interval above), which it ties (the interval straddles), and
     its status."""
@@ -161,6 +196,16 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
               if v is not None and (e := _num(v / limits[k])) is not None}
     excess_ci = {k: [None if x is None else _num(x / limits[k]) for x in ci]
                  for k, ci in cis.items() if ci is not None}
+    # the answers themselves: the canaries' precision, and the output length achieved
+    length, length_ci, length_call = _length_against(lvl, base_length, limits["length"])
+    if length_call is not None and length:
+        calls["length"] = length_call
+        excess["length"] = limits["length"] / max(length, 1e-9)
+    p_excess, p_call = _precision_against(lvl)
+    if p_call is not None:
+        calls["precision"] = p_call
+        if p_excess is not None:
+            excess["precision"] = p_excess
     breaches = [k for k in calls if calls[k] == "breach"]
     ties = [k for k in calls if calls[k] == "tie"]
     if not requests:
@@ -183,10 +228,12 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
         status = "underloaded"
     n_ok = {"ttft": (lvl.get("ttft_s") or {}).get("n") or ok,
             "itl": (lvl.get("tpot_s") or {}).get("n") or ok, kind: requests}
-    to_decide = [r for k in ties if (v := values[k]) is not None and (r := _requests_to_decide(
-        int(n_ok[k]), v, cis[k], limits[k], k == kind)) is not None]
+    to_decide = [r for k in ties if k in values and (v := values[k]) is not None and (
+        r := _requests_to_decide(int(n_ok[k]), v, cis[k], limits[k], k == kind)) is not None]
     failures = {k: v for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
     return {**lvl, "ttft_p90_ratio": ttft, "tpot_p90_ratio": tpot,
+            # achieved output length over the baseline's, with its 95 % interval
+            "length_ratio": length, "length_ratio_ci": length_ci,
             # the level's p90 interval over the baseline's p90 (an end None: unbounded)
             "ttft_p90_ratio_ci": ttft_ci, "tpot_p90_ratio_ci": tpot_ci,
             "breaches": breaches if status in ("breached", "failed") else [],
@@ -247,6 +294,8 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     if (said := _underload_note(judged, floor, cap)) is not None:
         note = f"{note}; {said}" if note else said
     metric = {"ttft": "ttft_s p90 / baseline", "itl": "tpot_s p90 / baseline",
+              "length": "achieved output tokens / baseline",
+              "precision": "canary match rate / the rate alone",
               **dict.fromkeys(FAILURE_KINDS, "failure_rate")}
     return {
         "max_sustained_concurrency": max(held) if held else None,
@@ -277,7 +326,11 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                           f"breached: a breach under less load stands",
         "breach_rule": "a level breaches when the 95 % interval of its p90 (TTFT, TPOT over "
                        "the baseline's p90) or of its failure rate lies wholly above the "
-                       "limit; an interval that straddles the limit is a tie",
+                       "limit, when that of its mean output length lies wholly below the "
+                       "baseline's less the tolerance (length), or when its canaries' "
+                       "answers differ from the answers alone (precision: "
+                       "evalkit.analysis.precision); an interval that straddles the limit "
+                       "is a tie",
         "failure_kind_rule": "a failure-rate breach is named by the level's most frequent "
                              "kind of failure: admission (rejected, or timed out before "
                              "any content), incomplete (cut short), timeout (stalled after "
@@ -297,16 +350,22 @@ def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] 
     th = thresholds or Thresholds()
     bound = set(client_bound)
     limits = {"ttft": th.ttft_p90_ratio, "itl": th.tpot_p90_ratio,
-              "admission": th.admission_failure_rate}
+              "admission": th.admission_failure_rate, "length": 1 - th.length_tolerance}
     base_ttft, base_tpot = _p90(baseline, "ttft_s"), _p90(baseline, "tpot_s")
-    judged = [_judge_level(lvl, base_ttft, base_tpot, limits, int(lvl["concurrency"]) in bound)
+    base_length = (baseline or {}).get("achieved_output_tokens")
+    judged = [_judge_level(lvl, base_ttft, base_tpot, limits, int(lvl["concurrency"]) in bound,
+                           base_length)
               for lvl in sorted(levels, key=lambda d: d["concurrency"])]
     return {
         "levels": judged,
         **_ramp_conclusion(judged),
         "client_bound_levels": sorted(d["concurrency"] for d in judged if d["client_bound"]),
         "judged_on": [k for k, base in (("ttft", base_ttft), ("itl", base_tpot))
-                      if base is not None] + ["admission"],
+                      if base is not None] + ["admission"]
+        + (["length"] if base_length else [])
+        + (["precision"] if any(lv.get("precision") for lv in levels) else []),
         "thresholds": {"ttft_p90_ratio": th.ttft_p90_ratio, "tpot_p90_ratio": th.tpot_p90_ratio,
-                       "admission_failure_rate": th.admission_failure_rate},
+                       "admission_failure_rate": th.admission_failure_rate,
+                       "length_tolerance": th.length_tolerance,
+                       "precision_match_tolerance": th.precision_match_tolerance},
     }

@@ -130,6 +130,19 @@ def _inflight_over(t: np.ndarray, inflight: np.ndarray, ws: float, we: float
 # --------------------------------------------------------------------------- phase stats
 
 
+def achieved_length(ok_req: pd.DataFrame) -> dict[str, Any] | None:
+    """The output the ok requests actually carried: mean, sd and count of our own count of
+    the streamed text (the vendor's usage where we counted nothing), so a vendor that bills
+    honestly but stops short under load is seen (the ramp's `length` metric)."""
+    counted = ok_req["counted_output_tokens"].to_numpy(dtype=float)
+    out = np.where(np.isnan(counted), ok_req["output_tokens"].to_numpy(dtype=float), counted)
+    out = out[np.isfinite(out)]
+    if not out.size:
+        return None
+    return {"mean": float(out.mean()), "sd": float(out.std(ddof=1)) if out.size > 1 else 0.0,
+            "n": int(out.size)}
+
+
 def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = None,
                 thresholds: Thresholds | None = None) -> dict[str, Any]:
     """Latency, rhythm, throughput and outcomes of one group of requests (a phase or level).
@@ -177,6 +190,7 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "tokens_per_chunk": percentiles(chunks["scaled_tokens"].to_numpy()[ok_chunk]),
         "stream_tokens_per_s": percentiles(ok_req["stream_tokens_per_s"], extra=(10.0, 1.0)),
         "output_tokens": percentiles(ok_req["output_tokens"]),
+        "achieved_output_tokens": achieved_length(ok_req),
         "output_tokens_estimated": bool(ok_req["output_tokens_estimated"].any()),
         "aggregate_tokens_per_s": aggregate,
         "aggregate_tokens_per_s_ci": aggregate_ci,

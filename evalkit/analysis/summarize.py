@@ -30,6 +30,7 @@ from evalkit.analysis.checks import (
     usage_honesty,
 )
 from evalkit.analysis.frames import frames
+from evalkit.analysis.precision import level_precision, precision_section
 from evalkit.analysis.prefill import prefill_fit
 from evalkit.analysis.ramp import judge_ramp
 from evalkit.analysis.stats import (
@@ -183,8 +184,10 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     on_ours = bool(prompt["flagged"] or prompt["prefill_disagreeing"])
     prefill = prefill_fit(req, counted=on_ours) if rows("prefill") is not None else None
 
+    precision = precision_section(req, th)
     ramp_req = rows("ramp")
-    ramp = None if ramp_req is None else _ramp_section(ramp_req, chunks, baseline, meta)
+    ramp = None if ramp_req is None else _ramp_section(ramp_req, chunks, baseline, meta,
+                                                      level_precision(precision))
 
     soak_req = rows("soak")
     soak = None if soak_req is None else {**_soak_section(soak_req, chunks, th),
@@ -218,6 +221,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         "ramp": ramp,
         "soak": soak,
         "rate": rate,
+        "precision": precision,
         "checks": {
             "cache": cache_check(req, th.cache_ttft_ratio),
             "network": network,
@@ -258,9 +262,12 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
 
 
 def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
-                  baseline: Mapping[str, Any] | None, meta: SummaryMeta) -> dict[str, Any]:
-    """Stats per closed-loop level, judged against the baseline (or, lacking one, level 1)."""
-    levels = [{"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), meta.thresholds)}
+                  baseline: Mapping[str, Any] | None, meta: SummaryMeta,
+                  precision: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Stats per closed-loop level, judged against the baseline (or, lacking one, level 1),
+    each with its canaries' precision where the run sent canaries."""
+    levels = [{"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), meta.thresholds),
+               "precision": (precision or {}).get(int(lv))}
               for lv, sub in ramp_req.groupby("level", sort=True)]
     base, source = baseline, "baseline"
     if base is None:

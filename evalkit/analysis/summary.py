@@ -78,6 +78,8 @@ class Level:
     #: UNDERLOAD_SHARE): it is no evidence that a claim holds at that many streams
     underloaded: bool = False
     achieved_mean: float | None = None
+    #: the limits the level breached (ttft, itl, a failure kind, precision, length)
+    breaches: tuple[str, ...] = ()
 
     @property
     def reasoning_came_first(self) -> bool:
@@ -139,6 +141,8 @@ class Summary:
     prefill_lengths: int | None = None
     #: the ramp's lowest tie between the max sustained level and the first breach
     first_tie: int | None = None
+    #: summary.json's `precision` (evalkit.analysis.precision; None: no canary was sent)
+    precision: Mapping[str, Any] | None = None
     #: the document as written, every key kept (`to_json`), including those not read here
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -251,7 +255,8 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
                  read_pct(d.get("ttfa_s")), as_count(d.get("reasoning_first"), least=0),
                  as_number(d.get("max_gap_s")), d,
                  achieved.get("underloaded") is True or status == "underloaded",
-                 as_number(achieved.get("mean")))
+                 as_number(achieved.get("mean")),
+                 tuple(str(b) for b in br) if isinstance(br := d.get("breaches"), list) else ())
 
 
 def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -307,6 +312,7 @@ def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
         prefill_ci_missing="tokens_per_s_ci" in pre and pre.get("tokens_per_s_ci") is None,
         prefill_lengths=as_count(pre.get("lengths")),
         first_tie=as_count(ramp.get("first_tie_concurrency")),
+        precision=as_mapping(summary.get("precision")) or None,
         raw=summary,
     )
 

@@ -66,6 +66,15 @@ class Thresholds:
     #: more than this share of streamed requests with most of their output in one chunk
     #: means the endpoint did not stream (its TPOT and rates describe no stream)
     unstreamed_share: float = 0.05
+    #: a level's canary match rate may fall this far below the vendor's own rate alone
+    #: before its interval can breach precision (evalkit.analysis.precision)
+    precision_match_tolerance: float = 0.10
+    #: a level's mean output length may fall this share below the baseline's before its
+    #: interval can breach `length` (MLPerf's TEST09 allows 10 %)
+    length_tolerance: float = 0.10
+    #: answers that part within this many tokens (p50) differ from the start, as another
+    #: model's would; later, the same model's answers varied under load
+    early_divergence_tokens: float = 3
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():

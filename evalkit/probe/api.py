@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalkit.errors import UsageError
+from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,37 +71,6 @@ NORMAL_FINISHES = frozenset({
     "end_turn", "max_tokens", "tool_use", "pause_turn", "refusal",        # Anthropic
     "completed", "max_output_tokens",                                     # Responses
 })
-
-
-@dataclass(frozen=True, slots=True)
-class Sampling:
-    """The sampling settings every request carries, canaries and ordinary alike: the
-    vendor must not tell them apart by their bodies (evalkit.probe.canaries).
-
-    Temperature 0 by default, so that one model's answers to one prompt can be compared
-    across load levels; as common in customer traffic as any setting. A seed and logprobs
-    are opt-in: a constant seed over thousands of requests, or logprobs on every one, are
-    marks few customers leave, and at temperature 0 greedy decoding needs no seed.
-    """
-
-    temperature: float | None = 0.0
-    seed: int | None = None
-    logprobs: bool = False
-
-    def apply(self, body: dict[str, Any], logprobs_key: str | None, logprobs_value: Any,
-              seeded: bool = True) -> dict[str, Any]:
-        """`body` with these settings, in an API's own field names."""
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if self.seed is not None and seeded:
-            body["seed"] = self.seed
-        if self.logprobs and logprobs_key is not None:
-            body[logprobs_key] = logprobs_value
-        return body
-
-
-#: the settings a request carries unless the run says otherwise
-DEFAULT_SAMPLING = Sampling()
 
 
 #: how a credential is sent: the header and the form of its value (`make_client`)

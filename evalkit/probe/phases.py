@@ -28,13 +28,13 @@ from evalkit.analysis.stats import phase_stats
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
 from evalkit.errors import EndpointError
-from evalkit.probe.api import Sampling
 from evalkit.probe.canaries import CANARY_SET_VERSION, alone_then, in_turn, make_canaries
 from evalkit.probe.connect import check_endpoint, explain_failure, measure_rtt
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.plan import estimate
 from evalkit.probe.prompts import Prompt, PromptSource, synthetic
+from evalkit.probe.sampling import Sampling
 from evalkit.probe.scrape import VendorScraper
 from evalkit.probe.selfcheck import judge_client, merge_checks, window_end, window_start
 from evalkit.probe.settings import ProbeConfig, SuiteSettings

@@ -366,8 +366,9 @@ class Prober:
             output_sha256=st.sha.hexdigest() if st.status == 200 else None,
             canary=prompt.canary,
             answer_text="".join(st.kept) if st.keep_answer and st.status == 200 else None,
-            answer_tokens=[t for t, _ in st.logprobs] if st.keep_answer and st.logprobs
-            else None,
+            # the vendor's tokens where logprobs named them, else the pieces it streamed
+            answer_tokens=([t for t, _ in st.logprobs] if st.logprobs else list(st.kept))
+            if st.keep_answer and st.status == 200 else None,
             answer_logprobs=[v for _, v in st.logprobs] if st.keep_answer and st.logprobs
             else None)
 
@@ -403,7 +404,8 @@ class _StreamState:
     retry_after_s: float | None = None
     #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
     end_event: str | None = None
-    #: the answer text's digest; a canary's text and logprobs kept whole (bounded)
+    #: the answer text's digest; a canary's text and logprobs kept whole (bounded); the
+    #: distinct `model` and `system_fingerprint` values named (a few at most)
     sha: Any = field(default_factory=hashlib.sha256)
     keep_answer: bool = False
     kept: list[str] = field(default_factory=list)
@@ -413,21 +415,16 @@ class _StreamState:
     fingerprints: list[str] = field(default_factory=list)
 
     def answer(self, delta: Delta) -> None:
-        """Fold answer text into the digest; a canary keeps its text and logprobs too."""
         self.sha.update(delta.text.encode("utf-8", "surrogatepass"))
         if self.keep_answer and self.kept_chars < ANSWER_MAX:
-            piece = delta.text[:ANSWER_MAX - self.kept_chars]
-            self.kept.append(piece)
+            self.kept.append(piece := delta.text[:ANSWER_MAX - self.kept_chars])
             self.kept_chars += len(piece)
-            if delta.logprobs and len(self.logprobs) < ANSWER_MAX:
-                self.logprobs.extend(delta.logprobs)
+            self.logprobs.extend((delta.logprobs or ())[:ANSWER_MAX - len(self.logprobs)])
 
     def names(self, delta: Delta) -> None:
-        """The distinct `model` and `system_fingerprint` values the stream named (at most
-        a few: a hostile stream cannot grow a record)."""
         for seen, value in ((self.models, delta.model), (self.fingerprints, delta.fingerprint)):
-            if value is not None and value not in seen and len(seen) < 3:
-                seen.append(clean(value, NAME_MAX))
+            if value is not None and (v := clean(value, NAME_MAX)) not in seen and len(seen) < 3:
+                seen.append(v)
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""

@@ -30,10 +30,10 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
-from evalkit.probe.api import Sampling
 from evalkit.probe.phases import SuiteRun
 from evalkit.probe.plan import Plan, plan_probe, size_levels
 from evalkit.probe.prompts import load_prompts
+from evalkit.probe.sampling import Sampling
 from evalkit.probe.settings import (
     ProbeConfig,
     SuiteSettings,

@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from evalkit.probe.api import AUTH_STYLES, DEFAULT_SAMPLING, Sampling, get_adapter
+from evalkit.probe.api import AUTH_STYLES, get_adapter
+from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.probe.transport import stamped_transport
 
 #: headers that carry a credential; one given with --header replaces the environment's key

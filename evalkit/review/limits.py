@@ -131,7 +131,8 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
 #: says them: the per-token metric is TPOT everywhere a reader looks
 METRIC_WORDS = {"itl": "TPOT", "ttft": "TTFT", "admission": "admission",
                 "incomplete": "cut streams (incomplete)", "timeout": "timeouts",
-                "error": "errors"}
+                "error": "errors", "precision": "precision (the canaries' answers)",
+                "length": "output length"}
 
 #: What the ramp can find degrading first that Q4's answer cannot name (it allows itl,
 #: ttft or admission), and what the vendor therefore did not disclose.
@@ -139,6 +140,8 @@ UNDISCLOSED = {
     "incomplete": "its endpoint cuts streams it has already begun under load",
     "timeout": "its streams stall past the client's deadline under load",
     "error": "its endpoint answers with errors under load",
+    "precision": "its answers under load are not the answers it gives alone",
+    "length": "its outputs under load are cut shorter than alone",
 }
 
 
@@ -149,7 +152,7 @@ def _metric(name: str | None) -> str:
 def _undisclosed(measured: str, claimed: str) -> str:
     """Why a failure Q4 has no word for is unreconciled whatever was claimed: the answer
     chose among kinds that leave the one seen out."""
-    return (f"{_metric(measured)} came first, not {_metric(claimed)}: a failure Q4's "
+    return (f"{_metric(measured)} came first, not {_metric(claimed)}: a degradation Q4's "
             f"answer (itl, ttft or admission) cannot name, so the vendor did not disclose "
             f"that {UNDISCLOSED[measured]}")
 

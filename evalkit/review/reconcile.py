@@ -36,6 +36,7 @@ from typing import Any
 from evalkit.analysis.summary import Summary, measurements
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
+from evalkit.review.answers import answers_sentence, reported_swap
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
 from evalkit.review.questions import judge_questions
 from evalkit.review.rules import (
@@ -65,6 +66,10 @@ class Reconciliation:
     run_validity_reasons: tuple[str, ...] = ()
     #: why the questionnaire's model/endpoint and the run's do not match (None: they do)
     target_mismatch: str | None = None
+    #: how the answers changed under load at or below the concurrency sold, and a swap
+    #: the responses reported anywhere (evalkit.review.answers; None: none seen)
+    answers: str | None = None
+    swap: str | None = None
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
@@ -85,11 +90,14 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint the "
         "questionnaire names" if mismatch else None)
     judgements = judge_questions(questionnaire, Evidence(m, blocker, command), tol)
+    sold = questionnaire.q2.at_concurrency if questionnaire else None
+    answers = answers_sentence(m, sold) if m is not None and m.validity != "invalid" else None
     return Reconciliation(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
                         questionnaire is not None, m.validity if m else None,
-                        m.validity_reasons if m else ()),
+                        m.validity_reasons if m else (), answers),
+        answers=answers, swap=reported_swap(m),
         use_cases=use_case_fit(m, tol),
         reading_speed=streams_at_reading_speed(m, tol),
         has_questionnaire=questionnaire is not None,

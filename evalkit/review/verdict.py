@@ -27,9 +27,10 @@ class Verdict:
 
 def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
             has_questionnaire: bool = True, validity: str | None = "valid",
-            validity_reasons: tuple[str, ...] = ()) -> Verdict:
+            validity_reasons: tuple[str, ...] = (), answers: str | None = None) -> Verdict:
     """Streaming-ready only when Q2, Q4 and Q6 are `ok` (verified), none with the finding
-    `gap`, on a valid run.
+    `gap`, on a valid run, and the answers held under load at or below the concurrency
+    sold (`answers`: the sentence that says how they changed, evalkit.review.answers).
 
     `validity` is the run's (None: no run, a claims-only review, which at best reads
     "complete and consistent, not verified").
@@ -39,7 +40,7 @@ def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
               if qid not in STREAMING_QUESTIONS and judgements[qid].status != "ok"]
     gaps = [qid for qid in QUESTION_IDS if judgements[qid].finding == "gap"]
     also = (f" Also flagged: {join(others)}." if others else "") + (
-        f" Gaps found: {join(gaps)}." if gaps else "")
+        f" Gaps found: {join(gaps)}." if gaps else "") + (f" {answers}" if answers else "")
     if validity == "invalid":
         why = f" ({quote(validity_reasons[0], 200)})" if validity_reasons else ""
         return Verdict(False, f"RUN INVALID{why}: the run measured nothing a judgement can rest "
@@ -79,6 +80,12 @@ def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
         return Verdict(False, f"{who}'s answers to Q2, Q4 and Q6 hold up, but the run is "
                        f"{validity}{why}, so no verdict of readiness is drawn from it; re-run "
                        "the probe." + also)
+    if answers:
+        others_too = also.replace(f" {answers}", "")
+        return Verdict(False, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold "
+                       f"up, but not with the same answers: {answers} Speed from answers "
+                       "that change under load is not the capacity sold, so the quote is "
+                       "not shown streaming-ready." + others_too)
     return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold up "
                    "against our measurements, so its quote is sized for the streaming regime."
                    + also)

@@ -256,7 +256,8 @@ class TestJudgeRampEdges:
         assert judge_ramp([_level(1, .1, .02)], BASE)["judged_on"] == ["ttft", "itl",
                                                                        "admission"]
         assert out["thresholds"] == {"ttft_p90_ratio": 2.0, "tpot_p90_ratio": 2.0,
-                                     "admission_failure_rate": 0.01}
+                                     "admission_failure_rate": 0.01, "length_tolerance": 0.1,
+                                     "precision_match_tolerance": 0.1}
 
 
 def _ramp_level(c: int, ttfts: list[float], rejected: int = 0, t0: float = 0.0

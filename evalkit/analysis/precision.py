@@ -1,0 +1,214 @@
+"""Precision under load: do the canaries get the same answers under load as alone, and
+from the model named? Pure: the records frame in, summary.json's `precision` out.
+
+A canary (evalkit.probe.canaries) is answered several times one at a time during the
+baseline, which learns the vendor's own variation when nothing else runs, then again
+inside every load level. Each answer is compared with its canary's modal answer alone
+by the SHA-256 of its text:
+
+- match rate: the share of a level's canary answers identical to the canary's answer
+  alone, with its exact 95 % interval;
+- first divergence: where a differing answer parts from the answer alone, in the
+  vendor's tokens when logprobs gave them, else in the streamed chunks (p50);
+- logprob drift: the mean |difference| of the chosen tokens' logprobs over the shared
+  prefix (None without logprobs);
+- models seen: the `model` and `system_fingerprint` values the level's responses named.
+
+A level breaches precision when its match rate's interval lies wholly below the rate
+alone less the tolerance, or when a model answered that did not answer alone; an
+interval that straddles it is a tie. What differed is named apart: another model
+reported in `model`, answers that differ from their first tokens under the same name
+(what another model answering would look like), or answers that varied later, as the
+same model's do when a different batch is a different computation.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from evalkit.analysis.intervals import proportion_interval
+from evalkit.analysis.thresholds import Thresholds
+
+#: the phases whose canary answers are compared with the answers alone, by level
+LOAD_PHASES = ("ramp", "soak", "rate")
+
+#: how a level's difference from the answers alone is named (`kind`)
+KINDS = {
+    "model_reported": "another model answered: the responses named a model that did not "
+                      "answer alone",
+    "diverged_at_start": "answers differed from their first tokens under the same model "
+                         "name, as another model's would",
+    "varied": "answers varied under load; the same model was reported",
+}
+
+
+def _names(values: pd.Series) -> list[str]:
+    """The distinct names in a column of comma-joined names (a stream may name several)."""
+    seen: dict[str, None] = {}
+    for v in values.dropna():
+        for name in str(v).split(", "):
+            seen.setdefault(name, None)
+    return sorted(seen)
+
+
+def _pieces(row: Mapping[str, Any]) -> list[str] | None:
+    tokens = row.get("answer_tokens")
+    return list(tokens) if isinstance(tokens, list) and tokens else None
+
+
+def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int | None:
+    """The token at which `answer` parts from `reference`: the reference's pieces wholly
+    inside the texts' common prefix (None when either text or the pieces are missing)."""
+    ref_text, text = reference.get("answer_text"), answer.get("answer_text")
+    pieces = _pieces(reference)
+    if not isinstance(ref_text, str) or not isinstance(text, str) or pieces is None:
+        return None
+    common = 0
+    for a, b in zip(ref_text, text, strict=False):
+        if a != b:
+            break
+        common += 1
+    done, at = 0, 0
+    for piece in pieces:
+        if done + len(piece) > common:
+            break
+        done += len(piece)
+        at += 1
+    return at
+
+
+def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
+    """Mean |Δ logprob| of the chosen tokens over the prefix both answers share token for
+    token (None without logprobs on both)."""
+    ref_lp, lp = reference.get("answer_logprobs"), answer.get("answer_logprobs")
+    ref_tok, tok = _pieces(reference), _pieces(answer)
+    if not (isinstance(ref_lp, list) and isinstance(lp, list) and ref_tok and tok):
+        return None
+    deltas = []
+    for a_t, b_t, a, b in zip(ref_tok, tok, ref_lp, lp, strict=False):
+        if a_t != b_t:
+            break
+        deltas.append(abs(float(a) - float(b)))
+    return statistics.fmean(deltas) if deltas else None
+
+
+def _alone(rows: pd.DataFrame) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each canary's reference answer alone (its modal digest), and the alone summary."""
+    refs: dict[str, dict[str, Any]] = {}
+    matched = answered = distinct = 0
+    for canary, sub in rows.groupby("canary", sort=True):
+        digests = Counter(sub["output_sha256"].dropna())
+        if not digests:
+            continue
+        modal, count = digests.most_common(1)[0]
+        refs[str(canary)] = sub[sub["output_sha256"] == modal].iloc[0].to_dict()
+        matched += count
+        answered += sum(digests.values())
+        distinct += len(digests)
+    summary = {"answers": answered, "canaries_answered": len(refs),
+               "match_rate": matched / answered if answered else None,
+               "distinct": distinct, "models_seen": _names(rows["model"]),
+               "fingerprints_seen": _names(rows["system_fingerprint"])}
+    return refs, summary
+
+
+def _kind(models_new: Sequence[str], first_divergence: float | None, th: Thresholds
+          ) -> str:
+    if models_new:
+        return "model_reported"
+    if first_divergence is not None and first_divergence <= th.early_divergence_tokens:
+        return "diverged_at_start"
+    return "varied"
+
+
+def _status(k: int, n: int, floor: float, models_new: Sequence[str]
+            ) -> tuple[str, list[float] | None]:
+    ci = proportion_interval(k, n)
+    if models_new:
+        return "breach", ci
+    if ci is None:
+        return "not_measured", None
+    if ci[1] < floor:
+        return "breach", ci
+    return ("tie" if k / n < floor else "held"), ci
+
+
+def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, Mapping[str, Any]],
+                alone: Mapping[str, Any], th: Thresholds) -> dict[str, Any]:
+    """One load level's canary answers against the answers alone. `everyone` is every
+    request of the level: a model named on any of them counts."""
+    compared = rows[rows["ok"] & rows["canary"].isin(list(refs)) & rows["output_sha256"].notna()]
+    matches = 0
+    where: list[int] = []
+    drift: list[float] = []
+    for row in compared.to_dict("records"):
+        ref = refs[str(row["canary"])]
+        if row["output_sha256"] == ref["output_sha256"]:
+            matches += 1
+        elif (at := divergence(ref, row)) is not None:
+            where.append(at)
+        if (d := logprob_drift(ref, row)) is not None:
+            drift.append(d)
+    n = len(compared)
+    models = _names(everyone.loc[everyone["ok"], "model"])
+    fingerprints = _names(everyone.loc[everyone["ok"], "system_fingerprint"])
+    new_models = [m for m in models if alone["models_seen"] and m not in alone["models_seen"]]
+    rate_alone = alone["match_rate"]
+    floor = (rate_alone if rate_alone is not None else 1.0) - th.precision_match_tolerance
+    status, ci = _status(matches, n, floor, new_models)
+    first = statistics.median(where) if where else None
+    return {
+        "canaries": len(rows), "compared": n, "matches": matches,
+        "match_rate": matches / n if n else None, "match_rate_ci": ci,
+        "first_divergence_tokens": first, "logprob_drift": statistics.fmean(drift) if drift
+        else None, "models_seen": models, "fingerprints_seen": fingerprints,
+        "models_not_seen_alone": new_models, "floor": floor, "status": status,
+        "kind": _kind(new_models, first, th) if status in ("breach", "tie") or n > matches
+        else None,
+    }
+
+
+def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | None:
+    """summary.json's `precision`: None when the run sent no canary."""
+    if "canary" not in req or not req["canary"].notna().any():
+        return None
+    canary = req["canary"].notna().to_numpy()
+    phase = req["phase"].to_numpy()
+    alone_rows = req[canary & (phase == "baseline") & req["ok"].to_numpy()]
+    refs, alone = _alone(alone_rows)
+    alone["models_seen"] = _names(req.loc[(phase == "baseline") & req["ok"].to_numpy(), "model"])
+    levels, soak = [], None
+    for (ph, level), sub in req[canary].groupby(["phase", "level"], sort=True):
+        if ph not in LOAD_PHASES:
+            continue
+        everyone = req[(phase == ph) & (req["level"] == level).to_numpy()]
+        judged = {"concurrency": int(level), **judge_group(sub, everyone, refs, alone, th)}
+        if ph == "ramp":
+            levels.append(judged)
+        elif ph == "soak":
+            soak = judged
+    logprobs = bool(req.loc[canary, "answer_logprobs"].notna().any())
+    degraded = next((lv["concurrency"] for lv in levels if lv["status"] == "breach"), None)
+    return {
+        "canaries": len(set(req.loc[canary, "canary"])), "alone": alone, "levels": levels,
+        "soak": soak, "degraded_at": degraded,
+        "divergence_unit": "vendor tokens (logprobs)" if logprobs else "streamed chunks",
+        "logprobs": logprobs,
+        "kinds": KINDS,
+        "rule": (f"a level breaches precision when the 95 % interval of its canary match "
+                 f"rate lies wholly below the rate alone less "
+                 f"{th.precision_match_tolerance:.0%}, or when a model answered that did "
+                 f"not answer alone; an interval that straddles it is a tie"),
+    }
+
+
+def level_precision(section: Mapping[str, Any] | None) -> dict[int, Mapping[str, Any]]:
+    """The ramp's precision judgements by concurrency (for the ramp's own judgement)."""
+    if not section:
+        return {}
+    return {int(lv["concurrency"]): lv for lv in section.get("levels") or []}

@@ -1,0 +1,86 @@
+"""The answers under load, in words: did the canaries get the answers they got alone,
+from the model named, and did outputs keep their length? Pure: a `Summary` in, the
+sentence page one and the verdict carry out.
+
+The wording keeps two findings apart that a reader must not confuse: "another model
+answered" (the responses named a model that did not answer alone) and "answers varied,
+same model reported" (a different batch is a different computation; at temperature 0 one
+model's answers can still change with load). Answers that differ from their first tokens
+under the same name are said as what they look like, and no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalkit.analysis.summary import Summary, as_count, as_mapping, as_number
+from evalkit.fmt import fmt_pct
+from evalkit.review.rules import join, quote
+
+
+def _level_words(lv: Mapping[str, Any]) -> str:
+    """One precision breach, in words."""
+    c = as_count(lv.get("concurrency"))
+    rate, n = as_number(lv.get("match_rate")), as_count(lv.get("compared")) or 0
+    seen = f"{fmt_pct(rate)} of {n} canary answers matched their answers alone" \
+        if rate is not None else "no canary answer could be compared"
+    kind = lv.get("kind")
+    if kind == "model_reported":
+        names = join([quote(str(m), 60) for m in lv.get("models_not_seen_alone") or []])
+        return f"at {c} streams another model answered (the responses named {names}); {seen}"
+    if kind == "diverged_at_start":
+        return (f"at {c} streams {seen}, differing from their first tokens under the same "
+                f"model name, as another model's answers would")
+    return f"at {c} streams {seen}: the answers varied under load, the same model reported"
+
+
+def answer_breaches(m: Summary | None, sold: int | None) -> list[str]:
+    """What degraded the answers at or below the concurrency sold (every level when
+    nothing is sold: a breach anywhere is then unexplained), each in words."""
+    if m is None:
+        return []
+    cap = sold if sold is not None else max((lv.concurrency for lv in m.ramp), default=0)
+    precision = {as_count(lv.get("concurrency")): lv
+                 for lv in as_mapping(m.precision).get("levels") or [] if isinstance(lv, Mapping)}
+    found: list[str] = []
+    for lv in m.ramp:
+        if lv.concurrency > cap:
+            continue
+        if "precision" in lv.breaches and lv.concurrency in precision:
+            found.append(_level_words(precision[lv.concurrency]))
+        if "length" in lv.breaches:
+            ratio = as_number(lv.raw.get("length_ratio"))
+            found.append(f"at {lv.concurrency} streams outputs were "
+                         f"{fmt_pct(1 - ratio) if ratio is not None else 'much'} shorter than "
+                         "alone (length)")
+    soak = as_mapping(as_mapping(m.precision).get("soak"))
+    if soak.get("status") == "breach" and (as_count(soak.get("concurrency")) or 0) <= cap:
+        found.append(f"in the soak, {_level_words(soak)}")
+    return found
+
+
+def answers_sentence(m: Summary | None, sold: int | None) -> str | None:
+    """Page one's and the verdict's sentence, None when the answers held."""
+    found = answer_breaches(m, sold)
+    if not found:
+        return None
+    where = f"at or below the {sold} streams sold" if sold is not None else "under load"
+    return f"The answers changed {where}: {'; '.join(found)}."
+
+
+def reported_swap(m: Summary | None) -> str | None:
+    """The levels where the responses named a model that did not answer alone, in words
+    (page one names a reported swap wherever it happened)."""
+    if m is None:
+        return None
+    levels = [lv for lv in as_mapping(m.precision).get("levels") or []
+              if isinstance(lv, Mapping) and lv.get("models_not_seen_alone")]
+    if not levels:
+        return None
+    names = sorted({str(n) for lv in levels for n in lv["models_not_seen_alone"]})
+    at = join([str(as_count(lv.get("concurrency"))) for lv in levels])
+    alone = join([quote(str(n), 60) for n in as_mapping(m.precision).get("alone", {}).get(
+        "models_seen") or []]) or "no model name"
+    return (f"Another model answered under load: at {at} streams the responses named "
+            f"{join([quote(n, 60) for n in names])}, where {alone} answered alone.")
