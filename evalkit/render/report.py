@@ -37,6 +37,7 @@ from evalkit.render import words
 from evalkit.render.charts import captions, kit, raster
 from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
+from evalkit.render.charts.precision import precision_chart
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
@@ -61,6 +62,7 @@ from evalkit.render.pdf import (
     render_pdf,
     sha256,
 )
+from evalkit.render.precision import answers_figure, precision_intro, precision_rows
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.review.scorecard import Scorecard, as_scorecard
@@ -173,6 +175,8 @@ def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, A
         out.append((captions.raster_caption(len(streams), top), raster.stream_raster(streams)))
     out.append((captions.USE_CASE_CAPTION,
                 figures_mod.use_case_fit(levels, slo_limits, card.tolerances)))
+    out.append((captions.PRECISION_CAPTION,
+                precision_chart(as_mapping(summary.get("precision")) or None)))
     return [(caption, Markup(kit.namespaced(svg, f"fig{i}")))
             for i, (caption, svg) in enumerate(out) if svg]
 
@@ -247,6 +251,8 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
                      + _suite_words(run_doc.get("suite_version"))))
     figures = lead + figures
+    if (row := answers_figure(summary, card.answers, card.swap)) is not None:
+        figures.append(row)
     reading = card.reading_speed
     if summary and reading:
         pct, speed = reading.percentile, reading.reading_speed_tokens_per_s
@@ -275,6 +281,8 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                        f"vendor's endpoint ({clip(stand.get('model') or '—', 60)} at "
                        f"{clip(stand.get('endpoint') or '—', 80)}). Every figure was measured "
                        "on the reference endpoint, not on the vendor's.")
+    if card.swap:  # named on page one, wherever it happened
+        notices.append(clip(card.swap, 600))
     if card.run and card.run.target_mismatch:
         notices.append("The run does not match the questionnaire: "
                        f"{clip(card.run.target_mismatch, 300)}. Claims that need a "
@@ -327,6 +335,8 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "slo_profiles": sorted(card.slo_profiles.items()),
         "has_run": run is not None,
         "rules": rules(summary),
+        "precision_rows": precision_rows(summary),
+        "precision_intro": precision_intro(summary),
         "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
         "baseline_heading": baseline_heading(as_mapping(as_mapping(summary).get("baseline"))),
         "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],

@@ -215,6 +215,10 @@ class Scorecard:
     reading_speed: ReadingSpeedCard | None
     #: the tolerances as judged, in scorecard.json's form: the page prints every setting
     tolerances: Mapping[str, Any]
+    #: how the answers changed under load at or below the concurrency sold, and a swap the
+    #: responses reported (evalkit.review.answers; None: the answers held, or no canaries)
+    answers: str | None = None
+    swap: str | None = None
 
     def question(self, qid: str) -> QuestionCard:
         """The question's card; a blank one if this scorecard does not have it."""
@@ -256,6 +260,7 @@ class Scorecard:
                 rs, 0 if rs.fit is False else rs.max_concurrency,
                 _json_safe(tol.reading_speed_tokens_per_s), tol.reading_speed_percentile),
             tolerances=_json_safe(tol.to_dict()),
+            answers=review.answers, swap=review.swap,
         )
 
     @classmethod
@@ -280,6 +285,8 @@ class Scorecard:
             reading_speed=ReadingSpeedCard.from_json(reading)
             if isinstance(reading, Mapping) and reading else None,
             tolerances=dict(as_mapping(doc.get("tolerances"))),
+            answers=_str_or_none(as_mapping(doc.get("precision")).get("answers")),
+            swap=_str_or_none(as_mapping(doc.get("precision")).get("swap")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -295,6 +302,7 @@ class Scorecard:
             "streams_at_reading_speed": self.reading_speed.to_json()
             if self.reading_speed else None,
             "tolerances": self.tolerances,
+            "precision": {"answers": self.answers, "swap": self.swap},
         }
         return dict(_json_safe(card))
 

@@ -53,7 +53,9 @@ class TestQ4FailureKinds:
     @pytest.mark.parametrize(("kind", "undisclosed"), [
         ("incomplete", "cuts streams it has already begun under load"),
         ("timeout", "stall past the client's deadline under load"),
-        ("error", "answers with errors under load")])
+        ("error", "answers with errors under load"),
+        ("precision", "answers under load are not the answers it gives alone"),
+        ("length", "outputs under load are cut shorter than alone")])
     @pytest.mark.parametrize("claimed", ["admission", "itl", "ttft"])
     def test_an_undisclosed_failure_is_unreconciled(self, kind: str, undisclosed: str,
                                                     claimed: str) -> None:

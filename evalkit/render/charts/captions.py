@@ -96,3 +96,10 @@ USE_CASE_CAPTION = (
     "90 % of streams at reading speed); ITL p99, per gap between chunks: the voice agent's "
     "no-stall limit; and the share of failed requests. A use case fits up to the highest "
     "level where the measured line stays under every one of its lines.")
+
+PRECISION_CAPTION = (
+    "Precision under load: the share of each level's canaries (ordinary prompts of this "
+    "run, answered alone first) whose answers were identical to their answers alone, with "
+    "its exact 95 % interval. A level breaches when its whole interval lies below the "
+    "floor (the rate alone less the tolerance) or a model answered that did not answer "
+    "alone; answers that vary under one model's name are said as such, not as a swap.")
