@@ -7,7 +7,8 @@ APIs stream only (their frames: `evalkit.reference.wire`); their truth lines are
 plus which credential header and api-version query the request carried (never a value).
 
 Each generation request is parsed (`evalkit.reference.parse`), given its fate
-(`evalkit.reference.faults`), submitted to the engine, which one loop steps on the
+(`evalkit.reference.faults`; the faults under load once it reaches the engine), its words
+drawn (`evalkit.reference.answers`), submitted to the engine, which one loop steps on the
 monotonic timeline (`evalkit.reference.loop`), and answered by its own writer
 (`evalkit.reference.writer`), so a slow client only slows its own stream. The whole story
 of each request goes to the ground-truth log (JSON lines) once it ends, in batches

@@ -88,4 +88,6 @@ def build_command(user_errors: Any) -> click.Command:
              "or not) that models a continuous-batching engine with known, logged timing.\n\n"
              "Start from a --profile and change any parameter with its own option or "
              "--set. Prompt tokens are counted with o200k_base; each generated token is "
-             "one short word. Prints the base URL, then serves until Ctrl-C.")
+             "one short word, and the words follow from the prompt (the same prompt, the "
+             "same answer; logprobs when asked). Prints the base URL, then serves until "
+             "Ctrl-C.")
