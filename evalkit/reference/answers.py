@@ -3,8 +3,8 @@
 A request's words are a pure function of (the prompt's text, which model answers, the
 token's position): the same prompt answered by the same model gives the same text, token
 for token, whatever else runs, and another prompt gives another text. The sequence is
-drawn once per request (`random.Random` seeded by a SHA-256 of model and prompt), so the
-writer's hot path only slices a list. Two models answer here: `primary` (the one named)
+drawn once per request (SHAKE-128 of model and prompt, a byte per word), so the writer's
+hot path only slices a list. Two models answer here: `primary` (the one named)
 and `swap` (the cheaper one a vendor might route to under load, `swap_above`).
 
 Logprobs, when asked, are deterministic per (prompt, model, position) too, in [-2, 0).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import struct
 
 PRIMARY, SWAP = "primary", "swap"
 #: each model's `system_fingerprint` (the swap's is sent only under `swap_fingerprint`)
@@ -40,22 +41,31 @@ FLIP_CAP = 0.5
 LOGPROB_NOISE = 0.05
 
 
-def _rng(*parts: str) -> random.Random:
-    return random.Random(hashlib.sha256("\x00".join(parts).encode()).digest())
+#: a byte of the stream picks a word (the small bias of 256 mod 75 does not matter here)
+_BY_BYTE = tuple(_SPACED[i % len(_SPACED)] for i in range(256))
 
 
-def _words(rng: random.Random, n: int) -> list[str]:
-    return rng.choices(_SPACED, k=n)  # prefix-stable: word i does not depend on n
+def _stream(n: int, *parts: str) -> bytes:
+    """n bytes of SHAKE-128 over the parts: prefix-stable (byte i does not depend on n) and
+    far cheaper per request than seeding a Mersenne Twister."""
+    return hashlib.shake_128("\x00".join(parts).encode()).digest(n)
 
 
-def _logprobs(rng: random.Random, n: int) -> list[float]:
-    return [round(-2.0 * (1.0 - rng.random()), 6) for _ in range(n)]
+def _words(n: int, *parts: str) -> list[str]:
+    by_byte = _BY_BYTE
+    return [by_byte[b] for b in _stream(n, "words", *parts)]
+
+
+def _logprobs(n: int, *parts: str) -> list[float]:
+    """Values in [-2, 0) on a 1e-4 grid (short on the wire: -1.4801, not 17 digits)."""
+    raw = struct.unpack(f">{n}H", _stream(2 * n, "logprobs", *parts))
+    return [(v % 20000 - 20000) / 10000 for v in raw]
 
 
 def answer_text(prompt: str, served_by: str = PRIMARY, tokens: int = 16) -> str:
     """The first `tokens` words model `served_by` answers to `prompt` without a flip, as
     the client sees them (each with its leading space): what tests compare against."""
-    return "".join(_words(_rng("words", served_by, prompt), tokens))
+    return "".join(_words(tokens, served_by, prompt))
 
 
 class Answer:
@@ -67,8 +77,8 @@ class Answer:
     def __init__(self, prompt: str, served_by: str, tokens: int, logprobs: bool = False,
                  variance: float = 0.0, flip_seed: str = "") -> None:
         self.prompt, self.served_by = prompt, served_by
-        self.words = _words(_rng("words", served_by, prompt), tokens)
-        self.lp = _logprobs(_rng("logprobs", served_by, prompt), tokens) if logprobs else None
+        self.words = _words(tokens, served_by, prompt)
+        self.lp = _logprobs(tokens, served_by, prompt) if logprobs else None
         self.variance = variance
         #: seeded by the server's seed and the request's order, not by the prompt: whether
         #: a batch flips a token is the engine's doing, not the model's
@@ -97,20 +107,21 @@ class Answer:
 
     def _flip(self, i: int) -> None:
         rest = len(self.words) - i
-        words = _words(_rng("flip", self.served_by, self.prompt, str(i)), rest)
+        words = _words(rest, "flip", str(i), self.served_by, self.prompt)
         if words[0] == self.words[i]:  # a flip changes the word itself
             words[0] = _SPACED[(_SPACED.index(words[0]) + 1) % len(_SPACED)]
         self.words[i:] = words
         if self.lp is not None:
-            self.lp[i:] = _logprobs(_rng("flip-logprobs", self.served_by, self.prompt,
-                                         str(i)), rest)
+            self.lp[i:] = _logprobs(rest, "flip", str(i), self.served_by, self.prompt)
         self.first_flip_at = i
 
     def logprob(self, i: int) -> float:
         """Token i's logprob as sent: the model's value plus any batch noise, below 0."""
         assert self.lp is not None
-        value = self.lp[i] + self.noise.get(i, 0.0)
-        return round(min(value, -1e-6), 6)
+        noise = self.noise.get(i) if self.noise else None
+        if noise is None:
+            return self.lp[i]
+        return round(min(self.lp[i] + noise, -1e-6), 6)
 
     def sha(self, start: int, end: int) -> str:
         """SHA-256 (hex) of the text of tokens start..end: what a client hashes."""
