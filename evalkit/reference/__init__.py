@@ -6,7 +6,8 @@ injects the faults real endpoints have, and can log every request's server-side 
 as ground truth. Profiles live in `profiles.json`.
 
 One job per module: `params` (profiles), `engine` (the pure scheduler: no clock, no I/O),
-`faults` (each request's fate, seeded), `parse` (request bodies -> `Job`), `loop` (the
+`faults` (each request's fate, seeded), `answers` (the words and logprobs a model says to
+a prompt: the same prompt, the same answer), `parse` (request bodies -> `Job`), `loop` (the
 engine on real time, and each request's `Stream`), `writer` (a response's bytes, every
 write stamped), `wire` (Anthropic Messages and OpenAI Responses frames), `asgi`
 (plumbing), `app` (routes and the ground-truth log), `metrics` (`/metrics`), `server`
@@ -44,6 +45,17 @@ the harmless ones such as `role_first_chunk`), `client_disconnected`, `prompt_sh
 first 16 hex digits of the SHA-256 of the prompt's text, so a record joins its truth line
 without a request-id header), and with `spot_probes` `spotted` (the benchmark marks the
 request carried, `evalkit.reference.spotting`; spotted requests ran on an idle pool).
+Answer and load faults (null where the request never reached the engine):
+`active_streams` (requests in the engine, running + queued, when this one reached it,
+itself included: what `swap_above` and `truncate_above` compare against), `served_by`
+(`primary` or `swap`: which model's words it got), `model_returned` and
+`system_fingerprint` (what its `model` and `system_fingerprint` fields said; the
+fingerprint null for Messages and Responses, which have none), `planned_tokens` (the
+length decided before any truncation), `truncated` (`truncate_above` stopped it at half
+of that), `first_flip_at` (0-based position, among the tokens generated, reasoning
+included, of the first token `batch_variance` flipped; null: none), `output_sha` (SHA-256
+hex of the answer text generated, reasoning excluded: what a client that read it all
+hashes). A swap or truncation is also named in `faults` (`swap`, `truncate`).
 """
 
 from evalkit.reference.app import ReferenceApp

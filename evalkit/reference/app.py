@@ -7,7 +7,8 @@ APIs stream only (their frames: `evalkit.reference.wire`); their truth lines are
 plus which credential header and api-version query the request carried (never a value).
 
 Each generation request is parsed (`evalkit.reference.parse`), given its fate
-(`evalkit.reference.faults`), submitted to the engine, which one loop steps on the
+(`evalkit.reference.faults`; the faults under load once it reaches the engine), its words
+drawn (`evalkit.reference.answers`), submitted to the engine, which one loop steps on the
 monotonic timeline (`evalkit.reference.loop`), and answered by its own writer
 (`evalkit.reference.writer`), so a slow client only slows its own stream. The whole story
 of each request goes to the ground-truth log (JSON lines) once it ends, in batches
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from evalkit.reference.answers import FINGERPRINTS, PRIMARY, SWAP, Answer
 from evalkit.reference.asgi import (
     Receive,
     Scope,
@@ -34,7 +36,7 @@ from evalkit.reference.asgi import (
     send_json,
 )
 from evalkit.reference.engine import EngineCore, Seq
-from evalkit.reference.faults import plan_request
+from evalkit.reference.faults import plan_request, under_load
 from evalkit.reference.loop import EngineLoop, Stream, sleep_until
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.params import Profile
@@ -159,6 +161,9 @@ class ReferenceApp:
             "first_write_ns": None, "first_answer_ns": None, "writes": [], "end_ns": None,
             "prompt_tokens": None, "completion_tokens": 0, "status": None,
             "outcome": "error", "faults": [], "client_disconnected": False, "api": api,
+            "active_streams": None, "served_by": None, "model_returned": None,
+            "system_fingerprint": None, "planned_tokens": None, "truncated": False,
+            "first_flip_at": None, "output_sha": None,
             "auth_headers": [k.decode() for k in _CREDENTIALS if header(scope, k) is not None],
             "api_version": query_param(scope, "api-version"),
             "anthropic_version": header(scope, b"anthropic-version")}
@@ -184,6 +189,16 @@ class ReferenceApp:
             self._idle = (core, EngineLoop(core))
         return self._idle
 
+    def _naming(self, served_by: str) -> tuple[str, str]:
+        """The `model` and `system_fingerprint` a response of `served_by` carries:
+        `model_returned` names the swap's responses (every response without a swap),
+        `swap_fingerprint` gives the swap its own fingerprint."""
+        p = self.profile
+        named = str(p["model_returned"])
+        if served_by == SWAP:
+            return named or MODEL, FINGERPRINTS[SWAP if bool(p["swap_fingerprint"]) else PRIMARY]
+        return (named if named and not int(p["swap_above"]) else MODEL), FINGERPRINTS[PRIMARY]
+
     async def _generate_inner(self, receive: Receive, send: Send, api: str, index: int,
                               rid: str, truth: dict[str, Any],
                               tells: tuple[str | None, str | None] = (None, None)) -> None:
@@ -202,8 +217,9 @@ class ReferenceApp:
             await send_error(send, exc)
             return
         truth["prompt_tokens"] = job.prompt_tokens
-        if isinstance(body, dict):  # joins a client's record without a request-id header
-            truth["prompt_sha"] = hashlib.sha256(prompt_text(body).encode()).hexdigest()[:16]
+        text = prompt_text(body)  # parse_job took only an object
+        # joins a client's record without a request-id header
+        truth["prompt_sha"] = hashlib.sha256(text.encode()).hexdigest()[:16]
         core, engine = self._pool(truth, tells, body)
         plan = plan_request(p, self.seed, index, job.max_tokens, job.min_tokens,
                             job.ignore_eos, job.chat)
@@ -215,7 +231,11 @@ class ReferenceApp:
             return
         overhead = int(float(p["request_overhead_ms"]) * 1e6)
         await sleep_until(truth["received_ns"] + overhead, spin=False)
-        stream = Stream(plan, int(p["tokens_per_chunk"]))
+        truth["active_streams"] = active = core.in_system + 1
+        plan = under_load(plan, p, active)
+        answer = Answer(text, plan.served_by, plan.total_tokens, job.logprobs,
+                        float(p["batch_variance"]), f"{self.seed}:{index}")
+        stream = Stream(plan, int(p["tokens_per_chunk"]), answer)
         seq = Seq(job.prompt_tokens, plan.total_tokens, sink=stream,
                   ready_ns=truth["received_ns"] + overhead)
         truth["queued"] = core.would_queue()
@@ -226,11 +246,14 @@ class ReferenceApp:
                                               kind="rate_limit_exceeded"),
                              [(b"retry-after", retry)])
             return
+        truth.update(served_by=plan.served_by, planned_tokens=plan.planned_tokens,
+                     truncated=plan.truncated, faults=plan.faults)
         self.metrics.prompt_tokens += job.prompt_tokens
         engine.wake()
         watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, stream))
         try:
-            writer = Writer(send, stream, job, rid, self.created, truth, self.metrics)
+            writer = Writer(send, stream, job, rid, self.created, truth, self.metrics,
+                            *self._naming(plan.served_by))
             if job.stream:
                 await writer.stream()
             else:
@@ -240,6 +263,9 @@ class ReferenceApp:
             watcher.cancel()
             truth["admitted_ns"] = stream.admitted_ns
             truth["completion_tokens"] = stream.tokens  # generated, whatever reached the wire
+            truth["first_flip_at"] = answer.first_flip_at
+            truth["output_sha"] = answer.sha(min(plan.reasoning_tokens, stream.tokens),
+                                             stream.tokens)
             if stream.gone.is_set():
                 truth["client_disconnected"] = True
                 if truth["outcome"] == "ok":

@@ -13,14 +13,21 @@ import click
 
 from evalkit.reference.params import DEFAULT_PROFILE, load_profiles, param_specs
 
-_TYPES: dict[type, Any] = {bool: click.BOOL, int: click.INT, float: click.FLOAT}
+_TYPES: dict[type, Any] = {bool: click.BOOL, int: click.INT, float: click.FLOAT,
+                           str: click.STRING}
+
+
+def _shown(value: Any) -> str:
+    """A default as --help prints it (a name in quotes, so an empty one shows)."""
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def _epilog() -> str:
     specs = param_specs()
     lines = ["\b", "Profiles (--profile):"]
     for name, prof in load_profiles().items():
-        changed = [f"{k}={v}" for k, v in prof.params.items() if v != specs[k].default]
+        changed = [f"{k}={_shown(v)}" for k, v in prof.params.items()
+                   if v != specs[k].default]
         lines.append(f"  {name:<10} {prof.story}")
         if changed:
             lines.append(f"  {'':<10} sets: {', '.join(changed)}")
@@ -73,7 +80,7 @@ def build_command(user_errors: Any) -> click.Command:
         params.append(click.Option(
             [flag, spec.name], type=_TYPES[type(spec.default)], default=None,
             metavar=spec.unit.upper().replace(" ", "_").replace("/", "_PER_"),
-            help=f"{spec.help} [{spec.unit}; default {spec.default}]"))
+            help=f"{spec.help} [{spec.unit}; default {_shown(spec.default)}]"))
     return click.Command(
         "serve-reference", callback=user_errors(_run), params=params, epilog=_epilog(),
         help="Serve the built-in reference endpoint: a local OpenAI-compatible server "
@@ -81,4 +88,6 @@ def build_command(user_errors: Any) -> click.Command:
              "or not) that models a continuous-batching engine with known, logged timing.\n\n"
              "Start from a --profile and change any parameter with its own option or "
              "--set. Prompt tokens are counted with o200k_base; each generated token is "
-             "one short word. Prints the base URL, then serves until Ctrl-C.")
+             "one short word, and the words follow from the prompt (the same prompt, the "
+             "same answer; logprobs when asked). Prints the base URL, then serves until "
+             "Ctrl-C.")

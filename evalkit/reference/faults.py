@@ -3,12 +3,15 @@
 Everything is drawn from a generator seeded by (server seed, request order), always in
 the same order whichever faults are switched on, so the same seed and the same request
 sequence give the same behaviour, and switching one fault on does not reshuffle others.
+The faults under load (`swap_above`, `truncate_above`) are decided when the request
+reaches the engine, from how many streams it holds then (`under_load`): no draw.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from evalkit.reference.params import Profile
 
@@ -16,6 +19,8 @@ from evalkit.reference.params import Profile
 BREAKING = ("http_500", "disconnect", "error_payload", "malformed_line", "stall", "no_done")
 #: faults that change the shape of a healthy stream but not its outcome
 COSMETIC = ("role_first_chunk", "ping", "crlf", "reasoning", "no_usage")
+#: faults that depend on the load the request met, not on a draw
+LOAD = ("swap", "truncate")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,12 @@ class RequestPlan:
     usage_factor: float = 1.0
     #: usage reports round(prompt tokens x this): 1 is honest
     prompt_usage_factor: float = 1.0
+    #: the length output_length chose, before truncate_above cut it (0: not set)
+    planned_tokens: int = 0
+    #: which model answers (`evalkit.reference.answers`: primary | swap)
+    served_by: str = "primary"
+    #: truncate_above stopped the output at half its planned length
+    truncated: bool = False
 
     def billed(self, tokens: int) -> int:
         """The completion_tokens usage reports for `tokens` streamed."""
@@ -61,9 +72,10 @@ class RequestPlan:
             "stall": self.stall_at is not None, "no_done": self.no_done,
             "role_first_chunk": self.role_first_chunk, "ping": self.ping_interval_s > 0,
             "crlf": self.crlf, "reasoning": self.reasoning_tokens > 0,
-            "no_usage": self.no_usage,
+            "no_usage": self.no_usage, "swap": self.served_by != "primary",
+            "truncate": self.truncated,
         }
-        return [name for name in (*BREAKING, *COSMETIC) if active[name]]
+        return [name for name in (*BREAKING, *COSMETIC, *LOAD) if active[name]]
 
     @property
     def outcome(self) -> str:
@@ -115,4 +127,25 @@ def plan_request(profile: Profile, seed: int, index: int, max_tokens: int,
         stall_s=float(profile["fault_stall_s"]),
         usage_factor=float(profile["usage_factor"]),
         prompt_usage_factor=float(profile["prompt_usage_factor"]),
+        planned_tokens=total,
     )
+
+
+def under_load(plan: RequestPlan, profile: Profile, active: int) -> RequestPlan:
+    """The plan once the request reaches the engine holding `active` streams (running and
+    queued, this one included): above `swap_above` the swap model answers, above
+    `truncate_above` the output stops at half its planned length with an ordinary
+    "stop" (mid-stream faults move to the middle of what is left)."""
+    swap, cut = int(profile["swap_above"]), int(profile["truncate_above"])
+    changes: dict[str, Any] = {}
+    if swap and active > swap:
+        changes["served_by"] = "swap"
+    half = max(1, plan.total_tokens // 2)
+    if cut and active > cut and half < plan.total_tokens:
+        mid = max(1, half // 2)
+        changes.update(total_tokens=half, truncated=True, finish_reason="stop",
+                       reasoning_tokens=min(plan.reasoning_tokens, half - 1))
+        for name in ("disconnect_at", "malformed_at", "error_at", "stall_at"):
+            if getattr(plan, name) is not None:
+                changes[name] = mid
+    return replace(plan, **changes) if changes else plan

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from evalkit.reference.answers import PRIMARY, Answer
 from evalkit.reference.engine import EngineCore, Seq, Step
 from evalkit.reference.faults import RequestPlan
 
@@ -27,8 +28,11 @@ _log = logging.getLogger("evalkit.reference")
 class Stream:
     """One request's side of the engine: tokens in, chunks queued for its writer."""
 
-    def __init__(self, plan: RequestPlan, chunk_tokens: int) -> None:
+    def __init__(self, plan: RequestPlan, chunk_tokens: int,
+                 answer: Answer | None = None) -> None:
         self.plan = plan
+        #: the words the writer sends (default: the primary model's answer to no prompt)
+        self.answer = answer or Answer("", PRIMARY, plan.total_tokens)
         self.k = max(1, chunk_tokens)
         #: (kind, tokens, scheduled_ns, carries the finish_reason)
         self.items: deque[tuple[str, int, int, bool]] = deque()
@@ -55,9 +59,11 @@ class Stream:
         if self.plan.role_first_chunk:
             self._push("role", 0, now)
 
-    def on_token(self, at: int, seq: Seq) -> None:
-        """One more token, generated at the step end `at`."""
+    def on_token(self, at: int, seq: Seq, batch: int = 1) -> None:
+        """One more token, generated at the step end `at` in a decode batch of `batch`."""
         plan = self.plan
+        if self.answer.flip_rng is not None:  # batch_variance: this token may flip
+            self.answer.generated(self.tokens, batch)
         self.tokens += 1
         self.pending += 1
         reasoning_done = self.tokens == plan.reasoning_tokens
@@ -124,7 +130,7 @@ class EngineLoop:
             following = core.plan_step(time.perf_counter_ns())
             for seq in emitted:
                 try:
-                    seq.sink.on_token(step.end_ns, seq)
+                    seq.sink.on_token(step.end_ns, seq, step.batch)
                 except Exception:  # a bug in one stream must not stop every stream
                     seq.cancelled = True
                     _log.exception("reference endpoint: stream failed; cancelled it")

@@ -18,7 +18,7 @@ from evalkit.errors import UsageError
 PROFILES_FILE = Path(__file__).with_name("profiles.json")
 DEFAULT_PROFILE = "gpu"
 
-Value = float | int | bool
+Value = float | int | bool | str
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class ParamSpec:
     def coerce(self, raw: Any) -> Value:
         """Turn a CLI string or JSON value into this parameter's type, or refuse it."""
         kind = type(self.default)
+        if kind is str:  # a name (model_returned): any text; the wire JSON-encodes it
+            if not isinstance(raw, str):
+                raise UsageError(f"reference parameter {self.name}: {raw!r} is not a str")
+            return raw
         try:
             if kind is bool:
                 if isinstance(raw, str):
@@ -47,7 +51,7 @@ class ParamSpec:
                 as_float = float(raw)
                 if as_float != int(as_float):
                     raise ValueError(raw)
-                value: Value = int(as_float)
+                value: float = int(as_float)
             else:
                 value = float(raw)
         except (TypeError, ValueError):

@@ -69,6 +69,38 @@ class Job:
     include_usage: bool
     #: chat | completions | messages | responses (`ROUTES`)
     api: str = "chat"
+    #: the chunks carry each token's logprob (chat `logprobs: true`, completions
+    #: `logprobs: N`); sampling fields are accepted and, at the reference's temperature
+    #: 0, change nothing else
+    logprobs: bool = False
+
+
+def _number(body: dict[str, Any], name: str, high: float) -> None:
+    value = body.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                              or not 0 <= value <= high):
+        raise BadRequest(400, f"'{name}' must be a number from 0 to {high:g}, got {value!r}",
+                         param=name)
+
+
+def _sampling(body: dict[str, Any], api: str) -> bool:
+    """Check `temperature`, `top_p`, `seed`, `logprobs` and `top_logprobs` as the APIs type
+    them; True when the request asks for logprobs."""
+    _number(body, "temperature", 2.0)
+    _number(body, "top_p", 1.0)
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise BadRequest(400, f"'seed' must be an integer, got {seed!r}", param="seed")
+    if api != "chat":  # completions: logprobs is how many alternatives (0 asks for none)
+        return api == "completions" and _int_field(body, "logprobs", None) is not None
+    asked = body.get("logprobs")
+    if asked is not None and not isinstance(asked, bool):
+        raise BadRequest(400, f"'logprobs' must be a boolean, got {asked!r}", param="logprobs")
+    top = _int_field(body, "top_logprobs", None)
+    if top is not None and top > 20:
+        raise BadRequest(400, f"'top_logprobs' must be at most 20, got {top}",
+                         param="top_logprobs")
+    return bool(asked)
 
 
 def _int_field(body: dict[str, Any], name: str, default: int | None) -> int | None:
@@ -127,7 +159,7 @@ def parse_job(body: Any, api: str, default_max_tokens: int) -> Job:
     if not isinstance(options, dict):
         raise BadRequest(400, "'stream_options' must be an object", param="stream_options")
     return Job(chat, stream, prompt, max_tokens, min_tokens, bool(body.get("ignore_eos")),
-               bool(options.get("include_usage")), api)
+               bool(options.get("include_usage")), api, _sampling(body, api))
 
 
 def _parse_new_api(body: dict[str, Any], api: str, default_max_tokens: int) -> Job:
@@ -167,6 +199,7 @@ def _parse_new_api(body: dict[str, Any], api: str, default_max_tokens: int) -> J
     if body.get("stream") is not True:
         raise BadRequest(400, f"the reference endpoint serves /v1/{api} streaming only: "
                          "send stream: true", param="stream")
+    _sampling(body, api)
     return Job(True, True, sum(count_tokens(t) for t in texts), max_tokens, min_tokens,
                bool(body.get("ignore_eos")), True, api)
 

@@ -27,8 +27,8 @@ def _frame(event: str, data: dict[str, Any], nl: bytes) -> bytes:
 class AnthropicFraming:
     """`message_start`, content blocks (thinking, then text), `message_delta`, `message_stop`."""
 
-    def __init__(self, rid: str, prompt_tokens: int, nl: bytes) -> None:
-        self.rid, self.prompt_tokens, self.nl = rid, prompt_tokens, nl
+    def __init__(self, rid: str, prompt_tokens: int, nl: bytes, model: str = MODEL) -> None:
+        self.rid, self.prompt_tokens, self.nl, self.model = rid, prompt_tokens, nl, model
         self.index = -1
         self.block: str | None = None  # "thinking" | "text" while a block is open
 
@@ -36,7 +36,7 @@ class AnthropicFraming:
         """`message_start`: the message with empty content; output_tokens a placeholder."""
         return _frame("message_start", {"type": "message_start", "message": {
             "id": f"msg_{self.rid}", "type": "message", "role": "assistant", "content": [],
-            "model": MODEL, "stop_reason": None, "stop_sequence": None,
+            "model": self.model, "stop_reason": None, "stop_sequence": None,
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 1}}}, self.nl)
 
     def _close(self) -> bytes:
@@ -100,8 +100,10 @@ class ResponsesFraming:
     """`response.created`, output items (reasoning, then a message), `response.completed`
     or `response.incomplete`; every event numbered (`sequence_number`)."""
 
-    def __init__(self, rid: str, prompt_tokens: int, created: int, nl: bytes) -> None:
+    def __init__(self, rid: str, prompt_tokens: int, created: int, nl: bytes,
+                 model: str = MODEL) -> None:
         self.rid, self.prompt_tokens, self.created, self.nl = rid, prompt_tokens, created, nl
+        self.model = model
         self.seq = 0
         self.output = -1
         self.item: str | None = None  # "reasoning" | "message" while an item is open
@@ -114,7 +116,7 @@ class ResponsesFraming:
 
     def _response(self, status: str, **extra: Any) -> dict[str, Any]:
         return {"id": f"resp_{self.rid}", "object": "response", "created_at": self.created,
-                "status": status, "model": MODEL, "output": [], "error": None,
+                "status": status, "model": self.model, "output": [], "error": None,
                 "incomplete_details": None, "usage": None, **extra}
 
     def _item_id(self) -> str:

@@ -7,7 +7,8 @@ the writer idles, plain token chunks are written straight from the engine loop (
 skipping a task switch per token. Faults the request's plan holds (a malformed line, a
 stall, an error event, a cut connection, no usage, no [DONE]) are written here. Frames of
 Anthropic Messages and OpenAI Responses come from `evalkit.reference.wire`; OpenAI chat
-and completions chunks are built here.
+and completions chunks are built here, with the logprobs a request asked for. The words
+are the request's `Answer` (`evalkit.reference.answers`), held by its Stream.
 """
 
 from __future__ import annotations
@@ -19,19 +20,12 @@ import logging
 import time
 from typing import Any
 
+from evalkit.reference.answers import FINGERPRINTS, PRIMARY, WORD_BYTES
 from evalkit.reference.asgi import Send, send_error, send_json
 from evalkit.reference.loop import Stream
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.parse import MODEL, BadRequest, Job
 from evalkit.reference.wire import AnthropicFraming, Framing, ResponsesFraming
-
-#: generated text: each word (with its leading space) is one o200k_base token
-_WORD_TEXT = (
-    "the of and to in is was for on that with as by at from his her they this which are "
-    "be had not but have one were all their can said there use an each she do how if will "
-    "up other about out many then them these so some would make like him into time has"
-)
-WORDS = tuple(_WORD_TEXT.split())
 
 
 class CutConnection(Exception):
@@ -53,9 +47,12 @@ class Writer:
     """Turns one stream's queued items into bytes on the wire, stamping every write."""
 
     def __init__(self, send: Send, stream: Stream, job: Job, rid: str, created: int,
-                 truth: dict[str, Any], metrics: EngineMetrics | None = None) -> None:
+                 truth: dict[str, Any], metrics: EngineMetrics | None = None,
+                 model: str = MODEL, fingerprint: str = FINGERPRINTS[PRIMARY]) -> None:
         self.send, self.s, self.job, self.truth = send, stream, job, truth
         self.metrics = metrics
+        self.answer = stream.answer
+        self.model, self.fingerprint = model, fingerprint
         self.last_content_ns: int | None = None
         self.nl = b"\r\n" if stream.plan.crlf else b"\n"
         #: the prompt tokens usage reports (the profile's prompt_usage_factor may bill more
@@ -64,30 +61,53 @@ class Writer:
             job.prompt_tokens)
         #: the frames of Anthropic Messages or OpenAI Responses (None: OpenAI chat/completions)
         self.wire: Framing | None = (
-            AnthropicFraming(rid, self.prompt_billed, self.nl) if job.api == "messages" else
-            ResponsesFraming(rid, self.prompt_billed, created, self.nl)
+            AnthropicFraming(rid, self.prompt_billed, self.nl, model)
+            if job.api == "messages" else
+            ResponsesFraming(rid, self.prompt_billed, created, self.nl, model)
             if job.api == "responses" else None)
+        #: what the response's `model` and `system_fingerprint` fields said (the newer
+        #: APIs have no fingerprint)
+        truth["model_returned"] = model
+        truth["system_fingerprint"] = fingerprint if self.wire is None else None
         obj = "chat.completion.chunk" if job.chat else "text_completion"
         prefix = "chatcmpl-" if job.chat else "cmpl-"
         self.head = (f'{{"id":{json.dumps(prefix + rid)},"object":"{obj}","created":{created},'
-                     f'"model":"{MODEL}",').encode()
+                     f'"model":{json.dumps(model)},'
+                     f'"system_fingerprint":{json.dumps(fingerprint)},').encode()
         self.words = 0
+        self.offset = 0  # completions logprobs' text_offset: characters of answer so far
         self.blocked: asyncio.Future[None] | None = None  # a fast write waiting on drain
 
     def _text(self, n: int) -> str:
-        out = "".join(" " + WORDS[(self.words + i) % len(WORDS)] for i in range(n))
+        out = self.answer.text(self.words, n)
         self.words += n
         return out
 
-    def _choice(self, delta: dict[str, Any] | None, text: str | None,
-                finish: str | None) -> bytes:
+    def _logprobs(self, start: int, n: int) -> bytes:
+        """The `logprobs` object of answer tokens start..start+n, in the API's shape (words
+        need no escaping, numbers are repr'd floats: no json.dumps per token)."""
+        a = self.answer
+        words = a.words[start:start + n]
         if self.job.chat:
-            choice: dict[str, Any] = {"index": 0, "delta": delta or {}, "logprobs": None,
-                                      "finish_reason": finish}
-        else:
-            choice = {"index": 0, "text": text or "", "logprobs": None, "finish_reason": finish}
-        return self.head + b'"choices":[' + json.dumps(choice, separators=(",", ":")).encode() \
-            + b"]}"
+            return ('{"content":[' + ",".join(
+                f'{{"token":"{w}","logprob":{a.logprob(start + i)!r},'
+                f'"bytes":[{WORD_BYTES[w]}],"top_logprobs":[]}}'
+                for i, w in enumerate(words)) + "]}").encode()
+        offsets = []
+        for w in words:
+            offsets.append(str(self.offset))
+            self.offset += len(w)
+        return ('{"tokens":[' + ",".join(f'"{w}"' for w in words) + '],"token_logprobs":['
+                + ",".join(repr(a.logprob(start + i)) for i in range(len(words)))
+                + '],"top_logprobs":null,"text_offset":[' + ",".join(offsets) + "]}").encode()
+
+    def _choice(self, delta: dict[str, Any] | None, text: str | None,
+                finish: str | None, logprobs: bytes = b"null") -> bytes:
+        dumps = json.dumps
+        first = (b'"delta":' + dumps(delta or {}, separators=(",", ":")).encode()
+                 if self.job.chat else b'"text":' + dumps(text or "").encode())
+        return (self.head + b'"choices":[{"index":0,' + first + b',"logprobs":' + logprobs
+                + b',"finish_reason":' + dumps(finish).encode() + b"}]}")
 
     def _usage(self) -> dict[str, int]:
         done = self._billed()
@@ -105,18 +125,21 @@ class Writer:
         self._stamp(kind, tokens, scheduled)
 
     def _token_payload(self, kind: str, n: int, finish: str | None) -> bytes:
+        start = self.words
         text = self._text(n)
         if self.wire is not None:  # the end is in its own events (`_end`)
             return self.wire.token(kind, text)
+        lp = (self._logprobs(start, n) if self.job.logprobs and kind == "content"
+              else b"null")
         if finish is None:  # the hot path: a template (the words need no JSON escaping)
             key = b"reasoning_content" if kind == "reasoning" else b"content"
             middle = (b'{"index":0,"delta":{"' + key + b'":"' if self.job.chat
                       else b'{"index":0,"text":"')
             return self._event(self.head + b'"choices":[' + middle + text.encode()
                                + b'"' + (b"}" if self.job.chat else b"")
-                               + b',"logprobs":null,"finish_reason":null}]}')
+                               + b',"logprobs":' + lp + b',"finish_reason":null}]}')
         key_s = "reasoning_content" if kind == "reasoning" else "content"
-        return self._event(self._choice({key_s: text}, text, finish))
+        return self._event(self._choice({key_s: text}, text, finish, lp))
 
     def _direct(self, kind: str, n: int, at: int) -> None:
         """Write a token chunk now, from the engine loop, without a task switch.
@@ -275,6 +298,7 @@ class Writer:
         plan, job, truth = self.s.plan, self.job, self.truth
         answer: list[str] = []
         reasoning: list[str] = []
+        first_answer: int | None = None  # the answer's first token position
         at = time.perf_counter_ns()
         finished = False
         while not finished:
@@ -283,6 +307,7 @@ class Writer:
                 return
             kind, n, at, _ = item
             if kind == "content":
+                first_answer = self.words if first_answer is None else first_answer
                 answer.append(self._text(n))
             elif kind == "reasoning":
                 reasoning.append(self._text(n))
@@ -293,19 +318,22 @@ class Writer:
                 return
             finished = kind == "finish"
         text = "".join(answer)
+        logprobs = (json.loads(self._logprobs(first_answer, self.words - first_answer))
+                    if job.logprobs and first_answer is not None else None)
         if job.chat:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if reasoning:
                 message["reasoning_content"] = "".join(reasoning)
-            choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": None,
+            choice: dict[str, Any] = {"index": 0, "message": message, "logprobs": logprobs,
                                       "finish_reason": plan.finish_reason}
         else:
-            choice = {"index": 0, "text": text, "logprobs": None,
+            choice = {"index": 0, "text": text, "logprobs": logprobs,
                       "finish_reason": plan.finish_reason}
         body: dict[str, Any] = {
             "id": ("chatcmpl-" if job.chat else "cmpl-") + truth["request_id"],
             "object": "chat.completion" if job.chat else "text_completion",
-            "created": int(time.time()), "model": MODEL, "choices": [choice]}
+            "created": int(time.time()), "model": self.model,
+            "system_fingerprint": self.fingerprint, "choices": [choice]}
         if not plan.no_usage:
             body["usage"] = self._usage()
         truth.update(status=200, completion_tokens=self.s.tokens, outcome=plan.outcome)

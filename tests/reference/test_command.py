@@ -22,7 +22,8 @@ def test_help_explains_every_profile_and_parameter() -> None:
         assert f"{name} {prof.story}" in text
     for spec in param_specs().values():
         assert "--" + spec.name.replace("_", "-") in text
-        assert f"[{spec.unit}; default {spec.default}]" in text
+        shown = f'"{spec.default}"' if isinstance(spec.default, str) else spec.default
+        assert f"[{spec.unit}; default {shown}]" in text
         assert " ".join(spec.help.split()) in text
 
 

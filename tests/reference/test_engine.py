@@ -21,7 +21,8 @@ class TestProfiles:
     def test_every_profile_has_a_story_and_every_parameter(self) -> None:
         """Profiles are complete: names fixed for other engineers, one-line stories."""
         profiles = load_profiles()
-        assert list(profiles) == ["gpu", "admission", "queueing", "headline", "faulty"]
+        assert list(profiles) == ["gpu", "admission", "queueing", "headline", "faulty",
+                                  "swapper", "renamer", "truncator", "jittery"]
         for prof in profiles.values():
             assert set(prof.params) == set(param_specs())
             assert 20 < len(prof.story) < 200 and "\n" not in prof.story
