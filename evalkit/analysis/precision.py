@@ -7,7 +7,8 @@ inside every load level. Each answer is compared with its canary's modal answer 
 by the SHA-256 of its text:
 
 - match rate: the share of a level's canary answers identical to the canary's answer
-  alone, with its exact 95 % interval;
+  alone, with its exact 95 % interval (an answer that is the answer alone cut short
+  matches: the same words as far as they go, its length is the `length` limit's to judge);
 - first divergence: where a differing answer parts from the answer alone, in the
   vendor's tokens when logprobs gave them, else in the streamed chunks (p50);
 - logprob drift: the mean |difference| of the chosen tokens' logprobs over the shared
@@ -82,6 +83,13 @@ def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int |
     return at
 
 
+def _cut_short(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
+    """The answer is the reference's text cut short (a non-empty strict prefix)."""
+    ref_text, text = reference.get("answer_text"), answer.get("answer_text")
+    return (isinstance(ref_text, str) and isinstance(text, str) and 0 < len(text) < len(ref_text)
+            and ref_text.startswith(text))
+
+
 def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
     """Mean |Δ logprob| of the chosen tokens over the prefix both answers share token for
     token (None without logprobs on both)."""
@@ -117,11 +125,13 @@ def _alone(rows: pd.DataFrame) -> tuple[dict[str, dict[str, Any]], dict[str, Any
     return refs, summary
 
 
-def _kind(models_new: Sequence[str], first_divergence: float | None, th: Thresholds
-          ) -> str:
+def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> str:
+    """What differed: another model named; answers that all (two or more) part within the
+    first tokens, as another model's do; else answers that varied. One early parting is
+    no pattern: a batch can flip any token, the first among them."""
     if models_new:
         return "model_reported"
-    if first_divergence is not None and first_divergence <= th.early_divergence_tokens:
+    if len(where) >= 2 and max(where) <= th.early_divergence_tokens:
         return "diverged_at_start"
     return "varied"
 
@@ -146,10 +156,16 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
     matches = 0
     where: list[int] = []
     drift: list[float] = []
+    cut = 0
     for row in compared.to_dict("records"):
         ref = refs[str(row["canary"])]
         if row["output_sha256"] == ref["output_sha256"]:
             matches += 1
+        elif _cut_short(ref, row):
+            # the answer alone, stopped early: the same words as far as they go. Precision
+            # is about what was said; how much of it is the `length` limit's to judge
+            matches += 1
+            cut += 1
         elif (at := divergence(ref, row)) is not None:
             where.append(at)
         if (d := logprob_drift(ref, row)) is not None:
@@ -163,12 +179,12 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
     status, ci = _status(matches, n, floor, new_models)
     first = statistics.median(where) if where else None
     return {
-        "canaries": len(rows), "compared": n, "matches": matches,
+        "canaries": len(rows), "compared": n, "matches": matches, "cut_short": cut,
         "match_rate": matches / n if n else None, "match_rate_ci": ci,
         "first_divergence_tokens": first, "logprob_drift": statistics.fmean(drift) if drift
         else None, "models_seen": models, "fingerprints_seen": fingerprints,
         "models_not_seen_alone": new_models, "floor": floor, "status": status,
-        "kind": _kind(new_models, first, th) if status in ("breach", "tie") or n > matches
+        "kind": _kind(new_models, where, th) if status in ("breach", "tie") or n > matches
         else None,
     }
 

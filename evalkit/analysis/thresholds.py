@@ -72,9 +72,10 @@ class Thresholds:
     #: a level's mean output length may fall this share below the baseline's before its
     #: interval can breach `length` (MLPerf's TEST09 allows 10 %)
     length_tolerance: float = 0.10
-    #: answers that part within this many tokens (p50) differ from the start, as another
-    #: model's would; later, the same model's answers varied under load
-    early_divergence_tokens: float = 3
+    #: a level whose differing answers (two or more) all part within this many tokens
+    #: differs from the start, as another model's answers would; otherwise the same
+    #: model's answers varied under load
+    early_divergence_tokens: float = 1
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():

@@ -46,8 +46,9 @@ first 16 hex digits of the SHA-256 of the prompt's text, so a record joins its t
 without a request-id header), and with `spot_probes` `spotted` (the benchmark marks the
 request carried, `evalkit.reference.spotting`; spotted requests ran on an idle pool).
 Answer and load faults (null where the request never reached the engine):
-`active_streams` (requests in the engine, running + queued, when this one reached it,
-itself included: what `swap_above` and `truncate_above` compare against), `served_by`
+`active_streams` (requests in flight at the server, received and not yet ended, itself
+included, when this one reached the engine: what `swap_above` and `truncate_above`
+compare against), `served_by`
 (`primary` or `swap`: which model's words it got), `model_returned` and
 `system_fingerprint` (what its `model` and `system_fingerprint` fields said; the
 fingerprint null for Messages and Responses, which have none), `planned_tokens` (the

@@ -231,7 +231,11 @@ class ReferenceApp:
             return
         overhead = int(float(p["request_overhead_ms"]) * 1e6)
         await sleep_until(truth["received_ns"] + overhead, spin=False)
-        truth["active_streams"] = active = core.in_system + 1
+        # the streams a buyer would count: every request in flight here (received, not yet
+        # ended, this one included), whether in the engine or still in its overhead. Counted
+        # in the engine alone, a closed loop's synchronised waves would put the first of
+        # each wave at 1, however many streams the client held
+        truth["active_streams"] = active = self.in_flight
         plan = under_load(plan, p, active)
         answer = Answer(text, plan.served_by, plan.total_tokens, job.logprobs,
                         float(p["batch_variance"]), f"{self.seed}:{index}")

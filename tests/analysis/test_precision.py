@@ -169,3 +169,37 @@ def test_length_straddling_its_floor_is_a_tie() -> None:
     assert lv["length_ratio"] == pytest.approx(0.8)
     assert lv["length_ratio_ci"][1] > 0.9 and "length" in lv["ties"]
     assert "length" not in lv["breaches"]
+
+
+def test_an_answer_cut_short_matches_and_is_left_to_length() -> None:
+    """The answer alone stopped at its 5th token: the same words as far as they go, so a
+    match for precision (counted as cut short); its length is the `length` limit's."""
+    cut = [same(i)[:5] for i in range(2)]
+    lv = summarize(alone() + level(2, cut + [same(i) for i in range(2, 6)])
+                   )["precision"]["levels"][0]
+    assert (lv["matches"], lv["cut_short"], lv["status"]) == (6, 2, "held")
+
+
+def test_one_early_parting_is_no_pattern() -> None:
+    """A single answer parting at its first token is what a batch flip can do: 'varied';
+    two or more all parting there read as answers that differ from the start."""
+    first = [[" c0", " zz", *WORDS[1:]]]
+    lv = summarize(alone() + level(2, first + [same(i) for i in range(1, 6)])
+                   )["precision"]["levels"][0]
+    assert lv["first_divergence_tokens"] == 1 and lv["kind"] == "varied"
+
+
+def test_a_busy_client_does_not_void_an_answer_breach() -> None:
+    """A client-bound level supports no timing conclusion, but the client cannot make the
+    vendor cut its outputs: a length breach there stands (and only that)."""
+    from evalkit.analysis.ramp import judge_ramp
+
+    base = {"ttft_s": {"p90": 0.1}, "tpot_s": {"p90": 0.02},
+            "achieved_output_tokens": {"mean": 10.0, "sd": 0.0, "n": 20}}
+    lv = {"concurrency": 4, "requests": 20, "outcomes": {"ok": 20},
+          "ttft_s": {"p90": 0.5}, "tpot_s": {"p90": 0.02}, "failure_rate": 0.0,
+          "achieved_output_tokens": {"mean": 5.0, "sd": 0.0, "n": 20}}
+    out = judge_ramp([lv], base, client_bound=[4])["levels"][0]
+    assert out["status"] == "breached" and out["breaches"] == ["length"]
+    healthy = {**lv, "achieved_output_tokens": base["achieved_output_tokens"]}
+    assert judge_ramp([healthy], base, client_bound=[4])["levels"][0]["status"] == "client_bound"

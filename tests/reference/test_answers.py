@@ -208,7 +208,7 @@ class TestFaultsUnderLoad:
         served = {rid: truth[rid]["served_by"] for rid in replies}
         assert served == {rid: "swap" if truth[rid]["active_streams"] > 3 else "primary"
                           for rid in replies}
-        assert set(served.values()) == {"primary", "swap"}
+        assert "swap" in set(served.values())  # 6 in flight at once: above 3
         for rid, reply in replies.items():
             assert (reply.text == alone.text) == (served[rid] == "primary")
             assert len(reply.text.split()) == 30
@@ -234,7 +234,11 @@ class TestFaultsUnderLoad:
                 {want[0]}, {want[1]})
             assert (truth[rid]["model_returned"], truth[rid]["system_fingerprint"]) == want
             seen.add(swap)
-        assert seen == {True, False}
+        # a burst of 6 all in flight at once is above 3 (however many the engine held);
+        # the request alone is not
+        assert True in seen
+        assert (truth["alone"]["served_by"], truth["alone"]["model_returned"]) == (
+            "primary", "evalkit-reference")
 
     def test_model_returned_without_a_swap_renames_every_response(
             self, reference: Factory) -> None:
@@ -263,7 +267,7 @@ class TestFaultsUnderLoad:
             assert reply.text == answer_text(PROMPT, tokens=n)
             assert t["served_by"] == "primary" and t["outcome"] == "ok"
             cut.add(t["truncated"])
-        assert cut == {True, False} and not truth["alone"]["truncated"]
+        assert True in cut and not truth["alone"]["truncated"]
         assert len(alone.text.split()) == 30
 
     def test_no_batch_variance_never_flips(self, reference: Factory) -> None:
