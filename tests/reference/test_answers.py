@@ -19,8 +19,8 @@ from evalkit.reference.server import ReferenceServer
 from tests.reference.test_server import chat_body, stream
 
 Factory = Callable[..., ReferenceServer]
-#: short and quick: streams overlap for ~150 ms, no gateway delay
-FAST = {"request_overhead_ms": 0, "decode_base_ms": 5, "decode_per_stream_ms": 0,
+#: short and quick: 30-token streams overlap for ~300 ms, no gateway delay
+FAST = {"request_overhead_ms": 0, "decode_base_ms": 10, "decode_per_stream_ms": 0,
         "jitter_ms": 0, "prefill_overhead_ms": 1}
 PROMPT = "What is the capital of France? Answer in one word."
 

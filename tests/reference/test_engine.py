@@ -7,7 +7,7 @@ import pytest
 
 from evalkit.errors import UsageError
 from evalkit.reference.engine import MS, EngineCore, Seq, simulate_closed_loop
-from evalkit.reference.faults import plan_request
+from evalkit.reference.faults import plan_request, under_load
 from evalkit.reference.params import get_profile, load_profiles, param_specs
 
 S = 1_000_000_000
@@ -134,6 +134,22 @@ class TestRequestPlan:
         assert 0.25 < sum(hits) / 1000 < 0.35
         assert hits == [plan_request(prof, 7, i, 16).no_done for i in range(1000)]
         assert plan_request(prof, 7, 0, 16).outcome in ("ok", "fault:no_done")
+
+    def test_faults_under_load_apply_only_above_their_threshold(self) -> None:
+        """swap_above / truncate_above 3: nothing at 3 streams, both at 4; a truncated
+        plan keeps its planned length, stops with `stop`, and its mid-stream fault moves
+        into what is left."""
+        prof = get_profile("gpu", {"swap_above": 3, "truncate_above": 3,
+                                   "fault_disconnect": 1.0, "fault_role_first_chunk": 0})
+        plan = plan_request(prof, 0, 0, 40, ignore_eos=True)
+        assert under_load(plan, prof, 3) is plan and plan.faults == ["disconnect"]
+        cut = under_load(plan, prof, 4)
+        assert (cut.total_tokens, cut.planned_tokens, cut.finish_reason) == (20, 40, "stop")
+        assert (cut.served_by, cut.truncated, cut.disconnect_at) == ("swap", True, 10)
+        assert cut.faults == ["disconnect", "swap", "truncate"]
+        assert under_load(plan, get_profile("gpu"), 99) is plan  # 0 = off
+        one = plan_request(prof, 0, 0, 1, ignore_eos=True)
+        assert not under_load(one, prof, 9).truncated  # half of one token is none
 
 
 def _ramp(profile: str, prompt: int, output: int, level_s: float) -> list[dict[str, float]]:
