@@ -139,11 +139,18 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
       ramp      closed-loop levels 1,2,4,...: stops one level after the first breach
                 (the 95 % interval of TTFT p90 or TPOT p90 wholly over 2x baseline,
                 or of the failure rate over 1%; one that straddles is a tie, which
-                decides nothing) and names what degraded first: ttft, itl or admission
+                decides nothing) and names what degraded first: ttft, itl, admission
+                (or a kind of failure), precision or length
       soak      hold one level for minutes: drift and tail
       rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
     Output-length and usage-honesty checks run on every request. The client checks
     itself (event-loop lag, CPU) and marks levels where it set the pace.
+
+    \b
+    Precision under load: canaries (ordinary prompts of this run, answered alone in the
+    baseline) are every 9th request of each load level; a level whose canaries answer
+    otherwise than alone, or whose outputs come shorter than the baseline's, breaches
+    on precision or length. Every request goes at --temperature 0.
 
     \b
     Requests look like a customer's: prompts are tasks over natural prose (exact

@@ -246,3 +246,22 @@ def test_ramp_names_ttft_on_a_serial_engine(llama_server: LlamaServer, tmp_path:
     assert levels[2]["ttft_s"]["p50"] > 0.5 * base["e2e_s"]["p50"]
     assert levels[4]["ttft_p90_ratio"] > 1.5 * levels[2]["ttft_p90_ratio"]
     assert all(lv["outcomes"].get("ok") == lv["requests"] for lv in ramp["levels"])
+    # Precision under load, on a real engine: llama-cpp-python decodes one request at a
+    # time, so a canary under load is decoded alone, as in the baseline. Measured here
+    # (and on 2026-12-02 with --logprobs too, which it accepts but does not stream):
+    # its temperature-0 answers stayed identical at 2 and 4 streams. Each level's match
+    # rate is recomputed from the records: the canary's answer alone against its answers
+    # at the level, digest by digest.
+    _, records = read_run_files(tmp_path / "run")
+    alone = {r.canary: r.output_sha256 for r in records
+             if r.canary and r.phase == "baseline" and r.outcome == "ok"}
+    p = s["precision"]
+    assert p is not None and p["alone"]["match_rate"] == 1.0, p["alone"]
+    for lv in p["levels"]:
+        mine = [r.output_sha256 == alone[r.canary] for r in records
+                if r.canary and r.phase == "ramp" and r.level == lv["concurrency"]
+                and r.outcome == "ok"]
+        assert mine and lv["compared"] == len(mine) and lv["matches"] == sum(mine)
+        assert lv["match_rate"] == 1.0 and lv["status"] == "held", lv
+        assert lv["models_seen"] == [llama_server.model]
+    assert p["degraded_at"] is None
