@@ -70,6 +70,10 @@ class RequestRecord:
     #: time spent opening a connection (TCP, TLS) inside this request's send, part of its
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
+    #: the run's id (run.json `run_id`, the run tag): a record of another run appended to
+    #: this one's requests.jsonl is named as foreign (`evalkit.rundir.evidence`); None in
+    #: records written before the suite wrote it
+    run_id: str | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.

@@ -59,12 +59,14 @@ class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
     def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
-                 stamped: bool = True) -> None:
+                 stamped: bool = True, run_id: str | None = None) -> None:
         self.target = target
         self.clients = _Clients(target, stamped)
         self.adapter: Adapter = get_adapter(target.api)
         self.origin_ns = origin_ns
         self.run_tag = run_tag
+        #: the run's id every record carries (a Ray shard's tag is longer than the run's)
+        self.run_id = run_id or run_tag
         self.shard = shard
         self.force_length = target.force_length
         self._seq = 0
@@ -350,7 +352,7 @@ class Prober:
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
-            shard=self.shard, prompt_id=prompt.id, label=label)
+            shard=self.shard, prompt_id=prompt.id, label=label, run_id=self.run_id)
 
 
 @dataclass
