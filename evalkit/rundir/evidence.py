@@ -239,19 +239,20 @@ class RecordCheck:
         return out
 
     def notes(self) -> list[str]:
-        """What a reader should know of the records beyond the reasons: the first
-        finding of each kind in words, and a run whose records carry no run id."""
+        """What a reader should know of the records beyond the reasons: the first record
+        of each kind found, in words (lines that are no record are said by the scan,
+        `RecordScan.describe`), and a run whose records carry no run id."""
         out = []
         firsts: dict[str, Finding] = {}
         for f in self.findings:
-            firsts.setdefault(f.kind, f)
-        if firsts:
-            lines = self.records + self.counts.get(NOT_A_RECORD, 0)
-            out.append(f"{REQUESTS_FILE}: {self.total:,} of {lines:,} "
-                       "lines are not evidence of this run and were left out of every figure "
-                       "(first of each kind: "
-                       + "; ".join(f"{k} {firsts[k].message}" for k in KINDS if k in firsts)
-                       + ")")
+            if f.kind != NOT_A_RECORD:
+                firsts.setdefault(f.kind, f)
+        bad = self.total - self.counts.get(NOT_A_RECORD, 0)
+        if bad:
+            first = "; ".join(f"{k} {firsts[k].message}" for k in KINDS if k in firsts)
+            out.append(f"{REQUESTS_FILE}: {bad:,} of {self.records:,} records are not "
+                       "evidence of this run and were left out of every figure"
+                       + (f" (first of each kind: {first})" if first else ""))
         if self.records and self.without_run_id == self.records and self._ids_ours:
             out.append(f"{REQUESTS_FILE}: records carry no run id (written by an older "
                        "suite): a record appended from another run cannot be told apart")
