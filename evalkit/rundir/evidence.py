@@ -135,12 +135,15 @@ def level_problem(rec: RequestRecord,
     if plan is None:
         return None
     levels, soak = plan
-    allowed: frozenset[int] | None = (
-        levels if rec.phase == "ramp"
-        else levels | {soak} if rec.phase == "soak" and soak is not None
-        else levels if rec.phase == "soak" else frozenset({1}) if rec.phase in _SERIAL
-        else None)
-    if allowed is None or level in allowed:
+    if rec.phase == "ramp":
+        allowed = levels
+    elif rec.phase == "soak":  # its own, else the ramp's highest sustained (1: no ramp)
+        allowed = levels | {1} | ({soak} if soak is not None else set())
+    elif rec.phase in _SERIAL:
+        allowed = frozenset({1})
+    else:  # the open loop's records have no level; a phase we do not know, no rule
+        return None
+    if level in allowed:
         return None
     shown = ", ".join(map(str, sorted(allowed)[:12]))
     return f"{rec.phase} level {level:,} is not one of the run's levels ({shown})"

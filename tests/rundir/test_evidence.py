@@ -348,6 +348,7 @@ def test_levels_are_checked_against_the_plan() -> None:
              (_record(id="2", level=8), False, True),
              (_record(id="3", phase="soak", level=3), True, True),
              (_record(id="4", phase="soak", level=5), False, True),
+             (_record(id="4b", phase="soak", level=1), True, True),  # a soak with no ramp
              (_record(id="5", phase="baseline", level=2), False, True),
              (_record(id="6", phase="rate", level=None), True, True),
              (_record(id="7", level=0), False, False),
