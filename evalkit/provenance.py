@@ -9,8 +9,8 @@ every synthetic prompt can be re-made bit for bit from a record
 (`evalkit.probe.prompts.synthetic(counted_prompt_tokens, requested_output_tokens,
 prompt_id, seed)`).
 
-`provenance_findings(recorded, current())` says where a recorded provenance differs from
-the evalkit now running: what `verify` reports.
+`provenance_findings(run_json, current())` says where a run's recorded provenance differs
+from the evalkit now running: what `verify` reports.
 """
 
 from __future__ import annotations
@@ -201,10 +201,11 @@ def short(digest: Any) -> str:
     return digest[:SHORT] if isinstance(digest, str) and digest else "—"
 
 
-def provenance_findings(recorded: Any, now: Mapping[str, Any]) -> list[str]:
-    """Where run.json's `provenance` (`recorded`) and the evalkit now running (`now`,
-    `current()`) part ways, one sentence each; [] when they agree. A run from before the
-    suite recorded its provenance says so."""
+def provenance_findings(run: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """Where a run.json's `provenance` and the evalkit now running (`now`: `current()`)
+    part ways, one sentence each; [] when they agree. A run from before the suite
+    recorded its provenance says so. Pure: what `verify` reports."""
+    recorded = run.get("provenance")
     if not isinstance(recorded, Mapping):
         return ["the run records no provenance (written by an older suite): the evalkit "
                 "that measured it cannot be checked"]

@@ -141,14 +141,14 @@ def test_findings_compare_the_recorded_with_the_running() -> None:
     """`provenance_findings`: nothing when they agree, each difference in words, and a
     run without provenance named as an older suite's."""
     now = prov.current()
-    assert prov.provenance_findings(dict(now), now) == []
+    assert prov.provenance_findings({"provenance": dict(now)}, now) == []
     other = {**now, "package_sha256": "ab" * 32, "evalkit_version": "0.0.9"}
-    found = prov.provenance_findings(other, now)
+    found = prov.provenance_findings({"provenance": other}, now)
     assert found == [
         f"evalkit version: the run was measured with 0.0.9, this is {evalkit.__version__}",
         f"package digest: the run was measured with {'ab' * 6}, this is "
         f"{prov.short(now['package_sha256'])}"]
-    assert "older suite" in prov.provenance_findings(None, now)[0]
+    assert "older suite" in prov.provenance_findings({"schema": "evalkit.run/1"}, now)[0]
 
 
 @pytest.mark.parametrize(("argv", "kept"), [
