@@ -78,7 +78,7 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     m = measurements(summary) if summary is not None else None
     if summary is not None and m is None:  # a summary with nothing measured in it
         # its own reasons still say why (records that were no evidence, a cut run)
-        given = as_mapping(summary.get("validity")).get("reasons")
+        given = as_mapping(as_mapping(summary).get("validity")).get("reasons")
         m = Summary((), None, None, None, None, False, validity="invalid",
                     validity_reasons=("the summary holds no measured level", *(
                         r for r in (given if isinstance(given, list) else [])
