@@ -322,6 +322,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "outcomes": sorted(digest.outcomes.items()),
         "n_records": digest.n,
         "skipped_lines": run.skipped_lines if run else 0,
+        # records read but no evidence of this run (foreign, repeated, impossible)
+        "left_out": (run.evidence.total - run.evidence.counts.get("not-a-record", 0)
+                     if run and run.evidence else 0),
         "summary_source": (clip(run.rebuilt, 600) if run and run.rebuilt
                            else "summary.json, as the probe wrote it, checked against the "
                                 "records" if run else ""),

@@ -35,7 +35,7 @@ from evalkit.rundir.evidence import (
     timing_problem,
 )
 from evalkit.rundir.run import open_run
-from tests.rundir.helpers import RUN_DIR, _page_one
+from tests.rundir.helpers import RUN_DIR, _page_one, _text
 
 #: a small genuine run: a stream, four baseline requests, ramp levels 1 and 2 for a second
 PROBE = {"output_tokens": 6, "baseline": {"requests": 4},
@@ -270,6 +270,10 @@ def test_the_report_names_the_damage_on_page_one(genuine: tuple[Path, Path],
                     f"run's) (lines {len(lines) + 1}, ") in page, page[:900]
         card = json.loads(pdf.with_suffix(".json").read_text())
         assert card["run"]["validity"] == "degraded"
+        left = "1 record is" if name == "level0" else f"{len(other)} records are"
+        assert (f"Request records {len(lines) - 1 if name == 'level0' else len(lines)} "
+                f"({left} no evidence of this run and were left out of every "
+                "figure)") in _text(pdf)
 
 
 def test_a_run_from_an_older_suite_is_read_and_named(tmp_path: Path) -> None:
