@@ -83,6 +83,10 @@ class RequestRecord:
     answer_text: str | None = None
     answer_tokens: list[str] | None = None
     answer_logprobs: list[float] | None = None
+    #: the run's id (run.json `run_id`, the run tag): a record of another run appended to
+    #: this one's requests.jsonl is named as foreign (`evalkit.rundir.evidence`); None in
+    #: records written before the suite wrote it
+    run_id: str | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.

@@ -10,7 +10,8 @@ import httpx
 
 from evalkit.errors import EndpointError
 from evalkit.probe.api import get_adapter
-from evalkit.probe.stream import ADMISSION_STATUSES, _error_message, _json_or_none
+from evalkit.probe.replies import error_message, json_or_none
+from evalkit.probe.stream import ADMISSION_STATUSES
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
@@ -34,14 +35,14 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
         return {"models_listed": False, "models": []}
     if response.status_code != 200:
         raise EndpointError(f"{target.base_url}/models answered HTTP {response.status_code}: "
-                            f"{target.redact(_error_message(response.content))}")
+                            f"{target.redact(error_message(response.content))}")
     try:
         data = response.json().get("data", [])
         models = [str(m.get("id")) for m in data[:1000] if isinstance(m, dict)]
     except (ValueError, AttributeError):
         models = []
     listed_all = get_adapter(target.api).lists_all_models and target.auth_style != "api-key"
-    if isinstance(response_obj := _json_or_none(response), dict) and \
+    if isinstance(response_obj := json_or_none(response), dict) and \
             response_obj.get("has_more") is True:
         listed_all = False  # one page of a paginated list (Anthropic's)
     if models and target.model not in models and not listed_all:

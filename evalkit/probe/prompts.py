@@ -225,6 +225,33 @@ class PromptSource:
         return synthetic(prompt_tokens, max_tokens, f"{self._tag}-{self._n:06d}", self._seed)
 
 
+def prompt_provenance(seed: int, prompts_file: Path | None = None) -> dict[str, Any]:
+    """How this run's prompts can be made again, bit for bit (run.json
+    `provenance.prompts`): a synthetic prompt is `synthetic(counted_prompt_tokens,
+    requested_output_tokens, prompt_id, seed)` of its record, over the prose of this
+    Python's `pydoc_data` under this encoding; a user's prompts file is named by its hash."""
+    from importlib import metadata
+
+    try:
+        bpe = metadata.version("bpe-openai")
+    except metadata.PackageNotFoundError:
+        bpe = None
+    out: dict[str, Any] = {
+        "seed": seed, "generator": "evalkit.probe.prompts.synthetic",
+        "remake": "synthetic(counted_prompt_tokens, requested_output_tokens, prompt_id, "
+                  "seed) of each record",
+        "encoding": ENCODING, "bpe_openai": bpe, "file": None}
+    if prompts_file is not None:
+        import hashlib
+
+        try:
+            digest: str | None = hashlib.sha256(Path(prompts_file).read_bytes()).hexdigest()
+        except OSError:
+            digest = None
+        out["file"] = {"name": Path(prompts_file).name, "sha256": digest}
+    return out
+
+
 def _messages_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(count_tokens(str(m.get("content", ""))) for m in messages)
 

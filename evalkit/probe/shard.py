@@ -77,7 +77,8 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
     source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
-    async with Prober(task.target, task.origin_ns, tag, task.shard) as prober, \
+    async with Prober(task.target, task.origin_ns, tag, task.shard,
+                      run_id=task.run_tag) as prober, \
             LoopMonitor() as mon:
         await prober.clients.prepare(workers)
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9

@@ -23,7 +23,6 @@ import asyncio
 import hashlib
 import itertools
 import json
-import re
 import time
 import uuid
 from collections import deque
@@ -36,6 +35,7 @@ import httpx
 from evalkit.probe.api import NAME_MAX, NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.loopmonitor import _pct
 from evalkit.probe.prompts import Prompt, count_tokens
+from evalkit.probe.replies import error_message, retry_after
 from evalkit.probe.sse import SSEParser, SSETooLarge
 from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.target import Target, _Clients
@@ -49,8 +49,6 @@ ADMISSION_STATUSES = frozenset({429, 503})
 MAX_SENDS = 100_000
 #: a read this long after the kernel received its bytes was late (the client's doing)
 LATE_READ_NS = 1_000_000
-#: the longest a Retry-After is honoured (a vendor must not park a probe for an hour)
-MAX_RETRY_AFTER_S = 30.0
 _ERR_MAX = 300
 #: what a record keeps of an error response's body (after sanitising)
 ERROR_BODY_MAX = 500
@@ -62,12 +60,14 @@ class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
     def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
-                 stamped: bool = True) -> None:
+                 stamped: bool = True, run_id: str | None = None) -> None:
         self.target = target
         self.clients = _Clients(target, stamped)
         self.adapter: Adapter = get_adapter(target.api)
         self.origin_ns = origin_ns
         self.run_tag = run_tag
+        #: the run's id every record carries (a Ray shard's tag is longer than the run's)
+        self.run_id = run_id or run_tag
         self.shard = shard
         self.force_length = target.force_length
         #: the sampling settings sent (the connect phase drops what a vendor rejects)
@@ -251,7 +251,7 @@ class Prober:
                 break
         st.error_body = clean(self.target.redact(body.decode("utf-8", errors="replace")),
                               ERROR_BODY_MAX)
-        text = _error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
+        text = error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
         outcome: Outcome = "rejected" if st.status in ADMISSION_STATUSES else "error"
         if outcome == "rejected":
             st.retry_after_s = retry_after(response.headers.get("retry-after"))
@@ -360,7 +360,7 @@ class Prober:
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
-            shard=self.shard, prompt_id=prompt.id, label=label,
+            shard=self.shard, prompt_id=prompt.id, label=label, run_id=self.run_id,
             model=", ".join(st.models) or None,
             system_fingerprint=", ".join(st.fingerprints) or None,
             output_sha256=st.sha.hexdigest() if st.status == 200 else None,
@@ -462,39 +462,3 @@ class _StreamState:
             # an empty 200 stream is no success: nothing was generated to time
             return "error", f"stream finished ({self.finish_reason}) with no content"
         return "ok", None
-
-
-def retry_after(value: str | None) -> float | None:
-    """A Retry-After header in seconds (delta form), bounded; None when absent or an HTTP
-    date (a vendor's clock is not ours to trust)."""
-    try:
-        seconds = float((value or "").strip())
-    except ValueError:
-        return None
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
-
-
-def _json_or_none(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        return None
-
-
-def _error_message(body: bytes) -> str:
-    """The message of an error body (OpenAI's {"error": {"message"}} or FastAPI's
-    {"detail"}), else the body itself: one clean line of at most 200 characters."""
-    text = body.decode("utf-8", errors="replace")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError:
-        if text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
-            text = re.sub(r"<(style|script|title)\b.*?</\1\s*>|<[^>]*>", " ", text,
-                          flags=re.S | re.I)  # an HTML error page: its words only
-        return clean(text, 200)
-    if isinstance(obj, dict):
-        err = obj.get("error", obj.get("detail", obj))
-        if isinstance(err, dict):
-            return clean(str(err.get("message") or err.get("type") or err), 200)
-        return clean(str(err), 200)
-    return clean(str(obj), 200)

@@ -32,7 +32,7 @@ from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.probe.phases import SuiteRun
 from evalkit.probe.plan import Plan, plan_probe, size_levels
-from evalkit.probe.prompts import load_prompts
+from evalkit.probe.prompts import load_prompts, prompt_provenance
 from evalkit.probe.sampling import Sampling
 from evalkit.probe.settings import (
     ProbeConfig,
@@ -41,6 +41,7 @@ from evalkit.probe.settings import (
 )
 from evalkit.probe.shard import warm_up
 from evalkit.probe.target import Target
+from evalkit.provenance import provenance
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
 
@@ -217,7 +218,9 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
     origin_ns = time.perf_counter_ns()
     meta = {
         "schema": "evalkit.run/1", "tool": "evalkit", "tool_version": __version__,
-        "suite_version": SUITE_VERSION, "run_tag": run_tag, "status": "running",
+        "suite_version": SUITE_VERSION, "run_tag": run_tag,
+        # every record carries it: one appended from another run is named as foreign
+        "run_id": run_tag, "status": "running",
         "started_at": _now_iso(), "ended_at": None,
         "clock": {"origin_ns": origin_ns, "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in requests.jsonl are offsets from origin_ns"},
@@ -232,6 +235,8 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
                    "platform": platform.platform(), "cpus": os.cpu_count(),
                    "ray": config.ray},
         "scaleout": None,
+        "provenance": provenance(redact=target.redact, prompts=prompt_provenance(
+            config.seed, config.prompts_file)),
     }
     if config.ray is not None:
         from evalkit.probe.scaleout import require_ray

@@ -15,6 +15,7 @@ from typing import Any
 from evalkit.analysis.summary import Summary, as_mapping, ramp_levels
 from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
+from evalkit.provenance import short
 from evalkit.render import words
 from evalkit.render.pdf import clip
 from evalkit.review.fit import Fit
@@ -321,6 +322,33 @@ def validity_text(run: RunCard | None) -> str:
         str(run.validity if run else None),
         "not assessed (summary from an older evalkit): treated as unverified")
     return label + (": " + "; ".join(reasons[:3]) if reasons else "")
+
+
+def provenance_text(prov: Any) -> str:
+    """run.json's `provenance` in a line: the measuring evalkit's package digest, its
+    checkout, the prompt seed (run.json is editable: every part is clipped)."""
+    if not isinstance(prov, Mapping):
+        return "not recorded (a run from before the suite recorded its provenance)"
+    parts = [f"package {short(prov.get('package_sha256'))}"]
+    git = as_mapping(prov.get("git"))
+    if isinstance(git.get("commit"), str):
+        parts.append(f"git {clip(git['commit'], 12)}"
+                     + (" (dirty tree)" if git.get("dirty") is True else ""))
+    seed = as_mapping(prov.get("prompts")).get("seed")
+    if _num(seed) is not None:
+        parts.append(f"prompt seed {fmt_value(seed)}")
+    cpu = as_mapping(prov.get("platform")).get("cpu_model")
+    if isinstance(cpu, str) and cpu:
+        parts.append(clip(cpu, 60))
+    return "; ".join(parts)
+
+
+def command_text(prov: Any) -> str:
+    """The command line the run was probed with (secrets removed when it was recorded)."""
+    argv = as_mapping(prov).get("command_line")
+    if not isinstance(argv, list) or not argv:
+        return "—"
+    return clip(" ".join(str(a) for a in argv), 600)
 
 
 def client_verdict(client: Mapping[str, Any]) -> str:

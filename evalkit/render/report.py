@@ -31,6 +31,7 @@ from evalkit.analysis.summary import as_mapping, ramp_levels
 from evalkit.analysis.summary import as_number as _num
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
+from evalkit.provenance import installed_digest, short
 from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.records import RequestRecord
 from evalkit.render import words
@@ -45,12 +46,14 @@ from evalkit.render.pagetext import (
     baseline_heading,
     check_rows,
     claim_text,
+    command_text,
     fit_badge,
     fmt_outcomes,
     fmt_value,
     key_figures,
     measured_text,
     prefill_text,
+    provenance_text,
     rules,
     stopped_at,
     validity_text,
@@ -305,6 +308,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
+        "tool_digest": short(installed_digest()),
+        "run_provenance": provenance_text(run_doc.get("provenance")),
+        "run_command": command_text(run_doc.get("provenance")),
         "profile": fmt_value(run_doc.get("profile")
                              or as_mapping(run_doc.get("config")).get("profile")),
         "client_host": clip(words.client_host(run_doc.get("client")), SHORT_TEXT),
@@ -324,6 +330,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "outcomes": sorted(digest.outcomes.items()),
         "n_records": digest.n,
         "skipped_lines": run.skipped_lines if run else 0,
+        # records read but no evidence of this run (foreign, repeated, impossible)
+        "left_out": (run.evidence.total - run.evidence.counts.get("not-a-record", 0)
+                     if run and run.evidence else 0),
         "summary_source": (clip(run.rebuilt, 600) if run and run.rebuilt
                            else "summary.json, as the probe wrote it, checked against the "
                                 "records" if run else ""),

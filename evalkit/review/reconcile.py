@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.analysis.summary import Summary, measurements
+from evalkit.analysis.summary import Summary, as_mapping, measurements
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.review.answers import answers_sentence, reported_swap
@@ -82,8 +82,12 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     tol = tol or Tolerances()
     m = measurements(summary) if summary is not None else None
     if summary is not None and m is None:  # a summary with nothing measured in it
+        # its own reasons still say why (records that were no evidence, a cut run)
+        given = as_mapping(as_mapping(summary).get("validity")).get("reasons")
         m = Summary((), None, None, None, None, False, validity="invalid",
-                         validity_reasons=("the summary holds no measured level",))
+                    validity_reasons=("the summary holds no measured level", *(
+                        r for r in (given if isinstance(given, list) else [])
+                        if isinstance(r, str))))
     mismatch = target_mismatch(questionnaire, run or RunTarget()) if m is not None else None
     command = probe_command(questionnaire)
     blocker = run_blocker(m, command) or (

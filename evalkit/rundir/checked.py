@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from evalkit.analysis.summary import as_mapping
 from evalkit.records import RequestRecord
 from evalkit.rundir.audit import (
     summary_disagreements,
@@ -49,6 +50,7 @@ from evalkit.rundir.audit import (
     summary_rederived_differences,
 )
 from evalkit.rundir.digest import RecordDigest
+from evalkit.rundir.evidence import RecordCheck
 from evalkit.rundir.rederive import (
     REDERIVE_MAX_BYTES,
     _vendor_metrics,
@@ -58,21 +60,23 @@ from evalkit.rundir.rederive import (
 from evalkit.rundir.store import REQUESTS_FILE, SUMMARY_FILE, RecordScan, iter_records
 
 
-def scan_records(req_file: Path | None, scan: RecordScan, *, keep_all: bool
+def scan_records(req_file: Path | None, scan: RecordScan, *, keep_all: bool,
+                 check: RecordCheck | None = None
                  ) -> tuple[RecordDigest, list[RequestRecord] | None]:
     """requests.jsonl read once: its digest, and its records when they may be held.
 
     The records are kept while the file is within REDERIVE_MAX_BYTES (a file that grows
     past it while read, a run still going, drops them), or whatever its size with
     `keep_all` (no summary: it is rebuilt from them). None: not kept, memory stays that of
-    the digest. No file: no record, kept.
+    the digest. No file: no record, kept. With `check` only the records it accepts as
+    evidence (`evalkit.rundir.evidence`) are digested and kept.
     """
     digest = RecordDigest()
     if req_file is None:
         return digest, []
     kept: list[RequestRecord] | None = (
         [] if keep_all or req_file.stat().st_size <= REDERIVE_MAX_BYTES else None)
-    for rec in iter_records(req_file, scan):
+    for rec in iter_records(req_file, scan, check=check):
         digest.add(rec)
         if kept is not None:
             if keep_all or scan.bytes <= REDERIVE_MAX_BYTES:
@@ -97,12 +101,16 @@ class Checked(NamedTuple):
 def check_summary(summary: dict[str, Any] | None, *, run: dict[str, Any],
                   digest: RecordDigest, scan: RecordScan,
                   records: list[RequestRecord] | None, req_file: Path | None,
-                  run_dir: Path, root: Path, notes: list[str]) -> Checked:
+                  run_dir: Path, root: Path, notes: list[str],
+                  evidence: RecordCheck | None = None) -> Checked:
     """The summary to show, checked against the records and re-derived where needed.
 
     `records` are the scan's (`scan_records`; None: over the cap, not kept); what was
-    found and repaired is appended to `notes`, the rebuild's reason first.
+    found and repaired is appended to `notes`, the rebuild's reason first. `evidence` is
+    the scan's check of the records: what it found degrades the run, its reasons first
+    (`with_evidence`), after the summary was compared with the records it accepted.
     """
+    reasons = evidence.reasons() if evidence is not None else []
     rebuilt = reason = None
     count = f"the {digest.n:,} request records"
     if summary is None:
@@ -140,9 +148,11 @@ def check_summary(summary: dict[str, Any] | None, *, run: dict[str, Any],
     held = records if scan.bytes <= REDERIVE_MAX_BYTES else None
     if rebuilt is None:
         assert summary is not None
-        return Checked(summary, None, None, held)
+        return Checked(with_evidence(summary, reasons), None, None, held)
     if records is None:  # over the cap, not kept: read again, exactly the bytes read before
-        records = list(iter_records(req_file, limit=scan.bytes)) if req_file else []
+        records = list(iter_records(req_file, limit=scan.bytes, check=RecordCheck(run))
+                       if evidence is not None else iter_records(req_file, limit=scan.bytes)
+                       ) if req_file else []
     old_vendor = summary.get("vendor_metrics") if summary is not None else None
     summary = rebuild_summary(records, run, rebuilt, scan.sha256, reason)
     vendor, said = _vendor_metrics(run_dir, root, records, old_vendor)
@@ -151,5 +161,25 @@ def check_summary(summary: dict[str, Any] | None, *, run: dict[str, Any],
     if said:
         notes.append(said)
     notes.insert(0, rebuilt)
+    summary = with_evidence(summary, reasons)
     return Checked(summary, rebuilt,
                    (json.dumps(summary, indent=2, allow_nan=False) + "\n").encode(), held)
+
+
+def with_evidence(summary: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
+    """The summary with the records' findings (`RecordCheck.reasons`) leading its validity
+    reasons, and the run at best degraded: figures drawn from records some of which were
+    no evidence stand, but not as a valid run's."""
+    if not reasons:
+        return summary
+    from evalkit.analysis.validity import worst
+
+    validity = dict(as_mapping(summary.get("validity")))
+    status = validity.get("status")
+    given = validity.get("reasons")
+    validity["status"] = worst(status if status in ("valid", "degraded", "invalid")
+                               else "degraded", "degraded")
+    validity["reasons"] = list(dict.fromkeys(
+        [*reasons, *(r for r in given if isinstance(r, str))] if isinstance(given, list)
+        else reasons))
+    return {**summary, "validity": validity}

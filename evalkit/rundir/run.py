@@ -20,6 +20,7 @@ from evalkit.records import RequestRecord
 from evalkit.rundir.audit import SUMMARY_SCHEMA
 from evalkit.rundir.checked import check_summary, scan_records
 from evalkit.rundir.digest import RecordDigest, _inside, clean_run
+from evalkit.rundir.evidence import RecordCheck
 from evalkit.rundir.store import (
     REQUESTS_FILE,
     RUN_FILE,
@@ -55,6 +56,9 @@ class RunDir:
     rebuilt: str | None = None
     #: lines of requests.jsonl that are not records (skipped)
     skipped_lines: int = 0
+    #: requests.jsonl checked as evidence (`evalkit.rundir.evidence`): what it found was
+    #: kept out of the figures and degrades the run (None: built by hand)
+    evidence: RecordCheck | None = None
 
     @functools.cached_property
     def stats(self) -> RecordDigest:
@@ -64,14 +68,17 @@ class RunDir:
 
 class RecordFile(Collection[RequestRecord]):
     """The records of a requests.jsonl too big to hold, streamed from the file each time
-    they are iterated (malformed lines skipped; only the bytes read when the run was
-    loaded)."""
+    they are iterated (malformed lines and records that are no evidence of `run` skipped;
+    only the bytes read when the run was loaded)."""
 
-    def __init__(self, path: Path | None, count: int, limit: int) -> None:
+    def __init__(self, path: Path | None, count: int, limit: int,
+                 run: Mapping[str, Any] | None = None) -> None:
         self.path, self.count, self.limit = path, count, limit
+        self.run: Mapping[str, Any] = run or {}
 
     def __iter__(self) -> Iterator[RequestRecord]:
-        return iter_records(self.path, limit=self.limit) if self.path else iter(())
+        return (iter_records(self.path, limit=self.limit, check=RecordCheck(self.run))
+                if self.path else iter(()))
 
     def __len__(self) -> int:
         return self.count
@@ -109,19 +116,23 @@ def open_run(run_dir: Path) -> RunDir:
             raise InputError(f"{summary_file}: schema is {str(summary.get('schema'))[:60]!r}, "
                              f"expected {SUMMARY_SCHEMA!r}")
     scan = RecordScan(req_file or run_dir / REQUESTS_FILE)
-    digest, records = scan_records(req_file, scan, keep_all=summary is None)
+    evidence = RecordCheck(run)
+    digest, records = scan_records(req_file, scan, keep_all=summary is None, check=evidence)
     if summary is None and digest.n == 0:
         raise RunDirError(
             f"{run_dir}: no {SUMMARY_FILE} and no request record in {REQUESTS_FILE}"
-            + (f" ({scan.malformed:,} lines that are not records)" if scan.malformed else "")
+            + (f" ({evidence.total:,} lines that are not evidence of this run)"
+               if evidence.total else "")
             + ": nothing was measured, or this is not a run directory")
     if scan.describe():
         notes.append(str(scan.describe()))
+    notes += evidence.notes()
     if scan.torn_tail:
         notes.append(f"{REQUESTS_FILE}: its last line was cut mid-write (the probe stopped "
                      "while writing it); that request is not counted")
     checked = check_summary(summary, run=run, digest=digest, scan=scan, records=records,
-                            req_file=req_file, run_dir=run_dir, root=root, notes=notes)
+                            req_file=req_file, run_dir=run_dir, root=root, notes=notes,
+                            evidence=evidence)
     del records  # held from here only as checked.records: none over the cap
     summary = checked.summary
     if checked.rebuilt_json is not None:
@@ -135,7 +146,7 @@ def open_run(run_dir: Path) -> RunDir:
         notes.insert(0, imported_reason(imported))
     held: Collection[RequestRecord] = (
         tuple(checked.records) if checked.records is not None
-        else RecordFile(req_file, digest.n, scan.bytes))
+        else RecordFile(req_file, digest.n, scan.bytes, run))
     return RunDir(run, summary, held, raw, scan.sha256 if req_file else None, digest,
                   tuple(clean(n, 800) for n in notes),
-                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed)
+                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed, evidence)

@@ -22,10 +22,13 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from evalkit.errors import EvalkitError, InputError, RunDirError
 from evalkit.records import OUTCOMES, RequestRecord
+
+if TYPE_CHECKING:
+    from evalkit.rundir.evidence import RecordCheck
 
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
@@ -137,7 +140,11 @@ def _number(name: str, value: Any, kind: str) -> int | float:
         if not 0 <= value <= MAX_COUNT:
             raise ValueError(f"{name} {value} is out of range")
         return value
-    if not math.isfinite(value):
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int of hundreds of digits: no float holds it
+        raise ValueError(f"{name} is out of range") from None
+    if not finite:
         raise ValueError(f"{name} is not a finite number")
     if name.endswith("_s") and name not in SIGNED_TIMES and value < 0:
         raise ValueError(f"{name} {value:g} is a negative duration")
@@ -296,45 +303,59 @@ def _lines(fh: BinaryIO, scan: RecordScan, limit: int | None
 
 
 def iter_records(path: Path, scan: RecordScan | None = None, *, strict: bool = False,
-                 limit: int | None = None) -> Iterator[RequestRecord]:
+                 limit: int | None = None, check: RecordCheck | None = None
+                 ) -> Iterator[RequestRecord]:
     """Stream requests.jsonl one line at a time (memory bounded by MAX_LINE_BYTES).
 
     A line that is not a record (not UTF-8, not JSON, not an object, a field of the wrong
     type or out of range, longer than MAX_LINE_BYTES) is skipped and counted in `scan`;
     with `strict` it is a RunDirError instead. A last line cut mid-write (no newline, does
     not parse: a crash or a kill) is noted as `torn_tail`, never an error. `limit` stops
-    after that many bytes (to re-read exactly what an earlier pass read).
+    after that many bytes (to re-read exactly what an earlier pass read). With `check`
+    (`evalkit.rundir.evidence.RecordCheck`) every line is also checked as evidence, and
+    only the records it accepts are yielded.
     """
-    scan = scan if scan is not None else RecordScan(Path(path))
     with open(path, "rb") as fh:
-        for lineno, line, ended in _lines(fh, scan, limit):
-            if line is not None and not line.strip():
-                continue
-            scan.lines += 1
+        yield from read_lines(fh, scan if scan is not None else RecordScan(Path(path)),
+                              strict=strict, limit=limit, check=check)
+
+
+def read_lines(fh: BinaryIO, scan: RecordScan, *, strict: bool = False,
+               limit: int | None = None, check: RecordCheck | None = None
+               ) -> Iterator[RequestRecord]:
+    """`iter_records` over an open binary file (a file on disk, or bytes in memory)."""
+    path = scan.path
+    for lineno, line, ended in _lines(fh, scan, limit):
+        if line is not None and not line.strip():
+            continue
+        scan.lines += 1
+        try:
+            if line is None:
+                raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
             try:
-                if line is None:
-                    raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
-                try:
-                    text = line.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise ValueError("not UTF-8") from None
-                try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"not JSON: {exc.msg}") from None
-                except RecursionError:
-                    raise ValueError("not JSON: nested too deep") from None
-                rec = parse_record(obj)
-            except ValueError as exc:
-                if not ended:  # the final, unterminated line of a crashed run
-                    scan.torn_tail = True
-                    scan.lines -= 1
-                    break
-                if strict:
-                    raise RunDirError(f"{path}:{lineno}: not a request record: {exc}") from None
-                scan.skip(lineno, str(exc))
-                continue
-            scan.records += 1
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError("not UTF-8") from None
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not JSON: {exc.msg}") from None
+            except RecursionError:
+                raise ValueError("not JSON: nested too deep") from None
+            rec = parse_record(obj)
+        except ValueError as exc:
+            if not ended:  # the final, unterminated line of a crashed run
+                scan.torn_tail = True
+                scan.lines -= 1
+                break
+            if strict:
+                raise RunDirError(f"{path}:{lineno}: not a request record: {exc}") from None
+            scan.skip(lineno, str(exc))
+            if check is not None:
+                check.not_a_record(lineno, str(exc))
+            continue
+        scan.records += 1
+        if check is None or check.record(lineno, rec):
             yield rec
 
 

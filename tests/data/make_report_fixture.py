@@ -26,6 +26,8 @@ LEVELS = (1, 2, 4, 8, 16)
 TTFT_P50 = {1: 0.200, 2: 0.210, 4: 0.230, 8: 0.300, 16: 1.200}
 GAP = {1: 0.020, 2: 0.021, 4: 0.023, 8: 0.026, 16: 0.031}
 TOKENS = 24
+#: the run's id, carried by run.json and every record (a run tag: six hex digits)
+RUN_ID = "f1c7e0"
 
 
 def _stream(rid: str, phase: str, level: int, t0: float, ttft: float, gaps: list[float],
@@ -40,7 +42,7 @@ def _stream(rid: str, phase: str, level: int, t0: float, ttft: float, gaps: list
         counted_output_tokens=len(arrivals), ttft_s=round(ttft, 6),
         e2e_s=round(arrivals[-1], 6), chunks=[(round(a, 6), 1) for a in arrivals],
         http_status=200, finish_reason="length", end_s=round(arrivals[-1], 6),
-        prompt_id=prompt_id)
+        prompt_id=prompt_id, run_id=RUN_ID)
 
 
 def records() -> list[RequestRecord]:
@@ -66,7 +68,7 @@ def records() -> list[RequestRecord]:
                 out.append(RequestRecord(id=f"r{level}-{i}", phase="ramp", level=level,
                                          outcome="rejected", t0_s=round(free[i % level], 6),
                                          http_status=429, error="429: <b>slow down</b>",
-                                         end_s=0.004))
+                                         end_s=0.004, run_id=RUN_ID))
                 free[i % level] += 0.004
                 continue
             gaps = [GAP[level] * rng.uniform(0.8, 1.2) for _ in range(TOKENS - 1)]
@@ -90,7 +92,7 @@ def records() -> list[RequestRecord]:
                 id=f"p{n}-{j}", phase="prefill", level=1, outcome="ok", t0_s=t,
                 prompt_tokens=n, ttft_s=round(ttft, 6), e2e_s=round(ttft + 0.02, 6),
                 chunks=[(round(ttft, 6), 1), (round(ttft + 0.02, 6), 1)], http_status=200,
-                finish_reason="length", output_tokens=2))
+                finish_reason="length", output_tokens=2, run_id=RUN_ID))
             t += 0.5
     return out
 
@@ -112,7 +114,7 @@ def summary() -> dict[str, object]:
 def run_doc() -> dict[str, object]:
     """A run.json: what was run, never a secret."""
     return {"schema": "evalkit.run/1", "tool": "evalkit", "tool_version": "0.1.0",
-            "suite_version": "1", "status": "complete", "profile": "quick",
+            "suite_version": "1", "run_id": RUN_ID, "status": "complete", "profile": "quick",
             "target": {"base_url": "http://127.0.0.1:8011/v1", "model": "ref-model-7b"},
             "config": {"profile": "quick", "levels": list(LEVELS)},
             "client": {"host": "fixture-host", "python": "3.11"},

@@ -26,6 +26,7 @@ ray = pytest.importorskip("ray")
 from evalkit.probe.settings import ProbeConfig  # noqa: E402
 from evalkit.probe.suite import run_probe  # noqa: E402
 from evalkit.records import RequestRecord  # noqa: E402
+from evalkit.rundir.run import open_run  # noqa: E402
 from evalkit.rundir.store import read_run_files  # noqa: E402
 
 #: two short levels after a short baseline
@@ -98,6 +99,10 @@ def test_two_workers_measure_what_one_process_does(reference: Any, tmp_path: Pat
         _within_truth_accuracy(*_errors(ramp, meta["clock"]["origin_ns"], truth))
         if name == "ray":
             assert {r.shard for r in ramp if r.level == 8} == {0, 1}
+            # every actor's records carry the run's id, and all are evidence of it
+            assert {r.run_id for r in records} == {meta["run_id"]}
+            evidence = open_run(tmp_path / name).evidence
+            assert evidence is not None and evidence.total == 0, evidence.to_json()
             assert meta["scaleout"]["address"] == "auto"
             assert len(meta["scaleout"]["workers"]) == 2
             assert [w["records"] for w in _clock_checks(meta, "8")] == [

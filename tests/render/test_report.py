@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import evalkit
 from evalkit import errors, fmt
 from evalkit.questionnaire import schema
 from evalkit.render import pagetext, pdf, report
@@ -585,6 +586,19 @@ class TestPagination:
         for key in ("first_degraded", "ttft_p90", "_ms", "_per_s", "at_concurrency"):
             assert key not in text, key
         assert "first to degrade: itl" not in _text(rendered[1])
+
+    def test_page_one_names_the_evalkit_that_wrote_it(self, rendered: Rendered) -> None:
+        """Page one's footer prints the evalkit version and a short digest of its package
+        (issue 26); the appendix says the run's provenance, or that it has none."""
+        from evalkit.provenance import installed_digest
+
+        digest = installed_digest()
+        assert digest is not None and len(digest) == 64
+        assert (f"evalkit {evalkit.__version__} ({digest[:12]})"
+                in _squash(rendered[1].pages[0].extract_text()))
+        text = _squash(_text(rendered[1]))
+        assert f"Report written by evalkit {evalkit.__version__}, package {digest[:12]}" in text
+        assert "not recorded (a run from before the suite recorded its provenance)" in text
 
     def test_a_tie_is_named_in_words(self) -> None:
         """A level whose interval straddled a limit is named with its metric in words and

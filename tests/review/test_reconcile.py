@@ -603,3 +603,15 @@ def test_the_review_keeps_the_target_mismatch_and_the_client_bound_flag() -> Non
     review = reconcile(q("model: other-model\n"), make_summary(client_bound=True), None, RUN)
     assert review.target_mismatch is not None and "other-model" in review.target_mismatch
     assert review.client_bound is True
+
+
+def test_a_summary_with_nothing_measured_keeps_its_reasons() -> None:
+    """A summary whose records were all left out (issue 26: none was evidence of the run)
+    is invalid for holding no level, and still says why it holds none."""
+    why = "requests.jsonl: 12 records repeat an earlier record's id (lines 2, 3, 4, 5, 6, …)"
+    rec = reconcile(None, {"schema": "evalkit.summary/1", "requests": 1,
+                           "validity": {"status": "degraded", "reasons": [why, 7]}})
+    assert rec.run_validity == "invalid"
+    assert rec.run_validity_reasons == ("the summary holds no measured level", why)
+    assert reconcile(None, {"validity": "x"}).run_validity_reasons == (
+        "the summary holds no measured level",)

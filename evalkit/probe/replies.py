@@ -1,0 +1,51 @@
+"""What a vendor's reply says beside its stream: a Retry-After, an error body's message.
+Vendor text, so bounded and cleaned before it reaches a record."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from evalkit.sanitize import clean
+
+#: the longest a Retry-After is honoured (a vendor must not park a probe for an hour)
+MAX_RETRY_AFTER_S = 30.0
+
+
+def retry_after(value: str | None) -> float | None:
+    """A Retry-After header in seconds (delta form), bounded; None when absent or an HTTP
+    date (a vendor's clock is not ours to trust)."""
+    try:
+        seconds = float((value or "").strip())
+    except ValueError:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
+
+
+def json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def error_message(body: bytes) -> str:
+    """The message of an error body (OpenAI's {"error": {"message"}} or FastAPI's
+    {"detail"}), else the body itself: one clean line of at most 200 characters."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        if text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+            text = re.sub(r"<(style|script|title)\b.*?</\1\s*>|<[^>]*>", " ", text,
+                          flags=re.S | re.I)  # an HTML error page: its words only
+        return clean(text, 200)
+    if isinstance(obj, dict):
+        err = obj.get("error", obj.get("detail", obj))
+        if isinstance(err, dict):
+            return clean(str(err.get("message") or err.get("type") or err), 200)
+        return clean(str(err), 200)
+    return clean(str(obj), 200)
