@@ -70,6 +70,9 @@ class RequestRecord:
     #: time spent opening a connection (TCP, TLS) inside this request's send, part of its
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
+    #: the response's rate-limit headers (x-ratelimit-limit-*, -remaining-*, -reset-*,
+    #: retry-after), a few, sanitised and short (`evalkit.probe.ratelimits`); None: none
+    rate_limit_headers: dict[str, str] | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.

@@ -35,6 +35,7 @@ import httpx
 from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.loopmonitor import _pct
 from evalkit.probe.prompts import Prompt, count_tokens
+from evalkit.probe.ratelimits import rate_limit_headers
 from evalkit.probe.sse import SSEParser, SSETooLarge
 from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.target import Target, _Clients
@@ -199,6 +200,7 @@ class Prober:
                         after_send = None  # once: not again below
                         out()
                     st.status = response.status_code
+                    st.rate_limit_headers = rate_limit_headers(response.headers.items())
                     if st.status != 200:
                         await self._read_error(response, st)
                     else:
@@ -350,7 +352,8 @@ class Prober:
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
-            shard=self.shard, prompt_id=prompt.id, label=label)
+            shard=self.shard, prompt_id=prompt.id, label=label,
+            rate_limit_headers=st.rate_limit_headers)
 
 
 @dataclass
@@ -382,6 +385,7 @@ class _StreamState:
     crlf: bool = False
     error_body: str | None = None
     retry_after_s: float | None = None
+    rate_limit_headers: dict[str, str] | None = None
     #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
     end_event: str | None = None
 

@@ -476,7 +476,7 @@ class TestTopLevel:
         assert set(s) == {"schema", "tool", "tool_version", "suite_version", "requests",
                           "outcomes", "output_tokens_estimated", "thresholds", "connect",
                           "baseline", "prefill", "ramp", "soak", "rate", "checks", "client",
-                          "validity"}
+                          "validity", "rate_limits"}
         assert (s["tool"], s["tool_version"], s["requests"]) == ("evalkit", "1.2.3", 2)
         assert (s["outcomes"]["ok"], s["outcomes"]["error"]) == (1, 1)
         assert s["output_tokens_estimated"] is True
