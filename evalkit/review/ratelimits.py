@@ -101,7 +101,7 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
     if streams is not None and held is not None and within(
             held, streams, tol.rate_limit_rel, at_most=False):
         reached.append("concurrent_streams_per_key")
-    onset = _onset(w, figures, held, window, full)
+    onset = _onset(w, figures, held if streams is not None else None, window, full)
     retry = _retry(section)
     if reached:
         names = join([LIMITS[k][0] if k in LIMITS else "concurrent streams" for k in reached])
@@ -125,11 +125,10 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
                  + (f"; and {join(problems)}" if problems else "") + f"{retry}.")
     if problems:
         return j("unreconciled", f"Claimed {said}: {join(problems)}; {onset}{retry}.")
-    return j("unverified", f"Claimed {said}; not verified: {onset}, but the run began "
-             f"less than {number(window)} s before it, and the rate it offered in that "
-             "part reached the claim, so whether a minute would admit the claimed limit is "
-             f"not decided; a run rejected for a whole window would decide it "
-             f"({_rerun(claims, command)}){retry}.")
+    return j("unverified", f"Claimed {said}; not verified: {onset}, and the rate it "
+             f"offered there ({_below(claims, offered)}) reached the claim, so whether a "
+             f"whole window admits the claimed limit is not decided; {_rerun(claims, command)}"
+             f"{retry}.")
 
 
 def _measured(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -151,9 +150,11 @@ def _measured(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def _said(a: RateLimitsAnswer, claims: Mapping[str, int]) -> str:
     parts = [f"{number(v)} {LIMITS[k][0]}" for k, v in claims.items()]
     if a.concurrent_streams_per_key is not None:
-        parts.append(f"{number(a.concurrent_streams_per_key)} concurrent streams per key")
+        parts.append(f"{number(a.concurrent_streams_per_key)} concurrent streams"
+                     + ("" if a.scope else " per key"))
     scope = SCOPE_WORDS.get(a.scope, "")
-    where = "" if a.source == "production" else f" ({SOURCE_WORDS.get(a.source, '')})"
+    # a limit is a setting more than a measurement: only a lab or estimated one is marked
+    where = f" ({SOURCE_WORDS[a.source]})" if a.source in ("lab", "estimate") else ""
     return join(parts) + (f" {scope}" if scope else "") + where
 
 
@@ -174,12 +175,12 @@ def _onset(w: Mapping[str, Any], figures: Mapping[str, float | None], held: int 
     said = [f"{number(r)} requests/min"] if r is not None else []
     said += [f"{number(f)} {LIMITS[k][0]}" for k, f in figures.items()
              if f is not None and k != "requests_per_minute"]
-    if held is not None:
-        said.append(f"{held} streams in flight")
-    part = "" if full else (f"; the run began {number(at or 0)} s before it, so it saw "
-                            "part of that window")
+    held_words = "" if held is None else f", with {held} streams in flight"
+    part = "" if full else (f" (the run began {number(at or 0)} s before it, so it saw "
+                            "only part of that window)")
     return (f"the first 429{'' if at is None else f' {number(at)} s into the run'} came "
-            f"at {join(said)} over the {number(window)} s before it{part}")
+            f"at {join(said) or 'no measured rate'} over the {number(window)} s before it"
+            f"{part}{held_words}")
 
 
 def _below(claims: Mapping[str, int], figures: Mapping[str, float | None],
@@ -187,9 +188,8 @@ def _below(claims: Mapping[str, int], figures: Mapping[str, float | None],
     """The measured figures of the limits claimed, in the claim's units."""
     said = [f"{number(f)} {LIMITS[k][0]}" for k in claims
             if (f := figures.get(k)) is not None]
-    if held is not None:
-        said.append(f"{held} concurrent streams")
-    return join(said) or "no measured figure"
+    held_words = "" if held is None else f" ({held} streams in flight)"
+    return (join(said) or "no measured rate") + held_words
 
 
 def _header_problems(claims: Mapping[str, int], limits: Mapping[str, Any],
