@@ -83,6 +83,8 @@ class RequestRecord:
         """
         d = {name: getattr(self, name) for name in _FIELDS}
         d["chunks"] = [[round(t, 7), n] for t, n in self.chunks]
+        if self.rate_limit_headers is None:  # most vendors send none: no key for nothing
+            del d["rate_limit_headers"]
         return json.dumps(d, separators=(",", ":"))
 
     @classmethod

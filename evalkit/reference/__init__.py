@@ -10,7 +10,8 @@ One job per module: `params` (profiles), `engine` (the pure scheduler: no clock,
 engine on real time, and each request's `Stream`), `writer` (a response's bytes, every
 write stamped), `wire` (Anthropic Messages and OpenAI Responses frames), `asgi`
 (plumbing), `app` (routes and the ground-truth log), `metrics` (`/metrics`), `server`
-(uvicorn with arrival stamps, in a thread or a process).
+(uvicorn with arrival stamps, in a thread or a process), `ratelimit` (the gateway's
+sliding-window rate limit and its headers).
 
     from evalkit.reference import ReferenceServer
     with ReferenceServer(profile="queueing", truth_log=path) as srv:
@@ -44,6 +45,8 @@ the harmless ones such as `role_first_chunk`), `client_disconnected`, `prompt_sh
 first 16 hex digits of the SHA-256 of the prompt's text, so a record joins its truth line
 without a request-id header), and with `spot_probes` `spotted` (the benchmark marks the
 request carried, `evalkit.reference.spotting`; spotted requests ran on an idle pool).
+With `rate_limit_rpm`, a request the gateway refused (`evalkit.reference.ratelimit`: 429
+before the engine) has `rejected_by`, the limiter's reason.
 """
 
 from evalkit.reference.app import ReferenceApp

@@ -111,18 +111,20 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
         return j("ok", f"Claimed {said}; {onset}: the claimed {names} limit was reached "
                  f"within tolerance, so it holds{retry}.")
     below = _below(claims, figures, held if streams is not None else None)
+    headers = f"; {join(problems)}" if problems else ""
+    at = as_number(w.get("at_s"))
+    into = "" if at is None else f", {number(at)} s into the run"
     if full:
-        return j("unreconciled", f"Rejected from {below}; claimed {said}: {onset}"
-                 + (f"; and {join(problems)}" if problems else "") + f"{retry}.")
-    scale = window / (as_number(w.get("window_s")) or window)
-    offered = {k: f * scale for k, f in figures.items() if f is not None}
-    if all(k in offered and not within(offered[k], v, tol.rate_limit_rel, at_most=False)
-           for k, v in claims.items()) and claims:
-        seen_s = number(as_number(w.get("window_s")) or 0)
-        return j("unreconciled", f"Rejected from {below} (the run saw {seen_s} s of the "
-                 f"{number(window)} s window: even scaled to that, "
-                 f"{_below(claims, offered)} offered); claimed {said}: {onset}"
-                 + (f"; and {join(problems)}" if problems else "") + f"{retry}.")
+        return j("unreconciled", f"Rejected from {below}; claimed {said}: counted over "
+                 f"the {number(window)} s before the first 429{into}{headers}{retry}.")
+    seen_s = as_number(w.get("window_s")) or window
+    offered = {k: f * window / seen_s for k, f in figures.items() if f is not None}
+    if claims and all(k in offered and not within(offered[k], v, tol.rate_limit_rel,
+                                                  at_most=False) for k, v in claims.items()):
+        return j("unreconciled", f"Rejected from {below}; claimed {said}: the first 429 "
+                 f"came when the run had seen {number(seen_s)} s of the {number(window)} s "
+                 f"window, and even the rate it offered then ({_below(claims, offered)}) is "
+                 f"below the claim{headers}{retry}.")
     if problems:
         return j("unreconciled", f"Claimed {said}: {join(problems)}; {onset}{retry}.")
     return j("unverified", f"Claimed {said}; not verified: {onset}, and the rate it "

@@ -114,7 +114,7 @@ def _rate_limits(q: Questionnaire | None, summary: Mapping[str, Any] | None,
     blocker = (run_blocker(None, command) if m is None else
                f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint "
                "the questionnaire names" if mismatch else None)
-    section = summary.get("rate_limits") if summary is not None else None
+    section = summary.get("rate_limits") if isinstance(summary, Mapping) else None
     return judge_rate_limits(q.rate_limits if q else RateLimitsAnswer(),
                              section if isinstance(section, Mapping) else None,
                              blocker, tol, command)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evalkit.analysis.frames import records_frame
 from evalkit.analysis.ratelimits import rate_limit_section
@@ -19,10 +21,12 @@ from evalkit.analysis.thresholds import Tolerances
 from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target
+from evalkit.questionnaire.model import RateLimitsAnswer
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
+from evalkit.review.ratelimits import judge_rate_limits
 from evalkit.review.reconcile import reconcile
-from evalkit.review.rules import Judgement, RunTarget
+from evalkit.review.rules import STATUSES, Judgement, RunTarget
 from evalkit.review.scorecard import Scorecard, build_card
 from tests.review.helpers import RUN, SUMMARY, judge, q
 
@@ -115,8 +119,9 @@ class TestPartialWindow:
         """30 requests in 3 s is 600/min offered: below a claim of 1,000/min either way."""
         j = _rl("rate_limits: {requests_per_minute: 1000}", BURST_30)
         assert j.status == "unreconciled"
-        assert "Rejected from 30 requests/min (the run saw 3 s of the 60 s window" in j.reason
-        assert "600 requests/min offered" in j.reason
+        assert j.reason.startswith("Rejected from 30 requests/min; claimed 1,000 requests/min")
+        assert "had seen 3 s of the 60 s window" in j.reason
+        assert "the rate it offered then (600 requests/min) is below the claim" in j.reason
 
     def test_undecided_when_the_offered_rate_reached_the_claim(self) -> None:
         """600/min offered, 30 counted: a claim of 600/min is neither confirmed nor
@@ -208,6 +213,32 @@ class TestScorecard:
         honest = judge("rate_limits: {requests_per_minute: 30}", _summary(STEADY_30))
         liar = judge("rate_limits: {requests_per_minute: 600}", _summary(STEADY_30))
         assert honest.verdict == liar.verdict
+
+
+SECTIONISH = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=True),
+              st.text(max_size=5), st.just(10**400)),
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(st.sampled_from(
+        ["onset", "onset_full_window", "full_window", "window_s", "at_s", "requests",
+         "requests_per_minute", "tokens_per_minute", "output_tokens_per_minute", "in_flight",
+         "header_limits", "requests", "tokens", "retry_after_s", "min", "median", "max",
+         "peak", "rejected_429"]), kids, max_size=6)),
+    max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["onset", "onset_full_window", "window_s", "peak",
+                                        "header_limits", "retry_after_s"]), SECTIONISH,
+                       max_size=6))
+def test_any_section_gives_a_json_judgement(section: dict[str, Any]) -> None:
+    """Whatever summary.json's rate_limits holds (it is a file), a status and JSON."""
+    answer = RateLimitsAnswer(requests_per_minute=600, output_tokens_per_minute=9000,
+                              concurrent_streams_per_key=4)
+    j = judge_rate_limits(answer, section, None, Tolerances())
+    assert j.status in STATUSES and j.reason
+    card = build_card(q("rate_limits: {requests_per_minute: 600}"),
+                      {**SUMMARY, "rate_limits": section}, Tolerances(), RUN)
+    json.dumps(card.to_json(), allow_nan=False)
 
 
 # ------------------------------------------------------ against the reference endpoint
