@@ -283,6 +283,7 @@ def _card(srv: ReferenceServer, records: list[RequestRecord], claim: str,
     return j
 
 
+@pytest.mark.slow  # real HTTP for a few seconds: outside the mutation runs' selection
 class TestAgainstTheReference:
     def test_a_claim_20_times_the_limit_is_unreconciled(self, limited: Any) -> None:
         srv, recs = limited
