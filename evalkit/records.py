@@ -71,7 +71,8 @@ class RequestRecord:
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
     #: the response's rate-limit headers (x-ratelimit-limit-*, -remaining-*, -reset-*,
-    #: retry-after), a few, sanitised and short (`evalkit.probe.ratelimits`); None: none
+    #: retry-after), a few, sanitised and short (`evalkit.sanitize.rate_limit_headers`);
+    #: None: it sent none
     rate_limit_headers: dict[str, str] | None = None
 
     def to_json(self) -> str:

@@ -35,13 +35,12 @@ import httpx
 from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.loopmonitor import _pct
 from evalkit.probe.prompts import Prompt, count_tokens
-from evalkit.probe.ratelimits import rate_limit_headers
 from evalkit.probe.sse import SSEParser, SSETooLarge
 from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.target import Target, _Clients
 from evalkit.probe.transport import arrival_ns
 from evalkit.records import Outcome, RequestRecord
-from evalkit.sanitize import clean
+from evalkit.sanitize import clean, rate_limit_headers
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
@@ -200,7 +199,7 @@ class Prober:
                         after_send = None  # once: not again below
                         out()
                     st.status = response.status_code
-                    st.rate_limit_headers = rate_limit_headers(response.headers.items())
+                    st.limits = rate_limit_headers(response.headers)
                     if st.status != 200:
                         await self._read_error(response, st)
                     else:
@@ -353,7 +352,7 @@ class Prober:
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
             shard=self.shard, prompt_id=prompt.id, label=label,
-            rate_limit_headers=st.rate_limit_headers)
+            rate_limit_headers=st.limits)
 
 
 @dataclass
@@ -385,7 +384,7 @@ class _StreamState:
     crlf: bool = False
     error_body: str | None = None
     retry_after_s: float | None = None
-    rate_limit_headers: dict[str, str] | None = None
+    limits: dict[str, str] | None = None  # the rate-limit headers (`sanitize.rate_limit_headers`)
     #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
     end_event: str | None = None
 
