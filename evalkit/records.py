@@ -87,6 +87,10 @@ class RequestRecord:
     #: this one's requests.jsonl is named as foreign (`evalkit.rundir.evidence`); None in
     #: records written before the suite wrote it
     run_id: str | None = None
+    #: the response's rate-limit headers (x-ratelimit-limit-*, -remaining-*, -reset-*,
+    #: retry-after), a few, sanitised and short (`evalkit.sanitize.rate_limit_headers`);
+    #: None: it sent none
+    rate_limit_headers: dict[str, str] | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.
@@ -97,6 +101,8 @@ class RequestRecord:
         """
         d = {name: getattr(self, name) for name in _FIELDS}
         d["chunks"] = [[round(t, 7), n] for t, n in self.chunks]
+        if self.rate_limit_headers is None:  # most vendors send none: no key for nothing
+            del d["rate_limit_headers"]
         return json.dumps(d, separators=(",", ":"))
 
     @classmethod

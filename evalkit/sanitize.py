@@ -4,11 +4,13 @@ A vendor's error body, model id or reason phrase may hold terminal escapes (clea
 screen, set the window title, a fake "all ok" line), bidi overrides that reorder what is
 printed around them, or megabytes of anything. Everything we keep in a record or print
 passes through `clean` first; the PDF adds its own glyph check (`report.printable`).
+`rate_limit_headers` is what a record keeps of a response's headers: the rate-limit ones.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
 
 #: Bidi overrides and isolates: vendor text must not reorder what is printed around it.
 _BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
@@ -31,3 +33,28 @@ def clean(text: str | bytes | None, limit: int = 300) -> str:
     if len(flat) > limit:
         return flat[:limit] + "… [cut]"
     return flat
+
+
+#: the headers a record keeps (lower case): these prefixes, and retry-after itself
+RATE_LIMIT_PREFIXES = ("x-ratelimit-limit-", "x-ratelimit-remaining-", "x-ratelimit-reset-")
+#: at most this many of them a response, each name and value at most this long
+MAX_HEADERS = 12
+MAX_HEADER_NAME = 64
+MAX_HEADER_VALUE = 40
+
+
+def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str] | None:
+    """The rate-limit headers of one response (`x-ratelimit-limit-*`, `-remaining-*`,
+    `-reset-*`, `retry-after`), a few, each value cleaned and short: the vendor's own word
+    on its limits, kept on every record (`evalkit.analysis.ratelimits` reads them); None
+    when it sent none. A repeated header keeps its first value."""
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        key = name.strip().lower()
+        if key in kept or len(key) > MAX_HEADER_NAME or (
+                key != "retry-after" and not key.startswith(RATE_LIMIT_PREFIXES)):
+            continue
+        kept[clean(key, MAX_HEADER_NAME)] = clean(value, MAX_HEADER_VALUE)
+        if len(kept) >= MAX_HEADERS:
+            break
+    return kept or None

@@ -33,4 +33,7 @@ def test_demo_writes_each_vendors_story_and_their_comparison(tmp_path: Path) -> 
     assert headline["verdict"]["streaming_ready"] is False
     forthright = json.loads(result.reports["forthright"].with_suffix(".json").read_text())
     assert forthright["questions"]["Q3"]["status"] == "ok"
+    # its rate limits are claimed, and the reference endpoint (no limit) never rejected
+    assert forthright["rate_limits"]["status"] == "unverified"
+    assert "never rejected with 429" in forthright["rate_limits"]["reason"]
     assert "Steadystream Inference" in PdfReader(result.comparison).pages[0].extract_text()

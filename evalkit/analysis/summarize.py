@@ -33,6 +33,7 @@ from evalkit.analysis.frames import frames
 from evalkit.analysis.precision import level_precision, precision_section
 from evalkit.analysis.prefill import prefill_fit
 from evalkit.analysis.ramp import judge_ramp
+from evalkit.analysis.ratelimits import rate_limit_section
 from evalkit.analysis.stats import (
     outcome_counts,
     output_length_check,
@@ -232,6 +233,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         },
         "client": {**client_section(meta), "capacity_judgement_affected": affected},
         "validity": validity,
+        "rate_limits": rate_limit_section(req, th.rate_limit_window_s),
     }
 
 

@@ -125,7 +125,7 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
                          "but verifies nothing")
     hits = flagged(result.scorecard, statuses)
     if hits:
-        qs = result.scorecard["questions"]
+        qs = {**result.scorecard["questions"], "rate_limits": result.scorecard.get("rate_limits")}
         click.echo("flagged: " + ", ".join(f"{q} {qs[q]['status']}" for q in hits), err=True)
         sys.exit(1)
 
@@ -174,8 +174,9 @@ def questionnaire_validate(file: str) -> None:
 
     q = load_questionnaire(file)
     answered = [qid for qid, answer in q.questions.items() if answer.to_dict()]
+    limits = "; rate limits given" if q.rate_limits.to_dict() else ""
     click.echo(f"{file}: valid evalkit.questionnaire/1 ({len(answered)} of 6 questions "
-               f"filled in{': ' + ', '.join(answered) if answered else ''}).")
+               f"filled in{': ' + ', '.join(answered) if answered else ''}{limits}).")
 
 
 def _add_serve_reference() -> None:

@@ -41,7 +41,7 @@ from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.target import Target, _Clients
 from evalkit.probe.transport import arrival_ns
 from evalkit.records import Outcome, RequestRecord
-from evalkit.sanitize import clean
+from evalkit.sanitize import clean, rate_limit_headers
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
@@ -205,6 +205,7 @@ class Prober:
                         after_send = None  # once: not again below
                         out()
                     st.status = response.status_code
+                    st.limits = rate_limit_headers(response.headers)
                     if st.status != 200:
                         await self._read_error(response, st)
                     else:
@@ -370,7 +371,7 @@ class Prober:
             answer_tokens=([t for t, _ in st.logprobs] if st.logprobs else list(st.kept))
             if st.keep_answer and st.status == 200 else None,
             answer_logprobs=[v for _, v in st.logprobs] if st.keep_answer and st.logprobs
-            else None)
+            else None, rate_limit_headers=st.limits)
 
 
 @dataclass
@@ -402,6 +403,7 @@ class _StreamState:
     crlf: bool = False
     error_body: str | None = None
     retry_after_s: float | None = None
+    limits: dict[str, str] | None = None  # the rate-limit headers (`sanitize.rate_limit_headers`)
     #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
     end_event: str | None = None
     #: the answer text's digest; a canary's text and logprobs kept whole (bounded); the

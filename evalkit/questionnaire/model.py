@@ -9,7 +9,7 @@ lists them, and the reconciler shows them to the reviewer (docs/questionnaire.md
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,21 @@ class PanelAnswer(Answer):
 
 
 @dataclass(frozen=True)
+class RateLimitsAnswer(Answer):
+    """The vendor's rate limits (not one of the six questions; optional): what a customer
+    may send per minute and hold at once before the endpoint answers 429."""
+
+    requests_per_minute: int | None = None
+    #: input and output together, as a single tokens-per-minute limit is usually quoted
+    tokens_per_minute: int | None = None
+    input_tokens_per_minute: int | None = None
+    output_tokens_per_minute: int | None = None
+    concurrent_streams_per_key: int | None = None
+    #: per_key | per_organisation
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
 class Questionnaire:
     """One vendor's validated questionnaire; every field may be empty (`None`)."""
 
@@ -136,6 +151,7 @@ class Questionnaire:
     q4: ConcurrencyAnswer = field(default_factory=ConcurrencyAnswer)
     q5: ObservabilityAnswer = field(default_factory=ObservabilityAnswer)
     q6: PanelAnswer = field(default_factory=PanelAnswer)
+    rate_limits: RateLimitsAnswer = field(default_factory=RateLimitsAnswer)
     #: where it was read from (the report embeds that file), None when built in memory
     path: str | None = None
 
@@ -183,6 +199,7 @@ def questionnaire_from_dict(data: dict[str, Any], path: str | None = None) -> Qu
         endpoint=data.get("endpoint"), date=data.get("date"),
         contact=Contact(**(data.get("contact") or {})),
         headline=Headline(**(data.get("headline") or {})),
+        rate_limits=cast(RateLimitsAnswer, _answer(RateLimitsAnswer, data.get("rate_limits"))),
         path=path,
         **answers,
     )

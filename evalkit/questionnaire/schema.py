@@ -24,6 +24,10 @@ QUESTION_TITLES = {
     "Q6": "Production panel reconciled with the headline figure",
 }
 
+#: not one of the six questions: an optional section, reconciled on its own row
+RATE_LIMITS_TITLE = "Rate limits: requests and tokens per minute, concurrent streams per key"
+RATE_LIMIT_SCOPES = ("per_key", "per_organisation")
+
 
 def _nullable(type_: str, **extra: Any) -> dict[str, Any]:
     return {"type": [type_, "null"], **extra}
@@ -158,6 +162,19 @@ SCHEMA: dict[str, Any] = {
             "panel_url": _SHORT,
             "source": _SOURCE,
             "reconciliation": _TEXT,
+            "evidence": _EVIDENCE,
+            "notes": _TEXT,
+        }),
+        "rate_limits": _section(RATE_LIMITS_TITLE, {
+            "requests_per_minute": _COUNT,
+            "tokens_per_minute": _COUNT,
+            "input_tokens_per_minute": _COUNT,
+            "output_tokens_per_minute": _COUNT,
+            "concurrent_streams_per_key": _COUNT,
+            "scope": {"enum": [*RATE_LIMIT_SCOPES, None],
+                      "description": "whom the limits apply to: one API key, or the whole "
+                      "organisation's keys together"},
+            "source": _SOURCE,
             "evidence": _EVIDENCE,
             "notes": _TEXT,
         }),

@@ -133,6 +133,21 @@ Q6:
   reconciliation:  # in words: why the headline and the panel differ
   evidence: []
   notes:
+
+# Rate limits (optional; not one of the six questions): what one customer may send before
+# the endpoint answers 429. Whole numbers, per minute. We check them against when our
+# run's 429s began (the requests and tokens in the minute before the first one) and
+# against the x-ratelimit-* headers your endpoint sends.
+rate_limits:
+  requests_per_minute:
+  tokens_per_minute:          # input + output together, if that is how you limit
+  input_tokens_per_minute:    # if input and output tokens are limited apart
+  output_tokens_per_minute:
+  concurrent_streams_per_key: # streams one key may hold open at once
+  scope:           # per_key | per_organisation (all of an organisation's keys together)
+  source:          # production | lab | estimate
+  evidence: []
+  notes:
 """
 
 

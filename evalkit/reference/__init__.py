@@ -11,7 +11,8 @@ a prompt: the same prompt, the same answer), `parse` (request bodies -> `Job`), 
 engine on real time, and each request's `Stream`), `writer` (a response's bytes, every
 write stamped), `wire` (Anthropic Messages and OpenAI Responses frames), `asgi`
 (plumbing), `app` (routes and the ground-truth log), `metrics` (`/metrics`), `server`
-(uvicorn with arrival stamps, in a thread or a process).
+(uvicorn with arrival stamps, in a thread or a process), `ratelimit` (the gateway's
+sliding-window rate limit and its headers).
 
     from evalkit.reference import ReferenceServer
     with ReferenceServer(profile="queueing", truth_log=path) as srv:
@@ -57,6 +58,8 @@ of that), `first_flip_at` (0-based position, among the tokens generated, reasoni
 included, of the first token `batch_variance` flipped; null: none), `output_sha` (SHA-256
 hex of the answer text generated, reasoning excluded: what a client that read it all
 hashes). A swap or truncation is also named in `faults` (`swap`, `truncate`).
+With `rate_limit_rpm`, a request the gateway refused (`evalkit.reference.ratelimit`: 429
+before the engine) has `rejected_by`, the limiter's reason.
 """
 
 from evalkit.reference.app import ReferenceApp

@@ -41,6 +41,7 @@ from evalkit.reference.loop import EngineLoop, Stream, sleep_until
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.params import Profile
 from evalkit.reference.parse import MODEL, ROUTES, BadRequest, encoding, parse_job
+from evalkit.reference.ratelimit import RateLimiter, with_headers
 from evalkit.reference.spotting import Spotter, prompt_text
 from evalkit.reference.writer import Writer
 
@@ -75,6 +76,8 @@ class ReferenceApp:
         self.logged = 0
         self.created = int(time.time())
         self.metrics = EngineMetrics(MODEL)
+        #: `rate_limit_rpm`: the gateway's sliding window (`evalkit.reference.ratelimit`)
+        self.limiter = RateLimiter(profile)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -216,6 +219,14 @@ class ReferenceApp:
             truth["status"] = exc.status
             await send_error(send, exc)
             return
+        if (rated := self.limiter.admit(truth["received_ns"])) is not None:
+            send = with_headers(send, rated.headers)
+            if not rated.admitted:
+                truth.update(status=429, outcome="rejected", rejected_by=rated.reason)
+                await send_error(send, BadRequest(429, "rate limit reached for requests",
+                                                  kind="rate_limit_exceeded"),
+                                 [(b"retry-after", str(rated.retry_after_s).encode())])
+                return
         truth["prompt_tokens"] = job.prompt_tokens
         text = prompt_text(body)  # parse_job took only an object
         # joins a client's record without a request-id header

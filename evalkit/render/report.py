@@ -66,9 +66,10 @@ from evalkit.render.pdf import (
     sha256,
 )
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
+from evalkit.render.ratelimits import rate_limits_text
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
-from evalkit.review.scorecard import Scorecard, as_scorecard
+from evalkit.review.scorecard import QuestionCard, Scorecard, as_scorecard
 from evalkit.rundir.digest import RecordDigest
 from evalkit.rundir.run import RunDir
 
@@ -127,9 +128,13 @@ def nothing_to_judge(scorecard: Scorecard | Mapping[str, Any]) -> str | None:
 
 
 def flagged(scorecard: Scorecard | Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
-    """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6']."""
+    """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6'], and
+    'rate_limits' when the rate limits' row has one (other than unanswered)."""
     card = as_scorecard(scorecard)
-    return [q for q in QUESTION_IDS if card.question(q).status in statuses]
+    limits = card.rate_limits  # outside the verdict; an optional section unanswered is no flag
+    return [q for q in QUESTION_IDS if card.question(q).status in statuses] + (
+        ["rate_limits"] if limits and limits.status in statuses
+        and limits.status != "unanswered" else [])
 
 
 def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, Any] | None,
@@ -203,6 +208,23 @@ def _suite_words(version: Any) -> str:
     return f" (suite v{text})"
 
 
+def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
+    """One row of page one's questions table (and its answer in Appendix E)."""
+    return {
+        "id": qid, "title": clip(q.title, 80),
+        "status": q.status, "badge": BADGES.get(q.status, "!"),
+        "gap": q.finding == "gap",
+        "claimed": claim_text(q.claimed, brief=True),
+        "measured": measured,
+        "reason": clip(q.reason, 3 * SHORT_TEXT),
+        "claimed_long": claim_text(q.claimed, brief=False),
+        "measured_long": (words.mapping(q.measured, _long) if q.measured is not None
+                          else fmt_value(q.measured, LONG_TEXT)),
+        "reason_long": clip(q.reason, LONG_TEXT),
+        "tolerance": words.tolerance(clip(q.tolerance, SHORT_TEXT)) if q.tolerance else "",
+    }
+
+
 def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                   evidence: Mapping[str, str]) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O)."""
@@ -211,22 +233,12 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
     target = as_mapping(run_doc.get("target"))
-    questions = []
-    for qid in QUESTION_IDS:
-        q = card.question(qid)
-        questions.append({
-            "id": qid, "title": clip(q.title, 80),
-            "status": q.status, "badge": BADGES.get(q.status, "!"),
-            "gap": q.finding == "gap",
-            "claimed": claim_text(q.claimed, brief=True),
-            "measured": measured_text(qid, q.measured, summary),
-            "reason": clip(q.reason, 3 * SHORT_TEXT),
-            "claimed_long": claim_text(q.claimed, brief=False),
-            "measured_long": (words.mapping(q.measured, _long) if q.measured is not None
-                              else fmt_value(q.measured, LONG_TEXT)),
-            "reason_long": clip(q.reason, LONG_TEXT),
-            "tolerance": words.tolerance(clip(q.tolerance, SHORT_TEXT)) if q.tolerance else "",
-        })
+    questions = [_row(qid, card.question(qid), measured_text(
+        qid, card.question(qid).measured, summary)) for qid in QUESTION_IDS]
+    limits = card.rate_limits  # shown when claimed or met: no claim and no 429 is no news
+    rate_limits = None if limits is None or not (
+        limits.status != "unanswered" or _num(as_mapping(limits.measured).get("rejected_429"))
+    ) else _row("rate-limits", limits, rate_limits_text(limits.measured))
     use_cases = []
     for name, uc in card.use_cases.items():
         css, label = fit_badge(uc.fit)
@@ -297,11 +309,14 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "notices": notices,
         # page one's "what this run did not verify": each with the run that would
         "not_verified": [(q["id"], q["reason"]) for q in questions
-                         if q["status"] == "unverified"],
+                         if q["status"] == "unverified"]
+        + ([("Rate limits", rate_limits["reason"])]
+           if rate_limits and rate_limits["status"] == "unverified" else []),
         "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
         "streaming_ready": card.verdict.streaming_ready,
         "verdict": clip(card.verdict.text or "No verdict was drawn.", LONG_TEXT),
         "questions": questions,
+        "rate_limits": rate_limits,
         "use_cases": use_cases,
         "key_figures": figures,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)),

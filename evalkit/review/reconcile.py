@@ -35,10 +35,11 @@ from typing import Any
 
 from evalkit.analysis.summary import Summary, as_mapping, measurements
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.questionnaire.model import Questionnaire
+from evalkit.questionnaire.model import Questionnaire, RateLimitsAnswer
 from evalkit.review.answers import answers_sentence, reported_swap
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
 from evalkit.review.questions import judge_questions
+from evalkit.review.ratelimits import judge_rate_limits
 from evalkit.review.rules import (
     Evidence,
     Judgement,
@@ -70,6 +71,9 @@ class Reconciliation:
     #: the responses reported anywhere (evalkit.review.answers; None: none seen)
     answers: str | None = None
     swap: str | None = None
+    #: the rate limits' row (`evalkit.review.ratelimits`): not one of the six questions,
+    #: outside the verdict; None only when built by hand
+    rate_limits: Judgement | None = None
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
@@ -110,4 +114,19 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         run_validity=m.validity if m else None,
         run_validity_reasons=m.validity_reasons if m else (),
         target_mismatch=mismatch,
+        rate_limits=_rate_limits(questionnaire, summary, m, mismatch, command, tol),
     )
+
+
+def _rate_limits(q: Questionnaire | None, summary: Mapping[str, Any] | None,
+                 m: Summary | None, mismatch: str | None, command: str,
+                 tol: Tolerances) -> Judgement:
+    """The rate limits' judgement. A run invalid for its rejections still measured when
+    they began, so only a missing run or another endpoint blocks it."""
+    blocker = (run_blocker(None, command) if m is None else
+               f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint "
+               "the questionnaire names" if mismatch else None)
+    section = summary.get("rate_limits") if isinstance(summary, Mapping) else None
+    return judge_rate_limits(q.rate_limits if q else RateLimitsAnswer(),
+                             section if isinstance(section, Mapping) else None,
+                             blocker, tol, command)

@@ -8,7 +8,8 @@ order; `Scorecard.from_json` reads a scorecard.json back (an older file, or one 
 hand), and is the one place that reads such a document defensively.
 
 The SPEC's keys (`schema`, `vendor`, `verdict`, `questions`, `use_cases`) are a contract;
-the extra keys (`review`, `streams_at_reading_speed`, `tolerances`, per-question `title`
+the extra keys (`review`, `streams_at_reading_speed`, `tolerances`, `rate_limits` (a row
+beside the six questions, outside the verdict), per-question `title`
 and `tolerance`) let the report print every judgement beside the threshold it used.
 What a vendor claimed and what we measured are free-form per question, so they stay
 JSON mappings here.
@@ -24,7 +25,7 @@ from typing import Any, Literal
 from evalkit.analysis.summary import as_mapping, as_number
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
-from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES
+from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
 from evalkit.review.fit import Fit
 from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import STATUSES, RunTarget
@@ -219,6 +220,9 @@ class Scorecard:
     #: responses reported (evalkit.review.answers; None: the answers held, or no canaries)
     answers: str | None = None
     swap: str | None = None
+    #: the rate limits' row (not one of the six questions; outside the verdict): None
+    #: only in a document read back that has none
+    rate_limits: QuestionCard | None = None
 
     def question(self, qid: str) -> QuestionCard:
         """The question's card; a blank one if this scorecard does not have it."""
@@ -261,6 +265,9 @@ class Scorecard:
                 _json_safe(tol.reading_speed_tokens_per_s), tol.reading_speed_percentile),
             tolerances=_json_safe(tol.to_dict()),
             answers=review.answers, swap=review.swap,
+            rate_limits=None if (rl := review.rate_limits) is None else QuestionCard(
+                RATE_LIMITS_TITLE, rl.status, rl.finding, _json_safe(rl.claimed),
+                _json_safe(rl.measured), rl.reason, rl.tolerance),
         )
 
     @classmethod
@@ -287,6 +294,8 @@ class Scorecard:
             tolerances=dict(as_mapping(doc.get("tolerances"))),
             answers=_str_or_none(as_mapping(doc.get("precision")).get("answers")),
             swap=_str_or_none(as_mapping(doc.get("precision")).get("swap")),
+            rate_limits=QuestionCard.from_json("rate_limits", limits)
+            if isinstance(limits := doc.get("rate_limits"), Mapping) else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -303,6 +312,7 @@ class Scorecard:
             if self.reading_speed else None,
             "tolerances": self.tolerances,
             "precision": {"answers": self.answers, "swap": self.swap},
+            "rate_limits": self.rate_limits.to_json() if self.rate_limits else None,
         }
         return dict(_json_safe(card))
 

@@ -218,12 +218,18 @@ def _same(a: Any, b: Any) -> bool:
     return abs(a - b) <= 1e-12 + 1e-9 * abs(b)
 
 
+#: top-level sections a summary written before they existed lacks: without one its judge
+#: has no evidence (rate limits read `unverified`, never `ok`)
+_NEWER_SECTIONS = frozenset({"rate_limits"})
+
+
 def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
     """Where `given` says other than `derived`. A key the derivation writes and `given`
     lacks is a difference at the top level and anywhere in `validity` (the verdict must
     be there); deeper, a summary written before a figure existed lacks it, and a figure
     deleted only leaves a judge less evidence (a status of unverified, never a green
-    mark). Keys only in `given` (vendor_metrics, from elsewhere) are not ours."""
+    mark). Keys only in `given` (vendor_metrics, from elsewhere) are not ours. A top-level
+    section newer than the summary (`_NEWER_SECTIONS`) may be missing likewise."""
     if isinstance(derived, Mapping):
         if not isinstance(given, Mapping):
             out.append(path or "the summary")
@@ -233,7 +239,7 @@ def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
             where = f"{path}.{k}" if path else str(k)
             if k in given:
                 _differences(given[k], v, where, out)
-            elif required:
+            elif required and not (not path and k in _NEWER_SECTIONS):
                 out.append(f"{where} (missing)")
     elif isinstance(derived, list):
         if not isinstance(given, list) or len(given) != len(derived):

@@ -13,8 +13,10 @@ counted for the summary), and the chunk arrival times and token counts as list c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -33,13 +35,18 @@ def requests_frame(records: list[RequestRecord]) -> pd.DataFrame:
     from evalkit.analysis.frames import records_frame
 
     req = records_frame(records)
-    df = pd.DataFrame({f: pd.Series([getattr(r, f) for r in records], dtype=dtype)
+    df = pd.DataFrame({f: pd.Series([_cell(getattr(r, f)) for r in records], dtype=dtype)
                        for f, dtype in _dtypes().items()})
     for col in DERIVED:
         df[col] = req[col].to_numpy()
     df["chunk_s"] = pd.Series([[t for t, _ in r.chunks] for r in records], dtype=object)
     df["chunk_tokens"] = pd.Series([[n for _, n in r.chunks] for r in records], dtype=object)
     return df
+
+
+def _cell(value: Any) -> Any:
+    """A record's value as a Parquet cell: a mapping (the rate-limit headers) as JSON text."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
 
 
 def _dtypes() -> dict[str, str]:

@@ -178,6 +178,17 @@ def _chunks(value: Any) -> list[tuple[float, int]]:
     return list(zip(map(float, times), tokens, strict=True))
 
 
+def _headers(value: Any) -> dict[str, str]:
+    """A record's rate-limit headers: a small mapping of short text to short text (the
+    prober keeps at most 12, names of 64 and values of 40 characters; some slack here)."""
+    if type(value) is not dict or len(value) > 16:
+        raise ValueError("rate_limit_headers is not a mapping of at most 16 headers")
+    if any(type(k) is not str or type(v) is not str or len(k) > 80 or len(v) > 80
+           for k, v in value.items()):
+        raise ValueError("a rate-limit header is not short text")
+    return dict(value)
+
+
 @functools.cache
 def _field_kinds() -> tuple[tuple[str, str, bool, bool], ...]:
     """(name, kind, may be null, required) of every RequestRecord field, from its type."""
@@ -186,6 +197,7 @@ def _field_kinds() -> tuple[tuple[str, str, bool, bool], ...]:
         parts = str(f.type).split(" | ")
         base = next((p for p in parts if p != "None"), "")
         kind = ("chunks" if name == "chunks" else "outcome" if base == "Outcome"
+                else "headers" if base == "dict[str, str]"
                 else base.split("[")[0] if base in ("int", "float", "bool", "str") else "any")
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         out.append((name, kind, "None" in parts, required))
@@ -222,6 +234,8 @@ def parse_record(obj: Any) -> RequestRecord:
             fields[name] = value
         elif kind == "chunks":
             fields[name] = _chunks(value)
+        elif kind == "headers":
+            fields[name] = _headers(value)
         elif kind == "outcome":
             if value not in OUTCOMES:
                 raise ValueError(f"outcome {str(value)[:40]!r} is not one of "

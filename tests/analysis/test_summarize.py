@@ -476,7 +476,7 @@ class TestTopLevel:
         assert set(s) == {"schema", "tool", "tool_version", "suite_version", "requests",
                           "outcomes", "output_tokens_estimated", "thresholds", "connect",
                           "baseline", "prefill", "ramp", "soak", "rate", "precision", "checks",
-                          "client", "validity"}
+                          "client", "validity", "rate_limits"}
         assert s["precision"] is None  # no canary was sent
         assert (s["tool"], s["tool_version"], s["requests"]) == ("evalkit", "1.2.3", 2)
         assert (s["outcomes"]["ok"], s["outcomes"]["error"]) == (1, 1)

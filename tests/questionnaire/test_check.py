@@ -394,3 +394,37 @@ class TestDatesThatCanBeTrue:
             "(2999-01-01)",
             "q.yaml:6: Q1.window: the window ends (2998-01-01) before it starts (2999-01-02)",
             "q.yaml:6: Q1.window: 2999-01-02 is after the questionnaire's date (2999-01-01)"]
+
+
+class TestRateLimits:
+    """Issue 27: the optional rate_limits section, checked like every field."""
+
+    def test_an_old_questionnaire_without_it_still_validates(self) -> None:
+        q = answer("vendor: Acme\nQ1: {ttft_p50_ms: 200}\n")
+        assert q.rate_limits.to_dict() == {}
+
+    def test_read_into_the_model(self) -> None:
+        q = answer("rate_limits:\n  requests_per_minute: 600\n  tokens_per_minute: 400000\n"
+                   "  concurrent_streams_per_key: 4\n  scope: per_organisation\n")
+        assert (q.rate_limits.requests_per_minute, q.rate_limits.tokens_per_minute,
+                q.rate_limits.concurrent_streams_per_key, q.rate_limits.scope) == (
+            600, 400000, 4, "per_organisation")
+
+    def test_each_problem_names_file_line_and_field(self) -> None:
+        text = (HEAD +
+                "rate_limits:\n"
+                "  requests_per_minute: 1.5\n"
+                "  tokens_per_minute: 1_000\n"
+                "  scope: per_user\n"
+                "  concurrent_streams: 4\n"
+                "  output_tokens_per_minute: 0\n")
+        assert problems_of(text, "acme.yaml") == [
+            "acme.yaml:3: rate_limits.requests_per_minute: expected a whole number, got 1.5 "
+            "(a count is written without a decimal point or exponent)",
+            "acme.yaml:4: rate_limits.tokens_per_minute: expected a whole number, got "
+            "'1_000' (write the number as plain digits, without ',', '_' or ':')",
+            "acme.yaml:5: rate_limits.scope: expected one of per_key, per_organisation; "
+            "got 'per_user'",
+            "acme.yaml:6: rate_limits.concurrent_streams: unknown field",
+            "acme.yaml:7: rate_limits.output_tokens_per_minute: must be at least 1, got 0",
+        ]

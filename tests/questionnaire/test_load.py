@@ -70,6 +70,10 @@ class TestSamples:
         q = parse_questionnaire(TEMPLATE.encode(), "t.yaml")
         assert (q.vendor, q.headline.value, q.path) == (None, None, "t.yaml")
         assert [qid for qid, a in q.questions.items() if a.to_dict()] == []
+        assert q.rate_limits.to_dict() == {}
+        # every field the schema has for rate limits is offered, blank
+        data = yaml.safe_load(TEMPLATE)
+        assert set(data["rate_limits"]) == set(SCHEMA["properties"]["rate_limits"]["properties"])
 
 
 class TestFiles:

@@ -68,7 +68,9 @@ JSONISH = st.recursive(
             ["ramp", "levels", "concurrency", "ttft_s", "tpot_s", "itl_s", "p50", "p90", "p99",
              "stream_tokens_per_s", "aggregate_tokens_per_s", "outcomes", "ok", "requests",
              "baseline", "prefill", "tokens_per_s", "client", "client_bound",
-             "max_sustained_concurrency", "first_degraded", "first_breach_concurrency"]),
+             "max_sustained_concurrency", "first_degraded", "first_breach_concurrency",
+             "rate_limits", "onset", "onset_full_window", "full_window", "window_s",
+             "requests_per_minute", "header_limits", "retry_after_s", "peak", "in_flight"]),
             kids, max_size=5)),
     max_leaves=25)
 
@@ -86,6 +88,7 @@ def test_any_summary_gives_a_json_scorecard(summary: Any, name: str) -> None:
     # claims that need no measurement (Q5's honest gaps) may be ok
     assert all(e["status"] != "ok" or q == "Q5" for q, e in card["questions"].items())
     assert all(uc["fit"] in (True, False, None) for uc in card["use_cases"].values())
+    assert card["rate_limits"]["status"] in ("unverified", "unanswered", "unreconciled")
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -158,3 +158,23 @@ class TestCountedPrompt:
         row = pd.read_parquet(tmp_path / "r.parquet").iloc[0]
         assert str(df["counted_prompt_tokens"].dtype) == "Int64"
         assert (row["prompt_tokens"], row["counted_prompt_tokens"]) == (768, 256)
+
+
+class TestRateLimitHeaders:
+    """Issue 27: a record's rate-limit headers are read back typed and bounded."""
+
+    def test_read_back_and_refused_when_not_short_text(self) -> None:
+        heads = {"x-ratelimit-limit-requests": "30", "retry-after": "2"}
+        assert parse_record(json.loads(_record(rate_limit_headers=heads))
+                            ).rate_limit_headers == heads
+        assert parse_record(json.loads(_record())).rate_limit_headers is None  # older runs
+        for bad in ("30", {"a": 1}, {f"x{i}": "1" for i in range(17)}, {"a": "9" * 81}):
+            with pytest.raises(ValueError, match=r"rate_limit_headers|rate-limit header"):
+                parse_record(json.loads(_record(rate_limit_headers=bad)))
+
+    def test_they_survive_parquet_as_json_text(self, tmp_path: Path) -> None:
+        rec = RequestRecord(id="a", phase="baseline", level=1, outcome="rejected", t0_s=0.0,
+                            http_status=429, rate_limit_headers={"retry-after": "2"})
+        requests_frame([rec]).to_parquet(tmp_path / "r.parquet", index=False)
+        row = pd.read_parquet(tmp_path / "r.parquet").iloc[0]
+        assert json.loads(row["rate_limit_headers"]) == {"retry-after": "2"}
