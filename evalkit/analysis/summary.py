@@ -41,6 +41,37 @@ class Pct:
 
 
 @dataclass(frozen=True)
+class Goodput:
+    """One level's goodput at one use case's SLO (`evalkit.analysis.goodput`): the share
+    of its requests that met it, with its exact 95 % interval, and the output tokens/s
+    those requests carried over the level's window."""
+
+    fraction: float | None = None
+    fraction_ci: tuple[float | None, float | None] | None = None
+    tokens_per_s: float | None = None
+    #: met | tie | missed | no_data against the summary's goodput target
+    status: str | None = None
+    met: int | None = None
+    requests: int | None = None
+
+
+def read_goodput(value: Any) -> dict[str, Goodput]:
+    """A level's `goodput` mapping, by profile name; {} when the summary has none."""
+    out = {}
+    for name, g in as_mapping(value).items():
+        d = as_mapping(g)
+        if not d:
+            continue
+        status = d.get("status")
+        out[str(name)] = Goodput(as_number(d.get("fraction")), read_interval(d.get("fraction_ci")),
+                                 as_number(d.get("tokens_per_s")),
+                                 status if isinstance(status, str) else None,
+                                 as_count(d.get("met"), least=0),
+                                 as_count(d.get("requests"), least=0))
+    return out
+
+
+@dataclass(frozen=True)
 class Level:
     """One measured concurrency level (the baseline is level 1)."""
 
@@ -78,6 +109,8 @@ class Level:
     #: UNDERLOAD_SHARE): it is no evidence that a claim holds at that many streams
     underloaded: bool = False
     achieved_mean: float | None = None
+    #: goodput at each use case's SLO, by profile name ({} for a summary without it)
+    goodput: Mapping[str, Goodput] = field(default_factory=dict)
 
     @property
     def reasoning_came_first(self) -> bool:
@@ -139,6 +172,9 @@ class Summary:
     prefill_lengths: int | None = None
     #: the ramp's lowest tie between the max sustained level and the first breach
     first_tie: int | None = None
+    #: the highest ramp level within each use case's SLO (goodput at or above the target
+    #: from the lowest level up), None where not even the first; {} for an older summary
+    max_goodput: Mapping[str, int | None] = field(default_factory=dict)
     #: the document as written, every key kept (`to_json`), including those not read here
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -251,7 +287,7 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
                  read_pct(d.get("ttfa_s")), as_count(d.get("reasoning_first"), least=0),
                  as_number(d.get("max_gap_s")), d,
                  achieved.get("underloaded") is True or status == "underloaded",
-                 as_number(achieved.get("mean")))
+                 as_number(achieved.get("mean")), read_goodput(d.get("goodput")))
 
 
 def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -307,6 +343,8 @@ def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
         prefill_ci_missing="tokens_per_s_ci" in pre and pre.get("tokens_per_s_ci") is None,
         prefill_lengths=as_count(pre.get("lengths")),
         first_tie=as_count(ramp.get("first_tie_concurrency")),
+        max_goodput={str(k): as_count(v, least=1)
+                     for k, v in as_mapping(ramp.get("max_goodput_concurrency")).items()},
         raw=summary,
     )
 

@@ -66,11 +66,17 @@ class Thresholds:
     #: more than this share of streamed requests with most of their output in one chunk
     #: means the endpoint did not stream (its TPOT and rates describe no stream)
     unstreamed_share: float = 0.05
+    #: share of a level's requests that must meet a use case's SLO for the level to count
+    #: as within it (goodput; `ramp.max_goodput_concurrency`)
+    goodput_target: float = 0.99
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise UsageError(f"threshold {name} must be a positive number, got {value!r}")
+        if self.goodput_target > 1:
+            raise UsageError(f"threshold goodput_target is a share (0.99 = 99 %), at most 1, "
+                             f"got {self.goodput_target!r}")
 
     @classmethod
     def from_dict(cls, d: Any) -> Thresholds:
