@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from evalkit.analysis.summary import Level, Summary, as_mapping
 from evalkit.analysis.summary import as_number as _num
+from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
 
 Better = Literal["lower", "higher"]
@@ -115,6 +116,12 @@ FIGURES: tuple[Figure, ...] = (
            _at(_peak_level, lambda lv: lv.concurrency)),
     Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
            lambda m: m.prefill_tokens_per_s, ()),
+    # goodput: the highest level at which the use case's SLO held for the target share
+    # of requests (ramp.max_goodput_concurrency); the batch profile's is every request ok
+    *(Figure(f"max_goodput_concurrency.{name}",
+             f"Highest level within the {profile.label} SLO", "streams", "higher",
+             (lambda slo: lambda m: _num(m.max_goodput.get(slo)))(name), _LOAD)
+      for name, profile in default_slo_profiles().items() if not profile.throughput_only),
 )
 
 

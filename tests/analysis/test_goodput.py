@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,3 +158,76 @@ class TestTypedReading:
             del lv["goodput"]
         m = Summary.from_json(doc)
         assert m is not None and m.max_goodput == {} and m.levels[-1].goodput == {}
+
+
+class TestAgainstTruth:
+    def test_goodput_is_the_share_the_truth_log_gives(self, reference: Any,
+                                                      tmp_path: Path) -> None:
+        """Against the reference endpoint with some streams paused 0.5 s mid-way (past a
+        voice agent's 0.3 s gap, and a TPOT past live suggestions' 40 ms) and some answered
+        500: each level's goodput is the share of its requests that met each profile by the
+        server's own write times (a request within 10 ms of a limit may fall either way)."""
+        from evalkit.probe.settings import ProbeConfig
+        from evalkit.probe.suite import run_probe
+        from evalkit.rundir.store import read_run_files
+
+        srv = reference("gpu", mode="thread", request_overhead_ms=20, fault_stall_prob=0.2,
+                        fault_stall_s=0.5, fault_http_500=0.1, seed=11)
+        out = tmp_path / "run"
+        run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                              phases=("baseline", "ramp"),
+                              overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                         "ramp": {"levels": [1, 4],
+                                                  "level_duration_s": 1.5}}), out)
+        meta, records = read_run_files(out)
+        truth = {t["request_id"]: t for t in srv.truth()}
+        s = summarize(records)
+        origin = meta["clock"]["origin_ns"]
+        limits = s["ramp"]["goodput_limits"]
+        checked = 0
+        for lv in s["ramp"]["levels"]:
+            mine = [r for r in records if r.phase == "ramp" and r.level == lv["concurrency"]]
+            for name, lim in limits.items():
+                sure, near = 0, 0
+                for r in mine:
+                    verdict = _truth_meets(truth[r.id], origin + r.t0_s * 1e9, lim)
+                    sure += verdict == "yes"
+                    near += verdict == "near"
+                g = lv["goodput"][name]
+                assert g["requests"] == len(mine)
+                assert sure <= g["met"] <= sure + near, (lv["concurrency"], name, g, sure, near)
+                checked += 1
+        assert checked == 8
+        # the faults bit: some requests missed the voice agent, and failures missed batch
+        four = _level(s, 4)["goodput"]
+        assert four["voice_agent"]["met"] < four["voice_agent"]["requests"]
+        assert four["batch"]["met"] < four["batch"]["requests"]
+        assert four["live_suggestions"]["met"] <= four["voice_agent"]["met"]
+
+
+def _truth_meets(t: dict[str, Any], t0_ns: float, lim: dict[str, Any]) -> str:
+    """Did the server's own writes meet these limits: "yes", "no" or "near" (within 10
+    ms of one). A request the server did not stream to its end missed."""
+    if t["status"] != 200 or t["outcome"] not in ("ok", "fault:stall"):
+        return "no"
+    writes = [(w[0], w[2]) for w in t["writes"] if w[3] == "content"]
+    if len(writes) < 2:
+        return "no"
+    times = [w[0] / 1e9 for w in writes]
+    first = (t["first_answer_ns"] - t0_ns) / 1e9
+    tokens = sum(n for _, n in writes)
+    tpot = (times[-1] - times[0]) / (tokens - writes[0][1])
+    gap = max(b - a for a, b in itertools.pairwise(times))
+    figures = [(first, lim["first_answer_s"], 0.010), (tpot, lim["tpot_s"], 0.001),
+               (gap, lim["max_gap_s"], 0.010)]
+    if lim["min_stream_tokens_per_s"]:
+        figures.append((tpot, 1 / lim["min_stream_tokens_per_s"], 0.001))
+    near = False
+    for value, limit, margin in figures:
+        if limit is None:
+            continue
+        if abs(value - limit) <= margin:
+            near = True
+        elif value > limit:
+            return "no"
+    return "near" if near else "yes"

@@ -216,3 +216,27 @@ def test_vendor_label_is_a_short_line_of_text_or_nothing(value: Any, name: str |
     from evalkit.render.comparison import vendor_name
 
     assert vendor_name(value) == name
+
+
+def test_compare_sets_the_highest_level_within_each_slo_side_by_side() -> None:
+    """Each run's ramp.max_goodput_concurrency is a row per latency profile, higher is
+    better; an older summary without goodput gives no value, never zero."""
+    from evalkit.review.compare import RunView, compare_runs
+
+    def view(label: str, best: dict[str, int | None] | None) -> RunView:
+        ramp: dict = {"levels": [{"concurrency": 1, "requests": 10,
+                                  "outcomes": {"ok": 10}}]}
+        if best is not None:
+            ramp["max_goodput_concurrency"] = best
+        return RunView(label, label, "2026-01-01", "1", {}, {"ramp": ramp})
+
+    cmp = compare_runs([view("a", {"voice_agent": 4, "live_suggestions": None}),
+                        view("b", {"voice_agent": 8, "live_suggestions": 2}),
+                        view("c", None)])
+    rows = {r.figure.key: r for r in cmp.rows}
+    assert [c.value for c in rows["max_goodput_concurrency.voice_agent"].cells] == [4, 8, None]
+    assert [c.value for c in rows["max_goodput_concurrency.live_suggestions"].cells] == [
+        None, 2, None]
+    assert "max_goodput_concurrency.batch" not in rows
+    assert rows["max_goodput_concurrency.voice_agent"].figure.title == (
+        "Highest level within the voice agent SLO")
