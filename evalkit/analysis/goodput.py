@@ -118,6 +118,7 @@ def level_goodput(req: pd.DataFrame, chunks: pd.DataFrame,
     gaps = request_gaps(req, chunks)
     rid = chunks["rid"].to_numpy()
     size = _lookup_size(req, rid)
+    out_tokens = req["output_tokens"].to_numpy(dtype=np.float64)
     t = chunks["t_s"].to_numpy()
     tokens = chunks["scaled_tokens"].to_numpy()
     start, end = ((window or {}).get("start_s"), (window or {}).get("end_s"))
@@ -135,6 +136,9 @@ def level_goodput(req: pd.DataFrame, chunks: pd.DataFrame,
             rate = _num(float(tokens[inside].sum()) / span)
         out[name] = {"fraction": k / n if n else None, "fraction_ci": ci,
                      "tokens_per_s": rate, "met": k, "requests": n,
+                     # what those requests carried in all: what a price per token buys
+                     # that met the SLO (`evalkit.review.cost`)
+                     "output_tokens": float(np.nansum(out_tokens[met])),
                      "status": _call(k, n, ci, target)}
     return out
 

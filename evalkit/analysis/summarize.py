@@ -38,6 +38,7 @@ from evalkit.analysis.stats import (
     output_length_check,
     percentiles,
     phase_stats,
+    token_sums,
     top_error,
 )
 from evalkit.analysis.thresholds import SloProfile, Thresholds, Tolerances, default_slo_profiles
@@ -271,7 +272,8 @@ def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
         stats = phase_stats(sub, chunks, int(lv), th)
         goodput = level_goodput(sub, chunks, stats["steady_state"], profiles,
                                 meta.reading_speed_tokens_per_s, th.goodput_target)
-        levels.append({"concurrency": int(lv), **stats, "goodput": goodput})
+        levels.append({"concurrency": int(lv), **stats, "goodput": goodput,
+                       "ok_tokens": token_sums(sub)})
     base, source = baseline, "baseline"
     if base is None:
         base = next((d for d in levels if d["concurrency"] == 1), None)

@@ -53,6 +53,34 @@ class Goodput:
     status: str | None = None
     met: int | None = None
     requests: int | None = None
+    #: the output tokens those requests carried in all
+    output_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class TokenSums:
+    """A level's ok requests' input and output token counts as sums (and squares, cross
+    products), from which a price per token gives a mean cost per request with its
+    interval (`evalkit.review.cost`)."""
+
+    requests: int
+    input: float
+    output: float
+    input_sq: float
+    output_sq: float
+    input_output: float
+
+
+def read_token_sums(value: Any) -> TokenSums | None:
+    """A level's `ok_tokens`, None when absent or malformed (an older summary)."""
+    d = as_mapping(value)
+    n = as_count(d.get("requests"), least=0)
+    nums = [as_number(d.get(k)) for k in ("input", "output", "input_sq", "output_sq",
+                                          "input_output")]
+    if n is None or any(v is None or v < 0 for v in nums):
+        return None
+    i, o, ii, oo, io = (float(v) for v in nums if v is not None)
+    return TokenSums(n, i, o, ii, oo, io)
 
 
 def read_goodput(value: Any) -> dict[str, Goodput]:
@@ -67,7 +95,8 @@ def read_goodput(value: Any) -> dict[str, Goodput]:
                                  as_number(d.get("tokens_per_s")),
                                  status if isinstance(status, str) else None,
                                  as_count(d.get("met"), least=0),
-                                 as_count(d.get("requests"), least=0))
+                                 as_count(d.get("requests"), least=0),
+                                 as_number(d.get("output_tokens")))
     return out
 
 
@@ -111,6 +140,8 @@ class Level:
     achieved_mean: float | None = None
     #: goodput at each use case's SLO, by profile name ({} for a summary without it)
     goodput: Mapping[str, Goodput] = field(default_factory=dict)
+    #: the ok requests' token counts (None for a summary without them)
+    ok_tokens: TokenSums | None = None
 
     @property
     def reasoning_came_first(self) -> bool:
@@ -287,7 +318,8 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
                  read_pct(d.get("ttfa_s")), as_count(d.get("reasoning_first"), least=0),
                  as_number(d.get("max_gap_s")), d,
                  achieved.get("underloaded") is True or status == "underloaded",
-                 as_number(achieved.get("mean")), read_goodput(d.get("goodput")))
+                 as_number(achieved.get("mean")), read_goodput(d.get("goodput")),
+                 read_token_sums(d.get("ok_tokens")))
 
 
 def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:

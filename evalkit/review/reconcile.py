@@ -30,12 +30,13 @@ together into a `Reconciliation`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.analysis.summary import Summary, measurements
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.questionnaire.model import Questionnaire
+from evalkit.questionnaire.model import PricingAnswer, Questionnaire, ThroughputAnswer
+from evalkit.review.cost import session_cost
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
 from evalkit.review.questions import judge_questions
 from evalkit.review.rules import (
@@ -65,6 +66,8 @@ class Reconciliation:
     run_validity_reasons: tuple[str, ...] = ()
     #: why the questionnaire's model/endpoint and the run's do not match (None: they do)
     target_mismatch: str | None = None
+    #: what a session costs at Q3's prices (`evalkit.review.cost.session_cost`)
+    cost: Mapping[str, Any] = field(default_factory=dict)
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
@@ -85,12 +88,20 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint the "
         "questionnaire names" if mismatch else None)
     judgements = judge_questions(questionnaire, Evidence(m, blocker, command), tol)
+    fits = use_case_fit(m, tol)
+    q = questionnaire or Questionnaire()
+    cost = session_cost(None if mismatch else m, q.q3 or PricingAnswer(),
+                        q.q2 or ThroughputAnswer(),
+                        {k: f.max_concurrency for k, f in fits.items()
+                         if not tol.slo_profiles[k].throughput_only})
+    if mismatch and cost.get("pricing"):
+        cost = {**cost, "basis": f"not costed: {mismatch}"}
     return Reconciliation(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
                         questionnaire is not None, m.validity if m else None,
                         m.validity_reasons if m else ()),
-        use_cases=use_case_fit(m, tol),
+        use_cases=fits,
         reading_speed=streams_at_reading_speed(m, tol),
         has_questionnaire=questionnaire is not None,
         has_measurements=m is not None,
@@ -98,4 +109,5 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         run_validity=m.validity if m else None,
         run_validity_reasons=m.validity_reasons if m else (),
         target_mismatch=mismatch,
+        cost=cost,
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from evalkit.analysis.summary import as_mapping, as_number
@@ -215,6 +215,9 @@ class Scorecard:
     reading_speed: ReadingSpeedCard | None
     #: the tolerances as judged, in scorecard.json's form: the page prints every setting
     tolerances: Mapping[str, Any]
+    #: what a session costs at Q3's prices (`evalkit.review.cost`), as scorecard.json
+    #: writes it; {} in a document read back that has none
+    cost: Mapping[str, Any] = field(default_factory=dict)
 
     def question(self, qid: str) -> QuestionCard:
         """The question's card; a blank one if this scorecard does not have it."""
@@ -256,6 +259,7 @@ class Scorecard:
                 rs, 0 if rs.fit is False else rs.max_concurrency,
                 _json_safe(tol.reading_speed_tokens_per_s), tol.reading_speed_percentile),
             tolerances=_json_safe(tol.to_dict()),
+            cost=_json_safe(dict(review.cost)),
         )
 
     @classmethod
@@ -280,6 +284,7 @@ class Scorecard:
             reading_speed=ReadingSpeedCard.from_json(reading)
             if isinstance(reading, Mapping) and reading else None,
             tolerances=dict(as_mapping(doc.get("tolerances"))),
+            cost=dict(as_mapping(doc.get("cost"))),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -295,6 +300,7 @@ class Scorecard:
             "streams_at_reading_speed": self.reading_speed.to_json()
             if self.reading_speed else None,
             "tolerances": self.tolerances,
+            "cost": dict(self.cost),
         }
         return dict(_json_safe(card))
 
