@@ -32,6 +32,7 @@ def test_page_one_line_at_the_concurrency_sold() -> None:
         "[95 %: 0.0780–0.0810] a stream-hour")
     label, text = cost_line(_cost(concurrency_sold=8)) or ("", "")
     assert label.startswith("Cost at 4 streams (not the concurrency sold")
+    assert text.endswith("a stream-hour")
     assert cost_line({}) is None
 
 
