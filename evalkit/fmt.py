@@ -116,7 +116,7 @@ def fmt_unit(value: float | None, unit: str) -> str:
         return fmt_count(value)
     if unit == "tok/s":
         return fmt_rate(value)
-    return fmt_num(value)
+    return fmt_num(value)  # money: the row's title names the currency
 
 
 # ------------------------------------------------------------------ the judges' words
@@ -194,3 +194,12 @@ def price(x: float) -> str:
 def times(ratio: float) -> str:
     """How many times a claim misses ("1.5×"); a claim of nothing misses infinitely."""
     return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
+
+
+def fmt_money(x: Any, currency: str | None) -> str:
+    """An amount in the questionnaire's currency (never converted), three significant
+    figures: a session can cost 0.0000384 USD; no currency stated says so."""
+    v = as_number(x)
+    if v is None:
+        return "—"
+    return f"{fmt_num(v)} {currency}" if currency else f"{fmt_num(v)} (currency not stated)"

@@ -205,6 +205,22 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
     }
 
 
+def token_sums(req: pd.DataFrame) -> dict[str, Any]:
+    """The ok requests' input (prompt) and output token counts as sums, squares and cross
+    products: what a price per token turns into a mean cost per request and its interval
+    (`evalkit.review.cost`), without the records. Requests missing either count are left
+    out, and counted as `uncounted`."""
+    ok = req[req["ok"].to_numpy()]
+    i = ok["prompt_tokens"].to_numpy(dtype=np.float64)
+    o = ok["output_tokens"].to_numpy(dtype=np.float64)
+    both = np.isfinite(i) & np.isfinite(o)
+    i, o = i[both], o[both]
+    return {"requests": int(both.sum()), "uncounted": int((~both).sum()),
+            "input": float(i.sum()), "output": float(o.sum()),
+            "input_sq": float((i * i).sum()), "output_sq": float((o * o).sum()),
+            "input_output": float((i * o).sum())}
+
+
 def top_error(req: pd.DataFrame) -> str | None:
     """The most frequent error of a group, with its count: what a reader fixes first."""
     errors = req.loc[~req["ok"].to_numpy(), "error"].dropna()

@@ -30,6 +30,7 @@ from evalkit.analysis.checks import (
     usage_honesty,
 )
 from evalkit.analysis.frames import frames
+from evalkit.analysis.goodput import GOODPUT_RULE, level_goodput, max_goodput, profile_limits
 from evalkit.analysis.precision import level_precision, precision_section
 from evalkit.analysis.prefill import prefill_fit
 from evalkit.analysis.ramp import judge_ramp
@@ -39,9 +40,10 @@ from evalkit.analysis.stats import (
     output_length_check,
     percentiles,
     phase_stats,
+    token_sums,
     top_error,
 )
-from evalkit.analysis.thresholds import Thresholds
+from evalkit.analysis.thresholds import SloProfile, Thresholds, Tolerances, default_slo_profiles
 from evalkit.analysis.validity import group_validity, run_validity
 from evalkit.records import RequestRecord
 
@@ -84,6 +86,10 @@ class SummaryMeta:
     run_status: str | None = None
     #: why it failed, when the connect gate stopped it
     run_error: str | None = None
+    #: the use cases each ramp level's goodput is measured against, and the reading speed
+    #: interactive chat asks for (the review's defaults: `Tolerances`)
+    slo_profiles: Mapping[str, SloProfile] = field(default_factory=default_slo_profiles)
+    reading_speed_tokens_per_s: float = Tolerances.reading_speed_tokens_per_s
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
@@ -267,17 +273,29 @@ def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
                   baseline: Mapping[str, Any] | None, meta: SummaryMeta,
                   precision: Mapping[int, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Stats per closed-loop level, judged against the baseline (or, lacking one, level 1),
-    each with its canaries' precision where the run sent canaries."""
-    levels = [{"concurrency": int(lv), **phase_stats(sub, chunks, int(lv), meta.thresholds),
-               "precision": (precision or {}).get(int(lv))}
-              for lv, sub in ramp_req.groupby("level", sort=True)]
+    each with its goodput at every use case's SLO and its canaries' precision where the
+    run sent canaries."""
+    th, profiles = meta.thresholds, meta.slo_profiles
+    levels = []
+    for lv, sub in ramp_req.groupby("level", sort=True):
+        stats = phase_stats(sub, chunks, int(lv), th)
+        goodput = level_goodput(sub, chunks, stats["steady_state"], profiles,
+                                meta.reading_speed_tokens_per_s, th.goodput_target)
+        levels.append({"concurrency": int(lv), **stats, "goodput": goodput,
+                       "ok_tokens": token_sums(sub),
+                       "precision": (precision or {}).get(int(lv))})
     base, source = baseline, "baseline"
     if base is None:
         base = next((d for d in levels if d["concurrency"] == 1), None)
         source = "ramp level 1"
     bound = meta.phases.get("baseline")
     client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
-    return {**judge_ramp(levels, base, meta.thresholds, client_bound),
+    judged = judge_ramp(levels, base, th, client_bound)
+    return {**judged, **max_goodput(judged["levels"], list(profiles)),
+            "goodput_target": th.goodput_target,
+            "goodput_limits": {name: profile_limits(p, meta.reading_speed_tokens_per_s)
+                               for name, p in profiles.items()},
+            "goodput_rule": GOODPUT_RULE,
             "baseline_source": source if base is not None else None,
             "baseline_client_bound": bool(bound and bound.client_bound),
             "unlevelled_requests": int(ramp_req["level"].isna().sum())}

@@ -41,6 +41,66 @@ class Pct:
 
 
 @dataclass(frozen=True)
+class Goodput:
+    """One level's goodput at one use case's SLO (`evalkit.analysis.goodput`): the share
+    of its requests that met it, with its exact 95 % interval, and the output tokens/s
+    those requests carried over the level's window."""
+
+    fraction: float | None = None
+    fraction_ci: tuple[float | None, float | None] | None = None
+    tokens_per_s: float | None = None
+    #: met | tie | missed | no_data against the summary's goodput target
+    status: str | None = None
+    met: int | None = None
+    requests: int | None = None
+    #: the output tokens those requests carried in all
+    output_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class TokenSums:
+    """A level's ok requests' input and output token counts as sums (and squares, cross
+    products), from which a price per token gives a mean cost per request with its
+    interval (`evalkit.review.cost`)."""
+
+    requests: int
+    input: float
+    output: float
+    input_sq: float
+    output_sq: float
+    input_output: float
+
+
+def read_token_sums(value: Any) -> TokenSums | None:
+    """A level's `ok_tokens`, None when absent or malformed (an older summary)."""
+    d = as_mapping(value)
+    n = as_count(d.get("requests"), least=0)
+    nums = [as_number(d.get(k)) for k in ("input", "output", "input_sq", "output_sq",
+                                          "input_output")]
+    if n is None or any(v is None or v < 0 for v in nums):
+        return None
+    i, o, ii, oo, io = (float(v) for v in nums if v is not None)
+    return TokenSums(n, i, o, ii, oo, io)
+
+
+def read_goodput(value: Any) -> dict[str, Goodput]:
+    """A level's `goodput` mapping, by profile name; {} when the summary has none."""
+    out = {}
+    for name, g in as_mapping(value).items():
+        d = as_mapping(g)
+        if not d:
+            continue
+        status = d.get("status")
+        out[str(name)] = Goodput(as_number(d.get("fraction")), read_interval(d.get("fraction_ci")),
+                                 as_number(d.get("tokens_per_s")),
+                                 status if isinstance(status, str) else None,
+                                 as_count(d.get("met"), least=0),
+                                 as_count(d.get("requests"), least=0),
+                                 as_number(d.get("output_tokens")))
+    return out
+
+
+@dataclass(frozen=True)
 class Level:
     """One measured concurrency level (the baseline is level 1)."""
 
@@ -80,6 +140,10 @@ class Level:
     achieved_mean: float | None = None
     #: the limits the level breached (ttft, itl, a failure kind, precision, length)
     breaches: tuple[str, ...] = ()
+    #: goodput at each use case's SLO, by profile name ({} for a summary without it)
+    goodput: Mapping[str, Goodput] = field(default_factory=dict)
+    #: the ok requests' token counts (None for a summary without them)
+    ok_tokens: TokenSums | None = None
 
     @property
     def reasoning_came_first(self) -> bool:
@@ -143,6 +207,9 @@ class Summary:
     first_tie: int | None = None
     #: summary.json's `precision` (evalkit.analysis.precision; None: no canary was sent)
     precision: Mapping[str, Any] | None = None
+    #: the highest ramp level within each use case's SLO (goodput at or above the target
+    #: from the lowest level up), None where not even the first; {} for an older summary
+    max_goodput: Mapping[str, int | None] = field(default_factory=dict)
     #: the document as written, every key kept (`to_json`), including those not read here
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -256,7 +323,8 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
                  as_number(d.get("max_gap_s")), d,
                  achieved.get("underloaded") is True or status == "underloaded",
                  as_number(achieved.get("mean")),
-                 tuple(str(b) for b in br) if isinstance(br := d.get("breaches"), list) else ())
+                 tuple(str(b) for b in br) if isinstance(br := d.get("breaches"), list) else (),
+                 read_goodput(d.get("goodput")), read_token_sums(d.get("ok_tokens")))
 
 
 def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -313,6 +381,8 @@ def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
         prefill_lengths=as_count(pre.get("lengths")),
         first_tie=as_count(ramp.get("first_tie_concurrency")),
         precision=as_mapping(summary.get("precision")) or None,
+        max_goodput={str(k): as_count(v, least=1)
+                     for k, v in as_mapping(ramp.get("max_goodput_concurrency")).items()},
         raw=summary,
     )
 

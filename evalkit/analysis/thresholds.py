@@ -80,11 +80,17 @@ class Thresholds:
     #: over, then scaled to a minute (`evalkit.analysis.ratelimits`): 60, as limits are
     #: quoted; shorter only to test a limiter whose own window is shorter
     rate_limit_window_s: float = 60.0
+    #: share of a level's requests that must meet a use case's SLO for the level to count
+    #: as within it (goodput; `ramp.max_goodput_concurrency`)
+    goodput_target: float = 0.99
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
                 raise UsageError(f"threshold {name} must be a positive number, got {value!r}")
+        if self.goodput_target > 1:
+            raise UsageError(f"threshold goodput_target is a share (0.99 = 99 %), at most 1, "
+                             f"got {self.goodput_target!r}")
 
     @classmethod
     def from_dict(cls, d: Any) -> Thresholds:

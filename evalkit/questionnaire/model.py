@@ -84,6 +84,8 @@ class PricingAnswer(Answer):
     input_price_per_mtok: float | None = None
     output_price_per_mtok: float | None = None
     blended_price_per_mtok: float | None = None
+    #: a price per GPU-hour of the GPUs behind the endpoint (Q2's `gpus`)
+    price_per_gpu_hour: float | None = None
     currency: str | None = None
     capacity_model: str | None = None
     prefill_tokens_per_s: float | None = None

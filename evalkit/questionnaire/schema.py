@@ -131,6 +131,7 @@ SCHEMA: dict[str, Any] = {
             "input_price_per_mtok": _PRICE,
             "output_price_per_mtok": _PRICE,
             "blended_price_per_mtok": _PRICE,
+            "price_per_gpu_hour": _PRICE,
             "currency": _SHORT,
             "capacity_model": _TEXT,
             "prefill_tokens_per_s": _NUM,

@@ -85,6 +85,7 @@ Q3:
   input_price_per_mtok:     # price per million input tokens
   output_price_per_mtok:    # price per million output tokens
   blended_price_per_mtok:   # only if you also quote one
+  price_per_gpu_hour:       # if you price dedicated GPUs by the hour (Q2's gpus are used)
   currency:                 # e.g. USD
   capacity_model:           # how prefill and decode each consume capacity, in words
   prefill_tokens_per_s:     # input tokens/s one request is prefilled at

@@ -106,6 +106,7 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))
          + ci_text(lv.get("aggregate_tokens_per_s_ci"), fmt_rate) + est),
         ("Max sustained concurrency", max_sustained_text(summary)),
+        (goodput_label(summary), goodput_text(summary)),
         ("Prefill rate", prefill_text(pre, r2)),
         ("Decode rate, one stream alone (1 ÷ TPOT)",
          fmt_pct_ci(alone, "p50", fmt_rate).removeprefix("p50 ") + base_est),
@@ -150,6 +151,38 @@ def max_sustained_text(summary: Mapping[str, Any]) -> str:
                 + ("the run stopped before any level above)" if stopped
                    else "none above was tried)") + tie)
     return f"{fmt_value(best)} streams; {first} degraded first{where}{tie}"
+
+
+def goodput_label(summary: Mapping[str, Any]) -> str:
+    """The goodput row's label, with the run's target share."""
+    target = _num(as_mapping(summary.get("ramp")).get("goodput_target"))
+    return f"Highest level within each SLO (≥ {fmt_pct(target if target else 0.99)} of " \
+        "requests meeting it)"
+
+
+def goodput_text(summary: Mapping[str, Any]) -> str:
+    """The highest ramp level within each latency SLO, beside max sustained concurrency:
+    "voice agent 4 · live suggestions none · interactive chat ≥ 16 streams"; a summary
+    without goodput says it was not measured."""
+    ramp = as_mapping(summary.get("ramp"))
+    best = as_mapping(ramp.get("max_goodput_concurrency"))
+    if not best:
+        return "not measured (no ramp, or a summary written before goodput)"
+    lower = as_mapping(ramp.get("max_goodput_is_lower_bound"))
+    limits = as_mapping(ramp.get("goodput_limits"))
+    parts = []
+    for name, level in best.items():
+        if name not in limits or not any(v is not None for v in as_mapping(
+                limits[name]).values()):
+            continue  # batch: no latency limit, its goodput is the ok share
+        label = words.name(str(name))
+        if _num(level) is None:
+            parts.append(f"{label}: none (not even the lowest level)")
+        else:
+            bound = "≥ " if lower.get(name) is True else ""
+            parts.append(f"{label}: {bound}{fmt_value(level)} stream"
+                         + ("s" if level != 1 else ""))
+    return " · ".join(parts) if parts else "not measured"
 
 
 def underload_text(summary: Mapping[str, Any]) -> str:

@@ -36,9 +36,11 @@ from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.records import RequestRecord
 from evalkit.render import words
 from evalkit.render.charts import captions, kit, raster
+from evalkit.render.charts import cost as cost_chart
 from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
+from evalkit.render.costtext import cost_context, cost_line
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
@@ -199,6 +201,16 @@ def slo_limits(scorecard: Scorecard | Mapping[str, Any]) -> dict[str, Mapping[st
     return out
 
 
+def _cost_section(card: Scorecard) -> dict[str, Any]:
+    """The "What it costs" section: its tables, and its chart (None without costs)."""
+    labels = {name: str(p.get("label") or name.replace("_", " "))
+              for name, p in slo_limits(card).items() if not p.get("throughput_only")}
+    svg = cost_chart.cost_vs_concurrency(card.cost, labels) if card.cost else None
+    return {"cost": cost_context(card.cost, labels) if card.cost else None,
+            "cost_chart": Markup(kit.namespaced(svg, "cost")) if svg else None,
+            "cost_caption": cost_chart.COST_CAPTION}
+
+
 def _suite_words(version: Any) -> str:
     """The suite a run followed, as page one says it; an imported run followed none of ours."""
     text = clip(version or "?", 20)
@@ -268,6 +280,8 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
     figures = lead + figures
     if (row := answers_figure(summary, card.answers, card.swap)) is not None:
         figures.append(row)
+    if summary and (line := cost_line(card.cost)) is not None:
+        figures.append(line)
     reading = card.reading_speed
     if summary and reading:
         pct, speed = reading.percentile, reading.reading_speed_tokens_per_s
@@ -320,6 +334,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "use_cases": use_cases,
         "key_figures": figures,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)),
+        **_cost_section(card),
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),

@@ -50,6 +50,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "input_price_per_mtok": ("input price", "price"),
     "output_price_per_mtok": ("output price", "price"),
     "blended_price_per_mtok": ("blended price", "price"),
+    "price_per_gpu_hour": ("price per GPU-hour", "price"),
     "max_concurrent_streams_per_node": ("max streams per node", "count"),
     "first_degrades": ("first to degrade", "degraded"),
     "first_degraded": ("first to degrade", "degraded"),

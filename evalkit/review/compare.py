@@ -16,7 +16,9 @@ from typing import Any, Literal, TypeVar
 
 from evalkit.analysis.summary import Level, Summary, as_mapping
 from evalkit.analysis.summary import as_number as _num
+from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
+from evalkit.sanitize import clean
 
 Better = Literal["lower", "higher"]
 T = TypeVar("T")
@@ -61,6 +63,11 @@ class Figure:
     needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
     #: the concurrency level a run's value was read at (None: not a load figure)
     level: Callable[[Summary], int | None] | None = None
+    #: a figure of the run's scorecard instead of its summary (the costs), read from
+    #: scorecard.json; its values compare only in the same currency
+    from_card: Callable[[Mapping[str, Any]], float | None] | None = None
+    #: whether the row may star its best value
+    star: bool = True
 
 
 def _card(card: Mapping[str, Any] | None, section: str, key: str) -> Any:
@@ -115,6 +122,12 @@ FIGURES: tuple[Figure, ...] = (
            _at(_peak_level, lambda lv: lv.concurrency)),
     Figure("prefill_tokens_per_s", "Prefill rate", "tok/s", "higher",
            lambda m: m.prefill_tokens_per_s, ()),
+    # goodput: the highest level at which the use case's SLO held for the target share
+    # of requests (ramp.max_goodput_concurrency); the batch profile's is every request ok
+    *(Figure(f"max_goodput_concurrency.{name}",
+             f"Highest level within the {profile.label} SLO", "streams", "higher",
+             (lambda slo: lambda m: _num(m.max_goodput.get(slo)))(name), _LOAD)
+      for name, profile in default_slo_profiles().items() if not profile.throughput_only),
 )
 
 
@@ -242,7 +255,7 @@ def left_out_words(reason: str | None) -> str:
     """A cell's short reason for being left out, the full one listed in the appendix."""
     if not reason:
         return "left out"
-    for words in ("suite version", *SETTING_WORDS.values()):
+    for words in ("suite version", "currency", *SETTING_WORDS.values()):
         if reason.startswith(words):
             return f"left out: other {words.split(' (')[0]}"
     return "left out"
@@ -261,14 +274,50 @@ def unstarred(run: RunView) -> str | None:
     return None
 
 
+def _currency(run: RunView) -> Any:
+    return _card(run.scorecard, "cost", "currency")
+
+
+def cost_figures(ref: RunView) -> list[Figure]:
+    """The comparison's cost rows (scorecard.json's `cost`), in the reference run's
+    currency: a session and a stream-hour at the concurrency sold (no ★: loads differ),
+    and each latency SLO's cost per million tokens that met it at its highest level within
+    it, where the cheapest earns the ★. All need the same prompt and output lengths: a
+    session of another shape is another price."""
+    cur = clean(str(_currency(ref) or "quote currency"), 12)  # vendor text
+
+    def cost(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+        return lambda card: _num(_card(card, "cost", key))
+
+    def at_slo(name: str) -> Callable[[Mapping[str, Any]], float | None]:
+        return lambda card: _num(as_mapping(as_mapping(_card(card, "cost", "at_slo")).get(
+            name)).get("per_million_slo_tokens"))
+
+    figs = [Figure(f"cost.{key}", f"{title} at the concurrency sold ({cur})", "money",
+                   "lower", lambda m: None, ("prompt_tokens", "output_tokens"),
+                   from_card=cost(key), star=False)
+            for key, title in (("per_session", "Cost per session"),
+                               ("per_stream_hour", "Cost per stream-hour"))]
+    figs += [Figure(f"cost.at_slo.{name}", f"Cost per million tokens within the "
+                    f"{profile.label} SLO, at its highest level ({cur})", "money", "lower",
+                    lambda m: None, ("prompt_tokens", "output_tokens"), from_card=at_slo(name))
+             for name, profile in default_slo_profiles().items() if not profile.throughput_only]
+    return figs
+
+
 def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
     """One figure across the runs; ★ on the best value only where the values compare
     (two or more, at the same load for a load figure) and only for a run that earned it."""
     cells = []
     for run in runs:
         why = _comparable(run, ref, fig.needs)
+        if why is None and fig.from_card is not None and _currency(run) != _currency(ref):
+            why = f"currency {_currency(run)} differs from {_currency(ref)} ({ref.label})"
         m = run.measured
-        value = fig.read(m) if why is None and m is not None else None
+        if fig.from_card is not None:
+            value = fig.from_card(run.scorecard or {}) if why is None else None
+        else:
+            value = fig.read(m) if why is None and m is not None else None
         level = fig.level(m) if fig.level and m is not None and value is not None else None
         barred = unstarred(run)
         sustained = m.max_sustained if m is not None else None
@@ -277,7 +326,7 @@ def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
         cells.append(Cell(value, excluded=why, level=level, unstarred=barred))
     known = [c for c in cells if c.value is not None]
     no_star = None
-    if len(known) < 2:
+    if len(known) < 2 or not fig.star:
         return Row(fig, cells)
     levels = sorted({c.level for c in known if c.level is not None})
     if fig.level is not None and fig.key != "peak_aggregate_tokens_per_s" and len(levels) > 1:
@@ -334,7 +383,7 @@ def compare_runs(runs: Sequence[RunView],
     if not runs:
         raise ValueError("compare_runs needs at least one run")
     ref = _reference_run(runs)
-    rows = [_row(fig, runs, ref) for fig in FIGURES]
+    rows = [_row(fig, runs, ref) for fig in (*FIGURES, *cost_figures(ref))]
     left_out = sorted({f"{runs[i].label}: {c.excluded}" for row in rows
                        for i, c in enumerate(row.cells) if c.excluded})
     by_target: dict[str, list[int]] = {}

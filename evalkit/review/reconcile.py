@@ -30,13 +30,19 @@ together into a `Reconciliation`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.analysis.summary import Summary, as_mapping, measurements
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.questionnaire.model import Questionnaire, RateLimitsAnswer
+from evalkit.questionnaire.model import (
+    PricingAnswer,
+    Questionnaire,
+    RateLimitsAnswer,
+    ThroughputAnswer,
+)
 from evalkit.review.answers import answers_sentence, reported_swap
+from evalkit.review.cost import session_cost
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
 from evalkit.review.questions import judge_questions
 from evalkit.review.ratelimits import judge_rate_limits
@@ -74,6 +80,8 @@ class Reconciliation:
     #: the rate limits' row (`evalkit.review.ratelimits`): not one of the six questions,
     #: outside the verdict; None only when built by hand
     rate_limits: Judgement | None = None
+    #: what a session costs at Q3's prices (`evalkit.review.cost.session_cost`)
+    cost: Mapping[str, Any] = field(default_factory=dict)
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
@@ -100,13 +108,21 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     judgements = judge_questions(questionnaire, Evidence(m, blocker, command), tol)
     sold = questionnaire.q2.at_concurrency if questionnaire else None
     answers = answers_sentence(m, sold) if m is not None and m.validity != "invalid" else None
+    fits = use_case_fit(m, tol)
+    q = questionnaire or Questionnaire()
+    cost = session_cost(None if mismatch else m, q.q3 or PricingAnswer(),
+                        q.q2 or ThroughputAnswer(),
+                        {k: f.max_concurrency for k, f in fits.items()
+                         if not tol.slo_profiles[k].throughput_only})
+    if mismatch and cost.get("pricing"):
+        cost = {**cost, "basis": f"not costed: {mismatch}"}
     return Reconciliation(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
                         questionnaire is not None, m.validity if m else None,
                         m.validity_reasons if m else (), answers),
         answers=answers, swap=reported_swap(m),
-        use_cases=use_case_fit(m, tol),
+        use_cases=fits,
         reading_speed=streams_at_reading_speed(m, tol),
         has_questionnaire=questionnaire is not None,
         has_measurements=m is not None,
@@ -115,6 +131,7 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         run_validity_reasons=m.validity_reasons if m else (),
         target_mismatch=mismatch,
         rate_limits=_rate_limits(questionnaire, summary, m, mismatch, command, tol),
+        cost=cost,
     )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from evalkit.analysis.summary import as_mapping, as_number
@@ -223,6 +223,9 @@ class Scorecard:
     #: the rate limits' row (not one of the six questions; outside the verdict): None
     #: only in a document read back that has none
     rate_limits: QuestionCard | None = None
+    #: what a session costs at Q3's prices (`evalkit.review.cost`), as scorecard.json
+    #: writes it; {} in a document read back that has none
+    cost: Mapping[str, Any] = field(default_factory=dict)
 
     def question(self, qid: str) -> QuestionCard:
         """The question's card; a blank one if this scorecard does not have it."""
@@ -268,6 +271,7 @@ class Scorecard:
             rate_limits=None if (rl := review.rate_limits) is None else QuestionCard(
                 RATE_LIMITS_TITLE, rl.status, rl.finding, _json_safe(rl.claimed),
                 _json_safe(rl.measured), rl.reason, rl.tolerance),
+            cost=_json_safe(dict(review.cost)),
         )
 
     @classmethod
@@ -296,6 +300,7 @@ class Scorecard:
             swap=_str_or_none(as_mapping(doc.get("precision")).get("swap")),
             rate_limits=QuestionCard.from_json("rate_limits", limits)
             if isinstance(limits := doc.get("rate_limits"), Mapping) else None,
+            cost=dict(as_mapping(doc.get("cost"))),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -313,6 +318,7 @@ class Scorecard:
             "tolerances": self.tolerances,
             "precision": {"answers": self.answers, "swap": self.swap},
             "rate_limits": self.rate_limits.to_json() if self.rate_limits else None,
+            "cost": dict(self.cost),
         }
         return dict(_json_safe(card))
 

@@ -328,7 +328,9 @@ class TestSummaryParts:
             "note", "client_bound_levels", "judged_on", "thresholds", "baseline_source",
             "baseline_client_bound", "unlevelled_requests", "tie_levels",
             "first_tie_concurrency", "max_sustained_bounded_by_tie", "breach_rule",
-            "failure_kind_rule", "underloaded_levels", "underload_rule"}
+            "failure_kind_rule", "underloaded_levels", "underload_rule",
+            "max_goodput_concurrency", "max_goodput_is_lower_bound", "goodput_stopped_at",
+            "goodput_target", "goodput_limits", "goodput_rule"}
         assert {"ttft_p90_ratio", "tpot_p90_ratio", "breaches", "would_breach", "failures",
                 "failure_kinds", "failure_kind", "achieved_concurrency",
                 "excess", "client_bound", "status", "validity", "ttft_p90_ratio_ci",

@@ -57,3 +57,22 @@ def test_a_level_short_of_its_load_is_said_judged_or_not() -> None:
     assert "level 4 held a mean of 2.9 streams in flight: not judged at 4" in text
     assert "level 8 held a mean of 5.5 streams in flight and breached all the same" in text
     assert "level 2 held" not in text
+
+
+def test_page_one_shows_the_highest_level_within_each_slo() -> None:
+    from evalkit.analysis.summarize import summarize
+    from evalkit.render.pagetext import key_figures
+    from tests.analysis.helpers import closed_loop
+
+    recs = closed_loop("ramp", 1, 20) + closed_loop("ramp", 2, 10, t_start=50.0)
+    figs = dict(key_figures(summarize(recs)))
+    label = "Highest level within each SLO (≥ 99% of requests meeting it)"
+    assert figs[label] == ("voice agent: ≥ 2 streams · live suggestions: ≥ 2 streams · "
+                           "interactive chat: ≥ 2 streams")
+    doc = summarize(recs)
+    doc["ramp"]["max_goodput_concurrency"]["voice_agent"] = None
+    doc["ramp"]["max_goodput_is_lower_bound"]["live_suggestions"] = False
+    assert dict(key_figures(doc))[label].startswith(
+        "voice agent: none (not even the lowest level) · live suggestions: 2 streams")
+    del doc["ramp"]["max_goodput_concurrency"]
+    assert dict(key_figures(doc))[label].startswith("not measured")

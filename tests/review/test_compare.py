@@ -216,3 +216,59 @@ def test_vendor_label_is_a_short_line_of_text_or_nothing(value: Any, name: str |
     from evalkit.render.comparison import vendor_name
 
     assert vendor_name(value) == name
+
+
+def test_compare_sets_the_highest_level_within_each_slo_side_by_side() -> None:
+    """Each run's ramp.max_goodput_concurrency is a row per latency profile, higher is
+    better; an older summary without goodput gives no value, never zero."""
+    from evalkit.review.compare import RunView, compare_runs
+
+    def view(label: str, best: dict[str, int | None] | None) -> RunView:
+        ramp: dict = {"levels": [{"concurrency": 1, "requests": 10,
+                                  "outcomes": {"ok": 10}}]}
+        if best is not None:
+            ramp["max_goodput_concurrency"] = best
+        return RunView(label, label, "2026-01-01", "1", {}, {"ramp": ramp})
+
+    cmp = compare_runs([view("a", {"voice_agent": 4, "live_suggestions": None}),
+                        view("b", {"voice_agent": 8, "live_suggestions": 2}),
+                        view("c", None)])
+    rows = {r.figure.key: r for r in cmp.rows}
+    assert [c.value for c in rows["max_goodput_concurrency.voice_agent"].cells] == [4, 8, None]
+    assert [c.value for c in rows["max_goodput_concurrency.live_suggestions"].cells] == [
+        None, 2, None]
+    assert "max_goodput_concurrency.batch" not in rows
+    assert rows["max_goodput_concurrency.voice_agent"].figure.title == (
+        "Highest level within the voice agent SLO")
+
+
+def test_cost_rows_star_the_cheapest_at_the_slo_only_where_workloads_are_alike() -> None:
+    """Cost rows come from each scorecard's `cost`; the cheapest per million tokens within
+    an SLO earns the ★ among runs of the same prompt and output lengths and currency."""
+    from evalkit.review.compare import RunView, compare_runs
+
+    def view(label: str, per_m: float, output: int = 128, cur: str = "USD") -> RunView:
+        card = {"verdict": {"streaming_ready": True}, "run": {"validity": "valid"},
+                "cost": {"currency": cur, "per_session": per_m / 1e4,
+                         "per_stream_hour": per_m * 3,
+                         "at_slo": {"voice_agent": {"concurrency": 4,
+                                                    "per_million_slo_tokens": per_m}}}}
+        summary = {"ramp": {"levels": [{"concurrency": 1, "requests": 10,
+                                        "outcomes": {"ok": 10}}]}}
+        return RunView(label, label, "2026-01-01", "1",
+                       {"prompt_tokens": 256, "output_tokens": output}, summary, card)
+
+    cmp = compare_runs([view("a", 0.8), view("b", 0.5), view("c", 0.2, output=64),
+                        view("d", 0.1, cur="EUR")])
+    rows = {r.figure.key: r for r in cmp.rows}
+    slo = rows["cost.at_slo.voice_agent"]
+    assert slo.figure.title == ("Cost per million tokens within the voice agent SLO, at its "
+                                "highest level (USD)")
+    assert [c.value for c in slo.cells] == [0.8, 0.5, None, None]
+    assert [c.best for c in slo.cells] == [False, True, False, False]
+    assert slo.cells[2].excluded and slo.cells[2].excluded.startswith("output length")
+    assert slo.cells[3].excluded and slo.cells[3].excluded.startswith("currency EUR")
+    # at the concurrency sold: side by side, no ★ (each vendor sells its own load)
+    sold = rows["cost.per_session"]
+    assert [c.value for c in sold.cells][:2] == pytest.approx([0.8e-4, 0.5e-4])
+    assert not any(c.best for c in sold.cells)

@@ -1,0 +1,69 @@
+"""The scorecard's words and chart on cost, from a scorecard built by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.render.charts.cost import cost_vs_concurrency
+from evalkit.render.costtext import blended_rows, cost_context, cost_line
+
+LABELS = {"voice_agent": "voice agent", "live_suggestions": "live suggestions"}
+
+
+def _cost(**kw: Any) -> dict[str, Any]:
+    level = {"per_session": 2e-5, "per_million_output_tokens": 0.6,
+             "per_million_slo_tokens": {"voice_agent": 1.2, "live_suggestions": 0.6}}
+    return {"currency": "USD", "per_million_output_tokens": 0.6,
+            "per_million_output_tokens_ci": [0.59, 0.61], "per_session": 2e-5,
+            "per_session_ci": [1.9e-5, 2.1e-5], "per_stream_hour": 0.08,
+            "per_stream_hour_ci": [0.078, 0.081], "prefill_share": 0.25,
+            "per_million_slo_tokens": {"voice_agent": 1.2, "live_suggestions": None},
+            "basis": "Q3's separate prices", "concurrency": 4, "concurrency_sold": 4,
+            "levels": [{"concurrency": c, **level} for c in (1, 2, 4)],
+            "at_slo": {"voice_agent": {"concurrency": 2, "per_session": 2e-5,
+                                       "per_stream_hour": 0.1, "per_million_slo_tokens": 1.2},
+                       "live_suggestions": {"concurrency": None}}, **kw}
+
+
+def test_page_one_line_at_the_concurrency_sold() -> None:
+    assert cost_line(_cost()) == (
+        "Cost at the 4 streams sold",
+        "0.0000200 USD [95 %: 0.0000190–0.0000210] a session · 0.0800 USD "
+        "[95 %: 0.0780–0.0810] a stream-hour")
+    label, text = cost_line(_cost(concurrency_sold=8)) or ("", "")
+    assert label.startswith("Cost at 4 streams (not the concurrency sold")
+    assert text.endswith("a stream-hour")
+    assert cost_line({}) is None
+
+
+def test_no_prices_say_why_and_show_no_table() -> None:
+    cost = {"currency": None, "per_session": None, "basis": "Q3 gives no price"}
+    assert cost_line(cost) == ("Cost", "not costed: Q3 gives no price")
+    ctx = cost_context(cost, LABELS)
+    assert ctx["rows"] == [] and ctx["at_slo"] == [] and ctx["basis"] == "Q3 gives no price"
+
+
+def test_section_rows_and_the_slo_levels() -> None:
+    ctx = cost_context(_cost(currency="EUR <b>"), LABELS)
+    rows = dict(ctx["rows"])
+    assert rows["Prefill (input) share of it"] == "25%"
+    assert rows["Per million output tokens within the voice agent SLO"] == "1.20 EUR <b>"
+    assert rows["Per million output tokens within the live suggestions SLO"] == (
+        "— (no request met it)")
+    at = dict(ctx["at_slo"])
+    assert at["live suggestions"] == "no level within the SLO"
+    assert at["voice agent"].startswith("at 2 streams: 0.0000200 EUR <b> a session")
+
+
+def test_blended_rows() -> None:
+    cost = _cost(blended={"rows": [{"ratio": "1:4", "blended": 1e-6, "separate": 3e-6}]})
+    assert blended_rows(cost) == [("1:4", "0.00000100 USD", "0.00000300 USD")]
+
+
+def test_the_chart_draws_each_slo_and_its_highest_level() -> None:
+    svg = cost_vs_concurrency(_cost(), LABELS) or ""
+    assert "a session within the voice agent SLO" in svg
+    assert "highest level within the voice agent SLO" in svg
+    # live suggestions has no level within it: no vertical for it
+    assert "highest level within the live suggestions SLO" not in svg
+    assert cost_vs_concurrency({"levels": []}, LABELS) is None
