@@ -55,6 +55,10 @@ class RunDir:
     rebuilt: str | None = None
     #: lines of requests.jsonl that are not records (skipped)
     skipped_lines: int = 0
+    #: requests.jsonl as read, and how many of its bytes were (the digest's): the report
+    #: attaches exactly those bytes, compressed (`evalkit.render.evidence`)
+    requests_path: Path | None = None
+    requests_bytes: int = 0
 
     @functools.cached_property
     def stats(self) -> RecordDigest:
@@ -138,4 +142,5 @@ def open_run(run_dir: Path) -> RunDir:
         else RecordFile(req_file, digest.n, scan.bytes))
     return RunDir(run, summary, held, raw, scan.sha256 if req_file else None, digest,
                   tuple(clean(n, 800) for n in notes),
-                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed)
+                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed,
+                  requests_path=req_file, requests_bytes=scan.bytes)
