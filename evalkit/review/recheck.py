@@ -187,5 +187,6 @@ def page_differences(text: str, figures: Sequence[tuple[str, str]],
         if printed == status:
             out.statuses += 1
         else:
-            out.differences.append(Difference(f"{where}: {qid} status", printed, status))
+            out.differences.append(Difference(f"{where}: {qid} status", printed and
+                                              _shown(printed), _shown(status)))
     return out
