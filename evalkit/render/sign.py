@@ -29,7 +29,7 @@ from evalkit.render.pdf import SIGNATURE_ANCHOR
 #: the signature field's name in every PDF evalkit signs
 FIELD_NAME = "evalkit-signature"
 #: the visible block's words (%(signer)s and %(ts)s are pyHanko's: subject CN, time)
-STAMP_TEXT = "Signed by %(signer)s\n%(ts)s\nevalkit verify checks this document"
+STAMP_TEXT = "Signed by %(signer)s\n%(ts)s\nPAdES signature: a change breaks it"
 
 
 @dataclass(frozen=True)

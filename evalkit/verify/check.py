@@ -32,6 +32,8 @@ from evalkit.review.recheck import Difference, Recheck, compare_tree, manifest_d
 from evalkit.verify.document import Document, page_check, read_document
 from evalkit.verify.signature import SignatureReport, check_signatures, load_trust
 
+#: the names a report attaches the questionnaire under (evalkit.review.pipeline)
+QUESTIONNAIRE_NAMES = ("questionnaire.yaml", "questionnaire.yml", "questionnaire.json")
 #: decompressed records larger than this are not ours (and would fill the disk)
 MAX_RECORDS_BYTES = 8 << 30
 
@@ -174,6 +176,9 @@ def _records(doc: Document, manifest: Mapping[str, Any], run_dir: Path | None, t
         raise UsageError(f"the records are not attached to this PDF (over the size cap): "
                          f"give --run DIR with the run directory they live in ({where}); "
                          "their SHA-256 is in the manifest")
+    if attached is None and run_dir is None and "manifest.json" not in doc.files:
+        raise UsageError("this PDF carries no records (an evalkit before records were "
+                         "attached wrote it): give --run DIR with its run directory")
     return dest.is_file()
 
 
@@ -244,7 +249,8 @@ def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
             out.recheck.differences.append(Difference("summary.json", what=run.rebuilt))
         elif judged is not None:
             out.recheck.add(compare_tree(judged, run.summary, "summary", both_ways=False))
-    questionnaire = next((n for n in doc.files if n.startswith("questionnaire.")), None)
+    # attachment names are the PDF's (untrusted): only the names a report gives are read
+    questionnaire = next((n for n in QUESTIONNAIRE_NAMES if n in doc.files), None)
     q_path = None
     if questionnaire is not None:  # under its own name: the reasons quote it
         entry = (manifest.get("files") or {}).get(questionnaire)

@@ -123,3 +123,22 @@ class TestCli:
         res = CliRunner().invoke(cli, ["report", "--help"])
         assert "--sign-passphrase-env VAR" in res.output
         assert "--sign-passphrase " not in res.output
+
+
+@pytest.mark.slow
+def test_compare_signs_too(keys: Keys, tmp_path: Path) -> None:
+    """A comparison signed as a report is: one signature, intact, in page one's box."""
+    from evalkit.render.comparison import CompareInput, render_comparison
+    from evalkit.verify.signature import check_signatures, load_trust
+
+    key = SigningKey.load(key=keys.signer_key, cert=keys.signer_cert)
+    out = tmp_path / "cmp.pdf"
+    render_comparison([CompareInput.parse(str(RUN_DIR))], out, signing=key)
+    (sig,) = check_signatures(out.read_bytes(), load_trust((keys.ca_pem,)))
+    assert (sig.intact, sig.valid, sig.trusted, sig.changed_after) == (True, True, True, ())
+    assert "Alice Signer" in sig.subject
+    page = pypdf.PdfReader(out).pages[0]
+    (widget,) = [a.get_object() for a in page["/Annots"] if a.get_object().get("/FT") == "/Sig"]
+    x1, y1, x2, y2 = (float(v) for v in widget["/Rect"])
+    assert x2 - x1 > 150 and y2 - y1 > 30  # the reserved box: 70 mm x 13 mm, in points
+    assert y2 > float(page.mediabox.top) - 60  # at the top of page one

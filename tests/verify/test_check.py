@@ -173,6 +173,23 @@ class TestUnsigned:
                          r"\([\d,]+ bytes\); manifest.json says '[0-9a-f]{64}'", res.output)
 
 
+    def test_an_older_suite_version_is_said_and_unverifiable(
+            self, scorecards: Scorecards, pdf_file: PdfFile) -> None:
+        files = attachments(scorecards.unsigned)
+        run = json.loads(files["run.json"])
+        assert run["suite_version"] == "1"
+        run["suite_version"] = "0"
+        edited = replace_attachments(scorecards.unsigned, {
+            "run.json": json.dumps(run).encode()}, fix_manifest=True)
+        res = _verify(pdf_file(edited), "--json")
+        assert res.exit_code == 1
+        doc = json.loads(res.output)
+        assert doc["suite_version"] == "0" and doc["figures"] == 0
+        assert [d["where"] for d in doc["differences"]] == ["suite version"]
+        assert "the run followed suite v0; this evalkit has the rules of suite v1 only, so " \
+            "its figures are unverifiable here" in doc["differences"][0]["what"]
+
+
 class TestRecordsElsewhere:
     def test_run_dir_is_checked_against_the_digest(self, scorecards: Scorecards,
                                                    pdf_file: PdfFile, tmp_path: Path) -> None:
