@@ -245,3 +245,17 @@ class TestNotOurs:
         res = _verify(pdf_file(scorecards.unsigned[:4000]))
         assert res.exit_code == 2, res.output
         assert "Error:" in res.output and "Traceback" not in res.output
+
+
+def test_a_claims_only_scorecard_verifies(tmp_path: Path) -> None:
+    """No run, no records: the questionnaire alone is judged again."""
+    from tests.verify.conftest import HEADLINE
+
+    out = tmp_path / "claims.pdf"
+    assert CliRunner().invoke(cli, ["report", "--questionnaire", str(HEADLINE),
+                                    "--out", str(out)]).exit_code == 0
+    res = _verify(out, "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert (doc["verified"], doc["statuses"], doc["signed"]) == (True, 6, False)
+    assert doc["figures"] > 10  # the vendor's claimed numbers, judged again
