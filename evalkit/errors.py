@@ -7,8 +7,10 @@
     ├── RunDirError              a run directory is missing or not a run
     ├── EndpointError            the vendor endpoint cannot be probed at all
     │                            (unreachable, 401, unknown model)
-    └── ScaleOutError            the Ray cluster cannot run the probe (cannot join it, no
-                                 worker started, every worker lost, another evalkit there)
+    ├── ScaleOutError            the Ray cluster cannot run the probe (cannot join it, no
+    │                            worker started, every worker lost, another evalkit there)
+    └── SigningError             a PDF cannot be signed as asked (the timestamp authority
+                                 unreachable): nothing is written unsigned in its place
 
 A failed *request* during a probe is not an exception: it is an outcome in the record.
 A bug is not an EvalkitError either, so it still shows its traceback.
@@ -47,3 +49,7 @@ class EndpointError(EvalkitError):
 
 class ScaleOutError(EvalkitError):
     """Ray cannot carry the probe: not reachable, workers not started or all lost."""
+
+
+class SigningError(EvalkitError):
+    """A PDF cannot be signed as asked; it is not written unsigned instead."""

@@ -15,15 +15,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "evalkit"
 #: what each stage may not import (a later stage, or an edge that would make it impure)
 FORBIDDEN = {
     "analysis": {"probe", "rundir", "review", "render", "questionnaire", "cli", "demo",
-                 "reference"},
+                 "reference", "verify"},
     "questionnaire": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",
-                      "reference"},
-    "rundir": {"probe", "review", "render", "cli", "demo", "reference"},
-    "review": {"probe", "render", "cli", "demo", "reference"},
-    "render": {"probe", "cli", "demo", "reference"},
-    "probe": {"review", "render", "cli", "demo"},
+                      "reference", "verify"},
+    "rundir": {"probe", "review", "render", "cli", "demo", "reference", "verify"},
+    "review": {"probe", "render", "cli", "demo", "reference", "verify"},
+    "render": {"probe", "cli", "demo", "reference", "verify"},
+    # verification reads what render wrote: it may use every stage but the prober's
+    "verify": {"probe", "cli", "demo", "reference"},
+    "probe": {"review", "render", "cli", "demo", "verify"},
     "reference": {"probe", "rundir", "analysis", "questionnaire", "review", "render", "cli",
-                  "demo"},
+                  "demo", "verify"},
 }
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import Any
 
 import click
 
 from evalkit import __version__
 from evalkit.cli.options import user_errors
 from evalkit.cli.probe import probe
+from evalkit.cli.verify import signing_key, signing_options, verify
 from evalkit.errors import UsageError
 
 
@@ -72,6 +74,7 @@ def demo(out_dir: str, quiet: bool) -> None:
 
 
 cli.add_command(probe)
+cli.add_command(verify)
 
 
 @cli.command()
@@ -88,32 +91,41 @@ cli.add_command(probe)
                    "judge (an invalid run, no questionnaire).")
 @click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False),
               help="YAML/JSON file overriding default tolerances and SLO profiles.")
+@signing_options
 @user_errors
 def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, html: bool,
-           fail_on: str | None, tolerances_file: str | None) -> None:
+           fail_on: str | None, tolerances_file: str | None, **sign: Any) -> None:
     """Reconcile a run with a questionnaire in a PDF scorecard (+ FILE.json beside it).
 
-    The PDF embeds run.json, summary.json, scorecard.json and the questionnaire and
-    prints their SHA-256. Exit 0; 1 when --fail-on statuses are present; 2 for bad input.
+    The PDF (PDF/A-3b) embeds run.json, summary.json, the records (requests.jsonl.gz),
+    scorecard.json, the questionnaire and a manifest of them, and prints their SHA-256;
+    `evalkit verify FILE.pdf` re-derives it from them. With --sign it is signed (PAdES),
+    a visible block on page one naming the signer and the time. Exit 0; 1 when
+    --fail-on statuses are present; 2 for bad input.
 
     \b
-    Example:
+    Examples:
       evalkit report --run out/acme --questionnaire acme.yaml --out acme.pdf \\
           --fail-on unanswered,unreconciled
+      SIGN_PASS=... evalkit report --run out/acme --questionnaire acme.yaml \\
+          --out acme.pdf --sign procurement.p12 --sign-passphrase-env SIGN_PASS
     """
     from pathlib import Path
 
     from evalkit.render.report import flagged, nothing_to_judge, parse_fail_on, render_report
 
     statuses = parse_fail_on(fail_on)  # a typo is exit 2 before any work
+    key = signing_key(sign)  # a missing key or passphrase is exit 2 before any work
     result = render_report(Path(run_dir) if run_dir else None,
                            Path(questionnaire_file) if questionnaire_file else None,
-                           Path(out_pdf), html=html, tolerances=tolerances_file)
+                           Path(out_pdf), html=html, tolerances=tolerances_file, signing=key)
     for path in (result.pdf, result.scorecard_json, result.html):
         if path is not None:
             click.echo(str(path))
     for note in result.notes:  # what reading the run directory repaired (also on page one)
         click.echo(f"note: {note}", err=True)
+    if result.signed_by:
+        click.echo(f"signed by {result.signed_by}")
     card = result.scorecard
     ready = (card.get("verdict") or {}).get("streaming_ready")
     counts = Counter(q.get("status") for q in (card.get("questions") or {}).values())
@@ -205,9 +217,11 @@ _add_serve_reference()
 @click.option("--same-vendor", metavar="NAME",
               help="Treat all the given runs as one vendor named NAME (an endpoint that "
                    "moved, runs with neither questionnaire nor vendor label).")
+@signing_options
 @user_errors
 def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
-            tolerances_file: str | None, fail_on: str | None, same_vendor: str | None) -> None:
+            tolerances_file: str | None, fail_on: str | None, same_vendor: str | None,
+            **sign: Any) -> None:
     """Compare vendors side by side, or one vendor across quarters.
 
     Each RUN_DIR is a directory written by `evalkit probe`; add `=QUESTIONNAIRE.yaml`
@@ -221,7 +235,7 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     same prompt/output lengths and levels): the report lists what it left out and why.
     Vendors head the columns; a star marks a row's best value only where it is earned
     (values that compare, from a streaming-ready run, never a peak above the run's own
-    sustained level).
+    sustained level). --sign signs the comparison as `report --sign` does.
 
     With --fail-on regression: exit 1 on a regression; exit 2 when no two runs are of one
     vendor, or no vendor has two runs with a comparable key figure (nothing was judged,
@@ -240,9 +254,10 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     from evalkit.render.comparison import CompareInput, render_comparison
 
     inputs = [CompareInput.parse(text) for text in runs]
+    key = signing_key(sign)
     result = render_comparison(inputs, Path(out_pdf), tolerance=tolerance,
                                tolerances=tolerances_file, html=html, same_vendor=same_vendor,
-                               require_trend=fail_on == "regression")
+                               require_trend=fail_on == "regression", signing=key)
     click.echo(f"wrote {result.pdf}")
     click.echo(f"wrote {result.json}")
     for note in result.notes:  # what reading the run directories repaired (also in the PDF)

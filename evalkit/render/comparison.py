@@ -38,7 +38,8 @@ from evalkit.render.charts.kit import (
     to_svg,
 )
 from evalkit.render.pagetext import claim_text, fit_badge
-from evalkit.render.pdf import clip, render_html, render_pdf, sha256
+from evalkit.render.pdf import clip, render_html, render_pdf_box, sha256
+from evalkit.render.sign import SigningKey, box_context, sign_pdf
 from evalkit.review.compare import (
     DEFAULT_REGRESSION_TOLERANCE,
     Comparison,
@@ -437,8 +438,8 @@ def require_judged_trend(cmp: Comparison, inputs: Sequence[CompareInput]) -> Non
 def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
                       tolerance: float = DEFAULT_REGRESSION_TOLERANCE,
                       tolerances: Any = None, html: bool = False,
-                      same_vendor: str | None = None,
-                      require_trend: bool = False) -> CompareResult:
+                      same_vendor: str | None = None, require_trend: bool = False,
+                      signing: SigningKey | None = None) -> CompareResult:
     """Compare runs and write `out_pdf` with `out_pdf.json` beside it (and HTML if asked).
 
     `same_vendor` names all runs as one vendor (`compare --same-vendor`). With
@@ -476,7 +477,7 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
             if name in run.raw:
                 attachments[f"{prefix}-{name}"] = run.raw[name]
     hashes = {name: sha256(blob) for name, blob in attachments.items()}
-    context = {**build_context(cmp, inputs, hashes),
+    context = {**build_context(cmp, inputs, hashes), **box_context(signing),
                "input_notes": [clip(n, 800) for n in notes]}
     html_text = render_html(context, "compare.html.j2")
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
@@ -484,5 +485,6 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
     json_path.write_bytes(data)
     if html:
         out_pdf.with_suffix(".html").write_text(html_text, encoding="utf-8")
-    out_pdf.write_bytes(render_pdf(html_text, attachments))
+    pdf, box = render_pdf_box(html_text, attachments)
+    out_pdf.write_bytes(sign_pdf(pdf, signing, box) if signing else pdf)
     return CompareResult(out_pdf, json_path, cmp, tuple(notes))

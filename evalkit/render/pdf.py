@@ -131,17 +131,44 @@ def render_pdf(html: str, attachments: Mapping[str, bytes],
     The document's title, author, subject and keywords come from the HTML head (<title>,
     <meta name="author|description|keywords">), written by the template.
     """
+    return render_pdf_box(html, attachments, fetcher)[0]
+
+
+#: the page-one element a signature's visible block is drawn into (templates/*.j2), and
+#: its size in mm: the template reserves the box, the signer fills it
+SIGNATURE_ANCHOR = "signature-box"
+SIGNATURE_BOX_MM = (70.0, 13.0)
+_PT_PER_PX = 0.75  # CSS px are 1/96 in, PDF points 1/72 in
+
+
+def render_pdf_box(html: str, attachments: Mapping[str, bytes],
+                   fetcher: AssetFetcher | None = None
+                   ) -> tuple[bytes, tuple[float, float, float, float] | None]:
+    """`render_pdf`, and where page one's reserved signature box is, as a PDF rectangle
+    (x1, y1, x2, y2 in points from the bottom left), or None when the page has none."""
     from weasyprint import HTML, Attachment
 
     fetcher = fetcher or AssetFetcher()
     doc = HTML(string=html, base_url=TEMPLATES_DIR.as_uri() + "/", url_fetcher=fetcher)
+    # PDF/A-3 says how each file relates to the document: the evidence is the Data the
+    # page was drawn from, the manifest a Supplement describing it
     files = [Attachment(string=data, name=name, url_fetcher=fetcher,
-                        description=f"sha256 {sha256(data)}")
+                        description=f"sha256 {sha256(data)}",
+                        relationship="Supplement" if name == "manifest.json" else "Data")
              for name, data in attachments.items()]
     # PDF/A-3b: the ISO archive format that allows the embedded evidence, fit to file with a
     # contract; tagged, so the document's structure survives for readers and checkers
-    pdf: bytes = doc.write_pdf(attachments=files, pdf_variant="pdf/a-3b", pdf_tags=True)
-    return pdf
+    options: dict[str, Any] = {"attachments": files, "pdf_variant": "pdf/a-3b",
+                               "pdf_tags": True}
+    rendered = doc.render(**options)
+    box = None
+    page = rendered.pages[0] if rendered.pages else None
+    if page is not None and SIGNATURE_ANCHOR in page.anchors:
+        x1, y1, x2, y2 = page.anchors[SIGNATURE_ANCHOR]  # CSS px from the top left
+        box = (x1 * _PT_PER_PX, (page.height - y2) * _PT_PER_PX,
+               x2 * _PT_PER_PX, (page.height - y1) * _PT_PER_PX)
+    pdf: bytes = rendered.write_pdf(**options)
+    return pdf, box
 
 
 def sha256(data: bytes) -> str:

@@ -5,8 +5,9 @@
     render_html / render_pdf                    evalkit.render.pdf: escaped HTML, PDF/A-3b
 
 Vendor text is untrusted: it is only ever escaped text (see evalkit.render.pdf). The PDF
-carries run.json, summary.json, scorecard.json and the questionnaire as attachments,
-the very bytes that were judged, and prints their SHA-256, so a reviewer can check the
+carries run.json, summary.json, scorecard.json, the questionnaire and the records
+(requests.jsonl.gz) as attachments, the very bytes that were judged, with a manifest
+(`evalkit.render.evidence`), and prints their SHA-256, so a reviewer can check the
 PDF against its data. The page reads the typed `Scorecard` (evalkit.review.scorecard),
 so a renamed field is a type error, not a blank; a scorecard.json dict given instead is
 read back once, by `Scorecard.from_json`. Numbers are formatted by evalkit.fmt, field
@@ -41,6 +42,7 @@ from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
 from evalkit.render.costtext import cost_context, cost_line
+from evalkit.render.evidence import evidence_files
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
@@ -64,11 +66,12 @@ from evalkit.render.pdf import (
     AssetFetcher,
     clip,
     render_html,
-    render_pdf,
+    render_pdf_box,
     sha256,
 )
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
 from evalkit.render.ratelimits import rate_limits_text
+from evalkit.render.sign import SigningKey, box_context, sign_pdf
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.review.scorecard import QuestionCard, Scorecard, as_scorecard
@@ -95,6 +98,8 @@ class ReportResult:
     refused: tuple[str, ...]
     #: what reading the run directory found and repaired, one sentence each
     notes: tuple[str, ...] = ()
+    #: the signer's subject, when the PDF was signed
+    signed_by: str | None = None
 
 
 # --------------------------------------------------------------------------- input
@@ -238,8 +243,9 @@ def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
 
 
 def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
-                  evidence: Mapping[str, str]) -> dict[str, Any]:
-    """Everything the template shows, as plain strings and lists (no I/O)."""
+                  evidence: Mapping[str, str], charts: bool = True) -> dict[str, Any]:
+    """Everything the template shows, as plain strings and lists (no I/O); without
+    `charts` (what `verify` reads of the page) none is drawn, the costly part."""
     card = as_scorecard(scorecard)
     run_doc = run.run if run else {}
     summary = run.summary if run else None
@@ -333,7 +339,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "rate_limits": rate_limits,
         "use_cases": use_cases,
         "key_figures": figures,
-        "charts": chart_svgs(card, summary, digest, slo_limits(card)),
+        "charts": chart_svgs(card, summary, digest, slo_limits(card)) if charts else [],
         **_cost_section(card),
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
@@ -393,19 +399,27 @@ def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
 
 def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                     questionnaire: tuple[str, bytes] | None, out_pdf: Path,
-                    html: bool = False) -> ReportResult:
+                    html: bool = False, signing: SigningKey | None = None,
+                    source_name: str | None = None) -> ReportResult:
     """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard
-    (a scorecard.json dict given instead is written as it is, and read back for the page)."""
+    (a scorecard.json dict given instead is written as it is, and read back for the page).
+
+    The PDF attaches the evidence and its manifest (`evalkit.render.evidence`); with
+    `signing` it is signed (`evalkit.render.sign`) before anything is written.
+    """
     doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
-    attachments: dict[str, bytes] = dict(run.raw) if run else {}
     sc_bytes = scorecard_bytes(doc)
-    attachments["scorecard.json"] = sc_bytes
-    if questionnaire:
-        attachments[questionnaire[0]] = questionnaire[1]
-    evidence = {name: sha256(data) for name, data in attachments.items()}
-    text = render_html(build_context(scorecard, run, evidence))
+    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name)
+    evidence = {name: sha256(data) for name, data in files.files.items()}
+    context = {**build_context(scorecard, run, evidence), **box_context(signing)}
+    if files.records_note:  # page one says where the records live
+        context["notices"] = [*context["notices"], files.records_note]
+    context["records_attached"] = (files.manifest["records"] or {}).get("attached_as")
+    text = render_html(context)
     fetcher = AssetFetcher()
-    pdf = render_pdf(text, attachments, fetcher)
+    pdf, box = render_pdf_box(text, files.files, fetcher)
+    if signing is not None:
+        pdf = sign_pdf(pdf, signing, box)
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     out_pdf.write_bytes(pdf)
     json_path = out_pdf.with_suffix(".json")
@@ -415,11 +429,13 @@ def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None
         html_path = out_pdf.with_suffix(".html")
         html_path.write_text(text, encoding="utf-8")
     return ReportResult(out_pdf, json_path, html_path, doc, evidence,
-                        tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else ())
+                        tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else (),
+                        signing.subject if signing else None)
 
 
 def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf: Path,
-                  html: bool = False, tolerances: Any = None) -> ReportResult:
+                  html: bool = False, tolerances: Any = None,
+                  signing: SigningKey | None = None) -> ReportResult:
     """The whole report: read the inputs, reconcile them, write PDF + FILE.json (+ HTML).
 
     Either input may be omitted (a claims-only or a measurement-only review), not both.
@@ -442,11 +458,12 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
     done = review(Path(run_dir) if run_dir is not None else None,
                   Path(questionnaire_path) if questionnaire_path is not None else None,
                   tolerances)
-    return write_review(done, out_pdf, html)
+    return write_review(done, out_pdf, html, signing)
 
 
-def write_review(done: Review, out_pdf: Path, html: bool = False) -> ReportResult:
+def write_review(done: Review, out_pdf: Path, html: bool = False,
+                 signing: SigningKey | None = None) -> ReportResult:
     """Write a review's PDF and FILE.json, attaching the inputs' bytes as they were read."""
     q = done.questionnaire
     return write_scorecard(done.card, done.run, (q.name, q.data) if q else None,
-                           out_pdf, html)
+                           out_pdf, html, signing, q.path.name if q else None)

@@ -59,6 +59,10 @@ class RunDir:
     #: requests.jsonl checked as evidence (`evalkit.rundir.evidence`): what it found was
     #: kept out of the figures and degrades the run (None: built by hand)
     evidence: RecordCheck | None = None
+    #: requests.jsonl as read, and how many of its bytes were (the digest's): the report
+    #: attaches exactly those bytes, compressed (`evalkit.render.evidence`)
+    requests_path: Path | None = None
+    requests_bytes: int = 0
 
     @functools.cached_property
     def stats(self) -> RecordDigest:
@@ -149,4 +153,5 @@ def open_run(run_dir: Path) -> RunDir:
         else RecordFile(req_file, digest.n, scan.bytes, run))
     return RunDir(run, summary, held, raw, scan.sha256 if req_file else None, digest,
                   tuple(clean(n, 800) for n in notes),
-                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed, evidence)
+                  checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed, evidence,
+                  requests_path=req_file, requests_bytes=scan.bytes)

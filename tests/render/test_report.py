@@ -7,6 +7,7 @@ to the SPEC's `evalkit.scorecard/1` contract with one question in each status.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.server
 import json
@@ -247,10 +248,22 @@ class TestChartsAndAppendix:
 class TestEvidence:
     def test_attachments_are_the_files_and_hashes_printed(
             self, rendered: Rendered) -> None:
-        """Each attachment equals its source bytes, and its SHA-256 is printed in the PDF."""
+        """Each attachment equals its source bytes, and its SHA-256 is printed in the PDF;
+        the records are attached as the gzip of requests.jsonl's exact bytes, and the
+        manifest names every other attachment."""
         res, reader = rendered
         atts = {name: data[0] for name, data in reader.attachments.items()}
-        assert sorted(atts) == ["questionnaire.yaml", "run.json", "scorecard.json", "summary.json"]
+        assert sorted(atts) == ["manifest.json", "questionnaire.yaml", "requests.jsonl.gz",
+                                "run.json", "scorecard.json", "summary.json"]
+        assert gzip.decompress(atts["requests.jsonl.gz"]) == \
+            (RUN_DIR / "requests.jsonl").read_bytes()
+        assert atts["requests.jsonl.gz"][4:8] == b"\0\0\0\0"  # mtime 0: deterministic
+        manifest = json.loads(atts["manifest.json"])
+        assert manifest["files"] == {
+            name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                   "what": manifest["files"][name]["what"]}
+            for name, data in atts.items() if name != "manifest.json"}
+        assert manifest["records"]["attached_as"] == "requests.jsonl.gz"
         assert atts["run.json"] == (RUN_DIR / "run.json").read_bytes()
         assert atts["summary.json"] == (RUN_DIR / "summary.json").read_bytes()
         assert atts["questionnaire.yaml"] == QUESTIONNAIRE[1]
@@ -261,7 +274,8 @@ class TestEvidence:
             assert res.sha256[name] == digest
             assert digest in text, name
         jsonl = hashlib.sha256((RUN_DIR / "requests.jsonl").read_bytes()).hexdigest()
-        assert jsonl in text  # not attached, but checkable against the run directory
+        assert jsonl in text  # the records' own digest, as the manifest names it
+        assert manifest["records"]["sha256"] == jsonl
 
     def test_scorecard_json_beside_pdf(
             self, rendered: Rendered) -> None:

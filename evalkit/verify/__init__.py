@@ -1,0 +1,8 @@
+"""Stage 6, verification: a scorecard PDF checked against the evidence it carries.
+
+`evalkit verify SCORECARD.pdf` reads the PDF's attachments and signatures, re-derives the
+summary from the attached records (`evalkit.rundir`), judges the questionnaire again
+(`evalkit.review`), and compares the result with the attached scorecard.json and the
+page's text (the pure comparison is `evalkit.review.recheck`). It comes after render: it
+reads what render wrote, and no earlier stage imports it.
+"""
