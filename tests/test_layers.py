@@ -13,17 +13,20 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "evalkit"
 
 #: what each stage may not import (a later stage, or an edge that would make it impure)
+#: the catalog is an edge like rundir (SQLite, files): it indexes runs, may start a panel
+#: sample (probe) and pool it (analysis), and only the CLI reads it into a review or a PDF
 FORBIDDEN = {
     "analysis": {"probe", "rundir", "review", "render", "questionnaire", "cli", "demo",
-                 "reference"},
+                 "reference", "catalog"},
     "questionnaire": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",
-                      "reference"},
-    "rundir": {"probe", "review", "render", "cli", "demo", "reference"},
-    "review": {"probe", "render", "cli", "demo", "reference"},
-    "render": {"probe", "cli", "demo", "reference"},
-    "probe": {"review", "render", "cli", "demo"},
+                      "reference", "catalog"},
+    "rundir": {"probe", "review", "render", "cli", "demo", "reference", "catalog"},
+    "review": {"probe", "render", "cli", "demo", "reference", "catalog"},
+    "render": {"probe", "cli", "demo", "reference", "catalog"},
+    "probe": {"review", "render", "cli", "demo", "catalog"},
     "reference": {"probe", "rundir", "analysis", "questionnaire", "review", "render", "cli",
-                  "demo"},
+                  "demo", "catalog"},
+    "catalog": {"review", "render", "cli", "demo", "reference"},
 }
 
 

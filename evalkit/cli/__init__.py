@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from typing import Any
 
 import click
 
 from evalkit import __version__
-from evalkit.cli.options import user_errors
-from evalkit.cli.probe import probe
+from evalkit.cli.catalog import runs
+from evalkit.cli.options import catalog_option, user_errors
+from evalkit.cli.probe import probe, register_run
 from evalkit.errors import UsageError
 
 
@@ -72,6 +74,7 @@ def demo(out_dir: str, quiet: bool) -> None:
 
 
 cli.add_command(probe)
+cli.add_command(runs)
 
 
 @cli.command()
@@ -88,9 +91,10 @@ cli.add_command(probe)
                    "judge (an invalid run, no questionnaire).")
 @click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False),
               help="YAML/JSON file overriding default tolerances and SLO profiles.")
+@catalog_option
 @user_errors
 def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, html: bool,
-           fail_on: str | None, tolerances_file: str | None) -> None:
+           fail_on: str | None, tolerances_file: str | None, catalog: str | None) -> None:
     """Reconcile a run with a questionnaire in a PDF scorecard (+ FILE.json beside it).
 
     The PDF embeds run.json, summary.json, scorecard.json and the questionnaire and
@@ -112,6 +116,7 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     for path in (result.pdf, result.scorecard_json, result.html):
         if path is not None:
             click.echo(str(path))
+    _register_report(result, run_dir, catalog)
     for note in result.notes:  # what reading the run directory repaired (also on page one)
         click.echo(f"note: {note}", err=True)
     card = result.scorecard
@@ -128,6 +133,18 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
         qs = result.scorecard["questions"]
         click.echo("flagged: " + ", ".join(f"{q} {qs[q]['status']}" for q in hits), err=True)
         sys.exit(1)
+
+
+def _register_report(result: Any, run_dir: str | None, catalog: str | None) -> None:
+    """Index a written scorecard in the catalog (a problem there is only a warning)."""
+    from pathlib import Path
+
+    from evalkit.catalog.entries import register_quietly, report_entry
+    from evalkit.catalog.store import now_iso
+
+    register_quietly(catalog, lambda: report_entry(
+        Path(result.pdf), result.scorecard, Path(run_dir) if run_dir else None, now_iso()),
+        lambda m: click.echo(m, err=True))
 
 
 @cli.group()
@@ -260,8 +277,9 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="New run directory to write (run.json, requests.jsonl, summary.json).")
 @click.option("--force", is_flag=True, help="Replace OUT if it already holds a run directory.")
+@catalog_option
 @user_errors
-def import_cmd(tool: str, path: str, out_dir: str, force: bool) -> None:
+def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | None) -> None:
     """Turn a peer tool's results into a run directory that `report` and `compare` read.
 
     PATH is AIPerf's artifact directory (`aiperf profile --artifact-dir DIR`: its
@@ -294,6 +312,7 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool) -> None:
                f"(levels {levels}) into {out_dir}")
     for note in imp.notes:
         click.echo(f"note: {note}", err=True)
+    register_run(Path(out_dir), "import", catalog)
     click.echo(f"next: evalkit report --run {out_dir} --out {out_dir.rstrip('/')}.pdf")
 
 

@@ -4,10 +4,17 @@ directory as it is measured."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from evalkit.cli.options import parse_extra_body, parse_header, parse_int_list, user_errors
+from evalkit.cli.options import (
+    catalog_option,
+    parse_extra_body,
+    parse_header,
+    parse_int_list,
+    user_errors,
+)
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 
@@ -103,6 +110,7 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
               help="The User-Agent sent (default: the HTTP library's own, python-httpx/..., "
                    "as much customer code sends; nothing names evalkit).")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
+@catalog_option
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
@@ -113,7 +121,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           ray_workers: int | None, questionnaire_file: str | None,
           budget_requests: int | None, interval_points: float | None, dry_run: bool,
           vendor: str | None, force_length: bool, tag_requests: bool,
-          user_agent: str | None, quiet: bool) -> None:
+          user_agent: str | None, quiet: bool, catalog: str | None) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -160,8 +168,6 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
       evalkit probe --base-url https://api.example.com/v1 --model my-model \\
           --out runs/big --levels 256,512,1024 --ray auto     # or --ray ray://head:10001
     """
-    from pathlib import Path
-
     from evalkit.probe.plan import describe
     from evalkit.probe.progress import LiveProgress, summary_lines
     from evalkit.probe.settings import ProbeConfig
@@ -218,6 +224,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     finally:
         if progress is not None:
             progress.close()  # restore the terminal even when the probe fails early
+        register_run(Path(out_dir), "probe", catalog)
     for line in summary_lines(result.summary):
         click.echo(line)
     # how the run ended and what it is worth, side by side: a run that finished is not a
@@ -228,6 +235,19 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
                    "see the reasons above", err=True)
         sys.exit(2)
+
+
+def register_run(out_dir: Path, kind: str, catalog: str | None,
+                 vendor: str | None = None) -> int | None:
+    """Index a run directory that was written (however its run ended) in the catalog; a
+    catalog problem is a warning on stderr, never the command's failure."""
+    from evalkit.catalog.entries import register_quietly, run_entry
+    from evalkit.rundir.store import RUN_FILE
+
+    if not (out_dir / RUN_FILE).is_file():  # stopped before the run directory existed
+        return None
+    return register_quietly(catalog, lambda: run_entry(out_dir, kind, vendor),
+                            lambda m: click.echo(m, err=True))
 
 
 def _interval_width(points: float | None) -> float | None:
