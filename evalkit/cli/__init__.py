@@ -16,6 +16,7 @@ import click
 from evalkit import __version__
 from evalkit.cli.catalog import runs
 from evalkit.cli.options import catalog_option, user_errors
+from evalkit.cli.panel import panel
 from evalkit.cli.probe import probe, register_run
 from evalkit.errors import UsageError
 
@@ -75,6 +76,7 @@ def demo(out_dir: str, quiet: bool) -> None:
 
 cli.add_command(probe)
 cli.add_command(runs)
+cli.add_command(panel)
 
 
 @cli.command()
