@@ -109,12 +109,14 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     """
     from pathlib import Path
 
+    from evalkit.cli.catalog import panel_finder
     from evalkit.render.report import flagged, nothing_to_judge, parse_fail_on, render_report
 
     statuses = parse_fail_on(fail_on)  # a typo is exit 2 before any work
     result = render_report(Path(run_dir) if run_dir else None,
                            Path(questionnaire_file) if questionnaire_file else None,
-                           Path(out_pdf), html=html, tolerances=tolerances_file)
+                           Path(out_pdf), html=html, tolerances=tolerances_file,
+                           panel=panel_finder(catalog, lambda m: click.echo(m, err=True)))
     for path in (result.pdf, result.scorecard_json, result.html):
         if path is not None:
             click.echo(str(path))

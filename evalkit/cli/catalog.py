@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalkit.cli.options import catalog_option, user_errors
 from evalkit.errors import UsageError
 from evalkit.sanitize import clean
+
+if TYPE_CHECKING:
+    from evalkit.questionnaire.model import Questionnaire
+    from evalkit.review.panel import OurPanel
 
 
 def parse_since(text: str | None) -> str | None:
@@ -129,3 +135,44 @@ def runs_show(ctx: click.Context, run_id: int, as_json: bool, catalog: str | Non
                 click.echo(f"  {clean(str(k), 80)}: {clean(json.dumps(v), 300)}")
         else:
             click.echo(f"{key}: {clean(str(value), 400) if value is not None else '-'}")
+
+
+def panel_finder(catalog: str | None, warn: Callable[[str], None]
+                 ) -> Callable[[Questionnaire], OurPanel | None]:
+    """For `report`: our own panel of a questionnaire's vendor and model over Q6's window
+    (its dates, both days whole, UTC), else the last 7 days. A catalog that does not exist
+    yet is a panel of no samples (the scorecard says how to start one); one that cannot
+    be read is a warning and no panel."""
+
+    def find(q: Questionnaire) -> OurPanel | None:
+        from datetime import time, timedelta
+
+        from evalkit.catalog.panel import DEFAULT_WINDOW, read_panel
+        from evalkit.errors import EvalkitError
+        from evalkit.questionnaire.dates import window_days
+        from evalkit.review.panel import OurPanel
+
+        if not q.vendor:
+            return None
+        dist = q.q6.output_tokens_per_s
+        days = window_days(q.q6.window or (dist.window if dist else None))
+        if days is not None:
+            start = datetime.combine(days[0], time(), UTC)
+            end = datetime.combine(days[1] + timedelta(days=1), time(), UTC)
+        else:
+            end = datetime.now(UTC)
+            start = end - DEFAULT_WINDOW
+        try:
+            doc = read_panel(q.vendor, q.model, end - start, end, catalog)
+        except UsageError as exc:
+            if "no catalog at" not in str(exc):
+                warn(f"warning: our own panel not read: {exc}")
+                return None
+            doc = {"window": {"start": start.isoformat(timespec="seconds"),
+                              "end": end.isoformat(timespec="seconds")}, "samples": 0}
+        except (EvalkitError, OSError, sqlite3.Error) as exc:
+            warn(f"warning: our own panel not read ({type(exc).__name__}: {exc})")
+            return None
+        return OurPanel.from_panel(doc)
+
+    return find

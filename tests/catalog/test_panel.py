@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from evalkit.catalog.panel import parse_span, read_panel
 from evalkit.catalog.store import Catalog, Entry
 from evalkit.cli import cli
 from evalkit.errors import UsageError
+from evalkit.fmt import fmt_tokens_per_s, number
 from evalkit.rundir.store import read_records
 from tests.catalog.conftest import Panel
 
@@ -87,3 +89,65 @@ def test_spans() -> None:
     assert parse_span("1w").days == 7
     with pytest.raises(UsageError):
         parse_span("soon")
+
+
+def _questionnaire(path: Path, p50: float) -> Path:
+    today = datetime.now(UTC).date().isoformat()
+    path.write_text(f"""schema: evalkit.questionnaire/1
+vendor: X
+model: evalkit-reference
+date: {today}
+Q6:
+  output_tokens_per_s:
+    p50: {p50:.1f}
+  window: {today} to {today}
+  source: production
+""")
+    return path
+
+
+@pytest.mark.slow
+def test_the_scorecard_sets_our_panel_beside_the_vendors(panel: Panel, tmp_path: Path) -> None:
+    """A vendor panel that agrees with ours (its median at ours) is verified by our panel
+    alone (no run given); one at 3× ours is unreconciled, the reason giving both. The
+    tiny panel's interval is wide (tens of requests, a loaded machine), so the agreeing
+    case is judged with a wide band (throughput_rel 0.9), the other with the default."""
+    ours = read_panel("X", "evalkit-reference", parse_span("1d"), catalog=panel.catalog)
+    mine = ours["stream_tokens_per_s"]["p50"]
+    wide = tmp_path / "wide.yaml"
+    wide.write_text("throughput_rel: 0.9\n")
+    for p50, status, tol in ((mine, "ok", ["--tolerances", str(wide)]),
+                             (3 * mine, "unreconciled", [])):
+        pdf = tmp_path / f"x-{status}.pdf"
+        r = CliRunner().invoke(cli, ["report", "--questionnaire",
+                                     str(_questionnaire(tmp_path / f"{status}.yaml", p50)),
+                                     "--out", str(pdf), "--catalog", str(panel.catalog), *tol])
+        assert r.exit_code == 0, r.output
+        q6 = json.loads(pdf.with_suffix(".json").read_text())["questions"]["Q6"]
+        assert q6["status"] == status, q6["reason"]
+        assert q6["claimed"]["output_tokens_per_s"]["p50"] == pytest.approx(p50, abs=0.05)
+        measured = q6["measured"]["our_panel"]
+        assert measured["samples"] == 3 and measured["pooled"] == 3
+        assert measured["stream_tokens_per_s"]["p50"] == pytest.approx(mine)
+        assert "our own panel (3 of 3 samples pooled" in q6["reason"]
+        if status == "unreconciled":
+            # both figures: the vendor's median and ours
+            assert f"the panel's median {number(round(p50, 1))} tokens/s is 3.0× above the " \
+                   f"{fmt_tokens_per_s(mine)} per stream (p50) of our own panel" in q6["reason"]
+        import pypdf
+
+        text = " ".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
+        assert "our own panel" in text
+
+
+def test_without_samples_the_scorecard_says_how_to_start_a_panel(tmp_path: Path) -> None:
+    pdf = tmp_path / "x.pdf"
+    r = CliRunner().invoke(cli, ["report", "--questionnaire",
+                                 str(_questionnaire(tmp_path / "q.yaml", 50.0)),
+                                 "--out", str(pdf), "--catalog", str(tmp_path / "none.sqlite")])
+    assert r.exit_code == 0, r.output
+    q6 = json.loads(pdf.with_suffix(".json").read_text())["questions"]["Q6"]
+    assert q6["status"] == "unverified"
+    assert "Our own panel: the catalog holds no sample of ours" in q6["reason"]
+    assert "evalkit panel sample --base-url URL --model evalkit-reference --vendor" in (
+        q6["reason"])
