@@ -210,7 +210,7 @@ _add_serve_reference()
 
 
 @cli.command()
-@click.argument("runs", nargs=-1, required=True, metavar="RUN_DIR[=QUESTIONNAIRE]...")
+@click.argument("runs", nargs=-1, metavar="RUN_DIR[=QUESTIONNAIRE]...")
 @click.option("--out", "out_pdf", required=True, type=click.Path(dir_okay=False),
               help="The comparison PDF; FILE.json is written beside it.")
 @click.option("--html", is_flag=True, help="Also write FILE.html.")
@@ -225,9 +225,18 @@ _add_serve_reference()
 @click.option("--same-vendor", metavar="NAME",
               help="Treat all the given runs as one vendor named NAME (an endpoint that "
                    "moved, runs with neither questionnaire nor vendor label).")
+@click.option("--vendor", "catalog_vendor", metavar="NAME",
+              help="Without RUN_DIRs: compare this vendor's evaluations (probes and imports) "
+                   "from the catalog, oldest first; with one RUN_DIR and --fail-on regression: "
+                   "the vendor whose last valid evaluation it is held against.")
+@click.option("--model", "catalog_model", help="With --vendor: only this model's runs.")
+@click.option("--since", metavar="DATE", help="With --vendor: only runs started since DATE.")
+@catalog_option
 @user_errors
 def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
-            tolerances_file: str | None, fail_on: str | None, same_vendor: str | None) -> None:
+            tolerances_file: str | None, fail_on: str | None, same_vendor: str | None,
+            catalog_vendor: str | None, catalog_model: str | None, since: str | None,
+            catalog: str | None) -> None:
     """Compare vendors side by side, or one vendor across quarters.
 
     Each RUN_DIR is a directory written by `evalkit probe`; add `=QUESTIONNAIRE.yaml`
@@ -247,6 +256,11 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     vendor, or no vendor has two runs with a comparable key figure (nothing was judged,
     so nothing could fail); vendors that were not judged are named.
 
+    From the catalog: with no RUN_DIR, --vendor NAME [--model M] [--since DATE] compares
+    that vendor's evaluations (missing or edited ones are named and left out). With one
+    RUN_DIR and --fail-on regression, the run is held against the last valid evaluation
+    of its vendor and model before it; when the catalog has none, exit 2.
+
     \b
     Examples:
       evalkit compare out/a/run=q/a.yaml out/b/run=q/b.yaml --out vendors.pdf
@@ -254,12 +268,16 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
           --fail-on regression
       evalkit compare runs/2026Q2 runs/2026Q3 --same-vendor Acme --out trend.pdf \\
           --fail-on regression
+      evalkit compare --vendor Acme --since 2026-01-01 --out acme-drift.pdf
+      evalkit compare runs/2026Q4 --fail-on regression --out gate.pdf   # vs the last valid
     """
     from pathlib import Path
 
     from evalkit.render.comparison import CompareInput, render_comparison
 
     inputs = [CompareInput.parse(text) for text in runs]
+    inputs, same_vendor = _from_catalog(inputs, catalog_vendor, catalog_model, since,
+                                        same_vendor, fail_on == "regression", catalog)
     result = render_comparison(inputs, Path(out_pdf), tolerance=tolerance,
                                tolerances=tolerances_file, html=html, same_vendor=same_vendor,
                                require_trend=fail_on == "regression")
@@ -273,6 +291,55 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
         click.echo(f"regression: {regression.target}: {regression.sentence}")
     if fail_on == "regression" and result.comparison.regressions:
         sys.exit(1)
+
+
+def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
+                  since: str | None, same_vendor: str | None, gate: bool,
+                  catalog: str | None) -> tuple[list[Any], str | None]:
+    """The runs `compare` reads when the catalog picks them: a vendor's evaluations, or
+    the last valid one before a single run under a regression gate."""
+    from pathlib import Path
+
+    from evalkit.catalog.pick import last_valid, run_identity, vendor_runs
+    from evalkit.cli.catalog import parse_since
+    from evalkit.render.comparison import CompareInput
+
+    if not inputs:
+        if vendor is None:
+            raise UsageError("give the run directories to compare, or --vendor NAME to "
+                             "compare that vendor's evaluations from the catalog")
+        paths, left = vendor_runs(vendor, model, parse_since(since), catalog)
+        for note in left:
+            click.echo(f"note: {note}", err=True)
+        if not paths:
+            raise UsageError(f"the catalog holds no evaluation of {vendor!r}"
+                             + (f" ({model})" if model else "") + " to compare"
+                             + (" (some were left out, above)" if left else ""))
+        click.echo(f"from the catalog: {len(paths)} run(s) of {vendor}")
+        return [CompareInput(p) for p in paths], same_vendor or vendor
+    if not (gate and len(inputs) == 1):
+        return inputs, same_vendor
+    only = inputs[0]
+    me = run_identity(only.run_dir)
+    name = same_vendor or vendor
+    if name is None and only.questionnaire is not None:
+        from evalkit.questionnaire.load import load_questionnaire
+
+        name = load_questionnaire(only.questionnaire).vendor
+    name = name or me["vendor"]
+    if name is None:
+        raise UsageError(f"--fail-on regression with one run: {only.run_dir} names no vendor "
+                         "(probe --vendor NAME, a questionnaire, or --vendor NAME here), so "
+                         "its last evaluation cannot be found")
+    last = last_valid(Path(only.run_dir), name, model or me["model"], catalog)
+    if last is None:
+        raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
+                         f"evaluation of {name!r} ({model or me['model']}) to hold "
+                         f"{only.run_dir} against, so no regression could be found or ruled "
+                         "out")
+    click.echo(f"against the last valid evaluation of {name}: catalog entry {last.id}, "
+               f"{last.entry.started}, {last.entry.path}")
+    return [CompareInput(Path(last.entry.path)), only], name
 
 
 @cli.command("import")
