@@ -38,7 +38,7 @@ from evalkit.render.charts.kit import (
     to_svg,
 )
 from evalkit.render.pagetext import claim_text, fit_badge
-from evalkit.render.pdf import clip, render_html, render_pdf, sha256
+from evalkit.render.pdf import clip, render_html, sha256, write_document
 from evalkit.review.compare import (
     DEFAULT_REGRESSION_TOLERANCE,
     Comparison,
@@ -479,10 +479,5 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
     context = {**build_context(cmp, inputs, hashes),
                "input_notes": [clip(n, 800) for n in notes]}
     html_text = render_html(context, "compare.html.j2")
-    out_pdf.parent.mkdir(parents=True, exist_ok=True)
-    json_path = out_pdf.with_suffix(".json")
-    json_path.write_bytes(data)
-    if html:
-        out_pdf.with_suffix(".html").write_text(html_text, encoding="utf-8")
-    out_pdf.write_bytes(render_pdf(html_text, attachments))
+    json_path = write_document(out_pdf, data, html_text, attachments, html)
     return CompareResult(out_pdf, json_path, cmp, tuple(notes))

@@ -27,7 +27,7 @@ from evalkit.render.charts.kit import (
     style,
     to_svg,
 )
-from evalkit.render.pdf import clip, render_html, render_pdf, sha256
+from evalkit.render.pdf import clip, render_html, sha256, write_document
 
 
 @dataclass(frozen=True)
@@ -170,10 +170,4 @@ def render_panel(doc: Mapping[str, Any], out_pdf: Path, html: bool = False) -> P
     attachments = {"panel.json": data}
     html_text = render_html(build_context(doc, {n: sha256(b) for n, b in attachments.items()}),
                             "panel.html.j2")
-    out_pdf.parent.mkdir(parents=True, exist_ok=True)
-    json_path = out_pdf.with_suffix(".json")
-    json_path.write_bytes(data)
-    if html:
-        out_pdf.with_suffix(".html").write_text(html_text, encoding="utf-8")
-    out_pdf.write_bytes(render_pdf(html_text, attachments))
-    return PanelResult(out_pdf, json_path)
+    return PanelResult(out_pdf, write_document(out_pdf, data, html_text, attachments, html))
