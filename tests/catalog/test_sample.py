@@ -68,3 +68,21 @@ def test_concurrent_samples_are_all_registered_within_their_budget(panel: Panel)
         assert {r.phase for r in recs} == {"connect", "baseline", "ramp"}
         assert {r.level for r in recs if r.phase == "ramp"} == {1}
     assert len(Catalog(panel.catalog).rows()) == 3
+
+
+def test_an_endpoint_that_is_down_is_a_registered_invalid_sample(tmp_path: Path) -> None:
+    """Port 9 of loopback refuses: the sample fails its connect gate (exit 2), and is
+    still registered (the panel's coverage counts it); --questionnaire gives the level."""
+    q = tmp_path / "q.yaml"
+    q.write_text("schema: evalkit.questionnaire/1\nvendor: X\nQ2: {at_concurrency: 16}\n")
+    out, catalog = tmp_path / "s", tmp_path / "c.sqlite"
+    r = CliRunner().invoke(cli, ["panel", "sample", "--base-url", "http://127.0.0.1:9/v1",
+                                 "--model", "m", "--vendor", "X", "--questionnaire", str(q),
+                                 "--out", str(out), "--catalog", str(catalog)])
+    assert r.exit_code == 2, r.output
+    assert "recorded and registered" in r.output
+    [row] = Catalog(catalog).rows(kind="panel")
+    assert (row.entry.vendor, row.entry.status, row.entry.validity) == ("X", "failed",
+                                                                       "invalid")
+    run = json.loads((out / "run.json").read_text())
+    assert run["settings"]["ramp"]["levels"] == [16]
