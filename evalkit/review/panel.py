@@ -247,7 +247,8 @@ def _with_ours(done: Judgement, panel: OurPanel | None, state: Decision | None, 
     if state is None:
         if panel is None:  # no catalog was read (a library call): nothing to say
             return done
-        return replace(done, reason=f"{done.reason} Our own panel: {why}; {hint}.")
+        return replace(done, reason=f"{done.reason} Our own panel: {why}"
+                       + (f"; {hint}." if not panel.pooled else "."))
     if state == "holds" and done.status == "unverified" and not headline_needed:
         run_alone = done.reason.removeprefix(agreed).lstrip(";, ")
         return replace(done, status="ok", reason=f"{agreed}; {why}. The run alone: {run_alone}")

@@ -68,3 +68,28 @@ def test_panel_json_is_read_defensively() -> None:
                              "concurrency": [1, "2"], "stream_tokens_per_s": {"p50": 3,
                                                                                "n": 4}})
     assert (p.samples, p.pooled, p.concurrency, p.stream_tokens_per_s.p50) == (0, 0, (1,), 3)
+
+
+def test_a_panel_without_a_median_rate_is_said_without_a_hint_to_start_one() -> None:
+    claim = CLAIM.replace("output_tokens_per_s: {p50: 170}", "latency_s: {p50: 1.3}")
+    j = reconcile(q(claim), None, None, None, ours(165.0, (160.0, 172.0))).judgements["Q6"]
+    assert j.status == "unverified"
+    assert "Our own panel: our own panel (8 of 8 samples pooled" in j.reason
+    assert "the vendor's panel gives no median rate." in j.reason
+    assert "panel sample" not in j.reason
+    assert j.measured is not None and "our_panel" in j.measured
+
+
+def test_a_run_that_refutes_the_panel_is_not_outvoted_by_ours() -> None:
+    """The vendor's median 500 tokens/s, our run 170 at the 16 streams sold: unreconciled,
+    even with a panel of ours at 500 beside it (fail closed; both are said)."""
+    from tests.review.helpers import PANEL_RUN, RUN
+
+    text = (f"model: {RUN.model}\nvendor: Acme\nQ2: {{at_concurrency: 16}}\n"
+            + CLAIM.split("\n", 2)[2].replace("170", "500"))
+    j = reconcile(q(text), PANEL_RUN, None, RUN, ours(500.0, (490.0, 510.0))).judgements["Q6"]
+    assert j.status == "unreconciled"
+    assert "the panel's median 500 tokens/s is 2.9× above the 170 tokens/s per stream (p50) " \
+           "we measured at 16 streams" in j.reason
+    assert "Against our own panel: the panel's median 500 tokens/s agrees with the 500 " \
+           "tokens/s per stream (p50) of our own panel" in j.reason
