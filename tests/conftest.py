@@ -20,6 +20,17 @@ import pytest
 from evalkit.reference.server import ReferenceServer
 
 
+@pytest.fixture(autouse=True)
+def _catalog_in_tmp(tmp_path_factory: pytest.TempPathFactory,
+                    monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's catalog is a temporary file: nothing the suite runs (a CLI probe, a
+    report, a subprocess that inherits the environment) writes to the user's data
+    directory."""
+    path = tmp_path_factory.mktemp("catalog") / "catalog.sqlite"
+    monkeypatch.setenv("EVALKIT_CATALOG", str(path))
+    return path
+
+
 @pytest.fixture
 def reference(tmp_path: Path) -> Iterator[Callable[..., ReferenceServer]]:
     """Factory: reference(profile="gpu", *, mode="subprocess", seed=0, **overrides)."""

@@ -13,19 +13,22 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "evalkit"
 
 #: what each stage may not import (a later stage, or an edge that would make it impure)
+#: the catalog is an edge like rundir (SQLite, files): it indexes runs, may start a panel
+#: sample (probe) and pool it (analysis), and only the CLI reads it into a review or a PDF
 FORBIDDEN = {
     "analysis": {"probe", "rundir", "review", "render", "questionnaire", "cli", "demo",
-                 "reference", "verify"},
+                 "reference", "verify", "catalog"},
     "questionnaire": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",
-                      "reference", "verify"},
-    "rundir": {"probe", "review", "render", "cli", "demo", "reference", "verify"},
-    "review": {"probe", "render", "cli", "demo", "reference", "verify"},
-    "render": {"probe", "cli", "demo", "reference", "verify"},
+                      "reference", "verify", "catalog"},
+    "rundir": {"probe", "review", "render", "cli", "demo", "reference", "verify", "catalog"},
+    "review": {"probe", "render", "cli", "demo", "reference", "verify", "catalog"},
+    "render": {"probe", "cli", "demo", "reference", "verify", "catalog"},
     # verification reads what render wrote: it may use every stage but the prober's
-    "verify": {"probe", "cli", "demo", "reference"},
-    "probe": {"review", "render", "cli", "demo", "verify"},
+    "verify": {"probe", "cli", "demo", "reference", "catalog"},
+    "probe": {"review", "render", "cli", "demo", "verify", "catalog"},
     "reference": {"probe", "rundir", "analysis", "questionnaire", "review", "render", "cli",
-                  "demo", "verify"},
+                  "demo", "verify", "catalog"},
+    "catalog": {"review", "render", "cli", "demo", "reference", "verify"},
 }
 
 

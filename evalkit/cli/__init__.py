@@ -14,8 +14,10 @@ from typing import Any
 import click
 
 from evalkit import __version__
-from evalkit.cli.options import user_errors
-from evalkit.cli.probe import probe
+from evalkit.cli.catalog import runs
+from evalkit.cli.options import catalog_option, user_errors
+from evalkit.cli.panel import panel
+from evalkit.cli.probe import probe, register_run
 from evalkit.cli.verify import signing_key, signing_options, verify
 from evalkit.errors import UsageError
 
@@ -75,6 +77,8 @@ def demo(out_dir: str, quiet: bool) -> None:
 
 cli.add_command(probe)
 cli.add_command(verify)
+cli.add_command(runs)
+cli.add_command(panel)
 
 
 @cli.command()
@@ -92,9 +96,11 @@ cli.add_command(verify)
 @click.option("--tolerances", "tolerances_file", type=click.Path(dir_okay=False),
               help="YAML/JSON file overriding default tolerances and SLO profiles.")
 @signing_options
+@catalog_option
 @user_errors
 def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, html: bool,
-           fail_on: str | None, tolerances_file: str | None, **sign: Any) -> None:
+           fail_on: str | None, tolerances_file: str | None, catalog: str | None,
+           **sign: Any) -> None:
     """Reconcile a run with a questionnaire in a PDF scorecard (+ FILE.json beside it).
 
     The PDF (PDF/A-3b) embeds run.json, summary.json, the records (requests.jsonl.gz),
@@ -112,16 +118,19 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     """
     from pathlib import Path
 
+    from evalkit.cli.catalog import panel_finder
     from evalkit.render.report import flagged, nothing_to_judge, parse_fail_on, render_report
 
     statuses = parse_fail_on(fail_on)  # a typo is exit 2 before any work
     key = signing_key(sign)  # a missing key or passphrase is exit 2 before any work
     result = render_report(Path(run_dir) if run_dir else None,
                            Path(questionnaire_file) if questionnaire_file else None,
-                           Path(out_pdf), html=html, tolerances=tolerances_file, signing=key)
+                           Path(out_pdf), html=html, tolerances=tolerances_file, signing=key,
+                           panel=panel_finder(catalog, lambda m: click.echo(m, err=True)))
     for path in (result.pdf, result.scorecard_json, result.html):
         if path is not None:
             click.echo(str(path))
+    _register_report(result, run_dir, catalog)
     for note in result.notes:  # what reading the run directory repaired (also on page one)
         click.echo(f"note: {note}", err=True)
     if result.signed_by:
@@ -140,6 +149,18 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
         qs = {**result.scorecard["questions"], "rate_limits": result.scorecard.get("rate_limits")}
         click.echo("flagged: " + ", ".join(f"{q} {qs[q]['status']}" for q in hits), err=True)
         sys.exit(1)
+
+
+def _register_report(result: Any, run_dir: str | None, catalog: str | None) -> None:
+    """Index a written scorecard in the catalog (a problem there is only a warning)."""
+    from pathlib import Path
+
+    from evalkit.catalog.entries import register_quietly, report_entry
+    from evalkit.catalog.store import now_iso
+
+    register_quietly(catalog, lambda: report_entry(
+        Path(result.pdf), result.scorecard, Path(run_dir) if run_dir else None, now_iso()),
+        lambda m: click.echo(m, err=True))
 
 
 @cli.group()
@@ -202,7 +223,7 @@ _add_serve_reference()
 
 
 @cli.command()
-@click.argument("runs", nargs=-1, required=True, metavar="RUN_DIR[=QUESTIONNAIRE]...")
+@click.argument("runs", nargs=-1, metavar="RUN_DIR[=QUESTIONNAIRE]...")
 @click.option("--out", "out_pdf", required=True, type=click.Path(dir_okay=False),
               help="The comparison PDF; FILE.json is written beside it.")
 @click.option("--html", is_flag=True, help="Also write FILE.html.")
@@ -217,11 +238,19 @@ _add_serve_reference()
 @click.option("--same-vendor", metavar="NAME",
               help="Treat all the given runs as one vendor named NAME (an endpoint that "
                    "moved, runs with neither questionnaire nor vendor label).")
+@click.option("--vendor", "catalog_vendor", metavar="NAME",
+              help="Without RUN_DIRs: compare this vendor's evaluations (probes and imports) "
+                   "from the catalog, oldest first; with one RUN_DIR and --fail-on regression: "
+                   "the vendor whose last valid evaluation it is held against.")
+@click.option("--model", "catalog_model", help="With --vendor: only this model's runs.")
+@click.option("--since", metavar="DATE", help="With --vendor: only runs started since DATE.")
 @signing_options
+@catalog_option
 @user_errors
 def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
             tolerances_file: str | None, fail_on: str | None, same_vendor: str | None,
-            **sign: Any) -> None:
+            catalog_vendor: str | None, catalog_model: str | None, since: str | None,
+            catalog: str | None, **sign: Any) -> None:
     """Compare vendors side by side, or one vendor across quarters.
 
     Each RUN_DIR is a directory written by `evalkit probe`; add `=QUESTIONNAIRE.yaml`
@@ -241,6 +270,11 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     vendor, or no vendor has two runs with a comparable key figure (nothing was judged,
     so nothing could fail); vendors that were not judged are named.
 
+    From the catalog: with no RUN_DIR, --vendor NAME [--model M] [--since DATE] compares
+    that vendor's evaluations (missing or edited ones are named and left out). With one
+    RUN_DIR and --fail-on regression, the run is held against the last valid evaluation
+    of its vendor and model before it; when the catalog has none, exit 2.
+
     \b
     Examples:
       evalkit compare out/a/run=q/a.yaml out/b/run=q/b.yaml --out vendors.pdf
@@ -248,6 +282,8 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
           --fail-on regression
       evalkit compare runs/2026Q2 runs/2026Q3 --same-vendor Acme --out trend.pdf \\
           --fail-on regression
+      evalkit compare --vendor Acme --since 2026-01-01 --out acme-drift.pdf
+      evalkit compare runs/2026Q4 --fail-on regression --out gate.pdf   # vs the last valid
     """
     from pathlib import Path
 
@@ -255,6 +291,8 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
 
     inputs = [CompareInput.parse(text) for text in runs]
     key = signing_key(sign)
+    inputs, same_vendor = _from_catalog(inputs, catalog_vendor, catalog_model, since,
+                                        same_vendor, fail_on == "regression", catalog)
     result = render_comparison(inputs, Path(out_pdf), tolerance=tolerance,
                                tolerances=tolerances_file, html=html, same_vendor=same_vendor,
                                require_trend=fail_on == "regression", signing=key)
@@ -270,14 +308,64 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
         sys.exit(1)
 
 
+def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
+                  since: str | None, same_vendor: str | None, gate: bool,
+                  catalog: str | None) -> tuple[list[Any], str | None]:
+    """The runs `compare` reads when the catalog picks them: a vendor's evaluations, or
+    the last valid one before a single run under a regression gate."""
+    from pathlib import Path
+
+    from evalkit.catalog.pick import last_valid, run_identity, vendor_runs
+    from evalkit.cli.catalog import parse_since
+    from evalkit.render.comparison import CompareInput
+
+    if not inputs:
+        if vendor is None:
+            raise UsageError("give the run directories to compare, or --vendor NAME to "
+                             "compare that vendor's evaluations from the catalog")
+        paths, left = vendor_runs(vendor, model, parse_since(since), catalog)
+        for note in left:
+            click.echo(f"note: {note}", err=True)
+        if not paths:
+            raise UsageError(f"the catalog holds no evaluation of {vendor!r}"
+                             + (f" ({model})" if model else "") + " to compare"
+                             + (" (some were left out, above)" if left else ""))
+        click.echo(f"from the catalog: {len(paths)} run(s) of {vendor}")
+        return [CompareInput(p) for p in paths], same_vendor or vendor
+    if not (gate and len(inputs) == 1):
+        return inputs, same_vendor
+    only = inputs[0]
+    me = run_identity(only.run_dir)
+    name = same_vendor or vendor
+    if name is None and only.questionnaire is not None:
+        from evalkit.questionnaire.load import load_questionnaire
+
+        name = load_questionnaire(only.questionnaire).vendor
+    name = name or me["vendor"]
+    if name is None:
+        raise UsageError(f"--fail-on regression with one run: {only.run_dir} names no vendor "
+                         "(probe --vendor NAME, a questionnaire, or --vendor NAME here), so "
+                         "its last evaluation cannot be found")
+    last = last_valid(Path(only.run_dir), name, model or me["model"], catalog)
+    if last is None:
+        raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
+                         f"evaluation of {name!r} ({model or me['model']}) to hold "
+                         f"{only.run_dir} against, so no regression could be found or ruled "
+                         "out")
+    click.echo(f"against the last valid evaluation of {name}: catalog entry {last.id}, "
+               f"{last.entry.started}, {last.entry.path}")
+    return [CompareInput(Path(last.entry.path)), only], name
+
+
 @cli.command("import")
 @click.argument("tool", type=click.Choice(["aiperf", "guidellm"]))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="New run directory to write (run.json, requests.jsonl, summary.json).")
 @click.option("--force", is_flag=True, help="Replace OUT if it already holds a run directory.")
+@catalog_option
 @user_errors
-def import_cmd(tool: str, path: str, out_dir: str, force: bool) -> None:
+def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | None) -> None:
     """Turn a peer tool's results into a run directory that `report` and `compare` read.
 
     PATH is AIPerf's artifact directory (`aiperf profile --artifact-dir DIR`: its
@@ -310,6 +398,7 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool) -> None:
                f"(levels {levels}) into {out_dir}")
     for note in imp.notes:
         click.echo(f"note: {note}", err=True)
+    register_run(Path(out_dir), "import", catalog)
     click.echo(f"next: evalkit report --run {out_dir} --out {out_dir.rstrip('/')}.pdf")
 
 

@@ -63,3 +63,12 @@ def parse_extra_body(text: str | None) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise UsageError("--extra-body must be a JSON object, e.g. '{\"top_k\": 1}'")
     return obj
+
+
+def catalog_option(func: F) -> F:
+    """--catalog PATH, shared by every command that registers in or reads the catalog."""
+    return click.option(
+        "--catalog", "catalog", type=click.Path(dir_okay=False), metavar="PATH",
+        help="The catalog of evaluations (SQLite). Default: $EVALKIT_CATALOG, else "
+             "catalog.sqlite in the user's data directory (~/.local/share/evalkit on Linux)."
+    )(func)

@@ -4,10 +4,17 @@ directory as it is measured."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
-from evalkit.cli.options import parse_extra_body, parse_header, parse_int_list, user_errors
+from evalkit.cli.options import (
+    catalog_option,
+    parse_extra_body,
+    parse_header,
+    parse_int_list,
+    user_errors,
+)
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 
@@ -114,6 +121,7 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
               help="Send this `seed` on every request (OpenAI-style APIs). A constant seed "
                    "is a mark; at temperature 0 greedy decoding does not use it.")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
+@catalog_option
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
@@ -125,7 +133,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           budget_requests: int | None, interval_points: float | None, dry_run: bool,
           vendor: str | None, force_length: bool, tag_requests: bool,
           user_agent: str | None, temperature: str, logprobs: bool,
-          request_seed: int | None, quiet: bool) -> None:
+          request_seed: int | None, quiet: bool, catalog: str | None) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -179,8 +187,6 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
       evalkit probe --base-url https://api.example.com/v1 --model my-model \\
           --out runs/big --levels 256,512,1024 --ray auto     # or --ray ray://head:10001
     """
-    from pathlib import Path
-
     from evalkit.probe.plan import describe
     from evalkit.probe.progress import LiveProgress, summary_lines
     from evalkit.probe.settings import ProbeConfig
@@ -238,6 +244,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     finally:
         if progress is not None:
             progress.close()  # restore the terminal even when the probe fails early
+        register_run(Path(out_dir), "probe", catalog)
     for line in summary_lines(result.summary):
         click.echo(line)
     # how the run ended and what it is worth, side by side: a run that finished is not a
@@ -248,6 +255,19 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
                    "see the reasons above", err=True)
         sys.exit(2)
+
+
+def register_run(out_dir: Path, kind: str, catalog: str | None,
+                 vendor: str | None = None) -> int | None:
+    """Index a run directory that was written (however its run ended) in the catalog; a
+    catalog problem is a warning on stderr, never the command's failure."""
+    from evalkit.catalog.entries import register_quietly, run_entry
+    from evalkit.rundir.store import RUN_FILE
+
+    if not (out_dir / RUN_FILE).is_file():  # stopped before the run directory existed
+        return None
+    return register_quietly(catalog, lambda: run_entry(out_dir, kind, vendor),
+                            lambda m: click.echo(m, err=True))
 
 
 def _interval_width(points: float | None) -> float | None:

@@ -290,7 +290,9 @@ class SuiteRun:
             await prober.clients.prepare(level)
             mark = window_start(mon, prober)
             await closed_loop(prober, self._turns(), self.on_record, phase=phase, level=level,
-                              workers=level, duration_s=duration_s, max_requests=None,
+                              workers=level, duration_s=duration_s,
+                              max_requests=self.s.ramp.level_max_requests
+                              if phase == "ramp" else None,
                               on_note=self._note, min_requests=floor, settled=self._settled,
                               stop=lambda: self.interrupted)
             return self._judge_check(window_end(mon, prober, mark))

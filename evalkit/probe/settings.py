@@ -260,6 +260,9 @@ class RampSettings:
     min_requests: Mapping[int, int] = field(default_factory=dict, metadata=_reads(_floors))
     #: levels a claim names: they still run after a confirmed breach (the plan's)
     claimed: tuple[int, ...] = field(default=(), metadata=_reads(_levels_named))
+    #: the most requests a level may start (None: as many as its duration allows): a
+    #: panel sample's budget (`evalkit panel sample --budget`)
+    level_max_requests: int | None = field(default=None, metadata=_reads(_optional(_count())))
 
     def floor(self, level: int) -> int:
         """The least requests `level` must start before it may end (0: none)."""

@@ -101,3 +101,13 @@ def _window(path: FieldPath, text: str, line: int,
     late = [d for d in days if d > bound[1]]
     if late:
         yield line, f"{dotted(path)}: {max(late)} is after {bound[0]} ({bound[1]})"
+
+
+def window_days(text: str | None) -> tuple[dt.date, dt.date] | None:
+    """The first and last calendar day a window's text names ("2026-11-17 to 2026-11-23":
+    both inclusive; one date: that day); None when it names no full date, or names them
+    out of order (a window that cannot be read is not guessed at)."""
+    days = [d for d in (_day(w) for w in _IN_TEXT.findall(text or "")) if d is not None]
+    if not days or days != sorted(days):
+        return None
+    return days[0], days[-1]

@@ -305,6 +305,8 @@ def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) ->
         for key, value in m.items():
             if key == "baseline_stream_tokens_per_s":
                 parts.append(words.stream_distribution(value, "alone"))
+            elif key == "our_panel":
+                parts.append(words.our_panel(value))
             elif words.at_level(key):
                 parts.append(words.stream_distribution(value, str(words.at_level(key))))
             else:

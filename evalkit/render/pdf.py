@@ -171,6 +171,19 @@ def render_pdf_box(html: str, attachments: Mapping[str, bytes],
     return pdf, box
 
 
+def write_document(out_pdf: Path, data: bytes, html_text: str,
+                   attachments: Mapping[str, bytes], html: bool = False) -> Path:
+    """Write a document's JSON (`data`, as FILE.json), its HTML when asked (FILE.html) and
+    the PDF made from that HTML with `attachments`; the JSON's path."""
+    out_pdf.parent.mkdir(parents=True, exist_ok=True)
+    json_path = out_pdf.with_suffix(".json")
+    json_path.write_bytes(data)
+    if html:
+        out_pdf.with_suffix(".html").write_text(html_text, encoding="utf-8")
+    out_pdf.write_bytes(render_pdf(html_text, attachments))
+    return json_path
+
+
 def sha256(data: bytes) -> str:
     """Hex SHA-256 of bytes: what the PDF prints for each attachment."""
     return hashlib.sha256(data).hexdigest()

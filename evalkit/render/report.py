@@ -435,11 +435,12 @@ def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None
 
 def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf: Path,
                   html: bool = False, tolerances: Any = None,
-                  signing: SigningKey | None = None) -> ReportResult:
+                  signing: SigningKey | None = None, panel: Any = None) -> ReportResult:
     """The whole report: read the inputs, reconcile them, write PDF + FILE.json (+ HTML).
 
     Either input may be omitted (a claims-only or a measurement-only review), not both.
     `tolerances` is a `Tolerances`, a path to an override file, or None for the defaults.
+    `panel` finds our own production panel for a questionnaire (`review`'s).
     """
     if run_dir is None and questionnaire_path is None:
         raise UsageError("give --run DIR, --questionnaire FILE, or both")
@@ -457,7 +458,7 @@ def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf
                              "write the report somewhere else")
     done = review(Path(run_dir) if run_dir is not None else None,
                   Path(questionnaire_path) if questionnaire_path is not None else None,
-                  tolerances)
+                  tolerances, panel=panel)
     return write_review(done, out_pdf, html, signing)
 
 

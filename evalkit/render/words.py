@@ -273,6 +273,19 @@ def stream_distribution(p: Any, where: str) -> str:
             f"{n_mark(flat)}")
 
 
+def our_panel(panel: Any) -> str:
+    """Our own production panel beside the vendor's (Q6's `measured.our_panel`): the
+    per-stream rate and TTFT pooled over its samples, with intervals and n."""
+    p: Mapping[str, Any] = panel if isinstance(panel, Mapping) else {}
+    ttft: Mapping[str, Any] = p["ttft_s"] if isinstance(p.get("ttft_s"), Mapping) else {}
+    ci: Mapping[str, Any] = ttft["ci"] if isinstance(ttft.get("ci"), Mapping) else {}
+    flat = {**ttft, **{f"{k}_ci": v for k, v in ci.items()}}
+    where = (f"our own panel ({fmt_count(p.get('pooled'))} of {fmt_count(p.get('samples'))} "
+             f"samples, {p.get('window') or 'window not stated'})")
+    return (f"{stream_distribution(p.get('stream_tokens_per_s'), where)}; TTFT "
+            f"{percentile(flat, 'p50', 'ms')}")
+
+
 def share(value: Any) -> str:
     """A share as a percentage, "—" when missing."""
     return fmt_pct(value)

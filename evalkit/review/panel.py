@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.summary import Level, Pct, Summary, as_count, as_mapping, read_pct
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
 from evalkit.fmt import number
@@ -36,6 +38,65 @@ _RATE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:output\s+)?(?:tokens?|tok)\s*"
                    r"(?:/\s*s(?:ec(?:ond)?)?\b|per\s+s(?:ec(?:ond)?)?\b)", re.IGNORECASE)
 #: words that tie a figure to the panel's median
 _MEDIAN = re.compile(r"\b(median|p50)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class OurPanel:
+    """Our own production panel of the questionnaire's vendor and model over Q6's window
+    (panel.json's figures, pooled from the catalog by the caller: no I/O here)."""
+
+    start: str
+    end: str
+    #: samples in the window, and those whose requests were pooled
+    samples: int
+    pooled: int
+    stream_tokens_per_s: Pct
+    ttft_s: Pct
+    concurrency: tuple[int, ...] = ()
+    invalid: int = 0
+    gaps: int = 0
+
+    @classmethod
+    def from_panel(cls, doc: Mapping[str, Any]) -> OurPanel:
+        """panel.json's dict (`evalkit.analysis.panel.pool_panel`) read defensively."""
+        window, cov = as_mapping(doc.get("window")), as_mapping(doc.get("coverage"))
+        given = doc.get("concurrency")
+        levels: list[Any] = given if isinstance(given, list) else []
+        return cls(str(window.get("start") or ""), str(window.get("end") or ""),
+                   as_count(doc.get("samples")) or 0, as_count(cov.get("pooled")) or 0,
+                   read_pct(doc.get("stream_tokens_per_s")), read_pct(doc.get("ttft_s")),
+                   tuple(c for c in levels if isinstance(c, int)),
+                   as_count(cov.get("invalid")) or 0, as_count(cov.get("gap_count")) or 0)
+
+    @property
+    def window(self) -> str:
+        """The window in words (UTC, to the minute)."""
+        return f"{self.start[:16].replace('T', ' ')} to {self.end[:16].replace('T', ' ')} UTC"
+
+    def describe(self) -> str:
+        """What the panel is, for a reason: samples, requests, window, concurrency."""
+        at = (f" at {'/'.join(map(str, self.concurrency))} stream"
+              f"{'s' if self.concurrency != (1,) else ''}" if self.concurrency else "")
+        return (f"our own panel ({self.pooled} of {self.samples} samples pooled, "
+                f"{self.stream_tokens_per_s.n or 0} requests{at}, {self.window})")
+
+    def to_measured(self) -> dict[str, Any]:
+        """Our panel as the scorecard's Q6 `measured.our_panel` shows it."""
+        return {"window": self.window, "samples": self.samples, "pooled": self.pooled,
+                "invalid": self.invalid, "gaps": self.gaps,
+                "concurrency": list(self.concurrency),
+                "stream_tokens_per_s": dist_dict(self.stream_tokens_per_s),
+                "ttft_s": dist_dict(self.ttft_s)}
+
+
+def start_panel_hint(vendor: str | None, model: str | None) -> str:
+    """How to start our own panel, for a scorecard that has none to set beside Q6."""
+    model_arg = shlex.quote(quote(model, 80)) if model else "MODEL"
+    vendor_arg = shlex.quote(quote(vendor, 60)) if vendor else "VENDOR"
+    return (f"start one with `evalkit panel sample --base-url URL --model {model_arg} "
+            f"--vendor {vendor_arg}` "
+            "every few hours (cron, a systemd timer, a Kubernetes CronJob; docs/panel.md), "
+            "then report again")
 
 
 def _same(a: float, b: float) -> bool:
@@ -87,24 +148,28 @@ def _two_sided(p50: float, level: Level, rel: float) -> tuple[Decision, str]:
     """Does our per-stream p50 at the concurrency sold sit within `rel` of the panel's
     median, on both sides and on its whole 95 % interval? A panel far below what we saw is
     as unreconciled as one far above (it describes another load, or another endpoint)."""
-    ours = level.stream_tokens_per_s
+    return _agrees(p50, level.stream_tokens_per_s, rel,
+                   f"we measured at {level.concurrency} streams", "our run")
+
+
+def _agrees(p50: float, ours: Pct, rel: float, where: str, who: str) -> tuple[Decision, str]:
+    """The vendor panel's median against our per-stream p50 `where` (two-sided, on its
+    whole interval)."""
     value = ours.p50
     if value is None:
-        return "undecided", "our run has no per-stream p50 there"
+        return "undecided", f"{who} has no per-stream p50 there"
     states = [decide(value, ours.interval("p50"), tolerated(p50, rel, at_most=side),
                      at_most=side, n=ours.n, q=0.5, fmt=fmt_rate) for side in (False, True)]
     if any(s == "fails" for s, _ in states):
         ratio = max(value / p50 if p50 else math.inf, p50 / value if value else math.inf)
         side = "below" if p50 < value else "above"
         return "fails", (f"the panel's median {number(p50)} tokens/s is {ratio:,.1f}× {side} "
-                         f"the {fmt_rate(value)} per stream (p50) we measured at "
-                         f"{level.concurrency} streams")
+                         f"the {fmt_rate(value)} per stream (p50) {where}")
     open_ = [why for s, why in states if s == "undecided"]
     if open_:
         return "undecided", open_[0]
     return "holds", (f"the panel's median {number(p50)} tokens/s agrees with the "
-                     f"{fmt_rate(value)} per stream (p50) we measured at {level.concurrency} "
-                     "streams")
+                     f"{fmt_rate(value)} per stream (p50) {where}")
 
 
 def _headline_reached(headline: float, m: Summary, tol: Tolerances,
@@ -134,7 +199,8 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
     rel = tol.throughput_rel
     tolerance = (f"headline/panel p50 ≤ {tol.headline_panel_ratio:g}× without a written "
                  "reconciliation (headline_panel_ratio); two-sided: our per-stream p50 at the "
-                 f"concurrency sold within panel p50 × {1 - rel:g}–{1 + rel:g} (throughput_rel)")
+                 f"concurrency sold, and our own panel's, within panel p50 × {1 - rel:g}–"
+                 f"{1 + rel:g} (throughput_rel)")
     claimed = a.to_dict()
     if headline_value is not None:
         claimed["headline"] = headline_value
@@ -144,13 +210,49 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
     m = ev.usable
     level = _sold_level(m, sold)
 
+    ours = _ours(m, level)
+    if ev.panel is not None and ev.panel.pooled:
+        ours = {**(ours or {}), "our_panel": ev.panel.to_measured()}
+
     def j(status: Status, reason: str) -> Judgement:
-        return Judgement(status, reason, claimed, _ours(m, level), tolerance)
+        return Judgement(status, reason, claimed, ours, tolerance)
 
     early = _answer_problem(a, headline_value)
     if early is not None:
         return j(*early)
     return _measured(a, headline_value, headline_unit, ev, tol, sold, j)
+
+
+def _against_ours(p50: float | None, panel: OurPanel | None, rel: float
+                  ) -> tuple[Decision | None, str]:
+    """The vendor panel's median against our own panel's per-stream p50 (None: there is
+    no panel of ours to set beside it, and why)."""
+    if panel is None or not panel.pooled:
+        return None, ("the catalog holds no sample of ours of this vendor and model in "
+                      + (f"{panel.window}" if panel is not None else "the window")
+                      + (f" ({panel.samples} samples, none readable)"
+                         if panel is not None and panel.samples else ""))
+    if p50 is None:
+        return None, (f"{panel.describe()} cannot be set beside it: the vendor's panel gives "
+                      "no median rate")
+    return _agrees(p50, panel.stream_tokens_per_s, rel, f"of {panel.describe()}",
+                   "our own panel")
+
+
+def _with_ours(done: Judgement, panel: OurPanel | None, state: Decision | None, why: str,
+               agreed: str, headline_needed: bool, hint: str) -> Judgement:
+    """The run's judgement with our own panel beside it: a panel of ours that agrees
+    verifies the vendor's panel when the run could not (unless a headline still needs a
+    measured aggregate); one that cannot decide, or is missing, is said."""
+    if state is None:
+        if panel is None:  # no catalog was read (a library call): nothing to say
+            return done
+        return replace(done, reason=f"{done.reason} Our own panel: {why}"
+                       + (f"; {hint}." if not panel.pooled else "."))
+    if state == "holds" and done.status == "unverified" and not headline_needed:
+        run_alone = done.reason.removeprefix(agreed).lstrip(";, ")
+        return replace(done, status="ok", reason=f"{agreed}; {why}. The run alone: {run_alone}")
+    return replace(done, reason=f"{done.reason} Against our own panel: {why}.")
 
 
 def _answer_problem(a: PanelAnswer, headline: float | None) -> tuple[Status, str] | None:
@@ -216,7 +318,12 @@ def _measured(a: PanelAnswer, headline: float | None, unit: str | None, ev: Evid
             return j("unreconciled", f"{head}, and {unwritten}.")
         agreed = head + (": a written reconciliation explains the gap" if needs_headline
                          else ": within the limit")
-    return _against_run(agreed, p50, headline if needs_headline else None, ev, tol, sold, j)
+    state, why = _against_ours(p50, ev.panel, tol.throughput_rel)
+    if state == "fails":
+        return j("unreconciled", f"{agreed}, but {why}: outside throughput_rel "
+                 f"({tol.throughput_rel * 100:.0f}%) whatever the reconciliation says.")
+    done = _against_run(agreed, p50, headline if needs_headline else None, ev, tol, sold, j)
+    return _with_ours(done, ev.panel, state, why, agreed, needs_headline, ev.panel_hint)
 
 
 def _against_run(agreed: str, p50: float | None, headline: float | None, ev: Evidence,

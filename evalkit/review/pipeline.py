@@ -13,6 +13,7 @@ what its PDF attaches (and prints the SHA-256 of) are the same bytes, read once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from evalkit.questionnaire.model import Questionnaire
 from evalkit.rundir.run import RunDir, open_run
 
 if TYPE_CHECKING:  # for the annotation only: `review()` imports the judges when it runs
+    from evalkit.review.panel import OurPanel
     from evalkit.review.scorecard import Scorecard
 
 
@@ -92,11 +94,14 @@ def tolerances_from(tolerances: Tolerances | str | Path | None) -> Tolerances:
 
 def review(run_dir: Path | None, questionnaire: Path | None,
            tolerances: Tolerances | str | Path | None = None,
-           run: RunDir | None = None) -> Review:
+           run: RunDir | None = None,
+           panel: Callable[[Questionnaire], OurPanel | None] | None = None) -> Review:
     """Read the inputs once and reconcile them into a scorecard.
 
     Either input may be omitted (a claims-only or a measurement-only review). `run` is
-    the run directory already loaded, if the caller has it.
+    the run directory already loaded, if the caller has it. `panel` finds our own
+    production panel of the questionnaire's vendor and model (the CLI reads it from the
+    catalog; review imports no catalog).
     """
     from evalkit.review.rules import RunTarget
     from evalkit.review.scorecard import build_card
@@ -105,6 +110,7 @@ def review(run_dir: Path | None, questionnaire: Path | None,
     if run is None and run_dir is not None:
         run = open_run(Path(run_dir))
     q = read_questionnaire(questionnaire) if questionnaire is not None else None
+    ours = panel(q.parsed) if panel is not None and q is not None else None
     card = build_card(q.parsed if q else None, run.summary if run else None, tol,
-                      RunTarget.from_run(run.run) if run else None)
+                      RunTarget.from_run(run.run) if run else None, ours)
     return Review(run, q, card, tol)

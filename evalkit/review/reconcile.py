@@ -44,6 +44,7 @@ from evalkit.questionnaire.model import (
 from evalkit.review.answers import answers_sentence, reported_swap
 from evalkit.review.cost import session_cost
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
+from evalkit.review.panel import OurPanel, start_panel_hint
 from evalkit.review.questions import judge_questions
 from evalkit.review.ratelimits import judge_rate_limits
 from evalkit.review.rules import (
@@ -85,11 +86,14 @@ class Reconciliation:
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
-              tol: Tolerances | None = None, run: RunTarget | None = None) -> Reconciliation:
+              tol: Tolerances | None = None, run: RunTarget | None = None,
+              panel: OurPanel | None = None) -> Reconciliation:
     """The whole judgement: questions, verdict, use-case fit, streams at reading speed.
 
     `run` says what the run probed; with a summary but no `run`, the run cannot be tied
     to the questionnaire's model and endpoint, and every measured claim is unverified.
+    `panel` is our own production panel of the questionnaire's vendor and model (Q6 sets
+    it beside the vendor's).
     """
     tol = tol or Tolerances()
     m = measurements(summary) if summary is not None else None
@@ -105,7 +109,9 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     blocker = run_blocker(m, command) or (
         f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint the "
         "questionnaire names" if mismatch else None)
-    judgements = judge_questions(questionnaire, Evidence(m, blocker, command), tol)
+    hint = start_panel_hint(questionnaire.vendor if questionnaire else None,
+                            questionnaire.model if questionnaire else None)
+    judgements = judge_questions(questionnaire, Evidence(m, blocker, command, panel, hint), tol)
     sold = questionnaire.q2.at_concurrency if questionnaire else None
     answers = answers_sentence(m, sold) if m is not None and m.validity != "invalid" else None
     fits = use_case_fit(m, tol)

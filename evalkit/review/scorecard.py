@@ -27,6 +27,7 @@ from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
 from evalkit.review.fit import Fit
+from evalkit.review.panel import OurPanel
 from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import STATUSES, RunTarget
 from evalkit.review.verdict import Verdict
@@ -329,14 +330,17 @@ def as_scorecard(card: Scorecard | Mapping[str, Any]) -> Scorecard:
 
 
 def build_card(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
-               tolerances: Tolerances | None = None, run: RunTarget | None = None) -> Scorecard:
+               tolerances: Tolerances | None = None, run: RunTarget | None = None,
+               panel: OurPanel | None = None) -> Scorecard:
     """Reconcile the two inputs (either may be None) into the typed scorecard.
 
     `run` is what the run probed (`RunTarget.from_run(run_json)`): without it a run cannot
-    be tied to the questionnaire's model and endpoint, and verifies no claim.
+    be tied to the questionnaire's model and endpoint, and verifies no claim. `panel` is
+    our own production panel of the vendor (Q6 sets it beside the vendor's).
     """
     tol = tolerances or Tolerances()
-    return Scorecard.of(reconcile(questionnaire, summary, tol, run), questionnaire, tol, run)
+    return Scorecard.of(reconcile(questionnaire, summary, tol, run, panel), questionnaire,
+                        tol, run)
 
 
 def build_scorecard(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,

@@ -44,3 +44,16 @@ class TestWords:
             "Baseline: one stream at a time (no request measured)"
         assert pagetext.baseline_heading({"requests": 6, "outcomes": {"ok": 4}}) == \
             "Baseline: one stream at a time, 6 requests, 4 ok"
+
+
+def test_our_panel_is_said_with_its_samples_window_and_intervals() -> None:
+    from evalkit.render.words import our_panel
+
+    text = our_panel({"window": "2026-12-01 00:00 to 2026-12-02 00:00 UTC", "samples": 3,
+                      "pooled": 2, "stream_tokens_per_s": {"p50": 63.4, "p90": 70.0, "n": 27,
+                                                           "ci": {"p50": [60.0, 66.0]}},
+                      "ttft_s": {"p50": 0.0754, "n": 27, "ci": {"p50": [0.07, 0.08]}}})
+    assert text == ("our own panel (2 of 3 samples, 2026-12-01 00:00 to 2026-12-02 00:00 "
+                    "UTC): p50 63.4 tok/s [95 %: 60.0 tok/s–66.0 tok/s] · p90 70.0 tok/s "
+                    "(n=27, low confidence); TTFT p50 75.4 ms [95 %: 70.0 ms–80.0 ms]")
+    assert our_panel(None).startswith("our own panel (— of — samples, window not stated)")

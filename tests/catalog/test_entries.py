@@ -1,0 +1,140 @@
+"""What the catalog records of a run directory, and a run that has gone or changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from evalkit.catalog.entries import public_endpoint, register_quietly, run_entry, state
+from evalkit.catalog.paths import catalog_path
+from evalkit.catalog.store import Catalog
+from evalkit.cli import cli
+
+RUN = Path(__file__).resolve().parents[1] / "data" / "report_run"
+
+
+def _copy(tmp_path: Path, name: str = "run") -> Path:
+    return Path(shutil.copytree(RUN, tmp_path / name))
+
+
+def test_a_run_entry_carries_its_target_times_validity_and_digests(tmp_path: Path) -> None:
+    run = _copy(tmp_path)
+    e = run_entry(run, "probe", vendor="Acme")
+    doc = json.loads((RUN / "run.json").read_text())
+    assert (e.vendor, e.model, e.kind) == ("Acme", doc["target"]["model"], "probe")
+    assert e.started == "2026-11-30T07:00:00+00:00" and e.validity == "valid"
+    assert e.suite_version == "1" and e.figures["requests"] == 246
+    assert e.figures["baseline_ttft_p50_s"] == 0.1975115
+    assert set(e.files) == {"run.json", "summary.json", "requests.jsonl"}
+    import hashlib
+
+    assert e.files["summary.json"]["sha256"] == hashlib.sha256(
+        (RUN / "summary.json").read_bytes()).hexdigest()
+    assert state(e) == ("present", "")
+
+
+def test_a_deleted_or_edited_run_is_reported_not_dropped(tmp_path: Path) -> None:
+    kept, gone, edited, touched = (_copy(tmp_path, n) for n in ("k", "g", "e", "t"))
+    cat = Catalog(tmp_path / "c.sqlite")
+    for run in (kept, gone, edited, touched):
+        cat.register(run_entry(run, "probe", vendor="Acme"))
+    shutil.rmtree(gone)
+    with (edited / "summary.json").open("a") as fh:
+        fh.write(" ")
+    (touched / "run.json").touch()  # a new time, the same bytes: not an edit
+    import os
+
+    os.utime(touched / "run.json", ns=(1, 1))
+    states = {Path(r.entry.path).name: state(r.entry)[0] for r in cat.rows()}
+    assert states == {"k": "present", "g": "missing", "e": "edited", "t": "present"}
+    result = CliRunner().invoke(cli, ["runs", "--json", "--catalog", str(cat.path)])
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.stdout)
+    assert [(Path(r["path"]).name, r["state"]) for r in listed] == [
+        ("k", "present"), ("g", "missing"), ("e", "edited"), ("t", "present")]
+    assert "summary.json changed" in listed[2]["state_reason"]
+    for r in listed:
+        assert {"vendor", "model", "path", "kind", "started", "validity"} <= set(r)
+    table = CliRunner().invoke(cli, ["runs", "--catalog", str(cat.path)])
+    assert table.exit_code == 0
+    assert "missing" in table.stdout and "edited" in table.stdout
+    assert "note: 2 is missing" in table.stderr
+    shown = CliRunner().invoke(cli, ["runs", "show", "3", "--catalog", str(cat.path)])
+    assert shown.exit_code == 0 and "state: edited" in shown.stdout
+    assert "sha256" in shown.stdout
+    missing = CliRunner().invoke(cli, ["runs", "show", "9", "--catalog", str(cat.path)])
+    assert missing.exit_code == 2 and "no catalog entry 9" in missing.output
+
+
+def test_endpoints_lose_their_credentials() -> None:
+    assert public_endpoint("https://user:pw@api.x.com:8443/v1?api-key=s3cret#f") == (
+        "https://api.x.com:8443/v1")
+    assert public_endpoint("http://[::1]:8000/v1") == "http://[::1]:8000/v1"
+    assert public_endpoint(None) is None
+
+
+def test_a_catalog_error_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")  # the catalog's folder is a file: sqlite cannot open it
+    said: list[str] = []
+    assert register_quietly(blocker / "c.sqlite", lambda: run_entry(RUN, "probe"),
+                            said.append) is None
+    assert said and said[0].startswith("warning: not registered in the catalog")
+
+
+def test_import_and_a_failing_catalog_still_write_the_run(tmp_path: Path) -> None:
+    """`evalkit import` registers its run; with a catalog that cannot be written it still
+    exits 0 and says so on stderr."""
+    src = Path(__file__).resolve().parents[1] / "data/peers/aiperf-0.13.0-c2/x"
+    out = tmp_path / "imp"
+    cat = tmp_path / "c.sqlite"
+    r = CliRunner().invoke(cli, ["import", "aiperf", str(src.parent), "--out", str(out),
+                                 "--catalog", str(cat)])
+    assert r.exit_code == 0, r.output
+    rows = Catalog(cat).rows()
+    assert [(x.entry.kind, x.entry.path) for x in rows] == [("import", str(out.resolve()))]
+    bad = tmp_path / "f"
+    bad.write_text("")
+    r = CliRunner().invoke(cli, ["import", "aiperf", str(src.parent), "--out",
+                                 str(tmp_path / "imp2"), "--catalog", str(bad / "c.sqlite")])
+    assert r.exit_code == 0, r.output
+    assert "warning: not registered in the catalog" in r.stderr
+
+
+def test_a_probe_registers_its_run(tmp_path: Path, reference: Any) -> None:
+    srv = reference("gpu", mode="thread", decode_base_ms=1, request_overhead_ms=0)
+    """However it ended: a probe whose connect gate failed (exit 2) is indexed too."""
+    args = ["--model", srv.model, "--phases", "connect,baseline", "--quiet", "--vendor",
+            "Acme", "--output-tokens", "8"]
+    r = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url + "/nowhere", "--out",
+                                 str(tmp_path / "bad"), *args])
+    assert r.exit_code == 2
+    out = tmp_path / "p"
+    r = CliRunner().invoke(cli, ["probe", "--base-url", srv.base_url, "--out", str(out), *args])
+    assert r.exit_code == 0, r.output
+    failed, row = Catalog(catalog_path()).rows(vendor="Acme")
+    assert (failed.entry.status, failed.entry.validity) == ("failed", "invalid")
+    e = row.entry
+    assert (e.kind, e.model, e.path, e.status) == ("probe", srv.model, str(out.resolve()),
+                                                    "complete")
+    assert e.endpoint == srv.base_url and e.validity in ("valid", "degraded")
+    assert e.figures["requests"] == len((out / "requests.jsonl").read_text().splitlines())
+
+
+def test_a_report_registers_its_scorecard(tmp_path: Path) -> None:
+    q = Path(__file__).resolve().parents[2] / "questionnaires" / "forthright.yaml"
+    pdf = tmp_path / "acme.pdf"
+    r = CliRunner().invoke(cli, ["report", "--run", str(RUN), "--questionnaire", str(q),
+                                 "--out", str(pdf)])
+    assert r.exit_code == 0, r.output
+    [row] = Catalog(catalog_path()).rows(kind="report")
+    card = json.loads(pdf.with_suffix(".json").read_text())
+    e = row.entry
+    assert (e.vendor, e.path, e.source) == (card["vendor"], str(pdf.resolve()),
+                                            str(RUN.resolve()))
+    assert e.figures["statuses"] == {k: v["status"] for k, v in card["questions"].items()}
+    assert set(e.files) == {"acme.pdf", "acme.json"} and state(e)[0] == "present"
