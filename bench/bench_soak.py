@@ -8,7 +8,9 @@ connections, caches; the write-up after the soak reads every record once, by des
 Reports the machine it ran on; run by hand: `python bench/run.py soak`.
 
 Measured 2026-11-30 on the project VM (2 cores, Python 3.11.7), 60 s at 64 streams:
-+2,575 KiB per 1,000 requests before records moved to disk, +224 KiB after.
++2,575 KiB per 1,000 requests before records moved to disk, +224 KiB after. A hold of
+245 s or more also prints the growth from its first minute to its fourth (issue 29's
+yardstick); docs/benchmarks.md has the figures.
 
     BENCH_SOAK_S=120 BENCH_SOAK_STREAMS=128 python bench/bench_soak.py
 """
@@ -99,6 +101,12 @@ def main() -> int:
     slope = slope_per_1000(late)
     print("RSS slope over the second half: "
           + ("n/a" if slope is None else f"{slope:+.1f} KiB per 1,000 requests"))
+    # the issue's yardstick: growth from the hold's first minute to its fourth
+    began = next((t for t, n, _ in samples if n > 1), None)
+    if began is not None and SOAK_S >= 245:
+        at = {m: min(samples, key=lambda s: abs(s[0] - began - 60 * m)) for m in (1, 4)}
+        print(f"from minute 1 to minute 4 of the hold: {at[4][1] - at[1][1]:,} requests, RSS "
+              f"{(at[4][2] - at[1][2]) / 1024:+.2f} MiB")
     return 0
 
 

@@ -70,6 +70,25 @@ class TestSSEParser:
         assert out == EXPECTED
         assert parser.comments == 1
 
+    @given(st.lists(st.tuples(st.sampled_from([b"data: ", b"data:", b"data:  ", b"id: 4\n",
+                                               b"event: e\n", b": ping\n\n", b"\xef\xbb\xbf"]),
+                              st.text(max_size=12).map(str.encode),
+                              st.sampled_from([b"\n\n", b"\n", b"\r\n\r\n", b"\n\n\n"])),
+                    max_size=8))
+    def test_whole_event_reads_match_byte_reads(
+            self, events: list[tuple[bytes, bytes, bytes]]) -> None:
+        """A read of one whole event (the fast path) gives what the same bytes give read one
+        at a time (the general path): the same events, ids, types, counts and state."""
+        reads = [head + body + end for head, body, end in events]
+        fast, slow = SSEParser(), SSEParser()
+        got = [(e.data, e.event, e.id) for r in reads for e in fast.feed(r)]
+        data = b"".join(reads)
+        want = [(e.data, e.event, e.id) for i in range(len(data))
+                for e in slow.feed(data[i:i + 1])]
+        assert got == want
+        assert (fast.comments, fast.saw_cr, fast.pending, fast.retry_ms) == (
+            slow.comments, slow.saw_cr, slow.pending, slow.retry_ms)
+
     def test_byte_by_byte_crlf(self) -> None:
         """One byte per read, CRLF: a CR at the end of a read followed by LF is one line end."""
         data = STREAM.replace(b"\n", b"\r\n")
