@@ -88,6 +88,13 @@ def main() -> int:
                 samples.append((time.monotonic() - started, lines(out / "requests.jsonl"), rss))
             time.sleep(1.0)
         code = proc.wait()
+        try:  # the loop monitor's samples over the hold: what its store grew by before
+            soak = json.loads((out / "run.json").read_text())["client_checks"]["phases"]["soak"]
+            print(f"loop-lag samples over the hold: {soak['lag_samples']:,} in "
+                  f"{soak['wall_s']:.0f} s (a machine too loaded to wake the monitor every "
+                  "5 ms takes fewer)")
+        except (OSError, KeyError, TypeError, ValueError):
+            pass
     if code != 0 or not samples:
         print(f"probe exited {code}")
         return 1

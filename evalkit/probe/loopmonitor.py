@@ -27,7 +27,8 @@ class Ring:
         self.size = size
         #: samples appended ever (the oldest are overwritten past `size`)
         self.seen = 0
-        self._cols = [array(c, bytes(array(c).itemsize * size)) for c in codes]
+        self._cols: list[array[Any]] = [array(c, bytes(array(c).itemsize * size))
+                                        for c in codes]
 
     def __len__(self) -> int:
         return min(self.seen, self.size)

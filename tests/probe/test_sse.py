@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from hypothesis import given
@@ -17,6 +18,7 @@ from evalkit.probe.api import (
     OpenAIChat,
     OpenAICompletions,
     OpenAIResponses,
+    _chat_token,
     get_adapter,
 )
 from evalkit.probe.sse import SSEParser, SSETooLarge
@@ -463,3 +465,62 @@ class TestAnthropicAndResponsesParsing:
             "m", [{"role": "system"}, {"role": "user", "content": "hi"}], 8, False)
         assert isinstance(get_adapter("openai-responses"), OpenAIResponses)
         assert ADAPTERS["anthropic-messages"] is AnthropicMessages
+
+
+_TOKEN = ('{"id":"chatcmpl-9","object":"chat.completion.chunk","created":1764633600,'
+          '"model":"m-1",%s"choices":[{"index":0,"delta":{"%s":%s},"logprobs":null,'
+          '"finish_reason":null}]}')
+
+
+def _token(text: str, key: str = "content", fp: str = "", ascii_only: bool = True) -> str:
+    return _TOKEN % (fp, key, json.dumps(text, ensure_ascii=ascii_only))
+
+
+def _both(data: str) -> tuple[object, object]:
+    """What parse gives (fast path or not) and what the full parse gives, errors as types."""
+    chat = OpenAIChat()
+    out = []
+    for parse in (chat.parse, chat._parse_full):
+        try:
+            out.append(parse(data))
+        except ValueError as exc:
+            out.append(type(exc))
+    return out[0], out[1]
+
+
+class TestChatFastPath:
+    """A token chunk in the common shape is read with one match, not json.loads: the same
+    Delta, field by field, as the full parse, and the same error where the JSON is bad."""
+
+    @given(st.text(min_size=1), st.sampled_from(["content", "reasoning_content"]),
+           st.sampled_from(["", '"system_fingerprint":"fp_1",', '"system_fingerprint":null,']),
+           st.booleans())
+    def test_the_same_delta_as_the_full_parse(self, text: str, key: str, fp: str,
+                                              ascii_only: bool) -> None:
+        fast, full = _both(_token(text, key, fp, ascii_only))
+        assert fast == full
+
+    def test_it_is_taken_for_the_reference_endpoints_chunks(self) -> None:
+        assert _chat_token(_token(" word")) == Delta(text=" word", model="m-1")
+        assert _chat_token(_token(" w", fp='"system_fingerprint":"f",')) == Delta(
+            text=" w", model="m-1", fingerprint="f")
+
+    @given(st.integers(min_value=0, max_value=len(_token(' a "b" \\ c')) - 1),
+           st.sampled_from(['"', "\\", "0", "01", "\x01", " ", "}", "", "\\u12", "é"]),
+           st.integers(min_value=0, max_value=3))
+    def test_a_damaged_chunk_reads_as_the_full_parse_reads_it(
+            self, at: int, insert: str, drop: int) -> None:
+        good = _token(' a "b" \\ c')
+        fast, full = _both(good[:at] + insert + good[at + drop:])
+        assert fast == full
+
+    @pytest.mark.parametrize("data", [
+        _token("x").replace('"created":1764633600', '"created":01764633600'),
+        _token("x").replace('"m-1"', '""'),
+        _token("x").replace('"m-1"', '"m\\u002d1"'),
+        _token(""), _token("x") + " ", _token("\ud800x"),
+        _token("x").replace('"finish_reason":null', '"finish_reason":"stop"'),
+    ])
+    def test_edge_shapes(self, data: str) -> None:
+        fast, full = _both(data)
+        assert fast == full
