@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalkit.errors import UsageError
+from evalkit.probe.chunkscan import chat_token
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 
 
@@ -161,36 +161,6 @@ class _OpenAIStyle:
     lists_all_models = True
 
 
-#: A token chunk as vLLM, SGLang and the reference endpoint write one (compact JSON, these
-#: keys in this order, one choice, no logprobs, not the last): one match reads it where
-#: json.loads and a walk of the dict cost ~6 us of CPU per chunk. Strings hold no raw
-#: control character and no escape (the text may: JSON unescapes it), numbers are JSON's,
-#: so a match is exactly what the full parse would read; anything else takes the full parse.
-_STR = r'[^"\\\x00-\x1f]'
-_CHAT_TOKEN = re.compile(
-    rf'\{{"id":"{_STR}*","object":"chat\.completion\.chunk","created":(?:0|[1-9][0-9]*),'
-    rf'"model":"({_STR}+)",(?:"system_fingerprint":(?:"({_STR}+)"|null),)?'
-    rf'"choices":\[\{{"index":0,"delta":\{{"(content|reasoning_content)":'
-    rf'"((?:{_STR}|\\["\\/bfnrtu])+)"\}},"logprobs":null,"finish_reason":null\}}\]\}}')
-
-
-def _chat_token(data: str) -> Delta | None:
-    """The Delta of a token chunk of the common shape (`_CHAT_TOKEN`), else None (then
-    `OpenAIChat._parse_full` reads it, and raises what it raises)."""
-    m = _CHAT_TOKEN.fullmatch(data)
-    if m is None:
-        return None
-    model, fingerprint, key, text = m.groups()
-    if "\\" in text:
-        try:
-            text = json.loads(f'"{text}"')
-        except ValueError:  # a bad escape: the full parse says how
-            return None
-    return Delta(text=text if key == "content" else "",
-                 reasoning=text if key != "content" else "", model=model[:NAME_MAX],
-                 fingerprint=fingerprint[:NAME_MAX] if fingerprint else None)
-
-
 class OpenAIChat(_OpenAIStyle):
     """OpenAI `/chat/completions` streaming, with reasoning fields of vLLM/DeepSeek/OpenRouter."""
 
@@ -208,8 +178,13 @@ class OpenAIChat(_OpenAIStyle):
 
     def parse(self, data: str) -> Delta:
         """Read content, reasoning, finish reason, usage or an in-stream error."""
-        fast = _chat_token(data)
-        return fast if fast is not None else self._parse_full(data)
+        hit = chat_token(data)  # the common token chunk, read in one match
+        if hit is None:
+            return self._parse_full(data)
+        model, fingerprint, key, text = hit
+        return Delta(text=text if key == "content" else "",
+                     reasoning=text if key != "content" else "", model=model[:NAME_MAX],
+                     fingerprint=fingerprint[:NAME_MAX] if fingerprint else None)
 
     def _parse_full(self, data: str) -> Delta:
         """`parse` for any event: json.loads, then every field read defensively."""

@@ -83,8 +83,7 @@ class Prober:
         #: per request sent on a plan that streamed content, in order: the client's send
         #: lag (s; from when it was meant to leave to when its bytes did, less any
         #: connection opened meanwhile) and its span, meant-to-leave to end (`send_check`)
-        #: (the newest MAX_SENDS of them, in arrays allocated once: a day-long soak must
-        #: hold flat memory; `sends` counts them all, so a window's mark stays valid)
+        #: (the newest MAX_SENDS, in arrays allocated once: a soak holds flat memory)
         self.sent = Ring(MAX_SENDS, "dd")
 
     @property
@@ -426,17 +425,13 @@ class _StreamState:
             self.logprobs.extend((delta.logprobs or ())[:ANSWER_MAX - len(self.logprobs)])
 
     def names(self, delta: Delta) -> None:
-        # every chunk names the model: the raw value is compared before it is cleaned (a
-        # value the last chunk gave cleans to what it cleaned to then: nothing to add)
-        if delta.model is not None and delta.model != self.raw_names[0]:
-            self.raw_names[0] = delta.model
-            if (v := clean(delta.model, NAME_MAX)) not in self.models and len(self.models) < 3:
-                self.models.append(v)
-        if delta.fingerprint is not None and delta.fingerprint != self.raw_names[1]:
-            self.raw_names[1] = delta.fingerprint
-            v = clean(delta.fingerprint, NAME_MAX)
-            if v not in self.fingerprints and len(self.fingerprints) < 3:
-                self.fingerprints.append(v)
+        # every chunk names the model: a value equal to the last chunk's adds nothing
+        for i, (seen, value) in enumerate(((self.models, delta.model),
+                                           (self.fingerprints, delta.fingerprint))):
+            if value is not None and value != self.raw_names[i]:
+                self.raw_names[i] = value
+                if (v := clean(value, NAME_MAX)) not in seen and len(seen) < 3:
+                    seen.append(v)
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""

@@ -18,9 +18,9 @@ from evalkit.probe.api import (
     OpenAIChat,
     OpenAICompletions,
     OpenAIResponses,
-    _chat_token,
     get_adapter,
 )
+from evalkit.probe.chunkscan import chat_token
 from evalkit.probe.sse import SSEParser, SSETooLarge
 
 STREAM = (
@@ -501,9 +501,11 @@ class TestChatFastPath:
         assert fast == full
 
     def test_it_is_taken_for_the_reference_endpoints_chunks(self) -> None:
-        assert _chat_token(_token(" word")) == Delta(text=" word", model="m-1")
-        assert _chat_token(_token(" w", fp='"system_fingerprint":"f",')) == Delta(
-            text=" w", model="m-1", fingerprint="f")
+        assert chat_token(_token(" word")) == ("m-1", None, "content", " word")
+        assert chat_token(_token(" w", fp='"system_fingerprint":"f",')) == (
+            "m-1", "f", "content", " w")
+        assert OpenAIChat().parse(_token(" w", "reasoning_content")) == Delta(
+            reasoning=" w", model="m-1")
 
     @given(st.integers(min_value=0, max_value=len(_token(' a "b" \\ c')) - 1),
            st.sampled_from(['"', "\\", "0", "01", "\x01", " ", "}", "", "\\u12", "é"]),
