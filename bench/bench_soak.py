@@ -8,7 +8,9 @@ connections, caches; the write-up after the soak reads every record once, by des
 Reports the machine it ran on; run by hand: `python bench/run.py soak`.
 
 Measured 2026-11-30 on the project VM (2 cores, Python 3.11.7), 60 s at 64 streams:
-+2,575 KiB per 1,000 requests before records moved to disk, +224 KiB after.
++2,575 KiB per 1,000 requests before records moved to disk, +224 KiB after. A hold of
+245 s or more also prints the growth from its first minute to its fourth (issue 29's
+yardstick); docs/benchmarks.md has the figures.
 
     BENCH_SOAK_S=120 BENCH_SOAK_STREAMS=128 python bench/bench_soak.py
 """
@@ -86,6 +88,13 @@ def main() -> int:
                 samples.append((time.monotonic() - started, lines(out / "requests.jsonl"), rss))
             time.sleep(1.0)
         code = proc.wait()
+        try:  # the loop monitor's samples over the hold: what its store grew by before
+            soak = json.loads((out / "run.json").read_text())["client_checks"]["phases"]["soak"]
+            print(f"loop-lag samples over the hold: {soak['lag_samples']:,} in "
+                  f"{soak['wall_s']:.0f} s (a machine too loaded to wake the monitor every "
+                  "5 ms takes fewer)")
+        except (OSError, KeyError, TypeError, ValueError):
+            pass
     if code != 0 or not samples:
         print(f"probe exited {code}")
         return 1
@@ -99,6 +108,12 @@ def main() -> int:
     slope = slope_per_1000(late)
     print("RSS slope over the second half: "
           + ("n/a" if slope is None else f"{slope:+.1f} KiB per 1,000 requests"))
+    # the issue's yardstick: growth from the hold's first minute to its fourth
+    began = next((t for t, n, _ in samples if n > 1), None)
+    if began is not None and SOAK_S >= 245:
+        at = {m: min(samples, key=lambda s: abs(s[0] - began - 60 * m)) for m in (1, 4)}
+        print(f"from minute 1 to minute 4 of the hold: {at[4][1] - at[1][1]:,} requests, RSS "
+              f"{(at[4][2] - at[1][2]) / 1024:+.2f} MiB")
     return 0
 
 

@@ -22,7 +22,30 @@ from evalkit.cli.verify import signing_key, signing_options, verify
 from evalkit.errors import UsageError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """The command group; `serve-reference` is built only when it is asked for (its
+    options come from the reference endpoint's profiles, an import of ~0.3 s of CPU that
+    `evalkit probe` and the other commands would pay for nothing)."""
+
+    _LAZY = "serve-reference"
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command, the lazy one included (`--help` lists it)."""
+        return sorted({*super().list_commands(ctx), self._LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command `cmd_name`, building `serve-reference` on first use."""
+        if cmd_name == self._LAZY and cmd_name not in self.commands:
+            # built from the profile schema in evalkit/reference/profiles.json (one
+            # option per param)
+            from evalkit.reference.command import build_command
+
+            self.add_command(build_command(user_errors))
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="evalkit")
 def cli() -> None:
     """Measure an inference vendor's streaming endpoint, read its capacity questionnaire,
@@ -210,16 +233,6 @@ def questionnaire_validate(file: str) -> None:
     limits = "; rate limits given" if q.rate_limits.to_dict() else ""
     click.echo(f"{file}: valid evalkit.questionnaire/1 ({len(answered)} of 6 questions "
                f"filled in{': ' + ', '.join(answered) if answered else ''}{limits}).")
-
-
-def _add_serve_reference() -> None:
-    # built from the profile schema in evalkit/reference/profiles.json (one option per param)
-    from evalkit.reference.command import build_command
-
-    cli.add_command(build_command(user_errors))
-
-
-_add_serve_reference()
 
 
 @cli.command()

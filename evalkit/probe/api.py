@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalkit.errors import UsageError
+from evalkit.probe.chunkscan import chat_token
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 
 
@@ -177,6 +178,16 @@ class OpenAIChat(_OpenAIStyle):
 
     def parse(self, data: str) -> Delta:
         """Read content, reasoning, finish reason, usage or an in-stream error."""
+        hit = chat_token(data)  # the common token chunk, read in one match
+        if hit is None:
+            return self._parse_full(data)
+        model, fingerprint, key, text = hit
+        return Delta(text=text if key == "content" else "",
+                     reasoning=text if key != "content" else "", model=model[:NAME_MAX],
+                     fingerprint=fingerprint[:NAME_MAX] if fingerprint else None)
+
+    def _parse_full(self, data: str) -> Delta:
+        """`parse` for any event: json.loads, then every field read defensively."""
         obj = _load(data)
         if obj is None:
             return DONE

@@ -21,10 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from evalkit import SUITE_VERSION, __version__
-from evalkit.analysis.frames import frames
 from evalkit.analysis.intervals import proportion_interval
-from evalkit.analysis.ramp import judge_ramp
-from evalkit.analysis.stats import phase_stats
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
 from evalkit.errors import EndpointError
@@ -66,6 +63,14 @@ def _ms(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 1000:.1f} ms"
 
 
+def load_metrics() -> None:
+    """Import pandas and the metrics now (~0.5 s of CPU that blocks the loop): called
+    between two phases' self-check windows, before the first phase that judges what it
+    measured. Not at start-up: the connect phase's first request (and `--help`, and a
+    dry run) need none of it."""
+    import evalkit.analysis.summarize  # noqa: F401
+
+
 class RampWatch:
     """The ramp's verdict so far, kept as it goes: the baseline and each level are
     summarised once, when they end, and judged the way summary.json will judge them
@@ -78,6 +83,9 @@ class RampWatch:
         self.client_bound: list[int] = []
 
     def _stats(self, records: Sequence[RequestRecord], level: int) -> dict[str, Any]:
+        from evalkit.analysis.frames import frames  # pandas: see `load_metrics`
+        from evalkit.analysis.stats import phase_stats
+
         req, chunks = frames(records)
         return {"concurrency": level, **phase_stats(req, chunks, level, self.thresholds)}
 
@@ -96,6 +104,8 @@ class RampWatch:
 
     def conclusion(self) -> dict[str, Any]:
         """What summary.json's `ramp` would say of the levels judged so far."""
+        from evalkit.analysis.ramp import judge_ramp
+
         base = self.baseline or next((d for d in self.levels if d["concurrency"] == 1), None)
         return judge_ramp(self.levels, base, self.thresholds, self.client_bound)
 
@@ -184,6 +194,8 @@ class SuiteRun:
                 LoopMonitor() as mon, self.vendor or contextlib.nullcontext():
             for phase in self.s.phases:
                 self._stop_if_interrupted()
+                if phase != "connect":
+                    load_metrics()
                 mark = window_start(mon, prober)
                 async with self._scraping(phase):
                     await getattr(self, f"_phase_{phase}")(client, prober, mon)

@@ -10,8 +10,8 @@ seeded detail a real message would carry (a ticket, an order, a name, a date). T
 prompts share at most their task's few opening words, so no prefix cache serves one from
 another, and the length is exact under o200k_base: the passage is cut to the token.
 
-Token counts are ours (offline, `bpe_openai` ships the encoding) and therefore
-*estimated*: the server's usage, when reported, is kept beside them.
+Token counts are ours (offline: `bpe_openai` ships the encoding, `evalkit.tokenizer` loads
+it) and therefore *estimated*: the server's usage, when reported, is kept beside them.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ _WORDS = tuple(_WORD_TEXT.split())
 
 @lru_cache(maxsize=1)
 def _encoding() -> Any:
-    import bpe_openai  # imported lazily: ~0.1 s to build the encoding
+    from evalkit.tokenizer import encoding  # imported lazily: ~0.1 s to build the encoding
 
-    return bpe_openai.get_encoding(ENCODING)
+    return encoding()
 
 
 @lru_cache(maxsize=65536)

@@ -69,11 +69,21 @@ class SSEParser:
         """Parse the bytes of one read; return the events whose blank line arrived."""
         if not chunk:
             return []
+        if (chunk.count(b"\n") == 2 and chunk[:6] == b"data: " and chunk[-2:] == b"\n\n"
+                and self._started and not (self._buf or self._parts or self._data
+                                           or self._event or self._pending_cr)
+                and len(chunk) <= self.max_bytes and chunk.find(b"\r") < 0):
+            # the common read: one whole event of one data line, nothing left over from
+            # the last read. The same event the general path makes, without its line loop
+            ident = self._id.decode("utf-8", errors="replace") if self._id else ""
+            return [SSEEvent(chunk[6:-2].decode("utf-8", errors="replace"), "message", ident)]
         if self._pending_cr:
             # the previous read ended in CR: a LF now is the rest of that CRLF
             self._pending_cr = False
             if chunk[:1] == b"\n":
                 chunk = chunk[1:]
+                if not chunk:  # nothing else: no partial line begins here
+                    return []
         if b"\r" in chunk:
             self.saw_cr = True
             self._pending_cr = chunk.endswith(b"\r")

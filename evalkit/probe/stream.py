@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import itertools
 import json
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +31,7 @@ from typing import Any
 import httpx
 
 from evalkit.probe.api import NAME_MAX, NORMAL_FINISHES, Adapter, Delta, get_adapter
-from evalkit.probe.loopmonitor import _pct
+from evalkit.probe.loopmonitor import Ring, _pct
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.replies import error_message, retry_after
 from evalkit.probe.sse import SSEParser, SSETooLarge
@@ -85,11 +83,13 @@ class Prober:
         #: per request sent on a plan that streamed content, in order: the client's send
         #: lag (s; from when it was meant to leave to when its bytes did, less any
         #: connection opened meanwhile) and its span, meant-to-leave to end (`send_check`)
-        #: (the newest MAX_SENDS of them: a day-long soak must hold flat memory; `sends`
-        #: counts them all, so a window's mark stays valid)
-        self.send_lags: deque[float] = deque(maxlen=MAX_SENDS)
-        self.send_spans: deque[float] = deque(maxlen=MAX_SENDS)
-        self.sends = 0
+        #: (the newest MAX_SENDS, in arrays allocated once: a soak holds flat memory)
+        self.sent = Ring(MAX_SENDS, "dd")
+
+    @property
+    def sends(self) -> int:
+        """Send lags recorded so far (a window's mark: `send_check(since)`)."""
+        return self.sent.seen
 
     async def __aenter__(self) -> Prober:
         return self
@@ -172,9 +172,9 @@ class Prober:
         failed at once (a 429, a refused connection) takes a few milliseconds, and the
         back-off after it is meant.
         """
-        k = min(self.sends - since, len(self.send_lags))
-        lags = sorted(itertools.islice(self.send_lags, len(self.send_lags) - k, None))
-        span = sum(itertools.islice(self.send_spans, len(self.send_spans) - k, None))
+        k = self.sends - since
+        lags = sorted(self.sent.last(k, 0))
+        span = sum(self.sent.last(k, 1))
         return {"send_lag_p50_s": _pct(lags, 0.5), "send_lag_p99_s": _pct(lags, 0.99),
                 "send_lag_max_s": lags[-1] if lags else None,
                 "send_lag_fraction": round(sum(lags) / span, 5) if span > 0 else None}
@@ -238,9 +238,8 @@ class Prober:
         if judged and st.chunk_ns:  # late against a plan, and it offered load
             # the client's own delay: a connection opened inside the send is the network's
             own = max(sent_ns - intended_ns - wire.connect_ns, 0)
-            self.send_lags.append(own / 1e9)
-            self.send_spans.append(max(st.end_ns - intended_ns - wire.connect_ns, own) / 1e9)
-            self.sends += 1
+            self.sent.append(own / 1e9,
+                             max(st.end_ns - intended_ns - wire.connect_ns, own) / 1e9)
         return self._record(rid, label, prompt, phase, level, t0, sent_ns, intended_ns,
                             wire, st)
 
@@ -415,6 +414,8 @@ class _StreamState:
     logprobs: list[tuple[str, float]] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     fingerprints: list[str] = field(default_factory=list)
+    #: the model and fingerprint the last chunk that named them gave, as sent
+    raw_names: list[str | None] = field(default_factory=lambda: [None, None])
 
     def answer(self, delta: Delta) -> None:
         self.sha.update(delta.text.encode("utf-8", "surrogatepass"))
@@ -424,9 +425,13 @@ class _StreamState:
             self.logprobs.extend((delta.logprobs or ())[:ANSWER_MAX - len(self.logprobs)])
 
     def names(self, delta: Delta) -> None:
-        for seen, value in ((self.models, delta.model), (self.fingerprints, delta.fingerprint)):
-            if value is not None and (v := clean(value, NAME_MAX)) not in seen and len(seen) < 3:
-                seen.append(v)
+        # every chunk names the model: a value equal to the last chunk's adds nothing
+        for i, (seen, value) in enumerate(((self.models, delta.model),
+                                           (self.fingerprints, delta.fingerprint))):
+            if value is not None and value != self.raw_names[i]:
+                self.raw_names[i] = value
+                if (v := clean(value, NAME_MAX)) not in seen and len(seen) < 3:
+                    seen.append(v)
 
     def facts(self) -> dict[str, Any]:
         """Format facts of the stream, for the connect phase's report."""

@@ -242,7 +242,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
         from evalkit.probe.scaleout import require_ray
 
         require_ray()  # a missing extra is a usage error before the run directory exists
-    warm_up()
+    warm_up(metrics=False)  # pandas waits for the first phase after connect (load_metrics)
     store = RunStore(out_dir, meta)
     return SuiteRun(config, settings, target, store, progress, origin_ns, run_tag,
                     user_prompts)

@@ -24,9 +24,9 @@ ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
 def encoding() -> Any:
     """o200k_base, built once (~0.1 s): the app builds it at startup, so that the first
     request's TTFT does not pay for it."""
-    import bpe_openai
+    from evalkit.tokenizer import encoding as o200k
 
-    return bpe_openai.get_encoding("o200k_base")
+    return o200k()
 
 
 def count_tokens(text: str) -> int:

@@ -10,7 +10,9 @@ from evalkit.cli import cli
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the lazy ones too (`serve-reference`)
+        cmd = group.get_command(ctx, name)
         path = (*prefix, name)
         out.append(path)
         if isinstance(cmd, click.Group):
@@ -26,3 +28,21 @@ def test_every_command_has_help() -> None:
         assert result.exit_code == 0, (path, result.output)
         assert "Usage:" in result.output
         assert len(result.output.splitlines()) > 4, path
+
+
+HEAVY = ("pandas", "matplotlib", "pyarrow", "weasyprint", "evalkit.reference")
+
+
+def test_probe_help_loads_no_heavy_library() -> None:
+    """`evalkit probe --help` is instant: no pandas, matplotlib, pyarrow or WeasyPrint, and
+    not the reference endpoint (`serve-reference` is built only when asked for)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom evalkit.cli import cli\n"
+            "try:\n    cli(['probe', '--help'])\nexcept SystemExit:\n    pass\n"
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+    assert "--base-url" in out  # the help did print

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from hypothesis import given
@@ -19,6 +20,7 @@ from evalkit.probe.api import (
     OpenAIResponses,
     get_adapter,
 )
+from evalkit.probe.chunkscan import chat_token
 from evalkit.probe.sse import SSEParser, SSETooLarge
 
 STREAM = (
@@ -69,6 +71,25 @@ class TestSSEParser:
         out, parser = _parse_all(parts)
         assert out == EXPECTED
         assert parser.comments == 1
+
+    @given(st.lists(st.tuples(st.sampled_from([b"data: ", b"data:", b"data:  ", b"id: 4\n",
+                                               b"event: e\n", b": ping\n\n", b"\xef\xbb\xbf"]),
+                              st.text(max_size=12).map(str.encode),
+                              st.sampled_from([b"\n\n", b"\n", b"\r\n\r\n", b"\n\n\n"])),
+                    max_size=8))
+    def test_whole_event_reads_match_byte_reads(
+            self, events: list[tuple[bytes, bytes, bytes]]) -> None:
+        """A read of one whole event (the fast path) gives what the same bytes give read one
+        at a time (the general path): the same events, ids, types, counts and state."""
+        reads = [head + body + end for head, body, end in events]
+        fast, slow = SSEParser(), SSEParser()
+        got = [(e.data, e.event, e.id) for r in reads for e in fast.feed(r)]
+        data = b"".join(reads)
+        want = [(e.data, e.event, e.id) for i in range(len(data))
+                for e in slow.feed(data[i:i + 1])]
+        assert got == want
+        assert (fast.comments, fast.saw_cr, fast.pending, fast.retry_ms) == (
+            slow.comments, slow.saw_cr, slow.pending, slow.retry_ms)
 
     def test_byte_by_byte_crlf(self) -> None:
         """One byte per read, CRLF: a CR at the end of a read followed by LF is one line end."""
@@ -444,3 +465,64 @@ class TestAnthropicAndResponsesParsing:
             "m", [{"role": "system"}, {"role": "user", "content": "hi"}], 8, False)
         assert isinstance(get_adapter("openai-responses"), OpenAIResponses)
         assert ADAPTERS["anthropic-messages"] is AnthropicMessages
+
+
+_TOKEN = ('{"id":"chatcmpl-9","object":"chat.completion.chunk","created":1764633600,'
+          '"model":"m-1",%s"choices":[{"index":0,"delta":{"%s":%s},"logprobs":null,'
+          '"finish_reason":null}]}')
+
+
+def _token(text: str, key: str = "content", fp: str = "", ascii_only: bool = True) -> str:
+    return _TOKEN % (fp, key, json.dumps(text, ensure_ascii=ascii_only))
+
+
+def _both(data: str) -> tuple[object, object]:
+    """What parse gives (fast path or not) and what the full parse gives, errors as types."""
+    chat = OpenAIChat()
+    out = []
+    for parse in (chat.parse, chat._parse_full):
+        try:
+            out.append(parse(data))
+        except ValueError as exc:
+            out.append(type(exc))
+    return out[0], out[1]
+
+
+class TestChatFastPath:
+    """A token chunk in the common shape is read with one match, not json.loads: the same
+    Delta, field by field, as the full parse, and the same error where the JSON is bad."""
+
+    @given(st.text(min_size=1), st.sampled_from(["content", "reasoning_content"]),
+           st.sampled_from(["", '"system_fingerprint":"fp_1",', '"system_fingerprint":null,']),
+           st.booleans())
+    def test_the_same_delta_as_the_full_parse(self, text: str, key: str, fp: str,
+                                              ascii_only: bool) -> None:
+        fast, full = _both(_token(text, key, fp, ascii_only))
+        assert fast == full
+
+    def test_it_is_taken_for_the_reference_endpoints_chunks(self) -> None:
+        assert chat_token(_token(" word")) == ("m-1", None, "content", " word")
+        assert chat_token(_token(" w", fp='"system_fingerprint":"f",')) == (
+            "m-1", "f", "content", " w")
+        assert OpenAIChat().parse(_token(" w", "reasoning_content")) == Delta(
+            reasoning=" w", model="m-1")
+
+    @given(st.integers(min_value=0, max_value=len(_token(' a "b" \\ c')) - 1),
+           st.sampled_from(['"', "\\", "0", "01", "\x01", " ", "}", "", "\\u12", "é"]),
+           st.integers(min_value=0, max_value=3))
+    def test_a_damaged_chunk_reads_as_the_full_parse_reads_it(
+            self, at: int, insert: str, drop: int) -> None:
+        good = _token(' a "b" \\ c')
+        fast, full = _both(good[:at] + insert + good[at + drop:])
+        assert fast == full
+
+    @pytest.mark.parametrize("data", [
+        _token("x").replace('"created":1764633600', '"created":01764633600'),
+        _token("x").replace('"m-1"', '""'),
+        _token("x").replace('"m-1"', '"m\\u002d1"'),
+        _token(""), _token("x") + " ", _token("\ud800x"),
+        _token("x").replace('"finish_reason":null', '"finish_reason":"stop"'),
+    ])
+    def test_edge_shapes(self, data: str) -> None:
+        fast, full = _both(data)
+        assert fast == full

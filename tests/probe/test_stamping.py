@@ -339,18 +339,17 @@ class TestSendLagCheck:
     def test_send_check_counts_the_share_held_back(self) -> None:
         """send_lag_fraction = summed lag / summed span (meant-to-leave to end)."""
         prober = Prober(Target("http://127.0.0.1:9/v1", "m"), 0, "x")
-        prober.send_lags += [0.01, 0.03]
-        prober.send_spans += [0.5, 0.5]
-        prober.sends += 2
+        prober.sent.append(0.01, 0.5)
+        prober.sent.append(0.03, 0.5)
         check = prober.send_check()
         assert check["send_lag_fraction"] == pytest.approx(0.04)
         assert check["send_lag_max_s"] == 0.03
         assert prober.send_check(since=2)["send_lag_fraction"] is None
-        prober.send_lags.extend([1.0] * MAX_SENDS)  # a long soak: the oldest samples go,
-        prober.send_spans.extend([2.0] * MAX_SENDS)  # marks stay valid
-        prober.sends += MAX_SENDS
-        assert len(prober.send_lags) == MAX_SENDS
+        for _ in range(MAX_SENDS):  # a long soak: the oldest samples go, marks stay valid
+            prober.sent.append(1.0, 2.0)
+        assert len(prober.sent) == MAX_SENDS and prober.sends == MAX_SENDS + 2
         assert prober.send_check(since=2)["send_lag_fraction"] == pytest.approx(0.5)
+        assert prober.send_check(since=MAX_SENDS - 1)["send_lag_p50_s"] == 1.0
 
 
 def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
