@@ -330,7 +330,8 @@ class TestDidItStream:
         so; the same tokens sent one a chunk are a stream and the run stays valid."""
         url, _ = vendor(mode)
         run_probe(ProbeConfig(base_url=url, model="m", phases=("connect", "baseline"),
-                              overrides={"baseline": {"requests": 3}}), tmp_path / "r")
+                              overrides={"baseline": {"requests": 3},
+                                         "canaries": {"count": 0}}), tmp_path / "r")
         summary = json.loads((tmp_path / "r" / "summary.json").read_text())
         check = summary["checks"]["streaming"]
         whole = mode != "streamed"

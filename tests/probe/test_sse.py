@@ -303,13 +303,13 @@ class TestAdapterFields:
         chat = OpenAIChat().build_body("m", "hi", 7, force_length=True)
         assert chat == {"model": "m", "messages": [{"role": "user", "content": "hi"}],
                         "max_tokens": 7, "stream": True,
-                        "stream_options": {"include_usage": True},
+                        "stream_options": {"include_usage": True}, "temperature": 0.0,
                         "ignore_eos": True, "min_tokens": 7}
         own = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         assert OpenAIChat().build_body("m", own, 3, force_length=False)["messages"] == own
         comp = OpenAICompletions().build_body("m", [*own, {"role": "user"}], 5, True)
         assert comp == {"model": "m", "prompt": "s\nu\n", "max_tokens": 5, "stream": True,
-                        "stream_options": {"include_usage": True},
+                        "stream_options": {"include_usage": True}, "temperature": 0.0,
                         "ignore_eos": True, "min_tokens": 5}
 
     def test_adapters_by_name(self) -> None:
@@ -449,17 +449,17 @@ class TestAnthropicAndResponsesParsing:
                {"role": "user", "content": "hi"}]
         assert AnthropicMessages().build_body("m", own, 16, True) == {
             "model": "m", "max_tokens": 16, "stream": True, "system": "a\nb",
-            "messages": [{"role": "user", "content": "hi"}],
+            "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0,
             "ignore_eos": True, "min_tokens": 16}
         assert AnthropicMessages().build_body("m", "hi", 8, False) == {
             "model": "m", "max_tokens": 8, "stream": True,
-            "messages": [{"role": "user", "content": "hi"}]}
+            "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0}
         assert OpenAIResponses().build_body("m", "hi", 8, False) == {
             "model": "m", "input": "hi", "max_output_tokens": 8, "stream": True,
-            "store": False}
+            "store": False, "temperature": 0.0}
         assert OpenAIResponses().build_body("m", "hi", 8, True) == {
             "model": "m", "input": "hi", "max_output_tokens": 8, "stream": True,
-            "store": False, "ignore_eos": True, "min_tokens": 8}
+            "store": False, "temperature": 0.0, "ignore_eos": True, "min_tokens": 8}
         # a system message without content adds no empty `system`
         assert "system" not in AnthropicMessages().build_body(
             "m", [{"role": "system"}, {"role": "user", "content": "hi"}], 8, False)

@@ -21,9 +21,10 @@ from evalkit.analysis.frames import records_frame
 from evalkit.analysis.summarize import summarize
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import count_tokens, synthetic
+from evalkit.probe.replies import error_message as _error_message
 from evalkit.probe.selfcheck import judge_client, window_end, window_start
 from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober, _error_message, _StreamState
+from evalkit.probe.stream import Prober, _StreamState
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
