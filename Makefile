@@ -29,20 +29,25 @@ lint: install
 	$(BIN)/ruff check evalkit tests bench tools
 	$(BIN)/mypy evalkit
 
-# The whole suite, then the pure core's coverage by its fast tests (floor 90 %: the
-# suite itself is not traced, a tracer would slow the prober its accuracy tests time).
+# The pure core's fast tests under coverage (floor 90 %), then the rest of the suite, so
+# each test runs once (tests/ran_once.py skips the ones that passed under coverage). The
+# suite itself is not traced: a tracer would slow the prober its accuracy tests time.
 test: install lint
-	$(BIN)/python -m pytest
 	$(BIN)/python tools/core_coverage.py
+	$(BIN)/python -m pytest -p tests.ran_once --skip-passed build/coverage/passed.txt
 
 # The wheel works outside a checkout: build it, install it into a fresh virtualenv in a
 # temporary folder, and run the demo and `questionnaire init` there (CI runs this).
+# The virtualenv gets no pip of its own (this venv's pip installs into it: --python) and
+# no byte-code compiled ahead (Python compiles what the demo imports): on a loaded 2-core
+# machine the virtualenv took 101 s -> 3 s and the install 400 s -> 103 s.
 wheel-check: install
 	rm -rf build/wheel-check && mkdir -p build/wheel-check
 	$(BIN)/python -m pip wheel --quiet --no-deps -w build/wheel-check/dist .
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
-	$(PY) -m venv "$$tmp/venv" && \
-	"$$tmp/venv/bin/python" -m pip install --quiet build/wheel-check/dist/evalkit-*.whl && \
+	$(PY) -m venv --without-pip "$$tmp/venv" && \
+	$(BIN)/python -m pip --python "$$tmp/venv/bin/python" install --quiet --no-compile \
+		build/wheel-check/dist/evalkit-*.whl && \
 	cd "$$tmp" && "$$tmp/venv/bin/evalkit" questionnaire init acme.yaml && \
 	"$$tmp/venv/bin/evalkit" questionnaire validate acme.yaml && \
 	"$$tmp/venv/bin/evalkit" demo --quiet --out "$$tmp/demo" && \

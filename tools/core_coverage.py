@@ -1,4 +1,4 @@
-"""Coverage of evalkit's pure core by its fast pure tests (`make test` ends with it).
+"""Coverage of evalkit's pure core by its fast pure tests (`make test` starts with it).
 
 The core (the analysis, the questionnaire and the review stages, SSE parsing, the plan
 and the settings) is data in, data out, and its tests
@@ -29,6 +29,8 @@ CORE = ("evalkit/analysis/*", "evalkit/questionnaire/*", "evalkit/review/*",
 OMIT = ("evalkit/review/pipeline.py",)
 #: fast pure tests beyond mutmut's selection
 ALSO_TESTS = ("tests/probe/test_plan.py", "tests/probe/test_settings.py")
+#: the node ids of the tests that passed under coverage (`make test` then skips them)
+PASSED = ROOT / "build" / "coverage" / "passed.txt"
 
 
 def main() -> int:
@@ -44,8 +46,12 @@ def main() -> int:
     args = list(mutmut["pytest_add_cli_args"])
     k = args.index("-k") + 1
     args[k] = f"({args[k]}) and not TestPlannedRuns"
+    # the tests that pass here are left out of `make test`'s run of the suite that follows
+    # (tests/ran_once.py): each runs once, this time under coverage
     run = [sys.executable, "-m", "coverage", "run", "--branch", "-m", "pytest", "-q",
-           "--no-header", *args, *tests]
+           "--no-header", "-p", "tests.ran_once", "--record-passed", str(PASSED), *args,
+           *tests]
+    PASSED.unlink(missing_ok=True)  # never a list left from an earlier run
     tested = subprocess.run(run, cwd=ROOT, env=env, check=False, capture_output=True,
                             text=True)
     if tested.returncode:

@@ -35,7 +35,7 @@ def test_a_default_run_carries_no_mark_a_vendor_could_use(reference: Any,
                                                           tmp_path: Path) -> None:
     """Under 1 % of a default run's requests carry any mark, and its timings still match
     the server's truth, joined by the prompt itself (no request id was sent)."""
-    srv = reference("gpu", spot_probes=True, decode_base_ms=8)
+    srv = reference("gpu", spot_probes=True, decode_base_ms=8, request_overhead_ms=5)
     run_probe(ProbeConfig(srv.base_url, srv.model, levels=(1, 2, 4), overrides=SHORT,
                           phases=("connect", "baseline", "prefill", "ramp")), tmp_path / "r")
     truth = _generations(srv.truth())

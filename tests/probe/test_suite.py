@@ -214,7 +214,8 @@ class TestInterrupt:
         # before the signal, even on a busy machine)
         # and a client check that cannot stop it either (Ray's own processes share the two
         # cores: a level may be client-bound, which ends a ramp; not what this test is about)
-        srv = reference("gpu", decode_per_stream_ms=0.2)
+        # (5 ms of request overhead, not 150: level 1 holds its 36-request floor in ~8 s)
+        srv = reference("gpu", decode_per_stream_ms=0.2, request_overhead_ms=5)
         out = tmp_path / "run"
         profile = tmp_path / "profile.json"
         profile.write_text(json.dumps({"extends": "quick", "client_check": {
@@ -367,7 +368,7 @@ class TestAsyncRun:
         from evalkit.probe.phases import RampWatch
         from evalkit.probe.suite import arun_probe
 
-        srv = reference("gpu", mode="thread")
+        srv = reference("gpu", mode="thread", request_overhead_ms=5)  # 36 requests a level
 
         async def main() -> Any:
             assert asyncio.get_running_loop().is_running()

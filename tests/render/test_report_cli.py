@@ -212,7 +212,7 @@ def test_report_from_a_real_quick_run(tmp_path: Path, reference: Any) -> None:
     from evalkit.probe.settings import ProbeConfig
     from evalkit.probe.suite import run_probe
 
-    srv = reference("gpu", mode="thread", decode_base_ms=5)
+    srv = reference("gpu", mode="thread", decode_base_ms=5, request_overhead_ms=5)
     cfg = ProbeConfig(base_url=srv.base_url, model=srv.model, profile="quick",
                       phases=("connect", "baseline", "prefill", "ramp"), levels=(1, 2, 4),
                       overrides={"ramp": {"level_duration_s": 1.0}, "baseline": {"requests": 3},
