@@ -116,6 +116,7 @@ def test_engine_rejects_a_request_id_that_is_not_a_uuid(llama_server: LlamaServe
 SERIAL: dict[str, Any] = {
     "prompt_tokens": 64, "output_tokens": 16, "timeout_s": 30,
     "connect": {"rtt_samples": 5}, "baseline": {"requests": 4},
+    "canaries": {"count": 0},  # the serial phases' own request counts (precision: the ramp)
     "prefill": {"prompt_tokens": [32, 256, 768], "repeats": 2, "output_tokens": 2},
     "cache": {"pairs": 1, "prompt_tokens": 512, "output_tokens": 2},
 }

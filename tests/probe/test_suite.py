@@ -152,8 +152,10 @@ class TestQuickSuite:
         fmt = meta["connect"]["format"]  # the connect phase's format checks
         assert fmt["role_chunk_first"] and fmt["done_sentinel"] and fmt["usage_reported"]
         assert fmt["finish_reason"] == "length" and not fmt["crlf_line_ends"]
-        # connect, baseline, prefill (the quick profile's six lengths twice), cache
-        assert len(records) == res.requests == 1 + 4 + 12 + 2
+        # connect, baseline (4, and the quick profile's 4 canaries twice each), prefill
+        # (its six lengths twice), cache
+        assert len(records) == res.requests == 1 + 4 + 8 + 12 + 2
+        assert sum(r.canary is not None for r in records) == 8
         assert [r.phase for r in records][:2] == ["connect", "baseline"]
         # records match the server's truth by id, on the shared monotonic clock
         truth = {t["request_id"]: t for t in srv.truth()}
@@ -166,7 +168,7 @@ class TestQuickSuite:
         assert s is not None and s["schema"] == "evalkit.summary/1"
         assert s["connect"]["usage_reported"] is True
         assert s["connect"]["rtt_s"] is not None and 0 < s["connect"]["rtt_s"] < 0.05
-        assert s["baseline"]["requests"] == 4
+        assert s["baseline"]["requests"] == 4 + 8  # the canaries alone are baseline requests
         # the prefill scan recovers the configured prefill rate
         assert s["prefill"]["tokens_per_s"] == pytest.approx(20_000, rel=0.25)
         assert s["prefill"]["r2"] > 0.9
@@ -308,7 +310,8 @@ def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
     with pytest.raises(RuntimeError, match="a bug"):
         run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
                               phases=("baseline", "prefill"),
-                              overrides={"baseline": {"requests": 3}, "output_tokens": 4}),
+                              overrides={"baseline": {"requests": 3}, "output_tokens": 4,
+                                         "canaries": {"count": 0}}),
                   tmp_path / "run")
     meta, records = read_run_files(tmp_path / "run")
     assert meta["status"] == "crashed" and len(records) == 3
@@ -346,7 +349,8 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
     out = tmp_path / "run"
     config = ProbeConfig(base_url=srv.base_url, model=srv.model, tag_requests=True,
                          phases=("baseline",),
-                         output_tokens=8, overrides={"baseline": {"requests": 2}})
+                         output_tokens=8, overrides={"baseline": {"requests": 2},
+                                                     "canaries": {"count": 0}})
     with pytest.raises(KeyboardInterrupt):
         run_probe(config, out)
     meta = json.loads((out / "run.json").read_text())
