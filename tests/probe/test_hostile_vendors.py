@@ -331,7 +331,15 @@ class TestDidItStream:
         url, _ = vendor(mode)
         run_probe(ProbeConfig(base_url=url, model="m", phases=("connect", "baseline"),
                               overrides={"baseline": {"requests": 3},
-                                         "canaries": {"count": 0}}), tmp_path / "r")
+                                         "canaries": {"count": 0},
+                                         # the subject is the stream, not the client: a
+                                         # busy host must not make the streamed case a
+                                         # client-bound one (a limit of 1 never binds)
+                                         "client_check": {"loop_lag_p99_s": 1,
+                                                          "cpu_fraction": 1,
+                                                          "coalesced_fraction": 1,
+                                                          "send_lag_fraction": 1}}),
+                    tmp_path / "r")
         summary = json.loads((tmp_path / "r" / "summary.json").read_text())
         check = summary["checks"]["streaming"]
         whole = mode != "streamed"
