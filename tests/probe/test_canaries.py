@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +19,7 @@ from evalkit.probe.prompts import Prompt, PromptSource, count_tokens
 from evalkit.probe.sampling import Sampling
 from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
+from tests.probe.test_fail_closed_servers import _Bare400
 
 
 def _ordinary() -> Any:
@@ -84,11 +85,10 @@ def test_every_api_gets_the_same_sampling_where_it_has_the_field(api: str,
     assert "temperature" not in none
 
 
-class _NoTemperature(BaseHTTPRequestHandler):
+class _NoTemperature(_Bare400):
     """A reasoning-model endpoint: a body with `temperature` gets OpenAI's 400; without
     it, a two-chunk stream naming the model. Every body is kept."""
 
-    protocol_version = "HTTP/1.1"
     bodies: ClassVar[list[dict[str, Any]]] = []
 
     def do_GET(self) -> None:
@@ -111,16 +111,6 @@ class _NoTemperature(BaseHTTPRequestHandler):
             {"index": 0, "delta": {}, "finish_reason": "stop"}]})
         data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
         self._send(200, data + b"data: [DONE]\n\n", "text/event-stream")
-
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # quiet
-        pass
 
 
 @pytest.fixture
