@@ -198,21 +198,25 @@ def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | Non
     alone_rows = req[canary & (phase == "baseline") & req["ok"].to_numpy()]
     refs, alone = _alone(alone_rows)
     alone["models_seen"] = _names(req.loc[(phase == "baseline") & req["ok"].to_numpy(), "model"])
-    levels, soak = [], None
-    for (ph, level), sub in req[canary].groupby(["phase", "level"], sort=True):
+    levels: list[dict[str, Any]] = []
+    held: dict[str, dict[str, Any]] = {}
+    # dropna=False: the open loop's requests have no level, and are judged all the same
+    for (ph, level), sub in req[canary].groupby(["phase", "level"], sort=True, dropna=False):
         if ph not in LOAD_PHASES:
             continue
-        everyone = req[(phase == ph) & (req["level"] == level).to_numpy()]
-        judged = {"concurrency": int(level), **judge_group(sub, everyone, refs, alone, th)}
+        same = req["level"].isna() if pd.isna(level) else req["level"] == level
+        everyone = req[(phase == ph) & same.to_numpy()]
+        judged = {"concurrency": None if pd.isna(level) else int(level),
+                  **judge_group(sub, everyone, refs, alone, th)}
         if ph == "ramp":
             levels.append(judged)
-        elif ph == "soak":
-            soak = judged
+        else:
+            held[str(ph)] = judged
     logprobs = bool(req.loc[canary, "answer_logprobs"].notna().any())
     degraded = next((lv["concurrency"] for lv in levels if lv["status"] == "breach"), None)
     return {
         "canaries": len(set(req.loc[canary, "canary"])), "alone": alone, "levels": levels,
-        "soak": soak, "degraded_at": degraded,
+        "soak": held.get("soak"), "rate": held.get("rate"), "degraded_at": degraded,
         "divergence_unit": "vendor tokens (logprobs)" if logprobs else "streamed chunks",
         "logprobs": logprobs,
         "kinds": KINDS,

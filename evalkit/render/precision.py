@@ -40,15 +40,16 @@ def precision_rows(summary: Mapping[str, Any] | None) -> list[dict[str, str]]:
     p = as_mapping(as_mapping(summary).get("precision"))
     rows = []
     groups = [("", lv) for lv in p.get("levels") or []]
-    if isinstance(p.get("soak"), Mapping):
-        groups.append(("soak ", p["soak"]))
+    for name in ("soak", "rate"):
+        if isinstance(p.get(name), Mapping):
+            groups.append((f"{name} ", p[name]))
     for label, lv in groups:
         if not isinstance(lv, Mapping):
             continue
         rate = as_number(lv.get("match_rate"))
         kind = KIND_WORDS.get(str(lv.get("kind")), "")
         rows.append({
-            "level": f"{label}{as_count(lv.get('concurrency')) or '—'}",
+            "level": f"{label}{as_count(lv.get('concurrency')) or ''}".strip() or "—",
             "match": (f"{fmt_pct(rate)}{_ci(lv)} of {as_count(lv.get('compared')) or 0}"
                       if rate is not None else "—"),
             "divergence": fmt_num(lv.get("first_divergence_tokens")),

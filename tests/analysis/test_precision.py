@@ -203,3 +203,12 @@ def test_a_busy_client_does_not_void_an_answer_breach() -> None:
     assert out["status"] == "breached" and out["breaches"] == ["length"]
     healthy = {**lv, "achieved_output_tokens": base["achieved_output_tokens"]}
     assert judge_ramp([healthy], base, client_bound=[4])["levels"][0]["status"] == "client_bound"
+
+
+def test_the_open_loops_canaries_are_judged_too() -> None:
+    """The rate phase's requests have no level: its canaries are judged as one group."""
+    rate = [answer(f"q{i}", "rate", None, f"k{i % 2}", [" z", *WORDS], t0=0.1 * i)  # type: ignore[arg-type]
+            for i in range(4)]
+    p = summarize(alone() + rate)["precision"]
+    assert p["rate"]["concurrency"] is None and p["rate"]["compared"] == 4
+    assert p["rate"]["status"] == "breach" and p["levels"] == []
