@@ -3,7 +3,8 @@
     EvalkitError                 anything the user can fix; the CLI prints it, exit code 2
     ├── UsageError               options that do not fit together, an unknown profile
     ├── InputError               a file we were given is malformed (names file, line, field)
-    │   └── QuestionnaireError   ... a questionnaire, with every problem found at once
+    │   ├── QuestionnaireError   ... a questionnaire, with every problem found at once
+    │   └── WorkloadError        ... a workload, conversations or trace file, likewise
     ├── RunDirError              a run directory is missing or not a run
     ├── EndpointError            the vendor endpoint cannot be probed at all
     │                            (unreachable, 401, unknown model)
@@ -33,6 +34,15 @@ class InputError(EvalkitError):
 
 class QuestionnaireError(InputError):
     """A questionnaire has problems; `problems` lists every one (file, line, field, message)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class WorkloadError(InputError):
+    """A workload, conversations or trace file has problems; `problems` lists every one
+    (`file:line: field: message`)."""
 
     def __init__(self, message: str, problems: list[str] | None = None) -> None:
         super().__init__(message)

@@ -19,7 +19,7 @@ FORBIDDEN = {
     "analysis": {"probe", "rundir", "review", "render", "questionnaire", "cli", "demo",
                  "reference", "verify", "catalog"},
     "questionnaire": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",
-                      "reference", "verify", "catalog"},
+                      "reference", "verify", "catalog", "workload"},
     "rundir": {"probe", "review", "render", "cli", "demo", "reference", "verify", "catalog"},
     "review": {"probe", "render", "cli", "demo", "reference", "verify", "catalog"},
     "render": {"probe", "cli", "demo", "reference", "verify", "catalog"},
@@ -29,6 +29,10 @@ FORBIDDEN = {
     "reference": {"probe", "rundir", "analysis", "questionnaire", "review", "render", "cli",
                   "demo", "verify", "catalog"},
     "catalog": {"review", "render", "cli", "demo", "reference", "verify"},
+    # the buyer's workload is input, read before the probe (its YAML reader is the
+    # questionnaire's, which knows no field of either)
+    "workload": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",
+                 "reference", "verify", "catalog"},
 }
 
 
