@@ -91,6 +91,18 @@ class RequestRecord:
     #: retry-after), a few, sanitised and short (`evalkit.sanitize.rate_limit_headers`);
     #: None: it sent none
     rate_limit_headers: dict[str, str] | None = None
+    #: the workload shape this request belongs to (`evalkit.workload`; None: one of the
+    #: suite's own probes), the unit it is part of (a session's or agent task's id), its
+    #: turn (sessions, conversations; 1-based) or step (agent loops; 1-based), and how
+    #: many turns or steps its unit planned: a unit cut short shows as fewer records
+    shape: str | None = None
+    session: str | None = None
+    turn: int | None = None
+    step: int | None = None
+    planned_turns: int | None = None
+    #: prompt tokens the vendor said it served from its prefix cache (usage
+    #: `prompt_tokens_details.cached_tokens`); None: it said nothing
+    cached_prompt_tokens: int | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.
@@ -103,6 +115,9 @@ class RequestRecord:
         d["chunks"] = [[round(t, 7), n] for t, n in self.chunks]
         if self.rate_limit_headers is None:  # most vendors send none: no key for nothing
             del d["rate_limit_headers"]
+        for name in _SPARSE:  # the suite's own probes belong to no workload shape
+            if d[name] is None:
+                del d[name]
         return json.dumps(d, separators=(",", ":"))
 
     @classmethod
@@ -114,3 +129,4 @@ class RequestRecord:
 
 
 _FIELDS = tuple(f.name for f in fields(RequestRecord))
+_SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens")

@@ -40,6 +40,8 @@ class Delta:
     finish_reason: str | None = None
     usage_completion_tokens: int | None = None
     usage_prompt_tokens: int | None = None
+    #: usage `prompt_tokens_details.cached_tokens`: the prompt tokens its prefix cache served
+    usage_cached_tokens: int | None = None
     error: str | None = None
     role_only: bool = False
     done: bool = False
@@ -115,6 +117,14 @@ def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
         return None, None
     ct, pt = usage.get("completion_tokens"), usage.get("prompt_tokens")
     return (ct if isinstance(ct, int) else None, pt if isinstance(pt, int) else None)
+
+
+def _cached(obj: dict[str, Any]) -> int | None:
+    """OpenAI's usage `prompt_tokens_details.cached_tokens`, where a vendor reports it."""
+    usage = obj.get("usage")
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    n = details.get("cached_tokens") if isinstance(details, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def _error_text(obj: dict[str, Any]) -> str | None:
@@ -207,6 +217,7 @@ class OpenAIChat(_OpenAIStyle):
         return Delta(text=text, reasoning=reasoning,
                      finish_reason=finish if isinstance(finish, str) else None,
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
+                     usage_cached_tokens=_cached(obj) if pt is not None else None,
                      role_only=bool(delta.get("role")) and not text and not reasoning,
                      model=_name(obj.get("model")),
                      fingerprint=_name(obj.get("system_fingerprint")),
@@ -245,6 +256,7 @@ class OpenAICompletions(_OpenAIStyle):
         return Delta(text=text if isinstance(text, str) else "",
                      finish_reason=finish if isinstance(finish, str) else None,
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
+                     usage_cached_tokens=_cached(obj) if pt is not None else None,
                      model=_name(obj.get("model")),
                      fingerprint=_name(obj.get("system_fingerprint")),
                      logprobs=_completion_logprobs(lp) if lp else None)

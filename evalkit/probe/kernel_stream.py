@@ -13,7 +13,7 @@ from typing import Any
 
 import httpcore
 
-from evalkit.probe.stamping import StampedStream, _connected, _outgoing, _Protocol
+from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoing
 
 #: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
@@ -134,7 +134,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         stamp and the kernel taking the bytes (what `sock_sendall` would do too, one
         stack frame later); only what a full socket buffer refuses waits for the loop.
         """
-        buffer, at = _outgoing(buffer)
+        buffer, at = await outgoing(buffer)
         if not buffer:
             return
         self.last_write_ns = at

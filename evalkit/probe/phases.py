@@ -126,6 +126,8 @@ class SuiteRun:
                                       settings.output_tokens, user_prompts)
         self.phase_checks: dict[str, dict[str, Any]] = {}
         self.level_checks: dict[int, dict[str, Any]] = {}
+        #: the client's self-check of each workload level (users in flight -> check)
+        self.workload_checks: dict[int, dict[str, Any]] = {}
         self.rtt_samples: list[float] = []
         self.connect_info: dict[str, Any] = {}
         self.ramp_levels_run: list[int] = []
@@ -380,6 +382,39 @@ class SuiteRun:
         if self.pool is not None and self.level_checks:
             self.phase_checks["ramp"] = merge_checks(list(self.level_checks.values()))
 
+    async def _phase_workload(self, client: httpx.AsyncClient, prober: Prober,
+                              mon: LoopMonitor) -> None:
+        """The buyer's workload, level by level (`evalkit.probe.sessions`); each level gets
+        the client's self-check, like a ramp level."""
+        from evalkit.probe.sessions import WorkloadRunner
+
+        w = self.config.workload
+        runner = WorkloadRunner(w, self.run_tag, self.config.seed)
+        for users in self.config.users or w.concurrency:
+            self._stop_if_interrupted()
+            self._announce("workload", users, f"{users} users of {w.name}"
+                           + (f" for {w.duration_s:g} s" if w.duration_s else "")
+                           + (f", {w.units} units" if w.units else ""))
+            await prober.clients.prepare(users)
+            mark = window_start(mon, prober)
+            await runner.level(prober, self.on_record, users, duration_s=w.duration_s,
+                               units=w.units, stop=lambda: self.interrupted)
+            self.workload_checks[users] = self._judge_check(window_end(mon, prober, mark))
+        for text in runner.notes:
+            self._note(text)
+
+    async def _phase_trace(self, client: httpx.AsyncClient, prober: Prober,
+                           mon: LoopMonitor) -> None:
+        from evalkit.probe.replay import replay
+
+        t = self.config.trace
+        span = t.offsets_s()[-1] if t.entries else 0.0
+        self._announce("trace", None, f"{len(t.entries)} requests at the trace's times "
+                       f"over {span:.1f} s (speed {t.speed:g})")
+        await replay(prober, t, self.on_record, run_tag=self.run_tag, seed=self.config.seed,
+                     max_in_flight=self.s.ramp.max_concurrency * 16,
+                     stop=lambda: self.interrupted)
+
     async def _phase_soak(self, client: httpx.AsyncClient, prober: Prober,
                           mon: LoopMonitor) -> None:
         s = self.s.soak
@@ -412,4 +447,5 @@ class SuiteRun:
                              "sharded_levels": self.pool is not None},
                 "phases": self.phase_checks,
                 "levels": {str(k): v for k, v in self.level_checks.items()},
+                "workload_levels": {str(k): v for k, v in self.workload_checks.items()},
                 "rtt_s": statistics.median(self.rtt_samples) if self.rtt_samples else None}

@@ -84,6 +84,15 @@ class Prompt:
     #: the canary this prompt is (evalkit.probe.canaries), None for an ordinary prompt;
     #: never sent: the vendor sees the prompt alone
     canary: str | None = None
+    #: where it sits in a workload (`evalkit.probe.sessions`): shape, unit, turn or step,
+    #: turns planned; copied to its record, never sent
+    shape: str | None = None
+    session: str | None = None
+    turn: int | None = None
+    step: int | None = None
+    planned_turns: int | None = None
+    #: keep the answer's text (bounded): a session's next turn sends it back as history
+    keep_answer: bool = False
 
 
 #: what a customer asks of a passage; {detail}, the seeded detail a real message carries,
@@ -198,13 +207,35 @@ def _cut(rng: random.Random, k: int) -> str:
     of a long prompt costs milliseconds, once per request."""
     if k <= 0:
         return ""
+    start = _cut_start(rng, k)
+    return _decode(_passages().tokens[start:start + k])
+
+
+def _cut_start(rng: random.Random, k: int) -> int:
     pas = _passages()
     n = len(pas.tokens)
+    if k >= n - 1:
+        raise InputError(f"a prompt of {k:,} tokens is longer than the prose the prompts are "
+                         f"cut from ({n - 2:,} tokens): bring your own (--prompts) or ask for "
+                         "fewer")
     for _ in range(64):
         start = min(rng.choice(pas.paragraph_starts), n - k - 1)
         if pas.word_start[start + k]:
-            return _decode(pas.tokens[start:start + k])
+            return start
     raise AssertionError("no cut of the passages fits")  # pragma: no cover
+
+
+def passage(tokens: int, nonce: str, seed: int = 0, upto: int | None = None) -> str:
+    """`tokens` tokens of prose from a place `nonce` seeds, with no task before it: a
+    session's system prompt, a tool's result, a trace's prefix block. With `upto`, only
+    its first `upto` tokens: equal nonces give equal prefixes, so a trace's partial last
+    block begins as the whole block does."""
+    if tokens <= 0:
+        return ""
+    rng = random.Random(f"{seed}:{nonce}:passage")
+    start = _cut_start(rng, tokens)
+    end = start + (tokens if upto is None else max(0, min(upto, tokens)))
+    return _decode(_passages().tokens[start:end])
 
 
 class PromptSource:

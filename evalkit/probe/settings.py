@@ -26,8 +26,10 @@ from evalkit.sanitize import clean
 #: A profile is a few dozen settings; a file far larger is not one.
 MAX_PROFILE_BYTES = 1 << 20
 
-#: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given.
-PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "soak", "rate")
+#: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given;
+#: `workload` runs when a workload or conversations are given, `trace` with a trace.
+PHASES = ("connect", "baseline", "prefill", "cache", "ramp", "workload", "trace", "soak",
+          "rate")
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,18 @@ class ProbeConfig:
     logprobs: bool = False
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
     overrides: dict[str, Any] = field(default_factory=dict)
+    #: the buyer's workload (evalkit.workload): a workload file, their conversations, a
+    #: Mooncake trace (replayed `trace_speed` times as fast); or, from a notebook or the
+    #: questionnaire, the workload and trace already read (`workload`, `trace`)
+    workload_file: Path | None = None
+    conversations_file: Path | None = None
+    trace_file: Path | None = None
+    trace_speed: float = 1.0
+    #: users in flight per workload level (None: the workload's own levels; for
+    #: --conversations alone, 1)
+    users: tuple[int, ...] | None = None
+    workload: Any = None
+    trace: Any = None
 
 
 # --------------------------------------------------------------------------- the typed settings
@@ -417,6 +431,10 @@ def resolve_settings(config: ProbeConfig) -> SuiteSettings:
         if "rate" not in phases:
             phases.append("rate")
         s = replace(s, rate=replace(s.rate, rate=float(config.rate)))
+    if config.workload is not None or config.workload_file or config.conversations_file:
+        phases.append("workload")
+    if config.trace is not None or config.trace_file:
+        phases.append("trace")
     s = replace(s, phases=tuple(p for p in PHASES if p in phases))
     given: dict[str, Any] = {}
     for name, flag, value in (("prompt_tokens", "--prompt-tokens", config.prompt_tokens),

@@ -52,9 +52,10 @@ class SendStamp:
     straight after the head, with no turn of the event loop in between.
     """
 
-    __slots__ = ("bytes", "connect_ns", "first_ns", "held", "join", "last_ns", "writes")
+    __slots__ = ("bytes", "connect_ns", "first_ns", "held", "hold_ns", "join", "last_ns",
+                 "writes")
 
-    def __init__(self, join: bool = False) -> None:
+    def __init__(self, join: bool = False, hold_ns: int | None = None) -> None:
         #: the write that handed over the request's first bytes began (None: nothing sent)
         self.first_ns: int | None = None
         #: the last write began (the body, for a request whose head went first)
@@ -66,6 +67,10 @@ class SendStamp:
         #: time spent opening a connection (TCP, TLS) inside this send: the network's
         #: round trips, not the client's delay
         self.connect_ns = 0
+        #: the first write waits for this moment (perf_counter_ns; None: it goes at once):
+        #: a request scheduled for a time is prepared ahead and released on the time, so
+        #: the client's own preparation is not part of its send lag (trace replay)
+        self.hold_ns = hold_ns
 
     def outgoing(self, buffer: bytes) -> bytes:
         """The bytes to send now for this write (b"": hold them for the next one)."""
@@ -105,6 +110,29 @@ def _connected(began_ns: int) -> None:
     sending = _SENDING.get()
     if sending is not None:
         sending.connect_ns += time.perf_counter_ns() - began_ns
+
+
+#: the event loop's timers wake up to a millisecond late (epoll counts in whole ms): a
+#: held send sleeps to this much before its moment, then yields turn by turn to it
+SPIN_NS = 1_000_000
+
+
+async def until_ns(ns: int) -> None:
+    """Wait until perf_counter_ns() reaches `ns`, to a few µs, other tasks running."""
+    coarse = (ns - SPIN_NS - time.perf_counter_ns()) / 1e9
+    if coarse > 0:
+        await asyncio.sleep(coarse)
+    while time.perf_counter_ns() < ns:
+        await asyncio.sleep(0)
+
+
+async def outgoing(buffer: bytes) -> tuple[bytes, int]:
+    """`_outgoing`, after the task's held send (`SendStamp.hold_ns`) has waited its moment."""
+    sending = _SENDING.get()
+    if sending is not None and sending.hold_ns is not None:
+        hold, sending.hold_ns = sending.hold_ns, None
+        await until_ns(hold)
+    return _outgoing(buffer)
 
 
 def _outgoing(buffer: bytes) -> tuple[bytes, int]:
@@ -208,7 +236,7 @@ class StampedStream(httpcore.AsyncNetworkStream):
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         """Send bytes; wait (bounded by timeout) if the kernel buffer is full."""
-        buffer, at = _outgoing(buffer)
+        buffer, at = await outgoing(buffer)
         if not buffer:
             return
         if self._transport.is_closing():

@@ -127,7 +127,8 @@ class Prober:
                      scheduled_ns: int | None = None,
                      facts: dict[str, Any] | None = None,
                      intended_ns: int | None = None,
-                     after_send: Callable[[], None] | None = None) -> RequestRecord:
+                     after_send: Callable[[], None] | None = None,
+                     hold_ns: int | None = None) -> RequestRecord:
         """Send one streaming request and return its record (never raises for a failure).
 
         The request is *sent* when its first bytes are handed to the socket (stamped by
@@ -146,6 +147,9 @@ class Prober:
 
         `facts`, if given, receives the stream's format facts (role chunk first,
         keep-alives, CRLF, [DONE], usage): what the connect phase reports.
+
+        `hold_ns`, if given, holds the request's first write until that moment: called a
+        little ahead of its schedule, a request leaves on it, its preparation done.
         """
         called_ns = time.perf_counter_ns()
         if scheduled_ns is not None:
@@ -155,7 +159,7 @@ class Prober:
         try:
             return await self._stream(client, rid, label, prompt, phase, level, scheduled_ns,
                                       facts, called_ns if intended_ns is None else intended_ns,
-                                      intended_ns is not None, after_send)
+                                      intended_ns is not None, after_send, hold_ns)
         finally:
             self.clients.release(client)
 
@@ -188,12 +192,13 @@ class Prober:
     async def _stream(self, client: httpx.AsyncClient, rid: str, label: str, prompt: Prompt,
                       phase: str, level: int | None, scheduled_ns: int | None,
                       facts: dict[str, Any] | None, intended_ns: int, judged: bool,
-                      after_send: Callable[[], None] | None = None) -> RequestRecord:
+                      after_send: Callable[[], None] | None = None,
+                      hold_ns: int | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState(end_event=self.adapter.end_event,
-                          keep_answer=prompt.canary is not None)
+                          keep_answer=prompt.canary is not None or prompt.keep_answer)
         deadline = self.target.request_deadline(prompt.max_tokens)
-        wire = SendStamp(join=bool(request.content))  # head and body in one send
+        wire = SendStamp(join=bool(request.content), hold_ns=hold_ns)  # head+body, one send
         tried_ns = time.perf_counter_ns()
         try:
             async with asyncio.timeout(deadline):
@@ -330,6 +335,8 @@ class Prober:
                     st.usage_ct = delta.usage_completion_tokens
                 if delta.usage_prompt_tokens is not None:
                     st.usage_pt = delta.usage_prompt_tokens
+                if delta.usage_cached_tokens is not None:
+                    st.usage_cached = delta.usage_cached_tokens
         st.cut_event = parser.pending
         st.comments = parser.comments
         st.crlf = parser.saw_cr
@@ -370,7 +377,9 @@ class Prober:
             answer_tokens=([t for t, _ in st.logprobs] if st.logprobs else list(st.kept))
             if st.keep_answer and st.status == 200 else None,
             answer_logprobs=[v for _, v in st.logprobs] if st.keep_answer and st.logprobs
-            else None, rate_limit_headers=st.limits)
+            else None, rate_limit_headers=st.limits,
+            shape=prompt.shape, session=prompt.session, turn=prompt.turn, step=prompt.step,
+            planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached)
 
 
 @dataclass
@@ -391,6 +400,7 @@ class _StreamState:
     abnormal: str | None = None
     usage_ct: int | None = None
     usage_pt: int | None = None
+    usage_cached: int | None = None
     done: bool = False
     payload_error: str | None = None
     protocol_error: str | None = None

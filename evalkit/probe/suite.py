@@ -41,6 +41,7 @@ from evalkit.probe.settings import (
 )
 from evalkit.probe.shard import warm_up
 from evalkit.probe.target import Target
+from evalkit.probe.workloads import with_workload, workload_meta
 from evalkit.provenance import provenance
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
@@ -196,6 +197,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
 
     Bad settings fail here, before the run directory exists.
     """
+    config = with_workload(config)
     settings, plan = plan_run(config)
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
@@ -237,6 +239,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
         "scaleout": None,
         "provenance": provenance(redact=target.redact, prompts=prompt_provenance(
             config.seed, config.prompts_file)),
+        "workload": workload_meta(config),
     }
     if config.ray is not None:
         from evalkit.probe.scaleout import require_ray
@@ -377,8 +380,11 @@ def _scaleout(config: ProbeConfig, store: RunStore) -> Iterator[Any]:
 
 
 def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
-    """The config as run.json may show it: header values are never written."""
-    d = asdict(config)
+    """The config as run.json may show it: header values are never written; the workload
+    and trace are run.json's `workload` (described, not copied)."""
+    d = asdict(replace(config, workload=None, trace=None))
+    for name in ("workload_file", "conversations_file", "trace_file"):
+        d[name] = str(d[name]) if d[name] else None
     d["headers"] = [k for k, _ in config.headers]
     d["prompts_file"] = str(config.prompts_file) if config.prompts_file else None
     return d

@@ -1,0 +1,100 @@
+"""Trace replay: a Mooncake trace's requests sent open-loop at its offsets.
+
+Each request leaves at its trace time (scaled by the trace's speed) whatever the ones
+before it are doing, and its `t0` is that *scheduled* time: a vendor that queues, or a
+client that sends late, shows in the figures instead of hiding (coordinated omission).
+The send lag of every request is recorded, so the replay's own fidelity is judged too.
+
+A prompt is made of the trace's prefix blocks: equal `hash_ids` give equal text (seeded
+per run, so a vendor cannot have it ready), and a request's last block, usually partial,
+begins as the whole block does. Lengths past the blocks are unique prose. What a request
+cannot share is never made to look shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
+from evalkit.probe.stream import Prober
+from evalkit.records import RequestRecord
+from evalkit.workload.model import Trace, TraceEntry
+
+OnRecord = Callable[[RequestRecord], None]
+#: prefix blocks kept made (a trace reuses a few hot prefixes; the bound caps the rest)
+MAX_BLOCKS = 4096
+#: the schedule begins this long after the call, so the first prompts are made in time
+LEAD_S = 0.05
+#: each request is handed to the prober this long before its time and held at the socket
+#: until it (`Prober.stream(hold_ns=)`): httpx's own ~1 ms of work per request (more
+#: when other streams are busy) is done before the moment, not counted against it
+EARLY_NS = 5_000_000
+
+
+class TracePrompts:
+    """Makes a trace entry's prompt from its prefix blocks, blocks made once per run."""
+
+    def __init__(self, run_tag: str, seed: int, block_tokens: int) -> None:
+        self.tag, self.seed, self.block = run_tag, seed, block_tokens
+        self._blocks: OrderedDict[tuple[int, int], str] = OrderedDict()
+
+    def _text(self, hash_id: int, tokens: int) -> str:
+        key = (hash_id, tokens)
+        text = self._blocks.get(key)
+        if text is None:
+            text = passage(self.block, f"{self.tag}-block{hash_id}", self.seed, upto=tokens)
+            self._blocks[key] = text
+            if len(self._blocks) > MAX_BLOCKS:
+                self._blocks.popitem(last=False)
+        else:
+            self._blocks.move_to_end(key)
+        return text
+
+    def prompt(self, entry: TraceEntry, index: int) -> Prompt:
+        """The entry's prompt: its blocks' text, then unique prose to its input length."""
+        nonce = f"{self.tag}-trace-line{entry.line or index + 1}"
+        if not entry.hash_ids:
+            p = synthetic(entry.input_length, entry.output_length, nonce, self.seed)
+            return Prompt(p.id, p.content, p.prompt_tokens, p.max_tokens, shape="trace")
+        parts, left = [], entry.input_length
+        for h in entry.hash_ids:
+            if left <= 0:
+                break
+            take = min(self.block, left)
+            parts.append(self._text(h, take))
+            left -= take
+        if left > 0:
+            parts.append(passage(left, nonce, self.seed))
+        text = "".join(parts)
+        return Prompt(nonce, text, count_tokens(text), entry.output_length, shape="trace")
+
+
+async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: str,
+                 seed: int = 0, phase: str = "trace", max_in_flight: int = 10_000,
+                 stop: Callable[[], bool] = lambda: False) -> None:
+    """Send every entry at its scheduled time; wait for all to end."""
+    prompts = TracePrompts(run_tag, seed, trace.block_tokens)
+    tasks: set[asyncio.Task[None]] = set()
+    sem = asyncio.Semaphore(max_in_flight)
+    start = time.perf_counter_ns() + int(LEAD_S * 1e9)
+
+    async def one(at: int, prompt: Prompt) -> None:
+        async with sem:
+            on_record(await prober.stream(prompt, phase, None, scheduled_ns=at, hold_ns=at))
+
+    for i, (entry, offset) in enumerate(zip(trace.entries, trace.offsets_s(), strict=True)):
+        if stop():
+            break
+        prompt = prompts.prompt(entry, i)  # made before its time: not part of any delay
+        at = start + int(offset * 1e9)
+        delay = (at - EARLY_NS - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(one(at, prompt))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    if tasks:
+        await asyncio.gather(*tasks)

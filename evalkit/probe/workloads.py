@@ -1,0 +1,96 @@
+"""The buyer's workload, read for a run: `--workload`, `--conversations` and `--trace`
+turned into the workload stage's model before anything is sent, and described for
+run.json, so every figure the workload phases measure can say which workload it is from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from evalkit.errors import UsageError
+from evalkit.probe.settings import ProbeConfig
+from evalkit.workload.model import Conversations, Dist, Trace, Workload
+
+
+def with_workload(config: ProbeConfig) -> ProbeConfig:
+    """`config` with its workload and trace files read (a malformed file is a
+    WorkloadError naming every problem, before the run directory exists)."""
+    if config.trace_speed <= 0:
+        raise UsageError("--trace-speed must be a positive factor (2: twice as fast)")
+    if config.users is not None and (not config.users or min(config.users) < 1):
+        raise UsageError("--users takes positive numbers of users in flight, e.g. 1,4,8")
+    workload, trace = config.workload, config.trace
+    if config.workload_file is not None:
+        from evalkit.workload.load import load_workload
+
+        workload = load_workload(config.workload_file)
+    if config.conversations_file is not None:
+        from evalkit.workload.conversations import load_conversations
+
+        convs = load_conversations(config.conversations_file)
+        if workload is None:
+            workload = Workload(name=convs.name, shapes=(convs,), duration_s=None,
+                                units=len(convs.conversations), source=convs.source)
+        else:  # one more shape of the mix
+            workload = replace(workload, shapes=(*workload.shapes, convs))
+    if config.trace_file is not None:
+        from evalkit.workload.trace import load_trace
+
+        trace = load_trace(config.trace_file, speed=config.trace_speed)
+    elif trace is not None and config.trace_speed != 1.0:
+        trace = replace(trace, speed=config.trace_speed)
+    if config.phases is not None and "workload" in config.phases and workload is None:
+        raise UsageError("the workload phase needs a workload: --workload FILE or "
+                         "--conversations FILE.jsonl")
+    if config.phases is not None and "trace" in config.phases and trace is None:
+        raise UsageError("the trace phase needs a trace: --trace FILE.jsonl")
+    if trace is not None and not trace.entries:
+        raise UsageError("the trace holds no request to replay")
+    return replace(config, workload=workload, trace=trace)
+
+
+def _dist(d: Dist) -> dict[str, Any]:
+    return {"describe": d.describe(), "mean": round(d.mean(), 3)}
+
+
+def describe_workload(w: Workload) -> dict[str, Any]:
+    """A workload as plain data (run.json `workload.workload`, the scorecard's shape line)."""
+    total = sum(s.weight for s in w.shapes) or 1.0
+    shapes = []
+    for s in w.shapes:
+        d: dict[str, Any] = {"name": s.name, "kind": s.kind,
+                             "share": round(s.weight / total, 4)}
+        for key in ("prompt_tokens", "output_tokens", "turns", "user_tokens", "think_time_s",
+                    "steps", "tool_result_tokens", "tool_latency_s"):
+            value = getattr(s, key, None)
+            if isinstance(value, Dist):
+                d[key] = _dist(value)
+        if hasattr(s, "system_prompt_tokens"):
+            d["system_prompt_tokens"] = s.system_prompt_tokens
+        if isinstance(s, Conversations):
+            d["conversations"] = len(s.conversations)
+            d["user_turns"] = sum(c.user_turns() for c in s.conversations)
+            d["source"] = s.source
+        shapes.append(d)
+    return {"name": w.name, "levels": list(w.concurrency), "duration_s": w.duration_s,
+            "units": w.units, "source": w.source, "shapes": shapes}
+
+
+def describe_trace(t: Trace) -> dict[str, Any]:
+    """A trace as plain data (run.json `workload.trace`)."""
+    offsets = t.offsets_s()
+    return {"requests": len(t.entries), "speed": t.speed, "span_s": offsets[-1] if offsets
+            else 0.0, "block_tokens": t.block_tokens, "source": t.source,
+            "input_tokens": sum(e.input_length for e in t.entries),
+            "output_tokens": sum(e.output_length for e in t.entries)}
+
+
+def workload_meta(config: ProbeConfig) -> dict[str, Any] | None:
+    """run.json's `workload`: what the workload and trace phases ran (None: neither)."""
+    if config.workload is None and config.trace is None:
+        return None
+    return {"workload": None if config.workload is None else {
+                **describe_workload(config.workload),
+                "users": list(config.users or config.workload.concurrency)},
+            "trace": None if config.trace is None else describe_trace(config.trace)}
