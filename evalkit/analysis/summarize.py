@@ -45,6 +45,7 @@ from evalkit.analysis.stats import (
 )
 from evalkit.analysis.thresholds import SloProfile, Thresholds, Tolerances, default_slo_profiles
 from evalkit.analysis.validity import group_validity, run_validity
+from evalkit.analysis.workload import trace_section, workload_section
 from evalkit.records import RequestRecord
 
 SCHEMA = "evalkit.summary/1"
@@ -90,6 +91,10 @@ class SummaryMeta:
     #: interactive chat asks for (the review's defaults: `Tolerances`)
     slo_profiles: Mapping[str, SloProfile] = field(default_factory=default_slo_profiles)
     reading_speed_tokens_per_s: float = Tolerances.reading_speed_tokens_per_s
+    #: the client's self-check of each workload level (users in flight), and what the
+    #: workload and trace phases ran (run.json `workload`), for summary.json to name
+    workload_levels: Mapping[int, ClientCheck] = field(default_factory=dict)
+    workload: Mapping[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
@@ -115,6 +120,9 @@ class SummaryMeta:
             thresholds=Thresholds.from_dict(d.get("thresholds") or {}),
             run_status=d.get("run_status"),
             run_error=d.get("run_error"),
+            workload_levels={int(k): check(v)
+                             for k, v in (d.get("workload_levels") or {}).items()},
+            workload=d.get("workload"),
         )
 
 
@@ -204,6 +212,16 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     rate = None if rate_req is None else {**_rate_section(rate_req, chunks, th),
                                           "client_bound": bound("rate")}
 
+    described = meta.workload or {}
+    slo, speed = meta.slo_profiles, meta.reading_speed_tokens_per_s
+    workload = workload_section(
+        req, chunks, prefill=prefill, described=described.get("workload"),
+        client_bound={k: c.client_bound for k, c in meta.workload_levels.items()},
+        profiles=slo, reading_speed=speed, target=th.goodput_target)
+    trace = trace_section(req, chunks, client_bound=bound("trace"),
+                          described=described.get("trace"), profiles=slo, reading_speed=speed,
+                          target=th.goodput_target)
+
     affected = _judgement_affected(ramp, bound("baseline"))
     usage = usage_honesty(req, th.usage_disagreement)
     streaming = streaming_check(req, chunks, th.unstreamed_share)
@@ -229,6 +247,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         "soak": soak,
         "rate": rate,
         "precision": precision,
+        "workload": workload,
+        "trace": trace,
         "checks": {
             "cache": cache_check(req, th.cache_ttft_ratio),
             "network": network,

@@ -38,6 +38,7 @@ from evalkit.probe.settings import ProbeConfig, SuiteSettings
 from evalkit.probe.shard import ShardTask
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target, make_client
+from evalkit.probe.workloads import workload_meta
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
 
@@ -448,4 +449,5 @@ class SuiteRun:
                 "phases": self.phase_checks,
                 "levels": {str(k): v for k, v in self.level_checks.items()},
                 "workload_levels": {str(k): v for k, v in self.workload_checks.items()},
+                "workload": workload_meta(self.config),
                 "rtt_s": statistics.median(self.rtt_samples) if self.rtt_samples else None}
