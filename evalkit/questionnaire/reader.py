@@ -54,25 +54,30 @@ class Document:
     problems: list[tuple[int, str]]
 
 
-def read_document(raw: bytes, file: str) -> Document:
+def read_document(raw: bytes, file: str, *, what: str = "questionnaire",
+                  max_bytes: int = MAX_BYTES, max_nodes: int = MAX_NODES) -> Document:
     """Bytes -> a Document, or a QuestionnaireError naming `file` and the line (only a file
-    over MAX_BYTES is refused as a whole). Problems the walker can step over (a tag, a
+    over `max_bytes` is refused as a whole). Problems the walker can step over (a tag, a
     duplicate key) are collected in `Document.problems`, not raised, so that the caller
-    reports them together with its own."""
-    if len(raw) > MAX_BYTES:
+    reports them together with its own.
+
+    `what` names the file in messages; another reader of the same YAML (a workload, whose
+    empirical lists hold thousands of values) sets its own bounds."""
+    if len(raw) > max_bytes:
         raise QuestionnaireError(
-            f"{file}: {len(raw):,} bytes is too large for a questionnaire "
-            f"(limit {MAX_BYTES:,} bytes)")
-    text = _decode(raw, file)
-    node, explicit = _compose(text, file)
+            f"{file}: {len(raw):,} bytes is too large for a {what} "
+            f"(limit {max_bytes:,} bytes)")
+    text = _decode(raw, file, what)
+    node, explicit = _compose(text, file, what, max_nodes)
     if node is None:
-        raise QuestionnaireError(f"{file}:1: the file is empty; start from "
-                                 f"`evalkit questionnaire init {file}`")
-    walker = _Walker(explicit)
+        hint = (f"; start from `evalkit questionnaire init {file}`"
+                if what == "questionnaire" else "")
+        raise QuestionnaireError(f"{file}:1: the file is empty{hint}")
+    walker = _Walker(explicit, max_nodes)
     try:
         data = walker.walk(node)
     except _TooBig as exc:
-        raise _too_big(file, exc.line) from None
+        raise _too_big(file, exc.line, what, max_nodes) from None
     return Document(data, walker.lines, walker.texts, walker.problems)
 
 
@@ -135,8 +140,9 @@ class _BoundedLoader(yaml.SafeLoader):
     on node count and nesting (MAX_NODES, MAX_DEPTH), and every explicit tag noted by node
     so the walker can refuse it (PyYAML's own constructors crash on `!!bool maybe`)."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, max_nodes: int = MAX_NODES) -> None:
         super().__init__(stream)
+        self._max_nodes = max_nodes
         self._nodes = 0
         self._depth = 0
         #: id(node) -> the tag written on it (a tag, any tag, is refused)
@@ -152,7 +158,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             event = self.peek_event()  # type: ignore[no-untyped-call]
-            if self._nodes > MAX_NODES or self._depth > MAX_DEPTH:
+            if self._nodes > self._max_nodes or self._depth > MAX_DEPTH:
                 raise _TooBig(event.start_mark.line + 1)
             tag = getattr(event, "tag", None)
             node = super().compose_node(parent, index)
@@ -166,8 +172,9 @@ class _BoundedLoader(yaml.SafeLoader):
 class _Walker:
     """Node graph -> plain data, with a line for every path and bounds on size."""
 
-    def __init__(self, explicit: dict[int, str]) -> None:
+    def __init__(self, explicit: dict[int, str], max_nodes: int = MAX_NODES) -> None:
         self.explicit = explicit
+        self.max_nodes = max_nodes
         self.lines: dict[FieldPath, int] = {}
         #: the scalar as written, by path, to quote numbers as the vendor wrote them
         self.texts: dict[FieldPath, str] = {}
@@ -191,7 +198,7 @@ class _Walker:
 
     def walk(self, node: yaml.Node, path: FieldPath = (), depth: int = 0) -> Any:
         self.count += 1
-        if self.count > MAX_NODES or depth >= MAX_DEPTH:  # the root is depth 0: level 1
+        if self.count > self.max_nodes or depth >= MAX_DEPTH:  # the root is depth 0: level 1
             raise _TooBig(node.start_mark.line + 1)
         self.lines.setdefault(path, node.start_mark.line + 1)
         if self.refused_tag(node, path):
@@ -257,38 +264,40 @@ def clip(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
-def _decode(raw: bytes, file: str) -> str:
+def _decode(raw: bytes, file: str, what: str = "questionnaire") -> str:
     # UTF-16 without a BOM: ASCII text shows as one printable byte beside one NUL
     lead = raw[:2]
     ascii_in_utf16 = (len(lead) == 2 and lead.count(0) == 1
                       and (32 <= max(lead) < 127 or max(lead) in (9, 10, 13)))
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or ascii_in_utf16:
         raise QuestionnaireError(
-            f"{file}:1: looks like UTF-16 text; save the questionnaire as UTF-8")
+            f"{file}:1: looks like UTF-16 text; save the {what} as UTF-8")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise QuestionnaireError(
             f"{file}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
-            f"{exc.start}); save the questionnaire as UTF-8") from None
+            f"{exc.start}); save the {what} as UTF-8") from None
 
 
-def _too_big(file: str, line: int) -> QuestionnaireError:
+def _too_big(file: str, line: int, what: str = "questionnaire",
+             max_nodes: int = MAX_NODES) -> QuestionnaireError:
     return QuestionnaireError(
-        f"{file}:{line}: holds more than {MAX_NODES:,} values (YAML aliases expanded) or more "
-        f"than {MAX_DEPTH} levels of nesting; a questionnaire is far smaller")
+        f"{file}:{line}: holds more than {max_nodes:,} values (YAML aliases expanded) or more "
+        f"than {MAX_DEPTH} levels of nesting; a {what} is far smaller")
 
 
-def _compose(text: str, file: str) -> tuple[yaml.Node | None, dict[int, str]]:
+def _compose(text: str, file: str, what: str = "questionnaire",
+             max_nodes: int = MAX_NODES) -> tuple[yaml.Node | None, dict[int, str]]:
     """The document's node graph and its explicitly tagged nodes, or a QuestionnaireError
     naming the line."""
     loader: _BoundedLoader | None = None
     try:  # the reader checks every character as the loader is made
-        loader = _BoundedLoader(text)
+        loader = _BoundedLoader(text, max_nodes)
         return loader.get_single_node(), loader.explicit
     except _TooBig as exc:
-        raise _too_big(file, exc.line) from None
+        raise _too_big(file, exc.line, what, max_nodes) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -302,7 +311,7 @@ def _compose(text: str, file: str) -> tuple[yaml.Node | None, dict[int, str]]:
     except yaml.YAMLError as exc:
         raise QuestionnaireError(f"{file}:1: not valid YAML: {str(exc)[:200]}") from None
     except RecursionError:
-        raise QuestionnaireError(f"{file}:1: nested too deeply to be a questionnaire") from None
+        raise QuestionnaireError(f"{file}:1: nested too deeply to be a {what}") from None
     finally:
         if loader is not None:
             loader.dispose()
