@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
@@ -32,6 +32,11 @@ LEAD_S = 0.05
 #: until it (`Prober.stream(hold_ns=)`): httpx's own ~1 ms of work per request (more
 #: when other streams are busy) is done before the moment, not counted against it
 EARLY_NS = 5_000_000
+#: prompts made ahead of their time, and how far the next send must be for one more
+AHEAD = 256
+MAKE_MARGIN_NS = 3_000_000
+#: connections opened before the replay at most
+MAX_OPEN = 512
 
 
 class TracePrompts:
@@ -72,11 +77,30 @@ class TracePrompts:
         return Prompt(nonce, text, count_tokens(text), entry.output_length, shape="trace")
 
 
+def peak_arrivals(offsets: list[float], window_s: float = 1.0) -> int:
+    """The most requests the trace sends inside any `window_s`: the connections to have
+    open before it starts (a handshake inside a burst would land in that burst's lag)."""
+    best, lo = 0, 0
+    for hi, t in enumerate(offsets):
+        while t - offsets[lo] > window_s:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
 async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: str,
                  seed: int = 0, phase: str = "trace", max_in_flight: int = 10_000,
                  stop: Callable[[], bool] = lambda: False) -> None:
-    """Send every entry at its scheduled time; wait for all to end."""
+    """Send every entry at its scheduled time; wait for all to end.
+
+    Prompts are made ahead (up to `AHEAD`), in the gaps between sends, so making one is
+    never what delays a send; the connections a burst needs are opened first."""
+    offsets = trace.offsets_s()
+    await prober.clients.prepare(min(peak_arrivals(offsets) * 2, max_in_flight, MAX_OPEN))
     prompts = TracePrompts(run_tag, seed, trace.block_tokens)
+    entries = list(enumerate(trace.entries))
+    made: deque[Prompt] = deque(prompts.prompt(e, i) for i, e in entries[:AHEAD])
+    todo = iter(entries[AHEAD:])
     tasks: set[asyncio.Task[None]] = set()
     sem = asyncio.Semaphore(max_in_flight)
     start = time.perf_counter_ns() + int(LEAD_S * 1e9)
@@ -85,15 +109,24 @@ async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: 
         async with sem:
             on_record(await prober.stream(prompt, phase, None, scheduled_ns=at, hold_ns=at))
 
-    for i, (entry, offset) in enumerate(zip(trace.entries, trace.offsets_s(), strict=True)):
+    for offset in offsets:
         if stop():
             break
-        prompt = prompts.prompt(entry, i)  # made before its time: not part of any delay
         at = start + int(offset * 1e9)
-        delay = (at - EARLY_NS - time.perf_counter_ns()) / 1e9
+        leave = at - EARLY_NS
+        # top the made prompts up while the next send is more than a margin away
+        while len(made) < AHEAD and leave - time.perf_counter_ns() > MAKE_MARGIN_NS:
+            nxt = next(todo, None)
+            if nxt is None:
+                break
+            made.append(prompts.prompt(nxt[1], nxt[0]))
+        if not made:  # the gaps were too short to make ahead: make it now (late is recorded)
+            nxt = next(todo)
+            made.append(prompts.prompt(nxt[1], nxt[0]))
+        delay = (leave - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
-        task = asyncio.create_task(one(at, prompt))
+        task = asyncio.create_task(one(at, made.popleft()))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     if tasks:
