@@ -39,6 +39,22 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @click.option("--prompts", "prompts_file", type=click.Path(dir_okay=False, exists=True),
               help="Your own prompts, JSONL: {\"prompt\": ...} or {\"messages\": [...]}, "
                    "optional \"max_tokens\" per line.")
+@click.option("--workload", "workload_file", type=click.Path(dir_okay=False, exists=True),
+              help="Your traffic's shape, YAML or JSON: single requests, chat sessions, "
+                   "agent loops and conversations mixed by weight (docs/workloads.md). "
+                   "Runs as the `workload` phase, level by level of users in flight.")
+@click.option("--conversations", "conversations_file",
+              type=click.Path(dir_okay=False, exists=True),
+              help="Your own conversations, JSONL, one OpenAI chat message list a line: "
+                   "each replayed turn by turn, the vendor's own answers in the history "
+                   "in place of the file's.")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, exists=True),
+              help="A Mooncake trace (JSONL: timestamp ms, input_length, output_length, "
+                   "hash_ids), replayed open-loop at its times: the `trace` phase.")
+@click.option("--trace-speed", type=float, default=1.0, show_default=True,
+              help="Replay the trace this many times as fast (2: in half its time).")
+@click.option("--users", help="Users in flight per workload level, e.g. 1,4,8 (default: "
+                              "the workload file's levels; 1 for --conversations alone).")
 @click.option("--api", default="openai-chat", show_default=True,
               type=click.Choice(list(ADAPTERS)),
               help="The API's wire format (an adapter of evalkit.probe.api): OpenAI chat, "
@@ -125,7 +141,9 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
-          output_tokens: int | None, prompts_file: str | None, api: str, api_key_env: str,
+          output_tokens: int | None, prompts_file: str | None, workload_file: str | None,
+          conversations_file: str | None, trace_file: str | None, trace_speed: float,
+          users: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], auth: str | None, api_version: str | None,
           metrics_url: str | None, extra_body: str | None, rate: float | None,
           timeout_s: float | None, deadline_s: float | None, ray_address: str | None,
@@ -151,6 +169,10 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
                 (or a kind of failure), precision or length
       soak      hold one level for minutes: drift and tail
       rate      (with --rate R) open loop, Poisson arrivals instead of the ramp
+      workload  (with --workload or --conversations) your traffic's shape: sessions
+                whose history carries the vendor's own answers, agent loops, your
+                conversations; per shape, per turn or step, per task, with goodput
+      trace     (with --trace) a Mooncake trace replayed open-loop at its times
     Output-length and usage-honesty checks run on every request. The client checks
     itself (event-loop lag, CPU) and marks levels where it set the pace.
 
@@ -186,11 +208,14 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           --questionnaire acme.yaml --out runs/acme --dry-run
       evalkit probe --base-url https://api.example.com/v1 --model my-model \\
           --out runs/big --levels 256,512,1024 --ray auto     # or --ray ray://head:10001
+      evalkit probe --base-url https://api.example.com/v1 --model my-model \\
+          --out runs/chat --workload chat.yaml --phases connect,baseline,prefill,workload
     """
     from evalkit.probe.plan import describe
     from evalkit.probe.progress import LiveProgress, summary_lines
     from evalkit.probe.settings import ProbeConfig
     from evalkit.probe.suite import plan_run, run_probe
+    from evalkit.probe.workloads import describe_lines, with_workload
 
     config = ProbeConfig(
         base_url=base_url, model=model, profile=profile,
@@ -207,8 +232,15 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         budget_requests=budget_requests, interval_width=_interval_width(interval_points),
         force_length=True if force_length else None, tag_requests=tag_requests,
         user_agent=user_agent, temperature=_temperature(temperature), logprobs=logprobs,
-        request_seed=request_seed)
+        request_seed=request_seed,
+        workload_file=Path(workload_file) if workload_file else None,
+        conversations_file=Path(conversations_file) if conversations_file else None,
+        trace_file=Path(trace_file) if trace_file else None, trace_speed=trace_speed,
+        users=parse_int_list(users, "--users") if users else None)
+    config = with_workload(config)  # a malformed workload file fails here, every problem
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
+    for line in describe_lines(config):
+        click.echo(line)
     if config.interval_width is not None and interval_points is not None:
         by_count: dict[int, list[str]] = {}
         for c, n in sorted(settings.ramp.min_requests.items()):

@@ -157,6 +157,7 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
             ramp.get("first_degraded") or ramp.get("max_sustained_concurrency") is not None):
         # (with neither, the note was the line above)
         out.append(f"ramp: {clean(str(ramp.get('note')), 300)}")
+    out += workload_lines(summary)
     client = summary.get("client") or {}
     if client.get("capacity_judgement_affected"):
         out.append("client: the client was the bottleneck where the capacity judgement is "
@@ -168,6 +169,28 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                                   or [])])
                    + " only; the capacity judgement is unaffected")
     out += validity_lines(summary.get("validity"))
+    return out
+
+
+def workload_lines(summary: dict[str, Any]) -> list[str]:
+    """One line per workload level and shape (units complete, TTFT p90, goodput for chat),
+    and the trace's fidelity: what the buyer's own traffic met."""
+    out = []
+    for lv in (summary.get("workload") or {}).get("levels") or []:
+        for name, sh in (lv.get("shapes") or {}).items():
+            good = (sh.get("goodput") or {}).get("interactive_chat") or {}
+            share = good.get("fraction")
+            out.append(f"  workload {clean(name, 40)} at {lv.get('users')} users: "
+                       f"{sh.get('units_complete')} of {sh.get('units')} units complete, TTFT "
+                       f"p90 {_s(sh, 'ttft_s', 'p90')}, interactive chat goodput "
+                       f"{'-' if share is None else f'{share:.0%}'}"
+                       + ("  [client-bound]" if lv.get("client_bound") else ""))
+    tr = summary.get("trace")
+    if tr:
+        out.append(f"trace: {tr.get('requests')} requests, outcomes "
+                   f"{_outcomes(tr.get('outcomes'))}; sent behind schedule p99 "
+                   f"{_s(tr, 'send_lag_s', 'p99')}; TTFT p90 {_s(tr, 'ttft_s', 'p90')}"
+                   + ("  [client-bound]" if tr.get("client_bound") else ""))
     return out
 
 

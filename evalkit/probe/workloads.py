@@ -21,11 +21,13 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
     if config.users is not None and (not config.users or min(config.users) < 1):
         raise UsageError("--users takes positive numbers of users in flight, e.g. 1,4,8")
     workload, trace = config.workload, config.trace
-    if config.workload_file is not None:
+    # what is given already read (a notebook's object, or a second call) wins over files
+    files = workload is None
+    if config.workload_file is not None and files:
         from evalkit.workload.load import load_workload
 
         workload = load_workload(config.workload_file)
-    if config.conversations_file is not None:
+    if config.conversations_file is not None and files:
         from evalkit.workload.conversations import load_conversations
 
         convs = load_conversations(config.conversations_file)
@@ -34,11 +36,11 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
                                 units=len(convs.conversations), source=convs.source)
         else:  # one more shape of the mix
             workload = replace(workload, shapes=(*workload.shapes, convs))
-    if config.trace_file is not None:
+    if config.trace_file is not None and trace is None:
         from evalkit.workload.trace import load_trace
 
         trace = load_trace(config.trace_file, speed=config.trace_speed)
-    elif trace is not None and config.trace_speed != 1.0:
+    elif trace is not None and config.trace_speed != trace.speed:
         trace = replace(trace, speed=config.trace_speed)
     if config.phases is not None and "workload" in config.phases and workload is None:
         raise UsageError("the workload phase needs a workload: --workload FILE or "
@@ -48,6 +50,24 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
     if trace is not None and not trace.entries:
         raise UsageError("the trace holds no request to replay")
     return replace(config, workload=workload, trace=trace)
+
+
+def describe_lines(config: ProbeConfig) -> list[str]:
+    """What the workload and trace phases will send, for `probe --dry-run` and the plan."""
+    out = []
+    if (w := config.workload) is not None:
+        total = sum(s.weight for s in w.shapes) or 1.0
+        mix = ", ".join(f"{s.name} ({s.kind}, {s.weight / total:.0%})" for s in w.shapes)
+        per = " and ".join(x for x in (f"{w.duration_s:g} s" if w.duration_s else "",
+                                       f"{w.units} units" if w.units else "") if x)
+        users = ", ".join(map(str, config.users or w.concurrency))
+        out.append(f"workload {w.name}: {mix}; users in flight {users}, each level {per}")
+    if (t := config.trace) is not None:
+        d = describe_trace(t)
+        out.append(f"trace: {d['requests']} requests over {d['span_s']:.1f} s (speed "
+                   f"{t.speed:g}), {d['input_tokens']:,} prompt and {d['output_tokens']:,} "
+                   "output tokens, sent at the trace's times")
+    return out
 
 
 def _dist(d: Dist) -> dict[str, Any]:
