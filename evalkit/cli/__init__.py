@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,6 +21,7 @@ from evalkit.cli.panel import panel
 from evalkit.cli.probe import probe, register_run
 from evalkit.cli.verify import signing_key, signing_options, verify
 from evalkit.errors import UsageError
+from evalkit.sanitize import clean
 
 
 class _Commands(click.Group):
@@ -227,12 +229,17 @@ def questionnaire_validate(file: str) -> None:
       evalkit questionnaire validate acme.yaml
     """
     from evalkit.questionnaire.load import load_questionnaire
+    from evalkit.workload.named import questionnaire_workload
 
     q = load_questionnaire(file)
+    workload = questionnaire_workload(Path(file))  # its problems, with this file's lines
     answered = [qid for qid, answer in q.questions.items() if answer.to_dict()]
     limits = "; rate limits given" if q.rate_limits.to_dict() else ""
+    named = (f"; names the workload {clean(workload.name, 60)!r} "
+             f"({len(workload.shapes)} shape{'s' if len(workload.shapes) != 1 else ''})"
+             if workload is not None else "")
     click.echo(f"{file}: valid evalkit.questionnaire/1 ({len(answered)} of 6 questions "
-               f"filled in{': ' + ', '.join(answered) if answered else ''}{limits}).")
+               f"filled in{': ' + ', '.join(answered) if answered else ''}{limits}{named}).")
 
 
 @cli.command()

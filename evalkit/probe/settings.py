@@ -432,7 +432,7 @@ def resolve_settings(config: ProbeConfig) -> SuiteSettings:
             phases.append("rate")
         s = replace(s, rate=replace(s.rate, rate=float(config.rate)))
     if config.workload is not None or config.workload_file or config.conversations_file:
-        phases.append("workload")
+        phases.append("workload")  # (a questionnaire's workload is read into `workload`)
     if config.trace is not None or config.trace_file:
         phases.append("trace")
     s = replace(s, phases=tuple(p for p in PHASES if p in phases))

@@ -27,6 +27,10 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
         from evalkit.workload.load import load_workload
 
         workload = load_workload(config.workload_file)
+    if workload is None and config.workload_file is None and config.questionnaire:
+        from evalkit.workload.named import questionnaire_workload
+
+        workload = questionnaire_workload(config.questionnaire)  # the claims' own traffic
     if config.conversations_file is not None and files:
         from evalkit.workload.conversations import load_conversations
 

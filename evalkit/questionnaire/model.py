@@ -154,6 +154,9 @@ class Questionnaire:
     q5: ObservabilityAnswer = field(default_factory=ObservabilityAnswer)
     q6: PanelAnswer = field(default_factory=PanelAnswer)
     rate_limits: RateLimitsAnswer = field(default_factory=RateLimitsAnswer)
+    #: the workload its claims hold for, as written (plain data; the workload stage reads
+    #: and checks it: `evalkit.workload.load.workload_from_document`), None: not named
+    workload: dict[str, Any] | None = None
     #: where it was read from (the report embeds that file), None when built in memory
     path: str | None = None
 
@@ -202,6 +205,7 @@ def questionnaire_from_dict(data: dict[str, Any], path: str | None = None) -> Qu
         contact=Contact(**(data.get("contact") or {})),
         headline=Headline(**(data.get("headline") or {})),
         rate_limits=cast(RateLimitsAnswer, _answer(RateLimitsAnswer, data.get("rate_limits"))),
+        workload=data.get("workload"),
         path=path,
         **answers,
     )

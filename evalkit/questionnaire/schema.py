@@ -166,6 +166,15 @@ SCHEMA: dict[str, Any] = {
             "evidence": _EVIDENCE,
             "notes": _TEXT,
         }),
+        # read by the workload stage (evalkit.workload.load), which checks every field
+        # with this file's lines: the questionnaire only holds it
+        "workload": {
+            "type": ["object", "null"],
+            "description": "The workload your claims hold for (prompt and output lengths, "
+                           "sessions, agent loops), in the form of a workload file "
+                           "(docs/workloads.md): `probe --questionnaire` runs it, and the "
+                           "scorecard says which figures come from it.",
+        },
         "rate_limits": _section(RATE_LIMITS_TITLE, {
             "requests_per_minute": _COUNT,
             "tokens_per_minute": _COUNT,

@@ -1,0 +1,35 @@
+"""The workload a questionnaire names: its claims hold for that traffic, so
+`probe --questionnaire` runs it and `questionnaire validate` checks it, each problem named
+by the questionnaire's own file and line (`workload.shapes[0].turns`)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from evalkit.errors import QuestionnaireError, WorkloadError
+from evalkit.questionnaire.reader import MAX_BYTES, read_document
+from evalkit.workload.load import workload_from_document
+from evalkit.workload.model import Workload
+
+
+def questionnaire_workload(path: Path) -> Workload | None:
+    """The questionnaire's `workload:` as a Workload (None: it names none); a malformed one
+    is a WorkloadError listing every problem with the questionnaire's lines."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        return None  # the questionnaire's own reader refuses it, naming the size
+    try:
+        doc = read_document(raw, str(p))
+    except QuestionnaireError:
+        return None  # likewise: the questionnaire's errors are its reader's to give
+    if not isinstance(doc.data, dict) or doc.data.get("workload") is None:
+        return None
+    source = {"name": p.name, "sha256": hashlib.sha256(raw).hexdigest(),
+              "field": "workload", "from": "questionnaire"}
+    return workload_from_document(doc, str(p), p.parent, ("workload",), source=source)

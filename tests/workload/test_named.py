@@ -1,0 +1,77 @@
+"""A questionnaire that names the workload its claims hold for: `questionnaire validate`
+checks the workload with the questionnaire's own lines, and `probe --questionnaire` plans
+and runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.workloads import describe_lines, with_workload
+from evalkit.workload.model import Session
+from evalkit.workload.named import questionnaire_workload
+
+HEAD = ("schema: evalkit.questionnaire/1\nvendor: Acme\nmodel: acme-8b\n"
+        "Q2: {at_concurrency: 4}\n")
+CHAT = """workload:
+  name: support-chat
+  concurrency: [1, 4]
+  units: 8
+  shapes:
+    - name: chat
+      kind: session
+      turns: {uniform: [4, 8]}
+      system_prompt_tokens: 400
+      user_tokens: {lognormal: {median: 60, p90: 200}}
+      output_tokens: 150
+      think_time_s: 2
+"""
+
+
+def test_a_named_workload_is_read_with_its_source(tmp_path: Path) -> None:
+    q = tmp_path / "acme.yaml"
+    q.write_text(HEAD + CHAT)
+    w = questionnaire_workload(q)
+    assert w is not None and w.name == "support-chat" and w.concurrency == (1, 4)
+    (shape,) = w.shapes
+    assert isinstance(shape, Session) and shape.system_prompt_tokens == 400
+    assert (shape.turns.low, shape.turns.high) == (4, 8)
+    assert w.source is not None and w.source["name"] == "acme.yaml"
+    assert w.source["from"] == "questionnaire" and len(w.source["sha256"]) == 64
+    # probe --questionnaire plans it: the workload phase joins the run, its line printed
+    config = with_workload(ProbeConfig("http://127.0.0.1:1/v1", "acme-8b", questionnaire=q))
+    assert config.workload == w
+    assert any(line.startswith("workload support-chat: chat (session, 100%)")
+               for line in describe_lines(config))
+    from evalkit.probe.suite import plan_run
+
+    settings, _ = plan_run(config)
+    assert "workload" in settings.phases
+
+
+def test_no_workload_named_is_none(tmp_path: Path) -> None:
+    q = tmp_path / "acme.yaml"
+    q.write_text(HEAD)
+    assert questionnaire_workload(q) is None
+    config = with_workload(ProbeConfig("http://127.0.0.1:1/v1", "m", questionnaire=q))
+    assert config.workload is None
+
+
+def test_validate_names_the_questionnaires_lines(tmp_path: Path) -> None:
+    q = tmp_path / "acme.yaml"
+    bad = CHAT.replace("turns: {uniform: [4, 8]}", "turns: {uniform: [8, 4]}").replace(
+        "think_time_s: 2", "think_time_s: 2\n      thinking: yes")
+    q.write_text(HEAD + bad)
+    res = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
+    assert res.exit_code == 2, res.output
+    lines = HEAD.count("\n")
+    turns_line = lines + bad.splitlines().index("      turns: {uniform: [8, 4]}") + 1
+    extra_line = lines + bad.splitlines().index("      thinking: yes") + 1
+    assert f"acme.yaml:{turns_line}: workload.shapes[0].turns" in res.output
+    assert f"acme.yaml:{extra_line}: workload.shapes[0].thinking" in res.output
+    q.write_text(HEAD + CHAT)
+    ok = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
+    assert ok.exit_code == 0 and "names the workload 'support-chat' (1 shape)" in ok.output
