@@ -221,6 +221,10 @@ def _same(a: Any, b: Any) -> bool:
 #: top-level sections a summary written before they existed lacks: without one its judge
 #: has no evidence (rate limits read `unverified`, never `ok`)
 _NEWER_SECTIONS = frozenset({"rate_limits"})
+#: sections newer than some summaries that are None for a run without their phase: one
+#: may be missing only where its records would give None (a run that had a workload
+#: cannot lose its section unnoticed)
+_NEWER_WHEN_EMPTY = frozenset({"workload", "trace"})
 
 
 def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
@@ -239,7 +243,8 @@ def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
             where = f"{path}.{k}" if path else str(k)
             if k in given:
                 _differences(given[k], v, where, out)
-            elif required and not (not path and k in _NEWER_SECTIONS):
+            elif required and not (not path and (
+                    k in _NEWER_SECTIONS or (k in _NEWER_WHEN_EMPTY and v is None))):
                 out.append(f"{where} (missing)")
     elif isinstance(derived, list):
         if not isinstance(given, list) or len(given) != len(derived):

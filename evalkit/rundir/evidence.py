@@ -84,10 +84,14 @@ class Finding:
                 "message": self.message}
 
 
-def planned_levels(run: Mapping[str, Any]) -> tuple[frozenset[int], int | None] | None:
-    """(the ramp's levels, the soak's concurrency) as run.json's settings give them; None
-    when run.json names no levels (an older or hand-made run, an import): then only a
-    level no run can have is a finding."""
+#: (the ramp's levels, the soak's concurrency, the workload's levels of users)
+Planned = tuple[frozenset[int], int | None, frozenset[int]]
+
+
+def planned_levels(run: Mapping[str, Any]) -> Planned | None:
+    """(the ramp's levels, the soak's concurrency, the workload's users per level) as
+    run.json gives them; None when run.json names no levels (an older or hand-made run, an
+    import): then only a level no run can have is a finding."""
     settings = run.get("settings")
     ramp = settings.get("ramp") if isinstance(settings, Mapping) else None
     levels = ramp.get("levels") if isinstance(ramp, Mapping) else None
@@ -96,7 +100,11 @@ def planned_levels(run: Mapping[str, Any]) -> tuple[frozenset[int], int | None] 
         return None
     soak = settings.get("soak") if isinstance(settings, Mapping) else None
     held = soak.get("concurrency") if isinstance(soak, Mapping) else None
-    return frozenset(levels), held if type(held) is int else None
+    work = run.get("workload")
+    work = work.get("workload") if isinstance(work, Mapping) else None
+    users = work.get("users") if isinstance(work, Mapping) else None
+    users = [c for c in users if type(c) is int] if isinstance(users, list) else []
+    return frozenset(levels), held if type(held) is int else None, frozenset(users)
 
 
 def timing_problem(rec: RequestRecord) -> str | None:
@@ -124,8 +132,7 @@ def timing_problem(rec: RequestRecord) -> str | None:
     return None
 
 
-def level_problem(rec: RequestRecord,
-                  plan: tuple[frozenset[int], int | None] | None) -> str | None:
+def level_problem(rec: RequestRecord, plan: Planned | None) -> str | None:
     """Why a record's concurrency is not one the run had (None: it is)."""
     level = rec.level
     if level is None:
@@ -134,9 +141,11 @@ def level_problem(rec: RequestRecord,
         return f"level {level:,} is no concurrency a run can hold"
     if plan is None:
         return None
-    levels, soak = plan
+    levels, soak, users = plan
     if rec.phase == "ramp":
         allowed = levels
+    elif rec.phase == "workload":  # users in flight, as run.json's workload planned them
+        allowed = users
     elif rec.phase == "soak":  # its own, else the ramp's highest sustained (1: no ramp)
         allowed = levels | {1} | ({soak} if soak is not None else set())
     elif rec.phase in _SERIAL:
