@@ -12,7 +12,8 @@ engine on real time, and each request's `Stream`), `writer` (a response's bytes,
 write stamped), `wire` (Anthropic Messages and OpenAI Responses frames), `asgi`
 (plumbing), `app` (routes and the ground-truth log), `metrics` (`/metrics`), `server`
 (uvicorn with arrival stamps, in a thread or a process), `ratelimit` (the gateway's
-sliding-window rate limit and its headers).
+sliding-window rate limit and its headers), `prefix` (the prefix cache and the digests
+of the messages a request carried).
 
     from evalkit.reference import ReferenceServer
     with ReferenceServer(profile="queueing", truth_log=path) as srv:
@@ -37,7 +38,14 @@ or reasoning chunk), `first_answer_ns` (first answer chunk), `writes` = `[[actua
 scheduled_ns, tokens, kind], ...]` with kind in
 role/content/reasoning/usage/done/ping/error/malformed (actual = stamped right after the
 bytes went to the transport; scheduled = the engine model's time), `end_ns`,
-`prompt_tokens` (o200k_base), `completion_tokens` (generated), `billed_tokens` (what
+`prompt_tokens` (o200k_base), `messages` (per message received, in the order a model
+reads it, system or instructions first: `{"role", "sha256": hex of its text's UTF-8,
+"tokens"}`, a completions prompt's role `prompt`; at most 256, the first) and
+`message_count` (how many it had), `cached_prompt_tokens` (the prompt tokens the prefix
+cache served: 0 without `prefix_cache`), `prefill_s` (this request's share of its
+admitting step's prefill, the step's fixed `prefill_overhead_ms` apart: uncached tokens
+in full, cached ones at `prefix_cache_cost`, over `prefill_tokens_per_s`; the last two
+null where the request never reached the engine), `completion_tokens` (generated), `billed_tokens` (what
 usage reported, when it did: `usage_factor` × generated), `billed_prompt_tokens` (the
 prompt tokens usage reports for a served request: `prompt_usage_factor` × prompt_tokens),
 `status` (HTTP), `outcome`

@@ -41,6 +41,7 @@ from evalkit.reference.loop import EngineLoop, Stream, sleep_until
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.params import Profile
 from evalkit.reference.parse import MODEL, ROUTES, BadRequest, encoding, parse_job
+from evalkit.reference.prefix import PrefixCache, block_hashes, message_digests
 from evalkit.reference.ratelimit import RateLimiter, with_headers
 from evalkit.reference.spotting import Spotter, prompt_text
 from evalkit.reference.writer import Writer
@@ -78,6 +79,9 @@ class ReferenceApp:
         self.metrics = EngineMetrics(MODEL)
         #: `rate_limit_rpm`: the gateway's sliding window (`evalkit.reference.ratelimit`)
         self.limiter = RateLimiter(profile)
+        #: `prefix_cache`: one cache for the deployment (`evalkit.reference.prefix`)
+        self.prefix = (PrefixCache(int(profile["prefix_cache_blocks"]))
+                       if bool(profile["prefix_cache"]) else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -162,7 +166,9 @@ class ReferenceApp:
             "kernel_ns": arrival.get("kernel_ns"),
             "queued": False, "admitted_ns": None,
             "first_write_ns": None, "first_answer_ns": None, "writes": [], "end_ns": None,
-            "prompt_tokens": None, "completion_tokens": 0, "status": None,
+            "prompt_tokens": None, "cached_prompt_tokens": None, "prefill_s": None,
+            "messages": None, "message_count": None,
+            "completion_tokens": 0, "status": None,
             "outcome": "error", "faults": [], "client_disconnected": False, "api": api,
             "active_streams": None, "served_by": None, "model_returned": None,
             "system_fingerprint": None, "planned_tokens": None, "truncated": False,
@@ -228,6 +234,11 @@ class ReferenceApp:
                                  [(b"retry-after", str(rated.retry_after_s).encode())])
                 return
         truth["prompt_tokens"] = job.prompt_tokens
+        truth["messages"] = message_digests(job.parts)
+        truth["message_count"] = len(job.parts)
+        # hashed now, inside the request overhead (the tokenizer's time is the gateway's)
+        keys = ([] if self.prefix is None else
+                block_hashes(job.parts, int(p["prefix_block_tokens"]), encoding().encode_ordinary))
         text = prompt_text(body)  # parse_job took only an object
         # joins a client's record without a request-id header
         truth["prompt_sha"] = hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -251,8 +262,12 @@ class ReferenceApp:
         answer = Answer(text, plan.served_by, plan.total_tokens, job.logprobs,
                         float(p["batch_variance"]), f"{self.seed}:{index}")
         stream = Stream(plan, int(p["tokens_per_chunk"]), answer)
+        # looked up when the request reaches the engine, and its blocks held once it is
+        # admitted to the queue: the turn before a session's next has been prefilled by then
+        cached = (self.prefix.match(keys) * int(p["prefix_block_tokens"])
+                  if self.prefix is not None else 0)
         seq = Seq(job.prompt_tokens, plan.total_tokens, sink=stream,
-                  ready_ns=truth["received_ns"] + overhead)
+                  ready_ns=truth["received_ns"] + overhead, cached_tokens=cached)
         truth["queued"] = core.would_queue()
         if not core.submit(seq):
             truth.update(status=429, outcome="rejected", queued=False)
@@ -261,14 +276,18 @@ class ReferenceApp:
                                               kind="rate_limit_exceeded"),
                              [(b"retry-after", retry)])
             return
+        if self.prefix is not None:
+            self.prefix.insert(keys)
         truth.update(served_by=plan.served_by, planned_tokens=plan.planned_tokens,
-                     truncated=plan.truncated, faults=plan.faults)
+                     truncated=plan.truncated, faults=plan.faults,
+                     cached_prompt_tokens=cached, prefill_s=core.prefill_s(seq))
         self.metrics.prompt_tokens += job.prompt_tokens
         engine.wake()
         watcher = asyncio.get_running_loop().create_task(_watch_disconnect(receive, stream))
         try:
             writer = Writer(send, stream, job, rid, self.created, truth, self.metrics,
-                            *self._naming(plan.served_by))
+                            *self._naming(plan.served_by),
+                            cached_tokens=None if self.prefix is None else cached)
             if job.stream:
                 await writer.stream()
             else:

@@ -6,8 +6,10 @@ gets back, so the same core drives the HTTP server (real monotonic time) and
 
 One step: admit waiting requests up to `max_batch`; the step lasts
     decode_base_ms + decode_per_stream_ms x batch
-    + (if any request is admitted) prefill_overhead_ms + their prompt_tokens / prefill_tokens_per_s
+    + (if any request is admitted) prefill_overhead_ms + their prefill tokens / prefill_tokens_per_s
     + seeded jitter + an occasional seeded stall,
+where a request's prefill tokens are its prompt tokens, those the prefix cache served
+(`cached_tokens`, `evalkit.reference.prefix`) counted at `prefix_cache_cost` each,
 so prefill of newcomers delays the decode of every running stream, as in real engines.
 The prefill overhead is paid once per step, not per request: a GPU batches newcomers'
 prefills into one pass whose floor is reading the weights, so a burst of short prompts
@@ -42,6 +44,8 @@ class Seq:
     prompt_tokens: int
     target_tokens: int
     generated: int = 0
+    #: prompt tokens the prefix cache served (0: none, or the cache is off)
+    cached_tokens: int = 0
     admitted_ns: int | None = None
     #: when the request reached the engine on the model's timeline (the engine may wake late)
     ready_ns: int | None = None
@@ -92,11 +96,25 @@ class EngineCore:
         self.waiting.append(seq)
         return True
 
-    def prefill_ns(self, prompt_tokens: int) -> int:
-        """Prefill cost of newcomers' prompts in one step (their tokens summed)."""
+    def prefill_ns(self, prompt_tokens: float) -> int:
+        """Prefill cost of newcomers' prompts in one step (their prefill tokens summed)."""
+        return int(prompt_tokens * self._per_token_ns()
+                   + float(self.p["prefill_overhead_ms"]) * MS)
+
+    def _per_token_ns(self) -> float:
         rate = float(self.p["prefill_tokens_per_s"])
-        per_token = 1e9 / rate if rate > 0 else 0.0
-        return int(prompt_tokens * per_token + float(self.p["prefill_overhead_ms"]) * MS)
+        return 1e9 / rate if rate > 0 else 0.0
+
+    def prefill_tokens(self, seq: Seq) -> float:
+        """The tokens a request's prefill costs: uncached ones in full, cached ones at
+        `prefix_cache_cost` each."""
+        cached = seq.cached_tokens
+        return seq.prompt_tokens - cached + float(self.p["prefix_cache_cost"]) * cached
+
+    def prefill_s(self, seq: Seq) -> float:
+        """This request's share of its admitting step's prefill (the step's fixed
+        overhead apart), in seconds: what the truth log's `prefill_s` says."""
+        return self.prefill_tokens(seq) * self._per_token_ns() / 1e9
 
     def plan_step(self, now_ns: int) -> Step | None:
         """Admit and schedule the next step; None when there is nothing to run."""
@@ -106,13 +124,14 @@ class EngineCore:
         admitted: list[Seq] = []
         while self.waiting and len(self.running) < max_batch:
             seq = self.waiting[0]
-            if budget is not None and admitted and seq.prompt_tokens > budget:
+            # the budget counts tokens to compute, as vLLM's does: cached ones are not
+            if budget is not None and admitted and seq.prompt_tokens - seq.cached_tokens > budget:
                 break  # prefill budget of this step spent: the rest wait for the next
             self.waiting.popleft()
             if seq.cancelled:
                 continue
             if budget is not None:
-                budget -= seq.prompt_tokens
+                budget -= seq.prompt_tokens - seq.cached_tokens
             self.running.append(seq)
             admitted.append(seq)
         if not self.running:
@@ -134,7 +153,7 @@ class EngineCore:
             ms += float(self.p["stall_ms"])
         duration = int(ms * MS)
         if admitted:
-            duration += self.prefill_ns(sum(s.prompt_tokens for s in admitted))
+            duration += self.prefill_ns(sum(self.prefill_tokens(s) for s in admitted))
         end = start + max(duration, 1)
         self.last_end_ns = end
         return Step(start, end, batch, tuple(admitted), stalled)

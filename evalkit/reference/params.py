@@ -29,6 +29,10 @@ class ParamSpec:
     default: Value
     unit: str
     help: str
+    #: bounds beyond the usual >= 0 (`min`, `max` in profiles.json): a block of 0 tokens or
+    #: a cache dearer than no cache would be nonsense, refused at the door
+    minimum: float = 0.0
+    maximum: float | None = None
 
     def coerce(self, raw: Any) -> Value:
         """Turn a CLI string or JSON value into this parameter's type, or refuse it."""
@@ -58,8 +62,12 @@ class ParamSpec:
             raise UsageError(
                 f"reference parameter {self.name}: {raw!r} is not a {kind.__name__}"
             ) from None
-        if value < 0:
-            raise UsageError(f"reference parameter {self.name}: must be >= 0, got {raw!r}")
+        if value < self.minimum:
+            raise UsageError(f"reference parameter {self.name}: must be >= {self.minimum:g}, "
+                             f"got {raw!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise UsageError(f"reference parameter {self.name}: must be <= {self.maximum:g}, "
+                             f"got {raw!r}")
         if self.unit == "per request" and value > 1:
             raise UsageError(f"reference parameter {self.name}: a probability, got {raw!r}")
         return value
@@ -100,7 +108,8 @@ def _raw() -> dict[str, Any]:
 def param_specs() -> dict[str, ParamSpec]:
     """Every parameter of the engine model, in file order."""
     return {
-        name: ParamSpec(name, spec["default"], spec["unit"], spec["help"])
+        name: ParamSpec(name, spec["default"], spec["unit"], spec["help"],
+                        float(spec.get("min", 0)), spec.get("max"))
         for name, spec in _raw()["params"].items()
     }
 

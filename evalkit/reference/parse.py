@@ -4,7 +4,10 @@ prompt counted, or a `BadRequest` in the OpenAI error shape (never a stack trace
 Prompt tokens are counted with o200k_base (`bpe_openai`, offline): for chat, the sum over
 messages of each content's tokens (no chat-template overhead); for completions, the
 prompt's tokens; for Anthropic Messages and OpenAI Responses, the messages' (or input's)
-tokens plus the system prompt's (or instructions').
+tokens plus the system prompt's (or instructions'). The prompt's parts, in the order a
+model reads them (system or instructions first), are kept on the `Job` with their roles
+and counts: the truth log's message digests and the prefix cache (`evalkit.reference.
+prefix`) read them, so both agree with `prompt_tokens` by construction.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 MODEL = "evalkit-reference"
 #: POST routes: path → API (chat and completions are OpenAI's; messages is Anthropic's)
@@ -40,6 +43,22 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return ""
+
+
+class Part(NamedTuple):
+    """One message of a prompt as the server read it: its role (a completions prompt's is
+    "prompt"), its text, and that text's o200k_base tokens."""
+
+    role: str
+    text: str
+    tokens: int
+
+
+def _part(role: Any, content: Any) -> Part:
+    text = _content_text(content)
+    # a role is the client's to name; a long or odd one is cut, never trusted as a key
+    return Part(role[:32] if isinstance(role, str) else type(role).__name__, text,
+                count_tokens(text))
 
 
 class BadRequest(Exception):
@@ -73,6 +92,8 @@ class Job:
     #: `logprobs: N`); sampling fields are accepted and, at the reference's temperature
     #: 0, change nothing else
     logprobs: bool = False
+    #: the prompt's messages in reading order; their tokens sum to `prompt_tokens`
+    parts: tuple[Part, ...] = ()
 
 
 def _number(body: dict[str, Any], name: str, high: float) -> None:
@@ -130,13 +151,13 @@ def parse_job(body: Any, api: str, default_max_tokens: int) -> Job:
                 isinstance(m, dict) and "role" in m for m in messages):
             raise BadRequest(400, "'messages' must be a non-empty list of {role, content}",
                              param="messages")
-        prompt = sum(count_tokens(_content_text(m.get("content"))) for m in messages)
+        parts = [_part(m["role"], m.get("content")) for m in messages]
     else:
         raw = body.get("prompt")
         if isinstance(raw, str):
-            prompt = count_tokens(raw)
+            parts = [_part("prompt", raw)]
         elif isinstance(raw, list) and raw and all(isinstance(p, str) for p in raw):
-            prompt = sum(count_tokens(p) for p in raw)
+            parts = [_part("prompt", p) for p in raw]
         else:
             raise BadRequest(400, "'prompt' must be a string or a list of strings",
                              param="prompt")
@@ -158,8 +179,9 @@ def parse_job(body: Any, api: str, default_max_tokens: int) -> Job:
     options = body.get("stream_options") or {}
     if not isinstance(options, dict):
         raise BadRequest(400, "'stream_options' must be an object", param="stream_options")
-    return Job(chat, stream, prompt, max_tokens, min_tokens, bool(body.get("ignore_eos")),
-               bool(options.get("include_usage")), api, _sampling(body, api))
+    return Job(chat, stream, sum(p.tokens for p in parts), max_tokens, min_tokens,
+               bool(body.get("ignore_eos")), bool(options.get("include_usage")), api,
+               _sampling(body, api), tuple(parts))
 
 
 def _parse_new_api(body: dict[str, Any], api: str, default_max_tokens: int) -> Job:
@@ -173,21 +195,23 @@ def _parse_new_api(body: dict[str, Any], api: str, default_max_tokens: int) -> J
                 for m in messages):
             raise BadRequest(400, "'messages' must be a non-empty list of {role: user|assistant,"
                              " content}", param="messages")
-        texts = [_content_text(m.get("content")) for m in messages]
-        texts.append(_content_text(body.get("system")))
+        system = body.get("system")
+        parts = [_part("system", system)] if system is not None else []
+        parts += [_part(m["role"], m.get("content")) for m in messages]
         if body.get("max_tokens") is None:
             raise BadRequest(400, "max_tokens: Field required", param="max_tokens")
         max_tokens = _int_field(body, "max_tokens", None)
     else:
         raw = body.get("input")
+        instructions = body.get("instructions")
+        parts = [_part("instructions", instructions)] if instructions is not None else []
         if isinstance(raw, str):
-            texts = [raw]
+            parts.append(_part("user", raw))
         elif isinstance(raw, list) and raw and all(isinstance(m, dict) for m in raw):
-            texts = [_content_text(m.get("content")) for m in raw]
+            parts += [_part(m.get("role", "user"), m.get("content")) for m in raw]
         else:
             raise BadRequest(400, "'input' must be a string or a list of messages",
                              param="input")
-        texts.append(_content_text(body.get("instructions")))
         max_tokens = _int_field(body, "max_output_tokens", default_max_tokens)
     assert max_tokens is not None
     if max_tokens < 1:
@@ -200,6 +224,6 @@ def _parse_new_api(body: dict[str, Any], api: str, default_max_tokens: int) -> J
         raise BadRequest(400, f"the reference endpoint serves /v1/{api} streaming only: "
                          "send stream: true", param="stream")
     _sampling(body, api)
-    return Job(True, True, sum(count_tokens(t) for t in texts), max_tokens, min_tokens,
-               bool(body.get("ignore_eos")), True, api)
+    return Job(True, True, sum(p.tokens for p in parts), max_tokens, min_tokens,
+               bool(body.get("ignore_eos")), True, api, parts=tuple(parts))
 

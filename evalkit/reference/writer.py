@@ -48,8 +48,12 @@ class Writer:
 
     def __init__(self, send: Send, stream: Stream, job: Job, rid: str, created: int,
                  truth: dict[str, Any], metrics: EngineMetrics | None = None,
-                 model: str = MODEL, fingerprint: str = FINGERPRINTS[PRIMARY]) -> None:
+                 model: str = MODEL, fingerprint: str = FINGERPRINTS[PRIMARY],
+                 cached_tokens: int | None = None) -> None:
         self.send, self.s, self.job, self.truth = send, stream, job, truth
+        #: prompt tokens the prefix cache served, reported in usage as real vendors do
+        #: (`prompt_tokens_details.cached_tokens`); None: no cache, no such field
+        self.cached_tokens = cached_tokens
         self.metrics = metrics
         self.answer = stream.answer
         self.model, self.fingerprint = model, fingerprint
@@ -109,10 +113,13 @@ class Writer:
         return (self.head + b'"choices":[{"index":0,' + first + b',"logprobs":' + logprobs
                 + b',"finish_reason":' + dumps(finish).encode() + b"}]}")
 
-    def _usage(self) -> dict[str, int]:
+    def _usage(self) -> dict[str, Any]:
         done = self._billed()
-        return {"prompt_tokens": self.prompt_billed, "completion_tokens": done,
-                "total_tokens": self.prompt_billed + done}
+        usage: dict[str, Any] = {"prompt_tokens": self.prompt_billed, "completion_tokens": done,
+                                 "total_tokens": self.prompt_billed + done}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return usage
 
     def _billed(self) -> int:
         """Usage's completion_tokens (the profile's usage_factor may bill more than was

@@ -22,7 +22,7 @@ class TestProfiles:
         """Profiles are complete: names fixed for other engineers, one-line stories."""
         profiles = load_profiles()
         assert list(profiles) == ["gpu", "admission", "queueing", "headline", "faulty",
-                                  "swapper", "renamer", "truncator", "jittery"]
+                                  "swapper", "renamer", "truncator", "jittery", "cached"]
         for prof in profiles.values():
             assert set(prof.params) == set(param_specs())
             assert 20 < len(prof.story) < 200 and "\n" not in prof.story
