@@ -45,13 +45,13 @@ reads it, system or instructions first: `{"role", "sha256": hex of its text's UT
 cache served: 0 without `prefix_cache`), `prefill_s` (this request's share of its
 admitting step's prefill, the step's fixed `prefill_overhead_ms` apart: uncached tokens
 in full, cached ones at `prefix_cache_cost`, over `prefill_tokens_per_s`; the last two
-null where the request never reached the engine), `completion_tokens` (generated), `billed_tokens` (what
-usage reported, when it did: `usage_factor` × generated), `billed_prompt_tokens` (the
-prompt tokens usage reports for a served request: `prompt_usage_factor` × prompt_tokens),
-`status` (HTTP), `outcome`
-(`ok`, `rejected`, `error`, `disconnected`, `fault:<name>`), `faults` (all injected, also
-the harmless ones such as `role_first_chunk`), `client_disconnected`, `prompt_sha` (the
-first 16 hex digits of the SHA-256 of the prompt's text, so a record joins its truth line
+null where the request never reached the engine), `completion_tokens` (generated),
+`billed_tokens` (what usage reported, when it did: `usage_factor` × generated),
+`billed_prompt_tokens` (the prompt tokens usage reports for a served request:
+`prompt_usage_factor` × prompt_tokens), `status` (HTTP), `outcome` (`ok`, `rejected`,
+`error`, `disconnected`, `fault:<name>`), `faults` (all injected, also the harmless
+ones such as `role_first_chunk`), `client_disconnected`, `prompt_sha` (the first 16 hex
+digits of the SHA-256 of the prompt's text, so a record joins its truth line
 without a request-id header), and with `spot_probes` `spotted` (the benchmark marks the
 request carried, `evalkit.reference.spotting`; spotted requests ran on an idle pool).
 Answer and load faults (null where the request never reached the engine):
