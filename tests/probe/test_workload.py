@@ -199,3 +199,51 @@ def test_conversations_carry_the_vendors_own_answers_in_order(tmp_path: Path, us
     assert shape["units"] == 3 and shape["units_complete"] == 3
     assert [t["turn"] for t in shape["turns"]] == [1, 2, 3]
     assert convs  # the file the run read
+
+
+def test_later_turns_are_faster_by_what_the_prefix_cache_saved(reference: Any,
+                                                               tmp_path: Path) -> None:
+    """A chat session against a reference with a prefix cache and a slow prefill (so the
+    cache matters): each turn's measured TTFT, less the prefill the truth log says the
+    engine spent on it, is the same fixed cost for cached and uncached turns alike, and the
+    summary's later turns stand below their cold prompts by what was saved."""
+    from evalkit.workload.model import Session, Workload, fixed
+
+    srv = reference("cached", prefill_tokens_per_s=4000, prefill_overhead_ms=2,
+                    request_overhead_ms=10, jitter_ms=0, decode_base_ms=3)
+    w = Workload(name="chat", shapes=(Session(
+        "chat", turns=fixed(4), system_prompt_tokens=300, user_tokens=fixed(60),
+        output_tokens=fixed(12)),), concurrency=(1,), duration_s=None, units=2)
+    run = tmp_path / "run"
+    res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True, workload=w,
+                                phases=("connect", "baseline", "prefill", "workload"),
+                                overrides={**QUICK, "prefill": {
+                                    "prompt_tokens": [64, 256, 512, 1024], "repeats": 2}}),
+                    run)
+    truth = {t["request_id"]: t for t in srv.truth()}
+    recs = sorted(_records(run, "workload"), key=lambda r: r["t0_s"])
+    assert len(recs) == 8 and all(r["outcome"] == "ok" for r in recs)
+    fixed_part = []
+    last: dict[str, int] = {}
+    for r in recs:
+        t = truth[r["id"]]
+        # the vendor's usage said what its cache served, and it is the truth
+        assert r["cached_prompt_tokens"] == t["cached_prompt_tokens"]
+        if r["turn"] > 1:  # the last turn's prompt was seen: its whole blocks are cached
+            assert last[r["session"]] - 16 < t["cached_prompt_tokens"] <= last[r["session"]]
+        last[r["session"]] = t["prompt_tokens"]
+        fixed_part.append(r["ttft_s"] - t["prefill_s"])
+    # what is left of TTFT once the engine's prefill is taken out does not depend on what
+    # the cache served: first turns (the least cached) and later ones leave the same
+    first = sorted(f for f, r in zip(fixed_part, recs, strict=True) if r["turn"] == 1)
+    later = sorted(f for f, r in zip(fixed_part, recs, strict=True) if r["turn"] > 1)
+    assert abs(first[0] - later[len(later) // 2]) < 0.008, fixed_part
+    turns = res.summary["workload"]["levels"][0]["shapes"]["chat"]["turns"]
+    for row in turns[1:]:
+        tokens = row["prompt_tokens_p50"]
+        spent = sorted(truth[r["id"]]["prefill_s"] for r in recs if r["turn"] == row["turn"])
+        # measured below cold by the prefill the cache saved (cold prefill minus spent)
+        want = tokens / 4000 - spent[len(spent) // 2]
+        got = row["cold_ttft_s"] - row["ttft_s"]["p50"]
+        assert abs(got - want) < 0.008, (row["turn"], got, want)
+        assert row["ttft_vs_cold"] < 0.8
