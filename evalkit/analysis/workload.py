@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.analysis.goodput import level_goodput
-from evalkit.analysis.stats import outcome_counts, percentiles
+from evalkit.analysis.stats import outcome_counts, percentiles, token_sums
 from evalkit.analysis.thresholds import SloProfile
 
 COLD_BASIS = ("cold_ttft_s is the TTFT a prompt of the turn's median length would have had "
@@ -89,6 +89,19 @@ def _units(sub: pd.DataFrame) -> tuple[int, int]:
     return begun, complete
 
 
+def _unit_tokens(sub: pd.DataFrame) -> dict[str, Any]:
+    """The complete units' prompt and output tokens, each unit summed over its turns, as
+    `token_sums` gives them for requests: what a price per token turns into a cost per
+    session or task, with its interval (`evalkit.review.cost.unit_cost`)."""
+    rows = []
+    for _, grp in sub.groupby("session", sort=False):
+        planned = grp["planned_turns"].max()
+        if grp["ok"].all() and np.isfinite(planned) and len(grp) == int(planned):
+            rows.append((float(grp["prompt_tokens"].sum()), float(grp["output_tokens"].sum())))
+    units = pd.DataFrame(rows, columns=["prompt_tokens", "output_tokens"]).assign(ok=True)
+    return token_sums(units)
+
+
 def _tasks(sub: pd.DataFrame) -> dict[str, Any]:
     """An agent task end to end (its first step's send to its last step's end, tool time
     included) and its slowest step, over the tasks that completed."""
@@ -121,6 +134,7 @@ def _shape(sub: pd.DataFrame, chunks: pd.DataFrame, prefill: Mapping[str, Any] |
         "e2e_s": percentiles(ok["e2e_s"]),
         "stream_tokens_per_s": percentiles(ok["stream_tokens_per_s"]),
         "goodput": level_goodput(sub, chunks, _span(sub), **goodput),
+        "unit_tokens": _unit_tokens(sub),
     }
     if steps:
         d["steps"] = _turns(sub, "step", prefill)

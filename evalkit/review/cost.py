@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.analysis.intervals import t975
-from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.summary import Level, Summary, TokenSums, as_mapping, read_token_sums
 from evalkit.questionnaire.model import PricingAnswer, ThroughputAnswer
 from evalkit.review.rules import run_blocker
 
@@ -95,6 +95,42 @@ def _inverse(point: float, rate: float, ci: Sequence[float | None] | None) -> In
             None if lo is None or lo <= 0 else point * rate / lo]
 
 
+def mean_cost(t: TokenSums, a: float, b: float) -> tuple[float, Interval]:
+    """The mean cost of one counted item (a request, a session) at `a` per input and `b`
+    per output token, and its 95 % interval (Student t over the items' costs)."""
+    n = t.requests
+    mean = (a * t.input + b * t.output) / n
+    if n < 2:
+        return mean, None
+    sq = a * a * t.input_sq + b * b * t.output_sq + 2 * a * b * t.input_output
+    half = t975(n - 1) * math.sqrt(max(sq / n - mean ** 2, 0.0) * n / (n - 1) / n)
+    return mean, [max(mean - half, 0.0), mean + half]
+
+
+def unit_costs(workload: Mapping[str, Any] | None, p: Prices) -> list[dict[str, Any]]:
+    """What one session, agent task or conversation of the buyer's workload costs, per
+    level and shape: the mean over its complete units (each summed over its turns), with
+    the interval; none for a GPU-hour price (a session holds no GPU to itself)."""
+    a, b = p.input_per_token, p.output_per_token
+    out: list[dict[str, Any]] = []
+    if a is None or b is None:
+        return out
+    levels = as_mapping(workload).get("levels")
+    for lv in levels if isinstance(levels, list) else []:
+        lv = as_mapping(lv)
+        for name, shape in as_mapping(lv.get("shapes")).items():
+            t = read_token_sums(as_mapping(shape).get("unit_tokens"))
+            if t is None or t.requests < 1:
+                continue
+            mean, ci = mean_cost(t, a, b)
+            out.append({"users": lv.get("users"), "shape": str(name),
+                        "units": t.requests, "per_unit": mean, "per_unit_ci": ci,
+                        "input_tokens_per_unit": t.input / t.requests,
+                        "output_tokens_per_unit": t.output / t.requests,
+                        "client_bound": bool(lv.get("client_bound"))})
+    return out
+
+
 def _token_level(lv: Level, p: Prices) -> dict[str, Any] | None:
     """Per-token prices at one level, from its ok requests' token sums; None without them."""
     t = lv.ok_tokens
@@ -103,14 +139,11 @@ def _token_level(lv: Level, p: Prices) -> dict[str, Any] | None:
         return None
     n = t.requests
     total = a * t.input + b * t.output
-    mean = total / n
+    mean, session_ci = mean_cost(t, a, b)
     per_out = total / t.output  # per output token, input at the measured ratio
     sq = a * a * t.input_sq + b * b * t.output_sq + 2 * a * b * t.input_output
-    session_ci: Interval = None
     out_ci: Interval = None
     if n >= 2:
-        half = t975(n - 1) * math.sqrt(max(sq / n - mean ** 2, 0.0) * n / (n - 1) / n)
-        session_ci = [max(mean - half, 0.0), mean + half]
         # a ratio of means: its spread is that of c_i - R o_i (the delta method)
         cross = a * t.input_output + b * t.output_sq
         resid = max(sq - 2 * per_out * cross + per_out ** 2 * t.output_sq, 0.0)
@@ -222,7 +255,7 @@ def _empty(currency: str | None, basis: str) -> dict[str, Any]:
     return {"currency": currency, "per_million_output_tokens": None, "per_session": None,
             "per_stream_hour": None, "prefill_share": None, "per_million_slo_tokens": {},
             "basis": basis, "pricing": None, "concurrency": None, "levels": [],
-            "at_slo": {}, "blended": None}
+            "at_slo": {}, "blended": None, "workload": []}
 
 
 def _at_slo(m: Summary, costs: Mapping[int, dict[str, Any]],
@@ -245,7 +278,8 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
     """scorecard.json's `cost`: at the concurrency sold (Q2's), else at the level the
     'under load' figures come from, and at each use case's highest level within its SLO.
     `fit_max` is the use-case fit's per-profile maximum, used where the summary has no
-    goodput."""
+    goodput. The summary's `workload` sessions and tasks are costed whole (`unit_costs`):
+    what the ramp's single requests cannot say."""
     p = Prices.of(q3, q2)
     if p.pricing is None:
         return _empty(p.currency, p.missing or "no prices")
@@ -257,7 +291,8 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
         why = ("no ramp level measured an aggregate rate" if p.pricing == "gpu_hour" else
                "no ramp level has token counts of ok requests (a summary written before "
                "costs, or no request ended ok)")
-        return {**_empty(p.currency, f"not costed: {why}"), "pricing": p.pricing}
+        return {**_empty(p.currency, f"not costed: {why}"), "pricing": p.pricing,
+                "workload": unit_costs(m.raw.get("workload"), p)}
     sold = q2.at_concurrency
     if sold in costs:
         at, where = sold, f"at the {sold} streams Q2 sells"
@@ -286,4 +321,5 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
             "basis": basis, "pricing": p.pricing, "concurrency": at, "concurrency_sold": sold,
             "levels": [costs[c] for c in sorted(costs)],
             "at_slo": _at_slo(m, costs, fit_max or {}),
+            "workload": unit_costs(m.raw.get("workload"), p),
             "blended": blended_table(m, level, p) if level is not None else None}

@@ -247,3 +247,23 @@ def test_later_turns_are_faster_by_what_the_prefix_cache_saved(reference: Any,
         got = row["cold_ttft_s"] - row["ttft_s"]["p50"]
         assert abs(got - want) < 0.008, (row["turn"], got, want)
         assert row["ttft_vs_cold"] < 0.8
+    # a session costs what the truth log's tokens at Q3's prices make, session by session
+    from evalkit.questionnaire.load import parse_questionnaire
+    from evalkit.review.reconcile import reconcile
+    from evalkit.review.rules import RunTarget
+
+    q = parse_questionnaire((f"schema: evalkit.questionnaire/1\nmodel: {srv.model}\n"
+                             f"endpoint: {srv.base_url}\nQ3: {{input_price_per_mtok: 0.05, "
+                             "output_price_per_mtok: 0.20, currency: USD}\n").encode(), "q.yaml")
+    cost = reconcile(q, res.summary, None, RunTarget(model=srv.model,
+                                                     endpoint=srv.base_url)).cost
+    (row,) = cost["workload"]
+    per = {}
+    for r in recs:
+        t = truth[r["id"]]
+        per[r["session"]] = per.get(r["session"], 0.0) + (
+            t["prompt_tokens"] * 0.05 + t["completion_tokens"] * 0.20) / 1e6
+    assert row["shape"] == "chat" and row["units"] == 2
+    assert row["per_unit"] == pytest.approx(sum(per.values()) / 2, rel=1e-9)
+    lo, hi = row["per_unit_ci"]
+    assert lo <= row["per_unit"] <= hi
