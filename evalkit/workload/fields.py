@@ -55,6 +55,11 @@ _DIST_HINT = ("a number, {fixed: x}, {uniform: [lo, hi]}, "
               "{lognormal: {median: m, p90: p}} or {empirical: [...]}")
 
 
+def num(x: float) -> str:
+    """A bound as a person writes it: 131,072 and 0.5, never 1.31072e+05."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def got(value: Any, text: str | None = None) -> str:
     """A value as the buyer wrote it, for a message (never more than a line)."""
     if value is None:
@@ -142,13 +147,14 @@ class Checker:
                          "written without a decimal point or exponent)")
             return None
         if above is not None and value <= above:
-            self.problem(path, f"must be greater than {above:g}, got {self.shown(value, path)}")
+            self.problem(path, f"must be greater than {num(above)}, got {self.shown(value, path)}")
             return None
         if value < bounds.low:
-            self.problem(path, f"must be at least {bounds.low:g}, got {self.shown(value, path)}")
+            self.problem(path, f"must be at least {num(bounds.low)}, got {self.shown(value, path)}")
             return None
         if value > bounds.high:
-            self.problem(path, f"must be at most {bounds.high:,g} {bounds.what}, got "
+            unit = f" {bounds.what}" if bounds.what else ""
+            self.problem(path, f"must be at most {num(bounds.high)}{unit}, got "
                          f"{self.shown(value, path)}")
             return None
         return float(value)
