@@ -176,6 +176,17 @@ class Checker:
             return None
         return value
 
+    def sized_list(self, value: Any, path: FieldPath, most: int, noun: str) -> bool:
+        """True when `value` is a list of 1 to `most` items; otherwise a problem."""
+        if not isinstance(value, list) or not value:
+            shown = "an empty list" if value == [] else self.shown(value, path)
+            self.problem(path, f"expected a list of 1 to {most:,} {noun}, got {shown}")
+            return False
+        if len(value) > most:
+            self.problem(path, f"{len(value):,} {noun}; at most {most:,}")
+            return False
+        return True
+
     def keys(self, value: dict[str, Any], path: FieldPath, allowed: Sequence[str],
              elsewhere: dict[str, str] | None = None) -> None:
         """Every key of `value` not in `allowed` is a problem (a typo must not pass
@@ -268,12 +279,7 @@ class Checker:
                     integer=bounds.integer)
 
     def _empirical(self, arg: Any, here: FieldPath, bounds: Bounds) -> Dist | None:
-        if not isinstance(arg, list) or not arg:
-            self.problem(here, f"expected a list of 1 to {MAX_EMPIRICAL:,} values, got "
-                         f"{'an empty list' if arg == [] else self.shown(arg, here)}")
-            return None
-        if len(arg) > MAX_EMPIRICAL:
-            self.problem(here, f"{len(arg):,} values; at most {MAX_EMPIRICAL:,}")
+        if not self.sized_list(arg, here, MAX_EMPIRICAL, "values"):
             return None
         before = len(self.found)
         values = [self.number(x, (*here, i), bounds) for i, x in enumerate(arg)]

@@ -102,7 +102,7 @@ def test_at_most_256_messages(tmp_path: Path) -> None:
     ok = json.dumps([user()] * 256)
     assert len(load_conversations(write(tmp_path, ok, "c.jsonl")).conversations[0].messages) == 256
     assert problems(tmp_path, json.dumps([user()] * 257)) == [
-        "c.jsonl:1: messages: 257 messages; at most 256"]
+        "c.jsonl:1: messages: 257 chat messages; at most 256"]
 
 
 def test_an_empty_file_has_no_conversations(tmp_path: Path) -> None:
