@@ -29,10 +29,7 @@ from evalkit.questionnaire.model import (
     Questionnaire,
     questionnaire_from_dict,
 )
-from evalkit.questionnaire.reader import (
-    MAX_BYTES,
-    read_document,
-)
+from evalkit.questionnaire.reader import read_bounded, read_document
 
 
 def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionnaire:
@@ -54,13 +51,4 @@ def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionna
 def load_questionnaire(path: str | Path) -> Questionnaire:
     """Read a questionnaire file; any problem is a QuestionnaireError naming file and line."""
     p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-            size = p.stat().st_size
-    except OSError as exc:
-        raise QuestionnaireError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    if size > MAX_BYTES:
-        raise QuestionnaireError(
-            f"{p}: {size:,} bytes is too large for a questionnaire (limit {MAX_BYTES:,} bytes)")
-    return parse_questionnaire(raw, str(p))
+    return parse_questionnaire(read_bounded(p), str(p))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -52,6 +53,21 @@ class Document:
     #: (line, "field.path: message") found while reading: written tags, duplicate or
     #: non-text keys, numbers Python cannot hold
     problems: list[tuple[int, str]]
+
+
+def read_bounded(path: Path, what: str = "questionnaire", max_bytes: int = MAX_BYTES) -> bytes:
+    """A file's bytes, at most `max_bytes` of them (a larger file is refused by its size,
+    not read whole), or a QuestionnaireError naming it."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+            size = path.stat().st_size
+    except OSError as exc:
+        raise QuestionnaireError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if max(size, len(raw)) > max_bytes:
+        raise QuestionnaireError(f"{path}: {max(size, len(raw)):,} bytes is too large for a "
+                                 f"{what} (limit {max_bytes:,} bytes)")
+    return raw
 
 
 def read_document(raw: bytes, file: str, *, what: str = "questionnaire",

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.questionnaire.reader import FieldPath
-from evalkit.workload.fields import Checker, problems_error
-from evalkit.workload.jsonl import read_jsonl
+from evalkit.workload.fields import Checker
+from evalkit.workload.jsonl import checked_rows, read_jsonl
 from evalkit.workload.model import Conversation, Conversations, Dist, fixed
 
 MAX_MESSAGES = 256
@@ -35,24 +35,19 @@ def load_conversations(path: Path, name: str = "conversations",
     `output_tokens` is each turn's max_tokens (default 256), `think_time_s` the pause
     before each user turn after the first (default none)."""
     lines = read_jsonl(path, "conversations")
-    found = list(lines.problems)
-    kept: list[Conversation] = []
     ids: dict[str, int] = {}
-    for number, value in lines.rows:
-        check = Checker({}, line=number)
+
+    def row(check: Checker, value: Any, number: int) -> Conversation | None:
         convo = _conversation(check, value, number)
         if convo is not None and convo.id in ids:
             check.problem(("id",), f"{convo.id!r} is already the id of line {ids[convo.id]}")
-            convo = None
+            return None
         if convo is not None:
             ids[convo.id] = number
-            kept.append(convo)
-        found.extend(check.found)
-    if not found and not kept:
-        found.append((1, "no conversations (expected one JSON list of chat messages, or "
-                         "{\"messages\": [...]}, a line)"))
-    if found:
-        raise problems_error(str(path), found, "conversations file")
+        return convo
+
+    kept = checked_rows(path, lines, row, "no conversations (expected one JSON list of chat "
+                        "messages, or {\"messages\": [...]}, a line)", "conversations file")
     return Conversations(
         name=name, conversations=tuple(kept),
         output_tokens=output_tokens or fixed(256),
@@ -78,12 +73,7 @@ def _conversation(check: Checker, value: Any, number: int) -> Conversation | Non
                       f"{check.shown(value, ())}")
         return None
     path: FieldPath = ("messages",)
-    if not isinstance(messages, list) or not messages:
-        check.problem(path, f"expected a list of 1 to {MAX_MESSAGES} chat messages, got "
-                      f"{'an empty list' if messages == [] else check.shown(messages, path)}")
-        return None
-    if len(messages) > MAX_MESSAGES:
-        check.problem(path, f"{len(messages):,} messages; at most {MAX_MESSAGES}")
+    if not check.sized_list(messages, path, MAX_MESSAGES, "chat messages"):
         return None
     kept = [_message(check, m, (*path, i)) for i, m in enumerate(messages)]
     if len(check.found) > before:

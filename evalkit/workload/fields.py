@@ -55,6 +55,11 @@ _DIST_HINT = ("a number, {fixed: x}, {uniform: [lo, hi]}, "
               "{lognormal: {median: m, p90: p}} or {empirical: [...]}")
 
 
+def num(x: float) -> str:
+    """A bound as a person writes it: 131,072 and 0.5, never 1.31072e+05."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def got(value: Any, text: str | None = None) -> str:
     """A value as the buyer wrote it, for a message (never more than a line)."""
     if value is None:
@@ -142,13 +147,14 @@ class Checker:
                          "written without a decimal point or exponent)")
             return None
         if above is not None and value <= above:
-            self.problem(path, f"must be greater than {above:g}, got {self.shown(value, path)}")
+            self.problem(path, f"must be greater than {num(above)}, got {self.shown(value, path)}")
             return None
         if value < bounds.low:
-            self.problem(path, f"must be at least {bounds.low:g}, got {self.shown(value, path)}")
+            self.problem(path, f"must be at least {num(bounds.low)}, got {self.shown(value, path)}")
             return None
         if value > bounds.high:
-            self.problem(path, f"must be at most {bounds.high:,g} {bounds.what}, got "
+            unit = f" {bounds.what}" if bounds.what else ""
+            self.problem(path, f"must be at most {num(bounds.high)}{unit}, got "
                          f"{self.shown(value, path)}")
             return None
         return float(value)
@@ -169,6 +175,17 @@ class Checker:
                          f"trailing spaces; got {clip(value)}")
             return None
         return value
+
+    def sized_list(self, value: Any, path: FieldPath, most: int, noun: str) -> bool:
+        """True when `value` is a list of 1 to `most` items; otherwise a problem."""
+        if not isinstance(value, list) or not value:
+            shown = "an empty list" if value == [] else self.shown(value, path)
+            self.problem(path, f"expected a list of 1 to {most:,} {noun}, got {shown}")
+            return False
+        if len(value) > most:
+            self.problem(path, f"{len(value):,} {noun}; at most {most:,}")
+            return False
+        return True
 
     def keys(self, value: dict[str, Any], path: FieldPath, allowed: Sequence[str],
              elsewhere: dict[str, str] | None = None) -> None:
@@ -262,12 +279,7 @@ class Checker:
                     integer=bounds.integer)
 
     def _empirical(self, arg: Any, here: FieldPath, bounds: Bounds) -> Dist | None:
-        if not isinstance(arg, list) or not arg:
-            self.problem(here, f"expected a list of 1 to {MAX_EMPIRICAL:,} values, got "
-                         f"{'an empty list' if arg == [] else self.shown(arg, here)}")
-            return None
-        if len(arg) > MAX_EMPIRICAL:
-            self.problem(here, f"{len(arg):,} values; at most {MAX_EMPIRICAL:,}")
+        if not self.sized_list(arg, here, MAX_EMPIRICAL, "values"):
             return None
         before = len(self.found)
         values = [self.number(x, (*here, i), bounds) for i, x in enumerate(arg)]

@@ -13,12 +13,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evalkit.errors import WorkloadError
 from evalkit.questionnaire.reader import clip
+from evalkit.workload.fields import Checker, problems_error
+
+T = TypeVar("T")
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_LINES = 100_000
@@ -112,6 +116,26 @@ def read_jsonl(path: Path, what: str) -> JsonLines:
         except ValueError as exc:
             out.problems.append((i, f"not JSON we read: {str(exc)[:200]}"))
     return out
+
+
+def checked_rows(path: Path, lines: JsonLines, row: Callable[[Checker, Any, int], T | None],
+                 empty: str, what: str) -> list[T]:
+    """Each parsed line made into an item by `row` (which reports its problems on the
+    Checker it is given, named by that line), or one WorkloadError with every problem of
+    the file: its unreadable lines, its rows' problems, `empty` when no line held one."""
+    found = list(lines.problems)
+    kept: list[T] = []
+    for number, value in lines.rows:
+        check = Checker({}, line=number)
+        item = row(check, value, number)
+        if item is not None:
+            kept.append(item)
+        found.extend(check.found)
+    if not found and not kept:
+        found.append((1, empty))
+    if found:
+        raise problems_error(str(path), found, what)
+    return kept
 
 
 def _too_large(p: Path, size: int, what: str) -> WorkloadError:

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import QuestionnaireError, WorkloadError
-from evalkit.questionnaire.reader import Document, FieldPath, dotted, read_document
+from evalkit.questionnaire.reader import (
+    Document,
+    FieldPath,
+    dotted,
+    read_bounded,
+    read_document,
+)
 from evalkit.workload.conversations import load_conversations
 from evalkit.workload.fields import (
     SECONDS,
@@ -69,14 +75,9 @@ def load_workload(path: Path) -> Workload:
     Its conversations files are read relative to it."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-            size = p.stat().st_size
-    except OSError as exc:
-        raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    if max(size, len(raw)) > MAX_BYTES:
-        raise WorkloadError(f"{p}: {max(size, len(raw)):,} bytes is too large for a workload "
-                            f"(limit {MAX_BYTES:,} bytes)")
+        raw = read_bounded(p, "workload", MAX_BYTES)
+    except QuestionnaireError as exc:
+        raise WorkloadError(str(exc), [str(exc)]) from None
     return parse_workload(raw, str(p), p.parent)
 
 
@@ -167,12 +168,7 @@ def _levels(check: Checker, value: Any) -> tuple[int, ...] | None:
 
 def _shapes(check: Checker, value: Any, base_dir: Path,
             extra: list[str]) -> tuple[Shape, ...] | None:
-    if not isinstance(value, list) or not value:
-        check.problem(("shapes",), f"expected a list of 1 to {MAX_SHAPES} shapes, got "
-                      f"{'an empty list' if value == [] else check.shown(value, ('shapes',))}")
-        return None
-    if len(value) > MAX_SHAPES:
-        check.problem(("shapes",), f"{len(value)} shapes; at most {MAX_SHAPES}")
+    if not check.sized_list(value, ("shapes",), MAX_SHAPES, "shapes"):
         return None
     shapes: list[Shape | None] = []
     names: dict[str, int] = {}

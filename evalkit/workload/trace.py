@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.errors import UsageError
-from evalkit.workload.fields import TOKENS, Bounds, Checker, problems_error
-from evalkit.workload.jsonl import read_jsonl
+from evalkit.workload.fields import TOKENS, Bounds, Checker
+from evalkit.workload.jsonl import checked_rows, read_jsonl
 from evalkit.workload.model import TRACE_BLOCK_TOKENS, Trace, TraceEntry
 
 #: a trace's prompts may be longer than a workload's synthetic ones (Mooncake's reach
@@ -37,19 +37,8 @@ def load_trace(path: Path, speed: float = 1.0) -> Trace:
             or not math.isfinite(speed) or speed <= 0:
         raise UsageError(f"--trace-speed must be a number greater than 0, got {speed!r}")
     lines = read_jsonl(path, "trace")
-    found = list(lines.problems)
-    entries: list[TraceEntry] = []
-    for number, value in lines.rows:
-        check = Checker({}, line=number)
-        entry = _entry(check, value, number)
-        if entry is not None:
-            entries.append(entry)
-        found.extend(check.found)
-    if not found and not entries:
-        found.append((1, "no entries (expected one JSON object a line: timestamp, "
-                         "input_length, output_length)"))
-    if found:
-        raise problems_error(str(path), found, "trace")
+    entries = checked_rows(path, lines, _entry, "no entries (expected one JSON object a line: "
+                           "timestamp, input_length, output_length)", "trace")
     entries.sort(key=lambda e: e.timestamp_ms)
     span_ms = entries[-1].timestamp_ms - entries[0].timestamp_ms
     return Trace(tuple(entries), speed=float(speed), block_tokens=TRACE_BLOCK_TOKENS,
