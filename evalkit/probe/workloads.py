@@ -10,7 +10,8 @@ from typing import Any
 
 from evalkit.errors import UsageError
 from evalkit.probe.settings import ProbeConfig
-from evalkit.workload.model import Conversations, Dist, Trace, Workload
+from evalkit.workload.describe import trace_summary, workload_summary
+from evalkit.workload.model import Workload
 
 
 def with_workload(config: ProbeConfig) -> ProbeConfig:
@@ -67,47 +68,13 @@ def describe_lines(config: ProbeConfig) -> list[str]:
         users = ", ".join(map(str, config.users or w.concurrency))
         out.append(f"workload {w.name}: {mix}; users in flight {users}, each level {per}")
     if (t := config.trace) is not None:
-        d = describe_trace(t)
-        out.append(f"trace: {d['requests']} requests over {d['span_s']:.1f} s (speed "
-                   f"{t.speed:g}), {d['input_tokens']:,} prompt and {d['output_tokens']:,} "
-                   "output tokens, sent at the trace's times")
+        span = t.offsets_s()[-1] if t.entries else 0.0
+        prompt = sum(e.input_length for e in t.entries)
+        output = sum(e.output_length for e in t.entries)
+        out.append(f"trace: {len(t.entries)} requests over {span:.1f} s (speed {t.speed:g}), "
+                   f"{prompt:,} prompt and {output:,} output tokens, sent at the trace's "
+                   "times")
     return out
-
-
-def _dist(d: Dist) -> dict[str, Any]:
-    return {"describe": d.describe(), "mean": round(d.mean(), 3)}
-
-
-def describe_workload(w: Workload) -> dict[str, Any]:
-    """A workload as plain data (run.json `workload.workload`, the scorecard's shape line)."""
-    total = sum(s.weight for s in w.shapes) or 1.0
-    shapes = []
-    for s in w.shapes:
-        d: dict[str, Any] = {"name": s.name, "kind": s.kind,
-                             "share": round(s.weight / total, 4)}
-        for key in ("prompt_tokens", "output_tokens", "turns", "user_tokens", "think_time_s",
-                    "steps", "tool_result_tokens", "tool_latency_s"):
-            value = getattr(s, key, None)
-            if isinstance(value, Dist):
-                d[key] = _dist(value)
-        if hasattr(s, "system_prompt_tokens"):
-            d["system_prompt_tokens"] = s.system_prompt_tokens
-        if isinstance(s, Conversations):
-            d["conversations"] = len(s.conversations)
-            d["user_turns"] = sum(c.user_turns() for c in s.conversations)
-            d["source"] = s.source
-        shapes.append(d)
-    return {"name": w.name, "levels": list(w.concurrency), "duration_s": w.duration_s,
-            "units": w.units, "source": w.source, "shapes": shapes}
-
-
-def describe_trace(t: Trace) -> dict[str, Any]:
-    """A trace as plain data (run.json `workload.trace`)."""
-    offsets = t.offsets_s()
-    return {"requests": len(t.entries), "speed": t.speed, "span_s": offsets[-1] if offsets
-            else 0.0, "block_tokens": t.block_tokens, "source": t.source,
-            "input_tokens": sum(e.input_length for e in t.entries),
-            "output_tokens": sum(e.output_length for e in t.entries)}
 
 
 def workload_meta(config: ProbeConfig) -> dict[str, Any] | None:
@@ -115,6 +82,6 @@ def workload_meta(config: ProbeConfig) -> dict[str, Any] | None:
     if config.workload is None and config.trace is None:
         return None
     return {"workload": None if config.workload is None else {
-                **describe_workload(config.workload),
+                **workload_summary(config.workload),
                 "users": list(config.users or config.workload.concurrency)},
-            "trace": None if config.trace is None else describe_trace(config.trace)}
+            "trace": None if config.trace is None else trace_summary(config.trace)}
