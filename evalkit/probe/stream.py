@@ -52,6 +52,10 @@ _ERR_MAX = 300
 ERROR_BODY_MAX = 500
 #: the most characters (and logprob entries) a canary's record keeps of its answer
 ANSWER_MAX = 16_384
+#: the most characters a session turn keeps of its answer, to send back as history: an
+#: answer longer than this goes back cut (a product would send it whole), so it is large,
+#: and still bounded well inside a record line (`evalkit.rundir.store.MAX_LINE_BYTES`)
+HISTORY_MAX = 131_072
 
 
 class Prober:
@@ -196,7 +200,8 @@ class Prober:
                       hold_ns: int | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState(end_event=self.adapter.end_event,
-                          keep_answer=prompt.canary is not None or prompt.keep_answer)
+                          keep_answer=prompt.canary is not None or prompt.keep_answer,
+                          keep_max=ANSWER_MAX if prompt.canary is not None else HISTORY_MAX)
         deadline = self.target.request_deadline(prompt.max_tokens)
         wire = SendStamp(join=bool(request.content), hold_ns=hold_ns)  # head+body, one send
         tried_ns = time.perf_counter_ns()
@@ -375,8 +380,8 @@ class Prober:
             answer_text="".join(st.kept) if st.keep_answer and st.status == 200 else None,
             # the vendor's tokens where logprobs named them, else the pieces it streamed
             answer_tokens=([t for t, _ in st.logprobs] if st.logprobs else list(st.kept))
-            if st.keep_answer and st.status == 200 else None,
-            answer_logprobs=[v for _, v in st.logprobs] if st.keep_answer and st.logprobs
+            if prompt.canary is not None and st.status == 200 else None,
+            answer_logprobs=[v for _, v in st.logprobs] if prompt.canary is not None and st.logprobs
             else None, rate_limit_headers=st.limits,
             shape=prompt.shape, session=prompt.session, turn=prompt.turn, step=prompt.step,
             planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached)
@@ -419,6 +424,7 @@ class _StreamState:
     #: distinct `model` and `system_fingerprint` values named (a few at most)
     sha: Any = field(default_factory=hashlib.sha256)
     keep_answer: bool = False
+    keep_max: int = ANSWER_MAX
     kept: list[str] = field(default_factory=list)
     kept_chars: int = 0
     logprobs: list[tuple[str, float]] = field(default_factory=list)
@@ -429,8 +435,8 @@ class _StreamState:
 
     def answer(self, delta: Delta) -> None:
         self.sha.update(delta.text.encode("utf-8", "surrogatepass"))
-        if self.keep_answer and self.kept_chars < ANSWER_MAX:
-            self.kept.append(piece := delta.text[:ANSWER_MAX - self.kept_chars])
+        if self.keep_answer and self.kept_chars < self.keep_max:
+            self.kept.append(piece := delta.text[:self.keep_max - self.kept_chars])
             self.kept_chars += len(piece)
             self.logprobs.extend((delta.logprobs or ())[:ANSWER_MAX - len(self.logprobs)])
 
