@@ -266,3 +266,48 @@ def test_ramp_names_ttft_on_a_serial_engine(llama_server: LlamaServer, tmp_path:
         assert lv["match_rate"] == 1.0 and lv["status"] == "held", lv
         assert lv["models_seen"] == [llama_server.model]
     assert p["degraded_at"] is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_session_carries_the_engines_own_answers(llama_server: LlamaServer,
+                                                   tmp_path: Path) -> None:
+    """A chat session against llama.cpp through a recording proxy: each turn's request
+    carries the system prompt, the earlier user messages and the answers this engine
+    streamed for them, byte for byte as they crossed the wire, in order."""
+    from evalkit.workload.model import Session, Workload, fixed
+
+    w = Workload(name="chat", shapes=(Session(
+        "chat", turns=fixed(3), system_prompt_tokens=48, user_tokens=fixed(24),
+        output_tokens=fixed(6)),), concurrency=(1,), duration_s=None, units=2)
+    tap = Tap(llama_server.port, tmp_path / "tap.jsonl").start()
+    try:
+        res = run_probe(ProbeConfig(tap.base_url, llama_server.model, tag_requests=True,
+                                    phases=("connect", "workload"), workload=w,
+                                    overrides=SERIAL), tmp_path / "run")
+    finally:
+        exchanges = tap.stop()
+    _, records = read_run_files(tmp_path / "run")
+    turns = [r for r in records if r.phase == "workload"]
+    assert res.status == "complete" and len(turns) == 6
+    assert all(r.outcome == "ok" for r in turns), [(r.outcome, r.error) for r in turns]
+    posts = {x.headers["x-request-id"]: x for x in exchanges if x.method == "POST"}
+    for session in {r.session for r in turns}:
+        mine = sorted((r for r in turns if r.session == session), key=lambda r: r.turn or 0)
+        assert [r.turn for r in mine] == [1, 2, 3]
+        streamed: list[str] = []  # the engine's answers, from the wire
+        users: list[str] = []
+        for rec in mine:
+            x = posts[rec.id]
+            messages = x.json()["messages"]
+            assert messages[0]["role"] == "system"
+            history = messages[1:-1]
+            assert [m["role"] for m in history] == ["user", "assistant"] * len(streamed)
+            assert [m["content"] for m in history[1::2]] == streamed
+            assert [m["content"] for m in history[0::2]] == users
+            users.append(messages[-1]["content"])
+            streamed.append("".join(_delta(e.data)["delta"].get("content") or ""
+                                    for e in x.events[:-1]))
+        assert all(streamed), "the engine answered every turn"
+    shape = res.summary["workload"]["levels"][0]["shapes"]["chat"]
+    assert shape["units_complete"] == 2 and [t["turn"] for t in shape["turns"]] == [1, 2, 3]
