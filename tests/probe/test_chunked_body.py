@@ -11,6 +11,7 @@ one is closed), and h11 must frame no chunk when the direct reader is on.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import socket
@@ -93,10 +94,11 @@ class TestDecoder:
 
 class _Raw:
     """A loopback HTTP/1.1 server that answers each POST with exact bytes, piece by piece
-    (TCP_NODELAY, a pause between pieces: separate reads), keeping the connection open
-    for the next request unless the script ends with None; counts connections."""
+    (TCP_NODELAY, a pause between pieces: separate reads; a float piece is a longer
+    pause), keeping the connection open for the next request unless the script ends
+    with None; counts connections."""
 
-    def __init__(self, pieces: list[bytes | None]) -> None:
+    def __init__(self, pieces: list[bytes | float | None]) -> None:
         self.pieces = pieces
         self.connections = 0
         self.requests = 0
@@ -143,6 +145,9 @@ class _Raw:
                     for piece in self.pieces:
                         if piece is None:
                             return
+                        if isinstance(piece, float):  # a pause, in seconds
+                            time.sleep(piece)
+                            continue
                         conn.sendall(piece)
                         time.sleep(0.005)
             except OSError:
@@ -156,14 +161,14 @@ class _Raw:
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
 
-def _records(pieces: list[bytes | None], n: int = 2, direct: bool = True
-             ) -> tuple[list[RequestRecord], _Raw]:
+def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True,
+             timeout_s: float = 5) -> tuple[list[RequestRecord], _Raw]:
     """n requests one after another on one prober (one connection if it is reused)."""
     server = _Raw(pieces)
     chunked.DIRECT = direct
 
     async def go() -> list[RequestRecord]:
-        target = Target(server.base_url, "m", timeout_s=5)
+        target = Target(server.base_url, "m", timeout_s=timeout_s)
         async with Prober(target, time.perf_counter_ns(), "t") as prober:
             return [await prober.stream(synthetic(16, 8, f"p{i}", 0), "baseline", 1)
                     for i in range(n)]
@@ -263,3 +268,16 @@ class TestOverRealSockets:
             server.close()
         assert rec.outcome == "timeout" and len(rec.chunks) == 1
         assert rec.error is not None and "ReadTimeout" in rec.error
+
+    def test_gaps_shorter_than_the_read_timeout_never_time_out(self) -> None:
+        """Each wait has its own deadline: the one read timer of a connection, armed by
+        an earlier wait, fires inside a later one and must re-arm, not time it out."""
+        wire = _framed(*BODY)
+        cuts = [0, len(HEAD) + 60, len(HEAD) + 120, len(wire) + len(HEAD) - 10,
+                len(wire) + len(HEAD)]
+        whole = HEAD + wire
+        pieces: list[bytes | float | None] = []
+        for a, b in itertools.pairwise(cuts):
+            pieces += [whole[a:b], 0.45]
+        recs, server = _records(pieces, n=1, timeout_s=1.0)  # 1.8 s, no gap of 1 s
+        assert recs[0].outcome == "ok" and len(recs[0].chunks) == 3, recs[0].error
