@@ -106,7 +106,7 @@ def _spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
     """py-spy sampling this process (nonblocking: it never pauses us) until SIGINT."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     proc = subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "400",
-                             "--nonblocking", "--format", "raw", "-o", str(out)],
+                             "--nonblocking", "--gil", "--format", "raw", "-o", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached
     return proc
