@@ -279,5 +279,5 @@ class TestOverRealSockets:
         pieces: list[bytes | float | None] = []
         for a, b in itertools.pairwise(cuts):
             pieces += [whole[a:b], 0.45]
-        recs, server = _records(pieces, n=1, timeout_s=1.0)  # 1.8 s, no gap of 1 s
+        recs, _ = _records(pieces, n=1, timeout_s=1.0)  # 1.8 s, no gap of 1 s
         assert recs[0].outcome == "ok" and len(recs[0].chunks) == 3, recs[0].error
