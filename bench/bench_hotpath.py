@@ -16,7 +16,8 @@ tokenizer's tables are before it). Per level and output length it reports:
   server's truth log (our TTFT minus the handler's start to its first write), p50/p99.
 
 `--profile` samples this process with py-spy (`pip install py-spy`; nonblocking, at
-400 Hz, so it costs the probe little) and splits the loop's CPU by where it went (HTTP
+400 Hz, so it costs the probe little; only samples holding the GIL, so a wait in epoll,
+or for a core on a loaded machine, is not CPU) and splits the loop's CPU by where it went (HTTP
 framing, SSE, JSON, stamping, record building, tokenizer, event loop, bookkeeping:
 `CATEGORIES`), in µs per content chunk: each category's share of the samples times the
 CPU measured per chunk.
@@ -58,7 +59,8 @@ from evalkit.rundir.store import RunStore
 #: where a sample's CPU went: the category of its innermost frame that is not generic
 #: plumbing (`GENERIC`: those count for their caller), by file and function
 CATEGORIES: list[tuple[str, str]] = [
-    ("HTTP framing (h11, httpcore, httpx)", r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/"),
+    ("HTTP framing (h11, httpcore, httpx, chunked.py)",
+     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/chunked\.py"),
     ("SSE parsing (sse.py)", r"\(evalkit/probe/sse\.py"),
     ("JSON (json, adapters' parse)", r"\(json/|\(evalkit/probe/api\.py"),
     ("stamping (stamping, kernel_stream, transport)",
@@ -106,7 +108,7 @@ def _spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
     """py-spy sampling this process (nonblocking: it never pauses us) until SIGINT."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     proc = subprocess.Popen([spy, "record", "--pid", str(pid), "--rate", "400",
-                             "--nonblocking", "--format", "raw", "-o", str(out)],
+                             "--nonblocking", "--gil", "--format", "raw", "-o", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached
     return proc

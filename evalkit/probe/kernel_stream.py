@@ -18,7 +18,10 @@ from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoin
 #: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 _ANC_SIZE = socket.CMSG_SPACE(16)
-_READ_SIZE = 256 * 1024
+#: bytes asked of one `recvmsg`: Python allocates this much for every read, and past
+#: glibc's mmap threshold (128 KiB) each read mapped and unmapped it: 256 KiB cost ~17 us
+#: a read more than 64 KiB on the project VM (a token chunk is ~200 bytes)
+_READ_SIZE = 64 * 1024
 _MAX_BUFFERED = 4 * 1024 * 1024
 _MAX_AGE_NS = 10_000_000_000
 
@@ -43,6 +46,11 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._eof = False
         self._error: OSError | None = None
         self._waiter: asyncio.Future[None] | None = None
+        #: the waiting read's deadline (loop time; None: no read waits), and the one timer
+        #: that enforces it (`_watch`): re-armed when it fires early, not made per read
+        self._read_by: float | None = None
+        self._watch: asyncio.TimerHandle | None = None
+        self._timed_out = False
         self._reading = True
         self.last_arrival_ns: int | None = None
         #: when the last write began handing its bytes to the socket
@@ -87,6 +95,17 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._reading = False
         self._wake()
 
+    def _on_watch(self) -> None:
+        """The read timer fired: time the waiting read out, or re-arm for its deadline."""
+        self._watch = None
+        if self._read_by is None or self._waiter is None:
+            return  # no read waits: the next one arms the timer again
+        if self._read_by - self._loop.time() > 0.001:  # a later read's deadline
+            self._watch = self._loop.call_at(self._read_by, self._on_watch)
+            return
+        self._timed_out = True
+        self._wake()
+
     def _stop_reading(self, eof: bool) -> None:
         if self._reading:
             self._loop.remove_reader(self._fd)
@@ -99,18 +118,30 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._waiter.set_result(None)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        """The bytes of the next socket read (split only if longer than max_bytes)."""
+        """The bytes of the next socket read (split only if longer than max_bytes).
+
+        The read timeout is one timer per connection (`_on_watch`), not an
+        `asyncio.timeout` per read: a stream of 20 ms gaps under a 60 s timeout made and
+        cancelled a timer (a heap push, a context manager) for every chunk."""
         if not self._reads and not self._eof:
+            if timeout is not None:
+                self._read_by = by = self._loop.time() + timeout
+                if self._watch is None or self._watch.when() > by:
+                    if self._watch is not None:
+                        self._watch.cancel()
+                    self._watch = self._loop.call_at(by, self._on_watch)
             try:
-                async with asyncio.timeout(timeout):
-                    while not self._reads and not self._eof:
-                        self._waiter = self._loop.create_future()
-                        try:
-                            await self._waiter
-                        finally:
-                            self._waiter = None
-            except TimeoutError:
-                raise httpcore.ReadTimeout(f"no bytes for {timeout} s") from None
+                while not self._reads and not self._eof:
+                    self._waiter = self._loop.create_future()
+                    try:
+                        await self._waiter
+                    finally:
+                        self._waiter = None
+                    if self._timed_out:
+                        self._timed_out = False
+                        raise httpcore.ReadTimeout(f"no bytes for {timeout} s")
+            finally:
+                self._read_by = None
         if not self._reads:
             if self._error is not None:
                 raise httpcore.ReadError(str(self._error) or type(self._error).__name__)
@@ -156,6 +187,9 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
 
     async def aclose(self) -> None:
         """Close the connection."""
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         self._stop_reading(eof=True)
         self._sock.close()
 

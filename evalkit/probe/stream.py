@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from evalkit.probe.api import NAME_MAX, NORMAL_FINISHES, Adapter, Delta, get_adapter
+from evalkit.probe.chunked import body_parts
 from evalkit.probe.loopmonitor import Ring, _pct
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.replies import error_message, retry_after
@@ -279,7 +280,7 @@ class Prober:
         perf = time.perf_counter_ns
         net = response.extensions.get("network_stream")
         pending: int | None = None  # stamp of the last content chunk, until the next event
-        async for raw in response.aiter_raw():
+        async for raw in body_parts(response):  # chunked: unframed here, not by h11
             # when the bytes arrived: the socket read's stamp, else now (before any parsing)
             now = getattr(net, "last_arrival_ns", None) or perf()
             try:

@@ -1,0 +1,199 @@
+"""A streaming response's chunked body read straight from the stamped network stream.
+
+Why: with h11 framing every chunk, a token cost ~30 µs of client CPU (h11's reader and
+state machine, httpcore's event loop and five layers of httpx and httpcore async
+iterators, each with its exception-mapping context manager) of the ~66 µs all in
+(docs/benchmarks.md). The chunked framing itself is a size line, the data and a CRLF: a
+few byte scans. So after httpx has sent the request and h11 has read the response's
+head, `body_parts` reads the body's socket reads itself, from the same network stream
+httpcore would have read (every read is still stamped in `data_received` or by the
+kernel before anything here sees it), and unframes them with `ChunkedDecoder`.
+
+The connection stays httpcore's: the bytes h11 had buffered past the head are taken
+from it first, and the body's end (the last chunk's `0` line, the trailers, the final
+CRLF) is handed back to h11, which reads it as it always would, so the connection
+returns to the pool in h11's DONE state, or is closed when h11 says so. A body left
+half-read (a framing error, a deadline, an SSE error) leaves h11 mid-body, and httpcore
+closes that connection on `aclose`: it is never reused half-read.
+
+One code path for every API adapter: this sits below SSE, so every adapter's stream
+takes it. Anything it was not built for (not HTTP/1.1, not chunked, a httpcore or h11
+whose insides differ) reads through `response.aiter_raw()` as before. Framing errors are
+raised as the `httpx.RemoteProtocolError` h11 would raise, with h11's wording, so the
+record is the same whichever path read the body.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import h11
+import httpcore
+import httpx
+
+#: the longest chunk-size line (size and extensions) we wait for: h11 would wait for 16 KiB
+MAX_SIZE_LINE = 4096
+#: bytes asked of the network stream per read (httpcore asks the same)
+READ_BYTES = 64 * 1024
+#: h11's chunk header: 1-20 hex digits, extensions ignored, trailing blanks tolerated
+_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
+#: read chunked bodies here (False: every body through h11, as before; for comparisons)
+DIRECT = True
+_EOF = ("peer closed connection without sending complete message body "
+        "(incomplete chunked read)")
+
+
+class ChunkedDecoder:
+    """HTTP/1.1 chunked framing (RFC 9112 7.1) fed socket reads, bounded and strict.
+
+    `feed` returns the chunk data each read completed, piece by piece (one piece per
+    chunk, so one read of two token chunks gives the SSE parser two one-event reads).
+    When the last chunk's size line (`0`) arrives, `tail` holds everything from it on,
+    for h11 to read the trailers and the end. Data is never buffered here: only a size
+    line cut between reads (at most `MAX_SIZE_LINE` bytes) or the CRLF after a chunk.
+    A huge chunk size is only a long chunk, its data passed on as it arrives.
+
+        >>> d = ChunkedDecoder()
+        >>> d.feed(b"5\\r\\nhello\\r\\n3\\r\\n ab"), d.feed(b"\\r\\n0\\r\\n\\r\\n"), d.tail
+        ([b'hello', b' ab'], [], b'0\\r\\n\\r\\n')
+    """
+
+    __slots__ = ("_buf", "_footer", "_left", "error", "tail")
+
+    def __init__(self) -> None:
+        self._buf = b""  # the start of a size line cut off by the end of a read
+        self._left = 0  # data bytes still due in the current chunk
+        self._footer = b""  # what is still due of the CRLF after a chunk's data
+        #: bad framing found after good data in one read: raised at the next feed, so
+        #: the data before it is read first (as h11 does: it frames chunk by chunk)
+        self.error: h11.RemoteProtocolError | None = None
+        #: from the last chunk's size line on (None: not there yet)
+        self.tail: bytes | None = None
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The chunk data in this read; raises h11's RemoteProtocolError on bad framing."""
+        if self.error is not None:
+            raise self.error
+        if self.tail is not None:
+            self.tail += data
+            return []
+        if not (self._buf or self._left or self._footer):
+            # the common read: one whole chunk, nothing left over from the last read
+            i = data.find(b"\r\n", 0, MAX_SIZE_LINE)
+            if i > 0:
+                m = _SIZE_LINE.fullmatch(data, 0, i)
+                if m is not None:
+                    end = i + 2 + int(m[1], 16)
+                    if end + 2 == len(data) and data[end:] == b"\r\n" and end > i + 2:
+                        return [data[i + 2:end]]
+        out: list[bytes] = []
+        try:
+            self._general(self._buf + data if self._buf else data, out)
+        except h11.RemoteProtocolError as exc:
+            if not out:
+                raise
+            self.error = exc
+        return out
+
+    def _general(self, buf: bytes, out: list[bytes]) -> None:
+        pos, end = 0, len(buf)
+        while pos < end:
+            if self._footer:
+                got = buf[pos:pos + len(self._footer)]
+                if got != self._footer[:len(got)]:
+                    raise h11.RemoteProtocolError(
+                        f"malformed chunk footer: {got!r} (expected {self._footer!r})")
+                self._footer = self._footer[len(got):]
+                pos += len(got)
+            elif self._left:
+                piece = buf[pos:pos + self._left]
+                out.append(piece)
+                self._left -= len(piece)
+                pos += len(piece)
+                if not self._left:
+                    self._footer = b"\r\n"
+            else:
+                i = buf.find(b"\r\n", pos, pos + MAX_SIZE_LINE)
+                if i < 0:
+                    if end - pos >= MAX_SIZE_LINE:
+                        raise h11.RemoteProtocolError(
+                            f"illegal chunk header: {buf[pos:pos + 40]!r}... (no line end "
+                            f"in {MAX_SIZE_LINE} bytes)")
+                    break  # the rest of the size line is in the next read
+                m = _SIZE_LINE.fullmatch(buf, pos, i)
+                if m is None:
+                    raise h11.RemoteProtocolError(
+                        f"illegal chunk header: {buf[pos:min(i, pos + 80)]!r}")
+                size = int(m[1], 16)
+                if size == 0:
+                    self.tail = buf[pos:]
+                    return
+                self._left = size
+                pos = i + 2
+        self._buf = buf[pos:]
+
+
+def _h11_of(response: httpx.Response) -> tuple[Any, Any] | None:
+    """(httpcore's HTTP/1.1 connection, its h11 state) if this body can be read directly:
+    HTTP/1.1, chunked, nothing of it read yet. None: read it through httpx."""
+    if response.http_version != "HTTP/1.1":
+        return None
+    # httpx's bound stream -> its transport's stream -> the pool's -> the connection's
+    pooled = getattr(getattr(response.stream, "_stream", None), "_httpcore_stream", None)
+    conn = getattr(getattr(pooled, "_stream", None), "_connection", None)
+    if not isinstance(conn, httpcore.AsyncHTTP11Connection):
+        return None
+    state = getattr(conn, "_h11_state", None)
+    reader = getattr(state, "_reader", None)
+    if (not isinstance(state, h11.Connection) or state.their_state is not h11.SEND_BODY
+            or type(reader).__name__ != "ChunkedReader"
+            or getattr(reader, "_bytes_in_chunk", None) != 0
+            or getattr(reader, "_bytes_to_discard", None) != b""
+            or getattr(reader, "_reading_trailer", None) is not False
+            or state.trailing_data[1]  # the peer closed already: h11 has all there is
+            or not hasattr(state, "_receive_buffer")):
+        return None
+    return conn, state
+
+
+async def body_parts(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes, a socket read's worth (or one chunk's) at a time, each yielded
+    before the next read: after one, `network_stream.last_arrival_ns` is its stamp."""
+    found = _h11_of(response) if DIRECT else None
+    if found is None:
+        async for raw in response.aiter_raw():
+            yield raw
+        return
+    conn, state = found
+    net = conn._network_stream
+    timeout = response.request.extensions.get("timeout", {}).get("read")
+    # what h11 read past the head came in the head's read: its stamp is already the last
+    early, _closed = state.trailing_data
+    state._receive_buffer = type(state._receive_buffer)()
+    decoder = ChunkedDecoder()
+    data = early
+    try:
+        while True:
+            if data:
+                for piece in decoder.feed(data):
+                    yield piece
+                if decoder.error is not None:  # after the data before it
+                    raise decoder.error
+                if decoder.tail is not None:
+                    break
+            try:
+                data = await net.read(READ_BYTES, timeout=timeout)
+            except httpcore.TimeoutException as exc:
+                raise httpx.ReadTimeout(str(exc), request=response.request) from None
+            except httpcore.NetworkError as exc:
+                raise httpx.ReadError(str(exc), request=response.request) from None
+            if not data:
+                raise h11.RemoteProtocolError(_EOF)
+    except h11.RemoteProtocolError as exc:
+        raise httpx.RemoteProtocolError(str(exc), request=response.request) from None
+    # the end is h11's to read: the trailers, and whether the connection can be reused
+    state.receive_data(decoder.tail)
+    async for raw in response.aiter_raw():  # only a body h11 reads as longer than ours
+        yield raw

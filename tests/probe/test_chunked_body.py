@@ -1,0 +1,283 @@
+"""The streaming body's chunked framing, read by `evalkit.probe.chunked` instead of h11.
+
+The decoder alone, at every split of a body; then the prober against tiny raw-socket
+servers that write exact bytes, well-framed and not (bad sizes, a huge size, a missing
+CRLF, an endless size line, trailers, a cut mid-chunk), each read both ways (the direct
+reader and h11, `chunked.DIRECT`): the records must say the same, the server counts the
+connections it accepted (a body read to its end leaves a connection to reuse, any other
+one is closed), and h11 must frame no chunk when the direct reader is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import h11
+import pytest
+
+from evalkit.probe import chunked
+from evalkit.probe.chunked import MAX_SIZE_LINE, ChunkedDecoder
+from evalkit.probe.prompts import synthetic
+from evalkit.probe.stream import Prober
+from evalkit.probe.target import Target
+from evalkit.records import RequestRecord
+
+
+def _event(text: str, finish: str | None = None) -> bytes:
+    obj = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+def _framed(*payloads: bytes, trailer: bytes = b"") -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in payloads) + b"0\r\n" + trailer + b"\r\n"
+
+
+BODY = [_event("hi"), _event(" there"), _event("!", "stop"), b"data: [DONE]\n\n"]
+
+
+class TestDecoder:
+    def test_every_split_of_a_body_gives_its_data(self) -> None:
+        wire = _framed(*BODY, trailer=b"x-end: 1\r\n") + b"GARBAGE"
+        for cut in range(1, len(wire)):
+            for second in (cut, min(cut + 7, len(wire))):
+                d = ChunkedDecoder()
+                got = d.feed(wire[:cut]) + d.feed(wire[cut:second]) + d.feed(wire[second:])
+                assert b"".join(got) == b"".join(BODY), cut
+                assert d.tail == b"0\r\nx-end: 1\r\n\r\nGARBAGE"
+
+    def test_one_piece_per_chunk_and_extensions_ignored(self) -> None:
+        d = ChunkedDecoder()
+        assert d.feed(b"2;name=v \r\nab\r\n1\r\nc\r\n") == [b"ab", b"c"]
+        assert d.feed(b"3\r\nxyz\r\n") == [b"xyz"] and d.tail is None
+
+    @pytest.mark.parametrize(("wire", "why"), [
+        (b"zz\r\nab\r\n", "illegal chunk header"),
+        (b"-1\r\n", "illegal chunk header"),
+        (b"0x2\r\nab\r\n", "illegal chunk header"),
+        (b"\r\n", "illegal chunk header"),
+        (b"2\r\nabXY", "malformed chunk footer"),
+        (b"2\r\nab\n3\r\n", "malformed chunk footer"),
+        (b"1" * MAX_SIZE_LINE, "no line end"),
+    ])
+    def test_bad_framing_raises_what_h11_raises(self, wire: bytes, why: str) -> None:
+        d = ChunkedDecoder()
+        with pytest.raises(h11.RemoteProtocolError, match=why):
+            d.feed(wire)
+            d.feed(b"")  # after the data before it, if any
+
+    def test_the_data_before_bad_framing_is_read_first(self) -> None:
+        d = ChunkedDecoder()
+        assert d.feed(b"2\r\nabXY") == [b"ab"]
+        assert d.error is not None and "malformed chunk footer" in str(d.error)
+        with pytest.raises(h11.RemoteProtocolError):
+            d.feed(b"\r\n")
+
+    def test_a_huge_size_is_a_long_chunk_not_a_buffer(self) -> None:
+        d = ChunkedDecoder()
+        assert d.feed(b"f" * 20 + b"\r\n" + BODY[0]) == [BODY[0]]
+        assert d.feed(BODY[1]) == [BODY[1]] and d._buf == b""
+
+    def test_a_size_line_cut_short_waits_within_its_bound(self) -> None:
+        d = ChunkedDecoder()
+        assert d.feed(b"1" * (MAX_SIZE_LINE - 1)) == []
+        with pytest.raises(h11.RemoteProtocolError, match="no line end"):
+            d.feed(b"1")
+
+
+class _Raw:
+    """A loopback HTTP/1.1 server that answers each POST with exact bytes, piece by piece
+    (TCP_NODELAY, a pause between pieces: separate reads; a float piece is a longer
+    pause), keeping the connection open for the next request unless the script ends
+    with None; counts connections."""
+
+    def __init__(self, pieces: list[bytes | float | None]) -> None:
+        self.pieces = pieces
+        self.connections = 0
+        self.requests = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.settimeout(10)
+        buf = b""
+        with conn:
+            try:
+                while True:
+                    while b"\r\n\r\n" not in buf:
+                        if len(buf) > 65536 or not (more := conn.recv(65536)):
+                            return
+                        buf += more
+                    head, _, buf = buf.partition(b"\r\n\r\n")
+                    size = 0
+                    for line in head.split(b"\r\n")[1:]:
+                        name, _, value = line.partition(b":")
+                        if name.strip().lower() == b"content-length":
+                            size = int(value)
+                    while len(buf) < size:
+                        if not (more := conn.recv(65536)):
+                            return
+                        buf += more
+                    buf = buf[size:]
+                    self.requests += 1
+                    for piece in self.pieces:
+                        if piece is None:
+                            return
+                        if isinstance(piece, float):  # a pause, in seconds
+                            time.sleep(piece)
+                            continue
+                        conn.sendall(piece)
+                        time.sleep(0.005)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True,
+             timeout_s: float = 5) -> tuple[list[RequestRecord], _Raw]:
+    """n requests one after another on one prober (one connection if it is reused)."""
+    server = _Raw(pieces)
+    chunked.DIRECT = direct
+
+    async def go() -> list[RequestRecord]:
+        target = Target(server.base_url, "m", timeout_s=timeout_s)
+        async with Prober(target, time.perf_counter_ns(), "t") as prober:
+            return [await prober.stream(synthetic(16, 8, f"p{i}", 0), "baseline", 1)
+                    for i in range(n)]
+    try:
+        return asyncio.run(go()), server
+    finally:
+        chunked.DIRECT = True
+        server.close()
+
+
+@pytest.fixture
+def h11_frames() -> Iterator[list[int]]:
+    """How many chunk pieces h11 itself framed (its ChunkedReader's Data events)."""
+    seen: list[int] = []
+    original = h11._readers.ChunkedReader.__call__  # type: ignore[attr-defined]
+
+    def counting(self: Any, buf: Any) -> Any:
+        event = original(self, buf)
+        if isinstance(event, h11.Data):
+            seen.append(len(event.data))
+        return event
+    h11._readers.ChunkedReader.__call__ = counting  # type: ignore[attr-defined]
+    try:
+        yield seen
+    finally:
+        h11._readers.ChunkedReader.__call__ = original  # type: ignore[attr-defined]
+
+
+def _same(a: RequestRecord, b: RequestRecord) -> None:
+    """Two records of one scripted stream read both ways: the same facts."""
+    assert (a.outcome, a.http_status, a.finish_reason, a.output_tokens, a.output_sha256,
+            len(a.chunks)) == (b.outcome, b.http_status, b.finish_reason, b.output_tokens,
+                               b.output_sha256, len(b.chunks))
+
+
+# the head and the first chunk in one write, a size line and a CRLF cut between writes
+AWKWARD = [HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n", b"%x" % len(BODY[1]),
+           b"\r\n" + BODY[1] + b"\r", b"\n" + _framed(*BODY[2:])[:-5], b"0\r\n",
+           b"\r\n"]
+
+
+class TestOverRealSockets:
+    def test_a_well_framed_stream_is_read_here_and_its_connection_reused(
+            self, h11_frames: list[int]) -> None:
+        recs, server = _records(AWKWARD)
+        assert [r.outcome for r in recs] == ["ok", "ok"]
+        assert [len(r.chunks) for r in recs] == [3, 3] and recs[0].finish_reason == "stop"
+        assert (server.connections, server.requests) == (1, 2)  # kept alive, reused
+        assert h11_frames == []  # no chunk framed by h11
+        slow, _ = _records(AWKWARD, direct=False)
+        assert h11_frames  # the switch does send it through h11
+        for a, b in zip(recs, slow, strict=True):
+            _same(a, b)
+
+    def test_trailers_are_h11s_to_read_and_the_connection_is_reused(self) -> None:
+        recs, server = _records([HEAD + _framed(*BODY, trailer=b"x-usage: 3\r\n")])
+        assert [r.outcome for r in recs] == ["ok", "ok"]
+        assert server.connections == 1
+
+    # the framing errors the client sees at once come from a server that then waits for
+    # the next request on the same connection: reusing it would show as one connection
+    @pytest.mark.parametrize(("pieces", "why"), [
+        ([HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n", b"zz\r\n"],
+         "illegal chunk header"),
+        ([HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"XX"], "malformed chunk footer"),
+        ([HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n", b"7" * 5000, None],
+         "illegal chunk header"),
+        ([HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n", b"40\r\n" + BODY[1][:10], None],
+         "incomplete chunked read"),
+        ([HEAD + b"f" * 20 + b"\r\n" + BODY[0], BODY[1], None], "incomplete chunked read"),
+        ([HEAD + _framed(*BODY)[:-2] + b"not a trailer line\r\n\r\n"], "header"),
+    ], ids=["bad-size", "no-crlf", "endless-size-line", "cut-mid-chunk", "huge-size",
+            "bad-trailer"])
+    def test_bad_framing_is_an_outcome_and_its_connection_closed(
+            self, pieces: list[bytes | None], why: str) -> None:
+        recs, server = _records(pieces)
+        for rec in recs:
+            assert rec.outcome == "incomplete" and rec.http_status == 200
+            assert rec.error is not None and rec.error.startswith("connection cut")
+            assert re.search(why, rec.error), rec.error
+        assert server.connections == 2  # never reused half-read
+        slow, _ = _records(pieces, direct=False)
+        for a, b in zip(recs, slow, strict=True):
+            _same(a, b)
+
+    def test_a_silent_server_mid_body_is_a_read_timeout(self) -> None:
+        # one chunk, then nothing (the connection held open): no bytes for timeout_s
+        server = _Raw([HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n"])
+
+        async def go() -> RequestRecord:
+            target = Target(server.base_url, "m", timeout_s=1)
+            async with Prober(target, time.perf_counter_ns(), "t") as prober:
+                return await prober.stream(synthetic(16, 8, "p", 0), "baseline", 1)
+        try:
+            rec = asyncio.run(go())
+        finally:
+            server.close()
+        assert rec.outcome == "timeout" and len(rec.chunks) == 1
+        assert rec.error is not None and "ReadTimeout" in rec.error
+
+    def test_gaps_shorter_than_the_read_timeout_never_time_out(self) -> None:
+        """Each wait has its own deadline: the one read timer of a connection, armed by
+        an earlier wait, fires inside a later one and must re-arm, not time it out."""
+        wire = _framed(*BODY)
+        cuts = [0, len(HEAD) + 60, len(HEAD) + 120, len(wire) + len(HEAD) - 10,
+                len(wire) + len(HEAD)]
+        whole = HEAD + wire
+        pieces: list[bytes | float | None] = []
+        for a, b in itertools.pairwise(cuts):
+            pieces += [whole[a:b], 0.45]
+        recs, _ = _records(pieces, n=1, timeout_s=1.0)  # 1.8 s, no gap of 1 s
+        assert recs[0].outcome == "ok" and len(recs[0].chunks) == 3, recs[0].error
