@@ -60,6 +60,30 @@ def answer_breaches(m: Summary | None, sold: int | None) -> list[str]:
     return found
 
 
+def answers_unchecked(m: Summary | None, sold: int | None) -> str | None:
+    """Why the answers under load were not checked at the concurrency sold (None: they
+    were, or nothing is sold). Fail closed: a verdict of readiness needs the canaries
+    compared there, not the absence of a breach where none was looked for (an imported
+    run, a level sharded on Ray, canaries that all failed, a summary before canaries)."""
+    if m is None or sold is None:
+        return None
+    section = as_mapping(m.precision)
+    if not section:
+        return (f"the answers under load were not checked: the run sent no canaries (an "
+                f"imported run, or one written before canaries), so nothing shows the "
+                f"{sold} streams sold answer as one stream does")
+    levels = {as_count(lv.get("concurrency")): lv for lv in section.get("levels") or []
+              if isinstance(lv, Mapping)}
+    at = as_mapping(levels.get(sold))
+    if (as_count(at.get("compared")) or 0) >= 1:
+        return None
+    why = ("no canary answer there could be compared with its answer alone" if at else
+           "the run sent no canary at that level (not run, or sharded over Ray workers, "
+           "which send none)")
+    return (f"the answers under load were not checked at the {sold} streams sold: {why}; "
+            f"re-run the ramp through {sold} streams in one process")
+
+
 def answers_sentence(m: Summary | None, sold: int | None) -> str | None:
     """Page one's and the verdict's sentence, None when the answers held."""
     found = answer_breaches(m, sold)

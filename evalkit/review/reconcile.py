@@ -41,7 +41,7 @@ from evalkit.questionnaire.model import (
     RateLimitsAnswer,
     ThroughputAnswer,
 )
-from evalkit.review.answers import answers_sentence, reported_swap
+from evalkit.review.answers import answers_sentence, answers_unchecked, reported_swap
 from evalkit.review.cost import session_cost
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
 from evalkit.review.panel import OurPanel, start_panel_hint
@@ -126,7 +126,8 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
                         questionnaire is not None, m.validity if m else None,
-                        m.validity_reasons if m else (), answers),
+                        m.validity_reasons if m else (), answers,
+                        answers_unchecked(m, sold) if m is not None else None),
         answers=answers, swap=reported_swap(m),
         use_cases=fits,
         reading_speed=streams_at_reading_speed(m, tol),

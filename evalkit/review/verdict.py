@@ -27,10 +27,12 @@ class Verdict:
 
 def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
             has_questionnaire: bool = True, validity: str | None = "valid",
-            validity_reasons: tuple[str, ...] = (), answers: str | None = None) -> Verdict:
+            validity_reasons: tuple[str, ...] = (), answers: str | None = None,
+            unchecked: str | None = None) -> Verdict:
     """Streaming-ready only when Q2, Q4 and Q6 are `ok` (verified), none with the finding
     `gap`, on a valid run, and the answers held under load at or below the concurrency
-    sold (`answers`: the sentence that says how they changed, evalkit.review.answers).
+    sold (`answers`: the sentence that says how they changed, evalkit.review.answers)
+    and were checked there at all (`unchecked`: why not, `answers_unchecked`).
 
     `validity` is the run's (None: no run, a claims-only review, which at best reads
     "complete and consistent, not verified").
@@ -86,6 +88,10 @@ def verdict(judgements: Mapping[str, Judgement], vendor: str | None,
                        f"up, but not with the same answers: {answers} Speed from answers "
                        "that change under load is not the capacity sold, so the quote is "
                        "not shown streaming-ready." + others_too)
+    if unchecked:
+        return Verdict(False, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold "
+                       f"up, but {unchecked}, so the quote is not shown streaming-ready."
+                       + also)
     return Verdict(True, f"{who} answers Q2, Q4 and Q6 with measured numbers that hold up "
                    "against our measurements, so its quote is sized for the streaming regime."
                    + also)

@@ -126,5 +126,12 @@ PANEL_RUN = _at(16, stream_tokens_per_s={"p50": 170.0, "p90": 187.0, "p99": 196.
 
 def forthright_run() -> dict[str, Any]:
     """SUMMARY where the 4 streams forthright.yaml sells run at its panel's median, 40
-    tokens/s per stream (as the reference `gpu` profile does: 1 / (12 + 3.5 × 4) ms)."""
-    return _at(4, stream_tokens_per_s={"p50": 40.0, "p90": 44.0, "p99": 46.0})
+    tokens/s per stream (as the reference `gpu` profile does: 1 / (12 + 3.5 × 4) ms), its
+    canaries answering at every level as they did alone."""
+    s = _at(4, stream_tokens_per_s={"p50": 40.0, "p90": 44.0, "p99": 46.0})
+    s["precision"] = {"alone": {"match_rate": 1.0, "models_seen": ["m-large"]},
+                      "levels": [{"concurrency": lv["concurrency"], "match_rate": 1.0,
+                                  "compared": 4, "matches": 4, "status": "ok",
+                                  "kind": None, "models_not_seen_alone": []}
+                                 for lv in s["ramp"]["levels"]]}
+    return s

@@ -20,10 +20,10 @@ def _breached(c: int, metric: str, kind: str = "diverged_at_start",
         if lv["concurrency"] == c:
             lv["breaches"] = [metric]
             lv["length_ratio"] = 0.5
-    s["precision"] = {"alone": {"match_rate": 1.0, "models_seen": ["m-large"]},
-                      "levels": [{"concurrency": c, "match_rate": 0.0, "compared": 6,
-                                  "status": "breach", "kind": kind,
-                                  "models_not_seen_alone": models or []}]}
+    s["precision"]["levels"] = [lv for lv in s["precision"]["levels"]
+                                if lv["concurrency"] != c] + [
+        {"concurrency": c, "match_rate": 0.0, "compared": 6, "status": "breach",
+         "kind": kind, "models_not_seen_alone": models or []}]
     return s
 
 
@@ -31,6 +31,29 @@ def test_the_unbroken_run_is_ready() -> None:
     """The control: without a breach forthright is streaming-ready, so each test below
     fails only for the reason it adds."""
     assert sample("forthright", forthright_run()).verdict.streaming_ready is True
+
+
+def test_answers_not_checked_at_the_concurrency_sold_are_not_ready() -> None:
+    """Fail closed: no breach where nothing was compared is no evidence. No canaries at
+    all (an imported run), none at the 4 streams sold (sharded on Ray), or none there that
+    could be compared: each denies streaming-ready and says what run would check it."""
+    none = forthright_run()
+    del none["precision"]
+    r = sample("forthright", none)
+    assert r.verdict.streaming_ready is False and "sent no canaries" in r.verdict.text
+    skipped = forthright_run()
+    skipped["precision"]["levels"] = [lv for lv in skipped["precision"]["levels"]
+                                      if lv["concurrency"] != 4]
+    r = sample("forthright", skipped)
+    assert r.verdict.streaming_ready is False
+    assert "not checked at the 4 streams sold" in r.verdict.text
+    assert "re-run the ramp through 4 streams" in r.verdict.text
+    failed = forthright_run()
+    for lv in failed["precision"]["levels"]:
+        if lv["concurrency"] == 4:
+            lv["compared"] = 0
+    r = sample("forthright", failed)
+    assert r.verdict.streaming_ready is False and "could be compared" in r.verdict.text
 
 
 def test_a_precision_breach_at_the_concurrency_sold_is_not_ready() -> None:
