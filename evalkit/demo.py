@@ -21,9 +21,6 @@ def sample_dir() -> Path:
     return data_dir("questionnaires")
 
 
-QUESTIONNAIRES = sample_dir()
-
-
 @dataclass(frozen=True)
 class DemoVendor:
     """A sample vendor: its questionnaire and the reference profile that plays its endpoint."""
@@ -63,12 +60,13 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
     from evalkit.reference import ReferenceServer
     from evalkit.render.report import render_report
 
+    samples = sample_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Path] = {}
     reports: dict[str, Path] = {}
     for vendor in vendors:
         run_dir = out_dir / vendor.name / "run"
-        sample = load_questionnaire(QUESTIONNAIRES / vendor.questionnaire)
+        sample = load_questionnaire(samples / vendor.questionnaire)
         with ReferenceServer(profile=vendor.profile) as server:
             # the reference endpoint plays the sample vendor's (fictional) endpoint; the run
             # records that, and every scorecard from it says so on page one
@@ -77,7 +75,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
                                  vendor=sample.vendor,
                                  # the sample's claims are the plan: levels that bracket
                                  # them, requests enough for the percentiles claimed
-                                 questionnaire=QUESTIONNAIRES / vendor.questionnaire,
+                                 questionnaire=samples / vendor.questionnaire,
                                  # the reference endpoint's own Prometheus metrics (vLLM
                                  # names): Q5's per-stream claim is checked against them
                                  metrics_url=server.base_url.removesuffix("/v1") + "/metrics",
@@ -86,7 +84,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
             progress = progress_for(vendor.name) if progress_for else None
             run_probe(config, run_dir, progress=progress)
         runs[vendor.name] = run_dir
-        result = render_report(run_dir, QUESTIONNAIRES / vendor.questionnaire,
+        result = render_report(run_dir, samples / vendor.questionnaire,
                                out_dir / vendor.name / "scorecard.pdf")
         reports[vendor.name] = result.pdf
         if on_written:
@@ -95,7 +93,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
     if len(vendors) > 1:
         from evalkit.render.comparison import CompareInput, render_comparison
 
-        inputs = [CompareInput(runs[v.name], QUESTIONNAIRES / v.questionnaire) for v in vendors]
+        inputs = [CompareInput(runs[v.name], samples / v.questionnaire) for v in vendors]
         comparison = render_comparison(inputs, out_dir / "comparison.pdf").pdf
         if on_written:
             on_written(comparison)

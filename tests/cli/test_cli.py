@@ -46,3 +46,14 @@ def test_probe_help_loads_no_heavy_library() -> None:
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
     assert "--base-url" in out  # the help did print
+
+
+def test_demo_plays_only_the_vendors_named() -> None:
+    """`demo --vendor` offers the demo's own sample vendors and refuses any other (exit 2,
+    naming the choices) before it starts anything."""
+    from evalkit.demo import VENDORS
+
+    result = CliRunner().invoke(cli, ["demo", "--vendor", "acme"])
+    assert result.exit_code == 2
+    for vendor in VENDORS:
+        assert vendor.name in result.output
