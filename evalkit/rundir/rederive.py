@@ -50,6 +50,16 @@ def _check(v: Any) -> dict[str, Any]:
             if isinstance(lost := v.get("lost"), list) else []}
 
 
+def _workload_meta(value: Any) -> dict[str, Any] | None:
+    """run.json's `workload` (what the workload and trace phases ran) as summarize takes
+    it: only mappings under its two keys (the file is editable; the page sanitises every
+    string of it)."""
+    w = as_mapping(value)
+    if not w:
+        return None
+    return {k: dict(as_mapping(w.get(k))) or None for k in ("workload", "trace")}
+
+
 def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict[str, Any]:
     """summary.json as the probe wrote it from these records and run.json's write-up.
 
@@ -71,6 +81,12 @@ def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict
             "phases": {str(k): _check(v) for k, v in phases.items()},
             "levels": {int(k): _check(v) for k, v in levels.items()
                        if str(k).isdigit() and 0 < int(k) <= MAX_LEVEL},
+            # the workload's levels (users in flight) and what the workload and trace
+            # phases ran, as the probe summarised with them (run.json `workload`)
+            "workload_levels": {int(k): _check(v) for k, v in as_mapping(
+                checks.get("workload_levels")).items()
+                if str(k).isdigit() and 0 < int(k) <= MAX_LEVEL},
+            "workload": _workload_meta(run.get("workload")),
             "rtt_s": statistics.median(rtt) if rtt else None,
             "run_status": run_status,
             "run_error": run.get("error") if isinstance(run.get("error"), str) else None}
