@@ -29,6 +29,12 @@ def _int(x: Any) -> str:
     return "—" if n is None else f"{n:,}"
 
 
+def _whole(x: Any) -> str:
+    """A token count (summed as a float) as a whole number."""
+    v = as_number(x)
+    return "—" if v is None else f"{v:,.0f}"
+
+
 def _ci(g: Mapping[str, Any]) -> str:
     ci = g.get("fraction_ci")
     if not isinstance(ci, list) or len(ci) != 2:
@@ -104,12 +110,12 @@ def _trace(t: Mapping[str, Any], slos: list[str], labels: Mapping[str, str]
                              if as_number(v)) + ")"),
                 ("Send lag behind the schedule, p50 / p99",
                  f"{fmt_ms(lag.get('p50'))} / {fmt_ms(lag.get('p99'))}"),
-                ("Prompt tokens sent", fmt_num(t.get("prompt_tokens_sent"), 6)),
+                ("Prompt tokens sent", _whole(t.get("prompt_tokens_sent"))),
                 ("Output tokens asked / received",
-                 f"{fmt_num(t.get('output_tokens_asked'), 6)} / "
-                 f"{fmt_num(t.get('output_tokens_received'), 6)}"),
+                 f"{_whole(t.get('output_tokens_asked'))} / "
+                 f"{_whole(t.get('output_tokens_received'))}"),
                 ("Cached prompt tokens (vendor's count)",
-                 fmt_num(t.get("cached_prompt_tokens"), 6)),
+                 _whole(t.get("cached_prompt_tokens"))),
                 ("TTFT p50 / p90", f"{fmt_ms(ttft.get('p50'))} / {fmt_ms(ttft.get('p90'))}"),
                 ("TPOT p90", fmt_ms(t.get("tpot_p90_s"))),
                 *[(f"Goodput: {labels.get(k, k)}", goodput_text(as_mapping(goodput[k])))
