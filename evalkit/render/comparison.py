@@ -288,10 +288,12 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
 # --------------------------------------------------------------------------- document
 
 
-def _cell_text(value: float | None, unit: str, level: int | None) -> str:
-    """A figure in its unit, with the load it was read at: "215 ms at 4 streams"."""
+def _cell_text(value: float | None, unit: str, level: int | None, what: str = "stream"
+               ) -> str:
+    """A figure in its unit, with the load it was read at: "215 ms at 4 streams" (a
+    workload's rows: "at 4 users")."""
     text = fmt_unit(value, unit)
-    return f"{text} at {level} stream{'s' if level != 1 else ''}" if (
+    return f"{text} at {level} {what}{'s' if level != 1 else ''}" if (
         value is not None and level is not None) else text
 
 
@@ -375,7 +377,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
                   "verdict": ((v.scorecard or {}).get("verdict") or {}).get("text", "")}
                  for v, item in zip(cmp.runs, inputs, strict=True)],
         "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
-                  "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level),
+                  "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level,
+                                                "user" if r.figure.workload else "stream"),
                              "best": c.best, "excluded": left_out_words(c.excluded)
                              if c.excluded else None,
                              "unstarred": c.unstarred} for c in r.cells]}
