@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from evalkit.analysis.summary import as_count, as_mapping, as_number
-from evalkit.fmt import fmt_ms, fmt_num, fmt_pct
+from evalkit.fmt import fmt_count, fmt_ms, fmt_num, fmt_pct
 from evalkit.render.charts import kit
 from evalkit.render.charts.workload import WORKLOAD_CAPTION, turns_chart
 from evalkit.render.pdf import clip
@@ -22,17 +22,6 @@ from evalkit.render.pdf import clip
 NOT_MEASURED = "not measured (no --workload, --conversations or --trace)"
 STATUS_WORDS = {"met": "met", "tie": "tie", "missed": "MISSED", "no_data": "no data",
                 "not_verified": "not verified"}
-
-
-def _int(x: Any) -> str:
-    n = as_count(x)
-    return "—" if n is None else f"{n:,}"
-
-
-def _whole(x: Any) -> str:
-    """A token count (summed as a float) as a whole number."""
-    v = as_number(x)
-    return "—" if v is None else f"{v:,.0f}"
 
 
 def _ci(g: Mapping[str, Any]) -> str:
@@ -62,7 +51,7 @@ def _shape_row(s: Mapping[str, Any], slos: list[str]) -> dict[str, Any]:
     goodput = as_mapping(s.get("goodput"))
     return {"name": clip(str(s.get("name") or "?"), 40),
             "kind": clip(str(s.get("kind") or s.get("unit") or ""), 20),
-            "units": f"{_int(done)} of {_int(units)}",
+            "units": f"{fmt_count(done)} of {fmt_count(units)}",
             "ttft": f"{fmt_ms(ttft.get('p50'))} / {fmt_ms(ttft.get('p90'))}",
             "tpot": fmt_ms(s.get("tpot_p90_s")),
             "goodput": [goodput_text(as_mapping(goodput.get(k))) if k in goodput else "—"
@@ -76,8 +65,8 @@ def _turn_rows(s: Mapping[str, Any]) -> list[dict[str, str]]:
     for t in s.get("turns") or []:
         t = as_mapping(t)
         ratio = as_number(t.get("ttft_vs_cold"))
-        rows.append({"index": _int(t.get("index")),
-                     "requests": _int(t.get("requests")),
+        rows.append({"index": fmt_count(t.get("index")),
+                     "requests": fmt_count(t.get("requests")),
                      "prompt": fmt_num(t.get("prompt_tokens_p50")),
                      "ttft": fmt_ms(as_mapping(t.get("ttft_s")).get("p50")),
                      "cold": fmt_ms(t.get("cold_ttft_s")),
@@ -89,7 +78,8 @@ def _turn_rows(s: Mapping[str, Any]) -> list[dict[str, str]]:
 def _task_row(s: Mapping[str, Any]) -> dict[str, str]:
     tasks = as_mapping(s.get("tasks"))
     e2e = as_mapping(tasks.get("e2e_s"))
-    return {"name": clip(str(s.get("name") or "?"), 40), "complete": _int(tasks.get("complete")),
+    return {"name": clip(str(s.get("name") or "?"), 40),
+            "complete": fmt_count(tasks.get("complete")),
             "e2e": f"{fmt_ms(e2e.get('p50'))} / {fmt_ms(e2e.get('p90'))}",
             "slowest": fmt_ms(tasks.get("slowest_step_p90_s")),
             "slowest_ttft": fmt_ms(tasks.get("slowest_step_ttft_p90_s"))}
@@ -105,17 +95,17 @@ def _trace(t: Mapping[str, Any], slos: list[str], labels: Mapping[str, str]
             "not_verified": clip(str(t["not_verified"]), 300) if t.get("not_verified")
             else None,
             "rows": [
-                ("Requests", f"{_int(t.get('requests'))} ("
-                 + ", ".join(f"{clip(str(k), 20)} {_int(v)}" for k, v in outcomes.items()
+                ("Requests", f"{fmt_count(t.get('requests'))} ("
+                 + ", ".join(f"{clip(str(k), 20)} {fmt_count(v)}" for k, v in outcomes.items()
                              if as_number(v)) + ")"),
                 ("Send lag behind the schedule, p50 / p99",
                  f"{fmt_ms(lag.get('p50'))} / {fmt_ms(lag.get('p99'))}"),
-                ("Prompt tokens sent", _whole(t.get("prompt_tokens_sent"))),
+                ("Prompt tokens sent", fmt_count(t.get("prompt_tokens_sent"))),
                 ("Output tokens asked / received",
-                 f"{_whole(t.get('output_tokens_asked'))} / "
-                 f"{_whole(t.get('output_tokens_received'))}"),
+                 f"{fmt_count(t.get('output_tokens_asked'))} / "
+                 f"{fmt_count(t.get('output_tokens_received'))}"),
                 ("Cached prompt tokens (vendor's count)",
-                 _whole(t.get("cached_prompt_tokens"))),
+                 fmt_count(t.get("cached_prompt_tokens"))),
                 ("TTFT p50 / p90", f"{fmt_ms(ttft.get('p50'))} / {fmt_ms(ttft.get('p90'))}"),
                 ("TPOT p90", fmt_ms(t.get("tpot_p90_s"))),
                 *[(f"Goodput: {labels.get(k, k)}", goodput_text(as_mapping(goodput[k])))
@@ -134,7 +124,7 @@ def workload_context(workload: Mapping[str, Any] | None, trace: Mapping[str, Any
         lv = as_mapping(lv)
         shapes = [as_mapping(s) for s in lv.get("shapes") or []]
         levels.append({
-            "users": _int(lv.get("users")),
+            "users": fmt_count(lv.get("users")),
             "rows": [_shape_row(s, slos) for s in shapes],
             "turns": [{"name": clip(str(s.get("name") or "?"), 40),
                        "unit": "step" if s.get("unit") == "step" else "turn",
