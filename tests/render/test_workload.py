@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.reference.server import ReferenceServer
 from evalkit.render import report
+from evalkit.review.pipeline import review
 from evalkit.rundir.rederive import derive_summary
 from evalkit.rundir.run import open_run
 from evalkit.rundir.store import iter_records
@@ -146,6 +148,23 @@ def test_the_re_derivation_keeps_a_client_bound_workload_level(run: Path) -> Non
     derived = derive_summary(records, run_doc)
     assert [lv["client_bound"] for lv in derived["workload"]["levels"]] == [False, True]
     assert derived["workload"]["described"]["name"] == "support <b>chat</b>"
+
+
+def test_a_client_bound_level_the_summary_names_stays_bound_when_run_json_is_silent(
+        run: Path, tmp_path: Path) -> None:
+    # run.json has no `client_checks.workload_levels`: the written summary's client-bound
+    # level is kept as bound (never read as free of the client), and reads not verified
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    summary = json.loads((copy / "summary.json").read_text())
+    summary["workload"]["levels"][1]["client_bound"] = True
+    (copy / "summary.json").write_text(json.dumps(summary))
+    opened = open_run(copy)
+    assert opened.rebuilt is None
+    assert [lv["client_bound"] for lv in opened.summary["workload"]["levels"]] == [False, True]
+    card = review(copy, None).card.to_json()
+    assert all(s["not_verified"] and "client could not keep up at 2 users" in s["not_verified"]
+               for s in card["workload"]["levels"][1]["shapes"])
 
 
 def test_without_a_workload_page_one_says_not_measured(tmp_path: Path) -> None:
