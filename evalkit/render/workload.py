@@ -18,24 +18,19 @@ from evalkit.fmt import fmt_count, fmt_ms, fmt_num, fmt_pct
 from evalkit.render.charts import kit
 from evalkit.render.charts.workload import WORKLOAD_CAPTION, turns_chart
 from evalkit.render.pdf import clip
+from evalkit.render.precision import share_ci
 
 NOT_MEASURED = "not measured (no --workload, --conversations or --trace)"
 STATUS_WORDS = {"met": "met", "tie": "tie", "missed": "MISSED", "no_data": "no data",
                 "not_verified": "not verified"}
 
 
-def _ci(g: Mapping[str, Any]) -> str:
-    ci = g.get("fraction_ci")
-    if not isinstance(ci, list) or len(ci) != 2:
-        return ""
-    return f" [{fmt_pct(ci[0])}–{fmt_pct(ci[1])}]"
-
-
 def goodput_text(g: Mapping[str, Any]) -> str:
     """One SLO's goodput: share [interval] of n, and its status."""
     frac = as_number(g.get("fraction"))
     status = STATUS_WORDS.get(str(g.get("status")), "not verified")
-    share = (f"{fmt_pct(frac)}{_ci(g)} of {as_count(g.get('requests')) or 0}"
+    share = (f"{fmt_pct(frac)}{share_ci(g, 'fraction_ci')} of "
+             f"{as_count(g.get('requests')) or 0}"
              if frac is not None else "—")
     return f"{share}: {status}"
 
