@@ -235,6 +235,8 @@ def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None
     ax = fig.axes[0]
     drawn = 0
     for row in cmp.rows:
+        if row.figure.workload:  # the suite's key figures; a workload's shapes are rows
+            continue
         pts = [(k, row.cells[i].value) for k, i in enumerate(idx)]
         known = [(k, v) for k, v in pts if v is not None]
         if len(known) < 2 or not known[0][1]:
