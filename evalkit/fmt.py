@@ -116,6 +116,8 @@ def fmt_unit(value: float | None, unit: str) -> str:
         return fmt_count(value)
     if unit == "tok/s":
         return fmt_rate(value)
+    if unit == "share":
+        return fmt_pct(value)
     return fmt_num(value)  # money: the row's title names the currency
 
 

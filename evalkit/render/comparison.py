@@ -235,6 +235,8 @@ def _trend_chart(cmp: Comparison, target: str, idx: Sequence[int]) -> str | None
     ax = fig.axes[0]
     drawn = 0
     for row in cmp.rows:
+        if row.figure.workload:  # the suite's key figures; a workload's shapes are rows
+            continue
         pts = [(k, row.cells[i].value) for k, i in enumerate(idx)]
         known = [(k, v) for k, v in pts if v is not None]
         if len(known) < 2 or not known[0][1]:
@@ -288,10 +290,12 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
 # --------------------------------------------------------------------------- document
 
 
-def _cell_text(value: float | None, unit: str, level: int | None) -> str:
-    """A figure in its unit, with the load it was read at: "215 ms at 4 streams"."""
+def _cell_text(value: float | None, unit: str, level: int | None, what: str = "stream"
+               ) -> str:
+    """A figure in its unit, with the load it was read at: "215 ms at 4 streams" (a
+    workload's rows: "at 4 users")."""
     text = fmt_unit(value, unit)
-    return f"{text} at {level} stream{'s' if level != 1 else ''}" if (
+    return f"{text} at {level} {what}{'s' if level != 1 else ''}" if (
         value is not None and level is not None) else text
 
 
@@ -375,7 +379,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
                   "verdict": ((v.scorecard or {}).get("verdict") or {}).get("text", "")}
                  for v, item in zip(cmp.runs, inputs, strict=True)],
         "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
-                  "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level),
+                  "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level,
+                                                "user" if r.figure.workload else "stream"),
                              "best": c.best, "excluded": left_out_words(c.excluded)
                              if c.excluded else None,
                              "unstarred": c.unstarred} for c in r.cells]}

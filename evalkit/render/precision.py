@@ -19,8 +19,9 @@ KIND_WORDS = {"model_reported": "another model answered",
               "varied": "answers varied, same model reported"}
 
 
-def _ci(lv: Mapping[str, Any]) -> str:
-    ci = lv.get("match_rate_ci")
+def share_ci(d: Mapping[str, Any], key: str = "match_rate_ci") -> str:
+    """A share's 95 % interval as " [lo–hi]" after it ("" when the entry has none)."""
+    ci = d.get(key)
     if not isinstance(ci, list) or len(ci) != 2:
         return ""
     return f" [{fmt_pct(ci[0])}–{fmt_pct(ci[1])}]"
@@ -50,7 +51,7 @@ def precision_rows(summary: Mapping[str, Any] | None) -> list[dict[str, str]]:
         kind = KIND_WORDS.get(str(lv.get("kind")), "")
         rows.append({
             "level": f"{label}{as_count(lv.get('concurrency')) or ''}".strip() or "—",
-            "match": (f"{fmt_pct(rate)}{_ci(lv)} of {as_count(lv.get('compared')) or 0}"
+            "match": (f"{fmt_pct(rate)}{share_ci(lv)} of {as_count(lv.get('compared')) or 0}"
                       if rate is not None else "—"),
             "divergence": fmt_num(lv.get("first_divergence_tokens")),
             "drift": fmt_num(lv.get("logprob_drift")),

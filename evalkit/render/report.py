@@ -72,6 +72,7 @@ from evalkit.render.pdf import (
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
 from evalkit.render.ratelimits import rate_limits_text
 from evalkit.render.sign import SigningKey, box_context, sign_pdf
+from evalkit.render.workload import workload_context
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.review.scorecard import QuestionCard, Scorecard, as_scorecard
@@ -288,6 +289,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         figures.append(row)
     if summary and (line := cost_line(card.cost)) is not None:
         figures.append(line)
+    work = workload_context(card.workload, card.trace, card.sources, slo_limits(card), charts)
+    if run is not None:
+        figures.append(work["workload_line"])
     reading = card.reading_speed
     if summary and reading:
         pct, speed = reading.percentile, reading.reading_speed_tokens_per_s
@@ -340,7 +344,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "use_cases": use_cases,
         "key_figures": figures,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)) if charts else [],
-        **_cost_section(card),
+        **_cost_section(card), **work,
         "tool_version": evalkit.__version__,
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),

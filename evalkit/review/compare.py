@@ -18,6 +18,7 @@ from evalkit.analysis.summary import Level, Summary, as_mapping
 from evalkit.analysis.summary import as_number as _num
 from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
+from evalkit.review.compare_workload import DIFFERENT, different_workload, workload_rows
 from evalkit.sanitize import clean
 
 Better = Literal["lower", "higher"]
@@ -68,6 +69,8 @@ class Figure:
     from_card: Callable[[Mapping[str, Any]], float | None] | None = None
     #: whether the row may star its best value
     star: bool = True
+    #: a row of the buyer's workload: compares only runs of the same workload file
+    workload: bool = False
 
 
 def _card(card: Mapping[str, Any] | None, section: str, key: str) -> Any:
@@ -255,6 +258,8 @@ def left_out_words(reason: str | None) -> str:
     """A cell's short reason for being left out, the full one listed in the appendix."""
     if not reason:
         return "left out"
+    if reason.startswith(DIFFERENT):
+        return f"left out: {DIFFERENT}"
     for words in ("suite version", "currency", *SETTING_WORDS.values()):
         if reason.startswith(words):
             return f"left out: other {words.split(' (')[0]}"
@@ -305,13 +310,23 @@ def cost_figures(ref: RunView) -> list[Figure]:
     return figs
 
 
+def workload_figures(ref: RunView) -> list[Figure]:
+    """The reference run's workload rows (`evalkit.review.compare_workload`), each read at
+    the same users in every run of the same workload file."""
+    return [Figure(key, title, unit, better, lambda m: None, (),
+                   (lambda u: lambda m: u)(users), from_card=read, workload=True)
+            for key, title, unit, better, users, read in workload_rows(ref.scorecard)]
+
+
 def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
     """One figure across the runs; ★ on the best value only where the values compare
     (two or more, at the same load for a load figure) and only for a run that earned it."""
     cells = []
     for run in runs:
         why = _comparable(run, ref, fig.needs)
-        if why is None and fig.from_card is not None and _currency(run) != _currency(ref):
+        if why is None and fig.workload:
+            why = different_workload(run.scorecard, ref.scorecard)
+        elif why is None and fig.from_card is not None and _currency(run) != _currency(ref):
             why = f"currency {_currency(run)} differs from {_currency(ref)} ({ref.label})"
         m = run.measured
         if fig.from_card is not None:
@@ -321,7 +336,8 @@ def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
         level = fig.level(m) if fig.level and m is not None and value is not None else None
         barred = unstarred(run)
         sustained = m.max_sustained if m is not None else None
-        if barred is None and level is not None and (sustained is None or level > sustained):
+        if barred is None and level is not None and not fig.workload and (
+                sustained is None or level > sustained):
             barred = f"read at {level} streams, above its max sustained level"
         cells.append(Cell(value, excluded=why, level=level, unstarred=barred))
     known = [c for c in cells if c.value is not None]
@@ -383,7 +399,8 @@ def compare_runs(runs: Sequence[RunView],
     if not runs:
         raise ValueError("compare_runs needs at least one run")
     ref = _reference_run(runs)
-    rows = [_row(fig, runs, ref) for fig in (*FIGURES, *cost_figures(ref))]
+    rows = [_row(fig, runs, ref)
+            for fig in (*FIGURES, *cost_figures(ref), *workload_figures(ref))]
     left_out = sorted({f"{runs[i].label}: {c.excluded}" for row in rows
                        for i, c in enumerate(row.cells) if c.excluded})
     by_target: dict[str, list[int]] = {}

@@ -56,6 +56,7 @@ from evalkit.review.rules import (
     target_mismatch,
 )
 from evalkit.review.verdict import Verdict, verdict
+from evalkit.review.workload import sources, trace_block, workload_block
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,11 @@ class Reconciliation:
     rate_limits: Judgement | None = None
     #: what a session costs at Q3's prices (`evalkit.review.cost.session_cost`)
     cost: Mapping[str, Any] = field(default_factory=dict)
+    #: the buyer's workload and trace, judged, and which workload each part's figures
+    #: come from (`evalkit.review.workload`; None: not run)
+    workload: Mapping[str, Any] | None = None
+    trace: Mapping[str, Any] | None = None
+    sources: Mapping[str, Any] = field(default_factory=dict)
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
@@ -122,6 +128,8 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
                          if not tol.slo_profiles[k].throughput_only})
     if mismatch and cost.get("pricing"):
         cost = {**cost, "basis": f"not costed: {mismatch}"}
+    void = (f"the run is invalid: {'; '.join(m.validity_reasons) or 'see its validity'}"
+            if m is not None and m.validity == "invalid" else None)
     return Reconciliation(
         judgements=judgements,
         verdict=verdict(judgements, questionnaire.vendor if questionnaire else None,
@@ -139,6 +147,9 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
         target_mismatch=mismatch,
         rate_limits=_rate_limits(questionnaire, summary, m, mismatch, command, tol),
         cost=cost,
+        workload=workload_block(summary, tol, void),
+        trace=trace_block(summary, void),
+        sources=sources(summary, run),
     )
 
 

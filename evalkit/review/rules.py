@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
-from evalkit.analysis.summary import Level, Pct, Summary, as_mapping, as_text
+from evalkit.analysis.summary import Level, Pct, Summary, as_count, as_mapping, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
 
 if TYPE_CHECKING:  # for the annotation only: review.panel imports this module
@@ -56,6 +56,10 @@ class RunTarget:
     stands_in_for: Mapping[str, Any] | None = None
     #: the suite profile (quick / standard / a file)
     profile: str | None = None
+    #: the ramp's prompts: the suite's synthetic length, or the buyer's prompts file
+    #: (the scorecard names the source of every figure)
+    prompt_tokens: int | None = None
+    prompts_file: str | None = None
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any] | None) -> RunTarget | None:
@@ -65,8 +69,20 @@ class RunTarget:
         target = as_mapping(run.get("target"))
         stand = as_mapping(run.get("stands_in_for")) or None
         profile = run.get("profile")
+        prompts = as_mapping(as_mapping(run.get("provenance")).get("prompts"))
         return cls(as_text(target.get("model")), as_text(target.get("base_url")), stand,
-                   as_text(profile))
+                   as_text(profile),
+                   as_count(as_mapping(run.get("settings")).get("prompt_tokens"), least=1),
+                   _prompts_file(prompts.get("file")))
+
+
+def _prompts_file(value: Any) -> str | None:
+    """The buyer's prompts file as provenance names it: name and SHA-256[:12]."""
+    f = as_mapping(value)
+    name, sha = as_text(f.get("name")), f.get("sha256")
+    if name is None:
+        return None
+    return f"{name}, {sha[:12]}" if isinstance(sha, str) and sha else name
 
 
 # ----------------------------------------------------------------- measured side

@@ -227,6 +227,11 @@ class Scorecard:
     #: what a session costs at Q3's prices (`evalkit.review.cost`), as scorecard.json
     #: writes it; {} in a document read back that has none
     cost: Mapping[str, Any] = field(default_factory=dict)
+    #: the buyer's workload and trace as judged (`evalkit.review.workload`; None: not
+    #: run), and which workload each part's figures come from
+    workload: Mapping[str, Any] | None = None
+    trace: Mapping[str, Any] | None = None
+    sources: Mapping[str, Any] = field(default_factory=dict)
 
     def question(self, qid: str) -> QuestionCard:
         """The question's card; a blank one if this scorecard does not have it."""
@@ -273,6 +278,9 @@ class Scorecard:
                 RATE_LIMITS_TITLE, rl.status, rl.finding, _json_safe(rl.claimed),
                 _json_safe(rl.measured), rl.reason, rl.tolerance),
             cost=_json_safe(dict(review.cost)),
+            workload=_json_safe(review.workload) if review.workload else None,
+            trace=_json_safe(review.trace) if review.trace else None,
+            sources=_json_safe(dict(review.sources)),
         )
 
     @classmethod
@@ -302,6 +310,9 @@ class Scorecard:
             rate_limits=QuestionCard.from_json("rate_limits", limits)
             if isinstance(limits := doc.get("rate_limits"), Mapping) else None,
             cost=dict(as_mapping(doc.get("cost"))),
+            workload=_mapping_or_none(doc.get("workload")),
+            trace=_mapping_or_none(doc.get("trace")),
+            sources=dict(as_mapping(doc.get("sources"))),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -320,6 +331,9 @@ class Scorecard:
             "precision": {"answers": self.answers, "swap": self.swap},
             "rate_limits": self.rate_limits.to_json() if self.rate_limits else None,
             "cost": dict(self.cost),
+            "sources": dict(self.sources),
+            "workload": self.workload,
+            "trace": self.trace,
         }
         return dict(_json_safe(card))
 

@@ -130,7 +130,8 @@ def check_summary(summary: dict[str, Any] | None, *, run: dict[str, Any],
             # run.json's status unreadable (dropped by clean_run): the summary's own stands in
             written = run if run.get("status") is not None else {
                 **run, "status": summary.get("run_status")}
-            differ = summary_rederived_differences(summary, derive_summary(records, written))
+            derived = derive_summary(records, written, summary)
+            differ = summary_rederived_differences(summary, derived)
             problems = [f"{', '.join(differ[:3])}"
                         f"{f' (and {len(differ) - 3} more)' if len(differ) > 3 else ''} "
                         "differ from a re-derivation"] if differ else []
@@ -154,7 +155,7 @@ def check_summary(summary: dict[str, Any] | None, *, run: dict[str, Any],
                        if evidence is not None else iter_records(req_file, limit=scan.bytes)
                        ) if req_file else []
     old_vendor = summary.get("vendor_metrics") if summary is not None else None
-    summary = rebuild_summary(records, run, rebuilt, scan.sha256, reason)
+    summary = rebuild_summary(records, run, rebuilt, scan.sha256, reason, summary)
     vendor, said = _vendor_metrics(run_dir, root, records, old_vendor)
     if vendor is not None:
         summary["vendor_metrics"] = vendor

@@ -50,12 +50,44 @@ def _check(v: Any) -> dict[str, Any]:
             if isinstance(lost := v.get("lost"), list) else []}
 
 
-def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict[str, Any]:
+def _workload_meta(value: Any) -> dict[str, Any] | None:
+    """run.json's `workload` (what the workload and trace phases ran) as summarize takes
+    it: only mappings under its two keys (the file is editable; the page sanitises every
+    string of it)."""
+    w = as_mapping(value)
+    if not w:
+        return None
+    return {k: dict(as_mapping(w.get(k))) or None for k in ("workload", "trace")}
+
+
+def _workload_checks(checks: Mapping[str, Any], written: Mapping[str, Any] | None
+                     ) -> dict[int, dict[str, Any]]:
+    """The workload levels' self-checks, from run.json's `client_checks.workload_levels`.
+    A run.json without that key (the probe did not write it there) leaves them unknown:
+    then a level the written summary calls client-bound stays so (only ever the more
+    cautious reading: a level it calls free of the client cannot be checked)."""
+    levels = checks.get("workload_levels")
+    if isinstance(levels, Mapping):
+        return {int(k): _check(v) for k, v in levels.items()
+                if str(k).isdigit() and 0 < int(k) <= MAX_LEVEL}
+    out = {}
+    for lv in as_mapping(as_mapping(written).get("workload")).get("levels") or []:
+        users = as_mapping(lv).get("users")
+        if as_mapping(lv).get("client_bound") is True and isinstance(users, int) and \
+                0 < users <= MAX_LEVEL:
+            out[users] = _check({"client_bound": True})
+    return out
+
+
+def derive_summary(records: list[RequestRecord], run: Mapping[str, Any],
+                   written: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """summary.json as the probe wrote it from these records and run.json's write-up.
 
     The client checks and round-trip samples come from run.json (the probe writes them
     there when it writes the run up; it summarised with exactly these), as does the run's
-    status: a run that never wrote itself up ("running") is judged as one.
+    status: a run that never wrote itself up ("running") is judged as one. `written`, the
+    summary being checked, is read for one thing only: which workload levels it calls
+    client-bound, where run.json does not say (`_workload_checks`).
     """
     from evalkit.analysis.summarize import summarize
 
@@ -71,6 +103,10 @@ def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict
             "phases": {str(k): _check(v) for k, v in phases.items()},
             "levels": {int(k): _check(v) for k, v in levels.items()
                        if str(k).isdigit() and 0 < int(k) <= MAX_LEVEL},
+            # the workload's levels (users in flight) and what the workload and trace
+            # phases ran, as the probe summarised with them (run.json `workload`)
+            "workload_levels": _workload_checks(checks, written),
+            "workload": _workload_meta(run.get("workload")),
             "rtt_s": statistics.median(rtt) if rtt else None,
             "run_status": run_status,
             "run_error": run.get("error") if isinstance(run.get("error"), str) else None}
@@ -80,7 +116,8 @@ def derive_summary(records: list[RequestRecord], run: Mapping[str, Any]) -> dict
 
 
 def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: str,
-                    requests_sha256: str | None, reason: str | None = None) -> dict[str, Any]:
+                    requests_sha256: str | None, reason: str | None = None,
+                    written: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """summary.json re-derived from the records (`derive_summary`), marked as such.
 
     A killed probe never wrote its client checks to run.json, and the summary then says
@@ -92,7 +129,7 @@ def rebuild_summary(records: list[RequestRecord], run: Mapping[str, Any], why: s
 
     checks = as_mapping(run.get("client_checks"))
     phases, levels = as_mapping(checks.get("phases")), as_mapping(checks.get("levels"))
-    summary = derive_summary(records, run)
+    summary = derive_summary(records, run, written)
     validity = summary["validity"]
     reasons = [reason or why]
     if not phases and not levels:
