@@ -312,7 +312,9 @@ def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] |
     store.update_meta(status=status, ended_at=_now_iso(), error=error,
                       client_checks={"phases": suite.phase_checks,
                                      "levels": {str(k): v for k, v in
-                                                suite.level_checks.items()}},
+                                                suite.level_checks.items()},
+                                     "workload_levels": {str(k): v for k, v in
+                                                         suite.workload_checks.items()}},
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
                       requests=store.count)
     return summary
