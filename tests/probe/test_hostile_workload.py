@@ -1,0 +1,177 @@
+"""Hostile vendors against the buyer's workload, over real loopback sockets: one that
+reports usage no request can have, one that streams megabytes into a session turn, one
+that answers the first turn and refuses every longer history."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.stream import HISTORY_MAX
+from evalkit.probe.suite import run_probe
+from evalkit.rundir.store import MAX_COUNT
+
+QUICK: dict[str, Any] = {"connect": {"rtt_samples": 2}, "output_tokens": 8}
+
+
+def _event(obj: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+class _Vendor(http.server.BaseHTTPRequestHandler):
+    """Streams `piece` `pieces` times, then the `usage` it was given; answers 400 to a
+    history of more than `refuse_over` messages. Keeps every body it was sent."""
+
+    usage: ClassVar[dict[str, Any]] = {}
+    piece: ClassVar[str] = "hello"
+    pieces: ClassVar[int] = 3
+    refuse_over: ClassVar[int] = 1_000
+    bodies: ClassVar[list[dict[str, Any]]]
+
+    def do_GET(self) -> None:
+        self._reply(200, b'{"data": [{"id": "m"}]}', "application/json")
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        type(self).bodies.append(body)
+        if len(body.get("messages") or []) > self.refuse_over:
+            self._reply(400, b'{"error": {"message": "context too long"}}', "application/json")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        try:
+            for _ in range(self.pieces):
+                self.wfile.write(_event({"choices": [{"index": 0, "delta": {
+                    "content": self.piece}, "finish_reason": None}]}))
+            self.wfile.write(_event({"choices": [{"index": 0, "delta": {},
+                                                  "finish_reason": "stop"}]})
+                             + _event({"choices": [], "usage": self.usage})
+                             + b"data: [DONE]\n\n")
+        except OSError:
+            pass
+
+    def _reply(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def vendor() -> Iterator[Callable[..., tuple[str, type[_Vendor]]]]:
+    """Factory: vendor(**class attributes) -> (base URL, handler class with .bodies)."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start(**attrs: Any) -> tuple[str, type[_Vendor]]:
+        handler = type("V", (_Vendor,), {**attrs, "bodies": []})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1", handler
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _conversations(path: Path, n: int = 2, turns: int = 3) -> Path:
+    with path.open("w") as fh:
+        for c in range(n):
+            msgs = [{"role": "system", "content": f"You help with order {c}."}]
+            for k in range(turns):
+                msgs += [{"role": "user", "content": f"Order {c}, question {k}?"},
+                         {"role": "assistant", "content": "FILE ANSWER"}]
+            fh.write(json.dumps({"id": f"c{c}", "messages": msgs}) + "\n")
+    return path
+
+
+def _run(base: str, tmp_path: Path) -> tuple[Any, list[dict[str, Any]], list[int]]:
+    run = tmp_path / "run"
+    res = run_probe(ProbeConfig(base, "m", phases=("connect", "workload"), overrides=QUICK,
+                                conversations_file=_conversations(tmp_path / "c.jsonl")), run)
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
+    return res, [r for r in rows if r["phase"] == "workload"], [len(x) for x in lines]
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": 40, "completion_tokens": 3,
+     "prompt_tokens_details": {"cached_tokens": 10**23}},
+    {"prompt_tokens": 40, "completion_tokens": 3,
+     "prompt_tokens_details": {"cached_tokens": 41}},
+    {"prompt_tokens": 40, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": -5}},
+    {"prompt_tokens": 40, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": True}},
+    {"prompt_tokens": MAX_COUNT + 1, "completion_tokens": -3,
+     "prompt_tokens_details": {"cached_tokens": 7}},
+])
+def test_usage_no_request_can_have_is_dropped_and_the_requests_are_kept(
+        vendor: Any, tmp_path: Path, usage: dict[str, Any]) -> None:
+    """A count past the run directory's bounds once made every record unreadable, and the
+    run 'invalid: no request succeeded'; a cached count above the vendor's own prompt
+    tokens once stood in the summary as what its cache served."""
+    base, _ = vendor(usage=usage)
+    res, recs, _ = _run(base, tmp_path)
+    assert len(recs) == 6 and all(r["outcome"] == "ok" for r in recs)
+    assert all(r.get("cached_prompt_tokens") is None for r in recs)
+    assert res.summary["validity"]["phases"]["workload"]["ok"] == 6
+    shape = res.summary["workload"]["levels"][0]["shapes"]["conversations"]
+    assert shape["units_complete"] == 2
+    assert all(t["cached_prompt_tokens_p50"] is None for t in shape["turns"])
+
+
+def test_a_truthful_cached_count_is_kept(vendor: Any, tmp_path: Path) -> None:
+    base, _ = vendor(usage={"prompt_tokens": 40, "completion_tokens": 3,
+                            "prompt_tokens_details": {"cached_tokens": 32}})
+    res, recs, _ = _run(base, tmp_path)
+    assert [r["cached_prompt_tokens"] for r in recs] == [32] * 6
+    turns = res.summary["workload"]["levels"][0]["shapes"]["conversations"]["turns"]
+    assert [t["cached_prompt_tokens_p50"] for t in turns] == [32, 32, 32]
+
+
+def test_megabytes_of_answer_go_back_cut_and_the_records_stay_bounded(
+        vendor: Any, tmp_path: Path) -> None:
+    """6 MB streamed into every turn: each later turn carries the answer cut at
+    HISTORY_MAX characters, every turn completes, and no record line holds the 6 MB."""
+    base, srv = vendor(piece="x" * 60_000, pieces=100)
+    res, recs, sizes = _run(base, tmp_path)
+    assert len(recs) == 6 and all(r["outcome"] == "ok" for r in recs)
+    later = [b for b in srv.bodies if len(b.get("messages") or []) > 2]
+    assert len(later) == 4  # turns 2 and 3 of both conversations
+    for body in later:
+        answers = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
+        assert answers and all(a == "x" * HISTORY_MAX for a in answers)
+    assert max(sizes) < HISTORY_MAX + 16_384
+    assert res.summary["workload"]["levels"][0]["shapes"]["conversations"][
+        "units_complete"] == 2
+
+
+def test_a_vendor_that_refuses_long_histories_cuts_its_units_short(
+        vendor: Any, tmp_path: Path) -> None:
+    """Turn 1 answered, turn 2 (four messages) refused: each conversation's second turn
+    is recorded as the error it was, its third is never sent, no unit reads complete,
+    and the workload phase is not valid."""
+    base, srv = vendor(refuse_over=3)
+    res, recs, _ = _run(base, tmp_path)
+    assert sorted((r["turn"], r["outcome"], r["http_status"]) for r in recs) == [
+        (1, "ok", 200), (1, "ok", 200), (2, "error", 400), (2, "error", 400)]
+    assert not any(len(b.get("messages") or []) > 4 for b in srv.bodies)
+    shape = res.summary["workload"]["levels"][0]["shapes"]["conversations"]
+    assert shape["units"] == 2 and shape["units_complete"] == 0
+    chat = shape["goodput"]["interactive_chat"]
+    assert chat["requests"] == 4 and chat["met"] <= 2  # the refused turns count as misses
+    assert res.summary["validity"]["phases"]["workload"]["status"] != "valid"
