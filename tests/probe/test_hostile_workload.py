@@ -1,6 +1,7 @@
 """Hostile vendors against the buyer's workload, over real loopback sockets: one that
 reports usage no request can have, one that streams megabytes into a session turn, one
-that answers the first turn and refuses every longer history."""
+that answers the first turn and refuses every longer history. And the replays no run
+should start: a trace spanning days, more users than a level may hold."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from evalkit.errors import UsageError
 from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.stream import HISTORY_MAX
 from evalkit.probe.suite import run_probe
+from evalkit.probe.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.rundir.store import MAX_COUNT
 
 QUICK: dict[str, Any] = {"connect": {"rtt_samples": 2}, "output_tokens": 8}
@@ -175,3 +178,30 @@ def test_a_vendor_that_refuses_long_histories_cuts_its_units_short(
     chat = shape["goodput"]["interactive_chat"]
     assert chat["requests"] == 4 and chat["met"] <= 2  # the refused turns count as misses
     assert res.summary["validity"]["phases"]["workload"]["status"] != "valid"
+
+
+def _trace(path: Path, last_ms: float) -> Path:
+    path.write_text(json.dumps({"timestamp": 0, "input_length": 8, "output_length": 4})
+                    + "\n" + json.dumps({"timestamp": last_ms, "input_length": 8,
+                                         "output_length": 4}) + "\n")
+    return path
+
+
+def test_a_trace_spanning_days_is_refused_with_the_speed_that_fits(tmp_path: Path) -> None:
+    trace = _trace(tmp_path / "t.jsonl", 10 * 86400 * 1000)
+    with pytest.raises(UsageError, match=r"10\.0 days.*--trace-speed 40 or more"):
+        with_workload(ProbeConfig("http://x/v1", "m", trace_file=trace))
+    with pytest.raises(UsageError, match=r"limit 6\.0 h"):  # a tiny speed is no way round it
+        with_workload(ProbeConfig("http://x/v1", "m", trace_speed=1e-9,
+                                  trace_file=_trace(tmp_path / "u.jsonl", 1000)))
+    span = MAX_TRACE_SPAN_S * 1000
+    fits = with_workload(ProbeConfig("http://x/v1", "m", trace_speed=40,
+                                     trace_file=_trace(tmp_path / "v.jsonl", 40 * span)))
+    assert fits.trace is not None and fits.trace.offsets_s()[-1] == MAX_TRACE_SPAN_S
+
+
+def test_more_users_than_a_level_may_hold_are_refused(tmp_path: Path) -> None:
+    convs = _conversations(tmp_path / "c.jsonl")
+    with pytest.raises(UsageError, match="at most 4,096"):
+        with_workload(ProbeConfig("http://x/v1", "m", conversations_file=convs,
+                                  users=(1, 100_000)))
