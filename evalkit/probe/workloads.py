@@ -55,6 +55,12 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
         trace = load_trace(config.trace_file, speed=config.trace_speed)
     elif trace is not None and config.trace_speed != trace.speed:
         trace = replace(trace, speed=config.trace_speed)
+    if config.users is not None and workload is None:  # said, and nothing would read it
+        raise UsageError("--users sets the workload phase's levels: give it a workload too "
+                         "(--workload FILE or --conversations FILE.jsonl); the ramp's "
+                         "levels are --levels")
+    if config.trace_speed != 1.0 and trace is None:
+        raise UsageError("--trace-speed scales a trace's times: give it --trace FILE.jsonl")
     if config.phases is not None and "workload" in config.phases and workload is None:
         raise UsageError("the workload phase needs a workload: --workload FILE or "
                          "--conversations FILE.jsonl")

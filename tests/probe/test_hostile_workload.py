@@ -205,3 +205,12 @@ def test_more_users_than_a_level_may_hold_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="at most 4,096"):
         with_workload(ProbeConfig("http://x/v1", "m", conversations_file=convs,
                                   users=(1, 100_000)))
+
+
+def test_workload_flags_without_what_they_act_on_are_refused() -> None:
+    """A new user's --users or --trace-speed with nothing for it to act on once ran the
+    default phases without a word: the flag was silently ignored."""
+    with pytest.raises(UsageError, match=r"--users sets the workload phase's levels.*--levels"):
+        with_workload(ProbeConfig("http://x/v1", "m", users=(2,)))
+    with pytest.raises(UsageError, match="--trace-speed scales a trace's times"):
+        with_workload(ProbeConfig("http://x/v1", "m", trace_speed=3.0))
