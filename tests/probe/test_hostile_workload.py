@@ -16,7 +16,7 @@ import pytest
 
 from evalkit.errors import UsageError
 from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.stream import HISTORY_MAX
+from evalkit.probe.stream import ANSWER_MAX, HISTORY_MAX
 from evalkit.probe.suite import run_probe
 from evalkit.probe.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.rundir.store import MAX_COUNT
@@ -149,7 +149,8 @@ def test_a_truthful_cached_count_is_kept(vendor: Any, tmp_path: Path) -> None:
 def test_megabytes_of_answer_go_back_cut_and_the_records_stay_bounded(
         vendor: Any, tmp_path: Path) -> None:
     """6 MB streamed into every turn: each later turn carries the answer cut at
-    HISTORY_MAX characters, every turn completes, and no record line holds the 6 MB."""
+    HISTORY_MAX characters, every turn completes, and no record line holds more than
+    ANSWER_MAX of it (once each held HISTORY_MAX: 131 KB a line, in every turn)."""
     base, srv = vendor(piece="x" * 60_000, pieces=100)
     res, recs, sizes = _run(base, tmp_path)
     assert len(recs) == 6 and all(r["outcome"] == "ok" for r in recs)
@@ -158,7 +159,9 @@ def test_megabytes_of_answer_go_back_cut_and_the_records_stay_bounded(
     for body in later:
         answers = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
         assert answers and all(a == "x" * HISTORY_MAX for a in answers)
-    assert max(sizes) < HISTORY_MAX + 16_384
+    # each record keeps the answer's first ANSWER_MAX characters (the digest covers all)
+    assert all(len(r["answer_text"]) == ANSWER_MAX for r in recs)
+    assert max(sizes) < ANSWER_MAX + 16_384
     assert res.summary["workload"]["levels"][0]["shapes"]["conversations"][
         "units_complete"] == 2
 
