@@ -5,9 +5,12 @@ should start: a trace spanning days, more users than a level may hold."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import http.server
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -15,11 +18,15 @@ from typing import Any, ClassVar
 import pytest
 
 from evalkit.errors import UsageError
+from evalkit.probe.prompts import Prompt
+from evalkit.probe.replay import replay
 from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.stream import ANSWER_MAX, HISTORY_MAX
+from evalkit.probe.stream import ANSWER_MAX, HISTORY_MAX, Prober
 from evalkit.probe.suite import run_probe
+from evalkit.probe.target import Target
 from evalkit.probe.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.rundir.store import MAX_COUNT
+from evalkit.workload.model import Trace, TraceEntry
 
 QUICK: dict[str, Any] = {"connect": {"rtt_samples": 2}, "output_tokens": 8}
 
@@ -36,6 +43,8 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
     piece: ClassVar[str] = "hello"
     pieces: ClassVar[int] = 3
     refuse_over: ClassVar[int] = 1_000
+    #: when set, every answer waits for it (a vendor that stalls)
+    release: ClassVar[threading.Event | None] = None
     bodies: ClassVar[list[dict[str, Any]]]
 
     def do_GET(self) -> None:
@@ -47,6 +56,8 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         if len(body.get("messages") or []) > self.refuse_over:
             self._reply(400, b'{"error": {"message": "context too long"}}', "application/json")
             return
+        if self.release is not None:
+            self.release.wait(20)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -217,3 +228,35 @@ def test_workload_flags_without_what_they_act_on_are_refused() -> None:
         with_workload(ProbeConfig("http://x/v1", "m", users=(2,)))
     with pytest.raises(UsageError, match="--trace-speed scales a trace's times"):
         with_workload(ProbeConfig("http://x/v1", "m", trace_speed=3.0))
+
+
+def test_a_dense_trace_against_a_stalled_vendor_holds_no_waiting_prompt(vendor: Any) -> None:
+    """400 requests due at once, 2 slots, a vendor that answers nothing until released:
+    the 398 waiting hold their trace entries, not their texts (each 8k tokens; a trace of
+    100,000 such lines held whole is gigabytes), and every one is still sent once the
+    vendor answers."""
+    release = threading.Event()
+    base, srv = vendor(release=release)
+    trace = Trace(tuple(TraceEntry(0.0, 8000, 2, line=i + 1) for i in range(400)))
+    records: list[Any] = []
+
+    def held() -> int:
+        return sum(1 for o in gc.get_objects() if isinstance(o, Prompt) and o.shape == "trace")
+
+    async def go() -> int:
+        async with Prober(Target(base, "m", timeout_s=30), time.perf_counter_ns(), "t") as p:
+            run = asyncio.create_task(replay(p, trace, records.append, run_tag="t",
+                                             max_in_flight=2))
+            while len(srv.bodies) < 2 or len(asyncio.all_tasks()) < 400:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.2)  # the send loop has handed out every entry
+            n = held()
+            release.set()
+            await run
+            return n
+
+    waiting = asyncio.run(go())
+    assert waiting <= 4, waiting  # the two in flight (and their records' making)
+    assert len(records) == 400 and all(r.outcome == "ok" for r in records)
+    # each sent its own prompt (a lazily made one is the same text it would have had)
+    assert len({json.dumps(b["messages"]) for b in srv.bodies}) == 400
