@@ -27,6 +27,7 @@ from evalkit.probe.target import Target
 from evalkit.probe.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.rundir.store import MAX_COUNT
 from evalkit.workload.model import Trace, TraceEntry
+from tests.probe.helpers import http_servers
 
 QUICK: dict[str, Any] = {"connect": {"rtt_samples": 2}, "output_tokens": 8}
 
@@ -87,20 +88,12 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def vendor() -> Iterator[Callable[..., tuple[str, type[_Vendor]]]]:
     """Factory: vendor(**class attributes) -> (base URL, handler class with .bodies)."""
-    servers: list[http.server.ThreadingHTTPServer] = []
+    with http_servers() as serve:
+        def start(**attrs: Any) -> tuple[str, type[_Vendor]]:
+            handler = type("V", (_Vendor,), {**attrs, "bodies": []})
+            return serve(handler), handler
 
-    def start(**attrs: Any) -> tuple[str, type[_Vendor]]:
-        handler = type("V", (_Vendor,), {**attrs, "bodies": []})
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1", handler
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 def _conversations(path: Path, n: int = 2, turns: int = 3) -> Path:
