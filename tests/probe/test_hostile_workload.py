@@ -253,3 +253,13 @@ def test_a_dense_trace_against_a_stalled_vendor_holds_no_waiting_prompt(vendor: 
     assert len(records) == 400 and all(r.outcome == "ok" for r in records)
     # each sent its own prompt (a lazily made one is the same text it would have had)
     assert len({json.dumps(b["messages"]) for b in srv.bodies}) == 400
+
+
+def test_a_trace_cut_short_says_so_on_the_terminal() -> None:
+    from evalkit.probe.progress import workload_lines
+
+    def line(**tr: Any) -> str:
+        return workload_lines({"trace": {"requests": 1, "outcomes": {"ok": 1}, **tr}})[0]
+
+    assert line(planned=2, complete=False).startswith("trace: 1 of 2 (cut short) requests")
+    assert line(planned=1, complete=True).startswith("trace: 1 requests")
