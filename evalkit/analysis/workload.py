@@ -173,15 +173,21 @@ def trace_section(req: pd.DataFrame, chunks: pd.DataFrame, *, client_bound: bool
                   profiles: Mapping[str, SloProfile], reading_speed: float, target: float,
                   described: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """summary.json's `trace`: how closely the replay kept the trace's times (send lag:
-    sent minus scheduled), its lengths, and what the vendor did under it."""
+    sent minus scheduled), its lengths, and what the vendor did under it; `complete` only
+    when every entry `described` counts was sent (no description: not complete)."""
     rows = req[req["phase"].to_numpy() == "trace"]
     if not len(rows):
         return None
     ok = rows[rows["ok"]]
     requested = rows["requested_output_tokens"].to_numpy(dtype=np.float64)
     got = ok["output_tokens"].to_numpy(dtype=np.float64)
+    planned = (described or {}).get("entries")
     return {"described": dict(described) if described else None,
             "requests": len(rows), "outcomes": outcome_counts(rows["outcome"]),
+            # a replay cut short (Ctrl-C, a crash) sent fewer than its trace holds: its
+            # figures are of the part sent, and never read as the whole trace's
+            "planned": planned if isinstance(planned, int) else None,
+            "complete": isinstance(planned, int) and len(rows) == planned,
             "client_bound": client_bound,
             "send_lag_s": percentiles(rows["send_lag_s"]),
             "prompt_tokens_sent": float(np.nansum(rows["counted_prompt_tokens"])),

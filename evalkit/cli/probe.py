@@ -259,8 +259,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
                    "pace are printed once the baseline has run)")
     if dry_run:
         if plan is None:
-            click.echo(f"dry run: levels {', '.join(map(str, settings.ramp.levels))}, "
-                       f"phases {', '.join(settings.phases)}; nothing was sent")
+            levels = (f"levels {', '.join(map(str, settings.ramp.levels))}, "
+                      if "ramp" in settings.phases else "")  # no ramp: no ramp levels
+            click.echo(f"dry run: {levels}phases {', '.join(settings.phases)}; nothing was sent")
         else:
             click.echo("dry run: nothing was sent")
         return

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from evalkit.errors import UsageError
 from evalkit.probe.chunkscan import chat_token
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
+from evalkit.rundir.store import MAX_COUNT
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,19 +113,17 @@ class Adapter(Protocol):
 
 
 def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
-    usage = obj.get("usage")
-    if not isinstance(usage, dict):
-        return None, None
-    ct, pt = usage.get("completion_tokens"), usage.get("prompt_tokens")
-    return (ct if isinstance(ct, int) else None, pt if isinstance(pt, int) else None)
+    usage = _dict(obj.get("usage"))
+    return _int(usage.get("completion_tokens")), _int(usage.get("prompt_tokens"))
 
 
-def _cached(obj: dict[str, Any]) -> int | None:
-    """OpenAI's usage `prompt_tokens_details.cached_tokens`, where a vendor reports it."""
+def _cached(obj: dict[str, Any], prompt_tokens: int | None) -> int | None:
+    """OpenAI's usage `prompt_tokens_details.cached_tokens`, where a vendor reports it (one
+    above its own `prompt_tokens` is no count of them: None, never shown as served)."""
     usage = obj.get("usage")
     details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    n = details.get("cached_tokens") if isinstance(details, dict) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
+    n = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return n if n is not None and prompt_tokens is not None and n <= prompt_tokens else None
 
 
 def _error_text(obj: dict[str, Any]) -> str | None:
@@ -217,7 +216,7 @@ class OpenAIChat(_OpenAIStyle):
         return Delta(text=text, reasoning=reasoning,
                      finish_reason=finish if isinstance(finish, str) else None,
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
-                     usage_cached_tokens=_cached(obj) if pt is not None else None,
+                     usage_cached_tokens=_cached(obj, pt),
                      role_only=bool(delta.get("role")) and not text and not reasoning,
                      model=_name(obj.get("model")),
                      fingerprint=_name(obj.get("system_fingerprint")),
@@ -256,7 +255,7 @@ class OpenAICompletions(_OpenAIStyle):
         return Delta(text=text if isinstance(text, str) else "",
                      finish_reason=finish if isinstance(finish, str) else None,
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
-                     usage_cached_tokens=_cached(obj) if pt is not None else None,
+                     usage_cached_tokens=_cached(obj, pt),
                      model=_name(obj.get("model")),
                      fingerprint=_name(obj.get("system_fingerprint")),
                      logprobs=_completion_logprobs(lp) if lp else None)
@@ -267,7 +266,10 @@ def _str(value: Any) -> str:
 
 
 def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A vendor's count, or None: not whole, negative, or past any a request can make (a
+    record holding one would not be read back: `evalkit.rundir.store.MAX_COUNT`)."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if ok else None
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -403,8 +405,9 @@ def _input_tokens(usage: dict[str, Any]) -> int | None:
     base = _int(usage.get("input_tokens"))
     if base is None:
         return None
-    return base + sum(_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens",
-                                                         "cache_read_input_tokens"))
+    total = base + sum(_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens",
+                                                          "cache_read_input_tokens"))
+    return total if total <= MAX_COUNT else None
 
 
 class OpenAIResponses:

@@ -187,7 +187,9 @@ def workload_lines(summary: dict[str, Any]) -> list[str]:
                        + ("  [client-bound]" if lv.get("client_bound") else ""))
     tr = summary.get("trace")
     if tr:
-        out.append(f"trace: {tr.get('requests')} requests, outcomes "
+        of = "" if tr.get("complete") or tr.get("planned") is None else \
+            f" of {tr.get('planned')} (cut short)"
+        out.append(f"trace: {tr.get('requests')}{of} requests, outcomes "
                    f"{_outcomes(tr.get('outcomes'))}; sent behind schedule p99 "
                    f"{_s(tr, 'send_lag_s', 'p99')}; TTFT p90 {_s(tr, 'ttft_s', 'p90')}"
                    + ("  [client-bound]" if tr.get("client_bound") else ""))

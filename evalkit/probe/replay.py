@@ -94,19 +94,24 @@ async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: 
     """Send every entry at its scheduled time; wait for all to end.
 
     Prompts are made ahead (up to `AHEAD`), in the gaps between sends, so making one is
-    never what delays a send; the connections a burst needs are opened first."""
+    never what delays a send; the connections a burst needs are opened first. At most
+    `max_in_flight` are in flight; one due while none is free waits for a slot, its
+    prompt made again once it has one, so waiting requests hold no text."""
     offsets = trace.offsets_s()
     await prober.clients.prepare(min(peak_arrivals(offsets) * 2, max_in_flight, MAX_OPEN))
     prompts = TracePrompts(run_tag, seed, trace.block_tokens)
     entries = list(enumerate(trace.entries))
-    made: deque[Prompt] = deque(prompts.prompt(e, i) for i, e in entries[:AHEAD])
+    made: deque[tuple[int, TraceEntry, Prompt | None]] = deque(
+        (i, e, prompts.prompt(e, i)) for i, e in entries[:AHEAD])
     todo = iter(entries[AHEAD:])
     tasks: set[asyncio.Task[None]] = set()
     sem = asyncio.Semaphore(max_in_flight)
     start = time.perf_counter_ns() + int(LEAD_S * 1e9)
 
-    async def one(at: int, prompt: Prompt) -> None:
+    async def one(at: int, prompt: Prompt | None, i: int, entry: TraceEntry) -> None:
         async with sem:
+            if prompt is None:  # it waited for a slot: made now, late anyway
+                prompt = prompts.prompt(entry, i)
             on_record(await prober.stream(prompt, phase, None, scheduled_ns=at, hold_ns=at))
 
     for offset in offsets:
@@ -119,14 +124,19 @@ async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: 
             nxt = next(todo, None)
             if nxt is None:
                 break
-            made.append(prompts.prompt(nxt[1], nxt[0]))
+            made.append((nxt[0], nxt[1], prompts.prompt(nxt[1], nxt[0])))
+        full = len(tasks) >= max_in_flight
         if not made:  # the gaps were too short to make ahead: make it now (late is recorded)
             nxt = next(todo)
-            made.append(prompts.prompt(nxt[1], nxt[0]))
+            made.append((nxt[0], nxt[1], None if full else prompts.prompt(nxt[1], nxt[0])))
         delay = (leave - time.perf_counter_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)
-        task = asyncio.create_task(one(at, made.popleft()))
+        i, entry, prompt = made.popleft()
+        # no slot free: the request waits, and holds its entry, not its text (a dense
+        # trace against a stalled vendor would otherwise hold every prompt it has made)
+        full = len(tasks) >= max_in_flight
+        task = asyncio.create_task(one(at, None if full else prompt, i, entry))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
     if tasks:

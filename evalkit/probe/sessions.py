@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
-from evalkit.probe.stream import Prober
+from evalkit.probe.stream import ANSWER_MAX, Prober
 from evalkit.records import RequestRecord
 from evalkit.workload.model import Agent, Conversations, Session, Shape, Single, Workload
 
@@ -35,6 +35,10 @@ MAX_PAUSE_S = 2.0
 #: what a tool's result is introduced by: an agent without tool definitions sends it as
 #: the user's next message (a `tool` message would need a tool call to answer)
 TOOL_RESULT_HEAD = "Tool result:\n"
+#: what a turn's record keeps of the answer sent back as history (its digest covers the
+#: whole): a vendor streaming megabytes into every turn would otherwise put
+#: `HISTORY_MAX` characters in each line of requests.jsonl, and in the summary's frame
+RECORD_ANSWER_MAX = ANSWER_MAX
 
 
 @dataclass
@@ -187,12 +191,13 @@ class WorkloadRunner:
                     break
             prompt = self._prompt(shape, unit, k, len(plan), text, n, history, tokens)
             rec = await lv.prober.stream(prompt, self.phase, lv.level, intended_ns=due)
-            lv.on_record(rec)
+            answer = rec.answer_text or ""
+            lv.on_record(rec if len(answer) <= RECORD_ANSWER_MAX
+                         else replace(rec, answer_text=answer[:RECORD_ANSWER_MAX]))
             due = lv.prober.ended_ns(rec)
             if rec.outcome != "ok":
                 return await self._after_failure(lv, rec, due)
             if not single:
-                answer = rec.answer_text or ""
                 history += [{"role": "user", "content": text},
                             {"role": "assistant", "content": answer}]
                 tokens += n + count_tokens(answer)

@@ -11,7 +11,13 @@ from typing import Any
 from evalkit.errors import UsageError
 from evalkit.probe.settings import ProbeConfig
 from evalkit.workload.describe import trace_summary, workload_summary
-from evalkit.workload.model import Workload
+from evalkit.workload.load import MAX_CONCURRENCY
+from evalkit.workload.model import Trace, Workload
+
+#: the longest a trace replay may run (its span over its speed): a replay holds the run
+#: open until its last request is due, so a trace of days (absolute timestamps from
+#: several logs, a typo'd speed) is refused before anything is sent, not run for days
+MAX_TRACE_SPAN_S = 6 * 3600.0
 
 
 def with_workload(config: ProbeConfig) -> ProbeConfig:
@@ -19,8 +25,10 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
     WorkloadError naming every problem, before the run directory exists)."""
     if config.trace_speed <= 0:
         raise UsageError("--trace-speed must be a positive factor (2: twice as fast)")
-    if config.users is not None and (not config.users or min(config.users) < 1):
-        raise UsageError("--users takes positive numbers of users in flight, e.g. 1,4,8")
+    if config.users is not None and (not config.users or min(config.users) < 1
+                                     or max(config.users) > MAX_CONCURRENCY):
+        raise UsageError(f"--users takes positive numbers of users in flight, at most "
+                         f"{MAX_CONCURRENCY:,} (e.g. 1,4,8)")
     workload, trace = config.workload, config.trace
     # what is given already read (a notebook's object, or a second call) wins over files
     files = workload is None
@@ -47,6 +55,12 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
         trace = load_trace(config.trace_file, speed=config.trace_speed)
     elif trace is not None and config.trace_speed != trace.speed:
         trace = replace(trace, speed=config.trace_speed)
+    if config.users is not None and workload is None:  # said, and nothing would read it
+        raise UsageError("--users sets the workload phase's levels: give it a workload too "
+                         "(--workload FILE or --conversations FILE.jsonl); the ramp's "
+                         "levels are --levels")
+    if config.trace_speed != 1.0 and trace is None:
+        raise UsageError("--trace-speed scales a trace's times: give it --trace FILE.jsonl")
     if config.phases is not None and "workload" in config.phases and workload is None:
         raise UsageError("the workload phase needs a workload: --workload FILE or "
                          "--conversations FILE.jsonl")
@@ -54,7 +68,30 @@ def with_workload(config: ProbeConfig) -> ProbeConfig:
         raise UsageError("the trace phase needs a trace: --trace FILE.jsonl")
     if trace is not None and not trace.entries:
         raise UsageError("the trace holds no request to replay")
+    if trace is not None:
+        _check_span(trace)
     return replace(config, workload=workload, trace=trace)
+
+
+def _check_span(trace: Trace) -> None:
+    """Refuse a replay that would run past `MAX_TRACE_SPAN_S`, saying what would fit."""
+    span = trace.offsets_s()[-1]
+    if span <= MAX_TRACE_SPAN_S:
+        return
+    raw = span * trace.speed
+    speed = raw / MAX_TRACE_SPAN_S
+    raise UsageError(f"the trace spans {_duration(raw)} of its time, so at --trace-speed "
+                     f"{trace.speed:g} its replay would run {_duration(span)} (limit "
+                     f"{_duration(MAX_TRACE_SPAN_S)}): replay it faster (--trace-speed "
+                     f"{speed:.3g} or more) or cut the file to the window you mean")
+
+
+def _duration(s: float) -> str:
+    if s < 600:
+        return f"{s:.1f} s"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:,.1f} days"
 
 
 def describe_lines(config: ProbeConfig) -> list[str]:

@@ -116,3 +116,8 @@ def test_the_trace_reports_its_send_lag_and_lengths() -> None:
     assert tr["send_lag_s"]["max"] == pytest.approx(0.030)
     assert tr["output_tokens_asked"] == 18 and tr["output_tokens_received"] == 12
     assert tr["prompt_tokens_sent"] == 900
+    assert (tr["planned"], tr["complete"]) == (None, False)  # no description: not complete
+    for entries, complete in ((3, True), (5, False)):
+        tr = trace_section(req, chunks, client_bound=False, profiles=default_slo_profiles(),
+                           reading_speed=8.0, target=0.99, described={"entries": entries})
+        assert tr is not None and (tr["planned"], tr["complete"]) == (entries, complete)

@@ -4,10 +4,34 @@ tests/test_prober.py)."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+
+@contextmanager
+def http_servers() -> Iterator[Callable[[type[http.server.BaseHTTPRequestHandler]], str]]:
+    """serve(handler class) -> its base URL: a threaded loopback server each call, every
+    one shut down when the block ends (the hostile vendors' tests' servers)."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> str:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    try:
+        yield serve
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
 
 
 class _Scripted:

@@ -12,7 +12,6 @@ import base64
 import gzip
 import http.server
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from evalkit.probe.stream import Prober
 from evalkit.probe.suite import run_probe
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
+from tests.probe.helpers import http_servers
 
 #: the bound on how long any one of these servers keeps a connection busy
 SERVER_LIMIT_S = 20.0
@@ -171,20 +171,12 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def vendor() -> Iterator[Callable[[str], tuple[str, type[_Vendor]]]]:
     """Factory: vendor(mode) -> (base URL, handler class with .seen and .calls)."""
-    servers: list[http.server.ThreadingHTTPServer] = []
+    with http_servers() as serve:
+        def start(mode: str) -> tuple[str, type[_Vendor]]:
+            handler = type(f"V_{mode}", (_Vendor,), {"mode": mode, "seen": [], "calls": []})
+            return serve(handler), handler
 
-    def start(mode: str) -> tuple[str, type[_Vendor]]:
-        handler = type(f"V_{mode}", (_Vendor,), {"mode": mode, "seen": [], "calls": []})
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1", handler
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 def _one(target: Target, max_tokens: int = 8) -> RequestRecord:

@@ -75,6 +75,7 @@ def test_a_trace_is_sent_at_its_offsets_with_its_lengths(reference: Any, tmp_pat
                   {r["id"] for r in recs}) == sorted(r["output_length"] for r in rows)
     tr = res.summary["trace"]
     assert tr["requests"] == 40 and tr["send_lag_s"]["p99"] < 0.005
+    assert tr["planned"] == 40 and tr["complete"] is True
     assert tr["output_tokens_asked"] == sum(r["output_length"] for r in rows)
 
 
