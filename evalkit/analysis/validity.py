@@ -114,10 +114,15 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
     elif run_status == "running":
         mark("degraded", "the run did not finish writing up (it may have been killed)")
     total_ok = sum(int(p.get("ok", 0)) for p in phases.values())
+    measuring = [p for name, p in phases.items() if name not in ("connect", "rtt")]
     if run_status != "failed" and (not phases or total_ok == 0):
         mark("invalid", "no request of the run succeeded")
+    elif run_status != "failed" and measuring and not any(int(p.get("ok", 0))
+                                                          for p in measuring):
+        # the connect gate's one stream is no measurement: past it nothing succeeded
+        mark("invalid", "no request succeeded after the connect check")
     anchor = "baseline" if "baseline" in phases else None
-    for name in (*GROUNDWORK, "soak", "rate"):
+    for name in (*GROUNDWORK, "soak", "rate", "workload", "trace"):
         p = phases.get(name)
         if p is None or p["status"] == "valid" or (name == "connect" and run_status == "failed"):
             continue

@@ -85,6 +85,21 @@ class TestRun:
                          capacity_judgement_affected=False)
         assert v["status"] == "invalid"
 
+    def test_nothing_after_the_connect_check_is_invalid(self) -> None:
+        """The connect gate's one stream measures nothing: a workload (or trace) run whose
+        every request failed past it is invalid, not valid on the gate's success."""
+        for phase in ("workload", "trace"):
+            v = run_validity({"connect": _phase("valid"), phase: _phase("invalid", 0)},
+                             run_status="complete", capacity_judgement_affected=False)
+            assert v["status"] == "invalid"
+            assert "no request succeeded after the connect check" in v["reasons"]
+            # failures in it degrade the run, as the soak's do
+            v = run_validity({"connect": _phase("valid"), "baseline": _phase("valid"),
+                              phase: _phase("degraded")}, run_status="complete",
+                             capacity_judgement_affected=False)
+            assert v["status"] == "degraded"
+            assert any(r.startswith(f"{phase}:") for r in v["reasons"])
+
     @pytest.mark.parametrize(("phases", "status", "affected", "expected"), [
         ({"baseline": _phase("valid")}, "complete", False, "valid"),
         ({"baseline": _phase("valid")}, "interrupted", False, "degraded"),
