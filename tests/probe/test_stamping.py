@@ -360,6 +360,16 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     d = asdict(rec)
     d["chunks"] = [[round(t, 7), n] for t, n in rec.chunks]
     del d["rate_limit_headers"]  # left out when the response sent none
+    for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens"):
+        del d[key]  # left out of a request that belongs to no workload shape
     assert rec.to_json() == json.dumps(d, separators=(",", ":"))
+    # a workload turn keeps them, in the dataclass's order
+    turn = RequestRecord(id="t", phase="workload", level=1, outcome="ok", t0_s=0.0,
+                         shape="chat", session="s1", turn=2, planned_turns=3,
+                         cached_prompt_tokens=64)
+    line = json.loads(turn.to_json())
+    assert (line["shape"], line["session"], line["turn"], line["planned_turns"],
+            line["cached_prompt_tokens"]) == ("chat", "s1", 2, 3, 64)
+    assert "step" not in line and RequestRecord.from_dict(line) == turn
     assert RequestRecord.from_dict(json.loads(rec.to_json())) == rec.__class__(
         **{**asdict(rec), "chunks": [(0.1234568, 2), (0.2, 1)]})
