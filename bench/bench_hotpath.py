@@ -23,8 +23,11 @@ framing, SSE, JSON, stamping, record building, tokenizer, event loop, bookkeepin
 CPU measured per chunk.
 
 Run: `.venv/bin/python bench/bench_hotpath.py [levels] [rounds] [tokens] [runs]
-[--where shared|nice] [--profile]`, default `256 3 64,16 3 --where shared`. Figures
-depend on the machine and on what else runs on it: each run's load average is printed.
+[--where shared|nice] [--loop asyncio|uvloop] [--profile]`, default `256 3 64,16 3 --where
+shared`. Figures depend on the machine and on what else runs on it: each run's load
+average is printed. Each run also says how many of the streams the server saw (its truth
+log) joined to an ok record: every request kept, or not. `--loop uvloop` runs the client
+on uvloop (`pip install uvloop`; not a dependency, docs/benchmarks.md says why).
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ CATEGORIES: list[tuple[str, str]] = [
     ("HTTP framing (h11, httpcore, httpx, chunked.py)",
      r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/chunked\.py"),
     ("SSE parsing (sse.py)", r"\(evalkit/probe/sse\.py"),
-    ("JSON (json, adapters' parse)", r"\(json/|\(evalkit/probe/api\.py"),
+    ("JSON (json, adapters' parse, chunkscan.py)",
+     r"\(json/|\(evalkit/probe/(api|chunkscan)\.py"),
     ("stamping (stamping, kernel_stream, transport)",
      r"\(evalkit/probe/(stamping|kernel_stream|transport)\.py"),
     ("record building (_record, records, store)",
@@ -140,35 +144,58 @@ async def _drive(srv: ReferenceServer, streams: int, rounds: int, tokens: int, o
             "chunks": check["content_chunks"]}
 
 
+def _loop_factory(loop: str) -> Any:
+    """asyncio's own loop (None) or uvloop's (`--loop uvloop`: `pip install uvloop`)."""
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
+
+
 def run_once(streams: int, rounds: int, tokens: int, tmp: Path, where: str,
-             profiled: bool) -> dict[str, Any]:
+             profiled: bool, loop: str = "asyncio") -> dict[str, Any]:
     """One run on a fresh server: CPU, chunks, requests, the self-check, TTFT errors."""
-    raw = tmp / f"spy-{streams}-{tokens}-{time.monotonic_ns()}.txt"
-    with ReferenceServer("gpu", SERVER, truth_log=tmp / f"truth-{streams}-{tokens}.jsonl") as srv:
+    run = f"{streams}-{tokens}-{time.monotonic_ns()}"
+    raw = tmp / f"spy-{run}.txt"
+    # a truth log of this run alone (the server appends): every line in it is one to keep
+    with ReferenceServer("gpu", SERVER, truth_log=tmp / f"truth-{run}.jsonl") as srv:
         place(srv.pid, where)
         spy = _spy(os.getpid(), raw) if profiled else None
         try:
-            got = asyncio.run(_drive(srv, streams, rounds, tokens,
-                                     tmp / f"run-{streams}-{tokens}"))
+            with asyncio.Runner(loop_factory=_loop_factory(loop)) as runner:
+                got = runner.run(_drive(srv, streams, rounds, tokens,
+                                        tmp / f"run-{streams}-{tokens}"))
         finally:
             place(None, "shared")
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
                 spy.wait(30)
         truth = srv.truth()
+    pairs = list(joined(got["origin"], got["records"], truth))
     errs = [(r.ttft_s * 1e9 - (t["first_write_ns"] - t["received_ns"])) / 1e6
-            for r, t, _t0 in joined(got["origin"], got["records"], truth)
-            if r.ttft_s is not None]
+            for r, t, _t0 in pairs if r.ttft_s is not None]
     errs.sort()
     recs = got["records"]
     return {"streams": streams, "tokens": tokens, "requests": len(recs),
             "ok": sum(r.outcome == "ok" for r in recs), "chunks": got["chunks"],
+            # every request kept: the server's truth lines each joined to an ok record
+            "truth": sum(t.get("path", "").endswith("/completions") for t in truth),
+            "joined": len(pairs),
             "cpu_s": got["cpu_s"], "check": got["check"],
             "ttft_err_p50_ms": errs[len(errs) // 2] if errs else float("nan"),
             "ttft_err_p99_ms": errs[min(int(0.99 * len(errs)), len(errs) - 1)]
             if errs else float("nan"),
             "load": os.getloadavg()[0],
-            "profile": breakdown(raw, TOP) if profiled else None}
+            "profile": _kept(breakdown(raw, TOP), raw) if profiled else None}
+
+
+def _kept(split: dict[str, int], raw: Path) -> dict[str, int]:
+    """`split`, the raw stacks copied to $BENCH_PROFILE_RAW (a folder) if it is set: to
+    read who called a hot frame (the folded stacks, one line per distinct stack)."""
+    if keep := os.environ.get("BENCH_PROFILE_RAW"):
+        shutil.copy(raw, Path(keep) / raw.name)
+    return split
 
 
 def fit(rows: list[dict[str, Any]]) -> tuple[float, float] | None:
@@ -192,23 +219,30 @@ def main(argv: list[str]) -> int:
     if "--where" in argv:
         at = argv.index("--where")
         where, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+    loop = "asyncio"
+    if "--loop" in argv:
+        at = argv.index("--loop")
+        loop, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     levels, (rounds_s, tokens_s, runs_s) = arguments(argv, "256 3 64,16 3")
     rounds, runs = int(rounds_s), int(runs_s)
     lengths = [int(t) for t in tokens_s.split(",")]
     announce(f"TTFT ~200 ms, 20 ms a token, {tokens_s} tokens; closed loop, {rounds} "
-             f"requests per stream, {runs} runs per length, server placed: {where}"
+             f"requests per stream, {runs} runs per length, server placed: {where}, "
+             f"client loop: {loop}"
              + ("; sampled by py-spy" if profiled else ""))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         # a first, uncounted run: lazy imports and first-call caches are not per chunk
-        run_once(min(levels), 1, min(lengths), Path(tmp), where, False)
+        run_once(min(levels), 1, min(lengths), Path(tmp), where, False, loop)
         for _ in range(runs):  # the lengths interleaved: each sees the same load
             for n in levels:
                 for tokens in lengths:
-                    rows.append(run_once(n, rounds, tokens, Path(tmp), where, profiled))
+                    rows.append(run_once(n, rounds, tokens, Path(tmp), where, profiled,
+                                         loop))
                     r = rows[-1]
                     c = r["check"]
                     print(f"{n:>5} streams {tokens:>3} tokens: {r['ok']}/{r['requests']} ok, "
+                          f"{r['joined']}/{r['truth']} of the server's streams joined ok, "
                           f"{r['chunks']} chunks, CPU {r['cpu_s']:.2f} s = "
                           f"{r['cpu_s'] * 1e6 / max(r['chunks'], 1):.1f} µs/chunk, "
                           f"{r['cpu_s'] * 1e6 / max(r['requests'], 1):.0f} µs/request; "
