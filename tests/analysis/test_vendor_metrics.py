@@ -108,8 +108,12 @@ class TestScrapeAgainstTheReference:
                              phases=("connect", "baseline", "ramp"), levels=(1, 3),
                              output_tokens=20,
                              metrics_url=srv.base_url.removesuffix("/v1") + "/metrics",
+                             # level 1 of 8 requests: the means are compared whatever
+                             # the count; level 3, sampled mid-level, keeps its 36
                              overrides={"baseline": {"requests": 4},
-                                        "ramp": {"level_duration_s": 1.6}})
+                                        "ramp": {"level_duration_s": 1.6,
+                                                 "level_min_requests": 8,
+                                                 "min_requests": {"3": 36}}})
         result = run_probe(config, tmp_path / "run")
         vm = json.loads((tmp_path / "run" / "summary.json").read_text())["vendor_metrics"]
         assert result.summary is not None and vm["engine"] == "vllm"
