@@ -228,11 +228,15 @@ def test_a_killed_run_keeps_the_vendor_metrics(reference: Any, tmp_path: Path) -
     records keeps vendor_metrics, and the baseline's vendor TTFT is the truth log's."""
     srv = reference("gpu", decode_base_ms=10, request_overhead_ms=1)
     out = tmp_path / "run"
+    # levels of 8 requests, not 36: each still lasts the quick profile's 2.5 s, long
+    # enough to be scraped before, during and after
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"extends": "quick", "ramp": {"level_min_requests": 8}}))
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalkit.cli", "probe", "--tag-requests", "--base-url",
          srv.base_url, "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
-         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet",
+         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet", "--profile", str(profile),
          "--metrics-url", srv.base_url.removesuffix("/v1") + "/metrics"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     req = out / "requests.jsonl"
