@@ -156,7 +156,10 @@ class TestRequestIds:
         srv = reference("gpu", mode="thread")
         result = run_probe(ProbeConfig(base_url=srv.base_url, model=srv.model, tag_requests=True,
                                        phases=("connect", "baseline"),
-                                       overrides={"baseline": {"requests": 3}}), tmp_path / "r")
+                                       # each kind of request: an ordinary one, 4 canaries
+                                       overrides={"baseline": {"requests": 1},
+                                                  "canaries": {"alone_repeats": 1}}),
+                           tmp_path / "r")
         assert result.validity == "valid"
         records = read_records(tmp_path / "r" / "requests.jsonl")
         seen = {t["request_id"] for t in srv.truth()}
@@ -164,7 +167,7 @@ class TestRequestIds:
         for r in records:
             assert str(uuid.UUID(r.id)) == r.id
             assert r.label is not None and r.label.endswith(f"-{r.label[-6:]}")
-        assert len({r.label for r in records}) == len(records)
+        assert len({r.label for r in records}) == len(records) == 1 + 1 + 4
 
 
 class TestInvalidRun:
