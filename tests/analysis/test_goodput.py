@@ -177,8 +177,11 @@ class TestAgainstTruth:
         run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
                               phases=("baseline", "ramp"),
                               overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                         # level 4 shows the faults: it keeps its 36
                                          "ramp": {"levels": [1, 4],
-                                                  "level_duration_s": 1.5}}), out)
+                                                  "level_duration_s": 1.5,
+                                                  "level_min_requests": 8,
+                                                  "min_requests": {"4": 36}}}), out)
         meta, records = read_run_files(out)
         truth = {t["request_id"]: t for t in srv.truth()}
         s = summarize(records)

@@ -108,8 +108,12 @@ class TestScrapeAgainstTheReference:
                              phases=("connect", "baseline", "ramp"), levels=(1, 3),
                              output_tokens=20,
                              metrics_url=srv.base_url.removesuffix("/v1") + "/metrics",
+                             # level 1 of 8 requests: the means are compared whatever
+                             # the count; level 3, sampled mid-level, keeps its 36
                              overrides={"baseline": {"requests": 4},
-                                        "ramp": {"level_duration_s": 1.6}})
+                                        "ramp": {"level_duration_s": 1.6,
+                                                 "level_min_requests": 8,
+                                                 "min_requests": {"3": 36}}})
         result = run_probe(config, tmp_path / "run")
         vm = json.loads((tmp_path / "run" / "summary.json").read_text())["vendor_metrics"]
         assert result.summary is not None and vm["engine"] == "vllm"
@@ -224,11 +228,15 @@ def test_a_killed_run_keeps_the_vendor_metrics(reference: Any, tmp_path: Path) -
     records keeps vendor_metrics, and the baseline's vendor TTFT is the truth log's."""
     srv = reference("gpu", decode_base_ms=10, request_overhead_ms=1)
     out = tmp_path / "run"
+    # levels of 8 requests, not 36: each still lasts the quick profile's 2.5 s, long
+    # enough to be scraped before, during and after
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"extends": "quick", "ramp": {"level_min_requests": 8}}))
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalkit.cli", "probe", "--tag-requests", "--base-url",
          srv.base_url, "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
-         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet",
+         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet", "--profile", str(profile),
          "--metrics-url", srv.base_url.removesuffix("/v1") + "/metrics"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     req = out / "requests.jsonl"

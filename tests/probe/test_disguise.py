@@ -73,9 +73,12 @@ def test_a_default_run_carries_no_mark_a_vendor_could_use(reference: Any,
 def test_forced_lengths_and_tagged_requests_are_spotted(reference: Any, tmp_path: Path) -> None:
     """`--force-length --tag-requests` say "probe" on every request, as their help warns."""
     srv = reference("gpu", mode="thread", spot_probes=True)
-    run_probe(ProbeConfig(srv.base_url, srv.model, overrides=SHORT, force_length=True,
+    # each kind of request once or more: an ordinary prompt and every canary (5, not 14)
+    few = {**SHORT, "baseline": {"requests": 1}, "canaries": {"alone_repeats": 1}}
+    run_probe(ProbeConfig(srv.base_url, srv.model, overrides=few, force_length=True,
                           tag_requests=True, phases=("connect", "baseline")), tmp_path / "r")
     truth = _generations(srv.truth())
+    assert len(truth) == 1 + 1 + 4  # connect, the ordinary prompt, the four canaries
     assert truth and all({"body-extension", "request-id"} <= set(t["spotted"]) for t in truth)
 
 

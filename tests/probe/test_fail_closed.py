@@ -156,7 +156,10 @@ class TestRequestIds:
         srv = reference("gpu", mode="thread")
         result = run_probe(ProbeConfig(base_url=srv.base_url, model=srv.model, tag_requests=True,
                                        phases=("connect", "baseline"),
-                                       overrides={"baseline": {"requests": 3}}), tmp_path / "r")
+                                       # each kind of request: an ordinary one, 4 canaries
+                                       overrides={"baseline": {"requests": 1},
+                                                  "canaries": {"alone_repeats": 1}}),
+                           tmp_path / "r")
         assert result.validity == "valid"
         records = read_records(tmp_path / "r" / "requests.jsonl")
         seen = {t["request_id"] for t in srv.truth()}
@@ -164,7 +167,7 @@ class TestRequestIds:
         for r in records:
             assert str(uuid.UUID(r.id)) == r.id
             assert r.label is not None and r.label.endswith(f"-{r.label[-6:]}")
-        assert len({r.label for r in records}) == len(records)
+        assert len({r.label for r in records}) == len(records) == 1 + 1 + 4
 
 
 class TestInvalidRun:
@@ -173,7 +176,12 @@ class TestInvalidRun:
         """Without the connect gate (not asked for), the baseline's failures make the run
         invalid: the last lines say RUN INVALID and the exit code is 2."""
         srv = reference("gpu", mode="thread", fault_http_500=1.0)
-        res = CliRunner().invoke(cli, ["probe", "--tag-requests",
+        # a baseline of 6 failing requests, not the quick profile's 14 (its 6 with 8 canary
+        # sends): each failure backs off up to 2 s, and any failed baseline is invalid
+        short = tmp_path / "short.json"
+        short.write_text(json.dumps({"extends": "quick", "baseline": {"requests": 2},
+                                     "canaries": {"alone_repeats": 1}}))
+        res = CliRunner().invoke(cli, ["probe", "--tag-requests", "--profile", str(short),
                                        "--base-url", srv.base_url, "--model",
                                        srv.model, "--phases", "baseline,ramp", "--levels", "1,2",
                                        "--quiet", "--out", str(tmp_path / "r")])
@@ -185,6 +193,7 @@ class TestInvalidRun:
         summary = json.loads((tmp_path / "r" / "summary.json").read_text())
         assert summary["validity"]["status"] == "invalid"
         assert summary["baseline"]["validity"]["status"] == "invalid"
+        assert summary["baseline"]["requests"] == 6
         assert {lv["status"] for lv in summary["ramp"]["levels"]} == {"failed"}
         # a level whose failures already confirm the breach does not wait for the profile's
         # 36-request floor (each one would cost a failing vendor more backoff for nothing)

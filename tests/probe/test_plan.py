@@ -114,10 +114,15 @@ class TestPlannedRuns:
         srv = reference("gpu", decode_base_ms=2, decode_per_stream_ms=1)
         q = _questionnaire(tmp_path, srv, "Q1: {ttft_p90_ms: 2000, at_concurrency: 64, "
                                           "source: production}\n")
+        # the short suite of the test above, and levels of 8 requests: no level below the cap
+        # is judged (the plan sets no floor for them), only the 64 the run never reached
+        short = tmp_path / "short.json"
+        short.write_text(json.dumps({"extends": "quick", **QUICK, "ramp": {
+            **QUICK["ramp"], "level_min_requests": 8}}))
         res = CliRunner().invoke(cli, [
             "probe", "--tag-requests", "--base-url", srv.base_url, "--model", srv.model, "--quiet",
             "--questionnaire", str(q), "--max-concurrency", "8", "--phases",
-            "connect,baseline,ramp", "--output-tokens", "8", "--out", str(tmp_path / "run")])
+            "connect,baseline,ramp", "--profile", str(short), "--out", str(tmp_path / "run")])
         assert res.exit_code == 0, res.output
         before = res.stdout[:res.stdout.index("baseline:")]
         assert "Q1 claims 64 streams: UNREACHABLE: above --max-concurrency 8" in before

@@ -109,8 +109,11 @@ class TestAchievedConcurrency:
                         retry_after_s=3)
         res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
                                     overrides={"output_tokens": 16, "baseline": {"requests": 4},
+                                               # level 4 is judged: it keeps its 36
                                                "ramp": {"levels": [1, 4],
-                                                        "level_duration_s": 2.0}}),
+                                                        "level_duration_s": 2.0,
+                                                        "level_min_requests": 8,
+                                                        "min_requests": {"4": 36}}}),
                         tmp_path / "run")
         assert res.summary is not None
         ramp = res.summary["ramp"]

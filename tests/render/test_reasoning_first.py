@@ -29,7 +29,9 @@ def test_a_reasoning_chunk_sent_at_once_does_not_set_q1(tmp_path: Path,
                     decode_per_stream_ms=0.5, request_overhead_ms=5, natural_eos_prob=0.0)
     cfg = ProbeConfig(base_url=srv.base_url, model=srv.model, profile="quick",
                       phases=("connect", "baseline", "ramp"), levels=(2,),
+                      # no canaries: each would be 2 s more of baseline, and Q1 reads none
                       overrides={"output_tokens": 22, "baseline": {"requests": 2},
+                                 "canaries": {"count": 0},
                                  "ramp": {"level_duration_s": 1.0, "level_min_requests": 8}})
     run = run_probe(cfg, tmp_path / "run")
     summary = json.loads((run.out_dir / "summary.json").read_text())

@@ -215,7 +215,9 @@ def test_report_from_a_real_quick_run(tmp_path: Path, reference: Any) -> None:
     srv = reference("gpu", mode="thread", decode_base_ms=5, request_overhead_ms=5)
     cfg = ProbeConfig(base_url=srv.base_url, model=srv.model, profile="quick",
                       phases=("connect", "baseline", "prefill", "ramp"), levels=(1, 2, 4),
-                      overrides={"ramp": {"level_duration_s": 1.0}, "baseline": {"requests": 3},
+                      # no level's interval is read here: levels of 8 requests, not 36
+                      overrides={"ramp": {"level_duration_s": 1.0, "level_min_requests": 8},
+                                 "baseline": {"requests": 3},
                                  "prefill": {"prompt_tokens": [64, 1024], "repeats": 1}})
     run = run_probe(cfg, tmp_path / "run")
     assert run.status == "complete"

@@ -184,8 +184,12 @@ class TestAgainstTruth:
                               phases=("baseline", "ramp"),
                               overrides={"output_tokens": 24, "prompt_tokens": 200,
                                          "baseline": {"requests": 4},
+                                         # level 2 is the one priced: it keeps the
+                                         # quick profile's 36 requests, level 1 needs 8
                                          "ramp": {"levels": [1, 2],
-                                                  "level_duration_s": 1.0}}), out)
+                                                  "level_duration_s": 1.0,
+                                                  "level_min_requests": 8,
+                                                  "min_requests": {"2": 36}}}), out)
         _, records = read_run_files(out)
         truth = {t["request_id"]: t for t in srv.truth()}
         q = _q("Q3: {input_price_per_mtok: 0.05, output_price_per_mtok: 0.20, "

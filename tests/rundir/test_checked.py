@@ -260,11 +260,15 @@ def test_sigkill_mid_ramp_then_report(reference: Any, tmp_path: Path) -> None:
     and when; `compare` reads it too."""
     srv = reference("gpu")
     out = tmp_path / "run"
+    # a baseline of 2 requests and each canary once (6, not 14): the kill comes mid-ramp
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"extends": "quick", "baseline": {"requests": 2},
+                                   "canaries": {"alone_repeats": 1}}))
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
          "--model", srv.model, "--out", str(out), "--phases", "baseline,ramp",
-         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet"],
+         "--levels", "1,2,4,8", "--output-tokens", "16", "--quiet", "--profile", str(profile)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     req = out / "requests.jsonl"
     deadline = time.monotonic() + 60

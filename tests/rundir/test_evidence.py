@@ -38,8 +38,9 @@ from evalkit.rundir.run import open_run
 from tests.rundir.helpers import RUN_DIR, _page_one, _text
 
 #: a small genuine run: a stream, four baseline requests, ramp levels 1 and 2 for a second
+#: (8 requests a level at least, not the quick profile's 36: no level's interval is read)
 PROBE = {"output_tokens": 6, "baseline": {"requests": 4},
-         "ramp": {"levels": [1, 2], "level_duration_s": 0.6}}
+         "ramp": {"levels": [1, 2], "level_duration_s": 0.6, "level_min_requests": 8}}
 
 Lines = list[bytes]
 
