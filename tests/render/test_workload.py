@@ -156,6 +156,9 @@ def test_a_client_bound_level_the_summary_names_stays_bound_when_run_json_is_sil
     # level is kept as bound (never read as free of the client), and reads not verified
     copy = tmp_path / "run"
     shutil.copytree(run, copy)
+    run_doc = json.loads((copy / "run.json").read_text())
+    del run_doc["client_checks"]["workload_levels"]  # as a run written before they were kept
+    (copy / "run.json").write_text(json.dumps(run_doc))
     summary = json.loads((copy / "summary.json").read_text())
     summary["workload"]["levels"][1]["client_bound"] = True
     (copy / "summary.json").write_text(json.dumps(summary))
