@@ -216,15 +216,17 @@ def test_ramp_names_ttft_on_a_serial_engine(llama_server: LlamaServer, tmp_path:
     """
     res = run_probe(ProbeConfig(llama_server.base_url, llama_server.model,
                                 phases=("connect", "baseline", "ramp"), levels=(1, 2, 4),
-                                overrides={"prompt_tokens": 64, "output_tokens": 24,
+                                overrides={"prompt_tokens": 64, "output_tokens": 40,
                                            "connect": {"rtt_samples": 3},
-                                           "baseline": {"requests": 6},
-                                           # level 1 at 60 requests: its TTFT p90 is a
-                                           # few ms, and at 36 a busy host's jitter left
-                                           # its interval straddling the limit (a tie,
-                                           # 1 run in 4; the run said ~37 would decide)
+                                           # 40 tokens out and a 16-request baseline: a
+                                           # stream at 2 then waits a whole 40-token
+                                           # request, well past twice the baseline's p90
+                                           # (at 24 tokens and 6 requests it sat on the
+                                           # limit: a busy host's baseline p90 of 89 ms,
+                                           # p50 50, made ties at levels 1 and 2)
+                                           "baseline": {"requests": 16},
                                            "ramp": {"level_duration_s": 1.5,
-                                                    "min_requests": {"1": 60}},
+                                                    "min_requests": {"1": 48}},
                                            "client_check": {"coalesced_fraction": 0.10}}),
                     tmp_path / "run")
     meta, _ = read_run_files(tmp_path / "run")
