@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from evalkit.errors import QuestionnaireError, WorkloadError
-from evalkit.questionnaire.reader import MAX_BYTES, read_document
+from evalkit.errors import QuestionnaireError
+from evalkit.questionnaire.reader import read_bounded, read_document
 from evalkit.workload.load import workload_from_document
 from evalkit.workload.model import Workload
 
@@ -18,16 +18,10 @@ def questionnaire_workload(path: Path) -> Workload | None:
     is a WorkloadError listing every problem with the questionnaire's lines."""
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise WorkloadError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        return None  # the questionnaire's own reader refuses it, naming the size
-    try:
+        raw = read_bounded(p)
         doc = read_document(raw, str(p))
     except QuestionnaireError:
-        return None  # likewise: the questionnaire's errors are its reader's to give
+        return None  # the questionnaire's own reader refuses it, naming why (size, bytes)
     if not isinstance(doc.data, dict) or doc.data.get("workload") is None:
         return None
     source = {"name": p.name, "sha256": hashlib.sha256(raw).hexdigest(),
