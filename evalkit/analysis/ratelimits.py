@@ -18,6 +18,15 @@ conservatively: see docs/methodology.md ("Rate limits"). The first 429 whose win
 wholly inside the run is reported too (`onset_full_window`): a run that goes on being
 rejected for a window measures the limit with no such doubt.
 
+The window's start is only known to within the rejected request's own round trip: the
+endpoint stamps arrivals, we stamp sends, and a request sent just before (or just after)
+`at - window` may or may not have been in the endpoint's window. So each window also
+gives `edge`: the rates counted with the requests sent within that round trip (capped at
+a tenth of the window) of its start left out (`low`) and let in (`high`). The reconciler
+calls a claim held only on `low`, and contradicted only on `high`; between, it is on the
+edge and unverified. This matters for small windows and counts (a limit of 2 per 4 s);
+at a real minute's hundreds of requests one request is within the tolerance.
+
 Only HTTP 429 counts as a rate limit; a 503 is an overloaded endpoint, not a quota.
 """
 
@@ -32,6 +41,9 @@ import pandas as pd
 
 from evalkit.analysis.frames import _num
 
+#: the window start's uncertainty is at most this share of the window (a vendor that
+#: stalls its 429s widens the edge, and a wider edge only makes more claims unverified)
+MAX_EDGE_SHARE = 0.1
 #: distinct values kept per rate-limit header, and headers kept, in summary.json
 MAX_HEADER_VALUES = 4
 MAX_HEADER_NAMES = 16
@@ -86,14 +98,11 @@ def _window(req: pd.DataFrame, admitted: np.ndarray, at: float, start: float,
             window_s: float) -> dict[str, Any]:
     """What the endpoint admitted in the window [at - window_s, at), and held at `at`."""
     t0 = req["t0_s"].to_numpy(dtype=np.float64)
-    inside = admitted & (t0 >= at - window_s) & (t0 < at)
-    prompt = np.nan_to_num(req["prompt_tokens"].to_numpy(dtype=np.float64)[inside])
-    output = np.nan_to_num(req["output_tokens"].to_numpy(dtype=np.float64)[inside])
     end = req["end_s"].to_numpy(dtype=np.float64)
+    n, tin, tout = _counted(req, admitted & (t0 >= at - window_s) & (t0 < at))
     held = int((admitted & (t0 < at) & (end > at)).sum())
     observed = min(window_s, at - start)
     full = at - window_s >= start
-    n, tin, tout = int(inside.sum()), float(prompt.sum()), float(output.sum())
     per_minute = 60.0 / window_s
     offered = None if full or observed <= 0 else 60.0 / observed
     return {
@@ -106,7 +115,36 @@ def _window(req: pd.DataFrame, admitted: np.ndarray, at: float, start: float,
         "offered_requests_per_minute": None if offered is None else _num(n * offered),
         "offered_tokens_per_minute": None if offered is None else _num((tin + tout) * offered),
         "in_flight": held,
+        "edge": _edge(req, admitted, at, window_s),
     }
+
+
+def _counted(req: pd.DataFrame, inside: np.ndarray) -> tuple[int, float, float]:
+    """Requests, input tokens and output tokens of the rows `inside`."""
+    prompt = np.nan_to_num(req["prompt_tokens"].to_numpy(dtype=np.float64)[inside])
+    output = np.nan_to_num(req["output_tokens"].to_numpy(dtype=np.float64)[inside])
+    return int(inside.sum()), float(prompt.sum()), float(output.sum())
+
+
+def _edge(req: pd.DataFrame, admitted: np.ndarray, at: float, window_s: float
+          ) -> dict[str, Any]:
+    """The window's per-minute rates with the requests sent within the rejected request's
+    round trip of its start left out (`low`) and let in (`high`): see the module doc."""
+    t0 = req["t0_s"].to_numpy(dtype=np.float64)
+    end = req["end_s"].to_numpy(dtype=np.float64)
+    at_row = np.flatnonzero((t0 == at) & ~admitted)
+    trip = float(np.nanmax(end[at_row] - at)) if at_row.size else 0.0
+    d = min(max(0.0 if not np.isfinite(trip) else trip, 0.0), MAX_EDGE_SHARE * window_s)
+    start = at - window_s
+    per_minute = 60.0 / window_s
+    out: dict[str, Any] = {"s": _num(d)}
+    for name, lo in (("low", start + d), ("high", start - d)):
+        n, tin, tout = _counted(req, admitted & (t0 >= lo) & (t0 < at))
+        out[name] = {"requests_per_minute": _num(n * per_minute),
+                     "input_tokens_per_minute": _num(tin * per_minute),
+                     "output_tokens_per_minute": _num(tout * per_minute),
+                     "tokens_per_minute": _num((tin + tout) * per_minute)}
+    return out
 
 
 def _peak(sent: np.ndarray, window_s: float) -> dict[str, Any] | None:

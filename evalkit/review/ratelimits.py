@@ -94,10 +94,9 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
                  f"{_rerun(claims, command)}.")
     full = w.get("full_window") is True
     figures = {k: as_number(w.get(LIMITS[k][1])) for k in claims}
+    low, high = _edges(w, claims, figures)
     held = as_count(w.get("in_flight"))
-    reached = [k for k, v in claims.items()
-               if (f := figures[k]) is not None and within(f, v, tol.rate_limit_rel,
-                                                           at_most=False)]
+    reached = _reached(claims, low, tol)
     if streams is not None and held is not None and within(
             held, streams, tol.rate_limit_rel, at_most=False):
         reached.append("concurrent_streams_per_key")
@@ -114,6 +113,13 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
     headers = f"; {join(problems)}" if problems else ""
     at = as_number(w.get("at_s"))
     into = "" if at is None else f", {number(at)} s into the run"
+    if full and _reached(claims, high, tol):
+        edge = as_number(as_mapping(w.get("edge")).get("s")) or 0.0
+        return j("unverified", f"Claimed {said}; not verified: {onset}, and whether the "
+                 f"claim was reached turns on requests sent within {number(edge * 1000)} ms "
+                 "(the 429's own round trip) of that window's start, which the endpoint "
+                 f"may or may not have counted ({_below(claims, high)} with them){headers}"
+                 f"{retry}; {_rerun(claims, command)}.")
     if full:
         return j("unreconciled", f"Rejected from {below}; claimed {said}: counted over "
                  f"the {number(window)} s before the first 429{into}{headers}{retry}.")
@@ -168,6 +174,28 @@ def _seen(section: Mapping[str, Any] | None) -> str:
         return ""
     return (f"; the run's first 429 came at {number(r)} requests/min over the "
             f"{number(as_number((section or {}).get('window_s')) or 60)} s before it")
+
+
+def _edges(w: Mapping[str, Any], claims: Mapping[str, int],
+           figures: Mapping[str, float | None]
+           ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """The claimed figures with the window's edge left out and let in (the analysis's
+    `edge`; a summary without it: the figures themselves, both ways)."""
+    edge = as_mapping(w.get("edge"))
+    lo, hi = as_mapping(edge.get("low")), as_mapping(edge.get("high"))
+
+    def side(m: Mapping[str, Any]) -> dict[str, float | None]:
+        return {k: (as_number(m.get(LIMITS[k][1])) if m else figures[k]) for k in claims}
+
+    return side(lo), side(hi)
+
+
+def _reached(claims: Mapping[str, int], figures: Mapping[str, float | None],
+             tol: Tolerances) -> list[str]:
+    """The claimed limits the figures reach, within tolerance."""
+    return [k for k, v in claims.items()
+            if (f := figures.get(k)) is not None and within(f, v, tol.rate_limit_rel,
+                                                            at_most=False)]
 
 
 def _onset(w: Mapping[str, Any], figures: Mapping[str, float | None], held: int | None,

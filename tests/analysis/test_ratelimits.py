@@ -81,6 +81,31 @@ class TestOnset:
         on = _section(recs, window_s=6.0)["onset"]
         assert (on["requests"], on["full_window"], on["requests_per_minute"]) == (3, True, 30.0)
 
+    def test_the_edge_counts_what_lies_within_the_429s_round_trip_of_the_start(self
+                                                                                ) -> None:
+        """window 4 s; the 429 sent at 4.002 took 5 ms: a request sent at 0.0 is 2 ms
+        before the window's start (the endpoint may still have counted it) and one at
+        0.005 is 3 ms inside it (it may not have). `low` leaves both out, `high` lets
+        both in; the count itself keeps the one inside."""
+        recs = [_sent("a", 0.0), _sent("b", 0.005, prompt=7), _sent("c", 2.0),
+                _limited("x", 4.002)]
+        on = _section(recs, window_s=4.0)["onset"]
+        assert on["requests"] == 2 and on["requests_per_minute"] == 30.0
+        edge = on["edge"]
+        assert edge["s"] == pytest.approx(0.005)
+        assert edge["low"]["requests_per_minute"] == 15.0  # c only
+        assert edge["high"]["requests_per_minute"] == 45.0  # a, b, c
+        assert edge["low"]["input_tokens_per_minute"] == 100 * 15.0
+        assert edge["high"]["input_tokens_per_minute"] == (100 + 7 + 100) * 15.0
+
+    def test_a_stalled_429_widens_the_edge_only_to_a_tenth_of_the_window(self) -> None:
+        recs = [_sent("a", 0.0), _sent("c", 2.0),
+                RequestRecord(id="x", phase="baseline", level=1, outcome="rejected",
+                              t0_s=4.5, http_status=429, end_s=30.0)]
+        edge = _section(recs, window_s=4.0)["onset"]["edge"]
+        assert edge["s"] == pytest.approx(0.4)
+        assert edge["high"]["requests_per_minute"] == 15.0  # c; a, 0.5 s before it, is out
+
     def test_only_429_is_a_rate_limit(self) -> None:
         """A 503 is an overloaded endpoint: no onset, and it is not counted as admitted."""
         recs = [_sent("a", 0.0), _limited("b", 1.0, status=503), _sent("c", 2.0)]
