@@ -21,6 +21,7 @@ import os
 import platform
 import secrets
 import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -135,34 +136,65 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
 
     Raises EndpointError when the endpoint cannot be probed at all (unreachable, 401,
     unknown model) and UsageError for settings that do not fit; KeyboardInterrupt passes
-    through after the run directory was completed with what was measured.
+    through after the run directory was completed with what was measured (SIGTERM, a
+    scheduler's or `kill`'s stop, ends the run the same way as Ctrl-C).
     """
-    suite = _prepare(config, Path(out_dir), progress)
-    with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
-        suite.pool = pool
-        asyncio.run(_until_interrupted(suite))
-    return ended.result()
+    with _terminate_as_interrupt():
+        suite = _prepare(config, Path(out_dir), progress)
+        with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
+            suite.pool = pool
+            asyncio.run(_until_interrupted(suite))
+        return ended.result()
+
+
+#: the signals that end a run as interrupted, written up with what it measured
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt for the run's whole span, the write-up included.
+
+    Its default kills the process where it stands: run.json then said "running" forever
+    and the summary was never written (a run read back as cut, but with nothing of what
+    it measured summarised). Only the main thread may set a handler; elsewhere (a
+    notebook's worker thread) the default stays.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 async def _until_interrupted(suite: SuiteRun) -> None:
-    """`suite.run()`, ended by Ctrl-C whatever it was awaiting at the time.
+    """`suite.run()`, ended by Ctrl-C (or SIGTERM) whatever it was awaiting at the time.
 
     asyncio.run turns SIGINT into one cancellation of the main task, and an await that
     swallows a cancellation (one racing a timeout, in our code or a library's) loses it:
-    the run then went on to its end and exited 0 (seen on a loaded CI host). Here SIGINT
-    also raises a flag that the phases and the ramp's workers read between requests, so
-    the run stops and ends as interrupted either way.
+    the run then went on to its end and exited 0 (seen on a loaded CI host). Here either
+    signal also raises a flag that the phases and the ramp's workers read between
+    requests, so the run stops and ends as interrupted either way.
     """
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
 
-    def on_sigint() -> None:
+    def on_stop() -> None:
         suite.interrupted = True
         if main is not None:
             main.cancel()
 
+    previous = {s: signal.getsignal(s) for s in _STOPS}
     try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        for s in _STOPS:
+            loop.add_signal_handler(s, on_stop)
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
         await suite.run()
         return
@@ -173,7 +205,10 @@ async def _until_interrupted(suite: SuiteRun) -> None:
             raise KeyboardInterrupt from None
         raise
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for s in _STOPS:
+            loop.remove_signal_handler(s)  # leaves SIG_DFL: hand back what was there
+            if callable(previous[s]) or previous[s] in (signal.SIG_IGN, signal.SIG_DFL):
+                signal.signal(s, previous[s])
     if suite.interrupted:
         raise KeyboardInterrupt
 

@@ -207,11 +207,14 @@ class TestQuickSuite:
 
 class TestInterrupt:
     @pytest.mark.slow
-    @pytest.mark.parametrize("ray", [None, "auto"])
+    @pytest.mark.parametrize(("ray", "stop"), [(None, signal.SIGINT), ("auto", signal.SIGINT),
+                                               (None, signal.SIGTERM)])
     def test_ctrl_c_keeps_records_and_summary(self, reference: Any, tmp_path: Path,
-                                              ray: str | None) -> None:
+                                              ray: str | None, stop: int) -> None:
         """SIGINT mid-ramp: every completed record is on disk and a summary is written (on
-        Ray too: the actors send back what they completed before they stop)."""
+        Ray too: the actors send back what they completed before they stop). SIGTERM, a
+        scheduler's stop, the same: its default used to kill the run as it stood, run.json
+        saying "running" and no summary."""
         if ray is not None:
             pytest.importorskip("ray")
         # a decode step that barely grows with the batch: no breach stops the ramp early, so
@@ -251,7 +254,7 @@ class TestInterrupt:
             time.sleep(0.1)
         assert proc.poll() is None, "the run ended before it could be interrupted"
         assert far_enough(), "the run never reached level 4 (on both Ray workers)"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err
         assert f"interrupted: the completed requests and their summary are in {out}" in err
@@ -271,10 +274,11 @@ class TestInterrupt:
                 == {0, 1}
 
 
-def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation() -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation(stop: int) -> None:
     """asyncio.run makes SIGINT one cancellation of the main task; an await that swallows
     it (one racing a timeout, in a library) let a run go on to its end and exit 0. A real
-    SIGINT, sent mid-run to this process: the run stops at the next level it would start."""
+    signal, sent mid-run to this process: the run stops at the next level it would start."""
     from evalkit.probe.suite import _until_interrupted
 
     class Run:
@@ -288,16 +292,31 @@ def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation() ->
                 if self.interrupted:  # as SuiteRun does before a phase or a level
                     raise asyncio.CancelledError
                 if level == 2:
-                    asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGINT)
+                    asyncio.get_running_loop().call_soon(os.kill, os.getpid(), stop)
                 with contextlib.suppress(asyncio.CancelledError):  # the await that swallows
                     await asyncio.sleep(0.02)
                 self.levels.append(level)
 
     run = Run()
+    term = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(_until_interrupted(run))  # type: ignore[arg-type]
     assert run.levels == [0, 1, 2]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
+    assert signal.getsignal(signal.SIGTERM) is term
+
+
+def test_sigterm_during_the_write_up_still_ends_it_as_interrupted() -> None:
+    """Past the event loop (the summary takes a second) SIGTERM raises KeyboardInterrupt,
+    which `_recording` turns into a written-up interrupted run, not a killed process; and
+    the handler is handed back after."""
+    from evalkit.probe.suite import _terminate_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), _terminate_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler runs between bytecodes: well before this ends
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
