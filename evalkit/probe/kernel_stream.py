@@ -7,6 +7,7 @@ import asyncio
 import socket
 import ssl
 import struct
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -18,12 +19,28 @@ from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoin
 #: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 _ANC_SIZE = socket.CMSG_SPACE(16)
-#: bytes asked of one `recvmsg`: Python allocates this much for every read, and past
-#: glibc's mmap threshold (128 KiB) each read mapped and unmapped it: 256 KiB cost ~17 us
-#: a read more than 64 KiB on the project VM (a token chunk is ~200 bytes)
+#: bytes asked of one read. A plain `recvmsg` allocates this much for every read and
+#: shrinks it to what came (a token chunk is ~200 bytes): past glibc's mmap threshold
+#: (128 KiB) each read mapped and unmapped it (256 KiB cost ~17 us a read more than 64 KiB
+#: on the project VM), and below it the shrunk reads, freed at every age, fragment the heap
+#: so the RSS of a long soak creeps up. So reads land in one buffer per thread, allocated
+#: once (`_read_buffer`), and only the bytes that came are copied out.
 _READ_SIZE = 64 * 1024
 _MAX_BUFFERED = 4 * 1024 * 1024
 _MAX_AGE_NS = 10_000_000_000
+
+
+_local = threading.local()
+
+
+def _read_buffer() -> tuple[bytearray, memoryview]:
+    """This thread's read buffer (an event loop runs on one thread, and a read is copied
+    out before its callback returns, so the streams of one loop can share one)."""
+    buf = getattr(_local, "buf", None)
+    if buf is None:
+        raw = bytearray(_READ_SIZE)
+        buf = _local.buf = (raw, memoryview(raw))
+    return buf
 
 
 class KernelStampedStream(httpcore.AsyncNetworkStream):
@@ -40,6 +57,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._sock = sock
         self._loop = loop
         self._fd = sock.fileno()
+        self._buf, self._view = _read_buffer()
         #: (arrival ns, bytes, how long after the kernel's stamp we read them, -1: unknown)
         self._reads: deque[tuple[int, bytes, int]] = deque()
         self._buffered = 0
@@ -66,7 +84,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
 
     def _on_readable(self) -> None:
         try:
-            data, anc, _flags, _addr = self._sock.recvmsg(_READ_SIZE, _ANC_SIZE)
+            n, anc, _flags, _addr = self._sock.recvmsg_into((self._buf,), _ANC_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -74,9 +92,10 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._stop_reading(eof=True)
             return
         now = time.perf_counter_ns()
-        if not data:
+        if not n:
             self._stop_reading(eof=True)
             return
+        data = self._view[:n].tobytes()
         stamp = now
         for level, kind, cdata in anc:
             if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
