@@ -27,6 +27,7 @@ import gzip
 import hashlib
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,9 @@ MANIFEST_FILE = "manifest.json"
 MANIFEST_SCHEMA = "evalkit.manifest/1"
 RECORDS_NAME = "requests.jsonl"
 RECORDS_FILE = "requests.jsonl.gz"
+#: our own production panel Q6 was judged beside (`OurPanel.to_panel`), when there was one:
+#: `verify` judges Q6 again beside it (the catalog's samples behind it are not attached)
+PANEL_FILE = "our_panel.json"
 #: compressed records above this are not attached (the PDF would be unwieldy to mail)
 RECORDS_CAP = 64 << 20
 
@@ -49,6 +53,8 @@ WHAT = {
     "summary.rebuilt.json": "the summary the report re-derived from the records (and judged)",
     "scorecard.json": "the scorecard: every status, figure and tolerance judged",
     RECORDS_FILE: "the request records: gzip (mtime 0) of requests.jsonl's exact bytes",
+    PANEL_FILE: "our own production panel Q6 was judged beside, pooled from the catalog "
+                "(its samples are not attached)",
 }
 
 
@@ -104,11 +110,13 @@ def _entry(name: str, data: bytes) -> dict[str, Any]:
 
 def evidence_files(run: RunDir | None, scorecard_json: bytes,
                    questionnaire: tuple[str, bytes] | None,
-                   cap: int = RECORDS_CAP, source_name: str | None = None) -> Evidence:
+                   cap: int = RECORDS_CAP, source_name: str | None = None,
+                   panel: Mapping[str, Any] | None = None) -> Evidence:
     """The attachments of a scorecard PDF, exactly the bytes judged, and their manifest.
 
     `source_name` is the questionnaire's own file name: the reasons quote it (the command
-    that would verify a claim), so `verify` judges it again under that name.
+    that would verify a claim), so `verify` judges it again under that name. `panel` is our
+    own panel Q6 was judged beside (PANEL_FILE).
     """
     files: dict[str, bytes] = dict(run.raw) if run else {}
     records: dict[str, Any] | None = None
@@ -132,6 +140,8 @@ def evidence_files(run: RunDir | None, scorecard_json: bytes,
     files["scorecard.json"] = scorecard_json
     if questionnaire:
         files[questionnaire[0]] = questionnaire[1]
+    if panel is not None:
+        files[PANEL_FILE] = (json.dumps(panel, indent=2) + "\n").encode()
     manifest: dict[str, Any] = {"schema": MANIFEST_SCHEMA, "tool_version": evalkit.__version__,
                 # the package that wrote the document (every page's footer prints its
                 # first digits): `verify` holds the footer to it

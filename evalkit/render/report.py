@@ -404,16 +404,18 @@ def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
 def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                     questionnaire: tuple[str, bytes] | None, out_pdf: Path,
                     html: bool = False, signing: SigningKey | None = None,
-                    source_name: str | None = None) -> ReportResult:
+                    source_name: str | None = None,
+                    panel: Mapping[str, Any] | None = None) -> ReportResult:
     """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard
     (a scorecard.json dict given instead is written as it is, and read back for the page).
 
     The PDF attaches the evidence and its manifest (`evalkit.render.evidence`); with
-    `signing` it is signed (`evalkit.render.sign`) before anything is written.
+    `signing` it is signed (`evalkit.render.sign`) before anything is written. `panel` is
+    our own panel Q6 was judged beside, attached for `verify` (`OurPanel.to_panel`).
     """
     doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
     sc_bytes = scorecard_bytes(doc)
-    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name)
+    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel)
     evidence = {name: sha256(data) for name, data in files.files.items()}
     context = {**build_context(scorecard, run, evidence), **box_context(signing)}
     if files.records_note:  # page one says where the records live
@@ -471,4 +473,5 @@ def write_review(done: Review, out_pdf: Path, html: bool = False,
     """Write a review's PDF and FILE.json, attaching the inputs' bytes as they were read."""
     q = done.questionnaire
     return write_scorecard(done.card, done.run, (q.name, q.data) if q else None,
-                           out_pdf, html, signing, q.path.name if q else None)
+                           out_pdf, html, signing, q.path.name if q else None,
+                           done.panel.to_panel() if done.panel is not None else None)

@@ -69,6 +69,8 @@ class Review:
     #: the typed scorecard: what the renderer reads
     card: Scorecard
     tolerances: Tolerances
+    #: our own production panel Q6 was judged beside (the catalog's, found by the caller)
+    panel: OurPanel | None = None
 
     @property
     def scorecard(self) -> dict[str, Any]:
@@ -113,4 +115,4 @@ def review(run_dir: Path | None, questionnaire: Path | None,
     ours = panel(q.parsed) if panel is not None and q is not None else None
     card = build_card(q.parsed if q else None, run.summary if run else None, tol,
                       RunTarget.from_run(run.run) if run else None, ours)
-    return Review(run, q, card, tol)
+    return Review(run, q, card, tol, ours)

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import evalkit
 from evalkit.errors import EvalkitError, InputError, UsageError
@@ -33,6 +33,9 @@ from evalkit.provenance import current, provenance_findings, short
 from evalkit.review.recheck import Difference, Recheck, compare_tree, manifest_differences
 from evalkit.verify.document import Document, page_check, read_document
 from evalkit.verify.signature import SignatureReport, check_signatures, load_trust
+
+if TYPE_CHECKING:
+    from evalkit.review.panel import OurPanel
 
 #: the names a report attaches the questionnaire under (evalkit.review.pipeline)
 QUESTIONNAIRE_NAMES = ("questionnaire.yaml", "questionnaire.yml", "questionnaire.json")
@@ -262,9 +265,11 @@ def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
         q_path = tmp / (str(source) if safe else questionnaire)
         q_path.write_bytes(doc.files[questionnaire])
     tolerances = card.get("tolerances")
+    ours = _our_panel(doc, out)
     try:
         tol = tolerances_from_dict(tolerances if isinstance(tolerances, dict) else None)
-        done = review(None, q_path, tol, run=run)
+        done = review(None, q_path, tol, run=run,
+                      panel=None if ours is None else lambda _q: ours)
     except EvalkitError as exc:
         out.recheck.differences.append(Difference(
             "scorecard.json", what=f"cannot be judged again from its evidence: {exc}"))
@@ -275,6 +280,25 @@ def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
     out.recheck.differences += page.differences
     out.recheck.differences += provenance_differences(run_doc, manifest, doc)
     out.notes += provenance_notes(run_doc)
+
+
+def _our_panel(doc: Document, out: Verification) -> OurPanel | None:
+    """The panel Q6 was judged beside, as the document attaches it (None: it had none).
+
+    It is evidence like the run's summary: its digest is the manifest's, and Q6 is judged
+    again beside it. The catalog's samples it was pooled from are not in the document,
+    so the note says that much of Q6 rests on the catalog, not on the attachments."""
+    from evalkit.render.evidence import PANEL_FILE
+    from evalkit.review.panel import OurPanel
+
+    found = _json(doc, PANEL_FILE, out)
+    if found is None:
+        return None
+    panel = OurPanel.from_panel(found)
+    out.notes.append(f"Q6 was judged beside {panel.describe()}, attached as {PANEL_FILE} "
+                     "and judged again beside it; the catalog samples it was pooled from are "
+                     "not attached (`evalkit panel report` over that catalog rebuilds it)")
+    return panel
 
 
 #: every page's footer: "... · evalkit VERSION (DIGEST)"

@@ -138,6 +138,11 @@ def test_the_scorecard_sets_our_panel_beside_the_vendors(panel: Panel, tmp_path:
 
         text = " ".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
         assert "our own panel" in text
+        # the PDF carries the panel it was judged beside: it verifies on its own evidence
+        from evalkit.verify.check import verify_pdf
+
+        checked = verify_pdf(pdf)
+        assert checked.verified, [d.what for d in checked.differences]
 
 
 def test_without_samples_the_scorecard_says_how_to_start_a_panel(tmp_path: Path) -> None:

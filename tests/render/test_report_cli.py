@@ -83,11 +83,13 @@ class TestExitCodes:
         assert res.exit_code == 0, res.output
         assert "headline/panel p50 ≤ 10×" in _text(out)  # the tolerance used is printed
         reader = pypdf.PdfReader(out)
-        # claims-only: no run, no records; the manifest names what there is
-        assert sorted(reader.attachments) == ["manifest.json", "questionnaire.yaml",
-                                              "scorecard.json"]
+        # claims-only: no run, no records; the manifest names what there is (our own
+        # panel Q6 was judged beside, of no samples where no catalog is: verify needs it)
+        assert sorted(reader.attachments) == ["manifest.json", "our_panel.json",
+                                              "questionnaire.yaml", "scorecard.json"]
         manifest = json.loads(reader.attachments["manifest.json"][0])
-        assert sorted(manifest["files"]) == ["questionnaire.yaml", "scorecard.json"]
+        assert sorted(manifest["files"]) == ["our_panel.json", "questionnaire.yaml",
+                                             "scorecard.json"]
         assert manifest["records"] is None
         text = _text(out)
         assert "none: this is a claims-only review" in text

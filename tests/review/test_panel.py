@@ -93,3 +93,14 @@ def test_a_run_that_refutes_the_panel_is_not_outvoted_by_ours() -> None:
            "we measured at 16 streams" in j.reason
     assert "Against our own panel: the panel's median 500 tokens/s agrees with the 500 " \
            "tokens/s per stream (p50) of our own panel" in j.reason
+
+
+def test_our_panel_reads_back_from_what_the_report_attaches() -> None:
+    """`verify` judges Q6 beside the panel the PDF attaches (`to_panel`): what it reads
+    back must be the very panel the report judged beside, intervals and coverage too."""
+    ours = OurPanel("2026-11-17T00:00:00+00:00", "2026-11-24T00:00:00+00:00", 8, 6,
+                    Pct(41.5, 38.0, 30.25, 240, {"p50": (40.0, 43.0), "p99": (None, 33.5)}),
+                    Pct(0.21, 0.4, 0.9, 240, {"p90": (0.35, 0.45)}), (1, 4), 1, 2)
+    assert OurPanel.from_panel(ours.to_panel()) == ours
+    assert OurPanel.from_panel(OurPanel("a", "b", 0, 0, Pct(), Pct()).to_panel()) == \
+        OurPanel("a", "b", 0, 0, Pct(), Pct())

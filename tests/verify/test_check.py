@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from evalkit.cli import cli
 from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.verify.check import verify_pdf
-from tests.verify.conftest import PASS_ENV, PASSPHRASE, RUN_DIR, Keys, Scorecards
+from tests.verify.conftest import PASS_ENV, PASSPHRASE, ROOT, RUN_DIR, Keys, Scorecards
 from tests.verify.helpers import attachments, edit_records, replace_attachments
 
 PdfFile = Callable[..., Path]
@@ -259,3 +259,56 @@ def test_a_claims_only_scorecard_verifies(tmp_path: Path) -> None:
     doc = json.loads(res.output)
     assert (doc["verified"], doc["statuses"], doc["signed"]) == (True, 6, False)
     assert doc["figures"] > 10  # the vendor's claimed numbers, judged again
+
+
+class TestOurPanel:
+    """`evalkit report` judges Q6 beside our own panel from the catalog whenever the
+    questionnaire names its vendor (a catalog with no samples is a panel of none, and the
+    reason says so). Verify once judged Q6 again without it, so every such report failed
+    its own verification; the panel now travels in the PDF as our_panel.json."""
+
+    @pytest.fixture(scope="class")
+    def reported(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        tmp = tmp_path_factory.mktemp("panel")
+        pdf = tmp / "card.pdf"
+        res = CliRunner().invoke(cli, ["report", "--run", str(RUN_DIR), "--questionnaire",
+                                       str(ROOT / "questionnaires" / "forthright.yaml"),
+                                       "--out", str(pdf), "--catalog",
+                                       str(tmp / "none.sqlite")])
+        assert res.exit_code == 0, res.output
+        return pdf
+
+    def test_a_report_judged_beside_our_panel_verifies(self, reported: Path) -> None:
+        card = json.loads(reported.with_suffix(".json").read_text())
+        assert "Our own panel: the catalog holds no sample" in card["questions"]["Q6"][
+            "reason"]
+        panel = json.loads(attachments(reported.read_bytes())["our_panel.json"])
+        assert panel["samples"] == 0
+        res = _verify(reported)
+        assert res.exit_code == 0, res.output
+        assert VERIFIED.search(res.output), res.output
+        assert "Q6 was judged beside our own panel (0 of 0 samples pooled" in res.output
+        assert "attached as our_panel.json" in res.output
+
+    def test_without_the_attached_panel_q6_does_not_verify(self, reported: Path,
+                                                         pdf_file: PdfFile) -> None:
+        edited = replace_attachments(reported.read_bytes(), {"our_panel.json": None},
+                                     fix_manifest=True)
+        res = _verify(pdf_file(edited))
+        assert res.exit_code == 1, res.output
+        assert "questions.Q6.reason" in res.output
+
+    def test_a_panel_edited_to_agree_does_not_verify(self, reported: Path,
+                                                    pdf_file: PdfFile) -> None:
+        """Someone holding the PDF who swaps the panel for one that backs the vendor
+        (its digest fixed in the manifest too) changes what Q6 is judged beside: the
+        scorecard's reason no longer follows from it."""
+        files = attachments(reported.read_bytes())
+        panel = json.loads(files["our_panel.json"])
+        panel.update(samples=3, coverage={"pooled": 3, "invalid": 0, "gap_count": 0},
+                     stream_tokens_per_s={"p50": 80.0, "p90": 70.0, "p99": 60.0, "n": 90})
+        edited = replace_attachments(reported.read_bytes(), {
+            "our_panel.json": json.dumps(panel).encode()}, fix_manifest=True)
+        res = _verify(pdf_file(edited))
+        assert res.exit_code == 1, res.output
+        assert "questions.Q6" in res.output
