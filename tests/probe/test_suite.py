@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import math
 import os
 import random
 import signal
@@ -98,13 +99,24 @@ class TestFailureKinds:
         assert first["breaches"] == ["incomplete"] and first["failure_kind"] == "incomplete"
 
 
+def _exact_low(k: int, n: int) -> float:
+    """The Clopper-Pearson 95 % lower bound of k successes in n (bisection on the tail)."""
+    lo, hi = 0.0, k / n
+    for _ in range(60):
+        p = (lo + hi) / 2
+        tail = sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
+        lo, hi = (p, hi) if tail < 0.025 else (lo, p)
+    return lo
+
+
 class TestAchievedConcurrency:
     def test_workers_sitting_out_a_retry_after_leave_the_level_unjudged(
             self, reference: Any, tmp_path: Path) -> None:
         """Three requests held at once (admission_limit 3), Retry-After 3 s: at level 4 a
         refused worker sits out most of the level, so about 3 streams were in flight, not 4.
         A refusal or two in dozens is no confirmed breach, and 3 streams held say nothing
-        of 4 (measured: a mean of 2.9 in flight, 34 ok and 2 rejected)."""
+        of 4 (measured: a mean of 2.9 in flight, 34 ok and 2 rejected; a fresh clone's CI
+        once saw a third refusal, which is a confirmed breach, and said so)."""
         srv = reference("gpu", mode="thread", request_overhead_ms=5, admission_limit=3,
                         retry_after_s=3)
         res = run_probe(ProbeConfig(srv.base_url, srv.model, phases=("baseline", "ramp"),
@@ -124,9 +136,20 @@ class TestAchievedConcurrency:
         assert got["nominal"] == 4 and got["underloaded"] is True, got
         assert 2.0 < got["mean"] < 3.6 and got["min"] <= 3, got
         assert four["steady_state"]["max_inflight"] == 4  # the peak still reads 4
+        assert ramp["max_sustained_concurrency"] in (None, 1)
+        if four["status"] == "breached":
+            # a slow host moves the refused worker's returns against the level's end: a
+            # third refusal, or two in fewer requests, is a confirmed admission breach (the
+            # exact 95 % interval of the refused share lies above the 1 % limit), and a
+            # breach on an underloaded level stands. Only that breach, and only then.
+            k, n = len(rejected), sum(four["outcomes"].values())
+            assert four["breaches"] == ["admission"], four
+            assert _exact_low(k, n) > 0.01, (k, n)
+            assert ramp["first_degraded"] == "admission"
+            return
         assert four["status"] == "underloaded", four["status"]
         assert ramp["underloaded_levels"] == [4]
-        assert ramp["max_sustained_concurrency"] in (None, 1) and ramp["first_degraded"] is None
+        assert ramp["first_degraded"] is None
         assert "level 4 held a mean of" in ramp["note"], ramp["note"]
 
 
