@@ -89,17 +89,31 @@ def _units(sub: pd.DataFrame) -> tuple[int, int]:
     return begun, complete
 
 
-def _unit_tokens(sub: pd.DataFrame) -> dict[str, Any]:
-    """The complete units' prompt and output tokens, each unit summed over its turns, as
+def _unit_tokens(sub: pd.DataFrame) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The units' prompt and output tokens, each unit summed over its turns, as
     `token_sums` gives them for requests: what a price per token turns into a cost per
-    session or task, with its interval (`evalkit.review.cost.unit_cost`)."""
-    rows = []
+    session or task, with its interval (`evalkit.review.cost.unit_costs`).
+
+    Two sums: the complete units, and the failed ones (a turn or step not ok), whose
+    turns the vendor served, and billed, before the unit broke. A cost over complete units
+    alone is a survivor's: the buyer pays for the failed ones too. A unit cut short with
+    every turn ok (the level's time ran out) is in neither: it was not let finish."""
+    complete, failed = [], []
     for _, grp in sub.groupby("session", sort=False):
         planned = grp["planned_turns"].max()
-        if grp["ok"].all() and np.isfinite(planned) and len(grp) == int(planned):
-            rows.append((float(grp["prompt_tokens"].sum()), float(grp["output_tokens"].sum())))
-    units = pd.DataFrame(rows, columns=["prompt_tokens", "output_tokens"]).assign(ok=True)
-    return token_sums(units)
+        ok = bool(grp["ok"].all())
+        if ok and np.isfinite(planned) and len(grp) == int(planned):
+            complete.append((float(grp["prompt_tokens"].sum()),
+                             float(grp["output_tokens"].sum())))
+        elif not ok:  # what its records say was served: usage where a turn reported it
+            failed.append((float(np.nansum(grp["prompt_tokens"].to_numpy(np.float64))),
+                           float(np.nansum(grp["output_tokens"].to_numpy(np.float64)))))
+
+    def sums(rows: list[tuple[float, float]]) -> dict[str, Any]:
+        units = pd.DataFrame(rows, columns=["prompt_tokens", "output_tokens"]).assign(ok=True)
+        return token_sums(units)
+
+    return sums(complete), sums(failed)
 
 
 def _tasks(sub: pd.DataFrame) -> dict[str, Any]:
@@ -134,8 +148,8 @@ def _shape(sub: pd.DataFrame, chunks: pd.DataFrame, prefill: Mapping[str, Any] |
         "e2e_s": percentiles(ok["e2e_s"]),
         "stream_tokens_per_s": percentiles(ok["stream_tokens_per_s"]),
         "goodput": level_goodput(sub, chunks, _span(sub), **goodput),
-        "unit_tokens": _unit_tokens(sub),
     }
+    d["unit_tokens"], d["unit_tokens_failed"] = _unit_tokens(sub)
     if steps:
         d["steps"] = _turns(sub, "step", prefill)
         d["tasks"] = _tasks(sub)

@@ -96,11 +96,35 @@ def blended_rows(cost: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def workload_rows(cost: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What one unit (session, task, conversation) of the buyer's workload costs, per shape
+    and level: the mean over complete units, then with the failed units' spend carried,
+    since the buyer pays for the sessions that broke as well as for those that worked."""
+    out = []
+    for r in cost.get("workload") or []:
+        r = as_mapping(r)
+        n, k = r.get("units"), r.get("failed_units")
+        users = r.get("users")
+        label = (f"{clip(str(r.get('shape')), 60)} at {users} user"
+                 f"{'' if users == 1 else 's'}: one complete "
+                 f"unit (mean of {n})" + (" (client-bound level)" if r.get("client_bound")
+                                          else ""))
+        value = _amount(cost, r.get("per_unit"), r.get("per_unit_ci"))
+        if isinstance(k, int) and k > 0 and _num(r.get("per_unit_with_failed")) is not None:
+            whose = "failed unit's" if k == 1 else "failed units'"
+            value += (f"; {_amount(cost, r.get('per_unit_with_failed'))} with the {k} {whose} "
+                      f"served turns ({_amount(cost, r.get('spent_failed'))}) carried")
+        elif k is None:
+            value += " (failed units not summed: an older summary)"
+        out.append((label, value))
+    return out
+
+
 def cost_context(cost: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
     """Everything the "What it costs" section shows."""
     table = as_mapping(cost.get("blended"))
     return {"basis": clip(cost.get("basis") or "", 600), "rows": cost_rows(cost, labels),
             "at_slo": slo_rows(cost, labels) if _num(cost.get("per_session")) is not None
             else [],
-            "blended": blended_rows(cost),
+            "blended": blended_rows(cost), "workload": workload_rows(cost),
             "blended_basis": clip(table.get("separate_basis") or "", 300)}

@@ -110,7 +110,13 @@ def mean_cost(t: TokenSums, a: float, b: float) -> tuple[float, Interval]:
 def unit_costs(workload: Mapping[str, Any] | None, p: Prices) -> list[dict[str, Any]]:
     """What one session, agent task or conversation of the buyer's workload costs, per
     level and shape: the mean over its complete units (each summed over its turns), with
-    the interval; none for a GPU-hour price (a session holds no GPU to itself)."""
+    the interval; none for a GPU-hour price (a session holds no GPU to itself).
+
+    The mean over complete units is a survivor's: a unit that failed half-way was served,
+    and billed, up to its failure. So each row also gives the failed units, what their
+    served turns cost (`spent_failed`), and the cost per complete unit with that spend
+    carried (`per_unit_with_failed`): what the buyer pays for each session that worked.
+    A summary written before failed units were summed gives None for all three."""
     a, b = p.input_per_token, p.output_per_token
     out: list[dict[str, Any]] = []
     if a is None or b is None:
@@ -123,10 +129,16 @@ def unit_costs(workload: Mapping[str, Any] | None, p: Prices) -> list[dict[str, 
             if t is None or t.requests < 1:
                 continue
             mean, ci = mean_cost(t, a, b)
+            f = read_token_sums(as_mapping(shape).get("unit_tokens_failed"))
+            spent = a * f.input + b * f.output if f is not None else None
             out.append({"users": lv.get("users"), "shape": str(name),
                         "units": t.requests, "per_unit": mean, "per_unit_ci": ci,
                         "input_tokens_per_unit": t.input / t.requests,
                         "output_tokens_per_unit": t.output / t.requests,
+                        "failed_units": f.requests if f is not None else None,
+                        "spent_failed": spent,
+                        "per_unit_with_failed": (mean + spent / t.requests
+                                                 if spent is not None else None),
                         "client_bound": bool(lv.get("client_bound"))})
     return out
 

@@ -50,6 +50,11 @@ def test_units_complete_and_cut_short() -> None:
     # the units' tokens: only the complete one, summed over its turns
     assert sh["unit_tokens"]["requests"] == 1 and sh["unit_tokens"]["input"] == 600
     assert sh["unit_tokens"]["output"] == 15
+    # the failed unit's served turn is summed apart (its failed turn reported no usage);
+    # the unit cut short with every turn ok is in neither sum
+    failed_units = sh["unit_tokens_failed"]
+    assert failed_units["requests"] == 1
+    assert (failed_units["input"], failed_units["output"]) == (100, 5)
     # a failure is in goodput's denominator
     assert sh["goodput"]["interactive_chat"]["requests"] == 6
     assert sh["goodput"]["interactive_chat"]["met"] == 5

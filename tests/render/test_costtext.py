@@ -67,3 +67,23 @@ def test_the_chart_draws_each_slo_and_its_highest_level() -> None:
     # live suggestions has no level within it: no vertical for it
     assert "highest level within the live suggestions SLO" not in svg
     assert cost_vs_concurrency({"levels": []}, LABELS) is None
+
+
+def test_a_workload_session_shows_its_cost_with_its_failures_carried() -> None:
+    rows = [{"users": 4, "shape": "chat", "units": 2, "per_unit": 2e-5,
+             "per_unit_ci": [1.8e-5, 2.2e-5], "failed_units": 1, "spent_failed": 6e-6,
+             "per_unit_with_failed": 2.3e-5, "client_bound": False},
+            {"users": 8, "shape": "coder\u202e", "units": 3, "per_unit": 4e-5,
+             "per_unit_ci": None, "failed_units": 0, "spent_failed": 0.0,
+             "per_unit_with_failed": 4e-5, "client_bound": True},
+            {"users": 8, "shape": "old", "units": 3, "per_unit": 4e-5, "per_unit_ci": None,
+             "failed_units": None, "spent_failed": None, "per_unit_with_failed": None}]
+    got = dict(cost_context(_cost(workload=rows), LABELS)["workload"])
+    assert got["chat at 4 users: one complete unit (mean of 2)"] == (
+        "0.0000200 USD [95 %: 0.0000180–0.0000220]; 0.0000230 USD with the 1 failed unit's "
+        "served turns (0.00000600 USD) carried")
+    bound = next(v for k, v in got.items() if k.startswith("coder"))
+    assert bound == "0.0000400 USD"  # no failed unit: nothing to carry
+    assert any("[U+202E]" in k and k.endswith("(client-bound level)") for k in got)
+    assert got["old at 8 users: one complete unit (mean of 3)"].endswith(
+        "(failed units not summed: an older summary)")

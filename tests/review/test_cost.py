@@ -205,3 +205,32 @@ class TestAgainstTruth:
         assert cost["per_million_output_tokens"] == pytest.approx(spent / out_tokens, rel=0.01)
         assert cost["per_session"] == pytest.approx(spent / len(ok) / 1e6, rel=0.01)
         assert 0 < cost["prefill_share"] < 1
+
+
+def test_a_session_costs_its_survivors_and_then_its_failures_too() -> None:
+    """Two complete sessions (600 in, 15 out; 200 in, 5 out) and one that failed after
+    serving 100 in, 5 out, at 0.05 / 0.20 per million: per complete session the mean of
+    the two, and with the failed one's spend carried, that plus its cost over two."""
+    import pandas as pd
+
+    from evalkit.analysis.stats import token_sums
+    from evalkit.review.cost import Prices, unit_costs
+
+    def sums(rows: list[tuple[int, int]]) -> dict[str, Any]:
+        return token_sums(pd.DataFrame(rows, columns=["prompt_tokens", "output_tokens"])
+                          .assign(ok=True))
+
+    shape = {"unit_tokens": sums([(600, 15), (200, 5)]),
+             "unit_tokens_failed": sums([(100, 5)])}
+    prices = Prices("separate", input_per_token=0.05e-6, output_per_token=0.20e-6)
+    (row,) = unit_costs({"levels": [{"users": 4, "shapes": {"chat": shape}}]}, prices)
+    one, two, broke = ((600 * 0.05 + 15 * 0.20) / 1e6, (200 * 0.05 + 5 * 0.20) / 1e6,
+                       (100 * 0.05 + 5 * 0.20) / 1e6)
+    assert row["units"] == 2 and row["failed_units"] == 1
+    assert row["per_unit"] == pytest.approx((one + two) / 2, rel=1e-12)
+    assert row["spent_failed"] == pytest.approx(broke, rel=1e-12)
+    assert row["per_unit_with_failed"] == pytest.approx((one + two + broke) / 2, rel=1e-12)
+    # a summary from before failed units were summed: no figure, not a zero
+    del shape["unit_tokens_failed"]
+    (old,) = unit_costs({"levels": [{"users": 4, "shapes": {"chat": shape}}]}, prices)
+    assert old["failed_units"] is None and old["per_unit_with_failed"] is None
