@@ -23,11 +23,14 @@ framing, SSE, JSON, stamping, record building, tokenizer, event loop, bookkeepin
 CPU measured per chunk.
 
 Run: `.venv/bin/python bench/bench_hotpath.py [levels] [rounds] [tokens] [runs]
-[--where shared|nice] [--loop asyncio|uvloop] [--profile]`, default `256 3 64,16 3 --where
-shared`. Figures depend on the machine and on what else runs on it: each run's load
-average is printed. Each run also says how many of the streams the server saw (its truth
-log) joined to an ok record: every request kept, or not. `--loop uvloop` runs the client
-on uvloop (`pip install uvloop`; not a dependency, docs/benchmarks.md says why).
+[--where shared|nice] [--loop asyncio|uvloop] [--read pumped|by-read|h11] [--profile]`,
+default `256 3 64,16 3 --where shared`. `--read` says how a body is read: pumped in the
+socket's reader callback (the prober's own way), read by read through `body_parts`, or
+framed by h11, to compare them. Figures depend on the machine and on what else runs on
+it: each run's load average is printed. Each run also says how many of the streams the
+server saw (its truth log) joined to an ok record: every request kept, or not. `--loop
+uvloop` runs the client on uvloop (`pip install uvloop`; not a dependency,
+docs/benchmarks.md says why).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from typing import Any
 from bench_send import SERVER, place  # this folder: run as bench/bench_*.py
 from truth import announce, arguments, joined
 
+from evalkit.probe import chunked
 from evalkit.probe.load import closed_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import synthetic
@@ -223,12 +227,17 @@ def main(argv: list[str]) -> int:
     if "--loop" in argv:
         at = argv.index("--loop")
         loop, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+    read = "pumped"
+    if "--read" in argv:  # how a body is read, to compare: pumped (the default),
+        at = argv.index("--read")  # read by read (`body_parts`), or framed by h11
+        read, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+        chunked.PUMP, chunked.DIRECT = read == "pumped", read != "h11"
     levels, (rounds_s, tokens_s, runs_s) = arguments(argv, "256 3 64,16 3")
     rounds, runs = int(rounds_s), int(runs_s)
     lengths = [int(t) for t in tokens_s.split(",")]
     announce(f"TTFT ~200 ms, 20 ms a token, {tokens_s} tokens; closed loop, {rounds} "
              f"requests per stream, {runs} runs per length, server placed: {where}, "
-             f"client loop: {loop}"
+             f"client loop: {loop}, body read: {read}"
              + ("; sampled by py-spy" if profiled else ""))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

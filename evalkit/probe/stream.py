@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 
 from evalkit.probe.api import NAME_MAX, NORMAL_FINISHES, Adapter, Delta, get_adapter
-from evalkit.probe.chunked import body_parts
+from evalkit.probe.chunked import read_body
 from evalkit.probe.loopmonitor import Ring, _pct
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.replies import error_message, retry_after
@@ -277,17 +277,19 @@ class Prober:
             return
         parser = SSEParser()
         parse = self.adapter.parse
-        perf = time.perf_counter_ns
-        net = response.extensions.get("network_stream")
         pending: int | None = None  # stamp of the last content chunk, until the next event
-        async for raw in body_parts(response):  # chunked: unframed here, not by h11
-            # when the bytes arrived: the socket read's stamp, else now (before any parsing)
-            now = getattr(net, "last_arrival_ns", None) or perf()
+
+        def on_piece(raw: bytes, now: int, late: int | None) -> bool:
+            """One piece of the body, `now` its socket read's stamp (taken before any
+            parsing); `late`: how long after the kernel had it we read it (None: unknown).
+            Called in the socket's reader callback on a kernel-stamped connection
+            (`chunked.read_body`): it must not raise, and returns False to stop."""
+            nonlocal pending
             try:
                 events = parser.feed(raw)
             except SSETooLarge as exc:
                 st.protocol_error = str(exc)
-                return
+                return False
             for event in events:
                 try:
                     delta = parse(event.data)
@@ -321,7 +323,6 @@ class Prober:
                         # kernel had it: the first carries the second's stamp. (Read
                         # promptly, the server wrote them together: llama.cpp does now and
                         # then; not ours.)
-                        late = getattr(net, "last_read_delay_ns", None)
                         self.coalesced_chunks += pending == now and (
                             late is None or late > LATE_READ_NS)
                         pending = now
@@ -343,6 +344,9 @@ class Prober:
                     st.usage_pt = delta.usage_prompt_tokens
                 if delta.usage_cached_tokens is not None:
                     st.usage_cached = delta.usage_cached_tokens
+            return True
+
+        await read_body(response, on_piece)  # chunked: unframed there, not by h11
         st.cut_event = parser.pending
         st.comments = parser.comments
         st.crlf = parser.saw_cr

@@ -24,10 +24,11 @@ import h11
 import pytest
 
 from evalkit.probe import chunked
-from evalkit.probe.chunked import MAX_SIZE_LINE, ChunkedDecoder
+from evalkit.probe.chunked import MAX_SIZE_LINE, ChunkedDecoder, read_body
+from evalkit.probe.kernel_stream import KernelStampedStream
 from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.target import Target, make_client
 from evalkit.records import RequestRecord
 
 
@@ -162,10 +163,11 @@ HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding
 
 
 def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True,
-             timeout_s: float = 5) -> tuple[list[RequestRecord], _Raw]:
-    """n requests one after another on one prober (one connection if it is reused)."""
+             timeout_s: float = 5, pump: bool = True) -> tuple[list[RequestRecord], _Raw]:
+    """n requests one after another on one prober (one connection if it is reused);
+    `pump` False reads a direct body read by read (`body_parts`), not pumped."""
     server = _Raw(pieces)
-    chunked.DIRECT = direct
+    chunked.DIRECT, chunked.PUMP = direct, pump
 
     async def go() -> list[RequestRecord]:
         target = Target(server.base_url, "m", timeout_s=timeout_s)
@@ -175,8 +177,24 @@ def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True
     try:
         return asyncio.run(go()), server
     finally:
-        chunked.DIRECT = True
+        chunked.DIRECT = chunked.PUMP = True
         server.close()
+
+
+@pytest.fixture
+def pumped() -> Iterator[list[int]]:
+    """How many bodies were pumped in the reader callback (`KernelStampedStream.pump`)."""
+    seen: list[int] = []
+    original = KernelStampedStream.pump
+
+    async def counting(self: KernelStampedStream, *args: Any, **kwargs: Any) -> None:
+        seen.append(1)
+        await original(self, *args, **kwargs)
+    KernelStampedStream.pump = counting  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        KernelStampedStream.pump = original  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -212,16 +230,34 @@ AWKWARD = [HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n", b"%x" % len(BODY
 
 class TestOverRealSockets:
     def test_a_well_framed_stream_is_read_here_and_its_connection_reused(
-            self, h11_frames: list[int]) -> None:
+            self, h11_frames: list[int], pumped: list[int]) -> None:
         recs, server = _records(AWKWARD)
         assert [r.outcome for r in recs] == ["ok", "ok"]
         assert [len(r.chunks) for r in recs] == [3, 3] and recs[0].finish_reason == "stop"
         assert (server.connections, server.requests) == (1, 2)  # kept alive, reused
         assert h11_frames == []  # no chunk framed by h11
+        assert len(pumped) == 2  # each body pumped in the reader callback
+        iterated, again = _records(AWKWARD, pump=False)
+        assert len(pumped) == 2 and again.connections == 1
         slow, _ = _records(AWKWARD, direct=False)
         assert h11_frames  # the switch does send it through h11
-        for a, b in zip(recs, slow, strict=True):
+        for a, b, c in zip(recs, iterated, slow, strict=True):
             _same(a, b)
+            _same(a, c)
+
+    def test_a_pumped_body_is_stamped_by_the_kernel_in_order(self) -> None:
+        """Pumped, every chunk's time is its read's kernel stamp: the server's pauses
+        between pieces show in the gaps, in order, and the record's first chunk is
+        after the send."""
+        wire = _framed(*BODY)
+        pieces: list[bytes | float | None] = [HEAD + wire[:len(wire) // 3], 0.1,
+                                              wire[len(wire) // 3:2 * len(wire) // 3], 0.1,
+                                              wire[2 * len(wire) // 3:]]
+        recs, _ = _records(pieces, n=1)
+        times = [t for t, _ in recs[0].chunks]
+        assert recs[0].outcome == "ok" and len(times) == 3, recs[0].error
+        assert times[0] > 0 and times == sorted(times)
+        assert times[-1] - times[0] >= 0.1  # at least one pause of 0.1 s lies between
 
     def test_trailers_are_h11s_to_read_and_the_connection_is_reused(self) -> None:
         recs, server = _records([HEAD + _framed(*BODY, trailer=b"x-usage: 3\r\n")])
@@ -251,12 +287,17 @@ class TestOverRealSockets:
             assert re.search(why, rec.error), rec.error
         assert server.connections == 2  # never reused half-read
         slow, _ = _records(pieces, direct=False)
-        for a, b in zip(recs, slow, strict=True):
+        iterated, again = _records(pieces, pump=False)
+        assert again.connections == 2
+        for a, b, c in zip(recs, slow, iterated, strict=True):
             _same(a, b)
+            _same(a, c)
 
-    def test_a_silent_server_mid_body_is_a_read_timeout(self) -> None:
+    @pytest.mark.parametrize("pump", [True, False], ids=["pumped", "read-by-read"])
+    def test_a_silent_server_mid_body_is_a_read_timeout(self, pump: bool) -> None:
         # one chunk, then nothing (the connection held open): no bytes for timeout_s
         server = _Raw([HEAD + b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n"])
+        chunked.PUMP = pump
 
         async def go() -> RequestRecord:
             target = Target(server.base_url, "m", timeout_s=1)
@@ -265,11 +306,13 @@ class TestOverRealSockets:
         try:
             rec = asyncio.run(go())
         finally:
+            chunked.PUMP = True
             server.close()
         assert rec.outcome == "timeout" and len(rec.chunks) == 1
         assert rec.error is not None and "ReadTimeout" in rec.error
 
-    def test_gaps_shorter_than_the_read_timeout_never_time_out(self) -> None:
+    @pytest.mark.parametrize("pump", [True, False], ids=["pumped", "read-by-read"])
+    def test_gaps_shorter_than_the_read_timeout_never_time_out(self, pump: bool) -> None:
         """Each wait has its own deadline: the one read timer of a connection, armed by
         an earlier wait, fires inside a later one and must re-arm, not time it out."""
         wire = _framed(*BODY)
@@ -279,5 +322,29 @@ class TestOverRealSockets:
         pieces: list[bytes | float | None] = []
         for a, b in itertools.pairwise(cuts):
             pieces += [whole[a:b], 0.45]
-        recs, _ = _records(pieces, n=1, timeout_s=1.0)  # 1.8 s, no gap of 1 s
+        recs, _ = _records(pieces, n=1, timeout_s=1.0, pump=pump)  # 1.8 s, no gap of 1 s
         assert recs[0].outcome == "ok" and len(recs[0].chunks) == 3, recs[0].error
+
+
+def test_a_fault_in_the_pumped_callback_is_raised_in_the_task_not_lost() -> None:
+    """`on_piece` runs in the event loop's reader callback when pumped: what it raises
+    must come out of `read_body` at once, not vanish into the loop's error log while the
+    task waits for its read timeout."""
+    # the head alone first: the chunk then comes in a read of its own, in the callback
+    server = _Raw([HEAD, 0.05, b"%x\r\n" % len(BODY[0]) + BODY[0] + b"\r\n"])
+
+    def boom(raw: bytes, at: int, late: int | None) -> bool:
+        raise RuntimeError("a bug in the chunk handler")
+
+    async def go() -> float:
+        client = make_client(Target(server.base_url, "m", timeout_s=30), max_connections=1)
+        async with client, client.stream("POST", "/chat/completions",
+                                         content=b"{}") as response:
+            began = time.perf_counter()
+            with pytest.raises(RuntimeError, match="a bug in the chunk handler"):
+                await read_body(response, boom)
+            return time.perf_counter() - began
+    try:
+        assert asyncio.run(go()) < 5  # not the 30 s read timeout
+    finally:
+        server.close()
