@@ -353,16 +353,27 @@ class TestSendLagCheck:
 
 
 def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
-    """to_json reads fields one by one; the line is what dataclasses.asdict gave."""
+    """to_json reads fields one by one and writes chunk times with %.7f; the line reads
+    back as what dataclasses.asdict and round(t, 7) gave, key for key, in order."""
+    times = [0.123456789, 0.2, 0.00000005, 0.00000015, 1.99999995, 12.3456785, 7e-8,
+             3600.0000001, 0.0, 1e-12]
+    rng = random.Random(7)
+    times += [rng.uniform(0, 600) for _ in range(5000)]
     rec = RequestRecord(id="a", phase="ramp", level=4, outcome="ok", t0_s=1.5,
-                        chunks=[(0.123456789, 2), (0.2, 1)], sent_s=0.0, send_lag_s=0.001,
-                        connect_s=None, label="l")
+                        chunks=[(t, i % 3 + 1) for i, t in enumerate(times)], sent_s=0.0,
+                        send_lag_s=0.001, connect_s=None, label="l", error='a "quoted" one')
     d = asdict(rec)
     d["chunks"] = [[round(t, 7), n] for t, n in rec.chunks]
     del d["rate_limit_headers"]  # left out when the response sent none
     for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens"):
         del d[key]  # left out of a request that belongs to no workload shape
-    assert rec.to_json() == json.dumps(d, separators=(",", ":"))
+    line = rec.to_json()
+    assert "\n" not in line and " " not in line.replace('a \\"quoted\\" one', "")
+    back = json.loads(line)
+    assert back == json.loads(json.dumps(d)) and list(back) == list(d)
+    assert [t for t, _ in back["chunks"]] == [round(t, 7) for t in times]  # bit for bit
+    empty = RequestRecord(id="e", phase="ramp", level=1, outcome="error", t0_s=0.0)
+    assert json.loads(empty.to_json())["chunks"] == []
     # a workload turn keeps them, in the dataclass's order
     turn = RequestRecord(id="t", phase="workload", level=1, outcome="ok", t0_s=0.0,
                          shape="chat", session="s1", turn=2, planned_turns=3,
@@ -371,5 +382,6 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     assert (line["shape"], line["session"], line["turn"], line["planned_turns"],
             line["cached_prompt_tokens"]) == ("chat", "s1", 2, 3, 64)
     assert "step" not in line and RequestRecord.from_dict(line) == turn
-    assert RequestRecord.from_dict(json.loads(rec.to_json())) == rec.__class__(
-        **{**asdict(rec), "chunks": [(0.1234568, 2), (0.2, 1)]})
+    assert RequestRecord.from_dict(back) == rec.__class__(
+        **{**asdict(rec), "chunks": [(round(t, 7), n) for t, n in rec.chunks]})
+    assert back["chunks"][:2] == [[0.1234568, 1], [0.2, 2]]
