@@ -41,7 +41,9 @@ class Delta:
     finish_reason: str | None = None
     usage_completion_tokens: int | None = None
     usage_prompt_tokens: int | None = None
-    #: usage `prompt_tokens_details.cached_tokens`: the prompt tokens its prefix cache served
+    #: the prompt tokens the vendor says its prefix cache served (chat's usage
+    #: `prompt_tokens_details.cached_tokens`, the Responses API's `input_tokens_details`,
+    #: Anthropic's `cache_read_input_tokens`)
     usage_cached_tokens: int | None = None
     error: str | None = None
     role_only: bool = False
@@ -117,12 +119,19 @@ def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
     return _int(usage.get("completion_tokens")), _int(usage.get("prompt_tokens"))
 
 
-def _cached(obj: dict[str, Any], prompt_tokens: int | None) -> int | None:
-    """OpenAI's usage `prompt_tokens_details.cached_tokens`, where a vendor reports it (one
-    above its own `prompt_tokens` is no count of them: None, never shown as served)."""
+def _cached(obj: dict[str, Any], prompt_tokens: int | None,
+            details_key: str = "prompt_tokens_details") -> int | None:
+    """OpenAI's usage `prompt_tokens_details.cached_tokens` (the Responses API's
+    `input_tokens_details`), where a vendor reports it."""
     usage = obj.get("usage")
-    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    n = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+    details = usage.get(details_key) if isinstance(usage, dict) else None
+    return _served(_int(details.get("cached_tokens")) if isinstance(details, dict) else None,
+                   prompt_tokens)
+
+
+def _served(n: int | None, prompt_tokens: int | None) -> int | None:
+    """A cached-token count, if it can be one: a count above the vendor's own prompt
+    tokens is no count of them (None, never shown as served)."""
     return n if n is not None and prompt_tokens is not None and n <= prompt_tokens else None
 
 
@@ -333,7 +342,7 @@ class AnthropicMessages:
         tool-call delta in OpenAI chat, they are not content.
       - `message_start` is the role chunk (`role_only`); its `usage.output_tokens` is a
         placeholder and is ignored; its input tokens (plus cache reads and writes) are the
-        prompt tokens.
+        prompt tokens, and its `cache_read_input_tokens` those the prefix cache served.
       - `message_delta`: `stop_reason` → finish_reason, `usage.output_tokens` → usage.
       - `message_stop` → `done`, and it is the required end event: a stream cut after
         `message_delta` but before `message_stop` is incomplete.
@@ -385,14 +394,20 @@ class AnthropicMessages:
         if kind == "message_start":
             message = _dict(obj.get("message"))
             usage = _dict(message.get("usage"))
-            return Delta(role_only=True, usage_prompt_tokens=_input_tokens(usage),
+            pt = _input_tokens(usage)
+            return Delta(role_only=True, usage_prompt_tokens=pt,
+                         usage_cached_tokens=_served(_int(usage.get("cache_read_input_tokens")),
+                                                     pt),
                          model=_name(message.get("model")))
         if kind == "message_delta":
             usage = _dict(obj.get("usage"))
             stop = _dict(obj.get("delta")).get("stop_reason")
+            pt = _input_tokens(usage)
             return Delta(finish_reason=stop if isinstance(stop, str) else None,
                          usage_completion_tokens=_int(usage.get("output_tokens")),
-                         usage_prompt_tokens=_input_tokens(usage))
+                         usage_prompt_tokens=pt,
+                         usage_cached_tokens=_served(_int(usage.get("cache_read_input_tokens")),
+                                                     pt))
         if kind == "message_stop":
             return DONE
         if kind == "error" or "error" in obj:
@@ -432,7 +447,8 @@ class OpenAIResponses:
         content.
       - `response.completed` and `response.incomplete` end the stream: `done`, with the
         response's `usage.output_tokens` (reasoning tokens included, as completion_tokens)
-        and `input_tokens`, and finish_reason `completed` or the incomplete reason (such as
+        and `input_tokens` (`input_tokens_details.cached_tokens`: served by the prefix
+        cache), and finish_reason `completed` or the incomplete reason (such as
         `max_output_tokens`, OpenAI chat's `length`). A stream without either is incomplete.
       - `response.failed` and `error` → error (outcome error).
     """
@@ -471,9 +487,11 @@ class OpenAIResponses:
             usage = _dict(response.get("usage"))
             reason = (_str(_dict(response.get("incomplete_details")).get("reason"))
                       or _str(response.get("status")) or kind.split(".")[1])
+            pt = _int(usage.get("input_tokens"))
             return Delta(done=True, finish_reason=reason,
                          usage_completion_tokens=_int(usage.get("output_tokens")),
-                         usage_prompt_tokens=_int(usage.get("input_tokens")))
+                         usage_prompt_tokens=pt,
+                         usage_cached_tokens=_cached(response, pt, "input_tokens_details"))
         if kind == "response.failed":
             return Delta(error=_error_text(_dict(obj.get("response"))) or "response.failed")
         if kind == "error":

@@ -27,17 +27,26 @@ def _frame(event: str, data: dict[str, Any], nl: bytes) -> bytes:
 class AnthropicFraming:
     """`message_start`, content blocks (thinking, then text), `message_delta`, `message_stop`."""
 
-    def __init__(self, rid: str, prompt_tokens: int, nl: bytes, model: str = MODEL) -> None:
+    def __init__(self, rid: str, prompt_tokens: int, nl: bytes, model: str = MODEL,
+                 cached_tokens: int | None = None) -> None:
         self.rid, self.prompt_tokens, self.nl, self.model = rid, prompt_tokens, nl, model
+        #: prompt tokens its prefix cache served (None: no cache): Anthropic's usage then
+        #: splits them off `input_tokens` as `cache_read_input_tokens`
+        self.cached_tokens = cached_tokens
         self.index = -1
         self.block: str | None = None  # "thinking" | "text" while a block is open
 
     def start(self) -> bytes:
         """`message_start`: the message with empty content; output_tokens a placeholder."""
+        usage: dict[str, Any] = {"input_tokens": self.prompt_tokens, "output_tokens": 1}
+        if self.cached_tokens is not None:
+            usage.update(input_tokens=self.prompt_tokens - self.cached_tokens,
+                         cache_creation_input_tokens=0,
+                         cache_read_input_tokens=self.cached_tokens)
         return _frame("message_start", {"type": "message_start", "message": {
             "id": f"msg_{self.rid}", "type": "message", "role": "assistant", "content": [],
             "model": self.model, "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": self.prompt_tokens, "output_tokens": 1}}}, self.nl)
+            "usage": usage}}, self.nl)
 
     def _close(self) -> bytes:
         if self.block is None:
@@ -101,9 +110,11 @@ class ResponsesFraming:
     or `response.incomplete`; every event numbered (`sequence_number`)."""
 
     def __init__(self, rid: str, prompt_tokens: int, created: int, nl: bytes,
-                 model: str = MODEL) -> None:
+                 model: str = MODEL, cached_tokens: int | None = None) -> None:
         self.rid, self.prompt_tokens, self.created, self.nl = rid, prompt_tokens, created, nl
         self.model = model
+        #: prompt tokens its prefix cache served (None: no cache, no such field)
+        self.cached_tokens = cached_tokens
         self.seq = 0
         self.output = -1
         self.item: str | None = None  # "reasoning" | "message" while an item is open
@@ -166,6 +177,8 @@ class ResponsesFraming:
             "input_tokens": self.prompt_tokens, "output_tokens": output_tokens,
             "total_tokens": self.prompt_tokens + output_tokens,
             "output_tokens_details": {"reasoning_tokens": reasoning_tokens}}
+        if usage is not None and self.cached_tokens is not None:
+            usage["input_tokens_details"] = {"cached_tokens": self.cached_tokens}
         if finish == "length":
             last = self._ev("response.incomplete", response=self._response(
                 "incomplete", incomplete_details={"reason": "max_output_tokens"},

@@ -65,9 +65,9 @@ class Writer:
             job.prompt_tokens)
         #: the frames of Anthropic Messages or OpenAI Responses (None: OpenAI chat/completions)
         self.wire: Framing | None = (
-            AnthropicFraming(rid, self.prompt_billed, self.nl, model)
+            AnthropicFraming(rid, self.prompt_billed, self.nl, model, cached_tokens)
             if job.api == "messages" else
-            ResponsesFraming(rid, self.prompt_billed, created, self.nl, model)
+            ResponsesFraming(rid, self.prompt_billed, created, self.nl, model, cached_tokens)
             if job.api == "responses" else None)
         #: what the response's `model` and `system_fingerprint` fields said (the newer
         #: APIs have no fingerprint)

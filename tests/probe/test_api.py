@@ -96,6 +96,30 @@ class TestOverHTTP:
         assert rec.outcome == "ok" and rec.output_tokens_estimated and rec.output_tokens == 8
 
 
+    @pytest.mark.parametrize("api", ["openai-chat", *NEW_APIS])
+    def test_cached_prompt_tokens_are_what_the_cache_served(self, reference: Any,
+                                                           api: str) -> None:
+        """Each API reports its prefix cache in its own words (chat's
+        prompt_tokens_details, Anthropic's cache_read_input_tokens split off input_tokens,
+        the Responses API's input_tokens_details): a prompt sent again reads back the
+        count the server's truth line says its cache served, and the whole prompt still
+        counts as prompt tokens."""
+        srv = reference("gpu", prefix_cache=True, decode_base_ms=2)
+
+        async def run() -> list[RequestRecord]:
+            t = Target(srv.base_url, srv.model, tag_requests=True,
+                       api=api, secret="sk-evalkit-test-key")
+            async with Prober(t, time.perf_counter_ns(), "c") as prober:
+                return [await prober.stream(synthetic(200, 4, f"same-{api}"), "baseline", 1)
+                        for _ in range(2)]
+        recs = asyncio.run(run())
+        truth = {t["request_id"]: t for t in srv.truth()}
+        served = [truth[r.id]["cached_prompt_tokens"] for r in recs]
+        assert served[0] == 0 and served[1] > 100, served  # premise: the repeat is cached
+        assert [r.cached_prompt_tokens for r in recs] == served
+        assert [r.prompt_tokens for r in recs] == [truth[r.id]["prompt_tokens"] for r in recs]
+
+
 class TestAuth:
     def test_anthropic_sends_x_api_key_and_its_version(self, reference: Any) -> None:
         srv = reference("gpu", mode="thread")

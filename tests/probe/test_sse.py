@@ -363,6 +363,16 @@ class TestAnthropicAndResponsesParsing:
                        '"usage":{"input_tokens":10,"output_tokens":25}}}')
         assert done.done and done.finish_reason == "completed"
         assert (done.usage_completion_tokens, done.usage_prompt_tokens) == (25, 10)
+        assert done.usage_cached_tokens is None  # no details: no cache reported
+        for cached, kept in (("4", 4), ("10", 10), ("11", None), ("-1", None), ("true", None)):
+            got = r.parse('{"type":"response.completed","response":{"status":"completed",'
+                          '"usage":{"input_tokens":10,"output_tokens":25,'
+                          '"input_tokens_details":{"cached_tokens":' + cached + "}}}}")
+            assert got.usage_cached_tokens == kept, cached
+        # chat's own field name is not the Responses API's
+        assert r.parse('{"type":"response.completed","response":{"status":"completed",'
+                       '"usage":{"input_tokens":10,"output_tokens":25,'
+                       '"prompt_tokens_details":{"cached_tokens":4}}}}').usage_cached_tokens is None
         cut = r.parse('{"type":"response.incomplete","response":{"status":"incomplete",'
                       '"incomplete_details":{"reason":"max_output_tokens"}}}')
         assert cut.done and cut.finish_reason == "max_output_tokens"
@@ -396,7 +406,16 @@ class TestAnthropicAndResponsesParsing:
                        '"delta":{"type":"text_delta","text":5}}') == Delta()
         start = a.parse('{"type":"message_start","message":{"usage":{"input_tokens":20,'
                         '"cache_creation_input_tokens":7,"cache_read_input_tokens":3}}}')
-        assert start == Delta(role_only=True, usage_prompt_tokens=30)
+        assert start == Delta(role_only=True, usage_prompt_tokens=30, usage_cached_tokens=3)
+        for read in ("true", '"3"', "-1", "3.5"):  # no count: none served
+            assert a.parse('{"type":"message_start","message":{"usage":{"input_tokens":20,'
+                           '"cache_read_input_tokens":' + read + "}}}").usage_cached_tokens is None
+        # a read with no input_tokens is no prompt count to hold it against
+        assert a.parse('{"type":"message_start","message":{"usage":'
+                       '{"cache_read_input_tokens":3}}}').usage_cached_tokens is None
+        late = a.parse('{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":'
+                       '{"output_tokens":2,"input_tokens":4,"cache_read_input_tokens":8}}')
+        assert (late.usage_prompt_tokens, late.usage_cached_tokens) == (12, 8)
         for usage in ('{"cache_read_input_tokens":3}', '{"input_tokens":true}',
                       '{"input_tokens":"20"}'):
             assert a.parse('{"type":"message_start","message":{"usage":' + usage
