@@ -11,6 +11,7 @@ one is closed), and h11 must frame no chunk when the direct reader is on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import re
@@ -348,3 +349,44 @@ def test_a_fault_in_the_pumped_callback_is_raised_in_the_task_not_lost() -> None
         assert asyncio.run(go()) < 5  # not the 30 s read timeout
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("pump", [True, False], ids=["pumped", "read-by-read"])
+def test_a_flood_that_never_ends_stops_at_the_request_deadline(pump: bool) -> None:
+    """A vendor that streams content as fast as the socket takes it, and never ends: the
+    pumped body runs in the reader callback, read after read, yet the request's deadline
+    still ends it on time, a timeout with its chunks kept, and the loop is free after."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    batch = b"".join(b"%x\r\n%s\r\n" % (len(_event("w")), _event("w")) for _ in range(50))
+
+    def serve() -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.settimeout(10)
+            with contextlib.suppress(OSError):
+                while b"\r\n\r\n" not in conn.recv(65536):
+                    pass
+                conn.sendall(HEAD)
+                until = time.monotonic() + 10
+                while time.monotonic() < until:
+                    conn.sendall(batch)
+    threading.Thread(target=serve, daemon=True).start()
+    chunked.PUMP = pump
+
+    async def go() -> tuple[RequestRecord, float]:
+        target = Target(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", "m", timeout_s=5,
+                        deadline_s=1.0)
+        async with Prober(target, time.perf_counter_ns(), "t") as prober:
+            began = time.monotonic()
+            rec = await prober.stream(synthetic(16, 8, "p", 0), "baseline", 1)
+            took = time.monotonic() - began
+            await asyncio.sleep(0)  # the loop runs other work again
+            return rec, took
+    try:
+        rec, took = asyncio.run(go())
+    finally:
+        chunked.PUMP = True
+        sock.close()
+    assert rec.outcome == "timeout" and "deadline" in (rec.error or ""), rec.error
+    assert 0.9 < took < 3.0, took
+    assert len(rec.chunks) > 1000  # the flood's chunks, kept
