@@ -22,12 +22,12 @@ is a protocol error on that request, never a crash of the run.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evalkit.errors import UsageError
 from evalkit.probe.chunkscan import chat_token
+from evalkit.probe.logprobs import chat_logprobs, completion_logprobs
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.rundir.store import MAX_COUNT
 
@@ -229,7 +229,7 @@ class OpenAIChat(_OpenAIStyle):
                      role_only=bool(delta.get("role")) and not text and not reasoning,
                      model=_name(obj.get("model")),
                      fingerprint=_name(obj.get("system_fingerprint")),
-                     logprobs=_chat_logprobs(lp) if lp else None)
+                     logprobs=chat_logprobs(lp) if lp else None)
 
 
 class OpenAICompletions(_OpenAIStyle):
@@ -267,7 +267,7 @@ class OpenAICompletions(_OpenAIStyle):
                      usage_cached_tokens=_cached(obj, pt),
                      model=_name(obj.get("model")),
                      fingerprint=_name(obj.get("system_fingerprint")),
-                     logprobs=_completion_logprobs(lp) if lp else None)
+                     logprobs=completion_logprobs(lp) if lp else None)
 
 
 def _str(value: Any) -> str:
@@ -288,38 +288,8 @@ def _dict(value: Any) -> dict[str, Any]:
 #: the longest model name or fingerprint kept (a vendor string: bounded, then sanitised
 #: where it is shown)
 NAME_MAX = 120
-#: the most logprob entries one event may add (a hostile event cannot bloat a record)
-LOGPROBS_MAX = 256
-
-
 def _name(value: Any) -> str | None:
     return value[:NAME_MAX] if isinstance(value, str) and value else None
-
-
-def _logprob(token: Any, value: Any) -> tuple[str, float] | None:
-    if not isinstance(token, str) or not isinstance(value, int | float) or \
-            isinstance(value, bool) or not math.isfinite(value):
-        return None
-    return token[:64], float(value)
-
-
-def _chat_logprobs(lp: Any) -> tuple[tuple[str, float], ...] | None:
-    """OpenAI chat: `logprobs.content` is a list of {token, logprob, ...}."""
-    content = _dict(lp).get("content")
-    if not isinstance(content, list):
-        return None
-    pairs = (_logprob(_dict(e).get("token"), _dict(e).get("logprob"))
-             for e in content[:LOGPROBS_MAX])
-    return tuple(p for p in pairs if p is not None)
-
-
-def _completion_logprobs(lp: Any) -> tuple[tuple[str, float], ...] | None:
-    """OpenAI completions: parallel lists `tokens` and `token_logprobs`."""
-    tokens, values = _dict(lp).get("tokens"), _dict(lp).get("token_logprobs")
-    if not isinstance(tokens, list) or not isinstance(values, list):
-        return None
-    pairs = (_logprob(t, v) for t, v in zip(tokens[:LOGPROBS_MAX], values, strict=False))
-    return tuple(p for p in pairs if p is not None)
 
 
 class AnthropicMessages:
