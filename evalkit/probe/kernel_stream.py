@@ -1,5 +1,8 @@
 """A network stream that reads the kernel's receive stamp of every read
-(SO_TIMESTAMPNS), so a stamp is when the bytes reached the machine, not when we ran."""
+(SO_TIMESTAMPNS), so a stamp is when the bytes reached the machine, not when we ran.
+
+TLS runs on the same stream (`start_tls`: `ssl.SSLObject` over memory BIOs), so an HTTPS
+vendor's reads are kernel-stamped too, and decrypted only after their stamp."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from typing import Any
 
 import httpcore
 
-from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoing
+from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoing, tls_handshake
 
 #: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
@@ -32,6 +35,9 @@ _MAX_AGE_NS = 10_000_000_000
 
 
 _local = threading.local()
+#: TLS on the stamped stream itself (False: asyncio's SSL transport, stamped as the loop
+#: hands each read over; for comparisons)
+KERNEL_TLS = True
 
 
 def _read_buffer() -> tuple[bytearray, memoryview]:
@@ -75,6 +81,14 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         #: the read timeout it is held to (each read moves `_read_by` on by that much)
         self._sink: Callable[[int, bytes, int | None], bool] | None = None
         self._sink_timeout: float | None = None
+        #: TLS over memory BIOs (`start_tls`): the socket's reads are still ours, stamped
+        #: by the kernel, and decrypted in the reader callback; None: plain TCP
+        self._tls: ssl.SSLObject | None = None
+        self._tls_in = self._tls_out = ssl.MemoryBIO()
+        self._handshaking = False
+        #: encrypted bytes a callback could not send at once (TLS 1.3 post-handshake
+        #: messages, a key update): they go out ahead of the next write
+        self._tls_backlog = b""
         self.last_arrival_ns: int | None = None
         #: when the last write began handing its bytes to the socket
         self.last_write_ns: int | None = None
@@ -112,6 +126,10 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 break
         if stamp == now:
             self.user_stamped += 1
+        if self._tls is not None:  # decrypted after the stamp: it is the bytes' arrival
+            data = self._decrypt(data)
+            if not data:
+                return
         sink = self._sink
         if sink is not None:
             self.last_arrival_ns = stamp
@@ -128,6 +146,51 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._loop.remove_reader(self._fd)  # back-pressure until httpcore catches up
             self._reading = False
         self._wake()
+
+    def _decrypt(self, raw: bytes) -> bytes:
+        """The application bytes a TLS read completed (b"": none yet, or the handshake's).
+
+        They take the stamp of the read that completed their record: the moment the
+        machine had all of them, which is when a reader could have had them too."""
+        assert self._tls is not None
+        self._tls_in.write(raw)
+        if self._handshaking:
+            self._wake()  # the handshake goes on in its task
+            return b""
+        out: list[bytes] = []
+        while True:
+            try:
+                piece = self._tls.read(_READ_SIZE)
+            except ssl.SSLWantReadError:
+                break
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a cut
+                self._stop_reading(eof=True)
+                break
+            except ssl.SSLError as exc:
+                self._error = exc
+                self._stop_reading(eof=True)
+                break
+            if not piece:
+                self._stop_reading(eof=True)
+                break
+            out.append(piece)
+        self._send_tls_now()
+        return b"".join(out)
+
+    def _send_tls_now(self) -> None:
+        """Send what TLS has to say outside a write (post-handshake messages), as far as
+        the socket takes it now; the rest goes ahead of the next write."""
+        self._tls_backlog += self._tls_out.read()
+        if self._tls_backlog:
+            try:
+                sent = self._sock.send(self._tls_backlog)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                self._error = exc
+                self._stop_reading(eof=True)
+                return
+            self._tls_backlog = self._tls_backlog[sent:]
 
     def _on_watch(self) -> None:
         """The read timer fired: time the waiting read out, or re-arm for its deadline."""
@@ -253,6 +316,12 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         buffer, at = await outgoing(buffer)
         if not buffer:
             return
+        if self._tls is not None:  # a few µs after the stamp: encrypted, then sent
+            try:
+                self._tls.write(buffer)
+            except ssl.SSLError as exc:
+                raise httpcore.WriteError(f"TLS: {exc}") from None
+            buffer, self._tls_backlog = self._tls_backlog + self._tls_out.read(), b""
         self.last_write_ns = at
         try:
             sent = self._sock.send(buffer)
@@ -280,20 +349,61 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
 
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
-        """TLS: hand the socket to an asyncio SSL transport, stamped in data_received."""
+        """TLS on this same stream (memory BIOs), so its reads keep the kernel's stamps.
+
+        asyncio's SSL transport reads the socket itself: a read could then be stamped only
+        when the loop handed it over (`StampedStream`, with `KERNEL_TLS` off). Here the
+        stream goes on reading the socket with `recvmsg` and decrypts in the reader
+        callback, so a TLS body is timed, and pumped, as a plain one."""
+        if not KERNEL_TLS:
+            return await self._asyncio_tls(ssl_context, server_hostname, timeout)
+        if self._tls is not None:
+            raise httpcore.ConnectError("TLS inside TLS is not supported by evalkit's backend")
+        began = time.perf_counter_ns()
+        self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = ssl_context.wrap_bio(self._tls_in, self._tls_out, server_side=False,
+                                         server_hostname=server_hostname)
+        while self._reads:  # bytes the server sent before our hello: the handshake's
+            self._tls_in.write(self._reads.popleft()[1])
+        self._buffered = 0
+        self._handshaking = True
+        try:
+            async with tls_handshake(timeout, self._sock.close):
+                await self._handshake()
+        finally:
+            self._handshaking = False
+        _connected(began)
+        return self
+
+    async def _handshake(self) -> None:
+        assert self._tls is not None
+        while True:
+            try:
+                self._tls.do_handshake()
+            except ssl.SSLWantReadError:
+                pass
+            else:
+                break
+            if out := self._tls_out.read():
+                await self._loop.sock_sendall(self._sock, out)
+            if self._eof:
+                raise ConnectionResetError(str(self._error or "the server closed the connection"))
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        if out := self._tls_out.read():
+            await self._loop.sock_sendall(self._sock, out)
+
+    async def _asyncio_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None,
+                           timeout: float | None) -> httpcore.AsyncNetworkStream:
+        """TLS by asyncio's SSL transport, stamped in data_received (`KERNEL_TLS` off)."""
         began = time.perf_counter_ns()
         self._stop_reading(eof=False)
-        try:
-            async with asyncio.timeout(timeout):
-                transport, protocol = await self._loop.create_connection(
-                    _Protocol, sock=self._sock, ssl=ssl_context,
-                    server_hostname=server_hostname)
-        except TimeoutError:
-            self._sock.close()
-            raise httpcore.ConnectTimeout("TLS handshake timed out") from None
-        except (OSError, ssl.SSLError) as exc:
-            self._sock.close()
-            raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
+        async with tls_handshake(timeout, self._sock.close):
+            transport, protocol = await self._loop.create_connection(
+                _Protocol, sock=self._sock, ssl=ssl_context, server_hostname=server_hostname)
         assert isinstance(transport, asyncio.Transport)
         _connected(began)
         return StampedStream(transport, protocol)
@@ -302,6 +412,8 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         """What httpcore asks: is_readable (keep-alive check), addresses, socket."""
         if info == "is_readable":
             return bool(self._reads) or self._eof
+        if info == "ssl_object":
+            return self._tls
         if info == "client_addr":
             return self._sock.getsockname()
         if info == "server_addr":

@@ -34,7 +34,7 @@ import contextvars
 import ssl
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpcore
@@ -110,6 +110,22 @@ def _connected(began_ns: int) -> None:
     sending = _SENDING.get()
     if sending is not None:
         sending.connect_ns += time.perf_counter_ns() - began_ns
+
+
+@contextlib.asynccontextmanager
+async def tls_handshake(timeout: float | None, close: Callable[[], object]
+                        ) -> AsyncIterator[None]:
+    """A TLS handshake's deadline and failures, in httpcore's words; `close` closes the
+    connection first (a failed handshake leaves nothing to reuse)."""
+    try:
+        async with asyncio.timeout(timeout):
+            yield
+    except TimeoutError:
+        close()
+        raise httpcore.ConnectTimeout("TLS handshake timed out") from None
+    except (OSError, ssl.SSLError) as exc:
+        close()
+        raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
 
 
 #: the event loop's timers wake up to a millisecond late (epoll counts in whole ms): a
@@ -258,16 +274,9 @@ class StampedStream(httpcore.AsyncNetworkStream):
         """Upgrade to TLS; decrypted bytes keep being stamped in `data_received`."""
         began = time.perf_counter_ns()
         loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(timeout):
-                tls = await loop.start_tls(self._transport, self._protocol, ssl_context,
-                                           server_hostname=server_hostname)
-        except TimeoutError:
-            self._transport.close()
-            raise httpcore.ConnectTimeout("TLS handshake timed out") from None
-        except (OSError, ssl.SSLError) as exc:
-            self._transport.close()
-            raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
+        async with tls_handshake(timeout, self._transport.close):
+            tls = await loop.start_tls(self._transport, self._protocol, ssl_context,
+                                       server_hostname=server_hostname)
         if tls is None:
             raise httpcore.ConnectError("TLS handshake failed")
         assert isinstance(tls, asyncio.Transport)

@@ -1,61 +1,183 @@
-"""The target and its HTTP client (`evalkit.probe.target`): TLS to a self-signed endpoint."""
+"""The target and its HTTP client (`evalkit.probe.target`): TLS to a self-signed endpoint.
+
+Vendors are https. The stamped stream runs TLS itself over memory BIOs
+(`kernel_stream.KERNEL_TLS`), so a TLS read keeps the kernel's receive stamp and its body
+is pumped as a plain one; asyncio's SSL transport (stamped as the loop hands each read
+over) stays behind the switch. Both are read against the reference endpoint's truth log,
+over real loopback TLS with a throwaway certificate.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evalkit.probe import kernel_stream
+from evalkit.probe.kernel_stream import KernelStampedStream
 from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 
 
+@pytest.fixture
+def tls_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                  ) -> Iterator[tuple[str, Path]]:
+    """(https base URL, truth log) of the reference endpoint under uvicorn's TLS."""
+    import uvicorn
+
+    from evalkit.reference import ReferenceApp, get_profile
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a throwaway certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost"], check=True,
+                   capture_output=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it, as a CA bundle would
+    truth = tmp_path / "truth.jsonl"
+    app = ReferenceApp(get_profile("gpu", {"request_overhead_ms": 5}), 0, truth)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", ssl_keyfile=str(key),
+                                           ssl_certfile=str(cert)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.01)
+        yield f"https://localhost:{sock.getsockname()[1]}/v1", truth
+    finally:
+        server.should_exit = True
+        thread.join(5)
+
+
+def _three(url: str, **target: Any) -> tuple[int, list[RequestRecord]]:
+    async def run() -> tuple[int, list[RequestRecord]]:
+        t = Target(url, "evalkit-reference", tag_requests=True, **target)
+        async with Prober(t, time.perf_counter_ns(), "tls") as prober:
+            recs = list(await asyncio.gather(*(
+                prober.stream(synthetic(32, 8, f"tls-{i}"), "baseline", 1) for i in range(3))))
+            return prober.origin_ns, recs
+    return asyncio.run(run())
+
+
 class TestTLS:
-    def test_https_endpoint(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Vendors are https: the stamped backend hands the socket to TLS and keeps timing."""
-        import shutil
-        import subprocess
+    @pytest.mark.parametrize("kernel", [True, False], ids=["own-tls", "asyncio-tls"])
+    def test_https_streams_are_timed_against_the_truth(
+            self, tls_reference: tuple[str, Path], kernel: bool,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        """Every chunk's stamp against the server's write of it (one clock): within a
+        millisecond before (the write's stamp precedes its send) and a loose bound after
+        (a shared machine). On our own TLS the stamps are the kernel's and each body is
+        pumped."""
+        import json
 
-        import uvicorn
+        url, truth_log = tls_reference
+        pumped: list[int] = []
+        original = KernelStampedStream.pump
 
-        from evalkit.reference import ReferenceApp, get_profile
-
-        if shutil.which("openssl") is None:
-            pytest.skip("needs the openssl command to make a throwaway certificate")
-        key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                        str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                        "-addext", "subjectAltName=DNS:localhost"], check=True,
-                       capture_output=True)
-        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it, as a CA bundle would
-        truth = tmp_path / "truth.jsonl"
-        app = ReferenceApp(get_profile("gpu", {"request_overhead_ms": 5}), 0, truth)
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="error", ssl_keyfile=str(key),
-                                               ssl_certfile=str(cert)))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        try:
-            while not server.started:
-                time.sleep(0.01)
-            url = f"https://localhost:{sock.getsockname()[1]}/v1"
-
-            async def run() -> list[RequestRecord]:
-                target = Target(url, "evalkit-reference")
-                async with Prober(target, time.perf_counter_ns(), "tls") as prober:
-                    return list(await asyncio.gather(*(
-                        prober.stream(synthetic(32, 8, f"tls-{i}"), "baseline", 1)
-                        for i in range(3))))
-
-            recs = asyncio.run(run())
-        finally:
-            server.should_exit = True
-            thread.join(5)
+        async def counting(self: KernelStampedStream, *args: Any, **kwargs: Any) -> None:
+            pumped.append(self.kernel_stamped)
+            await original(self, *args, **kwargs)
+        monkeypatch.setattr(KernelStampedStream, "pump", counting)
+        monkeypatch.setattr(kernel_stream, "KERNEL_TLS", kernel)
+        origin, recs = _three(url)
         assert [(r.outcome, r.output_tokens, len(r.chunks)) for r in recs] == [("ok", 8, 8)] * 3
+        truth: dict[str, Any] = {}
+        for _ in range(100):  # the endpoint writes its truth lines in batches
+            truth = {t["request_id"]: t for t in map(json.loads,
+                                                     truth_log.read_text().splitlines())}
+            if all(r.id in truth for r in recs):
+                break
+            time.sleep(0.05)
+        for rec in recs:
+            writes = [w[0] for w in truth[rec.id]["writes"] if w[3] == "content"]
+            t0 = origin + round(rec.t0_s * 1e9)
+            for (at_s, _), written in zip(rec.chunks, writes, strict=True):
+                assert -1e6 < t0 + round(at_s * 1e9) - written < 50e6
+        if kernel:
+            assert len(pumped) == 3 and all(pumped), pumped  # kernel-stamped, pumped
+        else:
+            assert pumped == []  # asyncio's transport: read by read
+
+    def test_a_certificate_it_does_not_trust_is_a_connect_error(
+            self, tls_reference: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+        """Our own TLS verifies as asyncio's did: an untrusted certificate is refused in
+        the handshake, an error record that names it, never a stream read in clear."""
+        url, _ = tls_reference
+        monkeypatch.delenv("SSL_CERT_FILE")
+        _, recs = _three(url)
+        assert [r.outcome for r in recs] == ["error"] * 3
+        assert all("CERTIFICATE_VERIFY_FAILED" in (r.error or "") for r in recs), recs[0].error
+
+    def test_a_name_the_certificate_does_not_hold_is_refused(
+            self, tls_reference: tuple[str, Path]) -> None:
+        url, _ = tls_reference
+        _, recs = _three(url.replace("localhost", "127.0.0.1"))  # the cert names localhost
+        assert [r.outcome for r in recs] == ["error"] * 3
+        assert all("127.0.0.1" in (r.error or "") or "match" in (r.error or "")
+                   for r in recs), recs[0].error
+
+
+class TestHostileTLS:
+    """Our own TLS handshake against servers that do not hold up their end, over real
+    sockets: each is an error record with a reason, on time, never a hang or a crash."""
+
+    @staticmethod
+    def _server(behave: str) -> tuple[str, socket.socket]:
+        sock = socket.create_server(("127.0.0.1", 0))
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    return
+                with conn:
+                    try:
+                        conn.recv(65536)  # the client hello
+                        if behave == "plain-http":
+                            conn.sendall(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                        elif behave == "garbage":
+                            conn.sendall(b"\x16\x03\x01\x00\x05hello" * 40)
+                        elif behave == "silent":
+                            time.sleep(3)
+                        elif behave == "close":
+                            continue  # closed at once, the hello unanswered
+                        conn.recv(65536)
+                    except OSError:
+                        pass
+        threading.Thread(target=serve, daemon=True).start()
+        return f"https://localhost:{sock.getsockname()[1]}/v1", sock
+
+    @pytest.mark.parametrize("behave", ["plain-http", "garbage", "close"])
+    def test_a_server_that_is_not_tls_is_a_handshake_error(self, behave: str) -> None:
+        url, sock = self._server(behave)
+        try:
+            _, recs = _three(url, timeout_s=5)
+        finally:
+            sock.close()
+        assert [r.outcome for r in recs] == ["error"] * 3
+        assert all("ConnectError" in (r.error or "") for r in recs), recs[0].error
+
+    def test_a_silent_handshake_times_out_on_the_read_timeout(self) -> None:
+        url, sock = self._server("silent")
+        began = time.monotonic()
+        try:
+            _, recs = _three(url, timeout_s=1)
+        finally:
+            sock.close()
+        assert time.monotonic() - began < 2.9  # not the server's 3 s
+        assert [r.outcome for r in recs] == ["timeout"] * 3
+        assert all("ConnectTimeout" in (r.error or "") for r in recs), recs[0].error
