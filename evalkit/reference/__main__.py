@@ -24,10 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--overrides", default="{}", help="JSON object of parameter values")
     parser.add_argument("--truth-log", type=Path, default=None)
+    parser.add_argument("--tls-cert", type=Path, default=None)
+    parser.add_argument("--tls-key", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
         serve(args.host, args.port, args.profile, json.loads(args.overrides), args.truth_log,
-              args.seed, announce=lambda url: print(url, flush=True))
+              args.seed, announce=lambda url: print(url, flush=True),
+              tls=(args.tls_cert, args.tls_key) if args.tls_cert else None)
     except EvalkitError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2

@@ -31,16 +31,25 @@ def _epilog() -> str:
         lines.append(f"  {name:<10} {prof.story}")
         if changed:
             lines.append(f"  {'':<10} sets: {', '.join(changed)}")
-    lines += ["", "\b", "Example:", "  evalkit serve-reference --profile queueing --max-batch 8 "
-              "--truth-log truth.jsonl"]
+    lines += ["", "\b", "Examples:", "  evalkit serve-reference --profile queueing --max-batch 8 "
+              "--truth-log truth.jsonl",
+              "  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \\",
+              "    -addext subjectAltName=DNS:localhost -keyout key.pem -out cert.pem",
+              "  evalkit serve-reference --tls-cert cert.pem --tls-key key.pem   "
+              "# https://127.0.0.1:8000/v1",
+              "  SSL_CERT_FILE=cert.pem evalkit probe --base-url https://localhost:8000/v1 "
+              "--model evalkit-reference ..."]
     return "\n".join(lines)
 
 
 def _run(host: str, port: int, profile: str, truth_log: str | None, seed: int,
-         sets: tuple[str, ...], **params: Any) -> None:
+         sets: tuple[str, ...], tls_cert: str | None, tls_key: str | None,
+         **params: Any) -> None:
     from evalkit.errors import UsageError
     from evalkit.reference.server import serve
 
+    if (tls_cert is None) != (tls_key is None):
+        raise UsageError("HTTPS needs both --tls-cert and --tls-key")
     overrides: dict[str, Any] = {}
     for item in sets:
         key, eq, value = item.partition("=")
@@ -53,7 +62,7 @@ def _run(host: str, port: int, profile: str, truth_log: str | None, seed: int,
         click.echo(f"evalkit reference endpoint ({profile}): {url}  (Ctrl-C to stop)")
 
     serve(host, port, profile, overrides, Path(truth_log) if truth_log else None, seed,
-          announce=announce)
+          announce=announce, tls=(tls_cert, tls_key) if tls_cert and tls_key else None)
 
 
 def build_command(user_errors: Any) -> click.Command:
@@ -74,6 +83,12 @@ def build_command(user_errors: Any) -> click.Command:
                      help="Same seed and request order, same behaviour."),
         click.Option(["--set", "sets"], multiple=True, metavar="PARAM=VALUE",
                      help="Override any parameter by name (repeatable)."),
+        click.Option(["--tls-cert"], type=click.Path(dir_okay=False), metavar="PEM",
+                     help="Serve HTTPS with this certificate (with --tls-key), as every "
+                          "vendor does, to measure the client's TLS path against the "
+                          "truth log. The certificate must name the host clients use."),
+        click.Option(["--tls-key"], type=click.Path(dir_okay=False), metavar="PEM",
+                     help="The certificate's private key (PEM, unencrypted)."),
     ]
     for spec in param_specs().values():
         flag = "--" + spec.name.replace("_", "-")

@@ -18,6 +18,7 @@ import gc
 import json
 import os
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -189,31 +190,53 @@ def arrival_stamped_protocol() -> type[asyncio.Protocol]:
     return ArrivalStampedProtocol
 
 
-def _uvicorn_server(app: ReferenceApp) -> Any:
+#: (certificate file, key file) in PEM: serve HTTPS with them (None: plain HTTP)
+TLSFiles = tuple[Path, Path]
+
+
+def _uvicorn_server(app: ReferenceApp, tls: TLSFiles | None = None) -> Any:
     import uvicorn
 
+    certfile, keyfile = (str(tls[0]), str(tls[1])) if tls is not None else (None, None)
     config = uvicorn.Config(app, loop="asyncio", http=arrival_stamped_protocol(),
                             lifespan="on", access_log=False, log_level="warning", backlog=4096,
-                            timeout_keep_alive=30, timeout_graceful_shutdown=1)
+                            timeout_keep_alive=30, timeout_graceful_shutdown=1,
+                            ssl_certfile=certfile, ssl_keyfile=keyfile)
     return uvicorn.Server(config)
+
+
+def _tls_files(tls: tuple[Path | str, Path | str] | None) -> TLSFiles | None:
+    """Both files, checked here: uvicorn's own error for a missing one is a traceback."""
+    if tls is None:
+        return None
+    cert, key = Path(tls[0]), Path(tls[1])
+    for what, path in (("certificate", cert), ("key", key)):
+        if not path.is_file():
+            raise UsageError(f"the TLS {what} file {str(path)!r} does not exist")
+    return cert, key
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, profile: str = DEFAULT_PROFILE,
           overrides: Mapping[str, Any] | None = None, truth_log: Path | None = None,
-          seed: int = 0, announce: Callable[[str], None] | None = None) -> None:
-    """Serve the reference endpoint until interrupted (blocking; the CLI's edge)."""
+          seed: int = 0, announce: Callable[[str], None] | None = None,
+          tls: tuple[Path | str, Path | str] | None = None) -> None:
+    """Serve the reference endpoint until interrupted (blocking; the CLI's edge).
+
+    `tls` (certificate, key) serves HTTPS, as every vendor does: the client's TLS path
+    (its CPU, its stamps) is then measured against the same truth log."""
     prof = get_profile(profile, overrides)
+    files = _tls_files(tls)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     app = ReferenceApp(prof, seed, Path(truth_log) if truth_log else None)
-    server = _uvicorn_server(app)
+    server = _uvicorn_server(app, files)
     # this process is the server alone: what exists now (imports, the tokenizer's tables)
     # lives until it exits, so no garbage collection needs to walk it while it serves
     count_tokens("warm up")
     gc.freeze()
     shown = f"[{host}]" if ":" in host else host
     if announce is not None:
-        announce(f"http://{shown}:{bound}/v1")
+        announce(f"{'https' if files else 'http'}://{shown}:{bound}/v1")
     server.run(sockets=[sock])
 
 
@@ -223,8 +246,12 @@ class ReferenceServer:
     def __init__(self, profile: str = DEFAULT_PROFILE,
                  overrides: Mapping[str, Any] | None = None, truth_log: Path | None = None,
                  mode: Literal["subprocess", "thread"] = "subprocess", seed: int = 0,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1",
+                 tls: tuple[Path | str, Path | str] | None = None) -> None:
+        """`tls`: (certificate, key) PEM files to serve HTTPS with; the certificate must
+        name `host` (clients, and the readiness check here, verify it against itself)."""
         get_profile(profile, overrides)  # fail here, in the caller, on a bad name or value
+        self.tls = _tls_files(tls)
         if mode not in ("subprocess", "thread"):
             raise UsageError(f"mode must be 'subprocess' or 'thread', not {mode!r}")
         self.profile, self.overrides = profile, dict(overrides or {})
@@ -257,8 +284,9 @@ class ReferenceServer:
     def _start_thread(self) -> None:
         sock = _bind(self.host, 0)
         prof = get_profile(self.profile, self.overrides)
-        self._server = _uvicorn_server(ReferenceApp(prof, self.seed, self.truth_log))
-        self.base_url = f"http://{self.host}:{sock.getsockname()[1]}/v1"
+        self._server = _uvicorn_server(ReferenceApp(prof, self.seed, self.truth_log), self.tls)
+        scheme = "https" if self.tls else "http"
+        self.base_url = f"{scheme}://{self.host}:{sock.getsockname()[1]}/v1"
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="evalkit-reference", daemon=True)
         self._thread.start()
@@ -269,6 +297,8 @@ class ReferenceServer:
                "--overrides", json.dumps(self.overrides)]
         if self.truth_log is not None:
             cmd += ["--truth-log", str(self.truth_log)]
+        if self.tls is not None:
+            cmd += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         line: list[str] = []
@@ -288,7 +318,10 @@ class ReferenceServer:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        with httpx.Client(timeout=2.0) as client:  # one client: building one costs ~50 ms
+        verify: ssl.SSLContext | bool = (
+            ssl.create_default_context(cafile=str(self.tls[0])) if self.tls else True)
+        # one client: building one costs ~50 ms
+        with httpx.Client(timeout=2.0, verify=verify) as client:
             while True:
                 try:
                     if client.get(self.base_url + "/models").status_code == 200:

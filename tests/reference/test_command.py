@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
+import ssl
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
+from evalkit.reference import ReferenceServer
 from evalkit.reference.params import load_profiles, param_specs
+from tests.certificates import throwaway_certificate
 
 
 def test_help_explains_every_profile_and_parameter() -> None:
@@ -66,3 +71,28 @@ def test_serves_and_prints_its_url() -> None:
         proc.wait(10)
         if proc.stdout:
             proc.stdout.close()
+
+
+def test_tls_needs_both_files_and_names_a_missing_one(tmp_path: Path) -> None:
+    """--tls-cert without --tls-key (or a file that is not there) is a user error, not
+    uvicorn's traceback."""
+    runner = CliRunner()
+    result = runner.invoke(cli, ["serve-reference", "--tls-cert", str(tmp_path / "c.pem")])
+    assert result.exit_code == 2 and "both --tls-cert and --tls-key" in result.output
+    result = runner.invoke(cli, ["serve-reference", "--port", "0", "--tls-cert",
+                                 str(tmp_path / "c.pem"), "--tls-key", str(tmp_path / "k.pem")])
+    assert result.exit_code == 2, result.output
+    assert "TLS certificate file" in result.output and "c.pem" in result.output
+
+
+def test_serves_https_in_a_subprocess_when_given_a_certificate(tmp_path: Path) -> None:
+    """`ReferenceServer(tls=...)`: the child serves HTTPS (its URL says so), verified
+    against the certificate itself; plain HTTP to it is refused."""
+    cert, key = throwaway_certificate(tmp_path, "IP:127.0.0.1")
+    with ReferenceServer("gpu", tls=(cert, key)) as srv:
+        assert srv.base_url.startswith("https://127.0.0.1:")
+        trust = ssl.create_default_context(cafile=str(cert))
+        models = httpx.get(srv.base_url + "/models", verify=trust, timeout=5).json()
+        assert models["data"][0]["id"] == "evalkit-reference"
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(srv.base_url.replace("https", "http") + "/models", timeout=5)
