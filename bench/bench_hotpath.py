@@ -23,13 +23,16 @@ framing, SSE, JSON, stamping, record building, tokenizer, event loop, bookkeepin
 CPU measured per chunk.
 
 Run: `.venv/bin/python bench/bench_hotpath.py [levels] [rounds] [tokens] [runs]
-[--where shared|nice] [--loop asyncio|uvloop] [--read pumped|by-read|h11] [--profile]`,
-default `256 3 64,16 3 --where shared`. `--read` says how a body is read: pumped in the
-socket's reader callback (the prober's own way), read by read through `body_parts`, or
-framed by h11, to compare them. Figures depend on the machine and on what else runs on
-it: each run's load average is printed. Each run also says how many of the streams the
-server saw (its truth log) joined to an ok record: every request kept, or not. `--loop
-uvloop` runs the client on uvloop (`pip install uvloop`; not a dependency,
+[--where shared|nice] [--loop asyncio|uvloop] [--read pumped|by-read|h11]
+[--tls own|asyncio] [--profile]`, default `256 3 64,16 3 --where shared`. `--read` says
+how a body is read: pumped in the socket's reader callback (the prober's own way), read by
+read through `body_parts`, or framed by h11, to compare them. `--tls` serves HTTPS (a
+throwaway certificate made with the `openssl` command; every vendor is https) and says
+whose TLS the client runs: its own on the stamped stream (`kernel_stream.KERNEL_TLS`, the
+prober's way) or asyncio's SSL transport, to compare them. Figures depend on the machine
+and on what else runs on it: each run's load average is printed. Each run also says how
+many of the streams the server saw (its truth log) joined to an ok record: every request
+kept, or not. `--loop uvloop` runs the client on uvloop (`pip install uvloop`; not a dependency,
 docs/benchmarks.md says why).
 """
 
@@ -52,7 +55,7 @@ from typing import Any
 from bench_send import SERVER, place  # this folder: run as bench/bench_*.py
 from truth import announce, arguments, joined
 
-from evalkit.probe import chunked
+from evalkit.probe import chunked, kernel_stream
 from evalkit.probe.load import closed_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import synthetic
@@ -83,6 +86,18 @@ CATEGORIES: list[tuple[str, str]] = [
 TOP: Counter[str] = Counter()
 #: plumbing that counts for its caller: context managers, a dataclass's generated __init__
 GENERIC = r"\((contextlib|typing|enum|abc|functools|_weakrefset)\.py|\(re/|\(<string>"
+#: (certificate, key) the server serves HTTPS with (`--tls`); None: plain HTTP
+TLS: tuple[Path, Path] | None = None
+
+
+def throwaway_certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost and 127.0.0.1, valid for a day."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
 
 
 def _category(stack: list[str]) -> str:
@@ -163,7 +178,7 @@ def run_once(streams: int, rounds: int, tokens: int, tmp: Path, where: str,
     run = f"{streams}-{tokens}-{time.monotonic_ns()}"
     raw = tmp / f"spy-{run}.txt"
     # a truth log of this run alone (the server appends): every line in it is one to keep
-    with ReferenceServer("gpu", SERVER, truth_log=tmp / f"truth-{run}.jsonl") as srv:
+    with ReferenceServer("gpu", SERVER, truth_log=tmp / f"truth-{run}.jsonl", tls=TLS) as srv:
         place(srv.pid, where)
         spy = _spy(os.getpid(), raw) if profiled else None
         try:
@@ -232,15 +247,24 @@ def main(argv: list[str]) -> int:
         at = argv.index("--read")  # read by read (`body_parts`), or framed by h11
         read, argv = argv[at + 1], argv[:at] + argv[at + 2:]
         chunked.PUMP, chunked.DIRECT = read == "pumped", read != "h11"
+    tls = "off"
+    if "--tls" in argv:  # HTTPS, on our own TLS (the default) or asyncio's transport
+        at = argv.index("--tls")
+        tls, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+        kernel_stream.KERNEL_TLS = tls == "own"
     levels, (rounds_s, tokens_s, runs_s) = arguments(argv, "256 3 64,16 3")
     rounds, runs = int(rounds_s), int(runs_s)
     lengths = [int(t) for t in tokens_s.split(",")]
     announce(f"TTFT ~200 ms, 20 ms a token, {tokens_s} tokens; closed loop, {rounds} "
              f"requests per stream, {runs} runs per length, server placed: {where}, "
-             f"client loop: {loop}, body read: {read}"
+             f"client loop: {loop}, body read: {read}, TLS: {tls}"
              + ("; sampled by py-spy" if profiled else ""))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
+        global TLS
+        TLS = throwaway_certificate(Path(tmp)) if tls != "off" else None
+        if TLS is not None:  # trusted as a CA bundle would be (httpx reads SSL_CERT_FILE)
+            os.environ["SSL_CERT_FILE"] = str(TLS[0])
         # a first, uncounted run: lazy imports and first-call caches are not per chunk
         run_once(min(levels), 1, min(lengths), Path(tmp), where, False, loop)
         for _ in range(runs):  # the lengths interleaved: each sees the same load

@@ -158,9 +158,12 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._wake()  # the handshake goes on in its task
             return b""
         out: list[bytes] = []
+        tls, incoming = self._tls, self._tls_in
         while True:
             try:
-                piece = self._tls.read(_READ_SIZE)
+                # into the read buffer (its bytes were copied out): a plain read(n)
+                # allocates n bytes for every record and shrinks them to what came
+                n = tls.read(_READ_SIZE, self._buf)
             except ssl.SSLWantReadError:
                 break
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a cut
@@ -170,12 +173,15 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 self._error = exc
                 self._stop_reading(eof=True)
                 break
-            if not piece:
+            if not n:
                 self._stop_reading(eof=True)
                 break
-            out.append(piece)
-        self._send_tls_now()
-        return b"".join(out)
+            out.append(self._view[:n].tobytes())
+            if not (incoming.pending or tls.pending()):
+                break  # nothing left to decrypt: no read to end in SSLWantReadError
+        if self._tls_out.pending or self._tls_backlog:
+            self._send_tls_now()
+        return out[0] if len(out) == 1 else b"".join(out)
 
     def _send_tls_now(self) -> None:
         """Send what TLS has to say outside a write (post-handshake messages), as far as

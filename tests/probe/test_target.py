@@ -10,9 +10,12 @@ over real loopback TLS with a throwaway certificate.
 from __future__ import annotations
 
 import asyncio
-import shutil
+import contextlib
+import hashlib
+import json
+import os
 import socket
-import subprocess
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -27,39 +30,22 @@ from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
+from evalkit.reference import ReferenceServer
+from tests.certificates import throwaway_certificate
 
 
 @pytest.fixture
 def tls_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                   ) -> Iterator[tuple[str, Path]]:
-    """(https base URL, truth log) of the reference endpoint under uvicorn's TLS."""
-    import uvicorn
-
-    from evalkit.reference import ReferenceApp, get_profile
-
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a throwaway certificate")
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost"], check=True,
-                   capture_output=True)
+    """(https base URL, truth log) of the reference endpoint serving HTTPS itself
+    (`ReferenceServer(tls=...)`, uvicorn's TLS), in a thread of this process."""
+    cert, key = throwaway_certificate(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it, as a CA bundle would
     truth = tmp_path / "truth.jsonl"
-    app = ReferenceApp(get_profile("gpu", {"request_overhead_ms": 5}), 0, truth)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", ssl_keyfile=str(key),
-                                           ssl_certfile=str(cert)))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            time.sleep(0.01)
-        yield f"https://localhost:{sock.getsockname()[1]}/v1", truth
-    finally:
-        server.should_exit = True
-        thread.join(5)
+    with ReferenceServer("gpu", {"request_overhead_ms": 5}, truth, mode="thread",
+                         host="localhost", tls=(cert, key)) as srv:
+        assert srv.base_url.startswith("https://localhost:")
+        yield srv.base_url, truth
 
 
 def _three(url: str, **target: Any) -> tuple[int, list[RequestRecord]]:
@@ -181,3 +167,78 @@ class TestHostileTLS:
         assert time.monotonic() - began < 2.9  # not the server's 3 s
         assert [r.outcome for r in recs] == ["timeout"] * 3
         assert all("ConnectTimeout" in (r.error or "") for r in recs), recs[0].error
+
+
+def _chat_chunk(text: str, finish: str | None = None) -> bytes:
+    obj = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
+    event = f"data: {json.dumps(obj)}\n\n".encode()
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+class TestTLSRecords:
+    """Our own decryption against a server that packs many TLS records into one TCP
+    write, over a real socket: every record of a read is decrypted in that read, none
+    left for a next read that never comes (the server then waits, its body complete)."""
+
+    @staticmethod
+    def _server(cert: Path, key: str, close: bool) -> tuple[str, socket.socket]:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), key)
+        sock = socket.create_server(("127.0.0.1", 0))
+
+        def answer(conn: socket.socket) -> None:
+            with conn:
+                incoming, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+                tls = ctx.wrap_bio(incoming, out, server_side=True)
+                got = b""
+                try:
+                    while b"\r\n\r\n" not in got:  # the handshake, the request's head
+                        try:
+                            if tls.server_side and not got:
+                                tls.do_handshake()
+                            got += tls.read(65536)
+                        except ssl.SSLWantReadError:
+                            conn.sendall(out.read())
+                            incoming.write(conn.recv(65536) or b"")
+                    tls.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                              b"transfer-encoding: chunked\r\n\r\n")
+                    for word in ("one", " two", " three", " four"):
+                        tls.write(_chat_chunk(word))  # a record each
+                    tls.write(_chat_chunk("", "stop"))
+                    tls.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+                    if close:
+                        with contextlib.suppress(ssl.SSLWantReadError):
+                            tls.unwrap()  # close_notify, in the same write
+                    conn.sendall(out.read())  # every record in one write
+                    conn.settimeout(3)
+                    conn.recv(65536)  # and wait: the client must not need more
+                except OSError:
+                    pass
+
+        def serve() -> None:  # a thread per connection: the client opens three
+            while True:
+                try:
+                    conn, _ = sock.accept()
+                except OSError:
+                    return
+                threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"https://localhost:{sock.getsockname()[1]}/v1", sock
+
+    @pytest.mark.parametrize("close", [False, True], ids=["kept-open", "close-notify"])
+    def test_every_record_of_a_read_is_read(self, tls_reference: tuple[str, Path],
+                                            close: bool) -> None:
+        cert = Path(os.environ["SSL_CERT_FILE"])
+        url, sock = self._server(cert, str(cert.with_name("key.pem")), close)
+        began = time.monotonic()
+        try:
+            _, recs = _three(url, timeout_s=2)
+        finally:
+            sock.close()
+        assert time.monotonic() - began < 1.5  # not a read timeout
+        assert [r.outcome for r in recs] == ["ok"] * 3, [r.error for r in recs]
+        # every content chunk, and the answer's digest is that of the whole answer
+        assert all(len(r.chunks) == 4 for r in recs), [r.chunks for r in recs]
+        digest = hashlib.sha256(b"one two three four").hexdigest()
+        assert all(r.output_sha256 == digest for r in recs), recs[0].output_sha256
