@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from evalkit.errors import UsageError
 from evalkit.probe.chunkscan import chat_token
+from evalkit.probe.fields import NAME_MAX, as_count, as_dict, as_name, as_str
 from evalkit.probe.logprobs import chat_logprobs, completion_logprobs
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.rundir.store import MAX_COUNT
@@ -115,8 +116,8 @@ class Adapter(Protocol):
 
 
 def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
-    usage = _dict(obj.get("usage"))
-    return _int(usage.get("completion_tokens")), _int(usage.get("prompt_tokens"))
+    usage = as_dict(obj.get("usage"))
+    return as_count(usage.get("completion_tokens")), as_count(usage.get("prompt_tokens"))
 
 
 def _cached(obj: dict[str, Any], prompt_tokens: int | None,
@@ -125,7 +126,7 @@ def _cached(obj: dict[str, Any], prompt_tokens: int | None,
     `input_tokens_details`), where a vendor reports it."""
     usage = obj.get("usage")
     details = usage.get(details_key) if isinstance(usage, dict) else None
-    return _served(_int(details.get("cached_tokens")) if isinstance(details, dict) else None,
+    return _served(as_count(details.get("cached_tokens")) if isinstance(details, dict) else None,
                    prompt_tokens)
 
 
@@ -227,8 +228,8 @@ class OpenAIChat(_OpenAIStyle):
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
                      usage_cached_tokens=_cached(obj, pt),
                      role_only=bool(delta.get("role")) and not text and not reasoning,
-                     model=_name(obj.get("model")),
-                     fingerprint=_name(obj.get("system_fingerprint")),
+                     model=as_name(obj.get("model")),
+                     fingerprint=as_name(obj.get("system_fingerprint")),
                      logprobs=chat_logprobs(lp) if lp else None)
 
 
@@ -265,31 +266,9 @@ class OpenAICompletions(_OpenAIStyle):
                      finish_reason=finish if isinstance(finish, str) else None,
                      usage_completion_tokens=ct, usage_prompt_tokens=pt,
                      usage_cached_tokens=_cached(obj, pt),
-                     model=_name(obj.get("model")),
-                     fingerprint=_name(obj.get("system_fingerprint")),
+                     model=as_name(obj.get("model")),
+                     fingerprint=as_name(obj.get("system_fingerprint")),
                      logprobs=completion_logprobs(lp) if lp else None)
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    """A vendor's count, or None: not whole, negative, or past any a request can make (a
-    record holding one would not be read back: `evalkit.rundir.store.MAX_COUNT`)."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
-    return value if ok else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-#: the longest model name or fingerprint kept (a vendor string: bounded, then sanitised
-#: where it is shown)
-NAME_MAX = 120
-def _name(value: Any) -> str | None:
-    return value[:NAME_MAX] if isinstance(value, str) and value else None
 
 
 class AnthropicMessages:
@@ -348,35 +327,35 @@ class AnthropicMessages:
             return Delta()
         kind = obj.get("type")
         if kind == "content_block_delta":
-            delta = _dict(obj.get("delta"))
+            delta = as_dict(obj.get("delta"))
             if delta.get("type") == "text_delta":
-                return Delta(text=_str(delta.get("text")))
+                return Delta(text=as_str(delta.get("text")))
             if delta.get("type") == "thinking_delta":
-                return Delta(reasoning=_str(delta.get("thinking")))
+                return Delta(reasoning=as_str(delta.get("thinking")))
             return Delta()
         if kind == "content_block_start":
-            block = _dict(obj.get("content_block"))
+            block = as_dict(obj.get("content_block"))
             if block.get("type") == "text":
-                return Delta(text=_str(block.get("text")))
+                return Delta(text=as_str(block.get("text")))
             if block.get("type") == "thinking":
-                return Delta(reasoning=_str(block.get("thinking")))
+                return Delta(reasoning=as_str(block.get("thinking")))
             return Delta()
         if kind == "message_start":
-            message = _dict(obj.get("message"))
-            usage = _dict(message.get("usage"))
+            message = as_dict(obj.get("message"))
+            usage = as_dict(message.get("usage"))
             pt = _input_tokens(usage)
             return Delta(role_only=True, usage_prompt_tokens=pt,
-                         usage_cached_tokens=_served(_int(usage.get("cache_read_input_tokens")),
+                         usage_cached_tokens=_served(as_count(usage.get("cache_read_input_tokens")),
                                                      pt),
-                         model=_name(message.get("model")))
+                         model=as_name(message.get("model")))
         if kind == "message_delta":
-            usage = _dict(obj.get("usage"))
-            stop = _dict(obj.get("delta")).get("stop_reason")
+            usage = as_dict(obj.get("usage"))
+            stop = as_dict(obj.get("delta")).get("stop_reason")
             pt = _input_tokens(usage)
             return Delta(finish_reason=stop if isinstance(stop, str) else None,
-                         usage_completion_tokens=_int(usage.get("output_tokens")),
+                         usage_completion_tokens=as_count(usage.get("output_tokens")),
                          usage_prompt_tokens=pt,
-                         usage_cached_tokens=_served(_int(usage.get("cache_read_input_tokens")),
+                         usage_cached_tokens=_served(as_count(usage.get("cache_read_input_tokens")),
                                                      pt))
         if kind == "message_stop":
             return DONE
@@ -387,10 +366,10 @@ class AnthropicMessages:
 
 def _input_tokens(usage: dict[str, Any]) -> int | None:
     """Anthropic's prompt tokens: input plus those read from and written to its cache."""
-    base = _int(usage.get("input_tokens"))
+    base = as_count(usage.get("input_tokens"))
     if base is None:
         return None
-    total = base + sum(_int(usage.get(k)) or 0 for k in ("cache_creation_input_tokens",
+    total = base + sum(as_count(usage.get(k)) or 0 for k in ("cache_creation_input_tokens",
                                                           "cache_read_input_tokens"))
     return total if total <= MAX_COUNT else None
 
@@ -447,23 +426,23 @@ class OpenAIResponses:
             return Delta()
         kind = obj.get("type")
         if kind in ("response.output_text.delta", "response.refusal.delta"):
-            return Delta(text=_str(obj.get("delta")))
+            return Delta(text=as_str(obj.get("delta")))
         if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
-            return Delta(reasoning=_str(obj.get("delta")))
+            return Delta(reasoning=as_str(obj.get("delta")))
         if kind == "response.created":
-            return Delta(model=_name(_dict(obj.get("response")).get("model")))
+            return Delta(model=as_name(as_dict(obj.get("response")).get("model")))
         if kind in ("response.completed", "response.incomplete"):
-            response = _dict(obj.get("response"))
-            usage = _dict(response.get("usage"))
-            reason = (_str(_dict(response.get("incomplete_details")).get("reason"))
-                      or _str(response.get("status")) or kind.split(".")[1])
-            pt = _int(usage.get("input_tokens"))
+            response = as_dict(obj.get("response"))
+            usage = as_dict(response.get("usage"))
+            reason = (as_str(as_dict(response.get("incomplete_details")).get("reason"))
+                      or as_str(response.get("status")) or kind.split(".")[1])
+            pt = as_count(usage.get("input_tokens"))
             return Delta(done=True, finish_reason=reason,
-                         usage_completion_tokens=_int(usage.get("output_tokens")),
+                         usage_completion_tokens=as_count(usage.get("output_tokens")),
                          usage_prompt_tokens=pt,
                          usage_cached_tokens=_cached(response, pt, "input_tokens_details"))
         if kind == "response.failed":
-            return Delta(error=_error_text(_dict(obj.get("response"))) or "response.failed")
+            return Delta(error=_error_text(as_dict(obj.get("response"))) or "response.failed")
         if kind == "error":
             nested = _error_text(obj)
             return Delta(error=nested or str(obj.get("message") or obj.get("code")

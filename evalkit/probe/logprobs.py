@@ -10,12 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from evalkit.probe.fields import as_dict
+
 #: the most logprob entries one event may add (a hostile event cannot bloat a record)
 LOGPROBS_MAX = 256
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _logprob(token: Any, value: Any) -> tuple[str, float] | None:
@@ -27,17 +25,17 @@ def _logprob(token: Any, value: Any) -> tuple[str, float] | None:
 
 def chat_logprobs(lp: Any) -> tuple[tuple[str, float], ...] | None:
     """OpenAI chat: `logprobs.content` is a list of {token, logprob, ...}."""
-    content = _dict(lp).get("content")
+    content = as_dict(lp).get("content")
     if not isinstance(content, list):
         return None
-    pairs = (_logprob(_dict(e).get("token"), _dict(e).get("logprob"))
+    pairs = (_logprob(as_dict(e).get("token"), as_dict(e).get("logprob"))
              for e in content[:LOGPROBS_MAX])
     return tuple(p for p in pairs if p is not None)
 
 
 def completion_logprobs(lp: Any) -> tuple[tuple[str, float], ...] | None:
     """OpenAI completions: parallel lists `tokens` and `token_logprobs`."""
-    tokens, values = _dict(lp).get("tokens"), _dict(lp).get("token_logprobs")
+    tokens, values = as_dict(lp).get("tokens"), as_dict(lp).get("token_logprobs")
     if not isinstance(tokens, list) or not isinstance(values, list):
         return None
     pairs = (_logprob(t, v) for t, v in zip(tokens[:LOGPROBS_MAX], values, strict=False))

@@ -30,8 +30,9 @@ from typing import Any
 
 import httpx
 
-from evalkit.probe.api import NAME_MAX, NORMAL_FINISHES, Adapter, Delta, get_adapter
+from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.chunked import read_body
+from evalkit.probe.fields import NAME_MAX
 from evalkit.probe.loopmonitor import Ring, _pct
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.replies import error_message, retry_after
