@@ -198,10 +198,8 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
     found = _h11_of(response) if DIRECT and PUMP else None
     if found is None or not getattr(found[0]._network_stream, "pumps", False):
         net = response.extensions.get("network_stream")
-        perf = time.perf_counter_ns
         async for raw in body_parts(response):
-            if not on_piece(raw, getattr(net, "last_arrival_ns", None) or perf(),
-                            getattr(net, "last_read_delay_ns", None)):
+            if not on_piece(raw, *_last_read(net)):
                 return
         return
     net, state, timeout, early = _take_body(response, *found)
@@ -224,8 +222,8 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
             return True
         return decoder.tail is not None
 
-    if not early or not sink(net.last_arrival_ns or time.perf_counter_ns(), early,
-                             net.last_read_delay_ns):
+    at, delay = _last_read(net)  # the early bytes came in the head's read
+    if not early or not sink(at, early, delay):
         try:
             await net.pump(sink, timeout)
         except httpcore.TimeoutException as exc:
@@ -242,9 +240,15 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
         raise httpx.RemoteProtocolError(_EOF, request=response.request)
     state.receive_data(decoder.tail)
     async for raw in response.aiter_raw():  # only a body h11 reads as longer than ours
-        if not on_piece(raw, net.last_arrival_ns or time.perf_counter_ns(),
-                        net.last_read_delay_ns):
+        if not on_piece(raw, *_last_read(net)):
             return
+
+
+def _last_read(net: Any) -> tuple[int, int | None]:
+    """(stamp, delay) of the stream's last read, for the bytes it brought: now and
+    unknown where the stream keeps no stamps."""
+    return (getattr(net, "last_arrival_ns", None) or time.perf_counter_ns(),
+            getattr(net, "last_read_delay_ns", None))
 
 
 async def body_parts(response: httpx.Response) -> AsyncIterator[bytes]:

@@ -81,6 +81,10 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         #: the read timeout it is held to (each read moves `_read_by` on by that much)
         self._sink: Callable[[int, bytes, int | None], bool] | None = None
         self._sink_timeout: float | None = None
+        #: when the pump's last read came (perf_counter_ns; None: none yet): its read
+        #: deadline is that plus the timeout, worked out only when the timer fires, not
+        #: with a clock read per read
+        self._pumped_ns: int | None = None
         #: TLS over memory BIOs (`start_tls`): the socket's reads are still ours, stamped
         #: by the kernel, and decrypted in the reader callback; None: plain TCP
         self._tls: ssl.SSLObject | None = None
@@ -134,8 +138,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         if sink is not None:
             self.last_arrival_ns = stamp
             self.last_read_delay_ns = delay = now - stamp if stamp != now else None
-            if self._sink_timeout is not None:
-                self._read_by = self._loop.time() + self._sink_timeout
+            self._pumped_ns = now  # moves the read deadline on (`_on_watch` reads it)
             if sink(stamp, data, delay):
                 self._sink = None
                 self._wake()
@@ -163,7 +166,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             try:
                 # into the read buffer (its bytes were copied out): a plain read(n)
                 # allocates n bytes for every record and shrinks them to what came
-                n = tls.read(_READ_SIZE, self._buf)
+                n: int = tls.read(_READ_SIZE, self._buf)  # type: ignore[assignment]
             except ssl.SSLWantReadError:
                 break
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a cut
@@ -203,6 +206,9 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._watch = None
         if self._read_by is None or self._waiter is None:
             return  # no read waits: the next one arms the timer again
+        if self._sink is not None and self._sink_timeout is not None and self._pumped_ns:
+            since = (time.perf_counter_ns() - self._pumped_ns) / 1e9
+            self._read_by = max(self._read_by, self._loop.time() - since + self._sink_timeout)
         if self._read_by - self._loop.time() > 0.001:  # a later read's deadline
             self._watch = self._loop.call_at(self._read_by, self._on_watch)
             return
@@ -299,7 +305,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         if not self._reading:
             self._loop.add_reader(self._fd, self._on_readable)
             self._reading = True
-        self._sink, self._sink_timeout = sink, timeout
+        self._sink, self._sink_timeout, self._pumped_ns = sink, timeout, None
         try:
             await self._wait(lambda: self._sink is not None, timeout)
         finally:

@@ -246,10 +246,20 @@ class TestOverRealSockets:
             _same(a, b)
             _same(a, c)
 
-    def test_a_pumped_body_is_stamped_by_the_kernel_in_order(self) -> None:
-        """Pumped, every chunk's time is its read's kernel stamp: the server's pauses
-        between pieces show in the gaps, in order, and the record's first chunk is
-        after the send."""
+    def test_a_pumped_body_is_stamped_by_the_kernel_in_order(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A kernel-stamped body is pumped (one `pump` for the body, every read after
+        the head handed over in the reader callback), and each chunk's time is its
+        read's stamp: the server's two pauses of 0.1 s show in the gaps, in order."""
+        from evalkit.probe.kernel_stream import KernelStampedStream
+
+        pumps: list[int] = []
+        original = KernelStampedStream.pump
+
+        async def counting(self: KernelStampedStream, *args: Any, **kwargs: Any) -> None:
+            pumps.append(self.kernel_stamped)
+            await original(self, *args, **kwargs)
+        monkeypatch.setattr(KernelStampedStream, "pump", counting)
         wire = _framed(*BODY)
         pieces: list[bytes | float | None] = [HEAD + wire[:len(wire) // 3], 0.1,
                                               wire[len(wire) // 3:2 * len(wire) // 3], 0.1,
@@ -257,8 +267,10 @@ class TestOverRealSockets:
         recs, _ = _records(pieces, n=1)
         times = [t for t, _ in recs[0].chunks]
         assert recs[0].outcome == "ok" and len(times) == 3, recs[0].error
+        assert len(pumps) == 1 and pumps[0] > 0, pumps  # pumped, on kernel stamps
         assert times[0] > 0 and times == sorted(times)
-        assert times[-1] - times[0] >= 0.1  # at least one pause of 0.1 s lies between
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert sum(0.095 < g < 0.25 for g in gaps) == 2, gaps  # each pause, as written
 
     def test_trailers_are_h11s_to_read_and_the_connection_is_reused(self) -> None:
         recs, server = _records([HEAD + _framed(*BODY, trailer=b"x-usage: 3\r\n")])
@@ -311,6 +323,30 @@ class TestOverRealSockets:
             server.close()
         assert rec.outcome == "timeout" and len(rec.chunks) == 1
         assert rec.error is not None and "ReadTimeout" in rec.error
+
+    @pytest.mark.parametrize("pump", [True, False], ids=["pumped", "read-by-read"])
+    def test_the_read_timeout_counts_from_the_last_read(self, pump: bool) -> None:
+        """Three chunks 0.4 s apart, then silence: the timeout comes 1 s after the last
+        read (~1.8 s in), not 1 s after the first, and not never (a deadline moved by
+        the time the timer fires rather than by the read would move on for ever)."""
+        pieces: list[bytes | float | None] = [HEAD + _framed(BODY[0])[:-5], 0.4]
+        pieces += [_framed(BODY[1])[:-5], 0.4, _framed(BODY[2])[:-5]]
+        server = _Raw(pieces)
+        chunked.PUMP = pump
+
+        async def go() -> RequestRecord:
+            target = Target(server.base_url, "m", timeout_s=1)
+            async with Prober(target, time.perf_counter_ns(), "t") as prober:
+                return await prober.stream(synthetic(16, 8, "p", 0), "baseline", 1)
+        began = time.monotonic()
+        try:
+            rec = asyncio.run(go())
+        finally:
+            chunked.PUMP = True
+            server.close()
+        took = time.monotonic() - began
+        assert rec.outcome == "timeout" and len(rec.chunks) == 3, (rec.outcome, rec.chunks)
+        assert 1.75 < took < 2.6, took
 
     @pytest.mark.parametrize("pump", [True, False], ids=["pumped", "read-by-read"])
     def test_gaps_shorter_than_the_read_timeout_never_time_out(self, pump: bool) -> None:
