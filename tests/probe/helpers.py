@@ -69,3 +69,18 @@ class _Scripted:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(5)
+
+
+def count_pumps(monkeypatch: Any) -> list[int]:
+    """A list that gets, for every body pumped from here on (`KernelStampedStream.pump`),
+    how many reads its connection had kernel-stamped by then."""
+    from evalkit.probe.kernel_stream import KernelStampedStream
+
+    pumps: list[int] = []
+    original = KernelStampedStream.pump
+
+    async def counting(self: KernelStampedStream, *args: Any, **kwargs: Any) -> None:
+        pumps.append(self.kernel_stamped)
+        await original(self, *args, **kwargs)
+    monkeypatch.setattr(KernelStampedStream, "pump", counting)
+    return pumps

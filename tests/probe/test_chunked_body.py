@@ -31,6 +31,7 @@ from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target, make_client
 from evalkit.records import RequestRecord
+from tests.probe.helpers import count_pumps
 
 
 def _event(text: str, finish: str | None = None) -> bytes:
@@ -251,15 +252,7 @@ class TestOverRealSockets:
         """A kernel-stamped body is pumped (one `pump` for the body, every read after
         the head handed over in the reader callback), and each chunk's time is its
         read's stamp: the server's two pauses of 0.1 s show in the gaps, in order."""
-        from evalkit.probe.kernel_stream import KernelStampedStream
-
-        pumps: list[int] = []
-        original = KernelStampedStream.pump
-
-        async def counting(self: KernelStampedStream, *args: Any, **kwargs: Any) -> None:
-            pumps.append(self.kernel_stamped)
-            await original(self, *args, **kwargs)
-        monkeypatch.setattr(KernelStampedStream, "pump", counting)
+        pumps = count_pumps(monkeypatch)
         wire = _framed(*BODY)
         pieces: list[bytes | float | None] = [HEAD + wire[:len(wire) // 3], 0.1,
                                               wire[len(wire) // 3:2 * len(wire) // 3], 0.1,

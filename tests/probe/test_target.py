@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 
 from evalkit.probe import kernel_stream
-from evalkit.probe.kernel_stream import KernelStampedStream
 from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from tests.certificates import throwaway_certificate
+from tests.probe.helpers import count_pumps
 
 
 @pytest.fixture
@@ -70,13 +70,7 @@ class TestTLS:
         import json
 
         url, truth_log = tls_reference
-        pumped: list[int] = []
-        original = KernelStampedStream.pump
-
-        async def counting(self: KernelStampedStream, *args: Any, **kwargs: Any) -> None:
-            pumped.append(self.kernel_stamped)
-            await original(self, *args, **kwargs)
-        monkeypatch.setattr(KernelStampedStream, "pump", counting)
+        pumped = count_pumps(monkeypatch)
         monkeypatch.setattr(kernel_stream, "KERNEL_TLS", kernel)
         origin, recs = _three(url)
         assert [(r.outcome, r.output_tokens, len(r.chunks)) for r in recs] == [("ok", 8, 8)] * 3
