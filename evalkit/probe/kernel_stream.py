@@ -32,6 +32,13 @@ _ANC_SIZE = socket.CMSG_SPACE(16)
 _READ_SIZE = 64 * 1024
 _MAX_BUFFERED = 4 * 1024 * 1024
 _MAX_AGE_NS = 10_000_000_000
+#: how far the wall clock may move against the monotonic one between two reads of a
+#: connection before its kernel stamp is not trusted: this, plus 1 ms a second of the
+#: time between them (ntpd slews by 0.5 ms a second at most); a step (NTP, a VM's clock
+#: sync after boot) moves it by milliseconds or more at once
+_STEP_NS = 500_000
+#: the wall clock, read as the kernel's stamps are (a name of its own: tests step it)
+_wall_ns = time.time_ns
 
 
 _local = threading.local()
@@ -103,6 +110,12 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         #: reads stamped by the kernel / by us (a socket without kernel stamps says so)
         self.kernel_stamped = 0
         self.user_stamped = 0
+        #: the wall clock minus the monotonic one at the last read (a step shows here),
+        #: and when that read was; reads stamped by us because the wall clock stepped
+        #: (they do not stop a body being pumped: the kernel still stamps this socket)
+        self._last_read_ns = time.perf_counter_ns()
+        self._last_offset = _wall_ns() - self._last_read_ns
+        self.clock_steps = 0
         loop.add_reader(self._fd, self._on_readable)
 
     def _on_readable(self) -> None:
@@ -119,16 +132,26 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._stop_reading(eof=True)
             return
         data = self._view[:n].tobytes()
-        stamp = now
+        stamp, stepped = now, False
         for level, kind, cdata in anc:
             if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
                 sec, nsec = struct.unpack("qq", cdata[:16])
-                age = time.time_ns() - (sec * 1_000_000_000 + nsec)
-                if 0 <= age < _MAX_AGE_NS:  # a wall-clock step would give nonsense: ignore
+                wall = _wall_ns()
+                age = wall - (sec * 1_000_000_000 + nsec)
+                # the stamp is on the wall clock: if that clock stepped since this
+                # connection's last read, the bytes may have been stamped before the
+                # step and their age is off by it; they are stamped by us instead
+                offset = wall - now
+                allowed = _STEP_NS + (now - self._last_read_ns) // 1000
+                if abs(offset - self._last_offset) > allowed:
+                    self.clock_steps += 1
+                    stepped = True
+                elif 0 <= age < _MAX_AGE_NS:
                     stamp = now - age
                     self.kernel_stamped += 1
+                self._last_offset, self._last_read_ns = offset, now
                 break
-        if stamp == now:
+        if stamp == now and not stepped:
             self.user_stamped += 1
         if self._tls is not None:  # decrypted after the stamp: it is the bytes' arrival
             data = self._decrypt(data)

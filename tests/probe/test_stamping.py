@@ -385,3 +385,60 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     assert RequestRecord.from_dict(back) == rec.__class__(
         **{**asdict(rec), "chunks": [(round(t, 7), n) for t, n in rec.chunks]})
     assert back["chunks"][:2] == [[0.1234568, 1], [0.2, 2]]
+
+
+class TestWallClockSteps:
+    """The kernel's stamp is on the wall clock: a step of that clock (NTP, a VM's clock
+    sync after boot) between the bytes' arrival and our read would move their time by
+    the step. Over a real socket with kernel stamps, the wall clock stepped by hand."""
+
+    @pytest.mark.parametrize("step_ms", [5, -5])
+    def test_a_read_across_a_step_is_stamped_by_us_and_the_next_by_the_kernel(
+            self, step_ms: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        from evalkit.probe import kernel_stream
+
+        with socket.create_server(("127.0.0.1", 0)) as listener:  # TCP: the kernel stamps
+            a = socket.create_connection(listener.getsockname())
+            b, _ = listener.accept()
+        a.setsockopt(socket.SOL_SOCKET, kernel_stream._SO_TIMESTAMPNS, 1)
+        b.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        step = [0]
+        monkeypatch.setattr(kernel_stream, "_wall_ns", lambda: time.time_ns() + step[0])
+
+        async def read_after(stream: KernelStampedStream, data: bytes, wait_s: float,
+                             step_ns: int = 0) -> tuple[int, int, int]:
+            sent = time.perf_counter_ns()
+            b.send(data)
+            time.sleep(wait_s)  # the loop held: the bytes wait in the kernel, stamped
+            step[0] += step_ns
+            before_read = time.perf_counter_ns()
+            assert await stream.read(100) == data
+            assert stream.last_arrival_ns is not None
+            return sent, before_read, stream.last_arrival_ns
+
+        async def run() -> list[tuple[int, int, int]]:
+            a.setblocking(False)
+            stream = KernelStampedStream(a, asyncio.get_running_loop())
+            got = [await read_after(stream, b"one", 0.02)]
+            # our wall clock steps while the bytes wait (the kernel stamped them before)
+            got.append(await read_after(stream, b"two", 0.02, step_ms * 1_000_000))
+            # and steps back (here only ours moves, so to our reading the clocks agree
+            # again: one more step seen), then holds still
+            got.append(await read_after(stream, b"three", 0.02, -step_ms * 1_000_000))
+            got.append(await read_after(stream, b"four", 0.02))
+            assert stream.clock_steps == 2, (stream.kernel_stamped, stream.user_stamped)
+            await stream.aclose()
+            return got
+
+        try:
+            got = asyncio.run(run())
+        finally:
+            b.close()
+        (s1, r1, at1), (s2, r2, at2), (s3, r3, at3), (s4, r4, at4) = got
+        # kernel-stamped: when it was sent (the two clocks' readings a few µs apart), not
+        # when it was read 20 ms later
+        for sent, read, at in ((s1, r1, at1), (s4, r4, at4)):
+            assert sent - MS < at < sent + 5 * MS and read - at > 15 * MS
+        # across a step: ours, when it was read, never a time shifted by the step
+        for sent, read, at in ((s2, r2, at2), (s3, r3, at3)):
+            assert at >= read > sent + 15 * MS
