@@ -73,6 +73,10 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         self._sse_head()
         self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
 
+    def _cookie(self) -> None:  # a session cookie on every answer, as load balancers set
+        self._sse_head({"Set-Cookie": "route=probe-7; Path=/"})
+        self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
     def _endless(self) -> None:  # a token every 50 ms, never a finish
         self._sse_head()
         end = time.monotonic() + SERVER_LIMIT_S
@@ -229,6 +233,15 @@ class TestBoundedInTime:
         assert [r.outcome for r in records] == ["timeout"]
         assert len(handler.calls) == 1
         assert notes and "without any content" in notes[0]
+
+
+def test_a_vendors_cookie_never_rides_along(vendor: Any) -> None:
+    """What a vendor sets is not sent back: no state of its choosing marks the probe's
+    later requests (`target._NoCookies`)."""
+    url, handler = vendor("cookie")
+    records, _ = _loop(Target(url, "m", timeout_s=5), "baseline", 3)
+    assert [r.outcome for r in records] == ["ok"] * 3
+    assert len(handler.seen) == 3 and not any("cookie" in h for h in handler.seen)
 
 
 class TestBoundedInMemory:
