@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections import deque
@@ -18,11 +17,9 @@ from typing import Any
 
 import httpcore
 
+from evalkit.kernelclock import ANC_SIZE, KernelClock
 from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoing, tls_handshake
 
-#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-_ANC_SIZE = socket.CMSG_SPACE(16)
 #: bytes asked of one read. A plain `recvmsg` allocates this much for every read and
 #: shrinks it to what came (a token chunk is ~200 bytes): past glibc's mmap threshold
 #: (128 KiB) each read mapped and unmapped it (256 KiB cost ~17 us a read more than 64 KiB
@@ -31,14 +28,6 @@ _ANC_SIZE = socket.CMSG_SPACE(16)
 #: once (`_read_buffer`), and only the bytes that came are copied out.
 _READ_SIZE = 64 * 1024
 _MAX_BUFFERED = 4 * 1024 * 1024
-_MAX_AGE_NS = 10_000_000_000
-#: how far the wall clock may move against the monotonic one between two reads of a
-#: connection before its kernel stamp is not trusted: this, plus 1 ms a second of the
-#: time between them (ntpd slews by 0.5 ms a second at most); a step (NTP, a VM's clock
-#: sync after boot) moves it by milliseconds or more at once
-_STEP_NS = 500_000
-#: the wall clock, read as the kernel's stamps are (a name of its own: tests step it)
-_wall_ns = time.time_ns
 
 
 _local = threading.local()
@@ -58,13 +47,9 @@ def _read_buffer() -> tuple[bytearray, memoryview]:
 
 
 class KernelStampedStream(httpcore.AsyncNetworkStream):
-    """Plain TCP read with `recvmsg`, stamped with the kernel's receive time of the bytes.
-
-    The kernel stamps each packet as it is queued to the socket (SO_TIMESTAMPNS, wall
-    clock). We only use that stamp's *age*, measured against the wall clock right after
-    the read (two readings microseconds to milliseconds apart, so clock slewing cannot
-    matter), and subtract it from `perf_counter_ns()`: a monotonic arrival time that
-    does not move when this process is scheduled late on a busy machine.
+    """Plain TCP read with `recvmsg`, stamped with the kernel's receive time of the bytes
+    (`evalkit.kernelclock`: the stamp's age, taken from the monotonic clock, so the
+    time does not move when this process is scheduled late on a busy machine).
     """
 
     def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
@@ -110,17 +95,15 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         #: reads stamped by the kernel / by us (a socket without kernel stamps says so)
         self.kernel_stamped = 0
         self.user_stamped = 0
-        #: the wall clock minus the monotonic one at the last read (a step shows here),
-        #: and when that read was; reads stamped by us because the wall clock stepped
-        #: (they do not stop a body being pumped: the kernel still stamps this socket)
-        self._last_read_ns = time.perf_counter_ns()
-        self._last_offset = _wall_ns() - self._last_read_ns
-        self.clock_steps = 0
+        #: this socket's kernel stamps as monotonic times; a read across a step of the
+        #: wall clock is stamped by us (and does not stop a body being pumped: the
+        #: kernel still stamps this socket)
+        self._clock = KernelClock()
         loop.add_reader(self._fd, self._on_readable)
 
     def _on_readable(self) -> None:
         try:
-            n, anc, _flags, _addr = self._sock.recvmsg_into((self._buf,), _ANC_SIZE)
+            n, anc, _flags, _addr = self._sock.recvmsg_into((self._buf,), ANC_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -132,27 +115,14 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._stop_reading(eof=True)
             return
         data = self._view[:n].tobytes()
-        stamp, stepped = now, False
-        for level, kind, cdata in anc:
-            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
-                sec, nsec = struct.unpack("qq", cdata[:16])
-                wall = _wall_ns()
-                age = wall - (sec * 1_000_000_000 + nsec)
-                # the stamp is on the wall clock: if that clock stepped since this
-                # connection's last read, the bytes may have been stamped before the
-                # step and their age is off by it; they are stamped by us instead
-                offset = wall - now
-                allowed = _STEP_NS + (now - self._last_read_ns) // 1000
-                if abs(offset - self._last_offset) > allowed:
-                    self.clock_steps += 1
-                    stepped = True
-                elif 0 <= age < _MAX_AGE_NS:
-                    stamp = now - age
-                    self.kernel_stamped += 1
-                self._last_offset, self._last_read_ns = offset, now
-                break
-        if stamp == now and not stepped:
-            self.user_stamped += 1
+        steps = self._clock.steps
+        stamp = self._clock.arrival(anc, now)
+        if stamp is not None:
+            self.kernel_stamped += 1
+        else:
+            stamp = now
+            if self._clock.steps == steps:  # no stamp at all, not one across a step
+                self.user_stamped += 1
         if self._tls is not None:  # decrypted after the stamp: it is the bytes' arrival
             data = self._decrypt(data)
             if not data:
@@ -294,6 +264,11 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._reading = True
         self.last_arrival_ns = at
         return data
+
+    @property
+    def clock_steps(self) -> int:
+        """Reads stamped by us because the wall clock stepped since the one before."""
+        return self._clock.steps
 
     @property
     def pumps(self) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 import httpcore
 import httpx
 
-from evalkit.probe.kernel_stream import _SO_TIMESTAMPNS, KernelStampedStream
+from evalkit.kernelclock import SO_TIMESTAMPNS
+from evalkit.probe.kernel_stream import KernelStampedStream
 from evalkit.probe.stamping import _connected
 
 
@@ -59,7 +60,7 @@ class StampedBackend(httpcore.AsyncNetworkBackend):
             raise httpcore.ConnectError(str(exc) or type(exc).__name__) from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         for option in socket_options or ():
             sock.setsockopt(*option)
         _connected(began)

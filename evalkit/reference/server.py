@@ -19,7 +19,6 @@ import json
 import os
 import socket
 import ssl
-import struct
 import subprocess
 import sys
 import threading
@@ -33,16 +32,13 @@ from typing import Any, Literal
 import httpx
 
 from evalkit.errors import EvalkitError, UsageError
+from evalkit.kernelclock import ANC_SIZE, SO_TIMESTAMPNS, KernelClock
 from evalkit.reference.app import ARRIVAL_EXTENSION, ReferenceApp
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 from evalkit.reference.parse import MODEL, count_tokens
 
 STARTUP_TIMEOUT_S = 20.0
 
-#: SO_TIMESTAMPNS (Linux: 35); SCM_TIMESTAMPNS has the same value
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
-_ANC_SIZE = socket.CMSG_SPACE(16)
-_MAX_AGE_NS = 10_000_000_000
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -58,7 +54,7 @@ def _bind(host: str, port: int) -> socket.socket:
     # kernel receive stamps from a connection's first packet: an accepted socket inherits
     # the option, so a request sent the moment its connection opened is stamped too
     with contextlib.suppress(OSError):
-        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -110,23 +106,18 @@ class _KernelStampedSocket:
     however long the server's process then took to get a CPU and read it.
     """
 
-    __slots__ = ("_sock", "kernel_ns")
+    __slots__ = ("_clock", "_sock", "kernel_ns")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._clock = KernelClock()
         self.kernel_ns: int | None = None
-        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
     def recv(self, size: int) -> bytes:
-        data, anc, _flags, _addr = self._sock.recvmsg(size, _ANC_SIZE)
-        now = time.perf_counter_ns()
-        self.kernel_ns = None
-        for level, kind, cdata in anc:
-            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(cdata) >= 16:
-                sec, nsec = struct.unpack("qq", cdata[:16])
-                age = time.time_ns() - (sec * 1_000_000_000 + nsec)
-                if 0 <= age < _MAX_AGE_NS:  # a wall-clock step would give nonsense
-                    self.kernel_ns = now - age
+        data, anc, _flags, _addr = self._sock.recvmsg(size, ANC_SIZE)
+        # None: no stamp, or one across a step of the wall clock (not a time to log)
+        self.kernel_ns = self._clock.arrival(anc, time.perf_counter_ns())
         return data
 
     def __getattr__(self, name: str) -> Any:

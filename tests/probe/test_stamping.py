@@ -395,15 +395,15 @@ class TestWallClockSteps:
     @pytest.mark.parametrize("step_ms", [5, -5])
     def test_a_read_across_a_step_is_stamped_by_us_and_the_next_by_the_kernel(
             self, step_ms: int, monkeypatch: pytest.MonkeyPatch) -> None:
-        from evalkit.probe import kernel_stream
+        from evalkit import kernelclock
 
         with socket.create_server(("127.0.0.1", 0)) as listener:  # TCP: the kernel stamps
             a = socket.create_connection(listener.getsockname())
             b, _ = listener.accept()
-        a.setsockopt(socket.SOL_SOCKET, kernel_stream._SO_TIMESTAMPNS, 1)
+        a.setsockopt(socket.SOL_SOCKET, kernelclock.SO_TIMESTAMPNS, 1)
         b.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         step = [0]
-        monkeypatch.setattr(kernel_stream, "_wall_ns", lambda: time.time_ns() + step[0])
+        monkeypatch.setattr(kernelclock, "_wall_ns", lambda: time.time_ns() + step[0])
 
         async def read_after(stream: KernelStampedStream, data: bytes, wait_s: float,
                              step_ns: int = 0) -> tuple[int, int, int]:
