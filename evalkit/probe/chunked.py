@@ -238,10 +238,32 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
         return
     if decoder.tail is None:  # the pump ended at the peer's close, mid-body
         raise httpx.RemoteProtocolError(_EOF, request=response.request)
-    state.receive_data(decoder.tail)
-    async for raw in response.aiter_raw():  # only a body h11 reads as longer than ours
+    if _ended(state, decoder.tail, response):
+        return
+    async for raw in response.aiter_raw():  # the rest of the end, as h11 reads it
         if not on_piece(raw, *_last_read(net)):
             return
+
+
+def _ended(state: Any, tail: bytes, response: httpx.Response) -> bool:
+    """Hand h11 the body's end (the last chunk's line, trailers, the final CRLF): True
+    when that was all of it, h11 now DONE (the connection goes back to the pool on
+    `aclose`, or is closed, as h11 says); False: h11 needs more, read through httpx.
+
+    Why not always through httpx: five layers of async iterators, each with its
+    exception-mapping context manager, for the 5 bytes that end every stream, in the
+    moment a herd of streams ends together."""
+    state.receive_data(tail)
+    try:
+        event = state.next_event()
+    except h11.RemoteProtocolError as exc:  # a bad trailer: what httpcore would raise
+        raise httpx.RemoteProtocolError(str(exc), request=response.request) from None
+    if event is h11.NEED_DATA:
+        return False  # h11's state is as it was: httpx goes on from there
+    if type(event) is not h11.EndOfMessage:  # nothing else can follow a 0 line
+        raise httpx.RemoteProtocolError(f"unexpected {type(event).__name__} after the "
+                                        "last chunk", request=response.request)
+    return True
 
 
 def _last_read(net: Any) -> tuple[int, int | None]:
@@ -282,6 +304,6 @@ async def body_parts(response: httpx.Response) -> AsyncIterator[bytes]:
     except h11.RemoteProtocolError as exc:
         raise httpx.RemoteProtocolError(str(exc), request=response.request) from None
     # the end is h11's to read: the trailers, and whether the connection can be reused
-    state.receive_data(decoder.tail)
-    async for raw in response.aiter_raw():  # only a body h11 reads as longer than ours
-        yield raw
+    if not _ended(state, decoder.tail, response):
+        async for raw in response.aiter_raw():
+            yield raw

@@ -265,6 +265,19 @@ class TestOverRealSockets:
         gaps = [b - a for a, b in itertools.pairwise(times)]
         assert sum(0.095 < g < 0.25 for g in gaps) == 2, gaps  # each pause, as written
 
+    @pytest.mark.parametrize("cut", [1, 2, 4], ids=["last-lf", "final-crlf", "zero-line"])
+    def test_an_end_cut_between_reads_is_read_whole_and_the_connection_reused(
+            self, cut: int) -> None:
+        """The last chunk's line or the final CRLF in a later read: h11 reads the rest of
+        the end itself, and the connection still goes back to the pool."""
+        wire = HEAD + _framed(*BODY)
+        recs, server = _records([wire[:-cut], 0.05, wire[-cut:]])
+        assert [(r.outcome, len(r.chunks)) for r in recs] == [("ok", 3), ("ok", 3)]
+        assert server.connections == 1
+        slow, _ = _records([wire[:-cut], 0.05, wire[-cut:]], direct=False)
+        for a, b in zip(recs, slow, strict=True):
+            _same(a, b)
+
     def test_trailers_are_h11s_to_read_and_the_connection_is_reused(self) -> None:
         recs, server = _records([HEAD + _framed(*BODY, trailer=b"x-usage: 3\r\n")])
         assert [r.outcome for r in recs] == ["ok", "ok"]
