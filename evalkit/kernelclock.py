@@ -11,6 +11,8 @@ scheduled late on a busy machine. An age is only good while the wall clock did n
 between the stamp and the read (NTP, a VM syncing its clock after boot): the wall clock
 minus the monotonic one is compared with the socket's last read, and a read across a step
 gets no kernel time (its reader stamps it when it reads it, never moved by the step).
+Both clocks are read back to back for that, so a stall of the process between the read
+and the clocks moves neither the stamp nor the check.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ ANC_SIZE = socket.CMSG_SPACE(16)
 #: an age past this (or below zero) is nonsense: a clock set far off
 _MAX_AGE_NS = 10_000_000_000
 #: how far the wall clock may move against the monotonic one between two reads of a
-#: socket before its stamp is not trusted: this, plus 1 ms a second of the time between
-#: them (ntpd slews by 0.5 ms a second at most); a step moves it by milliseconds at once
-_STEP_NS = 500_000
+#: socket before its stamps are not trusted. On Linux both clocks are slewed alike (NTP
+#: steers CLOCK_MONOTONIC too), so their difference moves only when the wall clock is
+#: stepped; this much is the jitter of reading the pair, back to back
+_STEP_NS = 250_000
+#: a pair of clock readings further apart than this was interrupted: read again
+_PAIR_NS = 50_000
 #: the wall clock, read as the kernel's stamps are (a name of its own: tests step it)
 _wall_ns = time.time_ns
 
@@ -36,30 +41,50 @@ _wall_ns = time.time_ns
 class KernelClock:
     """One socket's kernel stamps, read as monotonic times (`arrival`)."""
 
-    __slots__ = ("_last_offset", "_last_read_ns", "steps")
+    __slots__ = ("_offset", "_suspect", "steps")
 
     def __init__(self) -> None:
-        self._last_read_ns = time.perf_counter_ns()
         #: the wall clock minus the monotonic one at the last read (a step shows here)
-        self._last_offset = _wall_ns() - self._last_read_ns
+        self._offset = _offset_now()
+        #: the last read found a step and more bytes were queued behind it: they were
+        #: stamped before it too, so they are not trusted either
+        self._suspect = False
         #: reads that got no kernel time because the wall clock stepped before them
         self.steps = 0
 
-    def arrival(self, anc: list[tuple[int, int, bytes]], now: int) -> int | None:
+    def arrival(self, anc: list[tuple[int, int, bytes]], now: int, more: bool = False
+                ) -> int | None:
         """When the read's bytes arrived (perf_counter_ns), from `recvmsg`'s ancillary
-        data and `now` (perf_counter_ns, read right after it); None: no usable stamp
-        (none sent, nonsense, or across a step of the wall clock: `steps` counts those)."""
+        data; None: no usable stamp (none sent, nonsense, or across a step of the wall
+        clock: `steps` counts those). `now`: perf_counter_ns right after the read; `more`:
+        the read filled its buffer (more bytes may be queued, stamped as early)."""
         for level, kind, cdata in anc:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
                 sec, nsec = struct.unpack("qq", cdata[:16])
-                wall = _wall_ns()
-                offset = wall - now
-                allowed = _STEP_NS + (now - self._last_read_ns) // 1000
-                stepped = abs(offset - self._last_offset) > allowed
-                self._last_offset, self._last_read_ns = offset, now
+                offset = _offset_now()
+                stepped = self._suspect or abs(offset - self._offset) > _STEP_NS
+                self._offset = offset
+                self._suspect = stepped and more
                 if stepped:
                     self.steps += 1
                     return None
-                age = wall - (sec * 1_000_000_000 + nsec)
-                return now - age if 0 <= age < _MAX_AGE_NS else None
+                # the stamp on the monotonic clock: the kernel's wall time less the offset
+                # of the two clocks now (read back to back, so a stall in between cannot
+                # move it)
+                at: int = sec * 1_000_000_000 + nsec - offset
+                if not -_PAIR_NS <= now - at < _MAX_AGE_NS:
+                    return None  # after the read, or ages old: a clock set far off
+                return min(at, now)  # never after the read (the pair's jitter)
         return None
+
+
+def _offset_now() -> int:
+    """The wall clock minus the monotonic one, from readings taken back to back (again
+    once if they were interrupted)."""
+    for _ in range(2):
+        before = time.perf_counter_ns()
+        wall = _wall_ns()
+        after = time.perf_counter_ns()
+        if after - before <= _PAIR_NS:
+            break
+    return wall - (before + after) // 2

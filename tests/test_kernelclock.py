@@ -61,13 +61,42 @@ def test_a_read_across_a_step_gets_no_time_and_the_next_does(wall: list[int],
     assert got is not None and abs((now - got) - 1 * MS) < 0.5 * MS and clock.steps == 1
 
 
-def test_slewing_is_not_a_step(wall: list[int]) -> None:
-    """0.3 ms at once, or 1.5 ms over two seconds (what ntpd's slew can do, nearly), is
-    the clock being steered, not stepped: the stamp is kept."""
+def test_the_jitter_of_reading_two_clocks_is_not_a_step(wall: list[int]) -> None:
+    """Both clocks are slewed alike, so only a step moves their difference: 0.1 ms of it
+    (reading the pair) keeps the stamp, after a long gap too; 0.3 ms is a step."""
     clock = KernelClock()
-    wall[0] = int(0.3 * MS)
+    wall[0] = int(0.1 * MS)
     assert clock.arrival(_anc(time.time_ns() + wall[0] - MS), time.perf_counter_ns())
-    clock._last_read_ns -= 2_000 * MS  # the last read was two seconds ago
-    wall[0] += int(1.5 * MS)
-    assert clock.arrival(_anc(time.time_ns() + wall[0] - MS), time.perf_counter_ns())
+    wall[0] = 0
+    time.sleep(0.05)
+    assert clock.arrival(_anc(time.time_ns() - MS), time.perf_counter_ns())
     assert clock.steps == 0
+    wall[0] = int(0.3 * MS)
+    assert clock.arrival(_anc(time.time_ns() - MS), time.perf_counter_ns()) is None
+    assert clock.steps == 1
+
+
+def test_bytes_queued_behind_a_step_are_not_trusted_either(wall: list[int]) -> None:
+    """A read across a step that filled its buffer: the next read's bytes were stamped
+    before the step too, though the offset no longer moves; the one after is trusted."""
+    clock = KernelClock()
+    stamped = time.time_ns() - MS
+    wall[0] = 5 * MS
+    assert clock.arrival(_anc(stamped), time.perf_counter_ns(), more=True) is None
+    assert clock.arrival(_anc(stamped), time.perf_counter_ns(), more=False) is None
+    assert clock.steps == 2
+    now = time.perf_counter_ns()
+    got = clock.arrival(_anc(time.time_ns() + wall[0] - MS), now)
+    assert got is not None and abs((now - got) - MS) < 0.5 * MS
+
+
+def test_a_stall_between_the_read_and_the_clocks_moves_nothing(wall: list[int]) -> None:
+    """`now` taken, then the process stalls 3 ms before the clocks are read: the stamp is
+    still the kernel's time, and no step is seen."""
+    clock = KernelClock()
+    stamped = time.time_ns() - MS
+    now = time.perf_counter_ns()
+    time.sleep(0.003)
+    got = clock.arrival(_anc(stamped), now)
+    assert got is not None and clock.steps == 0
+    assert abs((now - got) - MS) < 0.3 * MS  # 1 ms before the read, not 4

@@ -116,7 +116,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             return
         data = self._view[:n].tobytes()
         steps = self._clock.steps
-        stamp = self._clock.arrival(anc, now)
+        stamp = self._clock.arrival(anc, now, n == _READ_SIZE)
         if stamp is not None:
             self.kernel_stamped += 1
         else:
@@ -199,7 +199,9 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._watch = None
         if self._read_by is None or self._waiter is None:
             return  # no read waits: the next one arms the timer again
-        if self._sink is not None and self._sink_timeout is not None and self._pumped_ns:
+        # not `_sink`: a body's last read may have ended the pump in this very turn of
+        # the loop (reader callbacks run before due timers), its deadline not yet moved
+        if self._sink_timeout is not None and self._pumped_ns:
             since = (time.perf_counter_ns() - self._pumped_ns) / 1e9
             self._read_by = max(self._read_by, self._loop.time() - since + self._sink_timeout)
         if self._read_by - self._loop.time() > 0.001:  # a later read's deadline
@@ -237,9 +239,11 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                     self._waiter = None
                 if self._timed_out:
                     self._timed_out = False
-                    raise httpcore.ReadTimeout(f"no bytes for {timeout} s")
+                    if waiting() and not self._eof:  # not if what it waited for came
+                        raise httpcore.ReadTimeout(f"no bytes for {timeout} s")
         finally:
             self._read_by = None
+            self._timed_out = False  # a timer that fired as the wait ended: not the next's
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         """The bytes of the next socket read (split only if longer than max_bytes).

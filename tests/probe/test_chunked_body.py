@@ -432,3 +432,37 @@ def test_a_flood_that_never_ends_stops_at_the_request_deadline(pump: bool) -> No
     assert rec.outcome == "timeout" and "deadline" in (rec.error or ""), rec.error
     assert 0.9 < took < 3.0, took
     assert len(rec.chunks) > 1000  # the flood's chunks, kept
+
+
+def test_a_body_ending_as_its_stale_read_timer_fires_is_not_a_timeout() -> None:
+    """The body's last read and the read timer (armed when the pump began, past its
+    deadline while the loop was held) land in one turn of the loop: reader callbacks run
+    first and end the pump, and the timer must then move on, not time a complete body
+    out (the deadline counts from the last read: `_pumped_ns`)."""
+    a, b = socket.socketpair()
+
+    async def run() -> list[bytes]:
+        a.setblocking(False)
+        stream = KernelStampedStream(a, asyncio.get_running_loop())
+        got: list[bytes] = []
+
+        def sink(at: int, data: bytes, delay: int | None) -> bool:
+            got.append(data)
+            return data.endswith(b"END")
+
+        async def vendor() -> None:
+            await asyncio.sleep(0.05)
+            b.send(b"part")
+            await asyncio.sleep(0.05)
+            b.send(b"END")
+            time.sleep(0.4)  # the loop held past the pump's first deadline (0.3 s)
+        task = asyncio.create_task(vendor())
+        await stream.pump(sink, timeout=0.3)
+        await task
+        await stream.aclose()
+        return got
+
+    try:
+        assert asyncio.run(run()) == [b"part", b"END"]
+    finally:
+        b.close()
