@@ -251,6 +251,8 @@ def main(argv: list[str]) -> int:
     if "--tls" in argv:  # HTTPS, on our own TLS (the default) or asyncio's transport
         at = argv.index("--tls")
         tls, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+        if tls not in ("own", "asyncio"):
+            sys.exit(f"--tls takes own or asyncio, not {tls!r}")
         kernel_stream.KERNEL_TLS = tls == "own"
     levels, (rounds_s, tokens_s, runs_s) = arguments(argv, "256 3 64,16 3")
     rounds, runs = int(rounds_s), int(runs_s)

@@ -117,7 +117,7 @@ class _KernelStampedSocket:
     def recv(self, size: int) -> bytes:
         data, anc, _flags, _addr = self._sock.recvmsg(size, ANC_SIZE)
         # None: no stamp, or one across a step of the wall clock (not a time to log)
-        self.kernel_ns = self._clock.arrival(anc, time.perf_counter_ns())
+        self.kernel_ns = self._clock.arrival(anc, time.perf_counter_ns(), len(data) == size)
         return data
 
     def __getattr__(self, name: str) -> Any:
@@ -197,13 +197,19 @@ def _uvicorn_server(app: ReferenceApp, tls: TLSFiles | None = None) -> Any:
 
 
 def _tls_files(tls: tuple[Path | str, Path | str] | None) -> TLSFiles | None:
-    """Both files, checked here: uvicorn's own error for a missing one is a traceback."""
+    """Both files, loaded here once: uvicorn loads them only once it serves, after the
+    URL is announced, and its error for a bad one is a traceback."""
     if tls is None:
         return None
     cert, key = Path(tls[0]), Path(tls[1])
     for what, path in (("certificate", cert), ("key", key)):
         if not path.is_file():
             raise UsageError(f"the TLS {what} file {str(path)!r} does not exist")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise UsageError(f"cannot serve HTTPS with {str(cert)!r} and {str(key)!r}: "
+                         f"{exc} (a PEM certificate and its unencrypted key)") from None
     return cert, key
 
 
@@ -214,7 +220,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, profile: str = DEFAULT_PROF
     """Serve the reference endpoint until interrupted (blocking; the CLI's edge).
 
     `tls` (certificate, key) serves HTTPS, as every vendor does: the client's TLS path
-    (its CPU, its stamps) is then measured against the same truth log."""
+    (its CPU, its stamps) is then measured against the same truth log. Over HTTPS the
+    truth log has no `kernel_ns` (asyncio's SSL transport reads the socket, not the
+    stamping one) and `arrived_ns` is when its loop saw the request decrypted."""
     prof = get_profile(profile, overrides)
     files = _tls_files(tls)
     sock = _bind(host, port)

@@ -96,3 +96,19 @@ def test_serves_https_in_a_subprocess_when_given_a_certificate(tmp_path: Path) -
         assert models["data"][0]["id"] == "evalkit-reference"
         with pytest.raises(httpx.HTTPError):
             httpx.get(srv.base_url.replace("https", "http") + "/models", timeout=5)
+
+
+def test_a_certificate_that_does_not_load_is_a_user_error(tmp_path: Path) -> None:
+    """Files that are there but are no certificate and key (or not a pair) are named
+    before anything is served, not a traceback from uvicorn once it serves."""
+    cert, key = throwaway_certificate(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    _, other_key = throwaway_certificate(other)
+    (tmp_path / "junk.pem").write_text("not a certificate\n")
+    runner = CliRunner()
+    for c, k in ((tmp_path / "junk.pem", key), (cert, other_key)):
+        result = runner.invoke(cli, ["serve-reference", "--port", "0", "--tls-cert", str(c),
+                                     "--tls-key", str(k)])
+        assert result.exit_code == 2, result.output
+        assert "cannot serve HTTPS with" in result.output and "Traceback" not in result.output
