@@ -114,6 +114,15 @@ class _KernelStampedSocket:
         self.kernel_ns: int | None = None
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
+    def recv_into(self, buffer: Any, nbytes: int = 0) -> int:
+        """asyncio's read for a buffered protocol (its SSL transport's is one)."""
+        view = memoryview(buffer)
+        if nbytes:
+            view = view[:nbytes]
+        n, anc, _flags, _addr = self._sock.recvmsg_into((view,), ANC_SIZE)
+        self.kernel_ns = self._clock.arrival(anc, time.perf_counter_ns(), n == len(view))
+        return int(n)
+
     def recv(self, size: int) -> bytes:
         data, anc, _flags, _addr = self._sock.recvmsg(size, ANC_SIZE)
         # None: no stamp, or one across a step of the wall clock (not a time to log)
@@ -125,15 +134,20 @@ class _KernelStampedSocket:
 
 
 def _kernel_stamped(transport: asyncio.Transport) -> _KernelStampedSocket | None:
-    """Swap the transport's socket for one that keeps kernel stamps (None: not possible)."""
-    sock = getattr(transport, "_sock", None)
+    """Swap the transport's socket for one that keeps kernel stamps (None: not possible).
+
+    Over HTTPS the transport is asyncio's SSL one, over the socket's own transport: that
+    one's socket is swapped, so a request's stamp is that of the read that completed its
+    TLS record (decrypted and handed over in the same callback)."""
+    inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
+    sock = getattr(inner if inner is not None else transport, "_sock", None)
     if not isinstance(sock, socket.socket) or sock.type != socket.SOCK_STREAM:
         return None
     try:
         stamped = _KernelStampedSocket(sock)
     except OSError:
         return None
-    transport._sock = stamped  # type: ignore[attr-defined]
+    (inner if inner is not None else transport)._sock = stamped  # type: ignore[union-attr]
     return stamped
 
 
@@ -221,8 +235,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, profile: str = DEFAULT_PROF
 
     `tls` (certificate, key) serves HTTPS, as every vendor does: the client's TLS path
     (its CPU, its stamps) is then measured against the same truth log. Over HTTPS the
-    truth log has no `kernel_ns` (asyncio's SSL transport reads the socket, not the
-    stamping one) and `arrived_ns` is when its loop saw the request decrypted."""
+    truth log's `kernel_ns` is the stamp of the read that completed a request's TLS
+    record (none for a connection's first request when it came with the handshake's
+    last read), and `arrived_ns` is when its loop saw the request decrypted."""
     prof = get_profile(profile, overrides)
     files = _tls_files(tls)
     sock = _bind(host, port)
@@ -317,10 +332,8 @@ class ReferenceServer:
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        verify: ssl.SSLContext | bool = (
-            ssl.create_default_context(cafile=str(self.tls[0])) if self.tls else True)
         # one client: building one costs ~50 ms
-        with httpx.Client(timeout=2.0, verify=verify) as client:
+        with httpx.Client(timeout=2.0, verify=self.verify) as client:
             while True:
                 try:
                     if client.get(self.base_url + "/models").status_code == 200:
@@ -359,6 +372,14 @@ class ReferenceServer:
 
     # ------------------------------------------------------------------ ground truth
     @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """What a client of this endpoint verifies its certificate with: the certificate
+        itself over HTTPS (it is self-signed), httpx's default otherwise."""
+        if self.tls is None:
+            return True
+        return ssl.create_default_context(cafile=str(self.tls[0]))
+
+    @property
     def root_url(self) -> str:
         """The server root (base_url without `/v1`)."""
         return self.base_url.removesuffix("/v1")
@@ -367,7 +388,7 @@ class ReferenceServer:
         """Requests in flight and logged so far, and the effective parameters."""
         url = self.root_url + "/_reference/state"
         if client is None:
-            with httpx.Client(timeout=5) as own:
+            with httpx.Client(timeout=5, verify=self.verify) as own:
                 return dict(own.get(url).json())
         return dict(client.get(url).json())
 
@@ -376,7 +397,7 @@ class ReferenceServer:
         if self.truth_log is None:
             raise UsageError("this ReferenceServer was started without truth_log")
         deadline = time.monotonic() + timeout_s
-        with httpx.Client(timeout=5) as client:
+        with httpx.Client(timeout=5, verify=self.verify) as client:
             while self.state(client)["in_flight"] and time.monotonic() < deadline:
                 time.sleep(0.01)
         if not self.truth_log.exists():

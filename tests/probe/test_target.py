@@ -86,10 +86,43 @@ class TestTLS:
             t0 = origin + round(rec.t0_s * 1e9)
             for (at_s, _), written in zip(rec.chunks, writes, strict=True):
                 assert -1e6 < t0 + round(at_s * 1e9) - written < 50e6
+            # the server stamps HTTPS requests too, where it can (see the next test)
+            t = truth[rec.id]
+            if t["kernel_ns"] is not None:
+                assert t0 - 1e6 < t["kernel_ns"] <= t["arrived_ns"] <= t["received_ns"]
         if kernel:
             assert len(pumped) == 3 and all(pumped), pumped  # kernel-stamped, pumped
         else:
             assert pumped == []  # asyncio's transport: read by read
+
+    def test_the_server_stamps_a_kept_alive_https_request_by_its_kernel(
+            self, tls_reference: tuple[str, Path]) -> None:
+        """The second request on a connection: the server's kernel had it after we sent it
+        and before its loop saw it decrypted. (A connection's first request often comes
+        in the handshake's last read, before the server's stamping socket is in place,
+        and has no `kernel_ns`.)"""
+        import json
+
+        url, truth_log = tls_reference
+
+        async def run() -> tuple[int, list[RequestRecord]]:
+            async with Prober(Target(url, "evalkit-reference", tag_requests=True),
+                              time.perf_counter_ns(), "tls") as prober:
+                recs = [await prober.stream(synthetic(32, 4, f"k-{i}"), "baseline", 1)
+                        for i in range(2)]
+                return prober.origin_ns, recs
+        origin, recs = asyncio.run(run())
+        assert [r.outcome for r in recs] == ["ok", "ok"]
+        for _ in range(100):
+            truth = {t["request_id"]: t for t in map(json.loads,
+                                                     truth_log.read_text().splitlines())}
+            if recs[1].id in truth:
+                break
+            time.sleep(0.05)
+        t = truth[recs[1].id]
+        t0 = origin + round(recs[1].t0_s * 1e9)
+        assert isinstance(t["kernel_ns"], int), t
+        assert t0 - 1e6 < t["kernel_ns"] <= t["arrived_ns"] <= t["received_ns"]
 
     def test_a_certificate_it_does_not_trust_is_a_connect_error(
             self, tls_reference: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
