@@ -21,6 +21,7 @@ from evalkit.probe.api import (
     get_adapter,
 )
 from evalkit.probe.chunkscan import chat_token
+from evalkit.probe.logprobs import LOGPROBS_MAX, chat_logprobs, completion_logprobs
 from evalkit.probe.sse import SSEParser, SSETooLarge
 
 STREAM = (
@@ -545,3 +546,50 @@ class TestChatFastPath:
     def test_edge_shapes(self, data: str) -> None:
         fast, full = _both(data)
         assert fast == full
+
+
+class TestLogprobReaders:
+    """The logprobs an event carries (`evalkit.probe.logprobs`), from hostile shapes:
+    every entry checked, tokens and counts bounded, anything else dropped."""
+
+    def test_chat_pairs_in_order(self) -> None:
+        lp = {"content": [{"token": "a", "logprob": -0.5, "bytes": [97]},
+                          {"token": "b", "logprob": 0}]}
+        assert chat_logprobs(lp) == (("a", -0.5), ("b", 0.0))
+
+    @pytest.mark.parametrize("lp", [None, [], "x", {"content": None}, {"content": {}},
+                                    {"content": "abc"}])
+    def test_chat_without_a_list_is_none(self, lp: object) -> None:
+        assert chat_logprobs(lp) is None
+
+    def test_chat_bad_entries_are_dropped_one_by_one(self) -> None:
+        lp = {"content": [{"token": "ok", "logprob": -1.0}, {"token": 3, "logprob": -1},
+                          {"token": "b", "logprob": True}, {"token": "n",
+                                                            "logprob": float("nan")},
+                          {"token": "i", "logprob": float("-inf")}, "junk",
+                          {"logprob": -2.0}, {"token": "s", "logprob": "-1"},
+                          {"token": "z", "logprob": -3}]}
+        assert chat_logprobs(lp) == (("ok", -1.0), ("z", -3.0))
+
+    def test_bounded_in_count_and_token_length(self) -> None:
+        lp = {"content": [{"token": "t" * 100, "logprob": -0.1}] * (LOGPROBS_MAX + 50)}
+        got = chat_logprobs(lp)
+        assert got is not None and len(got) == LOGPROBS_MAX
+        assert got[0] == ("t" * 64, -0.1)
+        tokens = ["u" * 70] * (LOGPROBS_MAX + 9)
+        got = completion_logprobs({"tokens": tokens, "token_logprobs": [-1.5] * len(tokens)})
+        assert got is not None and len(got) == LOGPROBS_MAX and got[-1] == ("u" * 64, -1.5)
+
+    def test_completions_parallel_lists(self) -> None:
+        lp = {"tokens": ["a", "b", "c", 7], "token_logprobs": [-0.25, None, -1, -2.0],
+              "top_logprobs": None}
+        assert completion_logprobs(lp) == (("a", -0.25), ("c", -1.0))
+        # one list shorter than the other: the pairs there are
+        assert completion_logprobs({"tokens": ["a", "b"], "token_logprobs": [-1.0]}) == \
+            (("a", -1.0),)
+
+    @pytest.mark.parametrize("lp", [None, {}, {"tokens": ["a"]},
+                                    {"tokens": "ab", "token_logprobs": [-1.0, -1.0]},
+                                    {"tokens": ["a"], "token_logprobs": -1.0}])
+    def test_completions_without_both_lists_is_none(self, lp: object) -> None:
+        assert completion_logprobs(lp) is None
