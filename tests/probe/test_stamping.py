@@ -420,8 +420,12 @@ class TestWallClockSteps:
             a.setblocking(False)
             stream = KernelStampedStream(a, asyncio.get_running_loop())
             # the kernel turns receive stamps on lazily (a deferred switch): a packet that
-            # comes before it is stamped when it is read; one read first, not judged
-            await read_after(stream, b"warm", 0.05)
+            # comes before it is stamped when it is read; reads first, not judged, until
+            # one is stamped when it came
+            for _ in range(20):
+                _sent, read, at = await read_after(stream, b"warm", 0.02)
+                if read - at > 15 * MS:
+                    break
             steps = stream.clock_steps
             got = [await read_after(stream, b"one", 0.02)]
             # our wall clock steps while the bytes wait (the kernel stamped them before)
