@@ -21,8 +21,10 @@ from evalkit.probe.api import (
     get_adapter,
 )
 from evalkit.probe.chunkscan import chat_token
+from evalkit.probe.fields import NAME_MAX, as_count, as_dict, as_name, as_str
 from evalkit.probe.logprobs import LOGPROBS_MAX, chat_logprobs, completion_logprobs
 from evalkit.probe.sse import SSEParser, SSETooLarge
+from evalkit.rundir.store import MAX_COUNT
 
 STREAM = (
     b": ping\n\n"
@@ -593,3 +595,26 @@ class TestLogprobReaders:
                                     {"tokens": ["a"], "token_logprobs": -1.0}])
     def test_completions_without_both_lists_is_none(self, lp: object) -> None:
         assert completion_logprobs(lp) is None
+
+
+class TestFieldReaders:
+    """`evalkit.probe.fields`: a vendor's value read as what it claims to be, or nothing."""
+
+    @pytest.mark.parametrize(("value", "got"), [
+        (0, 0), (1, 1), (MAX_COUNT, MAX_COUNT), (MAX_COUNT + 1, None), (-1, None),
+        (True, None), (False, None), (2.0, None), ("3", None), (None, None)])
+    def test_a_count_is_a_whole_number_a_request_could_make(self, value: object,
+                                                            got: int | None) -> None:
+        assert as_count(value) == got
+        assert as_count(value) is None or type(as_count(value)) is int
+
+    @pytest.mark.parametrize(("value", "got"), [
+        ("m-1", "m-1"), ("x" * (NAME_MAX + 5), "x" * NAME_MAX), ("", None), (5, None),
+        (["m"], None), ({"m": 1}, None), (None, None)])
+    def test_a_name_is_a_non_empty_string_cut_to_its_bound(self, value: object,
+                                                           got: str | None) -> None:
+        assert as_name(value) == got
+
+    def test_an_object_or_a_string_or_nothing(self) -> None:
+        assert as_dict({"a": 1}) == {"a": 1} and as_dict([("a", 1)]) == {}
+        assert as_dict(None) == {} and as_str("s") == "s" and as_str(3) == ""
