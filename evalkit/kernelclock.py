@@ -36,12 +36,16 @@ _STEP_NS = 250_000
 _PAIR_NS = 50_000
 #: the wall clock, read as the kernel's stamps are (a name of its own: tests step it)
 _wall_ns = time.time_ns
+_perf_ns = time.perf_counter_ns
+_SOL_SOCKET = socket.SOL_SOCKET
+#: a struct timespec (seconds, nanoseconds) from the ancillary data, no slice taken
+_timespec = struct.Struct("qq").unpack_from
 
 
 class KernelClock:
     """One socket's kernel stamps, read as monotonic times (`arrival`)."""
 
-    __slots__ = ("_offset", "_suspect", "steps")
+    __slots__ = ("_offset", "_suspect", "stamped", "steps", "unstamped")
 
     def __init__(self) -> None:
         #: the wall clock minus the monotonic one at the last read (a step shows here)
@@ -49,18 +53,22 @@ class KernelClock:
         #: the last read found a step and more bytes were queued behind it: they were
         #: stamped before it too, so they are not trusted either
         self._suspect = False
-        #: reads that got no kernel time because the wall clock stepped before them
+        #: reads given the kernel's time; reads with no usable stamp (none sent, or
+        #: nonsense); reads that got no kernel time because the wall clock stepped
+        self.stamped = 0
+        self.unstamped = 0
         self.steps = 0
 
     def arrival(self, anc: list[tuple[int, int, bytes]], now: int, more: bool = False
                 ) -> int | None:
         """When the read's bytes arrived (perf_counter_ns), from `recvmsg`'s ancillary
-        data; None: no usable stamp (none sent, nonsense, or across a step of the wall
-        clock: `steps` counts those). `now`: perf_counter_ns right after the read; `more`:
-        the read filled its buffer (more bytes may be queued, stamped as early)."""
+        data; None: no usable stamp (none sent or nonsense: `unstamped` counts those; or
+        across a step of the wall clock: `steps`). `now`: perf_counter_ns right after
+        the read; `more`: the read filled its buffer (more bytes may be queued, stamped
+        as early)."""
         for level, kind, cdata in anc:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
-                sec, nsec = struct.unpack("qq", cdata[:16])
+            if level == _SOL_SOCKET and kind == SO_TIMESTAMPNS and len(cdata) >= 16:
+                sec, nsec = _timespec(cdata)
                 offset = _offset_now()
                 stepped = self._suspect or abs(offset - self._offset) > _STEP_NS
                 self._offset = offset
@@ -72,19 +80,18 @@ class KernelClock:
                 # of the two clocks now (read back to back, so a stall in between cannot
                 # move it)
                 at: int = sec * 1_000_000_000 + nsec - offset
-                if not -_PAIR_NS <= now - at < _MAX_AGE_NS:
-                    return None  # after the read, or ages old: a clock set far off
-                return min(at, now)  # never after the read (the pair's jitter)
+                if -_PAIR_NS <= now - at < _MAX_AGE_NS:
+                    self.stamped += 1
+                    return min(at, now)  # never after the read (the pair's jitter)
+                break  # after the read, or ages old: a clock set far off
+        self.unstamped += 1
         return None
 
 
 def _offset_now() -> int:
     """The wall clock minus the monotonic one, from readings taken back to back (again
     once if they were interrupted)."""
-    for _ in range(2):
-        before = time.perf_counter_ns()
-        wall = _wall_ns()
-        after = time.perf_counter_ns()
-        if after - before <= _PAIR_NS:
-            break
-    return wall - (before + after) // 2
+    before, wall, after = _perf_ns(), _wall_ns(), _perf_ns()
+    if after - before > _PAIR_NS:
+        before, wall, after = _perf_ns(), _wall_ns(), _perf_ns()
+    return wall - ((before + after) >> 1)

@@ -92,12 +92,8 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         #: events in one read were merged by *us* only when this is large; a small value
         #: means the server wrote them together
         self.last_read_delay_ns: int | None = None
-        #: reads stamped by the kernel / by us (a socket without kernel stamps says so)
-        self.kernel_stamped = 0
-        self.user_stamped = 0
-        #: this socket's kernel stamps as monotonic times; a read across a step of the
-        #: wall clock is stamped by us (and does not stop a body being pumped: the
-        #: kernel still stamps this socket)
+        #: this socket's kernel stamps as monotonic times, and its counts of reads
+        #: stamped by the kernel, by us, and by us across a step of the wall clock
         self._clock = KernelClock()
         loop.add_reader(self._fd, self._on_readable)
 
@@ -115,14 +111,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._stop_reading(eof=True)
             return
         data = self._view[:n].tobytes()
-        steps = self._clock.steps
-        stamp = self._clock.arrival(anc, now, n == _READ_SIZE)
-        if stamp is not None:
-            self.kernel_stamped += 1
-        else:
-            stamp = now
-            if self._clock.steps == steps:  # no stamp at all, not one across a step
-                self.user_stamped += 1
+        stamp = self._clock.arrival(anc, now, n == _READ_SIZE) or now
         if self._tls is not None:  # decrypted after the stamp: it is the bytes' arrival
             data = self._decrypt(data)
             if not data:
@@ -270,8 +259,19 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         return data
 
     @property
+    def kernel_stamped(self) -> int:
+        """Reads stamped with the kernel's time."""
+        return self._clock.stamped
+
+    @property
+    def user_stamped(self) -> int:
+        """Reads stamped by us for want of a kernel stamp (a socket without them)."""
+        return self._clock.unstamped
+
+    @property
     def clock_steps(self) -> int:
-        """Reads stamped by us because the wall clock stepped since the one before."""
+        """Reads stamped by us because the wall clock stepped since the one before (they
+        do not stop a body being pumped: the kernel still stamps this socket)."""
         return self._clock.steps
 
     @property
