@@ -124,10 +124,8 @@ def _cached(obj: dict[str, Any], prompt_tokens: int | None,
             details_key: str = "prompt_tokens_details") -> int | None:
     """OpenAI's usage `prompt_tokens_details.cached_tokens` (the Responses API's
     `input_tokens_details`), where a vendor reports it."""
-    usage = obj.get("usage")
-    details = usage.get(details_key) if isinstance(usage, dict) else None
-    return _served(as_count(details.get("cached_tokens")) if isinstance(details, dict) else None,
-                   prompt_tokens)
+    details = as_dict(as_dict(obj.get("usage")).get(details_key))
+    return _served(as_count(details.get("cached_tokens")), prompt_tokens)
 
 
 def _served(n: int | None, prompt_tokens: int | None) -> int | None:
