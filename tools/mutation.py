@@ -12,10 +12,10 @@
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): every module of the
 pure core's folders, analysis/, questionnaire/ and review/ (less review/pipeline.py, which
-reads files), and the probe's parsers (probe/sse.py, probe/api.py, and the field and
-logprob readers they use, probe/fields.py and probe/logprobs.py) whole; of
-probe/stream.py and probe/connect.py only the outcome rules, and of fmt.py only the
-judges' numbers in words (`PARTIAL`). Each mutant runs only the fast pure tests that reach
+reads files), and the probe's parsers (probe/sse.py, probe/api.py, the field and
+logprob readers they use, probe/fields.py and probe/logprobs.py, and HTTP/1.1's framing
+rules, probe/framing.py) whole; of probe/stream.py and probe/connect.py only the outcome
+rules, and of fmt.py only the judges' numbers in words (`PARTIAL`). Each mutant runs only the fast pure tests that reach
 the mutated function (`pytest_add_cli_args_test_selection`), one worker process at a time:
 run it under `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive
 work.
@@ -61,7 +61,8 @@ PARTIAL = {
 MODULES = (*(f"{d}.{p.stem}" for d in FOLDERS
              for p in sorted((ROOT / "evalkit" / d).glob("*.py"))
              if p.stem != "__init__" and f"{d}.{p.stem}" not in EXCLUDED),
-           "probe.sse", "probe.api", "probe.fields", "probe.logprobs", *PARTIAL)
+           "probe.sse", "probe.api", "probe.fields", "probe.logprobs", "probe.framing",
+           *PARTIAL)
 #: functions run while the module is imported (the schema's builders): mutmut selects
 #: mutants per test call, and no test calls these, so they are outside its reach
 OUT_OF_REACH = {"questionnaire.schema": ("x__nullable", "x__distribution", "x__section")}

@@ -9,12 +9,16 @@ head, `body_parts` reads the body's socket reads itself, from the same network s
 httpcore would have read (every read is still stamped in `data_received` or by the
 kernel before anything here sees it), and unframes them with `ChunkedDecoder`.
 
-The connection stays httpcore's: the bytes h11 had buffered past the head are taken
-from it first, and the body's end (the last chunk's `0` line, the trailers, the final
-CRLF) is handed back to h11, which reads it as it always would, so the connection
-returns to the pool in h11's DONE state, or is closed when h11 says so. A body left
-half-read (a framing error, a deadline, an SSE error) leaves h11 mid-body, and httpcore
-closes that connection on `aclose`: it is never reused half-read.
+A stream's own connection is the lean transport's (`evalkit.probe.http11`, which read
+the head and framed the body's reads it took with it): its body hands over its decoder,
+and the end (the last chunk's `0` line, the trailers, the final CRLF) goes back to it,
+so the connection is kept for the next request only when the body was read to its end.
+Under httpcore (`http11.LEAN` off, or a shared client) the connection stays httpcore's:
+the bytes h11 had buffered past the head are taken from it first, and the body's end is
+handed back to h11, which reads it as it always would, so the connection returns to the
+pool in h11's DONE state, or is closed when h11 says so. Either way a body left
+half-read (a framing error, a deadline, an SSE error) closes its connection on
+`aclose`: it is never reused half-read.
 
 On a kernel-stamped plain-TCP connection the body is *pumped* (`read_body`): each read
 is unframed and handed to the prober's per-piece handler inside the socket's reader
@@ -33,7 +37,6 @@ record is the same whichever path read the body.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -42,12 +45,11 @@ import h11
 import httpcore
 import httpx
 
-#: the longest chunk-size line (size and extensions) we wait for: h11 would wait for 16 KiB
-MAX_SIZE_LINE = 4096
-#: bytes asked of the network stream per read (httpcore asks the same)
-READ_BYTES = 64 * 1024
-#: h11's chunk header: 1-20 hex digits, extensions ignored, trailing blanks tolerated
-_SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
+from evalkit.probe.framing import _EOF, MAX_SIZE_LINE, ChunkedDecoder
+from evalkit.probe.http11 import READ_BYTES, lean_body
+
+__all__ = ["MAX_SIZE_LINE", "ChunkedDecoder", "OnPiece", "body_parts", "read_body"]
+
 #: read chunked bodies here (False: every body through h11, as before; for comparisons)
 DIRECT = True
 #: pump a kernel-stamped body in the socket's reader callback (`read_body`; False: read
@@ -57,98 +59,6 @@ PUMP = True
 #: perf_counter_ns, how long after the kernel had it we read it, None: unknown); False
 #: stops the read (the connection is then closed, never reused half-read)
 OnPiece = Callable[[bytes, int, "int | None"], bool]
-_EOF = ("peer closed connection without sending complete message body "
-        "(incomplete chunked read)")
-
-
-class ChunkedDecoder:
-    """HTTP/1.1 chunked framing (RFC 9112 7.1) fed socket reads, bounded and strict.
-
-    `feed` returns the chunk data each read completed, piece by piece (one piece per
-    chunk, so one read of two token chunks gives the SSE parser two one-event reads).
-    When the last chunk's size line (`0`) arrives, `tail` holds everything from it on,
-    for h11 to read the trailers and the end. Data is never buffered here: only a size
-    line cut between reads (at most `MAX_SIZE_LINE` bytes) or the CRLF after a chunk.
-    A huge chunk size is only a long chunk, its data passed on as it arrives.
-
-        >>> d = ChunkedDecoder()
-        >>> d.feed(b"5\\r\\nhello\\r\\n3\\r\\n ab"), d.feed(b"\\r\\n0\\r\\n\\r\\n"), d.tail
-        ([b'hello', b' ab'], [], b'0\\r\\n\\r\\n')
-    """
-
-    __slots__ = ("_buf", "_footer", "_left", "error", "tail")
-
-    def __init__(self) -> None:
-        self._buf = b""  # the start of a size line cut off by the end of a read
-        self._left = 0  # data bytes still due in the current chunk
-        self._footer = b""  # what is still due of the CRLF after a chunk's data
-        #: bad framing found after good data in one read: raised at the next feed, so
-        #: the data before it is read first (as h11 does: it frames chunk by chunk)
-        self.error: h11.RemoteProtocolError | None = None
-        #: from the last chunk's size line on (None: not there yet)
-        self.tail: bytes | None = None
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """The chunk data in this read; raises h11's RemoteProtocolError on bad framing."""
-        if self.error is not None:
-            raise self.error
-        if self.tail is not None:
-            self.tail += data
-            return []
-        if not (self._buf or self._left or self._footer):
-            # the common read: one whole chunk, nothing left over from the last read
-            i = data.find(b"\r\n", 0, MAX_SIZE_LINE)
-            if i > 0:
-                m = _SIZE_LINE.fullmatch(data, 0, i)
-                if m is not None:
-                    end = i + 2 + int(m[1], 16)
-                    if end + 2 == len(data) and data[end:] == b"\r\n" and end > i + 2:
-                        return [data[i + 2:end]]
-        out: list[bytes] = []
-        try:
-            self._general(self._buf + data if self._buf else data, out)
-        except h11.RemoteProtocolError as exc:
-            if not out:
-                raise
-            self.error = exc
-        return out
-
-    def _general(self, buf: bytes, out: list[bytes]) -> None:
-        pos, end = 0, len(buf)
-        while pos < end:
-            if self._footer:
-                got = buf[pos:pos + len(self._footer)]
-                if got != self._footer[:len(got)]:
-                    raise h11.RemoteProtocolError(
-                        f"malformed chunk footer: {got!r} (expected {self._footer!r})")
-                self._footer = self._footer[len(got):]
-                pos += len(got)
-            elif self._left:
-                piece = buf[pos:pos + self._left]
-                out.append(piece)
-                self._left -= len(piece)
-                pos += len(piece)
-                if not self._left:
-                    self._footer = b"\r\n"
-            else:
-                i = buf.find(b"\r\n", pos, pos + MAX_SIZE_LINE)
-                if i < 0:
-                    if end - pos >= MAX_SIZE_LINE:
-                        raise h11.RemoteProtocolError(
-                            f"illegal chunk header: {buf[pos:pos + 40]!r}... (no line end "
-                            f"in {MAX_SIZE_LINE} bytes)")
-                    break  # the rest of the size line is in the next read
-                m = _SIZE_LINE.fullmatch(buf, pos, i)
-                if m is None:
-                    raise h11.RemoteProtocolError(
-                        f"illegal chunk header: {buf[pos:min(i, pos + 80)]!r}")
-                size = int(m[1], 16)
-                if size == 0:
-                    self.tail = buf[pos:]
-                    return
-                self._left = size
-                pos = i + 2
-        self._buf = buf[pos:]
 
 
 def _h11_of(response: httpx.Response) -> tuple[Any, Any] | None:
@@ -195,15 +105,14 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
     read. Anywhere else (TLS, no kernel stamps, not chunked, `PUMP` off) they come from
     `body_parts`, one read at a time, stamped the same way: one `on_piece` for both.
     """
-    found = _h11_of(response) if DIRECT and PUMP else None
-    if found is None or not getattr(found[0]._network_stream, "pumps", False):
+    taken = _take(response) if DIRECT and PUMP else None
+    if taken is None or not getattr(taken[0], "pumps", False):
         net = response.extensions.get("network_stream")
         async for raw in body_parts(response):
             if not on_piece(raw, *_last_read(net)):
                 return
         return
-    net, state, timeout, early = _take_body(response, *found)
-    decoder = ChunkedDecoder()
+    net, decoder, timeout, early, ended = taken
     stopped: list[bool] = []
     failed: list[Exception] = []  # raised in the callback: raised again here, in the task
 
@@ -238,11 +147,34 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
         return
     if decoder.tail is None:  # the pump ended at the peer's close, mid-body
         raise httpx.RemoteProtocolError(_EOF, request=response.request)
-    if _ended(state, decoder.tail, response):
+    if ended():
         return
-    async for raw in response.aiter_raw():  # the rest of the end, as h11 reads it
+    async for raw in response.aiter_raw():  # the rest of the end, read as framed
         if not on_piece(raw, *_last_read(net)):
             return
+
+
+def _take(response: httpx.Response
+          ) -> tuple[Any, ChunkedDecoder, float | None, bytes, Callable[[], bool]] | None:
+    """(network stream, the decoder to feed, read timeout, the body's bytes read with the
+    head, a check that the end fed is all of it) if this chunked body can be read here,
+    none of it read yet. None: read it through httpx.
+
+    The lean transport's body (`http11.Body`) hands over its own decoder, and reads on
+    from where the pump left it. Under httpcore, h11's buffer is emptied and the end is
+    handed back to h11 (`_ended`)."""
+    lean = lean_body(response)
+    if lean is not None:
+        if lean.decoder is None or lean.complete or lean.decoder.tail is not None:
+            return None
+        early, lean.early = lean.early, b""
+        return lean.net, lean.decoder, lean.read_timeout, early, lean.ended
+    found = _h11_of(response)
+    if found is None:
+        return None
+    net, state, timeout, early = _take_body(response, *found)
+    decoder = ChunkedDecoder()
+    return net, decoder, timeout, early, lambda: _ended(state, decoder.tail or b"", response)
 
 
 def _ended(state: Any, tail: bytes, response: httpx.Response) -> bool:
@@ -276,8 +208,8 @@ def _last_read(net: Any) -> tuple[int, int | None]:
 async def body_parts(response: httpx.Response) -> AsyncIterator[bytes]:
     """The body's bytes, a socket read's worth (or one chunk's) at a time, each yielded
     before the next read: after one, `network_stream.last_arrival_ns` is its stamp."""
-    found = _h11_of(response) if DIRECT else None
-    if found is None:
+    found = _h11_of(response) if DIRECT and lean_body(response) is None else None
+    if found is None:  # the lean transport's body frames itself, read by read as here
         async for raw in response.aiter_raw():
             yield raw
         return

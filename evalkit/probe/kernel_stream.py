@@ -425,6 +425,10 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
     def get_extra_info(self, info: str) -> Any:
         """What httpcore asks: is_readable (keep-alive check), addresses, socket."""
         if info == "is_readable":
+            if not self._reads and not self._eof and self._reading:
+                # what the kernel holds now (a close, bytes nobody asked for) counts now:
+                # a worker that sends again at once gives the loop no turn to read it
+                self._on_readable()
             return bool(self._reads) or self._eof
         if info == "ssl_object":
             return self._tls

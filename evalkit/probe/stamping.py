@@ -49,7 +49,9 @@ class SendStamp:
     and goes out with the next (the body, or h11's empty end-of-message write): one
     send, one packet and one wake-up of the server per request instead of two, and the
     stamp is the moment the whole request was handed over. httpcore writes the body
-    straight after the head, with no turn of the event loop in between.
+    straight after the head, with no turn of the event loop in between. The lean
+    transport (`evalkit.probe.http11`) writes head and body as one already, and turns
+    `join` off before it does.
     """
 
     __slots__ = ("bytes", "connect_ns", "first_ns", "held", "hold_ns", "join", "last_ns",

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
+from evalkit.probe import http11
 from evalkit.probe.api import AUTH_STYLES, get_adapter
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.probe.transport import stamped_transport
@@ -117,7 +118,8 @@ def make_client(target: Target, max_connections: int | None = None,
 
     `stamped` (default) reads sockets through `evalkit.probe.stamping`, which stamps each read
     with its arrival time (the kernel's, on plain TCP) rather than when the stream's task
-    gets to run.
+    gets to run. A client of one connection (a stream's own, `_Clients`) frames HTTP/1.1
+    itself (`evalkit.probe.http11`), without httpcore's pool and h11.
     """
     headers = {"accept-encoding": "identity"}
     if target.user_agent:
@@ -131,7 +133,13 @@ def make_client(target: Target, max_connections: int | None = None,
     timeout = httpx.Timeout(target.timeout_s, pool=None)
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=None)
     verify: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
-    transport = stamped_transport(limits, verify) if stamped else None
+    transport: httpx.AsyncBaseTransport | None = None
+    if stamped and max_connections == 1 and http11.LEAN:  # a stream's own connection
+        transport = http11.LeanTransport(verify if isinstance(verify, ssl.SSLContext)
+                                         else httpx.create_ssl_context(verify=verify),
+                                         limits.keepalive_expiry)
+    elif stamped:
+        transport = stamped_transport(limits, verify)
     client = httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
                                params=dict(target.params) or None,
                                timeout=timeout, limits=limits, verify=verify,

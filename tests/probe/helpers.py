@@ -8,7 +8,7 @@ import http.server
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -84,3 +84,73 @@ def count_pumps(monkeypatch: Any) -> list[int]:
         await original(self, *args, **kwargs)
     monkeypatch.setattr(KernelStampedStream, "pump", counting)
     return pumps
+
+
+#: a raw server's answer to one request: bytes sent, a pause (s), None: close the connection
+Script = list[bytes | float | None]
+
+
+class RawServer:
+    """Answers each request it reads (head and content-length body) with the next script,
+    on whichever connection it came; counts connections and keeps each request's bytes
+    and how many reads they took."""
+
+    def __init__(self, scripts: Iterable[Script], pace: float = 0.002) -> None:
+        self.scripts = iter(scripts)
+        self.pace = pace  # the pause after each piece sent
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.reads: list[int] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.base_url = self.url + "/v1"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.settimeout(10)
+        buf, reads = b"", 0
+        with conn:
+            try:
+                while True:
+                    while b"\r\n\r\n" not in buf:
+                        if not (more := conn.recv(65536)):
+                            return
+                        buf, reads = buf + more, reads + 1
+                    head, _, rest = buf.partition(b"\r\n\r\n")
+                    size = next((int(v) for k, _, v in (h.partition(b":") for h in
+                                 head.split(b"\r\n")[1:]) if k.lower() == b"content-length"),
+                                0)
+                    while len(rest) < size:
+                        rest, reads = rest + conn.recv(65536), reads + 1
+                    self.requests.append(head + b"\r\n\r\n" + rest[:size])
+                    self.reads.append(reads)
+                    buf, reads = rest[size:], 0
+                    for piece in next(self.scripts, [None]):
+                        if piece is None:
+                            return
+                        if isinstance(piece, float):
+                            time.sleep(piece)
+                        else:
+                            conn.sendall(piece)
+                            time.sleep(self.pace)
+            except OSError:
+                return
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()

@@ -24,14 +24,14 @@ from typing import Any
 import h11
 import pytest
 
-from evalkit.probe import chunked
+from evalkit.probe import chunked, http11
 from evalkit.probe.chunked import MAX_SIZE_LINE, ChunkedDecoder, read_body
 from evalkit.probe.kernel_stream import KernelStampedStream
 from evalkit.probe.prompts import synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target, make_client
 from evalkit.records import RequestRecord
-from tests.probe.helpers import count_pumps
+from tests.probe.helpers import RawServer, count_pumps
 
 
 def _event(text: str, finish: str | None = None) -> bytes:
@@ -95,70 +95,11 @@ class TestDecoder:
             d.feed(b"1")
 
 
-class _Raw:
-    """A loopback HTTP/1.1 server that answers each POST with exact bytes, piece by piece
-    (TCP_NODELAY, a pause between pieces: separate reads; a float piece is a longer
-    pause), keeping the connection open for the next request unless the script ends
-    with None; counts connections."""
-
-    def __init__(self, pieces: list[bytes | float | None]) -> None:
-        self.pieces = pieces
-        self.connections = 0
-        self.requests = 0
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        self._stop = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        self.sock.settimeout(0.1)
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.settimeout(10)
-        buf = b""
-        with conn:
-            try:
-                while True:
-                    while b"\r\n\r\n" not in buf:
-                        if len(buf) > 65536 or not (more := conn.recv(65536)):
-                            return
-                        buf += more
-                    head, _, buf = buf.partition(b"\r\n\r\n")
-                    size = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        name, _, value = line.partition(b":")
-                        if name.strip().lower() == b"content-length":
-                            size = int(value)
-                    while len(buf) < size:
-                        if not (more := conn.recv(65536)):
-                            return
-                        buf += more
-                    buf = buf[size:]
-                    self.requests += 1
-                    for piece in self.pieces:
-                        if piece is None:
-                            return
-                        if isinstance(piece, float):  # a pause, in seconds
-                            time.sleep(piece)
-                            continue
-                        conn.sendall(piece)
-                        time.sleep(0.005)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self._stop = True
-        self.sock.close()
+def _Raw(pieces: list[bytes | float | None]) -> RawServer:
+    """A raw-socket server answering every request with the same pieces (TCP_NODELAY,
+    a pause between pieces: separate reads; a float piece is a longer pause), keeping the
+    connection open for the next request unless the pieces end with None."""
+    return RawServer(itertools.repeat(pieces), pace=0.005)
 
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -169,7 +110,7 @@ def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True
     """n requests one after another on one prober (one connection if it is reused);
     `pump` False reads a direct body read by read (`body_parts`), not pumped."""
     server = _Raw(pieces)
-    chunked.DIRECT, chunked.PUMP = direct, pump
+    chunked.DIRECT, chunked.PUMP, http11.LEAN = direct, pump, direct
 
     async def go() -> list[RequestRecord]:
         target = Target(server.base_url, "m", timeout_s=timeout_s)
@@ -179,7 +120,7 @@ def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True
     try:
         return asyncio.run(go()), server
     finally:
-        chunked.DIRECT = chunked.PUMP = True
+        chunked.DIRECT = chunked.PUMP = http11.LEAN = True
         server.close()
 
 
@@ -236,7 +177,7 @@ class TestOverRealSockets:
         recs, server = _records(AWKWARD)
         assert [r.outcome for r in recs] == ["ok", "ok"]
         assert [len(r.chunks) for r in recs] == [3, 3] and recs[0].finish_reason == "stop"
-        assert (server.connections, server.requests) == (1, 2)  # kept alive, reused
+        assert (server.connections, len(server.requests)) == (1, 2)  # kept alive, reused
         assert h11_frames == []  # no chunk framed by h11
         assert len(pumped) == 2  # each body pumped in the reader callback
         iterated, again = _records(AWKWARD, pump=False)
