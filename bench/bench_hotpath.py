@@ -24,12 +24,15 @@ CPU measured per chunk.
 
 Run: `.venv/bin/python bench/bench_hotpath.py [levels] [rounds] [tokens] [runs]
 [--where shared|nice] [--loop asyncio|uvloop] [--read pumped|by-read|h11]
-[--tls own|asyncio] [--profile]`, default `256 3 64,16 3 --where shared`. `--read` says
+[--tls own|asyncio] [--http lean|httpcore] [--profile]`, default `256 3 64,16 3
+--where shared`. `--read` says
 how a body is read: pumped in the socket's reader callback (the prober's own way), read by
 read through `body_parts`, or framed by h11, to compare them. `--tls` serves HTTPS (a
 throwaway certificate made with the `openssl` command; every vendor is https) and says
 whose TLS the client runs: its own on the stamped stream (`kernel_stream.KERNEL_TLS`, the
-prober's way) or asyncio's SSL transport, to compare them. Figures depend on the machine
+prober's way) or asyncio's SSL transport, to compare them. `--http` says who writes the
+request head and parses the response's: the lean transport (`evalkit.probe.http11`, the
+prober's way) or httpcore's pool and h11, as before. Figures depend on the machine
 and on what else runs on it: each run's load average is printed. Each run also says how
 many of the streams the server saw (its truth log) joined to an ok record: every request
 kept, or not. `--loop uvloop` runs the client on uvloop (`pip install uvloop`; not a dependency,
@@ -55,7 +58,7 @@ from typing import Any
 from bench_send import SERVER, place  # this folder: run as bench/bench_*.py
 from truth import announce, arguments, joined
 
-from evalkit.probe import chunked, kernel_stream
+from evalkit.probe import chunked, http11, kernel_stream
 from evalkit.probe.load import closed_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import synthetic
@@ -70,7 +73,7 @@ from evalkit.rundir.store import RunStore
 #: plumbing (`GENERIC`: those count for their caller), by file and function
 CATEGORIES: list[tuple[str, str]] = [
     ("HTTP framing (h11, httpcore, httpx, chunked.py)",
-     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/chunked\.py"),
+     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/(chunked|http11)\.py"),
     ("SSE parsing (sse.py)", r"\(evalkit/probe/sse\.py"),
     ("JSON (json, adapters' parse, chunkscan.py)",
      r"\(json/|\(evalkit/probe/(api|chunkscan)\.py"),
@@ -247,6 +250,14 @@ def main(argv: list[str]) -> int:
         at = argv.index("--read")  # read by read (`body_parts`), or framed by h11
         read, argv = argv[at + 1], argv[:at] + argv[at + 2:]
         chunked.PUMP, chunked.DIRECT = read == "pumped", read != "h11"
+        http11.LEAN = http11.LEAN and read != "h11"
+    http = "lean"
+    if "--http" in argv:  # who frames the heads: the lean transport or httpcore and h11
+        at = argv.index("--http")
+        http, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+        if http not in ("lean", "httpcore"):
+            sys.exit(f"--http takes lean or httpcore, not {http!r}")
+        http11.LEAN = http == "lean" and read != "h11"
     tls = "off"
     if "--tls" in argv:  # HTTPS, on our own TLS (the default) or asyncio's transport
         at = argv.index("--tls")
@@ -259,7 +270,8 @@ def main(argv: list[str]) -> int:
     lengths = [int(t) for t in tokens_s.split(",")]
     announce(f"TTFT ~200 ms, 20 ms a token, {tokens_s} tokens; closed loop, {rounds} "
              f"requests per stream, {runs} runs per length, server placed: {where}, "
-             f"client loop: {loop}, body read: {read}, TLS: {tls}"
+             f"client loop: {loop}, body read: {read}, TLS: {tls}, HTTP/1.1 heads: "
+             f"{'lean' if http11.LEAN else 'httpcore'}"
              + ("; sampled by py-spy" if profiled else ""))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,8 +38,9 @@ each part over all runs, the client's self-check per run, and what the cores did
 meanwhile: busy in all, and how much of it was the server, the client and everything
 else. Run:
 `.venv/bin/python bench/bench_send.py [levels] [rounds] [tokens] [runs] [--where P,...]
-[--json FILE]`, default `1,32,256 4 32 2 --where shared` (each level sends rounds x
-streams requests per run, on a fresh server; truth TTFT ~200 ms, 20 ms per token);
+[--json FILE] [--http lean|httpcore]`, default `1,32,256 4 32 2 --where shared` (each
+level sends rounds x streams requests per run, on a fresh server; truth TTFT ~200 ms, 20
+ms per token);
 `--json` also writes every request's parts (ms), to pool runs made apart. Figures depend
 on the machine and on what else runs on it.
 """
@@ -59,6 +60,7 @@ from typing import Any
 # this folder: run as bench/bench_*.py
 from truth import announce, arguments, cpu_model, joined, stats
 
+from evalkit.probe import http11
 from evalkit.probe.load import closed_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import synthetic
@@ -242,10 +244,17 @@ def main(argv: list[str]) -> int:
         wheres, argv = argv[at + 1].split(","), argv[:at] + argv[at + 2:]
         if not set(wheres) <= set(PLACES):
             raise SystemExit(f"--where takes {', '.join(PLACES)} (comma-separated)")
+    if "--http" in argv:  # who frames the heads: the lean transport (the prober's way)
+        at = argv.index("--http")  # or httpcore's pool and h11, as before
+        http, argv = argv[at + 1], argv[:at] + argv[at + 2:]
+        if http not in ("lean", "httpcore"):
+            raise SystemExit(f"--http takes lean or httpcore, not {http!r}")
+        http11.LEAN = http == "lean"
     levels, rest = arguments(argv, "1,32,256 4 32 2")
     rounds, tokens, runs = (int(x) for x in rest)
     announce(f"TTFT ~200 ms, 20 ms per token, {tokens} tokens; closed loop, {rounds} "
-             f"requests per stream, {runs} runs")
+             f"requests per stream, {runs} runs; HTTP/1.1 heads: "
+             f"{'lean' if http11.LEAN else 'httpcore'}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(runs):  # the placements interleaved: the same load for each

@@ -15,8 +15,9 @@ pure core's folders, analysis/, questionnaire/ and review/ (less review/pipeline
 reads files), and the probe's parsers (probe/sse.py, probe/api.py, the field and
 logprob readers they use, probe/fields.py and probe/logprobs.py, and HTTP/1.1's framing
 rules, probe/framing.py) whole; of probe/stream.py and probe/connect.py only the outcome
-rules, and of fmt.py only the judges' numbers in words (`PARTIAL`). Each mutant runs only the fast pure tests that reach
-the mutated function (`pytest_add_cli_args_test_selection`), one worker process at a time:
+rules, and of fmt.py only the judges' numbers in words (`PARTIAL`). Each mutant runs only
+the fast pure tests that reach the mutated function (`pytest_add_cli_args_test_selection`),
+one worker process at a time:
 run it under `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive
 work.
 

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import ssl
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpcore
 import httpx
@@ -33,6 +37,7 @@ from evalkit.probe.prompts import synthetic
 from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target, make_client
+from tests.certificates import throwaway_certificate
 from tests.probe.helpers import RawServer as _Server
 from tests.probe.helpers import Script
 
@@ -375,3 +380,35 @@ class TestProbeRecords:
             lean = self._stream(srv.url)
             assert srv.connections == 1
         assert lean == slow and lean[0][:2] == ("ok", 3)
+
+
+class TestTLS:
+    def test_https_offers_http_1_1_by_alpn_as_httpcore_did(self, tmp_path: Path) -> None:
+        """An SDK's TLS hello offers ALPN http/1.1; one without it is a probe to spot."""
+        cert, key = throwaway_certificate(tmp_path, "IP:127.0.0.1")
+        server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_ctx.load_cert_chain(cert, key)
+        server_ctx.set_alpn_protocols(["h2", "http/1.1"])
+        offered: list[str | None] = []
+        sock = socket.create_server(("127.0.0.1", 0))
+
+        def serve() -> None:
+            raw, _ = sock.accept()
+            with server_ctx.wrap_socket(raw, server_side=True) as conn:
+                offered.append(conn.selected_alpn_protocol())
+                conn.recv(65536)
+                conn.sendall(OK)
+        threading.Thread(target=serve, daemon=True).start()
+
+        async def go() -> str:
+            ctx = ssl.create_default_context(cafile=str(cert))
+            url = f"https://127.0.0.1:{sock.getsockname()[1]}"
+            async with make_client(Target(url, "m"), max_connections=1,
+                                   ssl_context=ctx) as client:
+                assert isinstance(client._transport, http11.LeanTransport)
+                return (await client.get("/x")).text
+        try:
+            assert asyncio.run(go()) == "hi"
+        finally:
+            sock.close()
+        assert offered == ["http/1.1"]

@@ -244,7 +244,11 @@ def test_ramp_names_ttft_on_a_serial_engine(llama_server: LlamaServer, tmp_path:
         {k: ramp[k] for k in ("first_degraded", "first_breach_concurrency", "note",
                               "client_bound_levels")} | {"checks": meta["client_checks"]},
         default=str)
-    assert ramp["first_breach_concurrency"] == 2 and ramp["max_sustained_concurrency"] == 1
+    assert ramp["first_breach_concurrency"] == 2 and ramp["max_sustained_concurrency"] == 1, \
+        json.dumps({k: v for k, v in ramp.items() if k != "levels"} | {"levels": [
+            {k: lv.get(k) for k in ("concurrency", "status", "reason", "client_bound",
+                                    "requests", "ok")} for lv in ramp["levels"]]},
+                   default=str)[:3000]
     assert levels[1]["status"] == "sustained" and levels[2]["status"] == "breached"
     assert levels[4]["status"] == "breached"                    # confirmed one level up
     # queueing, not slower decoding: the wait for the first token grows many times more
