@@ -4,6 +4,7 @@ parsers of option values that are more than a click type."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -32,13 +33,25 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+#: what HTTP allows in a header name (RFC 9110 5.1) and what httpx sends of a value
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_VALUE = re.compile(r"[\t\x20-\x7e]*")
+
+
 def parse_header(text: str) -> tuple[str, str]:
     """'Name: value' from --header; the value may hold secrets, so it is never echoed."""
     name, sep, value = text.partition(":")
     if not sep or not name.strip():
         raise UsageError(f"--header must look like 'Name: value' (got a value for "
                          f"{name.strip()!r})" if sep else "--header must look like 'Name: value'")
-    return name.strip(), value.strip()
+    name, value = name.strip(), value.strip()
+    if _TOKEN.fullmatch(name) is None:
+        raise UsageError(f"--header {name[:40]!r}: a header name is letters, digits and "
+                         "!#$%&'*+-.^_`|~ only")
+    if _VALUE.fullmatch(value) is None:  # else the request fails as it is sent
+        raise UsageError(f"--header {name}: its value must be printable ASCII (no control "
+                         "character, no accented letter); it is not shown, as it may be a key")
+    return name, value
 
 
 def parse_int_list(text: str, option: str) -> tuple[int, ...]:

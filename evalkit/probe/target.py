@@ -18,6 +18,8 @@ from evalkit.probe.api import AUTH_STYLES, get_adapter
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.probe.transport import stamped_transport
 
+#: the most of a /models answer read while opening a level's connections (`_Clients`)
+PREPARE_MAX_BYTES = 1 << 20
 #: headers that carry a credential; one given with --header replaces the environment's key
 CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
 
@@ -201,8 +203,16 @@ class _Clients:
         self._free += fresh
 
         async def touch(client: httpx.AsyncClient) -> None:
-            with contextlib.suppress(httpx.HTTPError):
-                await client.get("/models")
+            # bounded like any vendor answer: a trickled or endless body costs at most
+            # the timeout and PREPARE_MAX_BYTES, and the connection is then not kept
+            with contextlib.suppress(httpx.HTTPError, TimeoutError):
+                async with asyncio.timeout(self.target.timeout_s), \
+                        client.stream("GET", "/models") as response:
+                    read = 0
+                    async for part in response.aiter_raw():
+                        read += len(part)
+                        if read > PREPARE_MAX_BYTES:
+                            break
 
         await asyncio.gather(*(touch(c) for c in fresh))
 

@@ -36,7 +36,7 @@ from evalkit.probe.http11 import MAX_HEAD
 from evalkit.probe.prompts import synthetic
 from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target, make_client
+from evalkit.probe.target import Target, _Clients, make_client
 from tests.certificates import throwaway_certificate
 from tests.probe.helpers import RawServer as _Server
 from tests.probe.helpers import Script
@@ -380,6 +380,22 @@ class TestProbeRecords:
             lean = self._stream(srv.url)
             assert srv.connections == 1
         assert lean == slow and lean[0][:2] == ("ok", 3)
+
+
+class TestPrepare:
+    def test_opening_a_levels_connections_is_bounded_by_the_timeout(self) -> None:
+        """A vendor trickling an endless /models body cannot hold a level's start."""
+        head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+        trickle: Script = [head, *([b"1\r\nx\r\n", 0.05] * 400)]
+        with _Server([trickle] * 2) as srv:
+            async def go() -> float:
+                clients = _Clients(Target(srv.url, "m", timeout_s=0.5))
+                began = time.monotonic()
+                await clients.prepare(2)
+                took = time.monotonic() - began
+                await clients.aclose()
+                return took
+            assert asyncio.run(go()) < 2.0
 
 
 class TestTLS:

@@ -190,6 +190,11 @@ class TestSettings:
         assert parse_extra_body('{"top_k": 1}') == {"top_k": 1}
         with pytest.raises(UsageError, match="--header"):
             parse_header("no colon")
+        for bad in ("X-Org: café-sk-1", "X-Org: sk-1\x7f", "X Org: sk-1", "X-Örg: sk-1"):
+            with pytest.raises(UsageError, match="--header") as info:
+                parse_header(bad)
+            assert "sk-1" not in str(info.value)  # a value may be a key: never echoed
+        assert parse_header("X-A: a\tb") == ("X-A", "a\tb")
         with pytest.raises(UsageError, match="--levels"):
             parse_int_list("1,x", "--levels")
         with pytest.raises(UsageError, match="JSON object"):
