@@ -27,8 +27,10 @@ def clean(text: str | bytes | None, limit: int = 300) -> str:
         return ""
     if isinstance(text, bytes):
         text = text[: limit * 4 + 64].decode("utf-8", errors="replace")
-    kept = "".join(" " if (unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d")
-                   or ord(c) in _BIDI else c for c in text[: limit * 4 + 64])
+    kept = text[: limit * 4 + 64]
+    if not (kept.isascii() and kept.isprintable()):  # printable ASCII has nothing to blank
+        kept = "".join(" " if (unicodedata.category(c) in ("Cc", "Cf") and c != "\u200d")
+                       or ord(c) in _BIDI else c for c in kept)
     flat = " ".join(kept.split())
     if len(flat) > limit:
         return flat[:limit] + "… [cut]"

@@ -448,6 +448,8 @@ class _StreamState:
 
     def names(self, delta: Delta) -> None:
         # every chunk names the model: a value equal to the last chunk's adds nothing
+        if delta.model == self.raw_names[0] and delta.fingerprint == self.raw_names[1]:
+            return  # the common chunk, at once
         for i, (seen, value) in enumerate(((self.models, delta.model),
                                            (self.fingerprints, delta.fingerprint))):
             if value is not None and value != self.raw_names[i]:
