@@ -65,7 +65,7 @@ class _Head:
         self.complete = False
 
     def on_status(self, status: bytes) -> None:
-        self.reason += status
+        self.reason = status  # once: the head is fed whole
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value.strip(b" \t")))  # llhttp keeps trailing blanks
@@ -91,8 +91,6 @@ def parse_head(raw: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]], bool,
             raise httpcore.RemoteProtocolError("the server switched protocols unasked "
                                                "(101)") from None
         raise httpcore.RemoteProtocolError(f"illegal response head: {exc}") from None
-    if not head.complete:  # pragma: no cover - raw always ends with the blank line
-        raise httpcore.RemoteProtocolError("incomplete response head")
     # llhttp's should_keep_alive() reads False once a bodiless message is complete: so
     # as h11 does, HTTP/1.1 keeps the connection unless either side says close, 1.0 never
     version = parser.get_http_version()
