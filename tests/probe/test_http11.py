@@ -96,6 +96,14 @@ class TestPureParts:
             is False
         assert parse_head(b"HTTP/1.0 200 OK\r\n\r\n")[3:] == (False, "1.0")
 
+    @pytest.mark.parametrize(("header", "keep"), [
+        (b"Connection: keep-alive", True), (b"x-note: closed captions", True),
+        (b"connection: Close", False), (b"Connection: upgrade, close", False)])
+    def test_only_a_connection_header_saying_close_ends_the_connection(
+            self, header: bytes, keep: bool) -> None:
+        head = b"HTTP/1.1 200 OK\r\n" + header + b"\r\ncontent-length: 0\r\n\r\n"
+        assert parse_head(head)[3] is keep
+
     def test_what_h11_read_and_the_rfc_allows_is_read(self) -> None:
         status, _, headers, keep, _ = parse_head(b"HTTP/1.1 200 OK\nx-a: 1\n\n")  # bare LF
         assert (status, headers, keep) == (200, [(b"x-a", b"1")], True)
