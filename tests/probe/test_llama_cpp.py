@@ -231,7 +231,7 @@ def test_ramp_names_ttft_on_a_serial_engine(llama_server: LlamaServer, tmp_path:
                                            # p50 50, made ties at levels 1 and 2)
                                            "baseline": {"requests": 16},
                                            "ramp": {"level_duration_s": 1.5,
-                                                    "min_requests": {"1": 48}},
+                                                    "min_requests": {"1": 72}},
                                            "client_check": {"coalesced_fraction": 0.10}}),
                     tmp_path / "run")
     meta, _ = read_run_files(tmp_path / "run")
