@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from evalkit.errors import EvalkitError, UsageError
+from evalkit.probe.framing import TOKEN
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,8 +34,7 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-#: what HTTP allows in a header name (RFC 9110 5.1) and what httpx sends of a value
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: what httpx sends of a header value (a name is HTTP's token, `framing.TOKEN`)
 _VALUE = re.compile(r"[\t\x20-\x7e]*")
 
 
@@ -45,7 +45,7 @@ def parse_header(text: str) -> tuple[str, str]:
         raise UsageError(f"--header must look like 'Name: value' (got a value for "
                          f"{name.strip()!r})" if sep else "--header must look like 'Name: value'")
     name, value = name.strip(), value.strip()
-    if _TOKEN.fullmatch(name) is None:
+    if TOKEN.fullmatch(name.encode("utf-8", "replace")) is None:
         raise UsageError(f"--header {name[:40]!r}: a header name is letters, digits and "
                          "!#$%&'*+-.^_`|~ only")
     if _VALUE.fullmatch(value) is None:  # else the request fails as it is sent

@@ -31,7 +31,8 @@ _SIZE_LINE = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
 _EOF = ("peer closed connection without sending complete message body "
         "(incomplete chunked read)")
 _LINE_END = re.compile(rb"\r?\n")
-_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+#: an HTTP field name (RFC 9110 5.6.2: a token)
+TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 #: a field value may hold any byte but the control characters (HTAB allowed)
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 
@@ -44,7 +45,7 @@ def request_head(request: httpx.Request, chunked: bool = False) -> bytes:
     names the header, never its value, which may be a credential."""
     lines = [b"%s %s HTTP/1.1\r\n" % (request.method.encode("ascii"), request.url.raw_path)]
     for name, value in request.headers.raw:
-        if _TOKEN.fullmatch(name) is None or _CONTROL.search(value) is not None:
+        if TOKEN.fullmatch(name) is None or _CONTROL.search(value) is not None:
             raise httpx.LocalProtocolError(
                 f"illegal header {name[:40]!r}: a name must be a token and a value must "
                 "hold no control character", request=request)
@@ -87,7 +88,7 @@ def parse_head(raw: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]], bool,
     try:
         parser.feed_data(raw)
     except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-        if head.complete and parser.get_status_code() == 101:  # llhttp pauses there
+        if head.complete and parser.get_status_code() == 101:  # llhttp stops at any 101
             raise httpcore.RemoteProtocolError("the server switched protocols unasked "
                                                "(101)") from None
         raise httpcore.RemoteProtocolError(f"illegal response head: {exc}") from None
@@ -236,7 +237,7 @@ def chunked_end(tail: bytes) -> int | None:
         if line.start() == pos:  # the blank line: the end
             return line.end()
         name, colon, value = tail[pos:line.start()].partition(b":")
-        if not colon or _TOKEN.fullmatch(name) is None or _CONTROL.search(value):
+        if not colon or TOKEN.fullmatch(name) is None or _CONTROL.search(value):
             raise httpcore.RemoteProtocolError(
                 f"illegal header line in the trailers: {tail[pos:line.start()][:60]!r}")
         pos = line.end()

@@ -266,15 +266,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
             except httpcore.RemoteProtocolError as exc:
                 raise httpx.RemoteProtocolError(str(exc), request=request) from None
             del buf[:end]
-            if status >= 200 or status == 101:
+            if status >= 200:  # (a 101 never gets here: parse_head refuses it)
                 break
             interim += 1  # a 100 Continue, a 103 Early Hints: the answer is still to come
             if interim > MAX_INTERIM:
                 raise httpx.RemoteProtocolError(f"more than {MAX_INTERIM} interim responses",
                                                 request=request)
-        if status == 101:  # without an upgrade header (llhttp stops at one: parse_head)
-            raise httpx.RemoteProtocolError("the server switched protocols unasked (101)",
-                                            request=request)
         keep = keep and request.headers.get("connection", "").lower() != "close"
         body = Body(self, net, request, chunked, length, bytes(buf), keep)
         return httpx.Response(status, headers=headers, stream=body, extensions={
