@@ -4,7 +4,6 @@ parsers of option values that are more than a click type."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -13,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from evalkit.errors import EvalkitError, UsageError
-from evalkit.probe.framing import TOKEN
+from evalkit.probe.framing import SENDABLE, TOKEN
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,10 +33,6 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-#: what httpx sends of a header value (a name is HTTP's token, `framing.TOKEN`)
-_VALUE = re.compile(r"[\t\x20-\x7e]*")
-
-
 def parse_header(text: str) -> tuple[str, str]:
     """'Name: value' from --header; the value may hold secrets, so it is never echoed."""
     name, sep, value = text.partition(":")
@@ -48,7 +43,7 @@ def parse_header(text: str) -> tuple[str, str]:
     if TOKEN.fullmatch(name.encode("utf-8", "replace")) is None:
         raise UsageError(f"--header {name[:40]!r}: a header name is letters, digits and "
                          "!#$%&'*+-.^_`|~ only")
-    if _VALUE.fullmatch(value) is None:  # else the request fails as it is sent
+    if SENDABLE.fullmatch(value) is None:  # else the request fails as it is sent
         raise UsageError(f"--header {name}: its value must be printable ASCII (no control "
                          "character, no accented letter); it is not shown, as it may be a key")
     return name, value

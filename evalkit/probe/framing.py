@@ -35,6 +35,9 @@ _LINE_END = re.compile(rb"\r?\n")
 TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 #: a field value may hold any byte but the control characters (HTAB allowed)
 _CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+#: a header value evalkit itself sends: printable ASCII and HTAB (httpx encodes values as
+#: ASCII, so anything else would fail as the request is sent, not when it was given)
+SENDABLE = re.compile(r"[\t\x20-\x7e]*")
 
 
 def request_head(request: httpx.Request, chunked: bool = False) -> bytes:

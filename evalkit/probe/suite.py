@@ -31,6 +31,7 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
+from evalkit.probe.framing import SENDABLE
 from evalkit.probe.phases import SuiteRun
 from evalkit.probe.plan import Plan, plan_probe, size_levels
 from evalkit.probe.prompts import load_prompts, prompt_provenance
@@ -237,6 +238,10 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
     secret = os.environ.get(config.api_key_env) or None
+    if secret is not None and SENDABLE.fullmatch(secret) is None:  # Target's rule, named
+        raise UsageError(f"${config.api_key_env} must be printable ASCII (no control "
+                         "character, no accented letter or smart quote pasted with it); "
+                         "its value is not shown")
     target = Target(base_url=config.base_url, model=config.model, api=config.api,
                     headers=config.headers, extra_body=dict(config.extra_body),
                     timeout_s=settings.timeout_s, deadline_s=settings.deadline_s,

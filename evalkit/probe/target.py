@@ -13,8 +13,10 @@ from urllib.parse import quote
 
 import httpx
 
+from evalkit.errors import UsageError
 from evalkit.probe import http11
 from evalkit.probe.api import AUTH_STYLES, get_adapter
+from evalkit.probe.framing import SENDABLE, TOKEN
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.probe.transport import stamped_transport
 
@@ -52,6 +54,22 @@ class Target:
     auth: str | None = None
     #: query parameters on every request (Azure OpenAI's api-version); not secrets
     params: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        # what would fail as the first request is sent (httpx encodes header values as
+        # ASCII): a usage error now, naming where it came from and never showing a value
+        for name, value in self.headers:
+            if TOKEN.fullmatch(name.encode("utf-8", "replace")) is None:
+                raise UsageError(f"header {name[:40]!r}: a header name is letters, digits "
+                                 "and !#$%&'*+-.^_`|~ only")
+            if SENDABLE.fullmatch(value) is None:
+                raise UsageError(f"header {name}: its value must be printable ASCII; it is "
+                                 "not shown, as it may be a key")
+        if self.secret is not None and SENDABLE.fullmatch(self.secret) is None:
+            raise UsageError("the API key must be printable ASCII (no control character, no "
+                             "accented letter or smart quote pasted with it); it is not shown")
+        if self.user_agent is not None and SENDABLE.fullmatch(self.user_agent) is None:
+            raise UsageError("the user-agent must be printable ASCII")
 
     def request_deadline(self, max_tokens: int) -> float:
         """A request's whole-time deadline: an endless trickle must end as a timeout.

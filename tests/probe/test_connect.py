@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from evalkit.errors import UsageError
 from evalkit.probe.connect import check_endpoint, explain_failure
 from evalkit.probe.target import Target, make_client
 from evalkit.records import RequestRecord
@@ -84,6 +85,40 @@ class TestEndpointErrors:
         assert secret not in result.output
         for f in (tmp_path / "r").iterdir():  # text and binary (requests.parquet) alike
             assert secret.encode() not in f.read_bytes()
+
+
+    def test_an_unsendable_key_is_a_usage_error_before_any_run(
+            self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        """A key pasted with a smart quote fails before anything starts (it used to raise
+        UnicodeEncodeError inside the first send): exit 2, naming the variable, never the
+        key, and no run directory."""
+        from click.testing import CliRunner
+
+        from evalkit.cli import cli
+
+        secret = "sk-test-\u201cPASTED-1234\u201d"
+        monkeypatch.setenv("VENDOR_KEY", secret)
+        result = CliRunner().invoke(cli, [
+            "probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+            "--out", str(tmp_path / "r"), "--api-key-env", "VENDOR_KEY", "--quiet"])
+        assert result.exit_code == 2, result.output
+        assert "$VENDOR_KEY must be printable ASCII" in result.output
+        assert "PASTED" not in result.output and "Traceback" not in result.output
+        assert not (tmp_path / "r").exists()
+
+    @pytest.mark.parametrize("target", [
+        {"headers": (("X-Org", "caf\u00e9-sk-1"),)}, {"headers": (("X-Org", "sk-1\r\nX: y"),)},
+        {"headers": (("X Org", "sk-1"),)}, {"secret": "sk-1\u00a0"}, {"user_agent": "a\nb"},
+    ])
+    def test_a_target_that_cannot_be_sent_is_refused_when_made(
+            self, target: dict[str, Any]) -> None:
+        """The library's Target refuses what httpx could not send (or would send as another
+        header), never echoing a value; printable ASCII and HTAB are taken."""
+        with pytest.raises(UsageError) as info:
+            Target("http://h:1/v1", "m", **target)
+        assert "sk-1" not in str(info.value)
+        Target("http://h:1/v1", "m", headers=(("X-Org", "a\tb ~"),), secret="sk-1",
+               user_agent="Mozilla/5.0 (X11)")
 
 
 class TestExplainFailure:
