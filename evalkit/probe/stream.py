@@ -393,7 +393,7 @@ class Prober:
             planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached)
 
 
-@dataclass
+@dataclass(slots=True)
 class _StreamState:
     """Mutable facts gathered while one stream is read (private to the prober)."""
 
