@@ -395,11 +395,20 @@ class TestProbeRecords:
         scripts: list[Script] = [[head + body]] * 2
         with _Server(scripts) as srv:
             slow = self._stream(srv.url)
+            slow_sent = [r.replace(srv.url.split(":")[-1].encode(), b"PORT")
+                         for r in srv.requests]
         http11.LEAN = True
         with _Server(scripts) as srv:
             lean = self._stream(srv.url)
             assert srv.connections == 1
+            lean_sent = [r.replace(srv.url.split(":")[-1].encode(), b"PORT")
+                         for r in srv.requests]
         assert lean == slow and lean[0][:2] == ("ok", 3)
+        # a vendor who has read our source sees the same bytes from either transport:
+        # the same headers in the same order and case, the same body, nothing to tell
+        # the lean client from httpx's own
+        assert lean_sent == slow_sent and len(lean_sent) == 2
+        assert lean_sent[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\nHost: ")
 
 
 class TestPrepare:
