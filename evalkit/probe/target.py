@@ -214,6 +214,11 @@ class _Clients:
         A new connection costs a TCP (and TLS) handshake, a few round trips to a remote
         vendor; opened inside a level it would land in the TTFT of that level's first
         requests only, while the baseline ran on a warm connection. So open them first.
+
+        A stream's own (lean) connection is opened with no request on it. A `GET
+        /models` on each, as before, told the vendor when a level began and how many
+        streams it would hold: a burst of list calls no product's traffic makes. Only
+        httpx's own transport (`http11.LEAN` off, a proxy) still opens with one.
         """
         fresh = [make_client(self.target, max_connections=1, stamped=self.stamped,
                              ssl_context=self._ssl) for _ in range(n - len(self._all))]
@@ -223,7 +228,12 @@ class _Clients:
         async def touch(client: httpx.AsyncClient) -> None:
             # bounded like any vendor answer: a trickled or endless body costs at most
             # the timeout and PREPARE_MAX_BYTES, and the connection is then not kept
+            transport = getattr(client, "_transport", None)
             with contextlib.suppress(httpx.HTTPError, TimeoutError):
+                if isinstance(transport, http11.LeanTransport):
+                    async with asyncio.timeout(self.target.timeout_s):
+                        await transport.open(client.base_url, self.target.timeout_s)
+                    return
                 async with asyncio.timeout(self.target.timeout_s), \
                         client.stream("GET", "/models") as response:
                     read = 0

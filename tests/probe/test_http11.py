@@ -412,8 +412,28 @@ class TestProbeRecords:
 
 
 class TestPrepare:
-    def test_opening_a_levels_connections_is_bounded_by_the_timeout(self) -> None:
-        """A vendor trickling an endless /models body cannot hold a level's start."""
+    def test_a_levels_connections_open_with_no_request_on_them(self) -> None:
+        """Opening a level's streams sends nothing a vendor could read as a level
+        beginning (it was a GET /models on each); the streams then use those very
+        connections: no connect inside a level's first requests."""
+        with _Server([[OK]] * 3) as srv:
+            async def go() -> tuple[int, list[bytes], int, list[int]]:
+                clients = _Clients(Target(srv.url, "m", timeout_s=5))
+                await clients.prepare(3)
+                await asyncio.sleep(0.1)  # the server would have read a request by now
+                opened, sent = srv.connections, list(srv.requests)
+                got = [await c.get("/x") for c in [clients.acquire() for _ in range(3)]]
+                await clients.aclose()
+                return opened, sent, srv.connections, [r.status_code for r in got]
+            opened, sent, after, statuses = asyncio.run(go())
+        assert (opened, sent) == (3, [])
+        assert after == 3 and statuses == [200] * 3
+
+    def test_opening_a_levels_connections_is_bounded_by_the_timeout(
+            self, httpcore_off: None) -> None:
+        """Through httpx's own transport (a proxy, LEAN off) a level's connections still
+        open with a GET /models: a vendor trickling an endless body cannot hold a
+        level's start."""
         head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
         trickle: Script = [head, *([b"1\r\nx\r\n", 0.05] * 400)]
         with _Server([trickle] * 2) as srv:
