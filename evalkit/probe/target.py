@@ -218,7 +218,7 @@ class _Clients:
         A stream's own (lean) connection is opened with no request on it. A `GET
         /models` on each, as before, told the vendor when a level began and how many
         streams it would hold: a burst of list calls no product's traffic makes. Only
-        httpx's own transport (`http11.LEAN` off, a proxy) still opens with one.
+        httpx's own transport (`http11.LEAN` off, or unstamped) still opens with one.
         """
         fresh = [make_client(self.target, max_connections=1, stamped=self.stamped,
                              ssl_context=self._ssl) for _ in range(n - len(self._all))]

@@ -429,6 +429,25 @@ class TestPrepare:
         assert (opened, sent) == (3, [])
         assert after == 3 and statuses == [200] * 3
 
+    def test_a_proxy_in_the_environment_is_not_used(self, monkeypatch: pytest.MonkeyPatch
+                                                   ) -> None:
+        """A stream's client goes straight to the vendor, HTTP_PROXY or not (httpx
+        ignores the environment's proxies once a transport is given): a proxy would sit
+        inside every timed figure. The warm-up sends nothing through either."""
+        with _Server([[OK]] * 2) as proxy, _Server([[OK]] * 2) as vendor:
+            for name in ("ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+                monkeypatch.delenv(name, raising=False)
+            monkeypatch.setenv("HTTP_PROXY", proxy.url)
+            async def go() -> int:
+                clients = _Clients(Target(vendor.url, "m", timeout_s=3))
+                await clients.prepare(2)
+                r = await clients.acquire().get("/x")
+                await clients.aclose()
+                return r.status_code
+            assert asyncio.run(go()) == 200
+            assert proxy.connections == 0 and vendor.connections == 2
+            assert [r.split(b"\r\n")[0] for r in vendor.requests] == [b"GET /x HTTP/1.1"]
+
     def test_opening_a_levels_connections_is_bounded_by_the_timeout(
             self, httpcore_off: None) -> None:
         """Through httpx's own transport (a proxy, LEAN off) a level's connections still
