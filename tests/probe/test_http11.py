@@ -80,6 +80,7 @@ class TestPureParts:
         with pytest.raises(httpx.LocalProtocolError) as info:
             request_head(req)
         assert name in str(info.value) and value not in str(info.value)
+        assert info.value.request is req  # httpx's error, on the request that raised it
 
     def test_a_tab_in_a_value_is_allowed(self) -> None:
         assert b"x-a: a\tb\r\n" in request_head(httpx.Request("GET", "http://h/",
@@ -142,6 +143,9 @@ class TestPureParts:
         ("GET", 200, [(b"transfer-encoding", b"Chunked ")], (True, None)),
         ("GET", 200, [(b"content-length", b"12")], (False, 12)),
         ("GET", 200, [(b"content-length", b"12"), (b"Content-Length", b"12")], (False, 12)),
+        ("GET", 200, [(b"content-length", b"12, 12")], (False, 12)),  # one list, one length
+        ("GET", 200, [(b"content-length", b"12,12")], (False, 12)),
+        ("GET", 200, [(b"content-length", b"9" * 18)], (False, int("9" * 18))),
         ("GET", 200, [], (False, None)),
         ("HEAD", 200, [(b"content-length", b"12")], (False, 0)),
         ("GET", 204, [(b"content-length", b"12")], (False, 0)),
@@ -164,6 +168,18 @@ class TestPureParts:
             self, headers: list[tuple[bytes, bytes]]) -> None:
         with pytest.raises(httpcore.RemoteProtocolError):
             body_framing("GET", 200, headers)
+
+    @pytest.mark.parametrize(("headers", "words"), [
+        ([(b"transfer-encoding", b"GZIP,chunked")],
+         "unsupported transfer-encoding b'gzip, chunked'"),
+        ([(b"content-length", b"1"), (b"content-length", b" 2")],
+         "bad content-length [b'1', b'2']"),
+        ([(b"content-length", b"0x10")], "bad content-length [b'0x10']")])
+    def test_a_refused_framing_names_what_it_said(
+            self, headers: list[tuple[bytes, bytes]], words: str) -> None:
+        with pytest.raises(httpcore.RemoteProtocolError) as info:
+            body_framing("GET", 200, headers)
+        assert str(info.value) == words
 
 
     @pytest.mark.parametrize(("tail", "end"), [
