@@ -86,6 +86,10 @@ class TestPureParts:
         assert b"x-a: a\tb\r\n" in request_head(httpx.Request("GET", "http://h/",
                                                               headers={"x-a": "a\tb"}))
 
+    def test_a_status_line_without_a_reason_reads_an_empty_reason(self) -> None:
+        for line in (b"HTTP/1.1 200\r\n", b"HTTP/1.1 200 \r\n"):
+            assert parse_head(line + b"content-length: 0\r\n\r\n")[:2] == (200, b"")
+
     def test_a_response_head_is_read(self) -> None:
         status, reason, headers, keep, version = parse_head(
             b"HTTP/1.1 404 Not Here\r\nX-A: 1\r\nx-b:  two \r\ncontent-length: 0\r\n\r\n")
@@ -174,6 +178,7 @@ class TestPureParts:
          "unsupported transfer-encoding b'gzip, chunked'"),
         ([(b"content-length", b"1"), (b"content-length", b" 2")],
          "bad content-length [b'1', b'2']"),
+        ([(b"content-length", b"3, 1, 2")], "bad content-length [b'1', b'2']"),  # two shown
         ([(b"content-length", b"0x10")], "bad content-length [b'0x10']")])
     def test_a_refused_framing_names_what_it_said(
             self, headers: list[tuple[bytes, bytes]], words: str) -> None:
@@ -186,7 +191,12 @@ class TestPureParts:
         (b"0\r\n\r\n", 5), (b"0\r\n\r\nNEXT", 5), (b"0;ext=1\r\n\r\n", 11),
         (b"0\r\nx-usage: 3\r\nx-b:\r\n\r\n", 23), (b"0\n\n", 3),
         (b"0\r\n", None), (b"0\r\nx-usage: 3\r\n", None), (b"0\r\nx-usa", None),
-        (b"0", None), (b"0\r\n\r", None)])
+        (b"0", None), (b"0\r\n\r", None),
+        # the bounds, at their edges: the longest last-chunk line, a cut one just short of
+        # the bound, trailers one byte short of theirs, a colon inside a trailer's value
+        (b"0;" + b"e" * (MAX_SIZE_LINE - 2) + b"\r\n\r\n", MAX_SIZE_LINE + 4),
+        (b"0;" + b"e" * (MAX_SIZE_LINE - 2), None),
+        (b"0\r\nx: " + b"a" * (MAX_TRAILERS - 3), None), (b"0\r\nx: a:b\r\n\r\n", 13)])
     def test_a_chunked_bodys_end_is_found_where_it_ends(self, tail: bytes,
                                                           end: int | None) -> None:
         assert chunked_end(tail) == end
@@ -198,7 +208,9 @@ class TestPureParts:
         (b"0\r\n: empty name\r\n\r\n", "illegal header line"),
         (b"0\r\nx: " + b"a" * MAX_TRAILERS, "trailers longer"),
         (b"0\r\n" + b"x: 1\r\n" * (MAX_TRAILERS // 6 + 1), "trailers longer"),
-        (b"0;" + b"e" * MAX_SIZE_LINE, "does not end")])
+        (b"0;" + b"e" * MAX_SIZE_LINE, "does not end"),
+        (b"0;" + b"e" * MAX_SIZE_LINE + b"\n\n", "does not end"),  # ends past the bound
+        (b"0\r\nx: " + b"a" * MAX_TRAILERS + b"\r\n\r\n", "trailers longer")])
     def test_an_ill_formed_or_endless_end_is_refused(self, tail: bytes, words: str) -> None:
         with pytest.raises(httpcore.RemoteProtocolError, match=words):
             chunked_end(tail)
