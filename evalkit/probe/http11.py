@@ -201,17 +201,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
             await self._release(self._net, False)
             raise
 
-    async def open(self, url: httpx.URL, timeout: float | None) -> None:
-        """Open the connection to `url`'s origin and send nothing (`_Clients.prepare`):
-        a level's warm-up, with no request a vendor could read as a level beginning.
-        Raises httpx's errors, as a request's connect would."""
-        await self._lock.acquire()
-        try:
-            await self._connection(httpx.Request("GET", url), timeout)
-            self._idle_at = time.monotonic()
-        finally:
-            self._lock.release()
-
     async def _connection(self, request: httpx.Request, timeout: float | None) -> _NETWORK:
         url = request.url
         if url.scheme not in ("http", "https"):

@@ -215,10 +215,12 @@ class _Clients:
         vendor; opened inside a level it would land in the TTFT of that level's first
         requests only, while the baseline ran on a warm connection. So open them first.
 
-        A stream's own (lean) connection is opened with no request on it. A `GET
-        /models` on each, as before, told the vendor when a level began and how many
-        streams it would hold: a burst of list calls no product's traffic makes. Only
-        httpx's own transport (`http11.LEAN` off, or unstamped) still opens with one.
+        Each opens with a `GET /models`, not a bare connect: only an answer shows the
+        server has taken the connection (a plain-TCP handshake completes in the kernel
+        before the server accepts, so a slow accept would land in the first TTFTs,
+        unseen), and a server that drops fresh idle connections drops them here, not
+        under the level's first requests. A vendor sees a level begin either way, as a
+        burst of new connections.
         """
         fresh = [make_client(self.target, max_connections=1, stamped=self.stamped,
                              ssl_context=self._ssl) for _ in range(n - len(self._all))]
@@ -228,12 +230,7 @@ class _Clients:
         async def touch(client: httpx.AsyncClient) -> None:
             # bounded like any vendor answer: a trickled or endless body costs at most
             # the timeout and PREPARE_MAX_BYTES, and the connection is then not kept
-            transport = getattr(client, "_transport", None)
             with contextlib.suppress(httpx.HTTPError, TimeoutError):
-                if isinstance(transport, http11.LeanTransport):
-                    async with asyncio.timeout(self.target.timeout_s):
-                        await transport.open(client.base_url, self.target.timeout_s)
-                    return
                 async with asyncio.timeout(self.target.timeout_s), \
                         client.stream("GET", "/models") as response:
                     read = 0
