@@ -13,6 +13,7 @@ import click
 
 from evalkit.errors import EvalkitError, UsageError
 from evalkit.probe.framing import SENDABLE, TOKEN
+from evalkit.probe.target import header_name_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,8 +42,7 @@ def parse_header(text: str) -> tuple[str, str]:
                          f"{name.strip()!r})" if sep else "--header must look like 'Name: value'")
     name, value = name.strip(), value.strip()
     if TOKEN.fullmatch(name.encode("utf-8", "replace")) is None:
-        raise UsageError(f"--header {name[:40]!r}: a header name is letters, digits and "
-                         "!#$%&'*+-.^_`|~ only")
+        raise UsageError(f"--header: {header_name_error(name)}")
     if SENDABLE.fullmatch(value) is None:  # else the request fails as it is sent
         raise UsageError(f"--header {name}: its value must be printable ASCII (no control "
                          "character, no accented letter); it is not shown, as it may be a key")

@@ -42,7 +42,7 @@ from evalkit.probe.settings import (
     resolve_settings,
 )
 from evalkit.probe.shard import warm_up
-from evalkit.probe.target import Target
+from evalkit.probe.target import CREDENTIAL_HEADERS, Target
 from evalkit.probe.workloads import with_workload, workload_meta
 from evalkit.provenance import provenance
 from evalkit.records import RequestRecord
@@ -238,7 +238,8 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
     secret = os.environ.get(config.api_key_env) or None
-    if secret is not None and SENDABLE.fullmatch(secret) is None:  # Target's rule, named
+    sent = not any(k.lower() in CREDENTIAL_HEADERS for k, _ in config.headers)
+    if sent and secret is not None and SENDABLE.fullmatch(secret) is None:  # Target's rule
         raise UsageError(f"${config.api_key_env} must be printable ASCII (no control "
                          "character, no accented letter or smart quote pasted with it); "
                          "its value is not shown")

@@ -60,12 +60,12 @@ class Target:
         # ASCII): a usage error now, naming where it came from and never showing a value
         for name, value in self.headers:
             if TOKEN.fullmatch(name.encode("utf-8", "replace")) is None:
-                raise UsageError(f"header {name[:40]!r}: a header name is letters, digits "
-                                 "and !#$%&'*+-.^_`|~ only")
+                raise UsageError(header_name_error(name))
             if SENDABLE.fullmatch(value) is None:
                 raise UsageError(f"header {name}: its value must be printable ASCII; it is "
                                  "not shown, as it may be a key")
-        if self.secret is not None and SENDABLE.fullmatch(self.secret) is None:
+        if (self.secret is not None and self.credential == "environment"
+                and SENDABLE.fullmatch(self.secret) is None):  # a credential header wins
             raise UsageError("the API key must be printable ASCII (no control character, no "
                              "accented letter or smart quote pasted with it); it is not shown")
         if self.user_agent is not None and SENDABLE.fullmatch(self.user_agent) is None:
@@ -129,6 +129,16 @@ class Target:
     def auth_style(self) -> str:
         """The auth style in force: --auth, else the API's own."""
         return self.auth or get_adapter(self.api).auth
+
+
+def header_name_error(name: str) -> str:
+    """Why `name` cannot be a header's name, showing none of it: a key pasted into a
+    name ('Authorization Bearer sk-…: x') must not reach a terminal either."""
+    bad = next((i for i, ch in enumerate(name) if TOKEN.fullmatch(ch.encode("utf-8",
+                                                                            "replace")) is None), 0)
+    return (f"a header name of {len(name)} characters has a character a name cannot hold "
+            f"at position {bad + 1} (a name is letters, digits and !#$%&'*+-.^_`|~ only; "
+            "it is not shown, as it may hold a key)")
 
 
 def make_client(target: Target, max_connections: int | None = None,

@@ -190,7 +190,8 @@ class TestSettings:
         assert parse_extra_body('{"top_k": 1}') == {"top_k": 1}
         with pytest.raises(UsageError, match="--header"):
             parse_header("no colon")
-        for bad in ("X-Org: café-sk-1", "X-Org: sk-1\x7f", "X Org: sk-1", "X-Örg: sk-1"):
+        for bad in ("X-Org: café-sk-1", "X-Org: sk-1\x7f", "X Org: sk-1", "X-Örg: sk-1",
+                    "Authorization Bearer sk-1: x"):
             with pytest.raises(UsageError, match="--header") as info:
                 parse_header(bad)
             assert "sk-1" not in str(info.value)  # a value may be a key: never echoed
