@@ -3,6 +3,7 @@ when the endpoint refuses it; the network round trip."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -18,6 +19,20 @@ from evalkit.sanitize import clean
 
 # --------------------------------------------------------------------------- connect
 
+#: the environment's proxy variables, which httpx reads for a client without a transport
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+               "all_proxy")
+
+
+def _proxy_hint() -> str:
+    """Why an endpoint only a proxy reaches is unreachable: a stream's client never uses
+    the environment's proxy (it would sit inside every timed figure)."""
+    named = next((v for v in _PROXY_VARS if os.environ.get(v)), None)
+    return (f" ({named} is set, but evalkit connects straight to the endpoint and uses no "
+            "proxy: a proxy would sit inside every timed figure; probe from a host that "
+            "reaches the endpoint)") if named else ""
+
+
 async def check_endpoint(client: httpx.AsyncClient, target: Target,
                          api_key_env: str) -> dict[str, Any]:
     """List models: an unreachable endpoint, a 401 or an unknown model is an EndpointError."""
@@ -25,7 +40,8 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
         response = await client.get("/models")
     except httpx.HTTPError as exc:
         raise EndpointError(f"cannot reach {target.base_url}: "
-                            f"{target.redact(str(exc)) or type(exc).__name__}") from None
+                            f"{target.redact(str(exc)) or type(exc).__name__}"
+                            f"{_proxy_hint()}") from None
     if response.status_code in (401, 403):
         hint = (f"check the key in ${api_key_env}" if target.secret
                 else f"${api_key_env} is not set")

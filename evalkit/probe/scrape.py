@@ -41,7 +41,9 @@ class VendorScraper:
     async def scrape(self, phase: str, level: int | None, when: str) -> None:
         """Fetch the page now and keep its recognised lines (never raises for the vendor)."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers)
+            # straight to the page, as the streams go (they use no proxy): one run, one path
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers,
+                                             trust_env=False)
         t_ns = time.perf_counter_ns()
         try:
             response = await self._client.get(self.url)

@@ -294,3 +294,29 @@ def test_a_torn_or_edited_scrape_log_is_read_bounded(tmp_path: Path) -> None:
     assert vm["scrape_errors"][0].startswith("unparseable page")
     assert vm["phases"]["baseline"]["vendor"]["waiting"]["max"] == 7.0
     assert vm["rebuilt_from"]["skipped_lines"] == 3
+
+
+def test_the_metrics_page_is_read_straight_as_the_streams_go(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scraper uses no proxy from the environment, as a stream's client uses none:
+    one run reaches the vendor one way (it once scraped through HTTP_PROXY while its
+    streams went straight)."""
+    import asyncio
+
+    from evalkit.probe.scrape import VendorScraper
+    from tests.probe.helpers import RawServer
+
+    page = b"vllm:num_requests_running 3\n"
+    answer = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(page), page)
+    with RawServer([[answer]]) as proxy, RawServer([[answer]]) as vendor:
+        for name in ("ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        scraper = VendorScraper(vendor.url + "/metrics", timeout_s=2)
+
+        async def go() -> None:
+            await scraper.scrape("baseline", None, "before")
+            await scraper.aclose()
+        asyncio.run(go())
+        assert proxy.connections == 0 and len(vendor.requests) == 1
+    assert scraper.scrapes[0].error is None

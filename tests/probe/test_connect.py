@@ -46,7 +46,8 @@ class TestEndpointErrors:
         with pytest.raises(EndpointError, match="cannot reach"):
             asyncio.run(check(closed, "m"))
 
-    def test_cli_exit_code_2(self, reference: Any, tmp_path: Path) -> None:
+    def test_cli_exit_code_2(self, reference: Any, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
         """The probe command turns an unknown model or a closed port into `Error:` + exit 2."""
         from click.testing import CliRunner
 
@@ -65,7 +66,16 @@ class TestEndpointErrors:
                                           "--out", str(tmp_path / "b"), "--quiet"])
         assert result.exit_code == 2
         assert f"Error: cannot reach {closed}" in result.output
-        assert "Traceback" not in result.output
+        assert "Traceback" not in result.output and "proxy" not in result.output
+        # a user behind a proxy learns why: evalkit uses none
+        for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "https_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+        result = CliRunner().invoke(cli, ["probe", "--base-url", closed, "--model", "m",
+                                          "--out", str(tmp_path / "c"), "--quiet"])
+        assert result.exit_code == 2
+        assert "HTTPS_PROXY is set, but evalkit connects straight to the endpoint" in \
+            result.output
 
     def test_401_names_the_variable_not_the_key(self, monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
@@ -105,10 +115,19 @@ class TestEndpointErrors:
         assert "$VENDOR_KEY must be printable ASCII" in result.output
         assert "PASTED" not in result.output and "Traceback" not in result.output
         assert not (tmp_path / "r").exists()
+        # with a credential header of its own the key is never sent: a stale one in the
+        # environment stops nothing (the run goes on to the unreachable endpoint)
+        result = CliRunner().invoke(cli, [
+            "probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+            "--out", str(tmp_path / "h"), "--api-key-env", "VENDOR_KEY", "--quiet",
+            "--header", "Authorization: Bearer ok-1234"])
+        assert result.exit_code == 2 and "cannot reach" in result.output, result.output
+        assert "printable" not in result.output
 
     @pytest.mark.parametrize("target", [
         {"headers": (("X-Org", "caf\u00e9-sk-1"),)}, {"headers": (("X-Org", "sk-1\r\nX: y"),)},
         {"headers": (("X Org", "sk-1"),)}, {"secret": "sk-1\u00a0"}, {"user_agent": "a\nb"},
+        {"headers": (("Authorization Bearer sk-1", "x"),)},  # a key pasted into a name
     ])
     def test_a_target_that_cannot_be_sent_is_refused_when_made(
             self, target: dict[str, Any]) -> None:
@@ -119,6 +138,9 @@ class TestEndpointErrors:
         assert "sk-1" not in str(info.value)
         Target("http://h:1/v1", "m", headers=(("X-Org", "a\tb ~"),), secret="sk-1",
                user_agent="Mozilla/5.0 (X11)")
+        # a key that is never sent (a credential header wins) is not refused
+        Target("http://h:1/v1", "m", headers=(("Authorization", "Bearer sk-1"),),
+               secret="sk-\u201cstale")
 
 
 class TestExplainFailure:
