@@ -355,6 +355,11 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
 
     async def aclose(self) -> None:
         """Close the connection."""
+        self._close()
+
+    def _close(self) -> None:
+        """Close now: the reader unregistered, the timer cancelled, the socket closed (a
+        failed or cancelled handshake's too: it leaves nothing that holds the socket)."""
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
@@ -382,7 +387,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._buffered = 0
         self._handshaking = True
         try:
-            async with tls_handshake(timeout, self._sock.close):
+            async with tls_handshake(timeout, self._close):
                 await self._handshake()
         finally:
             self._handshaking = False
@@ -415,7 +420,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         """TLS by asyncio's SSL transport, stamped in data_received (`KERNEL_TLS` off)."""
         began = time.perf_counter_ns()
         self._stop_reading(eof=False)
-        async with tls_handshake(timeout, self._sock.close):
+        async with tls_handshake(timeout, self._close):
             transport, protocol = await self._loop.create_connection(
                 _Protocol, sock=self._sock, ssl=ssl_context, server_hostname=server_hostname)
         assert isinstance(transport, asyncio.Transport)

@@ -128,6 +128,9 @@ async def tls_handshake(timeout: float | None, close: Callable[[], object]
     except (OSError, ssl.SSLError) as exc:
         close()
         raise httpcore.ConnectError(f"TLS handshake failed: {exc}") from None
+    except BaseException:  # cancelled (an outer deadline, a stopped run): closed all the same
+        close()
+        raise
 
 
 #: the event loop's timers wake up to a millisecond late (epoll counts in whole ms): a

@@ -11,6 +11,7 @@ reused only when its last body was read whole and nobody said close.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import ssl
@@ -560,3 +561,46 @@ class TestTLS:
         finally:
             sock.close()
         assert offered == ["http/1.1"]
+
+    def test_a_handshake_that_never_comes_leaves_no_socket_open(self) -> None:
+        """A vendor that accepts TCP and never answers the TLS hello holds a level's start
+        only to the timeout, and the cancelled handshakes close their sockets (their
+        readers stayed registered with the loop, one socket per stream per level)."""
+        import os
+
+        def sockets() -> int:
+            n = 0
+            for fd in os.listdir("/proc/self/fd"):
+                with contextlib.suppress(OSError):
+                    n += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+            return n
+
+        sock = socket.create_server(("127.0.0.1", 0))
+        held: list[socket.socket] = []
+
+        def accept() -> None:
+            while True:
+                try:
+                    held.append(sock.accept()[0])  # never a word of TLS
+                except OSError:
+                    return
+        threading.Thread(target=accept, daemon=True).start()
+        before = sockets()
+
+        async def go() -> float:
+            clients = _Clients(Target(f"https://127.0.0.1:{sock.getsockname()[1]}", "m",
+                                      timeout_s=0.3))
+            began = time.monotonic()
+            await clients.prepare(4)
+            took = time.monotonic() - began
+            await clients.aclose()
+            return took
+        try:
+            took = asyncio.run(go())
+            time.sleep(0.05)
+            assert len(held) == 4
+            for conn in held:
+                conn.close()
+            assert took < 1.5 and sockets() == before  # each client's socket closed
+        finally:
+            sock.close()
