@@ -106,7 +106,7 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
     `body_parts`, one read at a time, stamped the same way: one `on_piece` for both.
     """
     taken = _take(response) if DIRECT and PUMP else None
-    if taken is None or not getattr(taken[0], "pumps", False):
+    if taken is None:
         net = response.extensions.get("network_stream")
         async for raw in body_parts(response):
             if not on_piece(raw, *_last_read(net)):
@@ -157,20 +157,23 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
 def _take(response: httpx.Response
           ) -> tuple[Any, ChunkedDecoder, float | None, bytes, Callable[[], bool]] | None:
     """(network stream, the decoder to feed, read timeout, the body's bytes read with the
-    head, a check that the end fed is all of it) if this chunked body can be read here,
-    none of it read yet. None: read it through httpx.
+    head, a check that the end fed is all of it) if this chunked body can be pumped here,
+    none of it read yet. None: read it through httpx, nothing taken.
 
     The lean transport's body (`http11.Body`) hands over its own decoder, and reads on
     from where the pump left it. Under httpcore, h11's buffer is emptied and the end is
-    handed back to h11 (`_ended`)."""
+    handed back to h11 (`_ended`). Whether the stream pumps is asked before anything is
+    taken: the body's bytes that came with the head, taken and then not pumped, were
+    lost (a first chunk dropped, its TTFT read at the second)."""
     lean = lean_body(response)
     if lean is not None:
-        if lean.decoder is None or lean.complete or lean.decoder.tail is not None:
+        if (lean.decoder is None or lean.complete or lean.decoder.tail is not None
+                or not getattr(lean.net, "pumps", False)):
             return None
         early, lean.early = lean.early, b""
         return lean.net, lean.decoder, lean.read_timeout, early, lean.ended
     found = _h11_of(response)
-    if found is None:
+    if found is None or not getattr(found[0]._network_stream, "pumps", False):
         return None
     net, state, timeout, early = _take_body(response, *found)
     decoder = ChunkedDecoder()

@@ -106,11 +106,14 @@ HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding
 
 
 def _records(pieces: list[bytes | float | None], n: int = 2, direct: bool = True,
-             timeout_s: float = 5, pump: bool = True) -> tuple[list[RequestRecord], _Raw]:
+             timeout_s: float = 5, pump: bool = True, lean: bool | None = None
+             ) -> tuple[list[RequestRecord], _Raw]:
     """n requests one after another on one prober (one connection if it is reused);
-    `pump` False reads a direct body read by read (`body_parts`), not pumped."""
+    `pump` False reads a direct body read by read (`body_parts`), not pumped; `lean`
+    False reads it direct from under httpcore's h11 (default: as `direct`)."""
     server = _Raw(pieces)
-    chunked.DIRECT, chunked.PUMP, http11.LEAN = direct, pump, direct
+    chunked.DIRECT, chunked.PUMP = direct, pump
+    http11.LEAN = direct if lean is None else lean
 
     async def go() -> list[RequestRecord]:
         target = Target(server.base_url, "m", timeout_s=timeout_s)
@@ -187,6 +190,22 @@ class TestOverRealSockets:
         for a, b, c in zip(recs, iterated, slow, strict=True):
             _same(a, b)
             _same(a, c)
+
+    def test_a_body_that_cannot_be_pumped_keeps_what_came_with_its_head(
+            self, monkeypatch: pytest.MonkeyPatch, pumped: list[int]) -> None:
+        """A stream whose reads the kernel did not stamp (no SO_TIMESTAMPNS, a read
+        across a wall-clock step) is read read by read: the first chunk, which came in
+        the head's read, is read too (it was dropped, and the body timed out)."""
+        recs, _ = _records(AWKWARD)
+        monkeypatch.setattr(KernelStampedStream, "pumps", property(lambda self: False))
+        for lean in (True, False):  # our framing, and h11's under httpcore
+            unpumped, server = _records(AWKWARD, timeout_s=2, lean=lean)
+            assert [(r.outcome, len(r.chunks)) for r in unpumped] == [("ok", 3)] * 2, \
+                (lean, [r.error for r in unpumped])
+            assert server.connections == 1
+            for a, b in zip(recs, unpumped, strict=True):
+                _same(a, b)
+        assert len(pumped) == 2  # the first run's; none after
 
     def test_a_pumped_body_is_stamped_by_the_kernel_in_order(
             self, monkeypatch: pytest.MonkeyPatch) -> None:
