@@ -271,8 +271,16 @@ class StampedStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteTimeout(f"write blocked for {timeout} s") from None
 
     async def aclose(self) -> None:
-        """Close the connection."""
-        self._transport.close()
+        """Close the connection; a TLS one is cut, not shut down.
+
+        asyncio's TLS close sends close_notify and keeps the socket until the peer's
+        answer, which a vendor may never send: an event loop closed first (every run's
+        end) then left the socket open for the garbage collector. Our own TLS (the
+        default, `kernel_stream`) sends no close_notify either."""
+        if self._transport.get_extra_info("ssl_object") is not None:
+            self._transport.abort()
+        else:
+            self._transport.close()
 
     async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                         timeout: float | None = None) -> httpcore.AsyncNetworkStream:
