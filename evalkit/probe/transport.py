@@ -51,6 +51,9 @@ class StampedBackend(httpcore.AsyncNetworkBackend):
                         sock.close()
                         last = exc
                         continue
+                    except BaseException:  # the deadline (a vendor's full accept queue)
+                        sock.close()
+                        raise
                     break
                 else:
                     raise last or OSError(f"no address for {host}")

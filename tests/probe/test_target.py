@@ -198,6 +198,35 @@ class TestHostileTLS:
         assert all("ConnectTimeout" in (r.error or "") for r in recs), recs[0].error
 
 
+def test_a_connect_cut_by_its_deadline_closes_its_socket() -> None:
+    """A vendor whose accept queue is full never completes a connect: each stream's
+    connect times out, a timeout record, and its socket is closed then, not left to
+    the garbage collector (an fd a timeout, over a long run)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = []  # fill the accept queue: the kernel then drops further SYNs
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        queued.append(filler)
+    time.sleep(0.1)
+    try:
+        _, recs = _three(f"http://127.0.0.1:{port}/v1", timeout_s=0.5)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gc.collect()
+    finally:
+        for filler in queued:
+            filler.close()
+        listener.close()
+    assert [r.outcome for r in recs] == ["timeout"] * 3, [r.error for r in recs]
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+
+
 def _chat_chunk(text: str, finish: str | None = None) -> bytes:
     obj = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]}
     event = f"data: {json.dumps(obj)}\n\n".encode()
