@@ -11,9 +11,9 @@ import httpx
 
 from evalkit.errors import EndpointError
 from evalkit.probe.api import get_adapter
-from evalkit.probe.replies import error_message, json_or_none
+from evalkit.probe.replies import bounded_get, error_message, json_or_none
 from evalkit.probe.stream import ADMISSION_STATUSES
-from evalkit.probe.target import Target
+from evalkit.probe.target import PREPARE_MAX_BYTES, Target
 from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
 
@@ -36,8 +36,8 @@ def _proxy_hint() -> str:
 async def check_endpoint(client: httpx.AsyncClient, target: Target,
                          api_key_env: str) -> dict[str, Any]:
     """List models: an unreachable endpoint, a 401 or an unknown model is an EndpointError."""
-    try:
-        response = await client.get("/models")
+    try:  # bounded: a trickled or endless list must not hold the run before it starts
+        response = await bounded_get(client, "/models", target.timeout_s, PREPARE_MAX_BYTES)
     except httpx.HTTPError as exc:
         raise EndpointError(f"cannot reach {target.base_url}: "
                             f"{target.redact(str(exc)) or type(exc).__name__}"
@@ -142,14 +142,15 @@ def _advice_400(body: str, target: Target) -> str:
             "--extra-body and --header, check --api, or ask the vendor what it expects")
 
 
-async def measure_rtt(client: httpx.AsyncClient, samples: int) -> list[float]:
-    """Round trips of a tiny request (GET /models) on a warm connection, apart from generation."""
+async def measure_rtt(client: httpx.AsyncClient, samples: int,
+                      timeout_s: float = 30.0) -> list[float]:
+    """Round trips of a tiny request (GET /models) on a warm connection, apart from
+    generation; each bounded in time and size like the connect gate's."""
     out: list[float] = []
     for _ in range(samples):
         t0 = time.perf_counter_ns()
         try:
-            response = await client.get("/models")
-            await response.aread()
+            await bounded_get(client, "/models", timeout_s, PREPARE_MAX_BYTES)
         except httpx.HTTPError:
             continue
         out.append((time.perf_counter_ns() - t0) / 1e9)

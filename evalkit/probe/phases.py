@@ -252,7 +252,8 @@ class SuiteRun:
             raise EndpointError(explain_failure(rec, self.target, prober.adapter.path,
                                                 self.config.api_key_env))
         self.connect_info["force_length"] = prober.force_length
-        self.rtt_samples = await measure_rtt(client, self.s.connect.rtt_samples)
+        self.rtt_samples = await measure_rtt(client, self.s.connect.rtt_samples,
+                                             self.target.timeout_s)
 
     async def _phase_baseline(self, client: httpx.AsyncClient, prober: Prober,
                               mon: LoopMonitor) -> None:

@@ -3,6 +3,7 @@ Vendor text, so bounded and cleaned before it reaches a record."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -23,6 +24,28 @@ def retry_after(value: str | None) -> float | None:
     except ValueError:
         return None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
+
+
+async def bounded_get(client: httpx.AsyncClient, url: str, timeout_s: float,
+                      max_bytes: int) -> httpx.Response:
+    """A GET read whole within `timeout_s` in all, keeping at most `max_bytes` of its
+    (decoded) body: a vendor page trickled a byte a read-timeout, or endless, costs a
+    deadline and a cap, never a hang or the memory. Past the deadline it raises
+    httpx.ReadTimeout, as a silent read would."""
+    try:
+        async with asyncio.timeout(timeout_s), client.stream("GET", url) as response:
+            body = bytearray()
+            async for part in response.aiter_bytes():
+                body += part
+                if len(body) >= max_bytes:
+                    break
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"no whole answer to GET {url} within {timeout_s:g} s"
+                                ) from None
+    headers = [(k, v) for k, v in response.headers.multi_items()
+               if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(response.status_code, headers=headers,
+                          content=bytes(body[:max_bytes]), request=response.request)
 
 
 def json_or_none(response: httpx.Response) -> Any:

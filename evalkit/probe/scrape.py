@@ -20,6 +20,7 @@ from evalkit.analysis.vendor_metrics import (
     digest,
     keep_lines,
 )
+from evalkit.probe.replies import bounded_get
 from evalkit.sanitize import clean
 
 
@@ -41,15 +42,19 @@ class VendorScraper:
     async def scrape(self, phase: str, level: int | None, when: str) -> None:
         """Fetch the page now and keep its recognised lines (never raises for the vendor)."""
         if self._client is None:
-            # straight to the page, as the streams go (they use no proxy): one run, one path
+            # straight to the page, as the streams go (they use no proxy): one run, one
+            # path; trusting the CAs the streams trust (SSL_CERT_FILE, which trust_env
+            # False alone would drop)
             self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=self.headers,
-                                             trust_env=False)
+                                             trust_env=False,
+                                             verify=httpx.create_ssl_context())
         t_ns = time.perf_counter_ns()
-        try:
-            response = await self._client.get(self.url)
+        try:  # within the timeout in all and MAX_PAGE_BYTES: awaited before every level
+            response = await bounded_get(self._client, self.url, self.timeout_s,
+                                         MAX_PAGE_BYTES)
             if response.status_code != 200:
                 raise ValueError(f"HTTP {response.status_code}")
-            text = response.content[:MAX_PAGE_BYTES].decode("utf-8", errors="replace")
+            text = response.content.decode("utf-8", errors="replace")
             self._keep(_Scrape(phase, level, when, t_ns, keep_lines(text)))
         except (httpx.HTTPError, ValueError) as exc:
             self._keep(_Scrape(phase, level, when, t_ns, None,

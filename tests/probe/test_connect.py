@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,74 @@ class TestExplainFailure:
         text = self._explain(401, f"bad key {secret}", secret=secret)
         assert secret not in text and "check the key in $KEY" in text
         assert "$KEY is not set" in self._explain(403)
+
+
+#: a page a vendor trickles: a byte every 0.2 s, each well inside a 1 s read timeout, for
+#: 10 s in all
+_TRICKLE: list[bytes | float | None] = [
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked"
+    b"\r\n\r\n"] + [b"1\r\n \r\n", 0.2] * 50
+
+
+class TestBoundedPages:
+    """The pages read beside the streams (the model list, the RTT's GET, the vendor's
+    metrics) have a deadline in all and a size cap, over real sockets: a read timeout
+    alone let a trickle hold the run for as long as the vendor liked."""
+
+    def test_a_trickled_model_list_is_cut_at_the_timeout(self) -> None:
+        from evalkit.errors import EndpointError
+        from tests.probe.helpers import RawServer
+
+        async def check(url: str) -> dict[str, Any]:
+            target = Target(url, "m", timeout_s=1)
+            async with make_client(target) as client:
+                return await check_endpoint(client, target, "OPENAI_API_KEY")
+
+        with RawServer([_TRICKLE]) as srv:
+            began = time.monotonic()
+            with pytest.raises(EndpointError, match=r"no whole answer .* within 1 s"):
+                asyncio.run(check(srv.base_url))
+        assert time.monotonic() - began < 3  # not the trickle's 10 s
+
+    def test_the_rtt_probe_skips_a_trickled_answer_on_time(self) -> None:
+        from evalkit.probe.connect import measure_rtt
+        from tests.probe.helpers import RawServer
+
+        async def rtt(url: str) -> list[float]:
+            async with make_client(Target(url, "m", timeout_s=1)) as client:
+                return await measure_rtt(client, 2, timeout_s=0.5)
+
+        with RawServer([_TRICKLE] * 2) as srv:
+            began = time.monotonic()
+            assert asyncio.run(rtt(srv.base_url)) == []
+        assert time.monotonic() - began < 3
+
+    def test_a_trickled_or_endless_metrics_page_is_bounded(self) -> None:
+        from evalkit.analysis.vendor_metrics import MAX_PAGE_BYTES
+        from evalkit.probe.scrape import VendorScraper
+        from tests.probe.helpers import RawServer
+
+        line = b"vllm:num_requests_running 3\n"
+        chunk = b"%x\r\n%s\r\n" % (len(line) * 4096, line * 4096)  # ~115 KiB a write
+        endless: list[bytes | float | None] = [  # ~46 MiB over 6 s or more
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"] + [chunk] * 400
+
+        def scrape(script: list[bytes | float | None], timeout_s: float
+                   ) -> tuple[float, Any]:
+            with RawServer([script], pace=0.015) as srv:
+                scraper = VendorScraper(srv.url + "/metrics", timeout_s=timeout_s)
+
+                async def go() -> None:
+                    await scraper.scrape("baseline", None, "before")
+                    await scraper.aclose()
+                began = time.monotonic()
+                asyncio.run(go())
+                return time.monotonic() - began, scraper.scrapes[0]
+
+        took, trickled = scrape(_TRICKLE, 1)
+        assert took < 3 and trickled.text is None  # not the trickle's 10 s
+        assert "ReadTimeout" in (trickled.error or "")
+        took, flood = scrape(endless, 4)
+        assert took < 3.5, took  # cut at the cap (~75 writes), not read to its end
+        assert flood.error is None and flood.text is not None
+        assert 0 < len(flood.text.encode()) <= MAX_PAGE_BYTES
