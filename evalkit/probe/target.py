@@ -97,8 +97,10 @@ class Target:
         for v in (v.strip() for v in values):
             if len(v) < 4:
                 continue
-            raw = v.encode()
-            forms |= {v, v.upper(), v.lower(), quote(v, safe=""),
+            # a stale key that is never sent may hold bytes that are not UTF-8 (the
+            # environment's surrogates): its forms are made all the same, never a crash
+            raw = v.encode("utf-8", "surrogatepass")
+            forms |= {v, v.upper(), v.lower(), quote(v, safe="", errors="surrogatepass"),
                       base64.b64encode(raw).decode().rstrip("="),
                       base64.urlsafe_b64encode(raw).decode().rstrip("="),
                       base64.b64encode(b":" + raw).decode().rstrip("=")}

@@ -142,6 +142,11 @@ class TestEndpointErrors:
         # a key that is never sent (a credential header wins) is not refused
         Target("http://h:1/v1", "m", headers=(("Authorization", "Bearer sk-1"),),
                secret="sk-\u201cstale")
+        # nor one of bytes that are not UTF-8 (os.environ keeps them as surrogates): it is
+        # still redacted, never a UnicodeEncodeError in the first message that redacts
+        stale = Target("http://h:1/v1", "m", headers=(("Authorization", "Bearer sk-1"),),
+                       secret="sk-\udce9stale")
+        assert stale.redact("sk-\udce9stale and sk-1") == "*** and ***"
 
 
 class TestExplainFailure:
