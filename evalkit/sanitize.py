@@ -16,6 +16,21 @@ from collections.abc import Mapping
 _BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
 
 
+#: character categories that show nothing on their own: controls, format characters
+#: (zero-width spaces and joiners, U+2060, the BOM), separators, lone combining marks
+_SHOWS_NOTHING = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
+#: letters and symbols that render blank (the Braille blank, the Hangul fillers)
+_BLANK_GLYPHS = frozenset("\u2800\u3164\u115f\u1160\uffa0")
+
+
+def shows_nothing(text: str) -> bool:
+    """Whether `text` would show a reader nothing: white space, and the characters that
+    `str.strip` keeps but no screen shows (a vendor's zero-width space sent at once
+    would otherwise be timed as the first token of an answer that came a second later)."""
+    return all(c.isspace() or c in _BLANK_GLYPHS
+               or unicodedata.category(c) in _SHOWS_NOTHING for c in text)
+
+
 def clean(text: str | bytes | None, limit: int = 300) -> str:
     """`text` as one printable line of at most about `limit` characters.
 

@@ -55,7 +55,7 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
     try:
         data = response.json().get("data", [])
         models = [str(m.get("id")) for m in data[:1000] if isinstance(m, dict)]
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         models = []
     listed_all = get_adapter(target.api).lists_all_models and target.auth_style != "api-key"
     if isinstance(response_obj := json_or_none(response), dict) and \

@@ -64,7 +64,17 @@ def count_tokens(text: str) -> int:
         return 0
     if len(text) <= 64:
         return _count_short(text)  # stream chunks repeat a lot: cache them
+    if len(text) > _SLICE:
+        # the tokenizer raises past its bounds (a million characters, 200,000 tokens): a
+        # vendor's 600 KB delta crashed the stream. Counted a slice at a time (at most
+        # 4 tokens a character: within the bound), off by a token or so per slice.
+        return sum(len(_encoding().encode_ordinary(text[i:i + _SLICE]))
+                   for i in range(0, len(text), _SLICE))
     return len(_encoding().encode_ordinary(text))
+
+
+#: the longest text counted in one piece (see `count_tokens`)
+_SLICE = 40_000
 
 
 @lru_cache(maxsize=1)

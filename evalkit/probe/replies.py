@@ -51,7 +51,7 @@ async def bounded_get(client: httpx.AsyncClient, url: str, timeout_s: float,
 def json_or_none(response: httpx.Response) -> Any:
     try:
         return response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         return None
 
 
@@ -61,7 +61,7 @@ def error_message(body: bytes) -> str:
     text = body.decode("utf-8", errors="replace")
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # (nested thousands deep: as text)
         if text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
             text = re.sub(r"<(style|script|title)\b.*?</\1\s*>|<[^>]*>", " ", text,
                           flags=re.S | re.I)  # an HTML error page: its words only

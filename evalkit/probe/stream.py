@@ -41,7 +41,7 @@ from evalkit.probe.stamping import SendStamp, stamp_sends
 from evalkit.probe.target import Target, _Clients
 from evalkit.probe.transport import arrival_ns
 from evalkit.records import Outcome, RequestRecord
-from evalkit.sanitize import clean, rate_limit_headers
+from evalkit.sanitize import clean, rate_limit_headers, shows_nothing
 
 #: HTTP statuses that mean "not admitted now" rather than "broken"
 ADMISSION_STATUSES = frozenset({429, 503})
@@ -202,6 +202,7 @@ class Prober:
                       hold_ns: int | None = None) -> RequestRecord:
         request = self._request(client, rid, prompt)  # built before t0: not part of any time
         st = _StreamState(end_event=self.adapter.end_event,
+                          max_chunks=max_content_chunks(prompt.max_tokens),
                           keep_answer=prompt.canary is not None or prompt.keep_answer,
                           keep_max=ANSWER_MAX if prompt.canary is not None else HISTORY_MAX)
         deadline = self.target.request_deadline(prompt.max_tokens)
@@ -294,7 +295,7 @@ class Prober:
             for event in events:
                 try:
                     delta = parse(event.data)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:  # (JSON nested thousands deep)
                     st.protocol_error = f"malformed event data: {str(exc)[:80]}"
                     continue
                 if event.event == "error" and delta.error is None:
@@ -302,6 +303,11 @@ class Prober:
                     # (an adapter reads only the data, and {"message": ...} has no "error")
                     delta = Delta(error=clean(event.data, 300) or "an SSE error event")
                 st.events += 1
+                if st.done and (delta.text or delta.reasoning):
+                    # content after the end ([DONE]): an OpenAI client stopped reading at
+                    # it. Counted, a flood sent after it read as speed no reader saw
+                    st.protocol_error = "content after the stream's end ([DONE])"
+                    return False
                 if delta.model is not None or delta.fingerprint is not None:
                     st.names(delta)
                 if delta.done:  # [DONE], or an API's end event (which may carry more)
@@ -313,8 +319,10 @@ class Prober:
                     continue
                 if delta.text or delta.reasoning:
                     tokens = count_tokens(delta.text) + count_tokens(delta.reasoning)
-                    if not st.chunk_ns and not (delta.text.strip() or delta.reasoning.strip()):
-                        # blank text before any word: nothing a reader sees yet. Timed as
+                    if not st.chunk_ns and shows_nothing(delta.text) and \
+                            shows_nothing(delta.reasoning):
+                        # blank text before any word (white space, a zero-width space, a
+                        # BOM): nothing a reader sees yet. Timed as
                         # the first token, one space sent at once would read as the TTFT of
                         # a stream whose first word came seconds later (the wait then hides
                         # in TPOT). Its tokens ride on the first chunk that carries a word.
@@ -327,11 +335,18 @@ class Prober:
                         self.coalesced_chunks += pending == now and (
                             late is None or late > LATE_READ_NS)
                         pending = now
+                        if len(st.chunk_ns) >= st.max_chunks:
+                            # a flood of chunks no max_tokens asked for: each kept costs
+                            # memory until the request's deadline (GBs, one stream)
+                            st.protocol_error = (f"more than {st.max_chunks} content "
+                                                 "chunks: far past the output asked for")
+                            return False
                         self.content_chunks += 1
                         st.chunk_ns.append(now)
                         st.chunk_tokens.append(tokens + st.blank_tokens)
                         st.blank_tokens = 0
-                        if delta.text and st.first_answer_ns is None:
+                        if st.first_answer_ns is None and delta.text and \
+                                not shows_nothing(delta.text):
                             st.first_answer_ns = now
                 if delta.text:
                     st.answer(delta)
@@ -393,6 +408,13 @@ class Prober:
             planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached)
 
 
+def max_content_chunks(max_tokens: int | None) -> int:
+    """The most content chunks one stream may send: an honest one sends at most a chunk
+    a token, but reasoning may fall outside max_tokens (some vendors count it apart), so
+    four times over and 8,192 more; a flood past that is stopped, never kept."""
+    return 4 * (max_tokens or 0) + 8192
+
+
 @dataclass(slots=True)
 class _StreamState:
     """Mutable facts gathered while one stream is read (private to the prober)."""
@@ -426,6 +448,8 @@ class _StreamState:
     limits: dict[str, str] | None = None  # the rate-limit headers (`sanitize.rate_limit_headers`)
     #: the API's required end event (`Adapter.end_event`; None: a finish_reason suffices)
     end_event: str | None = None
+    #: the most content chunks kept (`max_content_chunks`): past it, a protocol error
+    max_chunks: int = 0
     #: the answer text's digest; a canary's text and logprobs kept whole (bounded); the
     #: distinct `model` and `system_fingerprint` values named (a few at most)
     sha: Any = field(default_factory=hashlib.sha256)

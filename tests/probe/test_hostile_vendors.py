@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import gzip
 import http.server
 import json
@@ -117,6 +118,39 @@ class _Vendor(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
         time.sleep(0.5)
         self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
+    def _invisible_first(self) -> None:  # a zero-width space at once, the word 0.5 s later
+        self._sse_head()
+        self.wfile.write(_chunk("\u200b\ufeff\u2060"))
+        self.wfile.flush()
+        time.sleep(0.5)
+        self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
+    def _after_done(self) -> None:  # the answer, [DONE], then a flood no client reads
+        self._sse_head()
+        self.wfile.write(_chunk("hi") + _chunk(" there", "stop") + b"data: [DONE]\n\n"
+                         + _chunk(" x") * 200)
+
+    def _flood(self) -> None:  # far more chunks than max_tokens, as fast as it can
+        self._sse_head()
+        with contextlib.suppress(OSError):
+            self.wfile.write(_chunk(" x") * 9000 + _chunk(" x", "stop") + b"data: [DONE]\n\n")
+
+    def _nested(self) -> None:  # an event's data nested 3,000 deep (json.loads recurses)
+        self._sse_head()
+        self.wfile.write(_chunk("hi") + b"data: " + b"[" * 3000 + b"]" * 3000 + b"\n\n"
+                         + _chunk(" there", "stop") + b"data: [DONE]\n\n")
+
+    def _nested_error(self) -> None:  # a 400 whose body is nested 3,000 deep
+        body = b"[" * 3000 + b"]" * 3000
+        self.send_response(400)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _huge_delta(self) -> None:  # one 600 KB delta (past the tokenizer's own bounds)
+        self._sse_head()
+        self.wfile.write(_chunk(" a" * 300_000) + _chunk(" there", "stop") + b"data: [DONE]\n\n")
 
     def _blank_only(self) -> None:  # whitespace, and nothing else, then a finish
         self._sse_head()
@@ -316,6 +350,15 @@ class TestFirstWord:
         assert rec.counted_output_tokens == 3
         assert rec.chunks[1][0] - rec.chunks[0][0] < 0.1  # the wait is not in the rhythm
 
+    def test_an_invisible_first_chunk_does_not_start_the_ttft(self, vendor: Any) -> None:
+        """A zero-width space, a BOM and a word joiner sent at once (str.strip keeps all
+        three), the first word 0.5 s later: the TTFT and TTFA are the word's."""
+        url, _ = vendor("invisible_first")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "ok" and len(rec.chunks) == 2
+        assert rec.ttft_s is not None and 0.45 < rec.ttft_s < 2.0
+        assert rec.ttft_s == rec.ttfa_s
+
     def test_a_stream_of_whitespace_is_no_content(self, vendor: Any) -> None:
         """Blank text and a finish: nothing was generated a reader could see."""
         url, _ = vendor("blank_only")
@@ -323,6 +366,47 @@ class TestFirstWord:
         assert rec.outcome == "error" and rec.chunks == [] and rec.ttft_s is None
         assert rec.error == "stream finished (stop) with no content"
         assert rec.counted_output_tokens == 2
+
+
+class TestNothingPastTheEnd:
+    def test_content_after_done_is_not_counted(self, vendor: Any) -> None:
+        """200 tokens after [DONE] (an OpenAI client has stopped reading): counted, they
+        read as 10x the speed; the record is a protocol error, its figures never used."""
+        url, _ = vendor("after_done")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "error" and "after the stream's end" in (rec.error or "")
+        assert len(rec.chunks) == 2 and rec.counted_output_tokens == 2
+
+    def test_a_flood_of_chunks_is_stopped_not_kept(self, vendor: Any) -> None:
+        """9,000 chunks for max_tokens 8: stopped at the cap (4 x 8 + 8,192), an error."""
+        from evalkit.probe.stream import max_content_chunks
+
+        url, _ = vendor("flood")
+        rec = _one(Target(url, "m", timeout_s=10))
+        assert rec.outcome == "error" and "content chunks" in (rec.error or "")
+        assert len(rec.chunks) == max_content_chunks(8) == 8224
+
+
+class TestHostileData:
+    """Data that made a stream raise out of `Prober.stream` (which must never raise):
+    each is now one record's outcome."""
+
+    def test_json_nested_thousands_deep_is_a_malformed_event(self, vendor: Any) -> None:
+        url, _ = vendor("nested")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "error" and "malformed event data" in (rec.error or "")
+
+    def test_an_error_body_nested_thousands_deep_is_an_error(self, vendor: Any) -> None:
+        url, _ = vendor("nested_error")
+        rec = _one(Target(url, "m", timeout_s=5))
+        assert rec.outcome == "error" and rec.http_status == 400
+
+    def test_a_delta_past_the_tokenizers_bounds_is_counted(self, vendor: Any) -> None:
+        url, _ = vendor("huge_delta")
+        rec = _one(Target(url, "m", timeout_s=10))
+        assert rec.outcome == "ok", rec.error
+        assert rec.counted_output_tokens is not None
+        assert abs(rec.counted_output_tokens - 300_002) <= 20  # a token or so a slice
 
 
 class TestDidItStream:
