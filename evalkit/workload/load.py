@@ -97,11 +97,13 @@ def parse_workload(raw: bytes, file: str, base_dir: Path) -> Workload:
 
 
 def workload_from_document(doc: Document, file: str, base_dir: Path, prefix: FieldPath = (),
-                           *, source: dict[str, Any] | None = None) -> Workload:
+                           *, source: dict[str, Any] | None = None,
+                           confined: bool = False) -> Workload:
     """The workload at `prefix` in `doc` (the whole document when empty), or one
     WorkloadError with every problem, named by `doc`'s lines and the full field path
     (`workload.shapes[1].turns`). The reader's own problems (tags, duplicate keys) are
-    included where they lie inside it."""
+    included where they lie inside it. `confined`: a conversations file must lie inside
+    `base_dir` (a vendor's questionnaire must not make the probe send the buyer's files)."""
     check = Checker.of(doc, prefix)
     here = dotted(prefix) if prefix else ""
     check.found.extend((line, msg) for line, msg in doc.problems
@@ -114,14 +116,18 @@ def workload_from_document(doc: Document, file: str, base_dir: Path, prefix: Fie
     if not isinstance(data, dict):
         check.problem((), f"expected a mapping of fields, got {check.shown(data, ())}")
     else:
-        workload = _workload(check, data, base_dir, extra)
+        workload = _workload(check, data, (base_dir, confined), extra)
     if check.found or extra or workload is None:
         raise problems_error(file, check.found, "workload", extra)
     return dataclasses.replace(workload, source=source or {
         "name": Path(file).name, **({"field": here} if prefix else {})})
 
 
-def _workload(check: Checker, data: dict[str, Any], base_dir: Path,
+#: where a conversations file is looked for, and whether it must stay inside that folder
+_Files = tuple[Path, bool]
+
+
+def _workload(check: Checker, data: dict[str, Any], files: _Files,
               extra: list[str]) -> Workload | None:
     check.keys(data, (), TOP_FIELDS, {k: "a field of a shape, under shapes:"
                                       for f in KIND_FIELDS.values() for k in f})
@@ -137,7 +143,7 @@ def _workload(check: Checker, data: dict[str, Any], base_dir: Path,
     if "duration_s" not in data and "units" not in data:
         check.problem((), "set duration_s (seconds per level), units (units started per "
                       "level) or both")
-    shapes = _shapes(check, data.get("shapes"), base_dir, extra) if "shapes" in data else None
+    shapes = _shapes(check, data.get("shapes"), files, extra) if "shapes" in data else None
     if name is None or levels is None or shapes is None:
         return None
     return Workload(name=name, shapes=shapes, concurrency=levels, duration_s=duration,
@@ -166,7 +172,7 @@ def _levels(check: Checker, value: Any) -> tuple[int, ...] | None:
     return tuple(levels) if ok else None
 
 
-def _shapes(check: Checker, value: Any, base_dir: Path,
+def _shapes(check: Checker, value: Any, files: _Files,
             extra: list[str]) -> tuple[Shape, ...] | None:
     if not check.sized_list(value, ("shapes",), MAX_SHAPES, "shapes"):
         return None
@@ -179,17 +185,17 @@ def _shapes(check: Checker, value: Any, base_dir: Path,
             check.problem((*path, "name"), f"{name!r} is already the name of "
                           f"shapes[{names[name]}]; shape names are unique")
             shapes.append(None)
-            _shape(check, item, path, base_dir, extra)
+            _shape(check, item, path, files, extra)
             continue
         if isinstance(name, str):
             names[name] = i
-        shapes.append(_shape(check, item, path, base_dir, extra))
+        shapes.append(_shape(check, item, path, files, extra))
     if any(s is None for s in shapes):
         return None
     return tuple(s for s in shapes if s is not None)
 
 
-def _shape(check: Checker, item: Any, path: FieldPath, base_dir: Path,
+def _shape(check: Checker, item: Any, path: FieldPath, files: _Files,
            extra: list[str]) -> Shape | None:
     if not isinstance(item, dict):
         check.problem(path, f"expected a mapping (name, kind, ...), got {check.shown(item, path)}")
@@ -226,10 +232,10 @@ def _shape(check: Checker, item: Any, path: FieldPath, base_dir: Path,
             values[key] = check.dist(item[key], where, bounds)
     if len(check.found) > before or name is None or weight is None:
         if kind == "conversations" and isinstance(values.get("file"), str):
-            _conversations(check, name or "conversations", values, path, base_dir, extra)
+            _conversations(check, name or "conversations", values, path, files, extra)
         return None
     if kind == "conversations":
-        shape = _conversations(check, name, values, path, base_dir, extra)
+        shape = _conversations(check, name, values, path, files, extra)
         return None if shape is None else dataclasses.replace(shape, weight=weight)
     model = _MODELS[kind]
     made: Shape = model(name=name, weight=weight, **values)
@@ -237,11 +243,17 @@ def _shape(check: Checker, item: Any, path: FieldPath, base_dir: Path,
 
 
 def _conversations(check: Checker, name: str, values: dict[str, Any], path: FieldPath,
-                   base_dir: Path, extra: list[str]) -> Conversations | None:
+                   files: _Files, extra: list[str]) -> Conversations | None:
     """The shape's conversations file, read relative to the workload; its own problems
     (with its own lines) join the workload's."""
+    base_dir, confined = files
     file = Path(values["file"])
     target = file if file.is_absolute() else base_dir / file
+    if confined and not target.resolve().is_relative_to(base_dir.resolve()):
+        check.problem((*path, "file"), f"{str(file)!r} lies outside this file's folder: "
+                      "a questionnaire names a conversations file beside it, never "
+                      "another path on this machine")
+        return None
     if not target.is_file():
         check.problem((*path, "file"), f"no conversations file {str(file)!r} "
                       f"(looked for {str(target)!r})")

@@ -26,4 +26,5 @@ def questionnaire_workload(path: Path) -> Workload | None:
         return None
     source = {"name": p.name, "sha256": hashlib.sha256(raw).hexdigest(),
               "field": "workload", "from": "questionnaire"}
-    return workload_from_document(doc, str(p), p.parent, ("workload",), source=source)
+    return workload_from_document(doc, str(p), p.parent, ("workload",), source=source,
+                                  confined=True)

@@ -75,3 +75,34 @@ def test_validate_names_the_questionnaires_lines(tmp_path: Path) -> None:
     q.write_text(HEAD + CHAT)
     ok = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
     assert ok.exit_code == 0 and "names the workload 'support-chat' (1 shape)" in ok.output
+
+
+def test_a_questionnaires_conversations_file_stays_beside_it(tmp_path: Path) -> None:
+    """A vendor's questionnaire naming the buyer's own conversations elsewhere (an
+    absolute path, or ../) is refused with its line: the probe would send them to the
+    vendor. A file beside the questionnaire is read."""
+    import json
+
+    import pytest
+
+    from evalkit.workload.load import WorkloadError
+
+    line = json.dumps({"id": "c1", "messages": [{"role": "user", "content": "hello"}]})
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "prod.jsonl").write_text(line + "\n")
+    folder = tmp_path / "vendor"
+    folder.mkdir()
+    (folder / "mine.jsonl").write_text(line + "\n")
+    shape = ("workload:\n  name: replay\n  units: 4\n  shapes:\n    - name: c\n"
+             "      kind: conversations\n      file: {}\n")
+    for bad in (str(private / "prod.jsonl"), "../private/prod.jsonl"):
+        q = folder / "acme.yaml"
+        q.write_text(HEAD + shape.format(json.dumps(bad)))
+        with pytest.raises(WorkloadError) as info:
+            questionnaire_workload(q)
+        said = "\n".join(info.value.problems or [])
+        assert "outside this file's folder" in said and "shapes[0].file" in said, said
+    q.write_text(HEAD + shape.format("mine.jsonl"))
+    w = questionnaire_workload(q)
+    assert w is not None and len(w.shapes) == 1
