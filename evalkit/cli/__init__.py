@@ -329,9 +329,12 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     for note in result.notes:  # what reading the run directories repaired (also in the PDF)
         click.echo(f"note: {note}", err=True)
     for target, why in result.comparison.not_judged.items():
-        click.echo(f"not judged: {target!r}: {why}", err=True)
+        click.echo(f"not judged: {clean(target, 120)!r}: {clean(why, 300)}", err=True)
     for regression in result.comparison.regressions:
-        click.echo(f"regression: {regression.target}: {regression.sentence}")
+        # a target and its sentence hold the vendor's name: escape sequences in it once
+        # set the terminal's title, cleared the screen and hid this very line
+        click.echo(f"regression: {clean(regression.target, 120)}: "
+                   f"{clean(regression.sentence, 400)}")
     if fail_on == "regression" and result.comparison.regressions:
         sys.exit(1)
 
@@ -358,7 +361,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
             raise UsageError(f"the catalog holds no evaluation of {vendor!r}"
                              + (f" ({model})" if model else "") + " to compare"
                              + (" (some were left out, above)" if left else ""))
-        click.echo(f"from the catalog: {len(paths)} run(s) of {vendor}")
+        click.echo(f"from the catalog: {len(paths)} run(s) of {clean(vendor, 120)}")
         return [CompareInput(p) for p in paths], same_vendor or vendor
     if not (gate and len(inputs) == 1):
         return inputs, same_vendor
@@ -380,8 +383,9 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
                          f"evaluation of {name!r} ({model or me['model']}) to hold "
                          f"{only.run_dir} against, so no regression could be found or ruled "
                          "out")
-    click.echo(f"against the last valid evaluation of {name}: catalog entry {last.id}, "
-               f"{last.entry.started}, {last.entry.path}")
+    click.echo(f"against the last valid evaluation of {clean(name, 120)}: catalog entry "
+               f"{last.id}, {clean(str(last.entry.started), 40)}, "
+               f"{clean(str(last.entry.path), 300)}")
     return [CompareInput(Path(last.entry.path)), only], name
 
 

@@ -257,3 +257,20 @@ def test_runs_left_out_leave_the_vendor_unjudged(runs: dict[str, Path],
     assert data["judged_trends"] == ["Apex Hyperscale AI"]
     assert list(data["not_judged"]) == ["Steadystream Inference"]
     assert "Not judged for regressions" in _text(out)
+
+
+@pytest.mark.slow
+def test_a_vendor_name_with_escape_sequences_reaches_no_terminal(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    """A questionnaire's vendor name written with YAML escapes (a window title, a clear
+    screen): `compare` prints its regression line with the name cleaned, no ESC or BEL."""
+    text = (QUESTIONNAIRES / "forthright.yaml").read_text()
+    head, _, rest = text.partition("\nvendor:")
+    q = tmp_path / "q.yaml"
+    q.write_text(head + '\nvendor: "Acme\\e]0;owned\\a\\e[2J"\n' + rest.partition("\n")[2])
+    out = tmp_path / "trend.pdf"
+    result = CliRunner().invoke(cli, ["compare", f"{runs['a1']}={q}", f"{runs['a2']}={q}",
+                                      "--out", str(out), "--fail-on", "regression"])
+    assert result.exit_code == 1, result.output
+    assert "regression: Acme" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
