@@ -29,11 +29,19 @@ def retry_after(value: str | None) -> float | None:
 async def bounded_get(client: httpx.AsyncClient, url: str, timeout_s: float,
                       max_bytes: int) -> httpx.Response:
     """A GET read whole within `timeout_s` in all, keeping at most `max_bytes` of its
-    (decoded) body: a vendor page trickled a byte a read-timeout, or endless, costs a
-    deadline and a cap, never a hang or the memory. Past the deadline it raises
-    httpx.ReadTimeout, as a silent read would."""
+    body: a vendor page trickled a byte a read-timeout, or endless, costs a deadline and
+    a cap, never a hang or the memory. Past the deadline it raises httpx.ReadTimeout, as
+    a silent read would. Only a plain body is read (identity is asked for): a compressed
+    one is decoded a whole read at a time, before any cap, and 1.6 KB of brotli made 2 GiB
+    (httpx.DecodingError names the coding)."""
     try:
-        async with asyncio.timeout(timeout_s), client.stream("GET", url) as response:
+        async with asyncio.timeout(timeout_s), client.stream(
+                "GET", url, headers={"accept-encoding": "identity"}) as response:
+            coding = response.headers.get("content-encoding", "identity").strip().lower()
+            if coding not in ("", "identity"):
+                raise httpx.DecodingError(
+                    f"the answer to GET {url} is {clean(coding, 20)}-encoded although "
+                    "'accept-encoding: identity' was asked for", request=response.request)
             body = bytearray()
             async for part in response.aiter_bytes():
                 body += part

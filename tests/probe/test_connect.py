@@ -268,3 +268,32 @@ class TestBoundedPages:
         assert took < 3.5, took  # cut at the cap (~75 writes), not read to its end
         assert flood.error is None and flood.text is not None
         assert 0 < len(flood.text.encode()) <= MAX_PAGE_BYTES
+
+    def test_a_compressed_page_nobody_asked_for_is_never_decoded(self) -> None:
+        """1.6 KB of brotli that decodes to 2 GiB (httpx decodes a whole read before any
+        cap): identity is asked for, and any other coding is refused unread, in the
+        connect gate's model list and in a metrics scrape alike."""
+        from evalkit.errors import EndpointError
+        from evalkit.probe.scrape import VendorScraper
+        from tests.probe.helpers import RawServer
+
+        bomb = b"\x1b" * 1600  # the coding is refused before a byte of it is decoded
+        answer = (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                  b"content-encoding: br\r\ncontent-length: %d\r\n\r\n%s" % (len(bomb), bomb))
+
+        async def check(url: str) -> dict[str, Any]:
+            target = Target(url, "m", timeout_s=2)
+            async with make_client(target) as client:
+                return await check_endpoint(client, target, "OPENAI_API_KEY")
+
+        with RawServer([[answer], [answer]]) as srv:
+            with pytest.raises(EndpointError, match="br-encoded although"):
+                asyncio.run(check(srv.base_url))
+            scraper = VendorScraper(srv.url + "/metrics", timeout_s=2)
+
+            async def go() -> None:
+                await scraper.scrape("baseline", None, "before")
+                await scraper.aclose()
+            asyncio.run(go())
+            assert all(b"accept-encoding: identity" in r.lower() for r in srv.requests)
+        assert "br-encoded" in (scraper.scrapes[0].error or "")
