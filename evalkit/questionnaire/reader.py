@@ -254,6 +254,14 @@ class _Walker:
         if isinstance(value, float) and not math.isfinite(value):
             self.problem(node, path, f"expected a finite number, got {clip(node.value)}")
             return None
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:  # an escape such as "\ud800": no character
+                self.problem(node, path, f"\\u{ord(value[exc.start]):04x} (a lone UTF-16 "
+                             "surrogate, written as an escape) is no character; write the "
+                             "character itself")
+                return None
         return value
 
 

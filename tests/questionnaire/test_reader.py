@@ -238,6 +238,15 @@ class TestYaml12Scalars:
         assert problems_of(f"{HEAD}Q1:\n  ttft_p50_ms: {written}\n") == [
             f"q.yaml:3: Q1.ttft_p50_ms: expected a finite number, got '{written}'"]
 
+    @pytest.mark.parametrize("written", ['"Acme\\ud800"', '"x\\udc80y"'])
+    def test_a_lone_surrogate_is_refused_with_its_line(self, written: str) -> None:
+        """A YAML escape of half a UTF-16 pair is no character: it passed validation and
+        crashed the report's PDF (UnicodeEncodeError). Refused, naming field and line."""
+        [problem] = problems_of(f"{HEAD}Q1:\n  notes: {written}\n")
+        assert problem.startswith("q.yaml:3: Q1.notes: \\ud") or \
+            problem.startswith("q.yaml:3: Q1.notes: \\udc80"), problem
+        assert "surrogate" in problem
+
 
 class TestTags:
     """Issue 15: `!!bool maybe` and friends went through PyYAML's constructors (tracebacks)."""
