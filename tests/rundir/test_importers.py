@@ -360,3 +360,37 @@ def test_an_integer_beyond_float_range_is_absent_not_a_crash(tmp_path: Path) -> 
     rec = next(r for r in _records(tmp_path / "run")
                if r["id"] == ok["metadata"]["x_request_id"])
     assert rec["ttft_s"] is None and rec["outcome"] != "ok"
+
+
+@pytest.mark.parametrize("tool", ["aiperf", "guidellm"])
+def test_a_field_of_the_wrong_type_is_an_input_error(tool: str, tmp_path: Path) -> None:
+    """A number where the tool writes a list (AIPerf's phases, guidellm's data): an
+    InputError naming the file, never a TypeError traceback; nothing is written."""
+    if tool == "aiperf":
+        src = tmp_path / "art"
+        shutil.copytree(AIPERF, src)
+        doc = _json(src / "profile_export_aiperf.json")
+        doc["input_config"]["phases"] = 5
+        (src / "profile_export_aiperf.json").write_text(json.dumps(doc))
+    else:
+        src = tmp_path / "benchmarks.json"
+        doc = _json(GUIDELLM)
+        doc["config"]["spec"]["data"] = 5
+        src.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"evalkit cannot read this .* export"):
+        import_run(tool, src, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_counts_past_any_range_write_no_half_run(tmp_path: Path) -> None:
+    """Output counts of 1e300 sum to infinity in the summary: the import is refused
+    whole (it once left run.json and requests.jsonl without a summary)."""
+    src = tmp_path / "benchmarks.json"
+    doc = _json(GUIDELLM)
+    for bench in doc["benchmarks"]:
+        for r in bench["requests"]["successful"]:
+            r["output_tokens"] = 1e300
+    src.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="figures do not make a run"):
+        import_run("guidellm", src, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

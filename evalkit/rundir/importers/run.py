@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import evalkit
 from evalkit.analysis.summary import as_mapping
-from evalkit.errors import InputError, UsageError
+from evalkit.errors import EvalkitError, InputError, UsageError
 from evalkit.rundir.importers.aiperf import read_aiperf
 from evalkit.rundir.importers.common import ABSENT, DEFINITIONS, LABELS, TOOLS, Imported, sha256
 from evalkit.rundir.importers.guidellm import read_guidellm
@@ -85,7 +86,6 @@ def write_run(imp: Imported, out_dir: Path, force: bool = False) -> Path:
             raise UsageError(f"{out_dir} holds no {RUN_FILE}: not a run directory; --force "
                              "replaces run directories only")
         shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     imported = {
         "tool": imp.tool, "tool_version": imp.version, "schema": imp.schema,
         "files": [{"name": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)}
@@ -102,16 +102,26 @@ def write_run(imp: Imported, out_dir: Path, force: bool = False) -> Path:
            "profile": f"imported from {LABELS[imp.tool]}", "target": imp.target,
            "settings": imp.settings, "started_at": imp.started_at, "ended_at": imp.ended_at,
            "requests": len(imp.records), "imported": imported}
-    (out_dir / RUN_FILE).write_text(json.dumps(run, indent=2, allow_nan=False) + "\n")
-    with (out_dir / REQUESTS_FILE).open("w", encoding="utf-8") as fh:
-        for rec in imp.records:
-            fh.write(rec.to_json() + "\n")
-    summary = summarize(imp.records, {
-        "tool_version": evalkit.__version__, "suite_version": run["suite_version"],
-        "run_status": run["status"]})
-    summary["run_status"] = run["status"]
-    fail_closed(summary, imported)
-    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    # every file made before one is written: an export whose figures do not fit (a
+    # count of 1e300 summed to infinity) is refused whole, never a half-written run
+    try:
+        with warnings.catch_warnings():  # numpy's overflow, which the check below reads
+            warnings.simplefilter("ignore", RuntimeWarning)
+            summary = summarize(imp.records, {
+                "tool_version": evalkit.__version__, "suite_version": run["suite_version"],
+                "run_status": run["status"]})
+        summary["run_status"] = run["status"]
+        fail_closed(summary, imported)
+        texts = {RUN_FILE: json.dumps(run, indent=2, allow_nan=False) + "\n",
+                 REQUESTS_FILE: "".join(rec.to_json() + "\n" for rec in imp.records),
+                 SUMMARY_FILE: json.dumps(summary, indent=2, allow_nan=False) + "\n"}
+    except (ValueError, OverflowError) as exc:
+        raise InputError(f"{LABELS[imp.tool]} export: its figures do not make a run "
+                         f"({clean(str(exc), 120)}); a count or time out of any range?"
+                         ) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in texts.items():
+        (out_dir / name).write_text(text, encoding="utf-8")
     return out_dir
 
 
@@ -122,6 +132,15 @@ def import_run(tool: str, path: Path, out_dir: Path, force: bool = False) -> Imp
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
-    imp = read_aiperf(path) if tool == "aiperf" else read_guidellm(path)
+    try:
+        imp = read_aiperf(path) if tool == "aiperf" else read_guidellm(path)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError,
+            OverflowError, RecursionError) as exc:
+        if isinstance(exc, EvalkitError):
+            raise
+        # a field of another type than the tool writes (a number where a list belongs):
+        # the readers check the fields they judge by, not every shape a file can take
+        raise InputError(f"{path}: evalkit cannot read this {LABELS[tool]} export "
+                         f"({type(exc).__name__}: {clean(str(exc), 120)})") from None
     write_run(imp, out_dir, force)
     return imp
