@@ -194,8 +194,11 @@ def price(x: float) -> str:
 
 
 def times(ratio: float) -> str:
-    """How many times a claim misses ("1.5×"); a claim of nothing misses infinitely."""
-    return f"{ratio:.1f}×" if math.isfinite(ratio) else "infinitely"
+    """How many times a claim misses ("1.5×"); a claim of nothing misses infinitely, and a
+    claim of next to nothing (1e-300 ms) by a power of ten, not a 300-digit number."""
+    if not math.isfinite(ratio):
+        return "infinitely"
+    return f"{ratio:.1f}×" if abs(ratio) < 1e6 else f"{ratio:.1e}×"
 
 
 def fmt_money(x: Any, currency: str | None) -> str:

@@ -32,3 +32,11 @@ def test_three_significant_figures_and_no_more(value: Any, shown: str) -> None:
     """A figure carries no false precision: rounding to three significant figures first,
     so 99.99 is '100' (not '100.0'), and anything not a number is an em dash."""
     assert fmt.fmt_num(value) == shown
+
+
+def test_times_stays_short_for_a_claim_of_next_to_nothing() -> None:
+    """A claim of 1e-300 ms missed by a real TTFT: a power of ten, not 300 digits."""
+    from evalkit.fmt import times
+
+    assert times(1.54) == "1.5×" and times(999_999.0) == "999999.0×"
+    assert times(2.1e302) == "2.1e+302×" and times(float("inf")) == "infinitely"
