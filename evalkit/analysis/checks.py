@@ -12,19 +12,39 @@ import pandas as pd
 from evalkit.analysis.frames import _lookup_size, _num, _ratio, _rows_mask
 from evalkit.analysis.stats import outcome_counts, percentiles
 
+#: a request's usage is an outlier beyond this factor of the run's own ratio, either way,
+#: and by more than `OUTLIER_SLACK` tokens (a short answer's count moves by a few)
+OUTLIER_FACTOR = 1.5
+OUTLIER_SLACK = 4.0
+
 
 def usage_honesty(req: pd.DataFrame, tolerance: float = 0.25) -> dict[str, Any]:
-    """The vendor's completion_tokens (what it bills) against our count of the text."""
-    u = req["usage_completion_tokens"].to_numpy()
-    c = req["counted_output_tokens"].to_numpy()
+    """The vendor's completion_tokens (what it bills, and what every TPOT counts) against
+    our count of the text.
+
+    Flagged when the median lies beyond `tolerance` (every request billed high), or when
+    a few requests lie far from the run's own ratio (`outliers`, at least 2 and over 5 %
+    of those checked): usage ten times the text on the slow streams alone read their TPOT
+    ten times faster, and its tail away, while the median stayed honest. The run's ratio,
+    not 1, is the yardstick: the vendor's tokenizer is not ours."""
+    u = req["usage_completion_tokens"].to_numpy(dtype=np.float64)
+    c = req["counted_output_tokens"].to_numpy(dtype=np.float64)
     m = np.isfinite(u) & np.isfinite(c) & (c > 0)
     ratio = u[m] / c[m]
     n = int(m.sum())
     med = float(np.median(ratio)) if n else None
+    outliers = 0
+    if med is not None and med > 0:
+        with np.errstate(divide="ignore"):
+            apart = np.maximum(ratio / med, med / ratio)
+        outliers = int(((apart > OUTLIER_FACTOR)
+                        & (np.abs(u[m] - c[m] * med) > OUTLIER_SLACK)).sum())
     return {"checked": n,
             "usage_over_counted": percentiles(ratio),
             "disagreeing": int((np.abs(ratio - 1.0) > tolerance).sum()),
-            "flagged": (abs(med - 1.0) > tolerance) if med is not None else None,
+            "outliers": outliers,
+            "flagged": (abs(med - 1.0) > tolerance or (outliers >= 2 and outliers > 0.05 * n))
+            if med is not None else None,
             "tolerance": tolerance}
 
 

@@ -148,8 +148,14 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
 def _usage_words(usage: Mapping[str, Any]) -> str:
     # short enough to stand whole where a page quotes a reason (200 characters)
     ratio = (usage.get("usage_over_counted") or {}).get("p50")
-    times = f"{ratio:.2f}× our count of" if isinstance(ratio, int | float) else "far from"
     tol = usage.get("tolerance")
+    outliers = usage.get("outliers")
+    if isinstance(ratio, int | float) and isinstance(tol, int | float) and \
+            abs(ratio - 1) <= tol and isinstance(outliers, int) and outliers:
+        return (f"the vendor's usage (completion_tokens, what it bills) is far from the "
+                f"text it streamed on {outliers} requests alone: their TPOT rests on counts "
+                "we could not check; ask why those differ")
+    times = f"{ratio:.2f}× our count of" if isinstance(ratio, int | float) else "far from"
     apart = f" (over {tol:.0%} apart)" if isinstance(tol, int | float) else ""
     return (f"the vendor's usage (completion_tokens, what it bills) is {times} the text it "
             f"streamed{apart}: rates and TPOT rest on counts we could not check; ask which "

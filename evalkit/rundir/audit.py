@@ -22,7 +22,7 @@ SUMMARY_SCHEMA = "evalkit.summary/1"
 
 _STAT_NAMES = frozenset({"p50", "p90", "p99", "p10", "p1", "mean", "min", "max"})
 _COUNTS = frozenset({"requests", "n", "ok", "stalls", "stalled_streams", "checked", "short",
-                     "disagreeing", "pairs", "lengths", "unlevelled_requests",
+                     "disagreeing", "outliers", "pairs", "lengths", "unlevelled_requests",
                      "reasoning_first", "target_inflight", "max_inflight"})
 _LEVELS = frozenset({"concurrency", "max_sustained_concurrency", "first_breach_concurrency"})
 #: Figures (and everything under them) that may rightly fall below zero.

@@ -27,6 +27,24 @@ class TestChecks:
         assert s["checks"]["usage_honesty"]["flagged"] is flagged
         assert s["checks"]["usage_honesty"]["checked"] == 3
 
+    @pytest.mark.parametrize(("inflated", "usage", "flagged"), [
+        (2, 80, True),   # the two slowest billed 10x: their TPOT read 10x faster
+        (1, 80, False),  # one alone is not a pattern
+        (2, 10, False),  # 2 tokens over 8: a tokenizer's noise on a short answer
+        (0, 8, False)])
+    def test_usage_far_from_the_runs_own_ratio_on_a_few(
+            self, inflated: int, usage: int, flagged: bool) -> None:
+        """A vendor inflating usage on a few requests only (the slow ones), the median
+        untouched, is flagged by its outliers; the run's ratio is the yardstick."""
+        recs = [stream(f"a{i}", n=8, usage=usage if i < inflated else 9, counted=8)
+                for i in range(10)]
+        s = summarize(recs)
+        check = s["checks"]["usage_honesty"]
+        assert check["outliers"] == (inflated if usage == 80 else 0)
+        assert check["flagged"] is flagged
+        said = " ".join(s["validity"]["reasons"])
+        assert ("streamed on 2 requests alone" in said) is flagged, said
+
     @pytest.mark.parametrize(("repeat", "cached"), [(0.02, True), (0.19, False),
                                                     (0.1, False)])
     def test_cache(self, repeat: float, cached: bool) -> None:
