@@ -88,7 +88,10 @@ class Verification:
         """What the signatures say, or that there is none."""
         if not self.signatures:
             return ["unsigned: nothing says who issued this document (the evidence is "
-                    "checked all the same)"]
+                    "checked all the same)",
+                    "unsigned: the page's text is checked, not what may be drawn over it "
+                    "(a white box and new words); only a signature shows the page is as "
+                    "issued: sign scorecards (report --sign)"]
         return [sig.sentence() for sig in self.signatures]
 
     def to_json(self) -> dict[str, Any]:

@@ -120,6 +120,8 @@ class TestUnsigned:
         assert res.exit_code == 0, res.output
         assert VERIFIED.search(res.output)
         assert "unsigned: nothing says who issued this document" in res.output
+        # what an unsigned check cannot see is said: words painted over the page
+        assert "not what may be drawn over it" in res.output
 
     def test_json_is_the_same_as_data(self, scorecards: Scorecards,
                                       pdf_file: PdfFile) -> None:
