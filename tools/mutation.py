@@ -14,7 +14,7 @@ Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): every modul
 pure core's folders, analysis/, questionnaire/ and review/ (less review/pipeline.py, which
 reads files), and the probe's parsers (probe/sse.py, probe/api.py, the field and
 logprob readers they use, probe/fields.py and probe/logprobs.py, and HTTP/1.1's framing
-rules, probe/framing.py) whole; of probe/stream.py and probe/connect.py only the outcome
+rules, probe/framing.py) whole; of probe/streamstate.py and probe/connect.py only the outcome
 rules, and of fmt.py only the judges' numbers in words (`PARTIAL`). Each mutant runs only
 the fast pure tests that reach the mutated function (`pytest_add_cli_args_test_selection`),
 one worker process at a time:
@@ -55,7 +55,8 @@ FOLDERS = ("analysis", "questionnaire", "review")
 EXCLUDED = ("review.pipeline",)
 #: modules of which only these functions are in scope (the rest is I/O, or page words)
 PARTIAL = {
-    "probe.stream": ("xǁ_StreamStateǁverdict", "xǁ_StreamStateǁfail", "x__error_message"),
+    "probe.stream": ("x__error_message",),
+    "probe.streamstate": ("xǁStreamStateǁverdict", "xǁStreamStateǁfail"),
     "probe.connect": ("x_explain_failure", "x__advice", "x__advice_400"),
     "fmt": ("x_number", "x_price", "x_times"),
 }

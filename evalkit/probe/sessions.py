@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
-from evalkit.probe.stream import ANSWER_MAX, Prober
+from evalkit.probe.stream import Prober
+from evalkit.probe.streamstate import ANSWER_MAX
 from evalkit.records import RequestRecord
 from evalkit.workload.model import Agent, Conversations, Session, Shape, Single, Workload
 

@@ -379,7 +379,7 @@ class TestNothingPastTheEnd:
 
     def test_a_flood_of_chunks_is_stopped_not_kept(self, vendor: Any) -> None:
         """9,000 chunks for max_tokens 8: stopped at the cap (4 x 8 + 8,192), an error."""
-        from evalkit.probe.stream import max_content_chunks
+        from evalkit.probe.streamstate import max_content_chunks
 
         url, _ = vendor("flood")
         rec = _one(Target(url, "m", timeout_s=10))

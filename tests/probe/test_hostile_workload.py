@@ -21,7 +21,8 @@ from evalkit.errors import UsageError
 from evalkit.probe.prompts import Prompt
 from evalkit.probe.replay import replay
 from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.stream import ANSWER_MAX, HISTORY_MAX, Prober
+from evalkit.probe.stream import HISTORY_MAX, Prober
+from evalkit.probe.streamstate import ANSWER_MAX
 from evalkit.probe.suite import run_probe
 from evalkit.probe.target import Target
 from evalkit.probe.workloads import MAX_TRACE_SPAN_S, with_workload

@@ -24,7 +24,8 @@ from evalkit.probe.prompts import count_tokens, synthetic
 from evalkit.probe.replies import error_message as _error_message
 from evalkit.probe.selfcheck import judge_client, window_end, window_start
 from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober, _StreamState
+from evalkit.probe.stream import Prober
+from evalkit.probe.streamstate import StreamState
 from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
@@ -338,13 +339,13 @@ class TestTokensPerChunk:
 # ------------------------------------------------------------ outcome rules, pure
 
 
-def _state(**kw: Any) -> _StreamState:
+def _state(**kw: Any) -> StreamState:
     base: dict[str, Any] = {"status": 200, "finish_reason": "stop", "chunk_ns": [1, 2]}
-    return _StreamState(**{**base, **kw})
+    return StreamState(**{**base, **kw})
 
 
 class TestOutcomeRules:
-    """`_StreamState.verdict`: which outcome explains a stream best, in order."""
+    """`StreamState.verdict`: which outcome explains a stream best, in order."""
 
     def test_a_finished_stream_with_content_is_ok(self) -> None:
         assert _state().verdict() == ("ok", None)
