@@ -382,9 +382,10 @@ class TestSummaryParts:
                 stream("b", n=100, usage=126, counted=100, t0=1),  # over it
                 stream("c", n=100, usage=100, counted=0, t0=2)]    # nothing counted: skipped
         check = summarize(recs)["checks"]["usage_honesty"]
-        assert set(check) == {"checked", "usage_over_counted", "disagreeing", "flagged",
-                              "tolerance"}
+        assert set(check) == {"checked", "usage_over_counted", "disagreeing", "outliers",
+                              "flagged", "tolerance"}
         assert (check["checked"], check["disagreeing"], check["tolerance"]) == (2, 1, 0.25)
+        assert check["outliers"] == 0  # 125 and 126 sit at the run's own ratio
         assert check["usage_over_counted"]["n"] == 2
         assert check["flagged"] is True  # median 1.255
         at_edge = summarize([stream("a", n=100, usage=125, counted=100)])
