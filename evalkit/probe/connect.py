@@ -143,7 +143,7 @@ def _advice_400(body: str, target: Target) -> str:
 
 
 async def measure_rtt(client: httpx.AsyncClient, samples: int,
-                      timeout_s: float = 30.0) -> list[float]:
+                      timeout_s: float) -> list[float]:
     """Round trips of a tiny request (GET /models) on a warm connection, apart from
     generation; each bounded in time and size like the connect gate's."""
     out: list[float] = []
