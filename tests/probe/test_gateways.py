@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,21 +34,30 @@ from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 from evalkit.rundir.store import read_run_files
 from tests.engines.gateways import INSTALL_HINT, LiteLLMProxy, Nginx, installed
+from tests.engines.process import free_port, stop_process, wait_answering
 from tests.engines.tap import Exchange, Tap
 
 pytestmark = pytest.mark.slow
 MODEL = "evalkit-reference"
 #: the model LiteLLM serves from an engine that never reports usage
 NO_USAGE = "evalkit-no-usage"
+#: the model LiteLLM serves from llama.cpp's server
+LLAMA = "evalkit-llama"
+#: llama.cpp's C++ server, where the `engine` branch's build puts it (issue 39)
+LLAMA_SERVER = Path.home() / ".cache/evalkit/llama.cpp-0.3.36/bin/llama-server"
 #: connect and a 4-request baseline of 32-token answers: ~3 s a probe
 SERIAL: dict[str, Any] = {
     "prompt_tokens": 64, "output_tokens": 32, "timeout_s": 30,
     "connect": {"rtt_samples": 3}, "baseline": {"requests": 4}, "canaries": {"count": 0},
-    # on two cores shared by the engine, a gateway or two, the tap and the client, LiteLLM
-    # now and then writes two chunks at once and we read them a few ms late: the
-    # late-reads limit is widened from 0.5 % to 10 % of chunks (as for llama.cpp's
-    # server in test_llama_cpp). A gateway's bursts, counted as ours, made 28 %.
-    "client_check": {"coalesced_fraction": 0.10}}
+}
+#: through a gateway: on two cores shared by the engine, a gateway or two, the tap and
+#: the client, LiteLLM now and then writes two chunks at once and we read them a few ms
+#: late, so the late-reads limit is widened from 0.5 % to 10 % of chunks (as for
+#: llama.cpp's server in test_llama_cpp; a gateway's bursts counted as ours made 28 %),
+#: and a loaded host's loop lag and CPU do not stop the buffering check (it judges no
+#: group where the client was bound): these tests are of the stream, the tap their judge
+GATEWAY: dict[str, Any] = {**SERIAL, "client_check": {
+    "coalesced_fraction": 0.10, "loop_lag_p99_s": 60, "cpu_fraction": 100}}
 
 
 @pytest.fixture(scope="module")
@@ -64,23 +74,54 @@ def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Referenc
 
 
 @pytest.fixture(scope="module")
-def litellm(engines: tuple[ReferenceServer, ReferenceServer],
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """llama.cpp's C++ server (8 slots, closing after every stream) on the tests' tiny
+    model, as `MODEL`: its base URL, or None where the binary is not built here.
+
+    Its harness and build are the `engine` branch's (issue 39): until they are merged
+    this starts the binary at its cache path, and the test that needs it skips, saying
+    so, where it is missing. Join with that harness at merge."""
+    if not LLAMA_SERVER.exists():
+        yield None
+        return
+    from tests.engines.tiny_gguf import build_tiny_gguf
+
+    d = tmp_path_factory.mktemp("llama-server")
+    gguf = build_tiny_gguf(d / "tiny.gguf")
+    port = free_port()
+    with open(d / "server.log", "wb") as log:
+        proc = subprocess.Popen(
+            [str(LLAMA_SERVER), "-m", str(gguf), "-a", MODEL, "--host", "127.0.0.1",
+             "--port", str(port), "--parallel", "8", "--ctx-size", "16384", "--threads", "1",
+             "--metrics"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        wait_answering(f"http://127.0.0.1:{port}/v1/models", proc, 60, name="llama-server")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def litellm(engines: tuple[ReferenceServer, ReferenceServer], llama: str | None,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteLLMProxy]:
-    """One LiteLLM proxy for the module (it takes 20-30 s to start)."""
+    """One LiteLLM proxy for the module (it takes 20-30 s to start), serving the
+    reference endpoint, one that sends no usage, and llama-server where it runs."""
     srv, bare = engines
-    with LiteLLMProxy({MODEL: (srv.base_url, MODEL), NO_USAGE: (bare.base_url, MODEL)},
-                      tmp_path_factory.mktemp("litellm")) as gw:
+    routes = {MODEL: (srv.base_url, MODEL), NO_USAGE: (bare.base_url, MODEL)}
+    if llama is not None:
+        routes[LLAMA] = (llama, MODEL)
+    with LiteLLMProxy(routes, tmp_path_factory.mktemp("litellm")) as gw:
         yield gw
 
 
-def _probe(port: int, tmp: Path
+def _probe(port: int, tmp: Path, model: str = MODEL
            ) -> tuple[RunResult, dict[str, Any], list[RequestRecord], list[Exchange]]:
     """connect + baseline through a tap in front of `port`: (result, run.json, records,
     what the gateway sent)."""
     tap = Tap(port, tmp / "tap.jsonl").start()
     try:
-        res = run_probe(ProbeConfig(tap.base_url, MODEL, tag_requests=True,
-                                    phases=("connect", "baseline"), overrides=SERIAL),
+        res = run_probe(ProbeConfig(tap.base_url, model, tag_requests=True,
+                                    phases=("connect", "baseline"), overrides=GATEWAY),
                         tmp / "run")
     finally:
         wire = tap.stop()
@@ -147,7 +188,8 @@ def test_nginx_default_buffers_litellm_and_the_run_says_so(
     s = res.summary
     assert s is not None
     check = s["checks"]["buffering"]
-    assert check["flagged"] is True and check["buffered"] == check["checked"] == 4, check
+    assert check["flagged"] is True and check["buffered"] == check["checked"] == 4, \
+        (check, meta["client_checks"]["phases"]["baseline"])
     assert check["chunks"] == 4 * 32 and check["reads"] <= 4 * 3, check
     words = (f"the stream arrived buffered: {check['chunks']} chunks in {check['reads']} "
              "reads (4 of 4 requests); TTFT and inter-token latency measure the gateway's "
@@ -240,6 +282,32 @@ def test_litellm_writes_usage_the_engine_never_sent(litellm: LiteLLMProxy) -> No
     invented = usage({"stream_options": {"include_usage": True}})
     assert len(invented) == 1 and invented[0]["completion_tokens"] == 8
     assert usage({}) == []
+
+
+@pytest.mark.timeout(120)
+def test_in_front_of_llama_server(llama: str | None, litellm: LiteLLMProxy,
+                                  tmp_path: Path) -> None:
+    """llama.cpp's server behind nginx's default proxy comes as sent (it answers chunked
+    and says `X-Accel-Buffering: no`), on one kept-alive connection although the engine
+    closes its own after every stream; behind LiteLLM behind nginx it arrives buffered,
+    and the run says so."""
+    if llama is None:
+        pytest.skip(f"{LLAMA_SERVER} is not built here: the engine branch's Makefile "
+                    "builds it (issue 39)")
+    port = httpx.URL(llama).port
+    assert port is not None
+    with Nginx(port, tmp_path / "direct", buffering=True) as gw:
+        res, meta, records, wire = _probe(gw.port, tmp_path / "a")
+    _faithful(records, wire, int(meta["clock"]["origin_ns"]))
+    s = res.summary
+    assert s is not None and s["checks"]["buffering"]["buffered"] == 0
+    assert len({x.conn for x in wire if x.method == "POST"}) == 1
+    with Nginx(litellm.port, tmp_path / "lite", buffering=True) as gw:
+        res, meta, records, wire = _probe(gw.port, tmp_path / "b", LLAMA)
+    _faithful(records, wire, int(meta["clock"]["origin_ns"]))
+    s = res.summary
+    assert s is not None and s["checks"]["buffering"]["flagged"] is True, \
+        s["checks"]["buffering"]
 
 
 # --------------------------------------------------------------------------- no gateway
