@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install demo test lint bench mutation wheel-check clean
+.PHONY: install gateways demo test lint bench mutation wheel-check clean
 
 install: $(STAMP)
 
@@ -22,6 +22,29 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,engines,ray]'
 	touch $(STAMP)
 
+# The real gateways the tests put in front of an engine (tests/engines/gateways.py):
+# nginx from Debian's packages (needs root: CI and these machines run as root; the
+# package's own service is not started, the tests run nginx with their own config), and
+# LiteLLM's proxy in a virtualenv of its own (its dependencies pin versions ours do not
+# want), every package pinned by version and SHA-256 in gateway-requirements.txt.
+GATEWAY_VENV := .venv-gateway
+GATEWAY_REQS := tests/engines/gateway-requirements.txt
+gateways: $(GATEWAY_VENV)/.installed
+	@test -x /usr/sbin/nginx || { echo "installing nginx (Debian's package)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx >/dev/null; }; }
+	@test -x /usr/sbin/nginx || { echo "nginx is missing and could not be installed"; exit 1; }
+
+$(GATEWAY_VENV)/.installed: $(GATEWAY_REQS)
+	test -x $(GATEWAY_VENV)/bin/python || $(PY) -m venv $(GATEWAY_VENV)
+	$(GATEWAY_VENV)/bin/python -m pip install --quiet --require-hashes --no-deps \
+		-r $(GATEWAY_REQS)
+	@# a .pth file runs at every interpreter start (how litellm 1.82.8 stole credentials):
+	@# none of these packages ships one
+	@! find $(GATEWAY_VENV)/lib -name '*.pth' ! -name 'distutils-precedence.pth' | grep .
+	touch $@
+
 demo: install
 	$(BIN)/evalkit demo
 
@@ -32,7 +55,7 @@ lint: install
 # The pure core's fast tests under coverage (floor 90 %), then the rest of the suite, so
 # each test runs once (tests/ran_once.py skips the ones that passed under coverage). The
 # suite itself is not traced: a tracer would slow the prober its accuracy tests time.
-test: install lint
+test: install gateways lint
 	$(BIN)/python tools/core_coverage.py
 	$(BIN)/python -m pytest -p tests.ran_once --skip-passed build/coverage/passed.txt
 
@@ -68,4 +91,4 @@ mutation: install
 	nice -n 19 $(BIN)/python tools/mutation.py $(MODULES)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(GATEWAY_VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
+from evalkit.analysis.buffering import buffering_check
 from evalkit.analysis.checks import (
     cache_check,
     connect_section,
@@ -225,7 +226,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     affected = _judgement_affected(ramp, bound("baseline"))
     usage = usage_honesty(req, th.usage_disagreement)
     streaming = streaming_check(req, chunks, th.unstreamed_share)
-    validity = _validity(req, ramp, meta, affected, usage, streaming, prompt)
+    buffering = buffering_check(req, chunks, th.buffered_share, _bound_groups(meta))
+    validity = _validity(req, ramp, meta, affected, usage, streaming, prompt, buffering)
     for section, name in ((connect, "connect"), (baseline, "baseline"), (soak, "soak"),
                           (rate, "rate"), (prefill, "prefill")):
         if section is not None:
@@ -256,6 +258,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
             "usage_honesty": usage,
             "prompt_honesty": prompt,
             "streaming": streaming,
+            "buffering": buffering,
         },
         "client": {**client_section(meta), "capacity_judgement_affected": affected},
         "validity": validity,
@@ -263,10 +266,17 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     }
 
 
+def _bound_groups(meta: SummaryMeta) -> set[tuple[str, int | None]]:
+    """The phases (level None) and ramp levels where the client set the pace."""
+    return ({(p, None) for p, c in meta.phases.items() if c.client_bound}
+            | {("ramp", lv) for lv, c in meta.levels.items() if c.client_bound})
+
+
 def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMeta,
               affected: bool, usage: Mapping[str, Any],
               streaming: Mapping[str, Any] | None = None,
-              prompt: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              prompt: Mapping[str, Any] | None = None,
+              buffering: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Validity of every phase and ramp level, and of the run (evalkit.analysis.validity)."""
     limit = meta.thresholds.admission_failure_rate
 
@@ -285,7 +295,8 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
     lost = [w for c in (*meta.phases.values(), *meta.levels.values()) for w in c.lost]
     run = run_validity(phases, run_status=meta.run_status, run_error=meta.run_error,
                        capacity_judgement_affected=affected, lost=list(dict.fromkeys(lost)),
-                       usage=usage, streaming=streaming, prompt=prompt)
+                       usage=usage, streaming=streaming, prompt=prompt,
+                       buffering=buffering)
     return {**run, "phases": phases, "levels": levels}
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.analysis.buffering import buffered_words
 from evalkit.analysis.ramp import DEGRADATION_METRICS
 from evalkit.analysis.validity import group_validity
 
@@ -210,6 +211,9 @@ class Summary:
     #: the highest ramp level within each use case's SLO (goodput at or above the target
     #: from the lowest level up), None where not even the first; {} for an older summary
     max_goodput: Mapping[str, int | None] = field(default_factory=dict)
+    #: why the run's chunk timing is no engine's (`checks.buffering` flagged: the stream
+    #: arrived buffered), in words; None: it arrived as sent, or an older summary
+    buffered: str | None = None
     #: the document as written, every key kept (`to_json`), including those not read here
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -383,8 +387,18 @@ def measurements(summary: Mapping[str, Any] | None) -> Summary | None:
         precision=as_mapping(summary.get("precision")) or None,
         max_goodput={str(k): as_count(v, least=1)
                      for k, v in as_mapping(ramp.get("max_goodput_concurrency")).items()},
+        buffered=read_buffered(as_mapping(as_mapping(summary.get("checks")).get("buffering"))),
         raw=summary,
     )
+
+
+def read_buffered(check: Mapping[str, Any]) -> str | None:
+    """The buffering check's reason when it is flagged (None: not flagged, or no check),
+    its counts read as counts (anything else is left out of the words)."""
+    if check.get("flagged") is not True:
+        return None
+    return buffered_words({k: as_count(check.get(k), least=0)
+                           for k in ("chunks", "reads", "buffered", "checked")})
 
 
 def judgement_affected(client: Mapping[str, Any]) -> bool:

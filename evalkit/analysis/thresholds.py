@@ -40,6 +40,15 @@ MAX_OVERRIDE_BYTES = 64 * 1024
 
 PERCENTILE_SHARE = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 
+#: a socket read carrying at least this many content chunks, after `HELD_GAP_S`, is a
+#: burst a sender held (`evalkit.analysis.buffering`): nginx's default 4-8 KB buffers pass 16-40
+#: OpenAI chunks a read; speculative decoding accepts a handful of tokens a step, and
+#: sends them in one chunk
+BURST_CHUNKS = 8
+#: the wait before a burst (s): its chunks were held at least this long. A client behind
+#: on a fast stream merges what arrived while it parsed: a few ms at most
+HELD_GAP_S = 0.010
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -66,6 +75,10 @@ class Thresholds:
     #: more than this share of streamed requests with most of their output in one chunk
     #: means the endpoint did not stream (its TPOT and rates describe no stream)
     unstreamed_share: float = 0.05
+    #: more than this share of streamed requests arriving buffered (most of their chunks
+    #: in bursts a gateway held: `evalkit.analysis.buffering`) means TTFT and ITL measure
+    #: the buffer, not the engine
+    buffered_share: float = 0.05
     #: a level's canary match rate may fall this far below the vendor's own rate alone
     #: before its interval can breach precision (evalkit.analysis.precision)
     precision_match_tolerance: float = 0.10

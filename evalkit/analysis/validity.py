@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from evalkit.analysis.buffering import buffered_words
+
 Validity = Literal["valid", "degraded", "invalid"]
 #: A group in which fewer than this share of requests ended ok "mostly failed".
 MOSTLY_FAILED_OK_SHARE = 0.5
@@ -82,7 +84,8 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
                  run_error: str | None = None, lost: Sequence[str] = (),
                  usage: Mapping[str, Any] | None = None,
                  streaming: Mapping[str, Any] | None = None,
-                 prompt: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 prompt: Mapping[str, Any] | None = None,
+                 buffering: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run's validity from its phases' (`phases[name]["status"]`) and how it ended.
 
     `usage` is the usage-honesty check (`evalkit.analysis.checks.usage_honesty`). Every rate and
@@ -94,7 +97,10 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
     streaming readiness, however fast its aggregate throughput. `prompt` is the prompt-
     honesty check (`evalkit.analysis.checks.prompt_honesty`): a vendor whose prompt_tokens
     lie far from our count of what we sent (`flagged`) bills, and would have its prefill
-    rate read, in tokens nobody sent, so the run is degraded the same way.
+    rate read, in tokens nobody sent, so the run is degraded the same way. `buffering` is
+    the buffering check (`evalkit.analysis.buffering`): a stream that arrived buffered
+    (`flagged`) had its TTFT and rhythm set by a gateway's buffer, so the run is degraded
+    and no judgement of timing rests on it.
     """
     reasons: list[str] = []
     status: Validity = "valid"
@@ -139,6 +145,8 @@ def run_validity(phases: Mapping[str, Mapping[str, Any]], *, run_status: str | N
         mark("degraded", f"the endpoint did not stream: {streaming.get('one_chunk')} of "
                          f"{streaming.get('checked')} requests came with most of their "
                          "output in one chunk, so TPOT and stream rates describe no stream")
+    if buffering and buffering.get("flagged"):
+        mark("degraded", buffered_words(buffering))
     if capacity_judgement_affected and not lost:
         mark("degraded", "the client was the bottleneck where the capacity judgement is "
                          "drawn: no capacity conclusion")

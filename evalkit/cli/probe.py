@@ -174,7 +174,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
                 conversations; per shape, per turn or step, per task, with goodput
       trace     (with --trace) a Mooncake trace replayed open-loop at its times
     Output-length and usage-honesty checks run on every request. The client checks
-    itself (event-loop lag, CPU) and marks levels where it set the pace.
+    itself (event-loop lag, CPU) and marks levels where it set the pace. A stream that
+    arrives buffered (a gateway held its chunks and sent them on in bursts) is named,
+    and no claim is judged on its timing (docs/probing.md, "Behind a gateway").
 
     \b
     Precision under load: canaries (ordinary prompts of this run, answered alone in the

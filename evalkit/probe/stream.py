@@ -56,6 +56,35 @@ ERROR_BODY_MAX = 500
 HISTORY_MAX = 131_072
 
 
+class _Arrival:
+    """Content chunks that came at one stamp: when, how late we made the first read of
+    it (a burst larger than one read is read in parts, parsed in between: the parts
+    after the first are late by our parsing, not merged by it), how long after the
+    arrival before (the first: after the request was sent), and how many."""
+
+    __slots__ = ("chunks", "gap_ns", "late_ns", "ns")
+
+    def __init__(self, sent_ns: int) -> None:
+        self.ns: int = sent_ns
+        self.late_ns: int | None = 0
+        self.gap_ns = 0
+        self.chunks = 0
+
+    def next(self, ns: int, late_ns: int | None) -> None:
+        self.ns, self.late_ns, self.gap_ns, self.chunks = ns, late_ns, ns - self.ns, 1
+
+    def merged_by_us(self) -> int:
+        """The chunks our lateness merged here. Late by L, we can have merged only chunks
+        that came within L of each other: k chunks after a wait `gap` came gap/k apart on
+        average, so L merged at most L*k/gap of them (and k-1). A gateway's burst of 16
+        after 240 ms, read 3 ms late, is its buffer; 40 chunks 4 ms after our last read
+        are ours. Lateness unknown (no kernel stamp): every one counts, as ever."""
+        k, late = self.chunks, self.late_ns
+        if k < 2 or (late is not None and late <= LATE_READ_NS):
+            return 0
+        return k - 1 if late is None else min(k - 1, late * k // max(self.gap_ns, 1))
+
+
 class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
@@ -218,7 +247,7 @@ class Prober:
                     if st.status != 200:
                         await self._read_error(response, st)
                     else:
-                        await self._read_stream(response, st)
+                        await self._read_stream(response, st, tried_ns)
                         # it ended when its last bytes arrived, not when this task got
                         # to them: a herd that ended together is late from that moment
                         st.last_arrival_ns = arrival_ns(response)
@@ -266,7 +295,8 @@ class Prober:
             st.retry_after_s = retry_after(response.headers.get("retry-after"))
         st.fail(outcome, f"HTTP {st.status}: {text}")
 
-    async def _read_stream(self, response: httpx.Response, st: StreamState) -> None:
+    async def _read_stream(self, response: httpx.Response, st: StreamState, sent_ns: int
+                           ) -> None:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             st.protocol_error = (f"the stream is {clean(encoding, 20)}-encoded although "
@@ -275,14 +305,14 @@ class Prober:
             return
         parser = SSEParser()
         parse = self.adapter.parse
-        pending: int | None = None  # stamp of the last content chunk, until the next event
+        # the last content chunks' arrival (one stamp), settled when the next one comes
+        arrival = _Arrival(sent_ns)
 
         def on_piece(raw: bytes, now: int, late: int | None) -> bool:
             """One piece of the body, `now` its socket read's stamp (taken before any
             parsing); `late`: how long after the kernel had it we read it (None: unknown).
             Called in the socket's reader callback on a kernel-stamped connection
             (`chunked.read_body`): it must not raise, and returns False to stop."""
-            nonlocal pending
             try:
                 events = parser.feed(raw)
             except SSETooLarge as exc:
@@ -324,13 +354,15 @@ class Prober:
                         # in TPOT). Its tokens ride on the first chunk that carries a word.
                         st.blank_tokens += tokens
                     else:
-                        # two content chunks in one read, and we read it late after the
+                        # two content chunks at one stamp, and we read it late after the
                         # kernel had it: the first carries the second's stamp. (Read
                         # promptly, the server wrote them together: llama.cpp does now and
-                        # then; not ours.)
-                        self.coalesced_chunks += pending == now and (
-                            late is None or late > LATE_READ_NS)
-                        pending = now
+                        # then, a gateway's buffer by the dozen; not ours: `_Arrival`.)
+                        if arrival.ns == now:
+                            arrival.chunks += 1
+                        else:
+                            self.coalesced_chunks += arrival.merged_by_us()
+                            arrival.next(now, late)
                         if len(st.chunk_ns) >= st.max_chunks:
                             # a flood of chunks no max_tokens asked for: each kept costs
                             # memory until the request's deadline (GBs, one stream)
@@ -358,7 +390,10 @@ class Prober:
                     st.usage_cached = delta.usage_cached_tokens
             return True
 
-        await read_body(response, on_piece)  # chunked: unframed there, not by h11
+        try:
+            await read_body(response, on_piece)  # chunked: unframed there, not by h11
+        finally:
+            self.coalesced_chunks += arrival.merged_by_us()
         st.cut_event = parser.pending
         st.comments = parser.comments
         st.crlf = parser.saw_cr

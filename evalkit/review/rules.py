@@ -170,6 +170,11 @@ def run_blocker(m: Summary | None,
     if m.client_bound:
         return ("our run was client-bound where the capacity judgement is drawn, so it "
                 "supports none; re-run from a bigger client or on Ray (--ray)")
+    if m.buffered:
+        # every judgement of a claim leans on chunk timing (TTFT, TPOT, ITL, the ramp's
+        # order, the prefill fit's TTFTs): through a buffer none is the engine's
+        return (f"{m.buffered}; probe the endpoint without the buffering gateway, or ask "
+                "for proxy buffering off (nginx: proxy_buffering off)")
     return None
 
 

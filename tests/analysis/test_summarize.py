@@ -120,7 +120,7 @@ class TestSummarize:
         assert {"first_breach_concurrency", "breach_confirmed", "baseline_source",
                 "max_sustained_is_lower_bound", "judged_on", "note"} <= set(s["ramp"])
         assert {"cache", "network", "output_length", "usage_honesty", "prompt_honesty",
-                "streaming"} == set(s["checks"])
+                "streaming", "buffering"} == set(s["checks"])
         assert s["checks"]["network"] is None  # no rtt records, no meta rtt_s
 
     def test_missing_phases_are_none(self) -> None:

@@ -428,3 +428,49 @@ class TestErrorMessage:
         assert _error_message(b'{"error": {"message": "two\\nlines"}}') == "two lines"
         assert _error_message(b'{"error": "' + b"e" * 300 + b'"}') == "e" * 200 + "… [cut]"
         assert _error_message(b'["' + b"l" * 300 + b'"]') == "['" + "l" * 198 + "… [cut]"
+
+
+class TestLateReads:
+    """`coalesced_chunks` counts chunks our lateness merged (the client-bound check's
+    late_reads), not a burst the sender wrote at once that we happened to read late."""
+
+    @staticmethod
+    def _event(i: int) -> bytes:
+        data = json.dumps({"choices": [{"index": 0, "delta": {"content": f" word{i}"},
+                                        "finish_reason": None}]}).encode()
+        return b"data: " + data + b"\n\n"
+
+    def test_a_burst_read_late_is_mostly_the_sender_s(self) -> None:
+        """A gateway's buffer flushed 20 events at once, 100 ms after the request, and
+        again 200 ms later. Our loop is blocked when the first burst comes (read ~30 ms
+        late): 30 ms can have merged chunks 5 ms apart (100 ms over 20), six of them at
+        most, not the 19 that share its stamp."""
+        from tests.probe.helpers import RawServer
+
+        def framed(data: bytes) -> bytes:
+            return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+        end = b"data: " + json.dumps({"choices": [{"index": 0, "delta": {},
+                                                   "finish_reason": "length"}]}).encode()
+        head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n")
+        burst = [framed(b"".join(self._event(i + k) for i in range(20))) for k in (0, 20)]
+        script = [head, 0.1, burst[0], 0.2, burst[1], 0.05,
+                  framed(end + b"\n\ndata: [DONE]\n\n") + b"0\r\n\r\n", None]
+        server = RawServer([script], pace=0)
+
+        async def go() -> tuple[RequestRecord, int, int]:
+            target = Target(server.base_url, "m", timeout_s=10)
+            prompt = synthetic(16, 40, "p0", 0)
+            count_tokens("warm the tokenizer up: it loads on first use")
+            async with Prober(target, time.perf_counter_ns(), "t") as prober:
+                loop = asyncio.get_running_loop()
+                loop.call_later(0.08, time.sleep, 0.05)  # busy from 80 to 130 ms
+                rec = await prober.stream(prompt, "baseline", 1)
+                return rec, prober.content_chunks, prober.coalesced_chunks
+        try:
+            rec, chunks, merged = asyncio.run(go())
+        finally:
+            server.close()
+        assert rec.outcome == "ok" and chunks == len(rec.chunks) == 40
+        assert len({t for t, _ in rec.chunks}) == 2  # two bursts, one stamp each
+        assert merged <= 6, merged
