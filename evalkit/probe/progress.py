@@ -198,7 +198,7 @@ def configuration_lines(summary: dict[str, Any]) -> list[str]:
         out.append(f"configuration: HTTP {f.get('status')} "
                    f"\"{clean(str(f.get('message')), 160)}\" for {f.get('requests')} requests "
                    f"({phases}), alone as under load: not counted as load; "
-                   f"{clean(str(f.get('change')), 300)}")
+                   f"{clean(str(f.get('change')), 400)}")
     n = summary.get("reconnects")
     if isinstance(n, int) and n > 0:
         out.append(f"reconnects: {n} requests went out again on a fresh connection (the "

@@ -108,14 +108,15 @@ class Reuse:
                 raced or 0 <= idle_s <= CLOSED_AFTER_STREAM_S):
             return
         promise = f" while advertising Keep-Alive: {said}" if said else ""
-        when = ("as the next request reached it, unanswered" if raced else
-                f"{idle_s * 1000:.1f} ms after a streamed answer ended")
+        when = ("that had carried a streamed answer as the next request reached it, "
+                "unanswered" if raced else
+                f"{idle_s * 1000:.1f} ms after a streamed answer on it ended")
         self.switched = FreshConnections(
             since_s=round((time.perf_counter_ns() - self.origin_ns) / 1e9, 6),
             phase=self.where[0], level=self.where[1],
-            why=f"the server closed a kept-alive connection that had carried a streamed "
-                f"answer {when}{promise}: a request written as such a close arrives is "
-                "lost, so every request from then on opens a fresh connection")
+            why=f"the server closed a kept-alive connection {when}{promise}: a request "
+                "written as such a close arrives is lost, so every request from then on "
+                "opens a fresh connection")
 
     def adopt(self, switched: FreshConnections | None) -> None:
         """Take a switch seen elsewhere (a Ray shard's) if none was seen here yet."""
@@ -131,10 +132,7 @@ class Reuse:
 def answer_kind(headers: list[tuple[bytes, bytes]] | httpx.Headers
                 ) -> tuple[bool, str | None]:
     """(the answer is an event stream, its Keep-Alive header cleaned), from its head."""
-    if isinstance(headers, httpx.Headers):
-        pairs = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.multi_items()]
-    else:
-        pairs = headers
+    pairs = headers.raw if isinstance(headers, httpx.Headers) else headers  # as sent
     stream, said = False, None
     for name, value in pairs:
         low = name.lower()

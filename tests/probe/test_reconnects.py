@@ -70,8 +70,9 @@ class ClosingServer(RawServer):
     """A raw HTTP/1.1 server on loopback that does with each request what `script` says,
     and keeps the requests it read (method, connection number: `calls`)."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, head: bytes = STREAM_HEAD) -> None:
         self.script = script
+        self.head = head  # a stream's head
         self.calls: list[tuple[str, int]] = []
         super().__init__([])
 
@@ -123,13 +124,12 @@ class ClosingServer(RawServer):
         finally:
             conn.close()
 
-    @staticmethod
-    def _answer(conn: socket.socket, method: str) -> None:
+    def _answer(self, conn: socket.socket, method: str) -> None:
         if method == "GET":
             conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                          b"content-length: %d\r\n\r\n%s" % (len(MODELS), MODELS))
             return
-        conn.sendall(STREAM_HEAD)
+        conn.sendall(self.head)
         for word, finish in (("hi", None), (" there", None), (" again", "stop")):
             conn.sendall(_chunk(_sse(word, finish)))
             time.sleep(0.002)
@@ -188,6 +188,19 @@ class TestTheRaceIsOurs:
         assert connections["phase"] == "baseline" and connections["level"] == 1
         assert "as the next request reached it, unanswered while advertising Keep-Alive: " \
                "timeout=5, max=100" in str(connections["why"])
+
+    def test_what_the_server_said_is_cleaned_before_run_json(self, transport: str) -> None:
+        """A long Keep-Alive header of UTF-8 (not latin-1, as a header is read), on either
+        transport: the switch's reason quotes it printable and bounded, and nothing
+        raises (a C1 byte of it, 0x82, is no character a terminal may see)."""
+        head = STREAM_HEAD.replace(b"timeout=5, max=100",
+                                   "timeout=5 \u20ac".encode() + b"x" * 300)
+        with ClosingServer(llama_like(), head) as srv:
+            recs, connections = _streams(srv.base_url, 2)
+        assert [(r.outcome, r.reconnects) for r in recs] == [("ok", 0), ("ok", 1)]
+        why = str(connections["why"])
+        assert "\x82" not in why and "Keep-Alive: timeout=5" in why and "[cut]" in why
+        assert len(why) < 400
 
     def test_a_run_against_such_a_server_has_no_error_and_says_why(self, tmp_path: Path
                                                                    ) -> None:
