@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 Outcome = Literal["ok", "rejected", "error", "incomplete", "timeout"]
 OUTCOMES: tuple[Outcome, ...] = ("ok", "rejected", "error", "incomplete", "timeout")
+#: the phases that send one request at a time: what a request does there, it does alone
+ALONE_PHASES = ("connect", "baseline", "prefill", "cache")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ class RequestRecord:
     #: time spent opening a connection (TCP, TLS) inside this request's send, part of its
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
+    #: 1 when the request went out a second time, on a fresh connection, because the
+    #: server closed the reused one it was written on with no byte of answer (the close
+    #: raced it: `evalkit.probe.reconnect`); its times still run from the first send.
+    #: Ours, never the vendor's error; 0 otherwise (and not written then)
+    reconnects: int = 0
     #: who answered, as the response said (`model`, `system_fingerprint`; several distinct
     #: values in one stream joined by ", "), and the SHA-256 of the answer text: the same
     #: prompt answered the same way has the same digest (evalkit.analysis.precision)
@@ -121,6 +128,8 @@ class RequestRecord:
         for name in _SPARSE:  # the suite's own probes belong to no workload shape
             if tail[name] is None:
                 del tail[name]
+        if not self.reconnects:  # nearly every request: no key for nothing
+            del tail["reconnects"]
         chunks = ",".join([f"[{t:.7f},{n:d}]" for t, n in self.chunks])
         return (f'{json.dumps(head, separators=(",", ":"))[:-1]},"chunks":[{chunks}],'
                 f'{json.dumps(tail, separators=(",", ":"))[1:]}')

@@ -35,6 +35,7 @@ def failure_kinds(lvl: Mapping[str, Any]) -> dict[str, int]:
     outcomes = {str(k): int(v) for k, v in (lvl.get("outcomes") or {}).items()
                 if isinstance(v, int | float)}
     requests = int(lvl.get("requests") or 0)
+    refused = _configuration(lvl)
     rejected = outcomes.get("rejected", 0)
     share = lvl.get("admission_failure_rate")
     admitted_not = (round(share * requests) if isinstance(share, int | float) and requests
@@ -44,7 +45,15 @@ def failure_kinds(lvl: Mapping[str, Any]) -> dict[str, int]:
     return {"admission": admitted_not,
             "incomplete": outcomes.get("incomplete", 0),
             "timeout": max(0, outcomes.get("timeout", 0) - unserved),
-            "error": sum(v for k, v in outcomes.items() if k not in known)}
+            # errors less a configuration finding's (always errors): no failure of load
+            "error": max(0, sum(v for k, v in outcomes.items() if k not in known) - refused)}
+
+
+def _configuration(lvl: Mapping[str, Any]) -> int:
+    """A level's requests refused as a configuration finding (a shape the endpoint
+    refuses alone too: evalkit.analysis.configuration), 0 for a level written before."""
+    n = lvl.get("configuration_failures")
+    return int(n) if isinstance(n, int | float) and not isinstance(n, bool) and n > 0 else 0
 
 
 def failure_kind(counts: Mapping[str, int]) -> str | None:
@@ -174,8 +183,10 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
     it breaches (the whole interval above), which it ties (the interval straddles), and
     its status."""
     # every request that did not end ok was not served: rejected (429/503) as well as
-    # errors, timeouts and cut streams (SPEC: they count toward degradation)
-    requests = int(lvl.get("requests") or 0)
+    # errors, timeouts and cut streams (SPEC: they count toward degradation), except a
+    # shape the endpoint refuses alone too: a configuration finding, not load
+    refused = _configuration(lvl)
+    requests = max(int(lvl.get("requests") or 0) - refused, 0)
     ok = int((lvl.get("outcomes") or {}).get("ok", 0))
     failure_rate = lvl.get("failure_rate")
     if failure_rate is None and requests:
@@ -234,7 +245,9 @@ def _judge_level(lvl: Mapping[str, Any], base_ttft: float | None, base_tpot: flo
             "itl": (lvl.get("tpot_s") or {}).get("n") or ok, kind: requests}
     to_decide = [r for k in ties if k in values and (v := values[k]) is not None and (
         r := _requests_to_decide(int(n_ok[k]), v, cis[k], limits[k], k == kind)) is not None]
-    failures = {k: v for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
+    failures = {k: v - (refused if k == "error" else 0)
+                for k, v in (lvl.get("outcomes") or {}).items() if k != "ok" and v}
+    failures = {k: v for k, v in failures.items() if v}
     return {**lvl, "ttft_p90_ratio": ttft, "tpot_p90_ratio": tpot,
             # achieved output length over the baseline's, with its 95 % interval
             "length_ratio": length, "length_ratio_ci": length_ci,

@@ -173,14 +173,22 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         aggregate_ci = rate_interval(t[inside], tokens, window.start_s, window.end_s)
 
     admission = int(req["admission_failure"].sum())
-    failed = int((~req["ok"]).sum())
+    # a shape the endpoint refuses alone as under load is no failure of this group's load
+    # (evalkit.analysis.configuration): left out of its failure share, counted beside it
+    refused = int(req["configuration"].sum()) if "configuration" in req.columns else 0
+    judged = n - refused
+    failed = int((~req["ok"]).sum()) - refused
     return {
         "requests": n,
         "outcomes": outcome_counts(req["outcome"]),
+        # requests sent again on a fresh connection after the server closed the reused one
+        # unanswered (evalkit.probe.reconnect): ours, not failures
+        "reconnects": int(np.nansum(req["reconnects"].to_numpy())),
+        "configuration_failures": refused,
         "admission_failure_rate": admission / n if n else None,
-        "failure_rate": failed / n if n else None,
+        "failure_rate": failed / judged if judged else None,
         # exact (Clopper-Pearson) 95 % interval: what the ramp's failure limit is judged on
-        "failure_rate_ci": proportion_interval(failed, n),
+        "failure_rate_ci": proportion_interval(failed, judged),
         "ttft_s": percentiles(ok_req["ttft_s"]),
         "ttfa_s": percentiles(ok_req["ttfa_s"]),
         "reasoning_first": int((ok_req["ttfa_s"] > ok_req["ttft_s"]).sum()),

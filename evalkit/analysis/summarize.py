@@ -30,6 +30,7 @@ from evalkit.analysis.checks import (
     streaming_check,
     usage_honesty,
 )
+from evalkit.analysis.configuration import CONFIGURATION_RULE, configuration_failures
 from evalkit.analysis.frames import frames
 from evalkit.analysis.goodput import GOODPUT_RULE, level_goodput, max_goodput, profile_limits
 from evalkit.analysis.precision import level_precision, precision_section
@@ -177,6 +178,9 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
                      ) -> dict[str, Any]:
     """`summarize` for frames already built (a notebook may filter them first)."""
     th = meta.thresholds
+    # shapes refused alone as under load: counted apart from load (evalkit.analysis.configuration)
+    refused, findings = configuration_failures(req)
+    req = req.assign(configuration=refused)
     phase = req["phase"].to_numpy()
 
     def bound(p: str) -> bool:
@@ -240,6 +244,8 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         "suite_version": meta.suite_version,
         "requests": len(req),
         "outcomes": outcome_counts(req["outcome"]),
+        "reconnects": int(req["reconnects"].sum()),
+        "configuration": {"findings": findings, "rule": CONFIGURATION_RULE},
         "output_tokens_estimated": bool(req.loc[req["ok"], "output_tokens_estimated"].any()),
         "thresholds": asdict(th),
         "connect": connect,
@@ -281,9 +287,12 @@ def _validity(req: pd.DataFrame, ramp: Mapping[str, Any] | None, meta: SummaryMe
     limit = meta.thresholds.admission_failure_rate
 
     def of(sub: pd.DataFrame, bound: bool, check: ClientCheck | None) -> dict[str, Any]:
+        refused = sub["configuration"].to_numpy()
         return group_validity(len(sub), outcome_counts(sub["outcome"]), max_failure_rate=limit,
-                              top_error=top_error(sub), client_bound=bound,
-                              lost=check.lost if check else ())
+                              top_error=top_error(sub[~refused]), client_bound=bound,
+                              lost=check.lost if check else (),
+                              configuration=int(refused.sum()),
+                              configuration_error=top_error(sub[refused]))
 
     phases = {str(p): of(sub, bool((c := meta.phases.get(str(p))) and c.client_bound), c)
               for p, sub in req.groupby("phase", sort=False) if p != "rtt"}

@@ -145,6 +145,11 @@ class Level:
     goodput: Mapping[str, Goodput] = field(default_factory=dict)
     #: the ok requests' token counts (None for a summary without them)
     ok_tokens: TokenSums | None = None
+    #: requests refused as a configuration finding (a shape the endpoint refuses alone
+    #: too: evalkit.analysis.configuration), left out of `failed`, and requests sent again
+    #: after the server closed a reused connection unanswered (ours, not failures)
+    configuration_failures: int = 0
+    reconnects: int = 0
 
     @property
     def reasoning_came_first(self) -> bool:
@@ -161,10 +166,12 @@ class Level:
 
     @property
     def failure_rate(self) -> float | None:
-        """Share of requests that did not finish ok (None when outcomes are missing)."""
-        if not self.requests or self.failed is None:
+        """Share of requests that did not finish ok, a configuration finding's left out
+        (None when outcomes are missing)."""
+        judged = (self.requests or 0) - self.configuration_failures
+        if judged <= 0 or self.failed is None:
             return None
-        return self.failed / self.requests
+        return self.failed / judged
 
     @property
     def mostly_failed(self) -> bool:
@@ -312,7 +319,9 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
     outcomes = as_mapping(d.get("outcomes"))
     counts = {k: as_count(v) or 0 for k, v in outcomes.items()}
     requests = as_count(d.get("requests")) or (sum(counts.values()) if counts else None)
-    failed = (requests - counts.get("ok", 0)) if counts and requests is not None else None
+    refused = min(as_count(d.get("configuration_failures"), least=0) or 0, requests or 0)
+    failed = (max(requests - counts.get("ok", 0) - refused, 0)
+              if counts and requests is not None else None)
     bound = d.get("client_bound") is True or d.get("status") == "client_bound"
     status = d.get("status") if isinstance(d.get("status"), str) else None
     achieved = as_mapping(d.get("achieved_concurrency"))
@@ -328,7 +337,8 @@ def read_level(d: Mapping[str, Any], concurrency: int) -> Level:
                  achieved.get("underloaded") is True or status == "underloaded",
                  as_number(achieved.get("mean")),
                  tuple(str(b) for b in br) if isinstance(br := d.get("breaches"), list) else (),
-                 read_goodput(d.get("goodput")), read_token_sums(d.get("ok_tokens")))
+                 read_goodput(d.get("goodput")), read_token_sums(d.get("ok_tokens")),
+                 refused, as_count(d.get("reconnects"), least=0) or 0)
 
 
 def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:

@@ -41,14 +41,22 @@ def _failures(outcomes: Mapping[str, int]) -> str:
 
 def group_validity(requests: int, outcomes: Mapping[str, int], *,
                    max_failure_rate: float, top_error: str | None = None,
-                   client_bound: bool = False, lost: Sequence[str] = ()) -> dict[str, Any]:
+                   client_bound: bool = False, lost: Sequence[str] = (),
+                   configuration: int = 0, configuration_error: str | None = None
+                   ) -> dict[str, Any]:
     """One phase's or level's validity from its outcome counts, with reasons in words.
 
     `lost`: client workers lost while it ran (scale-out), each said in words: the load it
     was to offer was not held, so it is degraded whatever its outcomes.
+    `configuration`: its requests refused as a configuration finding (a shape the endpoint
+    refuses alone as under load: `evalkit.analysis.configuration`; `configuration_error`
+    the most frequent of them). They are left out of its failure share, so a phase of
+    mostly such shapes is not "mostly failed"; they degrade it, named, as a measurement
+    it could not make. A group where nothing succeeded stays invalid whatever failed.
     """
     ok = int(outcomes.get("ok", 0))
-    failed = requests - ok
+    judged = requests - configuration
+    failed = judged - ok
     why = f" ({_failures(outcomes)}{'; most often: ' + top_error if top_error else ''})"
     reasons: list[str] = []
     if requests == 0:
@@ -56,15 +64,20 @@ def group_validity(requests: int, outcomes: Mapping[str, int], *,
         reasons.append("no request was sent")
     elif ok == 0:
         status = "invalid"
-        reasons.append(f"no request succeeded: {failed} of {requests} failed{why}")
-    elif ok < MOSTLY_FAILED_OK_SHARE * requests:
+        reasons.append(f"no request succeeded: {requests - ok} of {requests} failed{why}")
+    elif ok < MOSTLY_FAILED_OK_SHARE * judged:
         status = "invalid"
-        reasons.append(f"most requests failed: {failed} of {requests}{why}")
-    elif failed / requests > max_failure_rate:
+        reasons.append(f"most requests failed: {failed} of {judged}{why}")
+    elif failed / judged > max_failure_rate:
         status = "degraded"
-        reasons.append(f"{failed} of {requests} requests failed{why}")
+        reasons.append(f"{failed} of {judged} requests failed{why}")
     else:
         status = "valid"
+    if configuration:
+        status = worst(status, "degraded")
+        reasons.append(f"{configuration} of {requests} requests were refused alone as under "
+                       "load, a shape the endpoint never serves (a configuration finding, "
+                       f"not load{': ' + configuration_error if configuration_error else ''})")
     for why in lost:
         status = worst(status, "degraded")
         reasons.append(f"a client worker was lost: {why}")

@@ -179,6 +179,16 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     and no claim is judged on its timing (docs/probing.md, "Behind a gateway").
 
     \b
+    Never the vendor's error for our client's fault: a request written on a reused
+    connection that the server closed with no byte of answer goes once more on a
+    fresh connection, timed from its first send, counted as `reconnects` beside the
+    outcomes; a server seen closing after its streams gets a fresh connection for
+    every request from then on (run.json `connections` says since when and why).
+    A request shape refused with the same 4xx alone as under load (a prompt too long
+    for the context) is a configuration finding, said with what to change, and left
+    out of the degradation order; an error only load brings is load.
+
+    \b
     Precision under load: canaries (ordinary prompts of this run, answered alone in the
     baseline) are every 9th request of each load level; a level whose canaries answer
     otherwise than alone, or whose outputs come shorter than the baseline's, breaches

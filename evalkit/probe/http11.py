@@ -24,7 +24,18 @@ loop), or it idled past the keep-alive expiry (as httpcore's pool does). A body 
 half-read closes it. An answer whose first bytes arrived before the request was sent is
 no answer to it: a server that writes its next "response" ahead would otherwise time as
 a TTFT of microseconds. `LEAN = False` goes back to httpcore's pool and h11, to
-compare.
+compare (under the same rules for a closed connection: `reconnect.Resending`).
+
+A request written on a reused connection that the server closed before any byte of an
+answer (an end of stream or a reset where the status line should be) is sent once more,
+on a fresh connection: the close raced the request (llama.cpp's server closes after
+every stream while advertising keep-alive), so the server never read it, or read it and
+discarded it unanswered, and nothing of it was served. That one case only: a request
+that got any byte of an answer, one on a fresh connection, one that timed out, and the
+second send are never sent again, and their failures stand as the server's. The second
+send is counted (`SendStamp.resent`, the record's `reconnects`), timed from the first,
+and kept inside the request's deadline; `evalkit.probe.reconnect` says why in full, and
+why a server seen closing after a stream then gets a fresh connection every time.
 """
 
 from __future__ import annotations
@@ -49,6 +60,7 @@ from evalkit.probe.framing import (
     parse_head,
     request_head,
 )
+from evalkit.probe.reconnect import Reuse, answer_kind, closed_after_stream, note_resent
 from evalkit.probe.transport import StampedBackend
 
 #: each stream's own client uses this transport (False: httpcore's pool and h11, as
@@ -66,6 +78,15 @@ _MAPPED: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (httpcore.ConnectTimeout, httpx.ConnectTimeout), (httpcore.ConnectError, httpx.ConnectError),
     (httpcore.ReadTimeout, httpx.ReadTimeout), (httpcore.ReadError, httpx.ReadError),
     (httpcore.WriteTimeout, httpx.WriteTimeout), (httpcore.WriteError, httpx.WriteError))
+
+
+class _Unanswered(Exception):
+    """The server closed the connection (an end of stream, a reset) before any byte of an
+    answer: `error` is what the request fails with unless it is sent again."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _httpx_error(exc: Exception, request: httpx.Request) -> Exception:
@@ -170,9 +191,14 @@ class LeanTransport(httpx.AsyncBaseTransport):
     """One connection at a time, framed here (see the module). A second request waits
     for the first's response to be closed, as a pool of one would."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, keepalive_expiry: float | None = 5.0
-                 ) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext, keepalive_expiry: float | None = 5.0,
+                 reuse: Reuse | None = None) -> None:
         self._backend = StampedBackend()
+        #: the run's knowledge of the server's closes, shared by its stream clients
+        self._reuse = reuse if reuse is not None else Reuse()
+        #: the connection's last answer was an event stream, and its Keep-Alive header
+        self._streamed = False
+        self._said: str | None = None
         ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore offers (and SDKs do)
         self._ssl = ssl_context
         self._expiry = keepalive_expiry
@@ -194,36 +220,60 @@ class LeanTransport(httpx.AsyncBaseTransport):
         else:
             await self._lock.acquire()  # free: taken at once, no turn of the loop
         try:
-            net = await self._connection(request, timeouts.get("connect"))
+            net, reused = await self._connection(request, timeouts.get("connect"))
             await self._send(net, request, timeouts.get("write"))
-            return await self._response(net, request, timeouts.get("read"))
+            try:
+                return await self._response(net, request, timeouts.get("read"))
+            except _Unanswered as unanswered:
+                if not reused:  # a fresh connection dropped unanswered: the server's
+                    raise unanswered.error from None
+            # the server closed the reused connection as this request reached it: it was
+            # never served, so it goes once more on a fresh connection (see the module)
+            if self._streamed:
+                closed_after_stream(self._reuse, net, self._said, raced=True)
+            self._net = None
+            await net.aclose()
+            note_resent()
+            net, _ = await self._connection(request, timeouts.get("connect"))
+            await self._send(net, request, timeouts.get("write"))
+            try:
+                return await self._response(net, request, timeouts.get("read"))
+            except _Unanswered as unanswered:
+                raise unanswered.error from None
         except BaseException:
             await self._release(self._net, False)
             raise
 
-    async def _connection(self, request: httpx.Request, timeout: float | None) -> _NETWORK:
+    async def _connection(self, request: httpx.Request, timeout: float | None
+                          ) -> tuple[_NETWORK, bool]:
+        """The connection to send on, and whether it is reused (it carried an answer)."""
         url = request.url
         if url.scheme not in ("http", "https"):
             raise httpx.UnsupportedProtocol(f"the URL's scheme {url.scheme!r} is neither "
                                             "http nor https", request=request)
         origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         net = self._net
-        if net is not None and (origin != self._origin or net.get_extra_info("is_readable")
+        if net is not None and (origin != self._origin or self._reuse.fresh
+                                or net.get_extra_info("is_readable")
                                 or (self._expiry is not None
                                     and time.monotonic() - self._idle_at > self._expiry)):
+            if self._streamed:
+                closed_after_stream(self._reuse, net, self._said)
             self._net = None
             await net.aclose()  # the server closed it, or said something unasked, or stale
             net = None
-        if net is None:
-            try:
-                net = await self._backend.connect_tcp(origin[1], origin[2], timeout=timeout)
-                if origin[0] == "https":
-                    sni = request.extensions.get("sni_hostname") or origin[1]
-                    net = await net.start_tls(self._ssl, server_hostname=sni, timeout=timeout)
-            except (httpcore.TimeoutException, httpcore.NetworkError) as exc:
-                raise _httpx_error(exc, request) from None
-            self._net, self._origin = net, origin
-        return net
+        if net is not None:
+            return net, True
+        try:
+            net = await self._backend.connect_tcp(origin[1], origin[2], timeout=timeout)
+            if origin[0] == "https":
+                sni = request.extensions.get("sni_hostname") or origin[1]
+                net = await net.start_tls(self._ssl, server_hostname=sni, timeout=timeout)
+        except (httpcore.TimeoutException, httpcore.NetworkError) as exc:
+            raise _httpx_error(exc, request) from None
+        self._net, self._origin = net, origin
+        self._streamed, self._said = False, None
+        return net, False
 
     async def _send(self, net: _NETWORK, request: httpx.Request, timeout: float | None) -> None:
         coding = request.headers.get("transfer-encoding")
@@ -244,8 +294,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._sent_ns = time.perf_counter_ns()  # no earlier than any byte could leave
         try:
             await net.write(data, timeout=timeout)
-            if sending is not None and sending.first_ns is not None:
-                self._sent_ns = sending.first_ns  # at the socket, after any held wait
+            if sending is not None and sending.last_ns is not None:
+                self._sent_ns = sending.last_ns  # at the socket, after any held wait
         except httpcore.WriteError:
             # a server may answer (a 413, a 401) and close before it reads it all: read
             # its answer, as httpcore does; if none came, the read says so
@@ -273,6 +323,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 raise httpx.RemoteProtocolError(f"more than {MAX_INTERIM} interim responses",
                                                 request=request)
         keep = keep and request.headers.get("connection", "").lower() != "close"
+        self._streamed, self._said = answer_kind(headers)
         body = Body(self, net, request, chunked, length, bytes(buf), keep)
         return httpx.Response(status, headers=headers, stream=body, extensions={
             "http_version": b"HTTP/" + version.encode("ascii"), "reason_phrase": reason,
@@ -295,12 +346,18 @@ class LeanTransport(httpx.AsyncBaseTransport):
             try:
                 data = await net.read(READ_BYTES, timeout=timeout)
             except (httpcore.TimeoutException, httpcore.NetworkError) as exc:
-                raise _httpx_error(exc, request) from None
+                error = _httpx_error(exc, request)
+                if sent_ns and not buf and isinstance(exc, httpcore.ReadError):
+                    raise _Unanswered(error) from None  # a reset before any answer
+                raise error from None
             if not data:
-                raise httpx.RemoteProtocolError(
+                closed = httpx.RemoteProtocolError(
                     "Server disconnected without sending a response." if not buf else
                     "peer closed connection in the middle of the response head",
                     request=request)
+                if sent_ns and not buf:  # not a byte of an answer to this request
+                    raise _Unanswered(closed)
+                raise closed
             if sent_ns and not buf and (getattr(net, "last_arrival_ns", None) or sent_ns) < sent_ns:
                 raise httpx.RemoteProtocolError(
                     "the server answered before the request was sent", request=request)

@@ -31,6 +31,7 @@ from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.plan import estimate
 from evalkit.probe.prompts import Prompt, PromptSource, synthetic
+from evalkit.probe.reconnect import Reuse
 from evalkit.probe.sampling import Sampling
 from evalkit.probe.scrape import VendorScraper
 from evalkit.probe.selfcheck import judge_client, merge_checks, window_end, window_start
@@ -39,7 +40,7 @@ from evalkit.probe.shard import ShardTask
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target, make_client
 from evalkit.probe.workloads import workload_meta
-from evalkit.records import RequestRecord
+from evalkit.records import ALONE_PHASES, RequestRecord
 from evalkit.rundir.store import RunStore
 
 if TYPE_CHECKING:
@@ -82,12 +83,24 @@ class RampWatch:
         self.baseline: dict[str, Any] | None = None
         self.levels: list[dict[str, Any]] = []
         self.client_bound: list[int] = []
+        #: the requests sent alone so far (their chunks and answers left out): what a
+        #: level's failures are set against to tell a shape the endpoint never serves
+        #: from load (evalkit.analysis.configuration), as summary.json will
+        self.alone: list[RequestRecord] = []
+
+    def add_alone(self, rec: RequestRecord) -> None:
+        """A request of a phase that sends one at a time (`ALONE_PHASES`)."""
+        self.alone.append(dataclasses.replace(rec, chunks=[], answer_text=None,
+                                              answer_tokens=None, answer_logprobs=None))
 
     def _stats(self, records: Sequence[RequestRecord], level: int) -> dict[str, Any]:
+        from evalkit.analysis.configuration import configuration_failures
         from evalkit.analysis.frames import frames  # pandas: see `load_metrics`
         from evalkit.analysis.stats import phase_stats
 
-        req, chunks = frames(records)
+        req, chunks = frames([*self.alone, *records])
+        refused, _ = configuration_failures(req)
+        req = req.assign(configuration=refused).iloc[len(self.alone):]
         return {"concurrency": level, **phase_stats(req, chunks, level, self.thresholds)}
 
     def add_baseline(self, records: Sequence[RequestRecord]) -> None:
@@ -144,10 +157,15 @@ class SuiteRun:
         #: Ctrl-C was pressed (`evalkit.probe.suite.run_probe`): no phase, level or request
         #: starts after it, even if an await swallowed the cancellation it also sent
         self.interrupted = False
+        #: what the run knows of the server's closes: every stream's client shares it, and
+        #: each Ray shard takes it and gives back what it saw (run.json `connections`)
+        self.reuse = Reuse(origin_ns)
 
     # -- plumbing
     def on_record(self, rec: RequestRecord) -> None:
         self.store.append(rec)
+        if rec.phase in ALONE_PHASES:
+            self.watch.add_alone(rec)
         if self._holding:
             self._held.append(rec)
         if self.progress is not None:
@@ -193,7 +211,8 @@ class SuiteRun:
     # -- phases
     async def run(self) -> None:
         async with make_client(self.target) as client, \
-                Prober(self.target, self.origin_ns, self.run_tag) as prober, \
+                Prober(self.target, self.origin_ns, self.run_tag,
+                       reuse=self.reuse) as prober, \
                 LoopMonitor() as mon, self.vendor or contextlib.nullcontext():
             for phase in self.s.phases:
                 self._stop_if_interrupted()
@@ -330,9 +349,12 @@ class SuiteRun:
                              client_limits=self.s.client_check,
                              user_prompts=tuple(self.user_prompts), seed=self.config.seed,
                              rate=rate, min_requests=-(-floor * len(range(shard, level, shards))
-                                                       // level) if level else 0)
+                                                       // level) if level else 0,
+                             fresh=self.reuse.switched)
 
         reports, lost = await self.pool.run_level(task, self.on_record, level)
+        for report in reports:  # a shard that saw the server close after a stream
+            self.reuse.adopt(report.pop("fresh", None))  # (run.json says it once)
         where = f"{phase}{f' level {level}' if level else ''}"
         for why in lost:
             self._note(f"{where}: {why}")

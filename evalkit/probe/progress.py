@@ -35,6 +35,7 @@ class LiveProgress:
         self._phase, self._detail = "", ""
         self._level: int | None = None
         self._outcomes: Counter[str] = Counter()
+        self._reconnects = 0  # this phase's requests sent again on a fresh connection
         self._recent: deque[RequestRecord] = deque(maxlen=50)
         self._total = 0
         self._last_draw = 0.0
@@ -43,6 +44,7 @@ class LiveProgress:
         """A phase (or a ramp level) starts."""
         self._phase, self._level, self._detail = name, level, detail
         self._outcomes.clear()
+        self._reconnects = 0
         self._recent.clear()
         if self._live is None:
             lvl = f" level {level}" if level is not None else ""
@@ -53,6 +55,7 @@ class LiveProgress:
         """A request completed."""
         self._total += 1
         self._outcomes[rec.outcome] += 1
+        self._reconnects += rec.reconnects
         self._recent.append(rec)
         self._draw()
 
@@ -85,6 +88,8 @@ class LiveProgress:
         level = "" if self._level is None else f"  level {self._level}"
         table.add_row("[bold]phase[/]", f"{self._phase}{level}  {self._detail}")
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self._outcomes.items())) or "-"
+        if self._reconnects:
+            outcomes += f"; reconnects {self._reconnects}"
         table.add_row("[bold]requests[/]", f"{sum(self._outcomes.values())} in this phase "
                       f"({outcomes}); {self._total} in the run")
         table.add_row("[bold]TTFT p50[/]", _median_ms(ttfts))
@@ -142,8 +147,9 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
         out.append(f"  c={lvl.get('concurrency'):>4}: TTFT p90 {_s(lvl, 'ttft_s', 'p90')}, "
                    f"TPOT p90 {_s(lvl, 'tpot_s', 'p90')}, aggregate "
                    f"{'-' if agg is None else f'{agg:.0f}'} tok/s, outcomes "
-                   f"{_outcomes(lvl.get('outcomes'))}{bound}")
+                   f"{_outcomes(lvl.get('outcomes'))}{_beside(lvl)}{bound}")
     out += interval_lines(ramp)
+    out += configuration_lines(summary)
     if ramp and ramp.get("first_degraded"):
         out.append(f"ramp: max sustained concurrency {ramp.get('max_sustained_concurrency')}, "
                    f"first degraded: {ramp['first_degraded']} (at concurrency "
@@ -169,6 +175,35 @@ def summary_lines(summary: dict[str, Any] | None) -> list[str]:
                                   or [])])
                    + " only; the capacity judgement is unaffected")
     out += validity_lines(summary.get("validity"))
+    return out
+
+
+def _beside(group: dict[str, Any]) -> str:
+    """What stands beside a group's outcomes: requests sent again after a close that was
+    ours to repair, and those refused as a configuration finding (neither is load)."""
+    said = [f"{n} {what}" for key, what in (("reconnects", "reconnects"),
+                                            ("configuration_failures", "configuration"))
+            if isinstance(n := group.get(key), int) and n > 0]
+    return f"; {', '.join(said)}" if said else ""
+
+
+def configuration_lines(summary: dict[str, Any]) -> list[str]:
+    """Each configuration finding (a shape refused alone as under load), what to change,
+    and the requests sent again on a fresh connection: the probe's own word that
+    neither was counted as load."""
+    out = []
+    for f in ((summary.get("configuration") or {}).get("findings") or [])[:5]:
+        phases = ", ".join(f"{clean(str(p), 20)} {n}" for p, n in
+                           (f.get("phases") or {}).items())
+        out.append(f"configuration: HTTP {f.get('status')} "
+                   f"\"{clean(str(f.get('message')), 160)}\" for {f.get('requests')} requests "
+                   f"({phases}), alone as under load: not counted as load; "
+                   f"{clean(str(f.get('change')), 400)}")
+    n = summary.get("reconnects")
+    if isinstance(n, int) and n > 0:
+        out.append(f"reconnects: {n} requests went out again on a fresh connection (the "
+                   "server had closed the reused one as they reached it, unanswered): "
+                   "timed from their first send, not counted as errors")
     return out
 
 

@@ -142,7 +142,8 @@ class ProbeWorker:
 
             try:
                 result = asyncio.run(main())
-                end.update(check=result.check, late_start_s=result.late_start_s)
+                end.update(check=result.check, late_start_s=result.late_start_s,
+                           fresh=result.fresh)
             except asyncio.CancelledError:
                 end["stopped"] = True
             except BaseException as exc:  # a bug in the actor: the driver says so

@@ -18,6 +18,7 @@ from evalkit.analysis.thresholds import ClientLimits
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.prompts import Prompt, PromptSource
+from evalkit.probe.reconnect import FreshConnections, Reuse
 from evalkit.probe.selfcheck import judge_client, window_end, window_start
 from evalkit.probe.stream import Prober
 from evalkit.probe.target import Target
@@ -46,6 +47,9 @@ class ShardTask:
     #: least requests this shard starts (its share of the level's floor), at most two
     #: minutes past `duration_s`
     min_requests: int = 0
+    #: the run already gives every request a fresh connection, since this switch
+    #: (`evalkit.probe.reconnect`; None: connections are reused)
+    fresh: FreshConnections | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class ShardResult:
     check: dict[str, Any] = field(default_factory=dict)
     #: how late the shard began after `start_at_ns` (s; 0 when it was ready in time)
     late_start_s: float = 0.0
+    #: since when this shard gave every request a fresh connection (the task's switch,
+    #: or one it saw itself; None: none)
+    fresh: FreshConnections | None = None
 
 
 def run_shard(task: ShardTask) -> ShardResult:
@@ -77,8 +84,9 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
     source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
+    reuse = Reuse(task.origin_ns, task.fresh)
     async with Prober(task.target, task.origin_ns, tag, task.shard,
-                      run_id=task.run_tag) as prober, \
+                      run_id=task.run_tag, reuse=reuse) as prober, \
             LoopMonitor() as mon:
         await prober.clients.prepare(workers)
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9
@@ -95,7 +103,7 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
                               workers=workers, duration_s=task.duration_s, max_requests=None,
                               min_requests=task.min_requests)
         check = judge_client(window_end(mon, prober, mark), task.client_limits)
-    return ShardResult(tuple(records), check, round(max(-delay, 0.0), 4))
+    return ShardResult(tuple(records), check, round(max(-delay, 0.0), 4), reuse.switched)
 
 
 def warm_up(metrics: bool = True) -> bool:

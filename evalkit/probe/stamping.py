@@ -55,7 +55,7 @@ class SendStamp:
     """
 
     __slots__ = ("bytes", "connect_ns", "first_ns", "held", "hold_ns", "join", "last_ns",
-                 "writes")
+                 "resent", "writes")
 
     def __init__(self, join: bool = False, hold_ns: int | None = None) -> None:
         #: the write that handed over the request's first bytes began (None: nothing sent)
@@ -66,9 +66,13 @@ class SendStamp:
         self.bytes = 0
         self.join = join
         self.held: bytes | None = None
-        #: time spent opening a connection (TCP, TLS) inside this send: the network's
-        #: round trips, not the client's delay
+        #: time spent opening a connection (TCP, TLS) inside this send before its first
+        #: byte left: the network's round trips, not the client's delay
         self.connect_ns = 0
+        #: times the request went out again on a fresh connection, the reused one it was
+        #: written on having been closed by the server with no byte of answer
+        #: (`evalkit.probe.reconnect`): 0 or 1
+        self.resent = 0
         #: the first write waits for this moment (perf_counter_ns; None: it goes at once):
         #: a request scheduled for a time is prepared ahead and released on the time, so
         #: the client's own preparation is not part of its send lag (trace replay)
@@ -108,9 +112,11 @@ def stamp_sends(stamp: SendStamp | None = None) -> Iterator[SendStamp]:
 
 
 def _connected(began_ns: int) -> None:
-    """A connection (or its TLS) opened inside a stamped send: note how long it took."""
+    """A connection (or its TLS) opened inside a stamped send: note how long it took,
+    if no byte had left yet (a connection opened to send the request again, after its
+    first send, is part of its wait from that send, not of its send lag)."""
     sending = _SENDING.get()
-    if sending is not None:
+    if sending is not None and sending.first_ns is None:
         sending.connect_ns += time.perf_counter_ns() - began_ns
 
 
@@ -254,6 +260,11 @@ class StampedStream(httpcore.AsyncNetworkStream):
             data = data[:max_bytes]
         self.last_arrival_ns = at
         return data
+
+    @property
+    def eof(self) -> bool:
+        """The peer closed (or the connection was lost), and every read was handed on."""
+        return self._protocol.eof and not self._protocol.reads
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         """Send bytes; wait (bounded by timeout) if the kernel buffer is full."""

@@ -32,6 +32,7 @@ from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.chunked import read_body
 from evalkit.probe.loopmonitor import Ring, _pct
 from evalkit.probe.prompts import Prompt, count_tokens
+from evalkit.probe.reconnect import Reuse
 from evalkit.probe.replies import error_message, retry_after
 from evalkit.probe.sse import SSEParser, SSETooLarge
 from evalkit.probe.stamping import SendStamp, stamp_sends
@@ -89,9 +90,12 @@ class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
     def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
-                 stamped: bool = True, run_id: str | None = None) -> None:
+                 stamped: bool = True, run_id: str | None = None,
+                 reuse: Reuse | None = None) -> None:
         self.target = target
-        self.clients = _Clients(target, stamped)
+        #: every stream's client shares `reuse`: the run's knowledge of the server's closes
+        self.clients = _Clients(target, stamped,
+                                reuse if reuse is not None else Reuse(origin_ns))
         self.adapter: Adapter = get_adapter(target.api)
         self.origin_ns = origin_ns
         self.run_tag = run_tag
@@ -186,6 +190,7 @@ class Prober:
         if scheduled_ns is not None:
             intended_ns = scheduled_ns
         rid, label = self._next_id()
+        self.clients.reuse.where = (phase, level)  # where a switch to fresh connections is
         client = self.clients.acquire()
         try:
             return await self._stream(client, rid, label, prompt, phase, level, scheduled_ns,
@@ -423,6 +428,7 @@ class Prober:
             send_lag_s=(sent_ns - intended_ns) / 1e9,
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
+            reconnects=wire.resent,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
             shard=self.shard, prompt_id=prompt.id, label=label, run_id=self.run_id,
             model=", ".join(st.models) or None,

@@ -357,7 +357,7 @@ def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] |
                                      "workload_levels": {str(k): v for k, v in
                                                          suite.workload_checks.items()}},
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
-                      requests=store.count)
+                      connections=suite.reuse.describe(), requests=store.count)
     return summary
 
 

@@ -17,6 +17,7 @@ from evalkit.errors import UsageError
 from evalkit.probe import http11
 from evalkit.probe.api import AUTH_STYLES, get_adapter
 from evalkit.probe.framing import SENDABLE, TOKEN
+from evalkit.probe.reconnect import Resending, Reuse
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.probe.transport import stamped_transport
 
@@ -144,14 +145,16 @@ def header_name_error(name: str) -> str:
 
 
 def make_client(target: Target, max_connections: int | None = None,
-                stamped: bool = True, ssl_context: ssl.SSLContext | None = None
-                ) -> httpx.AsyncClient:
+                stamped: bool = True, ssl_context: ssl.SSLContext | None = None,
+                reuse: Reuse | None = None) -> httpx.AsyncClient:
     """An httpx client for the target: no compression (bytes as sent).
 
     `stamped` (default) reads sockets through `evalkit.probe.stamping`, which stamps each read
     with its arrival time (the kernel's, on plain TCP) rather than when the stream's task
     gets to run. A client of one connection (a stream's own, `_Clients`) frames HTTP/1.1
-    itself (`evalkit.probe.http11`), without httpcore's pool and h11.
+    itself (`evalkit.probe.http11`), without httpcore's pool and h11, and sends a request
+    the server's close left unanswered once more (`evalkit.probe.reconnect`; `reuse`: the
+    run's knowledge of the server's closes, shared by its stream clients).
     """
     headers = {"accept-encoding": "identity"}
     if target.user_agent:
@@ -169,9 +172,11 @@ def make_client(target: Target, max_connections: int | None = None,
     if stamped and max_connections == 1 and http11.LEAN:  # a stream's own connection
         transport = http11.LeanTransport(verify if isinstance(verify, ssl.SSLContext)
                                          else httpx.create_ssl_context(verify=verify),
-                                         limits.keepalive_expiry)
+                                         limits.keepalive_expiry, reuse)
     elif stamped:
         transport = stamped_transport(limits, verify)
+        if max_connections == 1 and transport is not None:
+            transport = Resending(transport, reuse if reuse is not None else Reuse())
     client = httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
                                params=dict(target.params) or None,
                                timeout=timeout, limits=limits, verify=verify,
@@ -201,9 +206,12 @@ class _Clients:
     client, so nothing scales with the number of streams.
     """
 
-    def __init__(self, target: Target, stamped: bool = True) -> None:
+    def __init__(self, target: Target, stamped: bool = True, reuse: Reuse | None = None
+                 ) -> None:
         self.target = target
         self.stamped = stamped
+        #: what the run knows of the server's closes (`evalkit.probe.reconnect`)
+        self.reuse = reuse if reuse is not None else Reuse()
         # one TLS context for all (building one loads the CA bundle: ~50 ms each)
         self._ssl = httpx.create_ssl_context()
         self._free: list[httpx.AsyncClient] = []
@@ -213,7 +221,7 @@ class _Clients:
         if self._free:
             return self._free.pop()
         client = make_client(self.target, max_connections=1, stamped=self.stamped,
-                             ssl_context=self._ssl)
+                             ssl_context=self._ssl, reuse=self.reuse)
         self._all.append(client)
         return client
 
@@ -233,11 +241,17 @@ class _Clients:
         unseen), and a server that drops fresh idle connections drops them here, not
         under the level's first requests. A vendor sees a level begin either way, as a
         burst of new connections.
+
+        Not once the server was seen closing after its streams (`reuse.fresh`): each
+        request opens its own connection then, and a warmed one would go unused.
         """
         fresh = [make_client(self.target, max_connections=1, stamped=self.stamped,
-                             ssl_context=self._ssl) for _ in range(n - len(self._all))]
+                             ssl_context=self._ssl, reuse=self.reuse)
+                 for _ in range(n - len(self._all))]
         self._all += fresh
         self._free += fresh
+        if self.reuse.fresh:
+            return
 
         async def touch(client: httpx.AsyncClient) -> None:
             # bounded like any vendor answer: a trickled or endless body costs at most

@@ -43,6 +43,7 @@ from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
 from evalkit.render.costtext import cost_context, cost_line
 from evalkit.render.evidence import evidence_files
+from evalkit.render.findings import beside_outcomes, configuration_figures
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
@@ -284,7 +285,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
     if run is not None:
         lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
                      + _suite_words(run_doc.get("suite_version"))))
-    figures = lead + figures
+    figures = lead + figures + configuration_figures(summary)
     if (row := answers_figure(summary, card.answers, card.swap)) is not None:
         figures.append(row)
     if summary and (line := cost_line(card.cost)) is not None:
@@ -366,7 +367,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
             {"ttft": "TTFT", "itl": "TPOT", "tpot": "TPOT", "admission": "rejections",
              "incomplete": "cut streams", "timeout": "timeouts", "error": "errors"}.get(
                 str(m), clip(m, 20)) for m in (ms if isinstance(ms, list) else [])),
-        "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes,
+        "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes, "beside": beside_outcomes,
         "outcomes": sorted(digest.outcomes.items()),
         "n_records": digest.n,
         "skipped_lines": run.skipped_lines if run else 0,

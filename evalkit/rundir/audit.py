@@ -225,6 +225,15 @@ _NEWER_SECTIONS = frozenset({"rate_limits"})
 #: may be missing only where its records would give None (a run that had a workload
 #: cannot lose its section unnoticed)
 _NEWER_WHEN_EMPTY = frozenset({"workload", "trace"})
+#: top-level figures newer than some summaries that may be missing only where the
+#: records give nothing to say: no request sent again (`reconnects` 0), no configuration
+#: finding (a run that had one cannot lose it unnoticed)
+_NEWER_WHEN_NOTHING = frozenset({"reconnects", "configuration"})
+
+
+def _nothing(value: Any) -> bool:
+    """A newer figure that says nothing happened (0, or a section without findings)."""
+    return value == 0 or (isinstance(value, Mapping) and not value.get("findings"))
 
 
 def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
@@ -244,7 +253,8 @@ def _differences(given: Any, derived: Any, path: str, out: list[str]) -> None:
             if k in given:
                 _differences(given[k], v, where, out)
             elif required and not (not path and (
-                    k in _NEWER_SECTIONS or (k in _NEWER_WHEN_EMPTY and v is None))):
+                    k in _NEWER_SECTIONS or (k in _NEWER_WHEN_EMPTY and v is None)
+                    or (k in _NEWER_WHEN_NOTHING and _nothing(v)))):
                 out.append(f"{where} (missing)")
     elif isinstance(derived, list):
         if not isinstance(given, list) or len(given) != len(derived):

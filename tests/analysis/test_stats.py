@@ -241,7 +241,7 @@ class TestPhaseStatsEdges:
 
     def test_phase_stats_keys(self) -> None:
         assert set(summarize([stream("b")])["baseline"]) == {
-            "achieved_output_tokens",
+            "achieved_output_tokens", "configuration_failures", "reconnects",
             "admission_failure_rate", "aggregate_tokens_per_s", "aggregate_tokens_per_s_ci",
             "client_bound", "e2e_s", "failure_rate", "failure_rate_ci", "itl_s", "max_gap_s",
             "outcomes",

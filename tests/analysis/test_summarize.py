@@ -479,8 +479,10 @@ class TestTopLevel:
         assert set(s) == {"schema", "tool", "tool_version", "suite_version", "requests",
                           "outcomes", "output_tokens_estimated", "thresholds", "connect",
                           "baseline", "prefill", "ramp", "soak", "rate", "precision", "checks",
-                          "client", "validity", "rate_limits", "workload", "trace"}
+                          "client", "validity", "rate_limits", "workload", "trace",
+                          "reconnects", "configuration"}
         assert s["precision"] is None  # no canary was sent
+        assert s["reconnects"] == 0 and s["configuration"]["findings"] == []
         assert s["workload"] is None and s["trace"] is None  # no workload, no trace
         assert (s["tool"], s["tool_version"], s["requests"]) == ("evalkit", "1.2.3", 2)
         assert (s["outcomes"]["ok"], s["outcomes"]["error"]) == (1, 1)

@@ -398,6 +398,27 @@ class TestPartialReviews:
             fixture_scorecard(), rundir_run.RunDir(data.run, data.summary, (), {}), {})
         assert all(label != "Run status" for label, _ in complete["key_figures"])
 
+    def test_reconnects_and_a_configuration_finding_are_on_the_page(self) -> None:
+        """Requests sent again stand beside their level's outcomes in the ramp table; a
+        shape refused alone as under load is a row of page one, naming what to change,
+        the endpoint's words escaped."""
+        data = rundir_run.open_run(RUN_DIR)
+        summary = json.loads(json.dumps(data.summary))
+        summary["ramp"]["levels"][1].update(reconnects=3, configuration_failures=2)
+        summary["configuration"] = {"findings": [{
+            "status": 400, "message": "request (7037 tokens) exceeds the <b>context</b>",
+            "requests": 8, "phases": {"cache": 8}, "change": "serve a longer context"}]}
+        ctx = report.build_context(fixture_scorecard(),
+                                   rundir_run.RunDir(data.run, summary, (), {}), {},
+                                   charts=False)
+        assert ("Configuration finding", "HTTP 400 “request (7037 tokens) exceeds the "
+                "<b>context</b>” for 8 requests (cache 8), alone as under load: a shape "
+                "the endpoint never serves, left out of the degradation order. To change: "
+                "serve a longer context") in ctx["key_figures"]
+        html = pdf.render_html(ctx)
+        assert "(3 reconnects, 2 configuration)" in html
+        assert "&lt;b&gt;context&lt;/b&gt;" in html and "<b>context" not in html
+
     def test_missing_metrics_are_dashes_not_numbers(self) -> None:
         """A summary without a ramp shows em dashes, not zeros."""
         figs = dict(pagetext.key_figures({"schema": "evalkit.summary/1", "baseline": {}}))
