@@ -8,9 +8,9 @@ STAMP := $(VENV)/.installed
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install demo test lint bench mutation wheel-check clean
+.PHONY: install llama-server demo test lint bench mutation wheel-check clean
 
-install: $(STAMP)
+install: $(STAMP) llama-server
 
 # Re-install only when the project's requirements change (idempotent).
 $(STAMP): pyproject.toml
@@ -21,6 +21,13 @@ $(STAMP): pyproject.toml
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) \
 	$(BIN)/python -m pip install --quiet -e '.[test,engines,ray]'
 	touch $(STAMP)
+
+# llama.cpp's own C++ server, which the tests probe with parallel slots
+# (tests/engines/native_server.py): built from the sdist the `engines` extra pins, once per
+# machine (~15 min on 2 cores), cached under ${XDG_CACHE_HOME:-~/.cache}/evalkit/ so a
+# second clone does not rebuild it; after that, one `--version` check (tools/llama_server.py)
+llama-server: $(STAMP)
+	$(BIN)/python tools/llama_server.py
 
 demo: install
 	$(BIN)/evalkit demo
