@@ -190,6 +190,13 @@ class TestQ5:
         assert j.status == "unreconciled"
         assert "only the request-level tgi_request_mean_time_per_token_duration" in j.reason
 
+    def test_a_page_of_an_unknown_engine_names_what_it_held(self) -> None:
+        j = _q5(_vm(per_stream_itl=False, itl_observations=0, families={},
+                    unrecognised_names=["newengine:queue_depth", "newengine:slots_busy"]))
+        assert j.status == "unreconciled"
+        assert "none of the metric families evalkit reads" in j.reason
+        assert "newengine:queue_depth, newengine:slots_busy" in j.reason
+
     def test_a_histogram_that_counted_none_of_ours_is_unreconciled(self) -> None:
         j = _q5(_vm(itl_observations=0))
         assert j.status == "unreconciled" and "counted none of our streams" in j.reason
