@@ -24,7 +24,8 @@ $(STAMP): pyproject.toml
 
 # llama.cpp's own C++ server, which the tests probe with parallel slots
 # (tests/engines/native_server.py): built from the sdist the `engines` extra pins, once per
-# machine (~15 min on 2 cores), cached under ${XDG_CACHE_HOME:-~/.cache}/evalkit/ so a
+# machine (17 CPU-minutes: ~10 min on 2 idle cores; 49 min measured niced on a loaded
+# machine), cached under ${XDG_CACHE_HOME:-~/.cache}/evalkit/ so a
 # second clone does not rebuild it; after that, one `--version` check (tools/llama_server.py)
 llama-server: $(STAMP)
 	$(BIN)/python tools/llama_server.py

@@ -122,7 +122,8 @@ def main(argv: list[str]) -> int:
         print(f"llama-server (llama-cpp-python {version}): cached at {path}")
         return 0
     print(f"building llama-server from llama-cpp-python {version}'s llama.cpp, once per "
-          f"machine (about 15 minutes on 2 cores); cached at {path}", flush=True)
+          f"machine (17 CPU-minutes: about 10 minutes on 2 idle cores); cached at {path}",
+          flush=True)
     started = time.monotonic()
     build(version)
     said = answers(path)

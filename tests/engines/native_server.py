@@ -43,7 +43,7 @@ from tools.llama_server import answers, binary_path
 MODEL = "evalkit-tiny"
 #: what a missing binary's failure says
 BUILD_HINT = ("llama.cpp's llama-server is not built: run `make install` (it builds it once "
-              "per machine from the sdist the `engines` extra pins, ~15 min on 2 cores, "
+              "per machine from the sdist the `engines` extra pins, ~10 min on 2 idle cores, "
               "cached under ${XDG_CACHE_HOME:-~/.cache}/evalkit/); expected at ")
 
 
