@@ -15,7 +15,8 @@ thing from it. What this engine does, as measured here on 2 shared CPU cores:
   engine's own prompt time growing with it while nothing waits for a slot;
 - it ends each stream with its `timings` (prompt and predicted tokens and ms), and
   closes the connection after every streamed response while advertising keep-alive;
-- its temperature-0 answers did not change under batching (CPU build, this model).
+- its temperature-0 answers mostly stay the same under batching, and the few that
+  change change alone too (a cached prompt is another computation).
 
 The streams' 0 errors at every level need the transport's re-send of a request the
 server closed under (branch `reconnects`): without it 1-3 requests a run die with
@@ -234,15 +235,19 @@ def test_the_engines_timings_sit_beside_ours(probed: Probed) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_precision_holds_under_batching(probed: Probed) -> None:
-    """Canaries at 1x and 2x the slots: this engine's temperature-0 answers stayed the
-    answers alone, and evalkit does not accuse it."""
+    """Canaries at 1x and 2x the slots: evalkit does not accuse this engine of degrading
+    precision. Its temperature-0 answers are not all fixed: now and then one answers
+    otherwise, alone as well as under load (a prompt its cache served is another
+    computation, and a random-weight model has near-ties), so a level's match rate is
+    judged against the engine's own rate alone, never against 100 %."""
     p = probed.summary["precision"]
-    assert p is not None and p["alone"]["match_rate"] == 1.0, p["alone"]
+    assert p is not None and p["alone"]["answers"] == 8, p["alone"]
+    assert p["alone"]["match_rate"] is not None and p["alone"]["match_rate"] >= 0.5
     for lv in p["levels"]:
         if lv["concurrency"] >= SLOTS:
             assert lv["compared"] >= 8, lv
-        assert lv["status"] == "held" and lv["match_rate"] == 1.0, lv
-        assert lv["models_seen"] == ["evalkit-tiny"]
+        assert lv["status"] in ("held", "tie"), lv
+        assert lv["models_seen"] == ["evalkit-tiny"] and not lv["models_not_seen_alone"]
     assert p["degraded_at"] is None
     assert probed.summary["ramp"]["first_degraded"] != "precision"
 
