@@ -110,6 +110,16 @@ class RequestRecord:
     #: prompt tokens the vendor said it served from its prefix cache (usage
     #: `prompt_tokens_details.cached_tokens`); None: it said nothing
     cached_prompt_tokens: int | None = None
+    #: the engine's own account of the response, where it sends one (llama.cpp's
+    #: `timings` in its last chunk; `evalkit.probe.fields.EngineTimings`): the prompt
+    #: tokens it processed and those its cache served, the prompt's time from when a
+    #: slot took the request (its `prompt_ms`, in seconds: no wait for a slot, no
+    #: network, no HTTP), the tokens it generated and their time; None: it sent none
+    engine_prompt_tokens: int | None = None
+    engine_cached_tokens: int | None = None
+    engine_prompt_s: float | None = None
+    engine_output_tokens: int | None = None
+    engine_decode_s: float | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.
@@ -125,7 +135,7 @@ class RequestRecord:
         tail = {name: getattr(self, name) for name in _AFTER_CHUNKS}
         if self.rate_limit_headers is None:  # most vendors send none: no key for nothing
             del tail["rate_limit_headers"]
-        for name in _SPARSE:  # the suite's own probes belong to no workload shape
+        for name in _SPARSE:  # no workload shape (the suite's own probes), no engine account
             if tail[name] is None:
                 del tail[name]
         if not self.reconnects:  # nearly every request: no key for nothing
@@ -146,4 +156,6 @@ _FIELDS = tuple(f.name for f in fields(RequestRecord))
 #: the fields written before and after `chunks`, in the dataclass's order
 _BEFORE_CHUNKS = _FIELDS[:_FIELDS.index("chunks")]
 _AFTER_CHUNKS = _FIELDS[_FIELDS.index("chunks") + 1:]
-_SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens")
+_SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
+           "engine_prompt_tokens", "engine_cached_tokens", "engine_prompt_s",
+           "engine_output_tokens", "engine_decode_s")

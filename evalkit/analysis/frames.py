@@ -19,7 +19,8 @@ _NUMERIC = ("t0_s", "level", "prompt_tokens", "counted_prompt_tokens",
             "requested_output_tokens", "output_tokens",
             "counted_output_tokens", "usage_completion_tokens", "ttft_s", "ttfa_s", "e2e_s",
             "http_status", "send_lag_s", "end_s", "retry_after_s", "turn", "step",
-            "planned_turns", "cached_prompt_tokens", "reconnects")
+            "planned_turns", "cached_prompt_tokens", "reconnects", "engine_prompt_tokens",
+            "engine_cached_tokens", "engine_prompt_s", "engine_output_tokens", "engine_decode_s")
 _TEXT = ("id", "phase", "outcome", "finish_reason", "error", "prompt_id", "canary", "model",
          "system_fingerprint", "output_sha256", "answer_text", "answer_tokens",
          "answer_logprobs", "rate_limit_headers", "shape", "session")

@@ -106,20 +106,27 @@ def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> fl
 
 
 def _alone(rows: pd.DataFrame) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Each canary's reference answer alone (its modal digest), and the alone summary."""
+    """Each canary's reference answer alone (its modal digest), and the alone summary.
+
+    The rate alone is the share of the *other* answers alone that match the reference:
+    the reference is one of them, and counted as matching itself it made an engine that
+    never repeats an answer read 50 % (two repeats) where it agrees with itself 0 % of
+    the time, and every level of it a precision breach, level 1 included. Canaries
+    answered once alone say nothing of the engine's own variation."""
     refs: dict[str, dict[str, Any]] = {}
-    matched = answered = distinct = 0
+    matched = others = answered = distinct = 0
     for canary, sub in rows.groupby("canary", sort=True):
         digests = Counter(sub["output_sha256"].dropna())
         if not digests:
             continue
         modal, count = digests.most_common(1)[0]
         refs[str(canary)] = sub[sub["output_sha256"] == modal].iloc[0].to_dict()
-        matched += count
+        matched += count - 1
+        others += sum(digests.values()) - 1
         answered += sum(digests.values())
         distinct += len(digests)
     summary = {"answers": answered, "canaries_answered": len(refs),
-               "match_rate": matched / answered if answered else None,
+               "match_rate": matched / others if others else None,
                "distinct": distinct, "models_seen": _names(rows["model"]),
                "fingerprints_seen": _names(rows["system_fingerprint"])}
     return refs, summary
@@ -143,6 +150,8 @@ def _status(k: int, n: int, floor: float, models_new: Sequence[str]
         return "breach", ci
     if ci is None:
         return "not_measured", None
+    if floor <= 0:  # its answers alone did not repeat: no rate under load falls below
+        return "not_measured", ci
     if ci[1] < floor:
         return "breach", ci
     return ("tie" if k / n < floor else "held"), ci

@@ -210,6 +210,43 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "stall_threshold_s": th.stall_s,
         "output_length": output_length_check(req, th.output_shortfall),
         "top_error": top_error(req),
+        # the engine's own account of the same requests, where it sent one
+        "engine_timings": engine_timings(ok_req),
+    }
+
+
+def engine_timings(ok_req: pd.DataFrame) -> dict[str, Any] | None:
+    """The engine's own account of a group's ok requests, beside ours (None: none of
+    them carried one): a second witness that is not us.
+
+    llama.cpp's server ends every stream with its `timings` (kept per record as
+    `engine_prompt_s`, `engine_decode_s` and their token counts): its prompt time, our
+    TTFT of the same requests, their difference request by request, and its time per
+    output token. Its prompt time runs from when a slot took the request to the
+    prompt's last batch; our TTFT from when our bytes left to when the first token's
+    arrived, so it adds the HTTP front (parsing, the chat template, tokenising), the
+    wait for a free slot (with N slots the requests above N wait: the difference grows
+    with the queue while the engine's prompt time does not), the first token's sampling
+    and the network both ways. An engine's account is its own claim: compared with
+    ours, never put in its place.
+    """
+    prompt = ok_req["engine_prompt_s"].to_numpy(dtype=np.float64)
+    has = np.isfinite(prompt)
+    if not has.any():
+        return None
+    ttft = ok_req["ttft_s"].to_numpy(dtype=np.float64)[has]
+    decode = ok_req["engine_decode_s"].to_numpy(dtype=np.float64)[has]
+    out = ok_req["engine_output_tokens"].to_numpy(dtype=np.float64)[has]
+    with np.errstate(all="ignore"):  # fewer than 2 tokens: no time per token (NaN, dropped)
+        tpot = np.where(out >= 2, decode / (out - 1), np.nan)
+    return {
+        "requests": int(has.sum()),
+        "prompt_s": percentiles(prompt[has]),
+        "ttft_s": percentiles(ttft),
+        # ours minus the engine's, request by request: the slot wait, the HTTP front and
+        # the network, which its account does not see
+        "ttft_beyond_prompt_s": percentiles(ttft - prompt[has]),
+        "tpot_s": percentiles(tpot),
     }
 
 

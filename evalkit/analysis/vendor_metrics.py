@@ -7,15 +7,36 @@ page is parsed with `prometheus_client`'s text parser (the reference implementat
 format), after keeping only the lines of the families recognised here:
 
     ttft        vllm:time_to_first_token_seconds, sglang:time_to_first_token_seconds
-                (TGI exports none)
+                (TGI and llama.cpp export none)
     itl         vllm:inter_token_latency_seconds, vllm:time_per_output_token_seconds (older
                 vLLM, also observed per token), sglang:inter_token_latency_seconds
     tpot_req    vllm:request_time_per_output_token_seconds,
                 sglang:time_per_output_token_seconds, tgi_request_mean_time_per_token_duration
     queue_time  vllm:request_queue_time_seconds, tgi_request_queue_duration
-    running     vllm:num_requests_running, sglang:num_running_reqs, tgi_batch_current_size
-    waiting     vllm:num_requests_waiting, sglang:num_queue_reqs, tgi_queue_size
-    kv_cache    vllm:kv_cache_usage_perc (older vllm:gpu_cache_usage_perc), sglang:token_usage
+    running     vllm:num_requests_running, sglang:num_running_reqs, tgi_batch_current_size,
+                llamacpp:requests_processing (its slots busy)
+    waiting     vllm:num_requests_waiting, sglang:num_queue_reqs, tgi_queue_size,
+                llamacpp:requests_deferred (requests waiting for a free slot)
+    kv_cache    vllm:kv_cache_usage_perc (older vllm:gpu_cache_usage_perc), sglang:token_usage,
+                llamacpp:kv_cache_usage_ratio (older llama.cpp; the 0.3.36 server has none)
+
+Counters, turned into a rate per window (its difference over the seconds between the
+scrapes around it; a reset reads as none): llama.cpp's `prompt_tokens_processed`
+(`llamacpp:prompt_tokens_total`, the cache's excluded), `cached_prompt_tokens`
+(`prompt_tokens_cached_total`), `generated_tokens` (`tokens_predicted_total`),
+`prompt_seconds` and `decode_seconds` (`prompt_seconds_total`,
+`tokens_predicted_seconds_total`: engine time; the decode time is summed over its slots,
+so one second of it per wall second is one slot busy) and `decode_calls`
+(`n_decode_total`). Its `llamacpp:n_busy_slots_per_decode` is a mean since the engine
+started; over a window it becomes the mean batch, `busy_slots_per_decode` (the slots in
+each llama_decode() call: above 1, requests were batched). Names and types read from
+llama.cpp's tools/server/server-task.cpp (`to_metrics`) in the llama-cpp-python 0.3.36
+sdist, 2026-12-04: prompt token counters are added per decode batch, predicted ones when
+a request ends, so a window whose scrapes are idle counts its requests whole.
+
+A page none of whose families is recognised keeps, per scrape, the metric names it held
+(`MAX_UNKNOWN_NAMES`, each a valid Prometheus name or dropped), and `vendor_metrics`
+lists them as `unrecognised_names`: the next engine is a row in these tables, not a guess.
 
 Sources: vLLM "Production Metrics" (docs.vllm.ai/en/stable/usage/metrics/), SGLang
 "Production Metrics" (docs.sglang.io/references/production_metrics.html), TGI "Metrics"
@@ -44,6 +65,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,14 +82,35 @@ FAMILIES: dict[str, tuple[str, ...]] = {
                  "tgi_request_mean_time_per_token_duration"),
     "queue_time": ("vllm:request_queue_time_seconds", "tgi_request_queue_duration"),
     "running": ("vllm:num_requests_running", "sglang:num_running_reqs",
-                "tgi_batch_current_size"),
-    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size"),
-    "kv_cache": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"),
+                "tgi_batch_current_size", "llamacpp:requests_processing"),
+    "waiting": ("vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size",
+                "llamacpp:requests_deferred"),
+    "kv_cache": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage",
+                 "llamacpp:kv_cache_usage_ratio"),
+    # counters (cumulative): a rate per window
+    "prompt_tokens_processed": ("llamacpp:prompt_tokens_total",),
+    "cached_prompt_tokens": ("llamacpp:prompt_tokens_cached_total",),
+    "generated_tokens": ("llamacpp:tokens_predicted_total",),
+    "prompt_seconds": ("llamacpp:prompt_seconds_total",),
+    "decode_seconds": ("llamacpp:tokens_predicted_seconds_total",),
+    "decode_calls": ("llamacpp:n_decode_total",),
+    # a mean since the engine started, of slots per decode call (weighed by decode_calls)
+    "busy_slots_per_decode": ("llamacpp:n_busy_slots_per_decode",),
 }
 HISTOGRAMS = ("ttft", "itl", "tpot_req", "queue_time")
 GAUGES = ("running", "waiting", "kv_cache")
-_NAMES = tuple(sorted({n for names in FAMILIES.values() for n in names}))
-_PREFIXES = ("vllm:", "sglang:", "tgi_")
+COUNTERS = ("prompt_tokens_processed", "cached_prompt_tokens", "generated_tokens",
+            "prompt_seconds", "decode_seconds", "decode_calls")
+#: read as a plain value like a gauge, but summarised per window from the counter beside it
+_MEANS = {"busy_slots_per_decode": "decode_calls"}
+_ALL_NAMES = tuple(sorted({n for names in FAMILIES.values() for n in names}))
+_PREFIXES = ("vllm:", "sglang:", "tgi_", "llamacpp:")
+#: the engine each prefix names
+ENGINES = (("vllm:", "vllm"), ("sglang:", "sglang"), ("tgi_", "tgi"), ("llamacpp:", "llama.cpp"))
+#: an unrecognised page: the most metric names kept of it, and the longest name kept
+MAX_UNKNOWN_NAMES = 40
+_NAME_MAX = 100
+_METRIC_NAME = re.compile(rf"[a-zA-Z_:][a-zA-Z0-9_:]{{0,{_NAME_MAX - 1}}}")
 #: the most periodic samples kept (a day-long soak at 1 s: bounded memory)
 MAX_SAMPLES = 20_000
 #: a metrics page larger than this is cut (a real engine's is ~100 KB)
@@ -167,15 +210,39 @@ def parse(text: str) -> Snapshot:
             if role in HISTOGRAMS and name in found_h and found_h[name].buckets:
                 snap.histograms[role], snap.names[role] = found_h[name], name
                 break
-            if role in GAUGES and name in found_g:
+            if role not in HISTOGRAMS and name in found_g:  # a gauge, counter or mean
                 snap.gauges[role], snap.names[role] = found_g[name], name
                 break
     return snap
 
 
+def unknown_names(text: str, kept: str) -> tuple[str, ...]:
+    """`page_names` of a page whose kept lines (`keep_lines`) name none of the families
+    recognised here; () for a recognised page (a substring test, cheap enough to run in
+    a timed window, where nothing is parsed)."""
+    return () if any(name in kept for name in _ALL_NAMES) else page_names(text)
+
+
+def page_names(text: str) -> tuple[str, ...]:
+    """The metric names a page held, for a page none of whose families is recognised:
+    the first `MAX_UNKNOWN_NAMES` distinct ones, each a valid Prometheus name (anything
+    else on a hostile page is dropped, so what is kept is safe to print)."""
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        bare = line[7:] if line.startswith(("# TYPE ", "# HELP ")) else line
+        if bare.startswith("#"):
+            continue
+        m = _METRIC_NAME.match(bare)
+        if m and (len(bare) == m.end() or bare[m.end()] in " {\t"):
+            seen.setdefault(m.group(), None)
+            if len(seen) >= MAX_UNKNOWN_NAMES:
+                break
+    return tuple(seen)
+
+
 def engine_of(names: Sequence[str]) -> str | None:
-    """vllm | sglang | tgi, from the recognised names found (None: none found)."""
-    for prefix, engine in (("vllm:", "vllm"), ("sglang:", "sglang"), ("tgi_", "tgi")):
+    """vllm | sglang | tgi | llama.cpp, from the recognised names found (None: none)."""
+    for prefix, engine in ENGINES:
         if any(n.startswith(prefix) for n in names):
             return engine
     return None
@@ -189,6 +256,8 @@ class _Scrape:
     t_ns: int
     text: str | None
     error: str | None = None
+    #: the page's metric names when it held no recognised family (`page_names`)
+    names: tuple[str, ...] = ()
 
 
 def _parsed(scrape: _Scrape) -> tuple[_Scrape, Snapshot | None]:
@@ -211,6 +280,7 @@ def digest(url: str, scrapes: Sequence[_Scrape], records: Sequence[Any]) -> dict
             for role, name in snap.names.items():
                 names.setdefault(role, name)
     ok = sum(1 for _, snap in parsed if snap is not None)
+    unknown = list(dict.fromkeys(n for s in scrapes for n in s.names))[:MAX_UNKNOWN_NAMES]
     errors = [s.error for s, snap in parsed if snap is None and s.error]
     phases: dict[str, Any] = {}
     levels: dict[str, Any] = {}
@@ -231,6 +301,8 @@ def digest(url: str, scrapes: Sequence[_Scrape], records: Sequence[Any]) -> dict
         "scrapes": len(scrapes), "scrapes_ok": ok,
         "scrape_errors": errors[:5],
         "families": names,
+        # a page with none of the families above: what it held instead
+        "unrecognised_names": [] if names else unknown,
         "per_stream_itl": "itl" in names,
         "request_level_tpot": "tpot_req" in names,
         "itl_observations": itl_seen,
@@ -252,15 +324,16 @@ def _groups(parsed: list[tuple[_Scrape, Snapshot | None]]
 
 def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
             ) -> dict[str, Any] | None:
-    before = next((snap for s, snap in group if s.when == "before" and snap), None)
-    after = next((snap for s, snap in reversed(group) if s.when == "after" and snap), None)
-    cut = after is None
+    first = next(((s, snap) for s, snap in group if s.when == "before" and snap), None)
+    last = next(((s, snap) for s, snap in reversed(group) if s.when == "after" and snap), None)
+    cut = last is None
     if cut:  # the run stopped inside it (a kill): the window ends at its last sample
-        after = next((snap for s, snap in reversed(group) if s.when == "during" and snap),
-                     None)
-    if before is None or after is None:
+        last = next(((s, snap) for s, snap in reversed(group) if s.when == "during" and snap),
+                    None)
+    if first is None or last is None or first[1] is None or last[1] is None:
         return None
-    vendor: dict[str, Any] = {}
+    before, after = first[1], last[1]
+    vendor: dict[str, Any] = _counters(before, after, (last[0].t_ns - first[0].t_ns) / 1e9)
     for role in HISTOGRAMS:
         if role in after.histograms:
             vendor[f"{role}_s"] = after.histograms[role].minus(
@@ -287,6 +360,34 @@ def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
                                  if ours["ttft_s"][k] is not None and theirs.get(k) is not None
                                  else None) for k in ("mean", "p50", "p90")}
         out["counted_ours"] = theirs["n"] == ours["ttft_s"]["n"]
+    return out
+
+
+def _counters(before: Snapshot, after: Snapshot, window_s: float) -> dict[str, Any]:
+    """The counters' differences over the window and their rates per wall second, and
+    the mean batch (`busy_slots_per_decode`) over it; empty when the page has none. A
+    counter that went down (the engine restarted) reads as not counted."""
+    counters: dict[str, Any] = {}
+    for role in COUNTERS:
+        if role in after.gauges and role in before.gauges:
+            diff = after.gauges[role] - before.gauges[role]
+            counters[role] = None if diff < 0 else {
+                "delta": diff, "per_s": diff / window_s if window_s > 0 else None}
+    if not counters:
+        return {}
+    out: dict[str, Any] = {"window_s": window_s, "counters": counters}
+    for mean, weight in _MEANS.items():
+        if mean not in after.gauges or mean not in before.gauges:
+            continue
+        calls = counters.get(weight)
+        out[mean] = None  # the engine restarted, or nothing ran: no mean
+        if calls and calls["delta"] > 0:
+            a = after.gauges[mean] * after.gauges[weight]
+            b = before.gauges[mean] * before.gauges[weight]
+            # llama.cpp prints 6 significant digits: after millions of calls the printed
+            # mean cannot resolve a short window's, which is then not given
+            blur = 1e-5 * (abs(a) + abs(b)) / calls["delta"]
+            out[mean] = (a - b) / calls["delta"] if a >= b and blur <= 0.05 else None
     return out
 
 

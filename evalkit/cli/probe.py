@@ -68,9 +68,10 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @click.option("--api-version", help="api-version query parameter sent with every request "
                                     "(Azure OpenAI, e.g. 2024-10-21).")
 @click.option("--metrics-url", help="The vendor's Prometheus metrics page (vLLM, SGLang, "
-                                    "TGI), scraped around each phase for Q5: its TTFT beside "
-                                    "ours, queue depth per ramp level (summary.json "
-                                    "vendor_metrics).")
+                                    "TGI, llama.cpp), scraped around each phase for Q5: its "
+                                    "TTFT beside ours, queue depth and token rates per ramp "
+                                    "level (summary.json vendor_metrics; an unknown page's "
+                                    "metric names are kept).")
 @click.option("--header", "headers", multiple=True, metavar="'K: V'",
               help="Extra request header (repeatable); values are never written.")
 @click.option("--extra-body", help="JSON object merged into every request body "

@@ -26,7 +26,15 @@ from typing import Any, NamedTuple, Protocol
 
 from evalkit.errors import UsageError
 from evalkit.probe.chunkscan import chat_token
-from evalkit.probe.fields import NAME_MAX, as_count, as_dict, as_name, as_str
+from evalkit.probe.fields import (
+    NAME_MAX,
+    EngineTimings,
+    as_count,
+    as_dict,
+    as_name,
+    as_str,
+    engine_timings,
+)
 from evalkit.probe.logprobs import chat_logprobs, completion_logprobs
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.rundir.store import MAX_COUNT
@@ -57,6 +65,8 @@ class Delta(NamedTuple):
     fingerprint: str | None = None
     #: the chosen tokens and their logprobs, where the request asked and the API gives them
     logprobs: tuple[tuple[str, float], ...] | None = None
+    #: the engine's own account of the response (llama.cpp's `timings`, in its last chunk)
+    timings: EngineTimings | None = None
 
     @property
     def is_content(self) -> bool:
@@ -230,7 +240,8 @@ class OpenAIChat(_OpenAIStyle):
                      role_only=bool(delta.get("role")) and not text and not reasoning,
                      model=as_name(obj.get("model")),
                      fingerprint=as_name(obj.get("system_fingerprint")),
-                     logprobs=chat_logprobs(lp) if lp else None)
+                     logprobs=chat_logprobs(lp) if lp else None,
+                     timings=engine_timings(obj.get("timings")))
 
 
 class OpenAICompletions(_OpenAIStyle):
@@ -268,7 +279,8 @@ class OpenAICompletions(_OpenAIStyle):
                      usage_cached_tokens=_cached(obj, pt),
                      model=as_name(obj.get("model")),
                      fingerprint=as_name(obj.get("system_fingerprint")),
-                     logprobs=completion_logprobs(lp) if lp else None)
+                     logprobs=completion_logprobs(lp) if lp else None,
+                     timings=engine_timings(obj.get("timings")))
 
 
 class AnthropicMessages:

@@ -7,9 +7,10 @@ count", "a name" or "an object" keeps them judging a value alike.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
-from evalkit.rundir.store import MAX_COUNT
+from evalkit.rundir.store import MAX_COUNT, MAX_SECONDS
 
 #: the longest model name or fingerprint kept (a vendor string: bounded, then sanitised
 #: where it is shown)
@@ -36,3 +37,44 @@ def as_count(value: Any) -> int | None:
 def as_name(value: Any) -> str | None:
     """A model name or fingerprint, cut to `NAME_MAX`; None for an empty or a non-string."""
     return value[:NAME_MAX] if isinstance(value, str) and value else None
+
+
+def as_ms_in_seconds(value: Any) -> float | None:
+    """A vendor's duration in milliseconds, as seconds; None: not a finite number of
+    them from 0 to any a record may hold (`evalkit.rundir.store.MAX_SECONDS`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        seconds = value / 1000.0
+    except OverflowError:  # an int of hundreds of digits
+        return None
+    return seconds if math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS else None
+
+
+class EngineTimings(NamedTuple):
+    """An engine's own account of one response: llama.cpp's `timings` object (sent in
+    its last stream chunk), read field by field; a field it did not send, or sent as
+    something else, is None."""
+
+    #: `prompt_n`: the prompt tokens it processed (those served from its cache excluded)
+    prompt_tokens: int | None = None
+    #: `cache_n`: the prompt tokens its cache served
+    cached_tokens: int | None = None
+    #: `prompt_ms`: from when a slot took the request to the prompt's last batch
+    prompt_s: float | None = None
+    #: `predicted_n` and `predicted_ms`: the tokens it generated, and the time from the
+    #: prompt's end to the last of them
+    output_tokens: int | None = None
+    decode_s: float | None = None
+
+
+def engine_timings(value: Any) -> EngineTimings | None:
+    """llama.cpp's `timings` object read defensively; None when it holds none of them."""
+    d = as_dict(value)
+    if not d:
+        return None
+    timings = EngineTimings(as_count(d.get("prompt_n")), as_count(d.get("cache_n")),
+                            as_ms_in_seconds(d.get("prompt_ms")),
+                            as_count(d.get("predicted_n")),
+                            as_ms_in_seconds(d.get("predicted_ms")))
+    return timings if any(v is not None for v in timings) else None

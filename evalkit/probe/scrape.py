@@ -19,6 +19,7 @@ from evalkit.analysis.vendor_metrics import (
     _Scrape,
     digest,
     keep_lines,
+    unknown_names,
 )
 from evalkit.probe.replies import bounded_get
 from evalkit.sanitize import clean
@@ -55,7 +56,9 @@ class VendorScraper:
             if response.status_code != 200:
                 raise ValueError(f"HTTP {response.status_code}")
             text = response.content.decode("utf-8", errors="replace")
-            self._keep(_Scrape(phase, level, when, t_ns, keep_lines(text)))
+            kept = keep_lines(text)
+            self._keep(_Scrape(phase, level, when, t_ns, kept, None,
+                               unknown_names(text, kept)))
         except (httpx.HTTPError, ValueError) as exc:
             self._keep(_Scrape(phase, level, when, t_ns, None,
                                clean(f"{type(exc).__name__}: {exc}", 200)))
@@ -79,7 +82,9 @@ class VendorScraper:
                                    + "\n")
             self._log_fh.write(json.dumps({"phase": scrape.phase, "level": scrape.level,
                                            "when": scrape.when, "t_ns": scrape.t_ns,
-                                           "text": scrape.text, "error": scrape.error}) + "\n")
+                                           "text": scrape.text, "error": scrape.error,
+                                           **({"names": list(scrape.names)}
+                                              if scrape.names else {})}) + "\n")
             self._log_fh.flush()
         except OSError:
             self.log = None

@@ -30,6 +30,7 @@ import httpx
 
 from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.chunked import read_body
+from evalkit.probe.fields import EngineTimings
 from evalkit.probe.loopmonitor import Ring, _pct
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.reconnect import Reuse
@@ -393,6 +394,8 @@ class Prober:
                     st.usage_pt = delta.usage_prompt_tokens
                 if delta.usage_cached_tokens is not None:
                     st.usage_cached = delta.usage_cached_tokens
+                if delta.timings is not None:
+                    st.timings = delta.timings
             return True
 
         try:
@@ -410,6 +413,7 @@ class Prober:
         counted = sum(st.chunk_tokens) + st.blank_tokens if st.status == 200 else None
         output = st.usage_ct if st.usage_ct is not None else counted
         chunks = [((ns - t0) / 1e9, n) for ns, n in zip(st.chunk_ns, st.chunk_tokens, strict=True)]
+        engine = st.timings or EngineTimings()
         return RequestRecord(
             id=rid, phase=phase, level=level, outcome=outcome,
             t0_s=(t0 - self.origin_ns) / 1e9,
@@ -442,4 +446,7 @@ class Prober:
             answer_logprobs=[v for _, v in st.logprobs] if prompt.canary is not None and st.logprobs
             else None, rate_limit_headers=st.limits,
             shape=prompt.shape, session=prompt.session, turn=prompt.turn, step=prompt.step,
-            planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached)
+            planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached,
+            engine_prompt_tokens=engine.prompt_tokens, engine_cached_tokens=engine.cached_tokens,
+            engine_prompt_s=engine.prompt_s, engine_output_tokens=engine.output_tokens,
+            engine_decode_s=engine.decode_s)

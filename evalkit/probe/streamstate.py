@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.probe.api import Delta
-from evalkit.probe.fields import NAME_MAX
+from evalkit.probe.fields import NAME_MAX, EngineTimings
 from evalkit.records import Outcome
 from evalkit.sanitize import clean
 
@@ -43,6 +43,8 @@ class StreamState:
     usage_ct: int | None = None
     usage_pt: int | None = None
     usage_cached: int | None = None
+    #: the engine's own account of the response (the last `timings` it sent)
+    timings: EngineTimings | None = None
     done: bool = False
     payload_error: str | None = None
     protocol_error: str | None = None

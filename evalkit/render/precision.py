@@ -13,7 +13,9 @@ from evalkit.render.pdf import clip
 
 #: a level's precision status as the page says it
 STATUS_WORDS = {"held": "held", "tie": "tie (its interval straddles the floor)",
-                "breach": "BREACH", "not_measured": "not measured (no canary compared)"}
+                "breach": "BREACH",
+                "not_measured": "not measured (no canary compared, or its answers alone "
+                                "did not repeat)"}
 KIND_WORDS = {"model_reported": "another model answered",
               "diverged_at_start": "differed from the first tokens, same model name",
               "varied": "answers varied, same model reported"}
@@ -95,6 +97,9 @@ def answers_figure(summary: Mapping[str, Any] | None, answers: str | None,
         return ("Answers under load", f"precision degraded at {degraded} streams, above the "
                 "concurrency sold (see Precision under load)")
     measured = [lv for lv in levels if lv.get("status") in ("held", "tie", "breach")]
+    if not measured and any(as_count(lv.get("compared")) for lv in levels):
+        return ("Answers under load", "not verified: the endpoint's temperature-0 answers "
+                "alone did not repeat, so its answers under load have nothing to match")
     if not measured:
         return ("Answers under load", "not verified: no load level compared a canary "
                 "(a longer level, or more canaries, would)")

@@ -236,7 +236,10 @@ def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
                  "our streams' tokens while we probed: it is not the engine that served us "
                  "(another replica?), or it is not fed.")
     other = quote(str(families.get("tpot_req") or ""), 80)
+    held = [str(n) for n in vm.get("unrecognised_names") or []]
     found = (f"only the request-level {other} (one mean per request)" if other else
-             "no inter-token metric at all")
+             "no inter-token metric at all" if families or not held else
+             f"none of the metric families evalkit reads (the page held {len(held)} others,"
+             f" among them {quote(', '.join(held[:4]), 160)})")
     return j("unreconciled", f"{said}, but our scrape of {url} found {found}: no per-stream "
              "inter-token histogram.")

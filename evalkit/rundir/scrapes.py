@@ -11,9 +11,11 @@ from evalkit.analysis.vendor_metrics import (
     MAX_LOG_BYTES,
     MAX_PAGE_BYTES,
     MAX_SAMPLES,
+    MAX_UNKNOWN_NAMES,
     SCRAPES_SCHEMA,
     _Scrape,
     digest,
+    page_names,
 )
 from evalkit.sanitize import clean
 
@@ -42,10 +44,15 @@ def read_log(path: Path) -> tuple[str | None, list[_Scrape], int]:
             elif _is_scrape(d) and len(scrapes) < 2 * MAX_SAMPLES:
                 level = d.get("level")
                 text, error = d.get("text"), d.get("error")
+                names = d.get("names")
                 scrapes.append(_Scrape(
                     clean(d["phase"], 40), level, d["when"], int(d.get("t_ns") or 0),
                     text[:MAX_PAGE_BYTES] if isinstance(text, str) else None,
-                    clean(error, 200) if isinstance(error, str) else None))
+                    clean(error, 200) if isinstance(error, str) else None,
+                    # the names as a page would give them: valid ones only, bounded
+                    page_names("\n".join(n for n in names[:MAX_UNKNOWN_NAMES]
+                                          if isinstance(n, str)))
+                    if isinstance(names, list) else ()))
             else:
                 bad += 1
     return url, scrapes, bad

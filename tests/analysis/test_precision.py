@@ -52,12 +52,38 @@ def same(i: int) -> list[str]:
 
 def test_alone_learns_the_vendors_own_variation() -> None:
     recs = alone()
-    # one of k1's three answers alone differs: 5 of 6 answers are their canary's modal one
+    # one of k1's three answers alone differs: of the answers beside each reference
+    # (its modal one), k0's two match it, k1's one of two
     recs[1] = answer("odd", "baseline", 1, "k1", [" c1", " other"], logprobs=[-0.5, -1])
     p = summarize(recs + level(2, [same(i) for i in range(4)]))["precision"]
     assert p["canaries"] == 2
-    assert p["alone"]["match_rate"] == pytest.approx(5 / 6)
+    assert p["alone"]["match_rate"] == pytest.approx(3 / 4)
     assert p["alone"]["distinct"] == 3 and p["alone"]["answers"] == 6
+
+
+def test_an_engine_that_never_repeats_itself_alone_is_not_accused_under_load() -> None:
+    """An engine whose temperature-0 answers change with any change in its arithmetic (a
+    cached prompt, another batch: llama-server on a GGUF whose top logits tie within
+    rounding) answers each canary differently even alone: it agrees with itself 0 % of
+    the time there, so answers that differ under load are no breach, level 1 included
+    (its reference counted as matching itself made that 50 %, and every level a breach)."""
+    recs = [answer(f"a{k}-{r}", "baseline", 1, f"k{k}", [f" c{k}", f" r{r}", *WORDS])
+            for r in range(2) for k in range(2)]
+    differ = [[f" c{i % 2}", f" x{i}", *WORDS] for i in range(12)]
+    s = summarize(recs + level(1, differ) + level(8, differ))
+    p = s["precision"]
+    assert p["alone"]["match_rate"] == 0.0 and p["alone"]["distinct"] == 4
+    from evalkit.render.precision import answers_figure
+
+    said = answers_figure(s, None, None)
+    assert said is not None and "answers alone did not repeat" in said[1]
+    assert [lv["status"] for lv in p["levels"]] == ["not_measured", "not_measured"]
+    assert [lv["matches"] for lv in p["levels"]] == [0, 0] and p["degraded_at"] is None
+    # a reproducible engine answering otherwise under load is still a breach
+    p = summarize(alone() + level(1, [same(i) for i in range(12)]) + level(8, differ)
+                  )["precision"]
+    assert p["alone"]["match_rate"] == 1.0
+    assert [lv["status"] for lv in p["levels"]] == ["held", "breach"]
 
 
 def test_identical_answers_hold_and_nothing_is_degraded() -> None:

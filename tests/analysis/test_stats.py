@@ -243,7 +243,8 @@ class TestPhaseStatsEdges:
         assert set(summarize([stream("b")])["baseline"]) == {
             "achieved_output_tokens", "configuration_failures", "reconnects",
             "admission_failure_rate", "aggregate_tokens_per_s", "aggregate_tokens_per_s_ci",
-            "client_bound", "e2e_s", "failure_rate", "failure_rate_ci", "itl_s", "max_gap_s",
+            "client_bound", "e2e_s", "engine_timings", "failure_rate", "failure_rate_ci",
+            "itl_s", "max_gap_s",
             "outcomes",
             "output_length", "output_tokens", "output_tokens_estimated", "reasoning_first",
             "requests", "stall_threshold_s", "stalled_streams", "stalls", "steady_state",
@@ -252,6 +253,26 @@ class TestPhaseStatsEdges:
         assert set(summarize([stream("b")])["baseline"]["steady_state"]) == {
             "start_s", "end_s", "basis", "target_inflight", "max_inflight", "mean_inflight",
             "min_inflight", "duration_s"}
+
+    def test_the_engines_own_account_beside_ours(self) -> None:
+        """Where the engine sent its timings, its prompt time sits beside our TTFT of the
+        same requests, with their difference request by request; a request without them
+        (or a failed one) is left out, and a group without any has none."""
+        recs = [stream("a", ttft=0.10, engine_prompt_s=0.04, engine_output_tokens=10,
+                       engine_decode_s=0.18),
+                stream("b", t0=1, ttft=0.50, engine_prompt_s=0.05, engine_output_tokens=10,
+                       engine_decode_s=0.27),
+                stream("c", t0=2, ttft=0.30),                      # sent no timings
+                stream("d", t0=3, outcome="error", n=0, engine_prompt_s=0.01)]
+        e = summarize(recs)["baseline"]["engine_timings"]
+        assert e["requests"] == 2
+        assert e["prompt_s"]["n"] == 2 and e["ttft_s"]["n"] == 2
+        # ours minus its: 0.06 and 0.45 s; p50 and p90 interpolated between them
+        beyond = e["ttft_beyond_prompt_s"]
+        assert (beyond["p50"], beyond["p90"]) == pytest.approx((0.255, 0.06 + 0.9 * 0.39))
+        # its time per token: 0.18 and 0.27 s over 9 steps each (0.02, 0.03)
+        assert (e["tpot_s"]["p50"], e["tpot_s"]["p90"]) == pytest.approx((0.025, 0.029))
+        assert summarize([stream("x")])["baseline"]["engine_timings"] is None
 
     def test_answer_first_is_not_reasoning_first(self) -> None:
         recs = [stream("a", ttfa_s=0.1), stream("r", t0=1, ttfa_s=0.3)]  # ttft 0.1 both

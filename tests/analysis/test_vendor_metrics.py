@@ -190,6 +190,13 @@ class TestQ5:
         assert j.status == "unreconciled"
         assert "only the request-level tgi_request_mean_time_per_token_duration" in j.reason
 
+    def test_a_page_of_an_unknown_engine_names_what_it_held(self) -> None:
+        j = _q5(_vm(per_stream_itl=False, itl_observations=0, families={},
+                    unrecognised_names=["newengine:queue_depth", "newengine:slots_busy"]))
+        assert j.status == "unreconciled"
+        assert "none of the metric families evalkit reads" in j.reason
+        assert "newengine:queue_depth, newengine:slots_busy" in j.reason
+
     def test_a_histogram_that_counted_none_of_ours_is_unreconciled(self) -> None:
         j = _q5(_vm(itl_observations=0))
         assert j.status == "unreconciled" and "counted none of our streams" in j.reason
@@ -320,3 +327,106 @@ def test_the_metrics_page_is_read_straight_as_the_streams_go(
         asyncio.run(go())
         assert proxy.connections == 0 and len(vendor.requests) == 1
     assert scraper.scrapes[0].error is None
+
+
+# --------------------------------------------------------------------------- llama.cpp
+
+
+def llama_page(prompt: float = 0, predicted: float = 0, decodes: float = 0,
+               busy_per_decode: float = 0, processing: int = 0, deferred: int = 0) -> str:
+    """A page as llama-server 0.3.36 writes it (tools/server/server-task.cpp `to_metrics`:
+    HELP and TYPE before each line, counters then gauges, C++'s 6 significant digits)."""
+    items = [("prompt_tokens_total", "counter", prompt),
+             ("prompt_tokens_cached_total", "counter", 0),
+             ("prompt_seconds_total", "counter", prompt / 4000),
+             ("tokens_predicted_total", "counter", predicted),
+             ("tokens_predicted_seconds_total", "counter", predicted / 250),
+             ("n_decode_total", "counter", decodes), ("n_tokens_max", "counter", 80),
+             ("prompt_tokens_seconds", "gauge", 4000), ("predicted_tokens_seconds", "gauge", 250),
+             ("requests_processing", "gauge", processing),
+             ("requests_deferred", "gauge", deferred),
+             ("n_busy_slots_per_decode", "gauge", busy_per_decode)]
+    return "".join(f"# HELP llamacpp:{n} what it is\n# TYPE llamacpp:{n} {t}\n"
+                   f"llamacpp:{n} {v:.6g}\n" for n, t, v in items)
+
+
+def _scrape(when: str, t_s: float, page: str, level: int = 8) -> Any:
+    from evalkit.analysis.vendor_metrics import _Scrape, keep_lines, unknown_names
+
+    kept = keep_lines(page)
+    return _Scrape("ramp", level, when, int(t_s * 1e9), kept, None, unknown_names(page, kept))
+
+
+class TestLlamaCpp:
+    def test_its_names_fill_the_roles(self) -> None:
+        snap = parse(llama_page(processing=8, deferred=5))
+        assert snap.gauges["running"] == 8 and snap.gauges["waiting"] == 5
+        assert snap.names["waiting"] == "llamacpp:requests_deferred"
+        assert engine_of(list(snap.names.values())) == "llama.cpp"
+
+    def test_counters_become_rates_per_level_and_the_mean_batch(self) -> None:
+        """Over a level the counters' differences per wall second are the engine's
+        token rates; its since-start mean of busy slots per decode becomes the level's."""
+        from evalkit.analysis.vendor_metrics import digest
+
+        before = llama_page(prompt=1000, predicted=2000, decodes=1000, busy_per_decode=1.5)
+        # 400 calls at 6 slots each: (1.5 x 1000 + 6 x 400) / 1400 = 2.785714...
+        during = llama_page(prompt=1200, predicted=2500, decodes=1200, busy_per_decode=2.2,
+                            processing=8, deferred=4)
+        after = llama_page(prompt=1640, predicted=4400, decodes=1400,
+                           busy_per_decode=(1.5 * 1000 + 6 * 400) / 1400)
+        vm = digest("http://m/metrics", [_scrape("before", 10, before),
+                                         _scrape("during", 11, during),
+                                         _scrape("after", 12, after)], [])
+        assert vm["engine"] == "llama.cpp" and vm["unrecognised_names"] == []
+        level = vm["levels"]["8"]["vendor"]
+        assert level["window_s"] == pytest.approx(2.0)
+        rates = level["counters"]
+        assert rates["prompt_tokens_processed"] == {"delta": 640, "per_s": 320}
+        assert rates["generated_tokens"]["per_s"] == 1200
+        assert rates["decode_calls"]["delta"] == 400
+        assert rates["decode_seconds"]["delta"] == pytest.approx(2400 / 250, rel=1e-5)
+        assert level["busy_slots_per_decode"] == pytest.approx(6.0, abs=0.01)
+        assert level["waiting"]["during_mean"] == 4 and level["running"]["max"] == 8
+        # the engine restarted inside the level: nothing is counted, nothing goes negative
+        vm = digest("u", [_scrape("before", 10, after), _scrape("after", 12, before)], [])
+        assert vm["levels"]["8"]["vendor"]["counters"]["generated_tokens"] is None
+        assert vm["levels"]["8"]["vendor"]["busy_slots_per_decode"] is None
+
+    def test_a_mean_its_digits_cannot_resolve_is_not_given(self) -> None:
+        """After 10 million decode calls the page's 6 significant digits hide a
+        2,000-call level's mean batch: it is left out, not made up."""
+        from evalkit.analysis.vendor_metrics import digest
+
+        vm = digest("u", [_scrape("before", 0, llama_page(decodes=1e7, busy_per_decode=3.1)),
+                          _scrape("after", 1, llama_page(decodes=1e7 + 2000,
+                                                         busy_per_decode=3.1))], [])
+        assert vm["levels"]["8"]["vendor"]["busy_slots_per_decode"] is None
+
+    def test_an_unknown_page_says_which_names_it_held(self, tmp_path: Path) -> None:
+        """A page of no engine known here keeps its metric names (valid names only, a
+        bounded number) in vendor_metrics, and they survive the scrape log."""
+        from evalkit.analysis.vendor_metrics import MAX_UNKNOWN_NAMES, digest
+        from evalkit.probe.scrape import VendorScraper
+
+        page = ("# HELP newengine:queue_depth requests queued\n"
+                "# TYPE newengine:queue_depth gauge\nnewengine:queue_depth{gpu=\"0\"} 3\n"
+                "newengine:queue_depth{gpu=\"1\"} 1\nnewengine:slots_busy 2\n"
+                "evil\x1b]0;owned\x07_name 1\n" + "x" * 5000 + " 1\n"
+                + "".join(f"filler_{i} 1\n" for i in range(100)))
+        scrapes = [_scrape("before", 0, page), _scrape("after", 1, page)]
+        vm = digest("u", scrapes, [])
+        names = vm["unrecognised_names"]
+        assert vm["engine"] is None and vm["families"] == {}
+        assert names[:3] == ["newengine:queue_depth", "newengine:slots_busy", "filler_0"]
+        assert len(names) == MAX_UNKNOWN_NAMES
+        # written to the scrape log as the scraper writes it, and read back the same
+        log = tmp_path / SCRAPES_FILE
+        scraper = VendorScraper("u", log=log)
+        for s in scrapes:
+            scraper._keep(s)
+        scraper.summary([])
+        assert read_log(log)[1][0].names == scrapes[0].names
+        assert digest_log(log, [])["unrecognised_names"] == names  # type: ignore[index]
+        # a recognised page keeps none
+        assert _scrape("after", 1, VLLM_PAGE).names == ()

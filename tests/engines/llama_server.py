@@ -18,9 +18,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from types import TracebackType
 
-from tests.engines.process import free_port, stop_process, wait_answering
+from tests.engines.process import ServerProcess, free_port, wait_answering
 
 #: how a fresh environment gets llama-cpp-python (what `make install` runs)
 INSTALL_HINT = (
@@ -39,7 +38,7 @@ def missing_packages() -> list[str]:
     return [pkg for mod, pkg in needed.items() if importlib.util.find_spec(mod) is None]
 
 
-class LlamaServer:
+class LlamaServer(ServerProcess):
     """One llama_cpp.server process serving one GGUF under the alias `MODEL`."""
 
     def __init__(self, gguf: Path, log_path: Path, *, n_ctx: int = 2048,
@@ -50,7 +49,6 @@ class LlamaServer:
         self.start_deadline_s = start_deadline_s
         self.port = 0
         self.model = MODEL
-        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def base_url(self) -> str:
@@ -80,21 +78,3 @@ class LlamaServer:
         wait_answering(f"{self.base_url}/models", self._proc, self.start_deadline_s,
                        ready=lambda r: r.status_code == 200 and MODEL in r.text,
                        name="llama_cpp.server", log=self.log_tail, interval_s=0.1)
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        return "\n".join(lines[-n:])
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        stop_process(proc)
-
-    def __enter__(self) -> LlamaServer:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()

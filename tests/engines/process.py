@@ -11,7 +11,9 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
 
 import httpx
 
@@ -57,3 +59,33 @@ def stop_process(proc: subprocess.Popen[Any] | None) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+class ServerProcess:
+    """What every test server run as a subprocess shares: its log's tail (for a failure's
+    message), `stop`, and `with srv:` that starts it and stops it whatever happened.
+    A subclass sets `log_path` and writes `start`, which sets `_proc`."""
+
+    log_path: Path
+    _proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-n:])
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        stop_process(proc)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -53,6 +53,10 @@ class TinyModel:
     n_ff: int = 1024
     n_ctx_train: int = 4096
     seed: int = 1234
+    #: >0: every other normal token's output row is its neighbour's plus noise this
+    #: small (relative), so each argmax has a twin within rounding: a model whose
+    #: greedy answers flip on any change in the order of a sum (0: no twins)
+    twin_noise: float = 0.0
 
 
 #: words of evalkit's prompt prose that are whole pieces here (the rest spell out)
@@ -144,6 +148,10 @@ def build_tiny_gguf(path: Path, model: TinyModel | None = None) -> Path:
         w.add_tensor(f"{blk}.ffn_down.weight", down)
     w.add_tensor("output_norm.weight", ones)
     head = 3.0 * mat(n_vocab, d)  # logits of a few units: varied, not uniform, sampling
+    if m.twin_noise > 0:
+        twins = np.arange(first_normal + 1, n_vocab, 2)
+        head[twins] = head[twins - 1] * (1 + m.twin_noise * rng.standard_normal(
+            (len(twins), d)).astype(np.float32))
     head[:, 0] = 0.0
     head[:first_normal, 0] = -_BAN  # control and byte tokens: never sampled
     head[pieces.index("<"), 0] = -_BAN  # nor "<": see the module's docstring

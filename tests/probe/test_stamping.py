@@ -365,8 +365,10 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     d = asdict(rec)
     d["chunks"] = [[round(t, 7), n] for t, n in rec.chunks]
     del d["rate_limit_headers"]  # left out when the response sent none
-    for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens"):
-        del d[key]  # left out of a request that belongs to no workload shape
+    for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
+                "engine_prompt_tokens", "engine_cached_tokens", "engine_prompt_s",
+                "engine_output_tokens", "engine_decode_s"):
+        del d[key]  # left out of a request of no workload shape, with no engine account
     del d["reconnects"]  # left out of a request sent once
     line = rec.to_json()
     assert "\n" not in line and " " not in line.replace('a \\"quoted\\" one', "")
@@ -383,6 +385,13 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     assert (line["shape"], line["session"], line["turn"], line["planned_turns"],
             line["cached_prompt_tokens"]) == ("chat", "s1", 2, 3, 64)
     assert "step" not in line and RequestRecord.from_dict(line) == turn
+    # an engine's account (llama.cpp's timings) is kept where it sent one
+    timed = RequestRecord(id="x", phase="ramp", level=8, outcome="ok", t0_s=0.0,
+                          engine_prompt_tokens=40, engine_cached_tokens=0,
+                          engine_prompt_s=0.0125, engine_output_tokens=16, engine_decode_s=0.3)
+    line = json.loads(timed.to_json())
+    assert (line["engine_prompt_s"], line["engine_output_tokens"]) == (0.0125, 16)
+    assert RequestRecord.from_dict(line) == timed
     assert RequestRecord.from_dict(back) == rec.__class__(
         **{**asdict(rec), "chunks": [(round(t, 7), n) for t, n in rec.chunks]})
     assert back["chunks"][:2] == [[0.1234568, 1], [0.2, 2]]
