@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,8 @@ from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 from evalkit.rundir.store import read_run_files
 from tests.engines.gateways import INSTALL_HINT, LiteLLMProxy, Nginx, installed
-from tests.engines.process import free_port, stop_process, wait_answering
+from tests.engines.native_server import MODEL as NATIVE_MODEL
+from tests.engines.native_server import NativeServer
 from tests.engines.tap import Exchange, Tap
 
 pytestmark = pytest.mark.slow
@@ -43,8 +43,6 @@ MODEL = "evalkit-reference"
 NO_USAGE = "evalkit-no-usage"
 #: the model LiteLLM serves from llama.cpp's server
 LLAMA = "evalkit-llama"
-#: llama.cpp's C++ server, where the `engine` branch's build puts it (issue 39)
-LLAMA_SERVER = Path.home() / ".cache/evalkit/llama.cpp-0.3.36/bin/llama-server"
 #: connect and a 4-request baseline of 32-token answers: ~3 s a probe
 SERIAL: dict[str, Any] = {
     "prompt_tokens": 64, "output_tokens": 32, "timeout_s": 30,
@@ -74,42 +72,26 @@ def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Referenc
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """llama.cpp's C++ server (8 slots, closing after every stream) on the tests' tiny
-    model, as `MODEL`: its base URL, or None where the binary is not built here.
-
-    Its harness and build are the `engine` branch's (issue 39): until they are merged
-    this starts the binary at its cache path, and the test that needs it skips, saying
-    so, where it is missing. Join with that harness at merge."""
-    if not LLAMA_SERVER.exists():
-        yield None
-        return
+    model, as `MODEL`: its base URL (tests/engines/native_server.py; a binary that
+    `make install` did not build fails the test, never skips it)."""
     from tests.engines.tiny_gguf import build_tiny_gguf
 
     d = tmp_path_factory.mktemp("llama-server")
-    gguf = build_tiny_gguf(d / "tiny.gguf")
-    port = free_port()
-    with open(d / "server.log", "wb") as log:
-        proc = subprocess.Popen(
-            [str(LLAMA_SERVER), "-m", str(gguf), "-a", MODEL, "--host", "127.0.0.1",
-             "--port", str(port), "--parallel", "8", "--ctx-size", "16384", "--threads", "1",
-             "--metrics"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        wait_answering(f"http://127.0.0.1:{port}/v1/models", proc, 60, name="llama-server")
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        stop_process(proc)
+    with NativeServer(build_tiny_gguf(d / "tiny.gguf"), d / "server.log", slots=8,
+                      ctx_per_slot=2048) as srv:
+        yield srv.base_url
 
 
 @pytest.fixture(scope="module")
-def litellm(engines: tuple[ReferenceServer, ReferenceServer], llama: str | None,
+def litellm(engines: tuple[ReferenceServer, ReferenceServer], llama: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteLLMProxy]:
     """One LiteLLM proxy for the module (it takes 20-30 s to start), serving the
-    reference endpoint, one that sends no usage, and llama-server where it runs."""
+    reference endpoint, one that sends no usage, and llama-server."""
     srv, bare = engines
     routes = {MODEL: (srv.base_url, MODEL), NO_USAGE: (bare.base_url, MODEL)}
-    if llama is not None:
-        routes[LLAMA] = (llama, MODEL)
+    routes[LLAMA] = (llama, NATIVE_MODEL)
     with LiteLLMProxy(routes, tmp_path_factory.mktemp("litellm")) as gw:
         yield gw
 
@@ -285,19 +267,16 @@ def test_litellm_writes_usage_the_engine_never_sent(litellm: LiteLLMProxy) -> No
 
 
 @pytest.mark.timeout(120)
-def test_in_front_of_llama_server(llama: str | None, litellm: LiteLLMProxy,
+def test_in_front_of_llama_server(llama: str, litellm: LiteLLMProxy,
                                   tmp_path: Path) -> None:
     """llama.cpp's server behind nginx's default proxy comes as sent (it answers chunked
     and says `X-Accel-Buffering: no`), on one kept-alive connection although the engine
     closes its own after every stream; behind LiteLLM behind nginx it arrives buffered,
     and the run says so."""
-    if llama is None:
-        pytest.skip(f"{LLAMA_SERVER} is not built here: the engine branch's Makefile "
-                    "builds it (issue 39)")
     port = httpx.URL(llama).port
     assert port is not None
     with Nginx(port, tmp_path / "direct", buffering=True) as gw:
-        res, meta, records, wire = _probe(gw.port, tmp_path / "a")
+        res, meta, records, wire = _probe(gw.port, tmp_path / "a", NATIVE_MODEL)
     _faithful(records, wire, int(meta["clock"]["origin_ns"]))
     s = res.summary
     assert s is not None and s["checks"]["buffering"]["buffered"] == 0
