@@ -21,7 +21,6 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ from evalkit.analysis.summary import as_mapping, ramp_levels
 from evalkit.analysis.summary import as_number as _num
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
-from evalkit.provenance import installed_digest, short
+from evalkit.provenance import short
 from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.records import RequestRecord
 from evalkit.render import words
@@ -42,7 +41,8 @@ from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
 from evalkit.render.costtext import cost_context, cost_line
-from evalkit.render.evidence import evidence_files
+from evalkit.render.drawn import PageStamp
+from evalkit.render.evidence import evidence_files, records_note
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
@@ -65,8 +65,8 @@ from evalkit.render.pagetext import (
 from evalkit.render.pdf import (
     AssetFetcher,
     clip,
+    render_drawn,
     render_html,
-    render_pdf_box,
     sha256,
 )
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
@@ -244,10 +244,13 @@ def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
 
 
 def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
-                  evidence: Mapping[str, str], charts: bool = True) -> dict[str, Any]:
+                  evidence: Mapping[str, str], charts: bool = True,
+                  stamp: PageStamp | None = None) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O); without
-    `charts` (what `verify` reads of the page) none is drawn, the costly part."""
+    `charts` none is drawn, the costly part. `stamp`: what the page prints that is not
+    evidence (`evalkit.render.drawn`; None: drawn now, by this evalkit)."""
     card = as_scorecard(scorecard)
+    stamp = stamp or PageStamp.now(signed=False)
     run_doc = run.run if run else {}
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
@@ -336,7 +339,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                          if q["status"] == "unverified"]
         + ([("Rate limits", rate_limits["reason"])]
            if rate_limits and rate_limits["status"] == "unverified" else []),
-        "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
+        "date": clip(started or stamp.drawn_at, 40),
         "streaming_ready": card.verdict.streaming_ready,
         "verdict": clip(card.verdict.text or "No verdict was drawn.", LONG_TEXT),
         "questions": questions,
@@ -345,10 +348,10 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "key_figures": figures,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)) if charts else [],
         **_cost_section(card), **work,
-        "tool_version": evalkit.__version__,
+        "tool_version": clip(stamp.tool_version, 40),
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
-        "tool_digest": short(installed_digest()),
+        "tool_digest": short(stamp.tool_sha256),
         "run_provenance": provenance_text(run_doc.get("provenance")),
         "run_command": command_text(run_doc.get("provenance")),
         "profile": fmt_value(run_doc.get("profile")
@@ -388,7 +391,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "precision_intro": precision_intro(summary),
         "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
         "baseline_heading": baseline_heading(as_mapping(as_mapping(summary).get("baseline"))),
-        "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],
+        "title_date": clip(started or stamp.drawn_at, 40)[:10],
     }
 
 
@@ -399,6 +402,22 @@ def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
     """The exact bytes written beside the PDF and attached inside it."""
     doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else scorecard
     return (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+
+
+def page_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
+                 evidence: Mapping[str, str], stamp: PageStamp,
+                 manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The template's context for a scorecard's pages, built the same way when `report`
+    draws them and when `verify` draws them again: `evidence` the attachments' SHA-256,
+    `manifest` manifest.json (where the records live when they are not attached)."""
+    context = {**build_context(scorecard, run, evidence, stamp=stamp),
+               **box_context(stamp.signature_box)}
+    records = manifest.get("records")
+    if note := records_note(records):  # page one says where the records live
+        context["notices"] = [*context["notices"], note]
+    context["records_attached"] = records.get("attached_as") if isinstance(
+        records, Mapping) else None
+    return context
 
 
 def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
@@ -415,17 +434,16 @@ def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None
     """
     doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
     sc_bytes = scorecard_bytes(doc)
-    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel)
+    stamp = PageStamp.now(signed=signing is not None)
+    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel,
+                           page=stamp.to_manifest())
     evidence = {name: sha256(data) for name, data in files.files.items()}
-    context = {**build_context(scorecard, run, evidence), **box_context(signing)}
-    if files.records_note:  # page one says where the records live
-        context["notices"] = [*context["notices"], files.records_note]
-    context["records_attached"] = (files.manifest["records"] or {}).get("attached_as")
-    text = render_html(context)
+    text = render_html(page_context(scorecard, run, evidence, stamp, files.manifest))
     fetcher = AssetFetcher()
-    pdf, box = render_pdf_box(text, files.files, fetcher)
+    drawn = render_drawn(text, files.files, fetcher)
+    pdf = drawn.pdf
     if signing is not None:
-        pdf = sign_pdf(pdf, signing, box)
+        pdf = sign_pdf(pdf, signing, drawn.signature_box)
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     out_pdf.write_bytes(pdf)
     json_path = out_pdf.with_suffix(".json")
