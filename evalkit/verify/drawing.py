@@ -32,6 +32,8 @@ _PAINT = {b"S": "stroked line", b"s": "stroked line", b"f": "filled shape",
           b"F": "filled shape", b"f*": "filled shape", b"B": "filled shape",
           b"B*": "filled shape", b"b": "filled shape", b"b*": "filled shape", b"n": ""}
 _SHOW = (b"Tj", b"TJ", b"'", b'"')
+#: a page that draws more than this is compared only as far (a scorecard page draws ~2,000)
+MAX_OPERATORS = 200_000
 #: a text mark's width in text space, per character, as a share of the font size (only for
 #: naming a place: the content, not this, decides whether two pages differ)
 _EM = 0.55
@@ -129,6 +131,9 @@ class Mark:
     colour: str = ""
     #: the resource it draws (an image's or form's name), for naming a changed resource
     resource: str = ""
+    #: every setting it is drawn with (exact colours, font, line, clip, graphics state):
+    #: two marks are the same drawing only when this is the same too
+    state: int = 0
 
     def describe(self) -> str:
         """The mark as a reader is told it."""
@@ -140,6 +145,11 @@ class Mark:
         size = f"{(x2 - x1) / 72 * 25.4:.0f} × {(y2 - y1) / 72 * 25.4:.0f} mm"
         colour = f"{self.colour}, " if self.colour else ""
         return f"{self.kind} ({colour}{size})"
+
+
+def _covers(outer: Box, inner: Box, slack: float = 1.0) -> bool:
+    return (outer[0] <= inner[0] + slack and outer[1] <= inner[1] + slack
+            and outer[2] >= inner[2] - slack and outer[3] >= inner[3] - slack)
 
 
 def _colour(values: list[Any]) -> str:
@@ -156,6 +166,14 @@ def _colour(values: list[Any]) -> str:
     return "grey" if max(comps) - min(comps) < 0.02 else "colour"
 
 
+#: operators that set the state a mark is drawn with, by the setting each one sets
+_SETTINGS = {op: op for op in (b"w", b"J", b"j", b"M", b"d", b"ri", b"i", b"gs", b"Tc",
+                               b"Tw", b"Tz", b"TL", b"Tf", b"Tr", b"Ts")} | {
+    op: b"fill" for op in (b"rg", b"g", b"k", b"sc", b"scn")} | {
+    op: b"stroke" for op in (b"RG", b"G", b"K", b"SC", b"SCN")} | {
+    b"cs": b"fill space", b"CS": b"stroke space"}
+
+
 @dataclass
 class _State:
     ctm: Matrix = _IDENTITY
@@ -165,10 +183,16 @@ class _State:
     size: float = 0.0
     leading: float = 0.0
     render: int = 0
+    #: each setting's exact operands, and the clips in force (their paths, nested)
+    settings: dict[bytes, Any] = field(default_factory=dict)
+    clip: int = 0
 
     def copy(self) -> _State:
         return _State(self.ctm, self.fill, self.stroke, self.font, self.size,
-                      self.leading, self.render)
+                      self.leading, self.render, dict(self.settings), self.clip)
+
+    def fingerprint(self) -> int:
+        return hash((tuple(sorted(self.settings.items())), self.clip))
 
 
 @dataclass
@@ -177,6 +201,8 @@ class _Interpreter:
 
     fonts: Mapping[str, _Font]
     xobjects: Mapping[str, Any]
+    #: the page's media box: a clip that takes all of it in hides nothing
+    page: Box = (0.0, 0.0, 0.0, 0.0)
     state: _State = field(default_factory=_State)
     stack: list[_State] = field(default_factory=list)
     tm: Matrix = _IDENTITY
@@ -187,6 +213,8 @@ class _Interpreter:
     def run(self, operands: list[Any], op: bytes) -> Mark | None:
         """One operator: the state it sets, or what it draws."""
         s = self.state
+        if op in _SETTINGS:
+            s.settings[_SETTINGS[op]] = (op, tuple(operand(v) for v in operands))
         if op == b"q":
             self.stack.append(s.copy())
         elif op == b"Q":
@@ -234,9 +262,11 @@ class _Interpreter:
             return self._xobject(str(operands[0]))
         elif op == b"sh":
             return Mark("shading", _bounds([_apply(s.ctm, x, y) for x, y in
-                                             ((0, 0), (1, 1))]))
+                                             ((0, 0), (1, 1))]),
+                        resource=str(operands[0]) if operands else "",
+                        state=s.fingerprint())
         elif op == b"INLINE IMAGE":
-            return Mark("image", self._unit_square())
+            return Mark("image", self._unit_square(), state=s.fingerprint())
         return None
 
     def _points(self, values: list[Any]) -> None:
@@ -249,12 +279,20 @@ class _Interpreter:
         self.path, self.clip = [], False
         if not points:
             return None
+        box = _bounds(points)
+        if clip and _covers(box, self.page):  # a stamping tool's frame: hides nothing
+            clip = False
+            if op == b"n":
+                return None
+        if clip:  # what is drawn from here on is drawn through this path too
+            self.state.clip = hash((self.state.clip, tuple(
+                (round(x, 2), round(y, 2)) for x, y in points)))
         kind = "clip" if clip and op == b"n" else _PAINT[op]
         if not kind:
             return None
         colour = "" if kind == "clip" else (
             self.state.stroke if kind == "stroked line" else self.state.fill)
-        return Mark(kind, _bounds(points), colour=colour)
+        return Mark(kind, box, colour=colour, state=self.state.fingerprint())
 
     def _unit_square(self) -> Box:
         return _bounds([_apply(self.state.ctm, x, y) for x, y in
@@ -268,10 +306,11 @@ class _Interpreter:
                 m = _mul(_matrix(xobj.get("/Matrix")) or _IDENTITY, self.state.ctm)
                 box = _bounds([_apply(m, x, y) for x, y in ((x1, y1), (x2, y2),
                                                              (x1, y2), (x2, y1))])
-                return Mark("drawing", box, resource=name)
+                return Mark("drawing", box, resource=name, state=self.state.fingerprint())
         except Exception:  # a broken form is still drawn here: said as an image would be
             pass
-        return Mark("image", self._unit_square(), resource=name)
+        return Mark("image", self._unit_square(), resource=name,
+                    state=self.state.fingerprint())
 
     def _show(self, operands: list[Any], op: bytes) -> Mark:
         s = self.state
@@ -289,7 +328,8 @@ class _Interpreter:
                    ((0, 0), (width, 0), (0, 0.8), (width, 0.8))]
         self.tm = _mul((1, 0, 0, 1, width * s.size, 0), self.tm)
         colour = "invisible" if s.render in (3, 7) else s.fill
-        return Mark("text", _bounds(corners), text=text, colour=colour)
+        return Mark("text", _bounds(corners), text=text, colour=colour,
+                    state=s.fingerprint())
 
 
 # --------------------------------------------------------------------------- pages
@@ -307,11 +347,15 @@ class Annotation:
 
 
 def _signature_widget(annot: Any) -> bool:
+    """A signature field's widget that holds a signature (/V): an empty one drawing its
+    own appearance would be a signer's block that no signature stands behind."""
     try:
         if str(annot.get("/Subtype")) != "/Widget":
             return False
         parent = annot.get("/Parent")
-        return "/Sig" in (str(annot.get("/FT")), str(parent.get("/FT") if parent else ""))
+        field = annot if "/FT" in annot else parent
+        return field is not None and str(field.get("/FT")) == "/Sig" and field.get(
+            "/V") is not None
     except Exception:
         return False
 
@@ -395,24 +439,30 @@ def _content(page: Any) -> bytes:
 def _interpret(page: Any, content: bytes) -> tuple[list[Any], list[Mark | None]]:
     from pypdf.generic import ContentStream, DecodedStreamObject
 
-    res = _resolved(page.get("/Resources")) or {}
-    fonts = {str(k): _Font.of(_resolved(v)) for k, v in _entries(res, "/Font")}
-    machine = _Interpreter(fonts, {str(k): _resolved(v) for k, v in _entries(res, "/XObject")})
-    stream = DecodedStreamObject()
-    stream.set_data(content)
     keys: list[Any] = []
     marks: list[Mark | None] = []
     try:
-        operations = ContentStream(stream, None).operations
-    except Exception as exc:  # unparsable: one key that matches nothing drawn
-        return [("unreadable", type(exc).__name__)], [None]
-    for operands, op in operations:
-        if op == b"INLINE IMAGE":
-            keys.append((op, operand(operands.get("settings")),
-                         hashlib.sha256(bytes(operands.get("data") or b"")).digest()))
-        else:
-            keys.append((op, tuple(operand(v) for v in operands)))
-        marks.append(machine.run(list(operands) if op != b"INLINE IMAGE" else [], op))
+        res = _resolved(page.get("/Resources")) or {}
+        fonts = {str(k): _Font.of(_resolved(v)) for k, v in _entries(res, "/Font")}
+        box = page.mediabox
+        machine = _Interpreter(fonts, {str(k): _resolved(v)
+                                       for k, v in _entries(res, "/XObject")},
+                               (float(box.left), float(box.bottom), float(box.right),
+                                float(box.top)))
+        stream = DecodedStreamObject()
+        stream.set_data(content)
+        for operands, op in ContentStream(stream, None).operations:
+            if len(keys) >= MAX_OPERATORS:
+                raise ValueError(f"more than {MAX_OPERATORS:,} operators")
+            if op == b"INLINE IMAGE":
+                keys.append((op, operand(operands.get("settings")),
+                             hashlib.sha256(bytes(operands.get("data") or b"")).digest()))
+            else:
+                keys.append((op, tuple(operand(v) for v in operands)))
+            marks.append(machine.run(list(operands) if op != b"INLINE IMAGE" else [], op))
+    except Exception as exc:  # unreadable (or nested past recursion): a key matching nothing
+        keys.append(("unreadable", type(exc).__name__))
+        marks.append(None)
     return keys, marks
 
 

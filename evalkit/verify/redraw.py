@@ -83,7 +83,7 @@ def redraw(doc: Document, card: Scorecard, run: RunDir | None,
     ours = pypdf.PdfReader(io.BytesIO(drawn.pdf))
     out.pages, out.fields = len(ours.pages), len(drawn.fields)
     out.differences += compare_documents(doc.reader, ours, drawn.fields,
-                                         drawn.signature_box)
+                                         drawn.signature_box if signed else None)
     now = renderer_versions()
     if stamp.renderer and dict(stamp.renderer) != now and out.differences:
         said = ", ".join(f"{k} {v}" for k, v in sorted(stamp.renderer.items()))
@@ -199,12 +199,6 @@ def _innermost(fields: Sequence[Field], box: Box) -> Field | None:
     return min(around, key=lambda f: f.area) if around else None
 
 
-def _whole_page_clip(mark: Mark, page: Box) -> bool:
-    """A clip that takes in the whole page hides nothing: two drawings that differ by one
-    are drawn the same (an overlay tool wraps its stamp in one)."""
-    return mark.kind == "clip" and _inside(page, mark.box)
-
-
 def _text_in(marks: Sequence[Mark | None], where: Field) -> str:
     return _clip(" ".join(m.text for m in marks if m and m.kind == "text"
                           and where.holds(m.box[0], m.box[1])), 200)
@@ -217,7 +211,9 @@ class _Change:
     box: Box
     added: list[Mark] = field(default_factory=list)
     removed: list[Mark] = field(default_factory=list)
-    restyled: list[Mark] = field(default_factory=list)
+    #: the same operator drawing otherwise after a state set otherwise: (the page's mark,
+    #: the evidence's, None when the evidence draws nothing more)
+    restyled: list[tuple[Mark, Mark | None]] = field(default_factory=list)
 
     def sentence(self, top: float) -> str:
         parts = []
@@ -239,10 +235,20 @@ class _Change:
                 parts.append("drawn on the page, not by the evidence: " + _marks(added, top))
             if removed:
                 parts.append("drawn by the evidence, not on the page: " + _marks(removed, top))
-        if self.restyled:
-            parts.append("drawn with other colours, place, font or clip than the evidence "
-                         "draws it: " + _marks(self.restyled, top))
+        parts += [_restyled(theirs, ours, top) for theirs, ours in self.restyled[:_SHOWN]]
         return "; ".join(parts)
+
+
+def _restyled(theirs: Mark, ours: Mark | None, top: float) -> str:
+    """The same operator, drawn otherwise: moved, in another colour, or otherwise."""
+    if ours is not None and (theirs.kind, theirs.text) == (ours.kind, ours.text):
+        if theirs.colour != ours.colour or theirs.state != ours.state:
+            return (f"drawn in another colour, font, line or clip: {theirs.describe()}, "
+                    f"where the evidence draws {ours.describe()}")
+        if theirs.box != ours.box:
+            return (f"moved: {theirs.describe()} drawn at {_place(theirs.box, top)}, where "
+                    f"the evidence draws it at {_place(ours.box, top)}")
+    return f"drawn otherwise than the evidence draws it: {theirs.describe()}"
 
 
 def _parted(a: str, b: str, limit: int = 60) -> tuple[str, str]:
@@ -280,30 +286,38 @@ def _content_differences(t: PageDrawing, o: PageDrawing,
     page = (x1, y1, x2, y2)
     changes: dict[str, _Change] = {}
     named: dict[str, Field | None] = {}
-    matcher = SequenceMatcher(None, t_keys, o_keys, autojunk=False)
+    # exact on a page's ~2,000 operators; on a hostile page of many, the operators it
+    # repeats most cannot start a match (quadratic otherwise)
+    matcher = SequenceMatcher(None, t_keys, o_keys,
+                              autojunk=len(t_keys) + len(o_keys) > 40_000)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        added = [m for m in t_marks[i1:i2] if m and not _whole_page_clip(m, page)]
-        removed = [m for m in o_marks[j1:j2] if m and not _whole_page_clip(m, page)]
-        restyled = []
+        added = [m for m in t_marks[i1:i2] if m]
+        removed = [m for m in o_marks[j1:j2] if m]
+        restyled: list[tuple[Mark, Mark | None]] = []
         if not added and not removed:  # a state set otherwise: the next drawing shows it
-            nxt = next((m for m in t_marks[i2:] if m), None)
-            if nxt is None or nxt != next((m for m in o_marks[j2:] if m), None):
-                restyled = [nxt] if nxt else []
-            else:
+            theirs = next((m for m in t_marks[i2:] if m), None)
+            ours = next((m for m in o_marks[j2:] if m), None)
+            if theirs == ours:
                 continue  # drawn the same all the same (a state saved and restored)
+            if theirs is None:  # the evidence draws more after it: said where it differs
+                continue
+            restyled = [(theirs, ours)]
         for mark_list, bucket in ((added, "added"), (removed, "removed"),
-                                  (restyled, "restyled")):
-            for mark in mark_list:
+                                  ([pair[0] for pair in restyled], "restyled")):
+            for i, mark in enumerate(mark_list):
                 where = _innermost(fields, mark.box)
                 key = where.name if where else _place(mark.box, top)
                 change = changes.setdefault(key, _Change(mark.box))
                 named[key] = where
-                getattr(change, bucket).append(mark)
-        if not (added or removed or restyled):
-            changes.setdefault("the end of the page", _Change((0, 0, 0, 0)))
-            named.setdefault("the end of the page", None)
+                if bucket == "restyled":
+                    change.restyled.append(restyled[i])
+                else:
+                    getattr(change, bucket).append(mark)
+    if not changes and [m for m in t_marks if m] != [m for m in o_marks if m]:
+        changes[_place(page, top)] = _Change(page)  # parts we could not place: still parts
+        named[_place(page, top)] = None
     out = []
     for n, (key, change) in enumerate(changes.items()):
         if n == _PLACES:  # a page laid out otherwise from here on: its first places say so
