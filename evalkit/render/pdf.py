@@ -4,6 +4,7 @@ and PDF/A-3b from HTML with nothing fetched from outside `templates/`.
     clip / printable   vendor text cut to a limit (saying so) and drawable by the font
     render_html        jinja2, autoescape on: vendor text is only ever text
     render_pdf         WeasyPrint with AssetFetcher, the evidence attached, PDF/A-3b, tagged
+    render_drawn       the same, with where the layout put every marked field (`drawn`)
 
 Vendor text is untrusted. It never becomes markup (autoescape), URLs (no link is built
 from it), styles (CSS classes come from a closed list) or fetches (the fetcher refuses

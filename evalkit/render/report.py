@@ -2,7 +2,8 @@
 
     review(run_dir, questionnaire, tolerances)  evalkit.review.pipeline: inputs read once
     build_context(card, run, evidence)          pure: the page, from render.pagetext's words
-    render_html / render_pdf                    evalkit.render.pdf: escaped HTML, PDF/A-3b
+    page_context (evalkit.render.drawn)         the template's context: report and verify
+    render_html / render_drawn                  evalkit.render.pdf: escaped HTML, PDF/A-3b
 
 Vendor text is untrusted: it is only ever escaped text (see evalkit.render.pdf). The PDF
 carries run.json, summary.json, scorecard.json, the questionnaire and the records
@@ -41,8 +42,8 @@ from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
 from evalkit.render.costtext import cost_context, cost_line
-from evalkit.render.drawn import PageStamp
-from evalkit.render.evidence import evidence_files, records_note
+from evalkit.render.drawn import PageStamp, page_context
+from evalkit.render.evidence import evidence_files
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
@@ -71,7 +72,7 @@ from evalkit.render.pdf import (
 )
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
 from evalkit.render.ratelimits import rate_limits_text
-from evalkit.render.sign import SigningKey, box_context, sign_pdf
+from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.render.workload import workload_context
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
@@ -402,22 +403,6 @@ def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
     """The exact bytes written beside the PDF and attached inside it."""
     doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else scorecard
     return (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
-
-
-def page_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
-                 evidence: Mapping[str, str], stamp: PageStamp,
-                 manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The template's context for a scorecard's pages, built the same way when `report`
-    draws them and when `verify` draws them again: `evidence` the attachments' SHA-256,
-    `manifest` manifest.json (where the records live when they are not attached)."""
-    context = {**build_context(scorecard, run, evidence, stamp=stamp),
-               **box_context(stamp.signature_box)}
-    records = manifest.get("records")
-    if note := records_note(records):  # page one says where the records live
-        context["notices"] = [*context["notices"], note]
-    context["records_attached"] = records.get("attached_as") if isinstance(
-        records, Mapping) else None
-    return context
 
 
 def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,

@@ -58,13 +58,16 @@ def _key(obj: Any) -> tuple[int, int] | None:
 
 def resource_names(pages: Any) -> dict[tuple[int, int], str]:
     """Every object the pages name as a resource, by reference: "/Font /F1" (the first
-    name a page gives it)."""
+    name a page gives it), and a category's dictionary when the pages share it with the
+    forms they draw ("/Font (every entry)": each entry is compared on its own)."""
     out: dict[tuple[int, int], str] = {}
     for page in pages:
         try:
             res = page.get("/Resources")
             res = res.get_object() if hasattr(res, "get_object") else res
             for category in res or {}:
+                if (key := _key(res.raw_get(category))) is not None:  # shared by forms too
+                    out.setdefault(key, f"{category} (every entry)")
                 entries = res[category]
                 if not isinstance(entries, Mapping):
                     continue

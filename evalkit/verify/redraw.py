@@ -29,7 +29,14 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
-from evalkit.render.drawn import Box, Drawn, Field, PageStamp, renderer_versions
+from evalkit.render.drawn import (
+    Box,
+    Drawn,
+    Field,
+    PageStamp,
+    page_context,
+    renderer_versions,
+)
 from evalkit.review.recheck import Difference
 from evalkit.verify.drawing import Mark, PageDrawing
 from evalkit.verify.objects import Digests, resource_names
@@ -65,7 +72,6 @@ def redraw(doc: Document, card: Scorecard, run: RunDir | None,
     import pypdf
 
     from evalkit.render.pdf import AssetFetcher, render_drawn, render_html
-    from evalkit.render.report import page_context
 
     stamp, wrong = PageStamp.from_manifest(manifest, signed)
     out = Redrawn()
@@ -114,18 +120,23 @@ def compare_documents(theirs: Any, ours: Any, fields: Sequence[Field],
     #: (field or place, what, ...) -> the pages it differs on: one footer changed is said once
     drawn: dict[tuple[str, str | None, str | None, str | None], list[int]] = {}
     for i in range(max(len(theirs.pages), len(ours.pages))):
-        if i >= len(ours.pages):
-            text = PageDrawing.read(theirs.pages[i], i, yours).text()
-            out.append(Difference(f"page {i + 1}", what="a page the evidence does not "
-                                  f"draw (added after the report was written); it reads "
-                                  f"{_clip(text)!r}"))
-            continue
         if i >= len(theirs.pages):
             out.append(Difference(f"page {i + 1}", what="the evidence draws this page; the "
                                   "document has none (removed after the report was written)"))
             continue
+        try:  # the document's page is input: one that cannot be read is said so
+            t = PageDrawing.read(theirs.pages[i], i, yours)
+            text = t.text() if i >= len(ours.pages) else ""
+        except Exception as exc:
+            out.append(Difference(f"page {i + 1}", what=f"cannot be read to compare it "
+                                  f"({type(exc).__name__}: {str(exc)[:120]})"))
+            continue
+        if i >= len(ours.pages):
+            out.append(Difference(f"page {i + 1}", what="a page the evidence does not "
+                                  f"draw (added after the report was written); it reads "
+                                  f"{_clip(text)!r}"))
+            continue
         page_fields = [f for f in fields if f.page == i]
-        t = PageDrawing.read(theirs.pages[i], i, yours)
         o = PageDrawing.read(ours.pages[i], i, mine)
         out += _geometry(t, o)
         if t.content != o.content:
