@@ -63,12 +63,15 @@ def verify(pdf: str, run_dir: str | None, trust: tuple[str, ...], as_json: bool)
     It reads the PDF's attachments, checks each against the manifest the report wrote,
     re-derives summary.json from the attached records, judges the questionnaire again
     with the recorded tolerances, and compares the result with the attached
-    scorecard.json (figure by figure, status by status) and with page one's text. It
-    checks the signature too: no byte changed after signing, nothing appended after it,
-    and whether the signer's certificate is trusted (--trust, else the system's store).
+    scorecard.json (figure by figure, status by status). Then it draws every page again
+    from that result, as report draws it, and compares what the document draws: a box,
+    an image or words laid over a field, a page added, each is named by its page and
+    field ("page 1: verdict"). It checks the signature too: no byte changed after
+    signing, nothing appended after it, and whether the signer's certificate is trusted
+    (--trust, else the system's store).
 
     Verification proves that the document is the one issued (signed) and that its
-    figures follow from its evidence; not that the evidence itself is genuine.
+    figures and pages follow from its evidence; not that the evidence itself is genuine.
 
     Exit 0 when verified (an unsigned or untrusted-signed document says so, and still
     verifies); 1 with differences, each named; 2 when the file is unreadable or not an

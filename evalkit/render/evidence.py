@@ -108,15 +108,33 @@ def _entry(name: str, data: bytes) -> dict[str, Any]:
             "what": _what(name)}
 
 
+def records_note(records: Any, cap: int = RECORDS_CAP) -> str | None:
+    """Page one's sentence when the records are not attached, from the manifest's
+    `records` (None when they are, or when there are none): `report` and `verify` draw it
+    from the same entry."""
+    if not isinstance(records, Mapping) or records.get("attached_as") or not records.get(
+            "sha256"):
+        return None
+    n, size = records.get("records"), records.get("bytes")
+    return (f"The {n if isinstance(n, int) else 0:,} request records are not attached: "
+            f"compressed they are over {cap >> 20} MiB. They live in "
+            f"{records.get('lives_in')} ({RECORDS_NAME}, "
+            f"{size if isinstance(size, int) else 0:,} bytes, SHA-256 "
+            f"{records.get('sha256')}); `evalkit verify` with `--run` that directory "
+            "checks a copy against this digest.")
+
+
 def evidence_files(run: RunDir | None, scorecard_json: bytes,
                    questionnaire: tuple[str, bytes] | None,
                    cap: int = RECORDS_CAP, source_name: str | None = None,
-                   panel: Mapping[str, Any] | None = None) -> Evidence:
+                   panel: Mapping[str, Any] | None = None,
+                   page: Mapping[str, Any] | None = None) -> Evidence:
     """The attachments of a scorecard PDF, exactly the bytes judged, and their manifest.
 
     `source_name` is the questionnaire's own file name: the reasons quote it (the command
     that would verify a claim), so `verify` judges it again under that name. `panel` is our
-    own panel Q6 was judged beside (PANEL_FILE).
+    own panel Q6 was judged beside (PANEL_FILE). `page` is the pages' stamp
+    (`evalkit.render.drawn.PageStamp.to_manifest`), recorded as the manifest's `page`.
     """
     files: dict[str, bytes] = dict(run.raw) if run else {}
     records: dict[str, Any] | None = None
@@ -130,13 +148,8 @@ def evidence_files(run: RunDir | None, scorecard_json: bytes,
         if packed is not None:
             files[RECORDS_FILE] = packed
         else:
-            where = str(run.requests_path.parent) if run.requests_path else "?"
-            records["lives_in"] = where
-            note = (f"The {run.stats.n:,} request records are not attached: compressed they "
-                    f"are over {cap >> 20} MiB. They live in {where} ({RECORDS_NAME}, "
-                    f"{run.requests_bytes:,} bytes, SHA-256 {run.requests_sha256}); "
-                    "`evalkit verify` with `--run` that directory checks a copy against "
-                    "this digest.")
+            records["lives_in"] = str(run.requests_path.parent) if run.requests_path else "?"
+            note = records_note(records, cap)
     files["scorecard.json"] = scorecard_json
     if questionnaire:
         files[questionnaire[0]] = questionnaire[1]
@@ -150,6 +163,8 @@ def evidence_files(run: RunDir | None, scorecard_json: bytes,
                                      or evalkit.SUITE_VERSION),
                 "files": {name: _entry(name, data) for name, data in files.items()},
                 "records": records}
+    if page is not None:  # what the pages print that is not evidence: verify draws with it
+        manifest["page"] = dict(page)
     if questionnaire and source_name:
         manifest["files"][questionnaire[0]]["source_name"] = source_name
     files[MANIFEST_FILE] = (json.dumps(manifest, indent=2) + "\n").encode()

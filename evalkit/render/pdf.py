@@ -4,6 +4,7 @@ and PDF/A-3b from HTML with nothing fetched from outside `templates/`.
     clip / printable   vendor text cut to a limit (saying so) and drawable by the font
     render_html        jinja2, autoescape on: vendor text is only ever text
     render_pdf         WeasyPrint with AssetFetcher, the evidence attached, PDF/A-3b, tagged
+    render_drawn       the same, with where the layout put every marked field (`drawn`)
 
 Vendor text is untrusted. It never becomes markup (autoescape), URLs (no link is built
 from it), styles (CSS classes come from a closed list) or fetches (the fetcher refuses
@@ -24,6 +25,7 @@ import jinja2
 from markupsafe import Markup
 from weasyprint.urls import URLFetcher, URLFetcherResponse
 
+from evalkit.render.drawn import Drawn, fields_of, to_points
 from evalkit.resources import data_dir
 
 TEMPLATES_DIR = data_dir("templates")
@@ -138,7 +140,6 @@ def render_pdf(html: str, attachments: Mapping[str, bytes],
 #: its size in mm: the template reserves the box, the signer fills it
 SIGNATURE_ANCHOR = "signature-box"
 SIGNATURE_BOX_MM = (70.0, 13.0)
-_PT_PER_PX = 0.75  # CSS px are 1/96 in, PDF points 1/72 in
 
 
 def render_pdf_box(html: str, attachments: Mapping[str, bytes],
@@ -146,6 +147,15 @@ def render_pdf_box(html: str, attachments: Mapping[str, bytes],
                    ) -> tuple[bytes, tuple[float, float, float, float] | None]:
     """`render_pdf`, and where page one's reserved signature box is, as a PDF rectangle
     (x1, y1, x2, y2 in points from the bottom left), or None when the page has none."""
+    drawn = render_drawn(html, attachments, fetcher)
+    return drawn.pdf, drawn.signature_box
+
+
+def render_drawn(html: str, attachments: Mapping[str, bytes],
+                 fetcher: AssetFetcher | None = None) -> Drawn:
+    """HTML to PDF with the files attached, and where the layout put page one's signature
+    box and every marked field (`evalkit.render.drawn`): what `report` writes and what
+    `verify` draws again, by the same code (the attachments change no page)."""
     from weasyprint import HTML, Attachment
 
     fetcher = fetcher or AssetFetcher()
@@ -164,11 +174,9 @@ def render_pdf_box(html: str, attachments: Mapping[str, bytes],
     box = None
     page = rendered.pages[0] if rendered.pages else None
     if page is not None and SIGNATURE_ANCHOR in page.anchors:
-        x1, y1, x2, y2 = page.anchors[SIGNATURE_ANCHOR]  # CSS px from the top left
-        box = (x1 * _PT_PER_PX, (page.height - y2) * _PT_PER_PX,
-               x2 * _PT_PER_PX, (page.height - y1) * _PT_PER_PX)
+        box = to_points(page.anchors[SIGNATURE_ANCHOR], page.height)
     pdf: bytes = rendered.write_pdf(**options)
-    return pdf, box
+    return Drawn(pdf, box, fields_of(rendered.pages))
 
 
 def write_document(out_pdf: Path, data: bytes, html_text: str,

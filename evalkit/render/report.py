@@ -2,7 +2,8 @@
 
     review(run_dir, questionnaire, tolerances)  evalkit.review.pipeline: inputs read once
     build_context(card, run, evidence)          pure: the page, from render.pagetext's words
-    render_html / render_pdf                    evalkit.render.pdf: escaped HTML, PDF/A-3b
+    page_context (evalkit.render.drawn)         the template's context: report and verify
+    render_html / render_drawn                  evalkit.render.pdf: escaped HTML, PDF/A-3b
 
 Vendor text is untrusted: it is only ever escaped text (see evalkit.render.pdf). The PDF
 carries run.json, summary.json, scorecard.json, the questionnaire and the records
@@ -21,7 +22,6 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from evalkit.analysis.summary import as_mapping, ramp_levels
 from evalkit.analysis.summary import as_number as _num
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
-from evalkit.provenance import installed_digest, short
+from evalkit.provenance import short
 from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.records import RequestRecord
 from evalkit.render import words
@@ -42,6 +42,7 @@ from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
 from evalkit.render.costtext import cost_context, cost_line
+from evalkit.render.drawn import PageStamp, page_context
 from evalkit.render.evidence import evidence_files
 from evalkit.render.findings import beside_outcomes, configuration_figures
 from evalkit.render.pagetext import (
@@ -66,13 +67,13 @@ from evalkit.render.pagetext import (
 from evalkit.render.pdf import (
     AssetFetcher,
     clip,
+    render_drawn,
     render_html,
-    render_pdf_box,
     sha256,
 )
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
 from evalkit.render.ratelimits import rate_limits_text
-from evalkit.render.sign import SigningKey, box_context, sign_pdf
+from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.render.workload import workload_context
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
@@ -245,10 +246,13 @@ def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
 
 
 def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
-                  evidence: Mapping[str, str], charts: bool = True) -> dict[str, Any]:
+                  evidence: Mapping[str, str], charts: bool = True,
+                  stamp: PageStamp | None = None) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O); without
-    `charts` (what `verify` reads of the page) none is drawn, the costly part."""
+    `charts` none is drawn, the costly part. `stamp`: what the page prints that is not
+    evidence (`evalkit.render.drawn`; None: drawn now, by this evalkit)."""
     card = as_scorecard(scorecard)
+    stamp = stamp or PageStamp.now(signed=False)
     run_doc = run.run if run else {}
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
@@ -337,7 +341,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                          if q["status"] == "unverified"]
         + ([("Rate limits", rate_limits["reason"])]
            if rate_limits and rate_limits["status"] == "unverified" else []),
-        "date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), 40),
+        "date": clip(started or stamp.drawn_at, 40),
         "streaming_ready": card.verdict.streaming_ready,
         "verdict": clip(card.verdict.text or "No verdict was drawn.", LONG_TEXT),
         "questions": questions,
@@ -346,10 +350,10 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "key_figures": figures,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)) if charts else [],
         **_cost_section(card), **work,
-        "tool_version": evalkit.__version__,
+        "tool_version": clip(stamp.tool_version, 40),
         "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
         "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
-        "tool_digest": short(installed_digest()),
+        "tool_digest": short(stamp.tool_sha256),
         "run_provenance": provenance_text(run_doc.get("provenance")),
         "run_command": command_text(run_doc.get("provenance")),
         "profile": fmt_value(run_doc.get("profile")
@@ -389,7 +393,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "precision_intro": precision_intro(summary),
         "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
         "baseline_heading": baseline_heading(as_mapping(as_mapping(summary).get("baseline"))),
-        "title_date": clip(started or datetime.now(UTC).strftime("%Y-%m-%d"), 40)[:10],
+        "title_date": clip(started or stamp.drawn_at, 40)[:10],
     }
 
 
@@ -416,17 +420,16 @@ def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None
     """
     doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
     sc_bytes = scorecard_bytes(doc)
-    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel)
+    stamp = PageStamp.now(signed=signing is not None)
+    files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel,
+                           page=stamp.to_manifest())
     evidence = {name: sha256(data) for name, data in files.files.items()}
-    context = {**build_context(scorecard, run, evidence), **box_context(signing)}
-    if files.records_note:  # page one says where the records live
-        context["notices"] = [*context["notices"], files.records_note]
-    context["records_attached"] = (files.manifest["records"] or {}).get("attached_as")
-    text = render_html(context)
+    text = render_html(page_context(scorecard, run, evidence, stamp, files.manifest))
     fetcher = AssetFetcher()
-    pdf, box = render_pdf_box(text, files.files, fetcher)
+    drawn = render_drawn(text, files.files, fetcher)
+    pdf = drawn.pdf
     if signing is not None:
-        pdf = sign_pdf(pdf, signing, box)
+        pdf = sign_pdf(pdf, signing, drawn.signature_box)
     out_pdf.parent.mkdir(parents=True, exist_ok=True)
     out_pdf.write_bytes(pdf)
     json_path = out_pdf.with_suffix(".json")

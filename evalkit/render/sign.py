@@ -109,8 +109,9 @@ class SigningKey:
                                 cert_registry=store), timestamp_url)
 
 
-def box_context(key: SigningKey | None) -> dict[str, Any]:
-    """What a template needs to reserve page one's signature box (nothing unsigned)."""
+def box_context(key: object) -> dict[str, Any]:
+    """What a template needs to reserve page one's signature box: `key` the SigningKey (or
+    True) when the page will be signed; nothing unsigned."""
     from evalkit.render.pdf import SIGNATURE_BOX_MM
 
     return {"signature_box": SIGNATURE_BOX_MM if key else None,

@@ -3,7 +3,8 @@ half of `evalkit verify` (the reading and re-deriving is `evalkit.verify`).
 
     compare_tree(attached, derived, where)    every figure and status, and what differs
     manifest_differences(manifest, files)     each attachment against manifest.json
-    page_differences(text, figures, statuses) page one's key figures and statuses
+
+The pages themselves are compared by drawing them again (`evalkit.verify.redraw`).
 
 A difference names where it is (`scorecard.json: questions.Q6.status`), what the
 document says and what the evidence gives, so a reviewer can find it without a diff
@@ -14,12 +15,10 @@ machine); everything else must be equal.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: a question's status words, as page one prints them after their badge
-STATUS_WORDS = ("ok", "unverified", "unanswered", "unanswerable", "unreconciled")
 _SHOWN = 80
 #: the statuses `verify` counts: the six questions' (a scorecard's verdicts)
 _QUESTION_STATUS = re.compile(r"^questions\.[^.]+\.status$")
@@ -154,39 +153,4 @@ def manifest_differences(manifest: Mapping[str, Any], files: Mapping[str, bytes]
         if name not in listed and name != "manifest.json":
             out.append(Difference(f"attachment {_shown(name)}", what="not listed in "
                                   "manifest.json: added after the report was written"))
-    return out
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
-def page_statuses(text: str) -> list[str]:
-    """The question statuses a page's text shows, in order (badge glyph, then word)."""
-    words = "|".join(sorted(STATUS_WORDS, key=len, reverse=True))
-    return re.findall(rf"[✓◐○?✗!]\s*({words})\b", text)
-
-
-def page_differences(text: str, figures: Sequence[tuple[str, str]],
-                     statuses: Sequence[tuple[str, str]], where: str = "page 1") -> Recheck:
-    """Page one's key figures (label, value as the page prints them) and the questions'
-    statuses (id, status) against the page's text. Text is compared without whitespace:
-    a PDF's text breaks lines where the layout did."""
-    out = Recheck()
-    page = _squash(text)
-    for label, value in figures:
-        if _squash(f"{label}{value}") in page or _squash(value) in page:
-            out.figures += 1
-        else:
-            out.differences.append(Difference(
-                f"{where}: key figure {label!r}", what=f"the evidence gives "
-                f"{_shown(value)}, which the page does not print"))
-    shown = page_statuses(text)
-    for i, (qid, status) in enumerate(statuses):
-        printed = shown[i] if i < len(shown) else None
-        if printed == status:
-            out.statuses += 1
-        else:
-            out.differences.append(Difference(f"{where}: {qid} status", printed and
-                                              _shown(printed), _shown(status)))
     return out

@@ -9,9 +9,11 @@ requests.jsonl checked against the manifest's digest) are put back into a run di
 with run.json and summary.json and read by `open_run`, which applies every check a
 report applies and re-derives the summary; the questionnaire is judged again
 (`review()`) with the tolerances scorecard.json records; the result is compared with
-scorecard.json figure by figure and status by status, and with page one's text
-(`evalkit.review.recheck`). A scorecard of another suite version is said to be one; its
-figures are unverifiable when this evalkit no longer has that version's rules.
+scorecard.json figure by figure and status by status (`evalkit.review.recheck`), and
+its pages are drawn again from it and compared with what the document draws, page by
+page and field by field (`evalkit.verify.redraw`). A scorecard of another suite version
+is said to be one; its figures are unverifiable when this evalkit no longer has that
+version's rules.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import re
 import tempfile
 import zlib
 from collections.abc import Mapping
@@ -29,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import evalkit
 from evalkit.errors import EvalkitError, InputError, UsageError
-from evalkit.provenance import current, provenance_findings, short
+from evalkit.provenance import current, provenance_findings
 from evalkit.review.recheck import Difference, Recheck, compare_tree, manifest_differences
-from evalkit.verify.document import Document, page_check, read_document
+from evalkit.verify.document import Document, read_document
+from evalkit.verify.redraw import redraw
 from evalkit.verify.signature import SignatureReport, check_signatures, load_trust
 
 if TYPE_CHECKING:
@@ -54,6 +56,9 @@ class Verification:
     notes: list[str] = field(default_factory=list)
     tool_version: str | None = None
     suite_version: str | None = None
+    #: the pages drawn again from the evidence, and the marked fields on them
+    pages: int = 0
+    fields: int = 0
 
     @property
     def differences(self) -> list[Difference]:
@@ -80,24 +85,23 @@ class Verification:
         """The first line `verify` prints."""
         if self.verified:
             return (f"verified: {self.recheck.figures} figures and {self.recheck.statuses} "
-                    "statuses re-derived from the attached evidence")
+                    "statuses re-derived from the attached evidence; its "
+                    f"{self.pages} pages draw what the evidence draws")
         n = len(self.differences)
         return f"NOT VERIFIED: {n} difference{'s' * (n != 1)} from the attached evidence"
 
     def signature_lines(self) -> list[str]:
         """What the signatures say, or that there is none."""
         if not self.signatures:
-            return ["unsigned: nothing says who issued this document (the evidence is "
-                    "checked all the same)",
-                    "unsigned: the page's text is checked, not what may be drawn over it "
-                    "(a white box and new words); only a signature shows the page is as "
-                    "issued: sign scorecards (report --sign)"]
+            return ["unsigned: nothing says who issued this document (its evidence and "
+                    "its pages are checked all the same): sign scorecards (report --sign)"]
         return [sig.sentence() for sig in self.signatures]
 
     def to_json(self) -> dict[str, Any]:
         """`verify --json`."""
         return {"file": str(self.path), "verified": self.verified,
                 "figures": self.recheck.figures, "statuses": self.recheck.statuses,
+                "pages": self.pages, "fields": self.fields,
                 "differences": [d.to_dict() for d in self.differences],
                 "signed": bool(self.signatures),
                 "signatures": [s.to_dict() for s in self.signatures],
@@ -279,10 +283,16 @@ def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
         return
     derived = done.card.to_json()
     out.recheck.add(compare_tree(card, derived, "scorecard.json", skip=frozenset({"tolerances"})))
-    page = page_check(doc, done.card, run)  # what the page prints: differences only
-    out.recheck.differences += page.differences
-    out.recheck.differences += provenance_differences(run_doc, manifest, doc)
     out.notes += provenance_notes(run_doc)
+    if out.recheck.differences:  # the evidence does not give this scorecard: no page could
+        out.notes.append("the pages were not drawn again: the attached evidence does not "
+                         "give the scorecard they were drawn from (the differences above)")
+        return
+    # every page drawn again from that scorecard and compared with what the document draws
+    drawn = redraw(doc, done.card, run, manifest, signed=bool(out.signatures))
+    out.pages, out.fields = drawn.pages, drawn.fields
+    out.recheck.differences += drawn.differences
+    out.notes += drawn.notes
 
 
 def _our_panel(doc: Document, out: Verification) -> OurPanel | None:
@@ -302,28 +312,6 @@ def _our_panel(doc: Document, out: Verification) -> OurPanel | None:
                      "and judged again beside it; the catalog samples it was pooled from are "
                      "not attached (`evalkit panel report` over that catalog rebuilds it)")
     return panel
-
-
-#: every page's footer: "... · evalkit VERSION (DIGEST)"
-_FOOTER = re.compile(r"evalkit (\S+) \(([0-9a-f]{12}|—)\)")
-
-
-def provenance_differences(run_doc: Mapping[str, Any] | None, manifest: Mapping[str, Any],
-                           doc: Document) -> list[Difference]:
-    """Page one's footer against the manifest: the evalkit version and package digest the
-    document says wrote it must be those the manifest (digest-checked) records. Where the
-    run was measured by another evalkit than verifies it is a note (`provenance_notes`)."""
-    found = _FOOTER.search(doc.text(0))
-    want_version = str(manifest.get("tool_version") or "")
-    want_digest = short(manifest.get("tool_sha256")) if manifest.get("tool_sha256") else None
-    if found is None:
-        return [Difference("page 1 footer", what="names no evalkit version and digest")]
-    out = []
-    if want_version and found.group(1) != want_version:
-        out.append(Difference("page 1 footer: evalkit version", found.group(1), want_version))
-    if want_digest and found.group(2) != want_digest:
-        out.append(Difference("page 1 footer: package digest", found.group(2), want_digest))
-    return out
 
 
 def provenance_notes(run_doc: Mapping[str, Any] | None) -> list[str]:

@@ -1,7 +1,6 @@
-"""A scorecard PDF read for verification: its bytes, its attachments, its page text.
+"""A scorecard PDF read for verification: its bytes, its attachments, its pages.
 
     read_document(path)            -> Document (NotAScorecard: unreadable, or not ours)
-    page_check(doc, card, run)     page one's key figures and statuses against a card
 
 The PDF is input like any other: read bounded, parsed by pypdf without trusting it, and
 a file that is not a PDF, or a PDF that carries no scorecard.json, is said to be so in
@@ -14,14 +13,9 @@ import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalkit.errors import InputError
-from evalkit.review.recheck import Recheck, page_differences, page_statuses
-
-if TYPE_CHECKING:
-    from evalkit.review.scorecard import Scorecard
-    from evalkit.rundir.run import RunDir
 
 #: larger than any scorecard (64 MiB of records plus the page): not ours beyond it
 MAX_PDF_BYTES = 512 << 20
@@ -33,23 +27,14 @@ class NotAScorecard(InputError):
 
 @dataclass
 class Document:
-    """A PDF as read: its bytes, its attachments by name, and the pypdf reader."""
+    """A PDF as read: its bytes, its attachments by name, and the pypdf reader (its pages
+    are read by `evalkit.verify.drawing`)."""
 
     path: Path
     data: bytes
     files: dict[str, bytes]
     reader: Any
     digests: dict[str, str] = field(default_factory=dict)
-    _texts: dict[int, str] = field(default_factory=dict)
-
-    def text(self, page: int) -> str:
-        """A page's text (0-based), extracted once; '' for a page that has none we read."""
-        if page not in self._texts:
-            try:
-                self._texts[page] = self.reader.pages[page].extract_text() or ""
-            except Exception:  # a damaged content stream: its text is simply not there
-                self._texts[page] = ""
-        return self._texts[page]
 
 
 def read_document(path: Path) -> Document:
@@ -85,24 +70,3 @@ def read_document(path: Path) -> Document:
             "the PDFs `evalkit report` writes")
     digests = {name: hashlib.sha256(blob).hexdigest() for name, blob in files.items()}
     return Document(path, data, files, reader, digests)
-
-
-def page_check(doc: Document, card: Scorecard, run: RunDir | None) -> Recheck:
-    """Page one's key figures and the questions' statuses, as the page must print them
-    for this card, against the page's text (the questions' table may run onto the next
-    pages: read until six statuses are found, at most three pages)."""
-    from evalkit.questionnaire.schema import QUESTION_IDS
-    from evalkit.render.report import build_context
-
-    context = build_context(card, run, {}, charts=False)
-    figures = [(str(label), str(value)) for label, value in context["key_figures"]]
-    statuses = [(qid, card.question(qid).status) for qid in QUESTION_IDS]
-    text = doc.text(0)
-    for page in range(1, min(3, len(doc.reader.pages))):
-        if len(page_statuses(text)) >= len(statuses):
-            break
-        text += "\n" + doc.text(page)
-    first = text.split("The six capacity questions")[0] if figures else text
-    out = page_differences(first, figures, [], where="page 1")
-    out.add(page_differences(text, [], statuses, where="page 1"))
-    return out

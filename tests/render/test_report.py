@@ -124,7 +124,7 @@ class TestPageOne:
         assert "STREAMING-READY" in page and "NOT STREAMING-READY" not in page
         assert "RUN INVALID" not in page
         html = pdf.render_html(report.build_context(ready, None, {}))
-        assert '<div class="verdict ready">' in html
+        assert '<div class="verdict ready" id="field:verdict">' in html
         invalid = fixture_scorecard(run={**fixture_scorecard()["run"], "validity": "invalid"})
         html = pdf.render_html(report.build_context(invalid, None, {}))
         assert "RUN INVALID" in html and "✗ NOT STREAMING-READY" in html

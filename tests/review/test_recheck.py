@@ -9,8 +9,6 @@ from evalkit.review.recheck import (
     Difference,
     compare_tree,
     manifest_differences,
-    page_differences,
-    page_statuses,
 )
 
 CARD = {"questions": {"Q1": {"status": "ok", "measured": {"ttft_p90_s": 0.324}},
@@ -94,26 +92,3 @@ class TestManifest:
         assert manifest_differences(manifest, files, digests) == []
         assert manifest_differences({}, files, digests)[0].sentence() == \
             "manifest.json: lists no files"
-
-
-class TestPage:
-    TEXT = ("Key figures\nRun validity valid\nTTFT under load at 8 streams p50 305 ms [95 %:\n"
-            "299 ms–317 ms]\nQ1\n◐ unverified source\nQ2 ✓ ok\n")
-
-    def test_figures_found_across_line_breaks_and_statuses_in_order(self) -> None:
-        assert page_statuses(self.TEXT) == ["unverified", "ok"]
-        out = page_differences(self.TEXT, [("Run validity", "valid"),
-                                           ("TTFT under load at 8 streams",
-                                            "p50 305 ms [95 %: 299 ms–317 ms]")],
-                               [("Q1", "unverified"), ("Q2", "ok")])
-        assert (out.figures, out.statuses, out.differences) == (2, 2, [])
-
-    def test_a_figure_or_status_the_page_does_not_print(self) -> None:
-        out = page_differences(self.TEXT, [("Run validity", "degraded")],
-                               [("Q1", "unverified"), ("Q2", "unreconciled"),
-                                ("Q3", "ok")])
-        assert [d.sentence() for d in out.differences] == [
-            "page 1: key figure 'Run validity': the evidence gives 'degraded', which the "
-            "page does not print",
-            "page 1: Q2 status: the document says 'ok', the evidence gives 'unreconciled'",
-            "page 1: Q3 status: the document says nothing, the evidence gives 'ok'"]

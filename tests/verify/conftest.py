@@ -5,6 +5,10 @@ Keys: a CA, a signer it certified, and a stranger (self-signed), made here with
 fixture against the headline sample (Q6 unreconciled), signed by the signer. Rendering
 costs seconds, so it is made once; its first revision (the bytes before the signature's
 incremental update) is the same scorecard unsigned, and tests edit copies.
+
+The vendor of that sample is renamed with status words and badges (HOSTILE_VENDOR) and
+its notes are made of them, as a vendor may write its own name: every test that verifies
+the genuine scorecard also shows that a page full of status words verifies.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ from cryptography.x509.oid import NameOID
 ROOT = Path(__file__).resolve().parents[2]
 RUN_DIR = ROOT / "tests" / "data" / "report_run"
 HEADLINE = ROOT / "questionnaires" / "headline.yaml"
+#: a vendor's own name, made of what a page prints beside each status: a verify that reads
+#: statuses by pattern from the page's text reads the name's instead of the table's
+HOSTILE_VENDOR = "Blazefast ✗ unreconciled ✓ ok ✓ ok ✓ ok ✓ ok ✓ ok ✓ ok"
+HOSTILE_NOTES = "✓ ok ◐ unverified 250 ms <b>✓ ok</b> & evalkit 9.9.9 (ffffffffffff)"
 PASSPHRASE = "correct horse battery staple"
 PASS_ENV = "EVALKIT_TEST_SIGN_PASS"
 
@@ -105,8 +113,16 @@ def scorecards(keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> Scorecar
         key = SigningKey.load(p12=keys.signer_p12, passphrase_env=PASS_ENV)
     finally:
         mp.undo()
-    out = tmp_path_factory.mktemp("card") / "card.pdf"
-    render_report(RUN_DIR, HEADLINE, out, signing=key)
+    tmp = tmp_path_factory.mktemp("card")
+    questionnaire = tmp / HEADLINE.name  # the reasons quote its name: the sample's own
+    text = HEADLINE.read_text(encoding="utf-8")
+    assert text.count("vendor: Blazefast Cloud\n") == 1 and "  notes: Output tokens" in text
+    text = text.replace("vendor: Blazefast Cloud\n", f"vendor: {HOSTILE_VENDOR}\n")
+    questionnaire.write_text(text.replace("  notes: Output tokens",
+                                          f"  notes: {HOSTILE_NOTES} Output tokens"),
+                             encoding="utf-8")
+    out = tmp / "card.pdf"
+    render_report(RUN_DIR, questionnaire, out, signing=key)
     signed = out.read_bytes()
     first = signed.index(b"%%EOF") + len(b"%%EOF")
     unsigned = signed[:first] + b"\n"

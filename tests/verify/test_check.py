@@ -28,7 +28,7 @@ def _verify(path: Path, *args: str) -> Result:
 
 
 VERIFIED = re.compile(r"^verified: (\d+) figures and 6 statuses re-derived from the "
-                      r"attached evidence$", re.M)
+                      r"attached evidence; its \d+ pages draw what the evidence draws$", re.M)
 
 
 class TestSigned:
@@ -119,9 +119,8 @@ class TestUnsigned:
         res = _verify(pdf_file(scorecards.unsigned))
         assert res.exit_code == 0, res.output
         assert VERIFIED.search(res.output)
-        assert "unsigned: nothing says who issued this document" in res.output
-        # what an unsigned check cannot see is said: words painted over the page
-        assert "not what may be drawn over it" in res.output
+        assert "unsigned: nothing says who issued this document (its evidence and its " \
+            "pages are checked all the same)" in res.output
 
     def test_json_is_the_same_as_data(self, scorecards: Scorecards,
                                       pdf_file: PdfFile) -> None:
@@ -145,6 +144,8 @@ class TestUnsigned:
         lines = [ln for ln in res.output.splitlines() if ln.startswith("  difference:")]
         assert lines == ["  difference: scorecard.json: questions.Q6.status: the document "
                          "says 'ok', the evidence gives 'unreconciled'"], res.output
+        assert "note: the pages were not drawn again: the attached evidence does not give " \
+            "the scorecard they were drawn from" in res.output
 
     def test_edited_records_are_named(self, scorecards: Scorecards,
                                       pdf_file: PdfFile) -> None:
@@ -204,21 +205,23 @@ class TestRecordsElsewhere:
         assert res.exit_code == 1
         assert "this scorecard was judged on records with SHA-256" in res.output
 
-    def test_records_not_attached_need_the_run(self, scorecards: Scorecards,
-                                               pdf_file: PdfFile) -> None:
-        """As a report over the cap writes it: no requests.jsonl.gz, the manifest saying
-        where the records live."""
-        files = attachments(scorecards.unsigned)
-        manifest = json.loads(files["manifest.json"])
-        manifest["files"].pop("requests.jsonl.gz")
-        manifest["records"].update(attached_as=None, lives_in="/data/runs/acme")
-        edited = replace_attachments(scorecards.unsigned, {
-            "requests.jsonl.gz": None,
-            "manifest.json": json.dumps(manifest).encode()})
-        path = pdf_file(edited)
+    def test_records_not_attached_need_the_run(self, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+        """A report over the cap: no requests.jsonl.gz, the manifest saying where the
+        records live, and page one saying so (drawn again from the manifest)."""
+        import functools
+
+        from evalkit.render import evidence, report
+
+        monkeypatch.setattr(report, "evidence_files",
+                            functools.partial(evidence.evidence_files, cap=1000))
+        path = tmp_path / "card.pdf"
+        report.render_report(RUN_DIR, None, path)
+        manifest = json.loads(attachments(path.read_bytes())["manifest.json"])
+        assert manifest["records"]["attached_as"] is None
         res = _verify(path)
         assert res.exit_code == 2
-        assert "give --run DIR with the run directory they live in (/data/runs/acme)" \
+        assert f"give --run DIR with the run directory they live in ({RUN_DIR})" \
             in res.output
         res = _verify(path, "--run", str(RUN_DIR))
         assert res.exit_code == 0, res.output
