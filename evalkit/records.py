@@ -103,6 +103,10 @@ class RequestRecord:
     #: prompt tokens the vendor said it served from its prefix cache (usage
     #: `prompt_tokens_details.cached_tokens`); None: it said nothing
     cached_prompt_tokens: int | None = None
+    #: where the prompt's text came from (`evalkit.probe.prompts.Prompt.source`: public,
+    #: generated, corpus, prompts, conversations); None in records written before the
+    #: suite recorded it, and in imports
+    prompt_source: str | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.
@@ -137,4 +141,5 @@ _FIELDS = tuple(f.name for f in fields(RequestRecord))
 #: the fields written before and after `chunks`, in the dataclass's order
 _BEFORE_CHUNKS = _FIELDS[:_FIELDS.index("chunks")]
 _AFTER_CHUNKS = _FIELDS[_FIELDS.index("chunks") + 1:]
-_SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens")
+_SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
+           "prompt_source")

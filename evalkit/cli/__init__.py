@@ -16,6 +16,7 @@ import click
 
 from evalkit import __version__
 from evalkit.cli.catalog import runs
+from evalkit.cli.corpus import corpus
 from evalkit.cli.options import catalog_option, user_errors
 from evalkit.cli.panel import panel
 from evalkit.cli.probe import probe, register_run
@@ -112,6 +113,7 @@ cli.add_command(probe)
 cli.add_command(verify)
 cli.add_command(runs)
 cli.add_command(panel)
+cli.add_command(corpus)
 
 
 @cli.command()

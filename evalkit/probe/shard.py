@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.analysis.thresholds import ClientLimits
+from evalkit.corpus.text import PromptText
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
+from evalkit.probe.privacy import AnswerKey
 from evalkit.probe.prompts import Prompt, PromptSource
 from evalkit.probe.selfcheck import judge_client, window_end, window_start
 from evalkit.probe.stream import Prober
@@ -46,6 +48,10 @@ class ShardTask:
     #: least requests this shard starts (its share of the level's floor), at most two
     #: minutes past `duration_s`
     min_requests: int = 0
+    #: the run's own prompt text (the buyer's corpus; None: the public text, which each
+    #: worker makes itself) and the key its canaries' answers are digested with
+    text: PromptText | None = None
+    answer_key: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -76,9 +82,10 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
 
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
-    source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
-    async with Prober(task.target, task.origin_ns, tag, task.shard,
-                      run_id=task.run_tag) as prober, \
+    source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts),
+                          task.text)
+    async with Prober(task.target, task.origin_ns, tag, task.shard, run_id=task.run_tag,
+                      answer_key=AnswerKey(task.answer_key or None)) as prober, \
             LoopMonitor() as mon:
         await prober.clients.prepare(workers)
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9

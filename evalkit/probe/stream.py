@@ -31,6 +31,7 @@ import httpx
 from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.chunked import read_body
 from evalkit.probe.loopmonitor import Ring, _pct
+from evalkit.probe.privacy import AnswerKey, scrub
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.replies import error_message, retry_after
 from evalkit.probe.sse import SSEParser, SSETooLarge
@@ -60,8 +61,12 @@ class Prober:
     """Sends streaming requests for one run (or one shard of it) and times them."""
 
     def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
-                 stamped: bool = True, run_id: str | None = None) -> None:
+                 stamped: bool = True, run_id: str | None = None,
+                 answer_key: AnswerKey | None = None) -> None:
         self.target = target
+        #: digests a corpus canary's answer pieces (`evalkit.probe.privacy`): one key for
+        #: the whole run, so the shards' answers compare with the baseline's
+        self.answer_key = answer_key or AnswerKey()
         self.clients = _Clients(target, stamped)
         self.adapter: Adapter = get_adapter(target.api)
         self.origin_ns = origin_ns
@@ -370,6 +375,16 @@ class Prober:
         counted = sum(st.chunk_tokens) + st.blank_tokens if st.status == 200 else None
         output = st.usage_ct if st.usage_ct is not None else counted
         chunks = [((ns - t0) / 1e9, n) for ns, n in zip(st.chunk_ns, st.chunk_tokens, strict=True)]
+        error = clean(self.target.redact(error), _ERR_MAX) if error else None
+        error_body = st.error_body
+        answer = "".join(st.kept) if st.keep_answer and st.status == 200 else None
+        # the vendor's tokens where logprobs named them, else the pieces it streamed
+        pieces = ([t for t, _ in st.logprobs] if st.logprobs else list(st.kept)) \
+            if prompt.canary is not None and st.status == 200 else None
+        if prompt.private:  # nothing of the buyer's corpus is kept (evalkit.probe.privacy)
+            error, error_body = scrub(error, prompt.content), scrub(error_body, prompt.content)
+            if prompt.canary is not None:
+                answer, pieces = None, self.answer_key.pieces(pieces) if pieces else pieces
         return RequestRecord(
             id=rid, phase=phase, level=level, outcome=outcome,
             t0_s=(t0 - self.origin_ns) / 1e9,
@@ -383,8 +398,7 @@ class Prober:
             ttfa_s=(st.first_answer_ns - t0) / 1e9 if st.first_answer_ns is not None else None,
             e2e_s=chunks[-1][0] if chunks else None,
             chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
-            error=clean(self.target.redact(error), _ERR_MAX) if error else None,
-            error_body=st.error_body, retry_after_s=st.retry_after_s,
+            error=error, error_body=error_body, retry_after_s=st.retry_after_s,
             send_lag_s=(sent_ns - intended_ns) / 1e9,
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
@@ -394,11 +408,9 @@ class Prober:
             system_fingerprint=", ".join(st.fingerprints) or None,
             output_sha256=st.sha.hexdigest() if st.status == 200 else None,
             canary=prompt.canary,
-            answer_text="".join(st.kept) if st.keep_answer and st.status == 200 else None,
-            # the vendor's tokens where logprobs named them, else the pieces it streamed
-            answer_tokens=([t for t, _ in st.logprobs] if st.logprobs else list(st.kept))
-            if prompt.canary is not None and st.status == 200 else None,
+            answer_text=answer, answer_tokens=pieces,
             answer_logprobs=[v for _, v in st.logprobs] if prompt.canary is not None and st.logprobs
             else None, rate_limit_headers=st.limits,
             shape=prompt.shape, session=prompt.session, turn=prompt.turn, step=prompt.step,
-            planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached)
+            planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached,
+            prompt_source=prompt.source)

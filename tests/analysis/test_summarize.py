@@ -479,7 +479,8 @@ class TestTopLevel:
         assert set(s) == {"schema", "tool", "tool_version", "suite_version", "requests",
                           "outcomes", "output_tokens_estimated", "thresholds", "connect",
                           "baseline", "prefill", "ramp", "soak", "rate", "precision", "checks",
-                          "client", "validity", "rate_limits", "workload", "trace"}
+                          "client", "validity", "rate_limits", "workload", "trace",
+                          "prompt_text"}
         assert s["precision"] is None  # no canary was sent
         assert s["workload"] is None and s["trace"] is None  # no workload, no trace
         assert (s["tool"], s["tool_version"], s["requests"]) == ("evalkit", "1.2.3", 2)
