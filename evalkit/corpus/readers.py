@@ -83,6 +83,8 @@ def read_document(path: Path) -> tuple[str, str]:
 
 
 def _read_bounded(path: Path) -> bytes:
+    if not path.is_file():  # a FIFO or a device would block or never end
+        raise InputError(f"{path}: not a regular file")
     try:
         with path.open("rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)

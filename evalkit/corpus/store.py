@@ -264,17 +264,21 @@ def expand(paths: Sequence[Path]) -> tuple[list[Path], int]:
     files: list[Path] = []
     ignored = 0
     for p in paths:
+        found: list[Path] = []
         if p.is_dir():
-            for f in sorted(p.rglob("*")):
+            for f in p.rglob("*"):  # symlinked folders are not followed
                 rel = f.relative_to(p).parts
-                if not f.is_file() or any(part.startswith(".") for part in rel):
+                if any(part.startswith(".") for part in rel) or not f.is_file():
                     continue
                 if kind_of(f) is None:
                     ignored += 1
                 else:
-                    files.append(f)
+                    found.append(f)
+                if len(files) + len(found) > MAX_FILES_PER_ADD:
+                    break
         else:
-            files.append(p)
+            found.append(p)
+        files += sorted(found)
         if len(files) > MAX_FILES_PER_ADD:
             raise UsageError(f"more than {MAX_FILES_PER_ADD:,} documents in one add; add "
                              "them a folder at a time")

@@ -90,3 +90,13 @@ def test_a_lone_surrogate_in_jsonl_is_replaced(tmp_path: Path) -> None:
     f = tmp_path / "s.jsonl"
     f.write_text(json.dumps({"role": "user", "content": "half \ud800 a pair"}) + "\n")
     assert read_document(f)[1] == "half \ufffd a pair"
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A named pipe called notes.txt would block `open` for ever."""
+    import os
+
+    f = tmp_path / "notes.txt"
+    os.mkfifo(f)
+    with pytest.raises(InputError, match="not a regular file"):
+        read_document(f)

@@ -138,3 +138,15 @@ def test_probe_says_once_before_it_starts_where_its_text_comes_from(
     assert f"prompt text: your corpus {digest[:12]} (3 files, " in out
     code, out, err = _run(*args, "--corpus", str(private_corpus), "--no-corpus")
     assert "it holds 3: --no-corpus left them out" in err
+
+
+def test_a_folder_of_too_many_documents_is_refused_before_reading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.corpus import store
+
+    monkeypatch.setattr(store, "MAX_FILES_PER_ADD", 2)
+    for i in range(5):
+        (tmp_path / f"d{i}.txt").write_text(f"document {i}")
+    code, _, err = _run("corpus", "add", str(tmp_path), "--corpus", str(tmp_path / "c"))
+    assert code == 2 and "more than 2 documents in one add" in err
+    assert not (tmp_path / "c" / "corpus.json").exists()

@@ -12,7 +12,6 @@ import gzip
 import json
 import re
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from evalkit.probe.prompts import synthetic
 from evalkit.rundir.store import read_run_files
 from tests.conftest import CORPUS_FILES, SECRET_SENTENCE
 from tests.probe.helpers import http_servers
+from tests.probe.test_fail_closed_servers import MODEL, _Bare400
 
 
 def _secrets() -> list[bytes]:
@@ -107,30 +107,16 @@ def _short_profile(tmp_path: Path) -> Path:
     return f
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(_Bare400):
     """Lists a model; answers every POST 400 with the request's last message quoted, as
     validation errors often do."""
-
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        self._send(200, json.dumps({"object": "list", "data": [{"id": "echo"}]}).encode())
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
         said = body["messages"][-1]["content"]
         self._send(400, json.dumps({"error": {"message": f"Invalid prompt: {said[:2000]}",
-                                              "type": "invalid_request_error"}}).encode())
-
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # quiet
-        pass
+                                              "type": "invalid_request_error"}}).encode(),
+                   "application/json")
 
 
 @pytest.fixture
@@ -145,7 +131,7 @@ def test_a_vendor_echoing_the_request_has_the_echo_cut(echo_server: str,
     """The connect gate fails on the echo's 400 and prints the body, as it should: with
     the corpus's words cut out of it, there and in the record."""
     out = tmp_path / "run"
-    result = CliRunner().invoke(cli, ["probe", "--base-url", echo_server, "--model", "echo",
+    result = CliRunner().invoke(cli, ["probe", "--base-url", echo_server, "--model", MODEL,
                                       "--out", str(out), "--corpus", str(private_corpus),
                                       "--quiet"])
     assert result.exit_code == 2
@@ -190,7 +176,7 @@ def test_answers_that_quote_the_corpus_are_kept_as_digests(private_corpus: Path,
 
     with http_servers() as serve:
         result = run_probe(ProbeConfig(
-            serve(_EchoStream), "echo", levels=(2,),
+            serve(_EchoStream), MODEL, levels=(2,),
             phases=("connect", "baseline", "ramp"), corpus_dir=private_corpus,
             overrides={"baseline": {"requests": 2}, "canaries": {"count": 2, "every": 2},
                        "ramp": {"level_duration_s": 0.3, "level_min_requests": 8}}),

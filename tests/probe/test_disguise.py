@@ -91,8 +91,10 @@ def test_the_public_text_is_spotted_and_its_scorecard_reads_better_than_it_shoul
                       "confirm_levels": 0}}
     runs = {}
     for name, corpus in (("public", None), ("private", private_corpus)):
+        # a gateway's 40 ms before the engine: a newcomer's wait for the step under way
+        # (6 ms) does not double its TTFT; each stream slows the others' steps by 6 ms
         srv = reference("gpu", mode="thread", spot_probes=True, decode_base_ms=6,
-                        decode_per_stream_ms=6, request_overhead_ms=2)
+                        decode_per_stream_ms=6, request_overhead_ms=40)
         out = tmp_path / name
         result = run_probe(ProbeConfig(srv.base_url, srv.model, levels=(1, 8),
                                        output_tokens=12, overrides=short,
@@ -157,12 +159,12 @@ def test_default_prompts_share_no_template_and_keep_their_exact_length(
         private_corpus: Path) -> None:
     """Hundreds of prompts: exact o200k lengths, no bracketed opening, no opening (digits
     masked) on anything near a quarter of them; cut from the corpus they carry no mark
-    at all, cut from the public text only that one (ten words of what evalkit ships)."""
+    at all, cut from the public text only that one (ten words of what evalkit ships), on
+    every prompt long enough to hold ten words (16 tokens may not)."""
     text = load_text(private_corpus)
     for source, allowed in ((PromptSource("t0", seed=7, text=text), set()),
                             (PromptSource("t0", seed=7), {"public-text", "task-text"})):
         spot = Spotter()
-        marked = 0
         for i, n in enumerate([16, 64, 256, 512, 1024] * 80):
             p = source.next(n, 32)
             assert p.prompt_tokens == n == count_tokens(str(p.content)), (i, n)
@@ -170,8 +172,8 @@ def test_default_prompts_share_no_template_and_keep_their_exact_length(
             marks = set(spot.marks(None, None, {"messages": [
                 {"role": "user", "content": p.content}]}))
             assert marks <= allowed, (i, marks)
-            marked += bool(marks)
-        assert marked == (0 if not allowed else 400) or (allowed and marked > 390)
+            if not allowed or n > 16:
+                assert bool(marks) == bool(allowed), (i, n, marks)
 
 
 def test_the_truth_log_joins_a_prompt_by_its_text() -> None:
