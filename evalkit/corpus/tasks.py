@@ -136,23 +136,35 @@ def _n(part: str) -> int:
 def _draft(rng: random.Random, phrase: str | None) -> list[Segment] | None:
     """One task, as segments: [greeting] [detail] request [detail] [constraint]; None
     when the draws put more than MAX_PUBLIC_RUN of this file's words in a row."""
-    question = phrase is not None and rng.random() < 0.4
-    if question:
-        request, obj = rng.choice(_QUESTIONS), rng.choice(_OBJECTS)
-    else:
-        request = rng.choice(_REQUESTS)
-        obj = rng.choice(_ABOUT) if phrase and rng.random() < 0.6 else rng.choice(_OBJECTS)
-    before, quoted, after = request.replace("{obj}", obj).partition("{p}")
     greeting = rng.choice(_GREETINGS) + " " if rng.random() < 0.3 else ""
-    lead_first = rng.random() < 0.5 or _n(before) > _BEFORE_TAIL
-    detail = rng.choice(_LEADS if lead_first else _TAILS)
+    if phrase is not None and rng.random() < 0.76:  # a question, or a request, about it
+        request = (rng.choice(_QUESTIONS).replace("{obj}", rng.choice(_OBJECTS))
+                   if rng.random() < 0.53 else
+                   rng.choice(_REQUESTS).replace("{obj}", rng.choice(_ABOUT)))
+        lead = rng.choice(_LEADS)
+        words_before = _n(request.partition("{p}")[0])
+        # the detail opens the task where it fits before the phrase, else follows the
+        # request (never far in: it must fall in the first prefix-cache block)
+        lead_first = words_before > _BEFORE_TAIL or (
+            rng.random() < 0.5 and words_before + _n(lead) <= MAX_PUBLIC_RUN)
+        detail = lead if lead_first else rng.choice(_TAILS)
+    else:  # a plain request, chosen among those that fit beside the detail
+        lead_first = rng.random() < 0.5
+        detail = rng.choice(_LEADS if lead_first else _TAILS)
+        room = MAX_PUBLIC_RUN - _n(detail)
+        fits = _plain(room if lead_first else min(room, _BEFORE_TAIL))
+        if not fits:
+            return None
+        request = rng.choice(fits)
+    before, quoted, after = request.partition("{p}")
     constraint = rng.choice(_CONSTRAINTS) if rng.random() < 0.35 else ""
     runs = [_n(greeting) + _n(detail) * lead_first + _n(before),
             _n(after) + _n(detail) * (not lead_first) + _n(constraint)]
     if not quoted:  # no phrase: the whole task is one run
         runs = [sum(runs), 0]
-    if runs[-1] > MAX_PUBLIC_RUN and constraint:
-        runs[-1 if quoted else 0] -= _n(constraint)
+    last = 1 if quoted else 0  # the run the constraint ends
+    if runs[last] > MAX_PUBLIC_RUN and constraint:
+        runs[last] -= _n(constraint)
         constraint = ""
     if runs[0] > MAX_PUBLIC_RUN and greeting:
         runs[0] -= _n(greeting)
@@ -175,6 +187,13 @@ def _draft(rng: random.Random, phrase: str | None) -> list[Segment] | None:
     asks = request.split(" ", 1)[0] in ("what", "why", "how", "is")
     out.append(("?" if asks else rng.choice((".", ":", "", ".")), True))
     return _capitalised([seg for seg in out if seg[0]])
+
+
+@lru_cache(maxsize=16)
+def _plain(most: int) -> tuple[str, ...]:
+    """Every request without a phrase, with its object, of at most `most` words."""
+    return tuple(t for t in (r.replace("{obj}", o) for r in _REQUESTS for o in _OBJECTS)
+                 if _n(t) <= most)
 
 
 def _capitalised(segments: list[Segment]) -> list[Segment]:

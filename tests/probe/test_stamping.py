@@ -365,8 +365,9 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     d = asdict(rec)
     d["chunks"] = [[round(t, 7), n] for t, n in rec.chunks]
     del d["rate_limit_headers"]  # left out when the response sent none
-    for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens"):
-        del d[key]  # left out of a request that belongs to no workload shape
+    for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
+                "prompt_source"):
+        del d[key]  # left out of a request that belongs to no workload shape, or says not
     line = rec.to_json()
     assert "\n" not in line and " " not in line.replace('a \\"quoted\\" one', "")
     back = json.loads(line)
