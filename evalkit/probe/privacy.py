@@ -5,7 +5,8 @@ that a vendor may dispute. Two ways its text could reach a record, closed here:
 
 - A vendor's error may echo the request (a validation error quoting the input, a 400
   naming the prompt): `scrub` replaces every run of `ECHO_WORDS` or more words that the
-  request also holds before the error is kept or printed.
+  request also holds before the error is kept or printed, escaped or not (a JSON body
+  holds the text as `\n` and `\u201c`: read as blanks, they split no run).
 - An answer may quote it (a summary copies sentences): a canary's answer is compared token
   by token (`evalkit.analysis.precision`), so its pieces are kept as keyed digests
   (`AnswerKey`), which compare as the pieces do within the run and say nothing of the
@@ -27,6 +28,10 @@ ECHO_WORDS = 4
 ECHOED = "[request text]"
 
 _WORD = re.compile(r"[^\W_]+")
+#: escapes a body may hold its text in (JSON's \n and \u201c, HTML's &quot; and &#8220;):
+#: read as blanks of their own length, so the words around them are the request's words
+#: and where they stand in the body is unchanged
+_ESCAPES = re.compile(r"\\u[0-9a-fA-F]{4}|\\[nrtbf\"\\/]|&#?\w{1,8};")
 
 
 def _text_of(content: str | Sequence[Any]) -> str:
@@ -41,7 +46,8 @@ def scrub(text: str | None, content: str | Sequence[Any]) -> str | None:
     `ECHOED`."""
     if not text:
         return text
-    found = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
+    masked = _ESCAPES.sub(lambda m: " " * len(m.group()), text)
+    found = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(masked)]
     if len(found) < ECHO_WORDS:
         return text
     ws = [w.lower() for w in _WORD.findall(_text_of(content))]

@@ -135,7 +135,8 @@ def test_a_vendor_echoing_the_request_has_the_echo_cut(echo_server: str,
                                       "--out", str(out), "--corpus", str(private_corpus),
                                       "--quiet"])
     assert result.exit_code == 2
-    assert "HTTP 400" in result.stderr and "Invalid prompt: [request text]" in result.stderr
+    # (punctuation before the first word cut, a ticket's '#', stays)
+    assert re.search(r"HTTP 400: Invalid prompt: \W*\[request text\]", result.stderr)
     _, records = read_run_files(out)
     (rec,) = records
     assert rec.error_body is not None and "[request text]" in rec.error_body
@@ -194,3 +195,17 @@ def test_answers_that_quote_the_corpus_are_kept_as_digests(private_corpus: Path,
                          0, load_text(private_corpus)).content).split()
     quoted = [" ".join(sent[i:i + 5]) for i in range(0, 50, 5)]
     assert not [q for q in quoted if q.encode() in written]
+
+
+def test_an_echo_in_escaped_text_is_cut_too() -> None:
+    """A JSON body holds the request's quotes and breaks as \\u201c and \\n, an HTML one as
+    &quot;: the words between them are still the request's, and are cut."""
+    from evalkit.probe.privacy import scrub
+
+    sent = "Explain “rolled in a damp” please.\n\nResults go in the germination book."
+    body = json.dumps({"error": {"message": f"Invalid prompt: {sent}"}})
+    assert "\\u201crolled" in body
+    assert scrub(body, sent) == '{"error": {"message": "Invalid prompt: [request text]."}}'
+    assert scrub("got &quot;Results go in the germination&quot; twice", sent) == \
+        "got &quot;[request text]&quot; twice"
+    assert scrub("the request is invalid", sent) == "the request is invalid"
