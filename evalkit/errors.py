@@ -4,7 +4,8 @@
     ├── UsageError               options that do not fit together, an unknown profile
     ├── InputError               a file we were given is malformed (names file, line, field)
     │   ├── QuestionnaireError   ... a questionnaire, with every problem found at once
-    │   └── WorkloadError        ... a workload, conversations or trace file, likewise
+    │   ├── WorkloadError        ... a workload, conversations or trace file, likewise
+    │   └── CorpusError          ... documents given to the corpus: every file's problem
     ├── RunDirError              a run directory is missing or not a run
     ├── EndpointError            the vendor endpoint cannot be probed at all
     │                            (unreachable, 401, unknown model)
@@ -43,6 +44,15 @@ class QuestionnaireError(InputError):
 class WorkloadError(InputError):
     """A workload, conversations or trace file has problems; `problems` lists every one
     (`file:line: field: message`)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+class CorpusError(InputError):
+    """Documents given to the corpus cannot all be read; `problems` names each file and
+    what is wrong with it. Nothing was added."""
 
     def __init__(self, message: str, problems: list[str] | None = None) -> None:
         super().__init__(message)

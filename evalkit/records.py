@@ -120,6 +120,10 @@ class RequestRecord:
     engine_prompt_s: float | None = None
     engine_output_tokens: int | None = None
     engine_decode_s: float | None = None
+    #: where the prompt's text came from (`evalkit.probe.prompts.Prompt.source`: public,
+    #: generated, corpus, prompts, conversations); None in records written before the
+    #: suite recorded it, and in imports
+    prompt_source: str | None = None
 
     def to_json(self) -> str:
         """One JSON line, stable key order, no whitespace to spare.
@@ -158,4 +162,4 @@ _BEFORE_CHUNKS = _FIELDS[:_FIELDS.index("chunks")]
 _AFTER_CHUNKS = _FIELDS[_FIELDS.index("chunks") + 1:]
 _SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
            "engine_prompt_tokens", "engine_cached_tokens", "engine_prompt_s",
-           "engine_output_tokens", "engine_decode_s")
+           "engine_output_tokens", "engine_decode_s", "prompt_source")

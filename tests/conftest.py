@@ -23,12 +23,31 @@ from evalkit.reference.server import ReferenceServer
 @pytest.fixture(autouse=True)
 def _catalog_in_tmp(tmp_path_factory: pytest.TempPathFactory,
                     monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test's catalog is a temporary file: nothing the suite runs (a CLI probe, a
-    report, a subprocess that inherits the environment) writes to the user's data
-    directory."""
+    """Every test's catalog is a temporary file and its corpus folder an empty one:
+    nothing the suite runs (a CLI probe, a report, a subprocess that inherits the
+    environment) reads or writes the user's data directory."""
     path = tmp_path_factory.mktemp("catalog") / "catalog.sqlite"
     monkeypatch.setenv("EVALKIT_CATALOG", str(path))
+    # and an empty corpus: a developer's own corpus must not change what the suite sends
+    monkeypatch.setenv("EVALKIT_CORPUS", str(tmp_path_factory.mktemp("corpus")))
     return path
+
+
+#: a small private corpus the tests wrote by hand (Markdown, HTML, JSONL chat): text no
+#: vendor has seen, and none of it ships with evalkit
+CORPUS_FILES = Path(__file__).resolve().parent / "data" / "corpus"
+#: one of its sentences, unique to it: no byte of it may reach a run or a report
+SECRET_SENTENCE = "Marisol keeps the spare heron-shaped keys in the blue tin behind the kiln."
+
+
+@pytest.fixture
+def private_corpus(tmp_path: Path) -> Path:
+    """A corpus folder holding the hand-written documents."""
+    from evalkit.corpus.store import add
+
+    folder = tmp_path / "private-corpus"
+    add(folder, [CORPUS_FILES])
+    return folder
 
 
 @pytest.fixture

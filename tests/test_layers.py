@@ -29,6 +29,11 @@ FORBIDDEN = {
     "reference": {"probe", "rundir", "analysis", "questionnaire", "review", "render", "cli",
                   "demo", "verify", "catalog"},
     "catalog": {"review", "render", "cli", "demo", "reference", "verify"},
+    # the text the probe's prompts are made of, and the buyer's corpus: input read before
+    # the probe, like the workload; the reference endpoint reads it too (what a vendor
+    # learns from evalkit's source), and it keeps its folder beside the catalog's
+    "corpus": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",
+               "reference", "verify", "workload", "questionnaire"},
     # the buyer's workload is input, read before the probe (its YAML reader is the
     # questionnaire's, which knows no field of either)
     "workload": {"probe", "rundir", "analysis", "review", "render", "cli", "demo",

@@ -8,7 +8,7 @@ import sys
 import bpe_openai
 import pytest
 
-from evalkit.probe.prompts import _passages
+from evalkit.corpus.public import public_text
 from evalkit.tokenizer import O200k, encoding
 
 TEXTS = ["", "a", " the", "hello world", "héllo wörld 日本語 🤖 done", "\n\n  x\r\n",
@@ -44,11 +44,14 @@ def test_decoding_is_the_packages_even_part_of_a_character(package: object) -> N
 
 
 def test_the_prompts_passages_are_the_packages(package: object) -> None:
-    tokens = _passages().tokens
+    """The public passages are the package's tokens of their text, and read as a loop
+    (the text twice is the tokens twice), so a cut round its end is exact too."""
+    tokens = list(public_text().passages.tokens)
     assert len(tokens) > 10_000
     text = encoding().decode(tokens)
-    assert text == package.decode(list(tokens))  # type: ignore[attr-defined]
-    assert tuple(package.encode_ordinary(text)) == tokens  # type: ignore[attr-defined]
+    assert text == package.decode(tokens)  # type: ignore[attr-defined]
+    assert package.encode_ordinary(text) == tokens  # type: ignore[attr-defined]
+    assert package.encode_ordinary(text + text) == tokens + tokens  # type: ignore[attr-defined]
 
 
 def test_past_the_packages_limit_it_raises_as_the_package_does(package: object) -> None:

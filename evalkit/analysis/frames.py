@@ -23,7 +23,7 @@ _NUMERIC = ("t0_s", "level", "prompt_tokens", "counted_prompt_tokens",
             "engine_cached_tokens", "engine_prompt_s", "engine_output_tokens", "engine_decode_s")
 _TEXT = ("id", "phase", "outcome", "finish_reason", "error", "prompt_id", "canary", "model",
          "system_fingerprint", "output_sha256", "answer_text", "answer_tokens",
-         "answer_logprobs", "rate_limit_headers", "shape", "session")
+         "answer_logprobs", "rate_limit_headers", "shape", "session", "prompt_source")
 _FLAGS = ("prompt_tokens_estimated", "output_tokens_estimated")
 
 

@@ -62,9 +62,25 @@ def _pieces(row: Mapping[str, Any]) -> list[str] | None:
     return list(tokens) if isinstance(tokens, list) and tokens else None
 
 
+def _digested(reference: Mapping[str, Any], answer: Mapping[str, Any]
+              ) -> tuple[list[str], list[str]] | None:
+    """Both answers' pieces when neither kept its text: a corpus canary's answer is kept
+    as keyed digests of its pieces (`evalkit.probe.privacy`), compared piece by piece."""
+    if isinstance(reference.get("answer_text"), str) or \
+            isinstance(answer.get("answer_text"), str):
+        return None
+    ref, got = _pieces(reference), _pieces(answer)
+    return (ref, got) if ref is not None and got is not None else None
+
+
 def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int | None:
     """The token at which `answer` parts from `reference`: the reference's pieces wholly
-    inside the texts' common prefix (None when either text or the pieces are missing)."""
+    inside the texts' common prefix, or (answers kept as digests) the pieces both share
+    from the start (None when either text or the pieces are missing)."""
+    if (both := _digested(reference, answer)) is not None:
+        ref, got = both
+        return next((i for i, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b),
+                    min(len(ref), len(got)))
     ref_text, text = reference.get("answer_text"), answer.get("answer_text")
     pieces = _pieces(reference)
     if not isinstance(ref_text, str) or not isinstance(text, str) or pieces is None:
@@ -84,7 +100,11 @@ def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int |
 
 
 def _cut_short(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
-    """The answer is the reference's text cut short (a non-empty strict prefix)."""
+    """The answer is the reference's text cut short (a non-empty strict prefix; for
+    answers kept as digests, of its pieces)."""
+    if (both := _digested(reference, answer)) is not None:
+        ref, got = both
+        return 0 < len(got) < len(ref) and ref[:len(got)] == got
     ref_text, text = reference.get("answer_text"), answer.get("answer_text")
     return (isinstance(ref_text, str) and isinstance(text, str) and 0 < len(text) < len(ref_text)
             and ref_text.startswith(text))

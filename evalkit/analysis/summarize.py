@@ -35,6 +35,7 @@ from evalkit.analysis.frames import frames
 from evalkit.analysis.goodput import GOODPUT_RULE, level_goodput, max_goodput, profile_limits
 from evalkit.analysis.precision import level_precision, precision_section
 from evalkit.analysis.prefill import prefill_fit
+from evalkit.analysis.prompttext import CorpusFacts, prompt_text_section
 from evalkit.analysis.ramp import judge_ramp
 from evalkit.analysis.ratelimits import rate_limit_section
 from evalkit.analysis.stats import (
@@ -97,6 +98,9 @@ class SummaryMeta:
     #: workload and trace phases ran (run.json `workload`), for summary.json to name
     workload_levels: Mapping[int, ClientCheck] = field(default_factory=dict)
     workload: Mapping[str, Any] | None = None
+    #: the corpus the run's prompts were cut from (run.json `prompt_text.corpus`): its
+    #: digest and size, for summary.json's `prompt_text` to name
+    corpus: CorpusFacts | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
@@ -125,6 +129,7 @@ class SummaryMeta:
             workload_levels={int(k): check(v)
                              for k, v in (d.get("workload_levels") or {}).items()},
             workload=d.get("workload"),
+            corpus=CorpusFacts.from_json(d.get("corpus")),
         )
 
 
@@ -269,6 +274,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         "client": {**client_section(meta), "capacity_judgement_affected": affected},
         "validity": validity,
         "rate_limits": rate_limit_section(req, th.rate_limit_window_s),
+        "prompt_text": prompt_text_section(req, meta.corpus),
     }
 
 

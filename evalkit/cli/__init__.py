@@ -16,6 +16,7 @@ import click
 
 from evalkit import __version__
 from evalkit.cli.catalog import runs
+from evalkit.cli.corpus import corpus
 from evalkit.cli.options import catalog_option, user_errors
 from evalkit.cli.panel import panel
 from evalkit.cli.probe import probe, register_run
@@ -81,6 +82,11 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
     compares them in OUT/comparison.pdf. No network; about two minutes for the three on
     2 cores.
 
+    The prompts are cut from a small corpus the demo generates at run time (a fictional
+    ferry company's documents, in a temporary folder). evalkit wrote that text, so a
+    vendor reading its source could recognise it, and each scorecard says so: the demo
+    shows the mechanism; your own documents (`evalkit corpus add`) it could not.
+
     \b
     Examples:
       evalkit demo && open out/demo/headline/scorecard.pdf
@@ -99,6 +105,9 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
         return LiveProgress()
 
     vendors = tuple(v for v in DEMO_VENDORS if not vendor_names or v.name in vendor_names)
+    click.echo("prompt text: a small corpus the demo generates at run time; evalkit wrote it, "
+               "so a vendor could recognise it (the demo shows the mechanism: with your own "
+               "documents, `evalkit corpus add`, it could not)")
     result = run_demo(Path(out_dir), progress_for=progress_for, vendors=vendors,
                       on_written=lambda p: click.echo(f"wrote {p}"))
     click.echo("")
@@ -112,6 +121,7 @@ cli.add_command(probe)
 cli.add_command(verify)
 cli.add_command(runs)
 cli.add_command(panel)
+cli.add_command(corpus)
 
 
 @cli.command()

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
+from evalkit.cli.corpus import corpus_option
 from evalkit.cli.options import (
     catalog_option,
     parse_extra_body,
@@ -39,6 +41,11 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @click.option("--prompts", "prompts_file", type=click.Path(dir_okay=False, exists=True),
               help="Your own prompts, JSONL: {\"prompt\": ...} or {\"messages\": [...]}, "
                    "optional \"max_tokens\" per line.")
+@corpus_option
+@click.option("--no-corpus", is_flag=True,
+              help="Send the public text that ships with evalkit even when a corpus exists "
+                   "(a vendor that reads evalkit's source can recognise it; the run and its "
+                   "scorecard say so).")
 @click.option("--workload", "workload_file", type=click.Path(dir_okay=False, exists=True),
               help="Your traffic's shape, YAML or JSON: single requests, chat sessions, "
                    "agent loops and conversations mixed by weight (docs/workloads.md). "
@@ -142,7 +149,8 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
           levels: str | None, max_concurrency: int | None, prompt_tokens: int | None,
-          output_tokens: int | None, prompts_file: str | None, workload_file: str | None,
+          output_tokens: int | None, prompts_file: str | None, corpus: str | None,
+          no_corpus: bool, workload_file: str | None,
           conversations_file: str | None, trace_file: str | None, trace_speed: float,
           users: str | None, api: str, api_key_env: str,
           headers: tuple[str, ...], auth: str | None, api_version: str | None,
@@ -196,10 +204,14 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     on precision or length. Every request goes at --temperature 0.
 
     \b
-    Requests look like a customer's: prompts are tasks over natural prose (exact
-    lengths, a unique detail each), the User-Agent is the HTTP library's, and neither
-    a request id header nor length-forcing fields are sent unless asked for
-    (--tag-requests, --force-length), so the vendor cannot route the probe apart.
+    Requests look like a customer's: prompts are tasks over your own documents (exact
+    lengths, a unique detail each; `evalkit corpus add` keeps them, --corpus DIR picks
+    another folder), the User-Agent is the HTTP library's, and neither a request id
+    header nor length-forcing fields are sent unless asked for (--tag-requests,
+    --force-length), so the vendor cannot route the probe apart. Without a corpus the
+    prompts are public text that ships with evalkit, which a vendor reading its source
+    can recognise: the probe says so before it starts, and so do summary.json and page
+    one of the scorecard.
 
     \b
     Fail closed: connect is a gate. If its one stream fails, the probe stops at once
@@ -226,6 +238,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     """
     from evalkit.probe.plan import describe
     from evalkit.probe.progress import LiveProgress, summary_lines
+    from evalkit.probe.prompttext import with_text
     from evalkit.probe.settings import ProbeConfig
     from evalkit.probe.suite import plan_run, run_probe
     from evalkit.probe.workloads import describe_lines, with_workload
@@ -236,6 +249,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         levels=parse_int_list(levels, "--levels") if levels else None,
         max_concurrency=max_concurrency, prompt_tokens=prompt_tokens,
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
+        corpus_dir=Path(corpus) if corpus else None, no_corpus=no_corpus,
         api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
         auth=auth, api_version=api_version, metrics_url=metrics_url,
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
@@ -252,6 +266,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         users=parse_int_list(users, "--users") if users else None)
     config = with_workload(config)  # a malformed workload file fails here, every problem
     settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
+    config = with_text(config)  # the corpus, read once: a damaged one fails here
+    _say_prompt_text(config, settings)
     for line in describe_lines(config):
         click.echo(line)
     if config.interval_width is not None and interval_points is not None:
@@ -301,6 +317,19 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
                    "see the reasons above", err=True)
         sys.exit(2)
+
+
+def _say_prompt_text(config: Any, settings: Any) -> None:
+    """Where the prompts' text comes from, once, before anything is sent: a warning
+    when a vendor that reads evalkit's source could recognise the requests."""
+    from evalkit.probe.prompttext import corpus_hint, corpus_line, public_phases, warning
+
+    text = config.prompt_text
+    said = warning(text, public_phases(config, settings), corpus_hint(config))
+    if said is not None:
+        click.echo(f"warning: {said}", err=True)
+    elif (line := corpus_line(text)) is not None:
+        click.echo(line)
 
 
 def register_run(out_dir: Path, kind: str, catalog: str | None,

@@ -2,8 +2,9 @@
 answers stay the same (evalkit.analysis.precision).
 
 A vendor that has read this source must not be able to pick a canary out of the traffic,
-so a canary is an ordinary prompt of the run: the same generator (a task over natural
-prose, a seeded detail, the run's exact lengths; or the user's own prompts), the same
+so a canary is an ordinary prompt of the run: the same generator over the same text (a
+task over the buyer's corpus, or the public prose when there is none, a seeded detail,
+the run's exact lengths; or the user's own prompts), the same
 headers and sampling settings, a per-run seed. What marks it is only that it comes back:
 answered `alone_repeats` times one at a time during the baseline (the vendor's own
 variation when nothing else runs), then again as every `every`-th request of each load
@@ -12,7 +13,8 @@ measured request of its level like any other.
 
 Set version 1. The set is drawn per run, not fixed: a fixed text would be a fingerprint
 (`evalkit.reference.spotting` shows how little a vendor needs). What stays fixed, and is
-versioned, is how it is drawn.
+versioned, is how it is drawn. Drawn from the public text, the canaries are as easy to
+recognise as every other request of the run; from the buyer's corpus, no more than any.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 
+from evalkit.corpus.text import PromptText
 from evalkit.probe.prompts import Prompt, synthetic
 
 CANARY_SET_VERSION = 1
@@ -28,14 +31,17 @@ NextPrompt = Callable[[], Prompt]
 
 
 def make_canaries(run_tag: str, seed: int, count: int, prompt_tokens: int,
-                  max_tokens: int, user_prompts: Sequence[Prompt] = ()) -> tuple[Prompt, ...]:
-    """The run's canaries: synthetic prompts of the run's lengths, or (with --prompts)
-    the user's first prompts, each named `k1`, `k2`... in its record's `canary`."""
+                  max_tokens: int, user_prompts: Sequence[Prompt] = (),
+                  text: PromptText | None = None) -> tuple[Prompt, ...]:
+    """The run's canaries: synthetic prompts of the run's lengths over its prompt text
+    (the buyer's corpus, else the public text), or (with --prompts) the user's first
+    prompts, each named `k1`, `k2`... in its record's `canary`."""
     if user_prompts:
         chosen = list(user_prompts[:count])
         return tuple(dataclasses.replace(p, canary=f"k{i + 1}") for i, p in enumerate(chosen))
     return tuple(dataclasses.replace(
-        synthetic(prompt_tokens, max_tokens, f"{run_tag}-k{i + 1}", seed), canary=f"k{i + 1}")
+        synthetic(prompt_tokens, max_tokens, f"{run_tag}-k{i + 1}", seed, text),
+        canary=f"k{i + 1}")
         for i in range(count))
 
 

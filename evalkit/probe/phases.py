@@ -24,12 +24,14 @@ from evalkit import SUITE_VERSION, __version__
 from evalkit.analysis.intervals import proportion_interval
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
+from evalkit.corpus.text import PromptText
 from evalkit.errors import EndpointError
 from evalkit.probe.canaries import CANARY_SET_VERSION, alone_then, in_turn, make_canaries
 from evalkit.probe.connect import check_endpoint, explain_failure, measure_rtt
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
 from evalkit.probe.plan import estimate
+from evalkit.probe.privacy import AnswerKey
 from evalkit.probe.prompts import Prompt, PromptSource, synthetic
 from evalkit.probe.reconnect import Reuse
 from evalkit.probe.sampling import Sampling
@@ -129,15 +131,19 @@ class SuiteRun:
 
     def __init__(self, config: ProbeConfig, settings: SuiteSettings, target: Target,
                  store: RunStore, progress: Any, origin_ns: int, run_tag: str,
-                 user_prompts: list[Prompt]) -> None:
+                 user_prompts: list[Prompt], text: PromptText | None = None) -> None:
         self.config, self.s, self.target = config, settings, target
         self.store, self.progress = store, progress
         self.origin_ns, self.run_tag = origin_ns, run_tag
         self.user_prompts = user_prompts
-        self.prompts = PromptSource(f"{run_tag}s0", config.seed, user_prompts)
+        #: the run's own prompt text (the buyer's corpus; None: the public text), and the
+        #: key its canaries' answers are digested with (in memory only)
+        self.text = text
+        self.answer_key = AnswerKey()
+        self.prompts = PromptSource(f"{run_tag}s0", config.seed, user_prompts, text)
         k = settings.canaries
         self.canaries = make_canaries(run_tag, config.seed, k.count, settings.prompt_tokens,
-                                      settings.output_tokens, user_prompts)
+                                      settings.output_tokens, user_prompts, text)
         self.phase_checks: dict[str, dict[str, Any]] = {}
         self.level_checks: dict[int, dict[str, Any]] = {}
         #: the client's self-check of each workload level (users in flight -> check)
@@ -212,7 +218,7 @@ class SuiteRun:
     async def run(self) -> None:
         async with make_client(self.target) as client, \
                 Prober(self.target, self.origin_ns, self.run_tag,
-                       reuse=self.reuse) as prober, \
+                       reuse=self.reuse, answer_key=self.answer_key) as prober, \
                 LoopMonitor() as mon, self.vendor or contextlib.nullcontext():
             for phase in self.s.phases:
                 self._stop_if_interrupted()
@@ -302,7 +308,7 @@ class SuiteRun:
             for tokens in p.prompt_tokens:  # interleaved, so a slow drift cannot tilt the fit
                 prompt = synthetic(tokens, p.output_tokens,
                                    f"{self.run_tag}-p{tokens}-{secrets.token_hex(3)}",
-                                   self.config.seed)
+                                   self.config.seed, self.text)
                 self.on_record(await prober.stream(prompt, "prefill", 1))
 
     async def _phase_cache(self, client: httpx.AsyncClient, prober: Prober,
@@ -311,7 +317,8 @@ class SuiteRun:
         self._announce("cache", 1, "the same prompt twice")
         for i in range(c.pairs):
             prompt = synthetic(c.prompt_tokens, c.output_tokens,
-                               f"{self.run_tag}-c{i}-{secrets.token_hex(3)}", self.config.seed)
+                               f"{self.run_tag}-c{i}-{secrets.token_hex(3)}", self.config.seed,
+                               self.text)
             for _ in range(2):
                 self.on_record(await prober.stream(prompt, "cache", 1))
 
@@ -348,6 +355,9 @@ class SuiteRun:
                              output_tokens=self.s.output_tokens,
                              client_limits=self.s.client_check,
                              user_prompts=tuple(self.user_prompts), seed=self.config.seed,
+                             # the public text each worker makes itself: only a corpus travels
+                             text=self.text if self.text and self.text.private else None,
+                             answer_key=self.answer_key.key,
                              rate=rate, min_requests=-(-floor * len(range(shard, level, shards))
                                                        // level) if level else 0,
                              fresh=self.reuse.switched)
@@ -413,7 +423,7 @@ class SuiteRun:
         from evalkit.probe.sessions import WorkloadRunner
 
         w = self.config.workload
-        runner = WorkloadRunner(w, self.run_tag, self.config.seed)
+        runner = WorkloadRunner(w, self.run_tag, self.config.seed, text=self.text)
         for users in self.config.users or w.concurrency:
             self._stop_if_interrupted()
             self._announce("workload", users, f"{users} users of {w.name}"
@@ -436,7 +446,7 @@ class SuiteRun:
         self._announce("trace", None, f"{len(t.entries)} requests at the trace's times "
                        f"over {span:.1f} s (speed {t.speed:g})")
         await replay(prober, t, self.on_record, run_tag=self.run_tag, seed=self.config.seed,
-                     max_in_flight=self.s.ramp.max_concurrency * 16,
+                     max_in_flight=self.s.ramp.max_concurrency * 16, text=self.text,
                      stop=lambda: self.interrupted)
 
     async def _phase_soak(self, client: httpx.AsyncClient, prober: Prober,
@@ -473,4 +483,5 @@ class SuiteRun:
                 "levels": {str(k): v for k, v in self.level_checks.items()},
                 "workload_levels": {str(k): v for k, v in self.workload_checks.items()},
                 "workload": workload_meta(self.config),
+                "corpus": dict(self.text.facts) if self.text and self.text.facts else None,
                 "rtt_s": statistics.median(self.rtt_samples) if self.rtt_samples else None}

@@ -3,12 +3,13 @@ user's own (JSONL).
 
 A vendor under evaluation has read this file, so a prompt carries none of the cheap marks
 of a benchmark: no fixed opening, no bracketed nonce, no list of filler words. Each one is
-a task a customer might send (summarise, draft, explain, write code, extract, answer from
-a passage) over a passage of English prose that ships with Python itself (the language
-reference's topics in `pydoc_data`, nothing downloaded), taken from a seeded place, with a
-seeded detail a real message would carry (a ticket, an order, a name, a date). Two
-prompts share at most their task's few opening words, so no prefix cache serves one from
-another, and the length is exact under o200k_base: the passage is cut to the token.
+a task a customer might send (summarise, explain, draft, extract, answer from a passage),
+composed from varied parts with a seeded detail a real message would carry (a ticket, an
+order, a name), over a passage of text cut to the token (`evalkit.corpus`). The text is
+the buyer's corpus when there is one (`evalkit corpus add`): text a vendor has never seen.
+Without one it is prose that ships with Python itself, which a vendor that reads evalkit's
+source can recognise, and the run says so. Two prompts share at most their task's few
+opening words, so no prefix cache serves one from another.
 
 Token counts are ours (offline: `bpe_openai` ships the encoding, `evalkit.tokenizer` loads
 it) and therefore *estimated*: the server's usage, when reported, is kept beside them.
@@ -17,13 +18,15 @@ it) and therefore *estimated*: the server's usage, when reported, is kept beside
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evalkit.corpus.public import public_text
+from evalkit.corpus.text import PromptText, compose
+from evalkit.corpus.text import passage as cut_passage
 from evalkit.errors import InputError
 
 ENCODING = "o200k_base"
@@ -103,174 +106,81 @@ class Prompt:
     planned_turns: int | None = None
     #: keep the answer's text (bounded): a session's next turn sends it back as history
     keep_answer: bool = False
+    #: where its text came from: `public` (ships with evalkit), `generated` (a corpus
+    #: evalkit made), `corpus` (the buyer's), `prompts`, `conversations` (the buyer's
+    #: files); copied to its record, never sent
+    source: str | None = None
+
+    @property
+    def private(self) -> bool:
+        """Drawn from a corpus: its answers are kept as digests and its text is kept out
+        of every error kept or printed (`evalkit.probe.privacy`)."""
+        return self.source in ("corpus", "generated")
 
 
-#: what a customer asks of a passage; {detail}, the seeded detail a real message carries,
-#: comes within a task's first few words, so two prompts share less than one prefix-cache
-#: block (16 tokens)
-_TASKS = (
-    "Summarise this{detail} in a few short paragraphs for a colleague.",
-    "Can you summarize this{detail} in plain words? Keep the key points.",
-    "Please summarise the following{detail}, with its main claims as bullets.",
-    "Explain this{detail} to someone who is new to programming:",
-    "I don't understand this part{detail}. Could you explain it step by step?",
-    "Explain the following{detail} as if you were teaching a class, with an example.",
-    "Draft an email{detail} to my team that explains the change described below.",
-    "Write a short announcement{detail} based on these notes, friendly but precise.",
-    "Turn the text below{detail} into a how-to guide with numbered steps.",
-    "Write a Python function{detail} that does what this section describes, with tests.",
-    "Based on the text below{detail}, write example code and explain each line.",
-    "Extract every defined term{detail} from this passage and define each in one line.",
-    "List the rules{detail} stated in the following text as a checklist.",
-    "Read the passage{detail} and answer: what are the exceptions to the main rule, and why?",
-    "From the text below only{detail}, answer: when does this apply and what does it change?",
-    "Review this documentation{detail}: what is unclear, and how would you rewrite it?",
-)
-_NAMES = ("Dana", "Ravi", "Mei", "Tomasz", "Aisha", "Jonas", "Lucía", "Kenji", "Omar",
-          "Priya", "Ines", "Felix", "Noor", "Mateo", "Sanne", "Yusuf")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
-
-
-def _detail(rng: random.Random) -> str:
-    """The unique part of a prompt, in a form a real message might have."""
-    n = rng.randrange(10_000, 10_000_000)
-    form = rng.randrange(6)
-    if form == 0:
-        return f" (ticket #{n})"
-    if form == 1:
-        return f" for {rng.choice(_NAMES)}, ref {n:x}"
-    if form == 2:
-        return f" before the {rng.choice(_MONTHS)} {rng.randrange(1, 29)} review, case {n}"
-    if form == 3:
-        return f" (order {n % 100_000}-{rng.choice('ABCDEFGHJKLMNPQRSTUVWXYZ')}{n % 97})"
-    if form == 4:
-        return f", as {rng.choice(_NAMES)} asked in thread {n}"
-    return f" for project {rng.choice(_NAMES).lower()}-{n % 10_000}"
-
-
-@dataclass(frozen=True)
-class _Passages:
-    """The prose as one token sequence, with where its paragraphs start and which tokens
-    begin a word (a cut before such a token re-encodes to exactly the tokens before it)."""
-
-    tokens: tuple[int, ...]
-    paragraph_starts: tuple[int, ...]
-    word_start: bytes  # 1 where a token begins with a space or a line break
-
-
-@lru_cache(maxsize=1)
-def _passages() -> _Passages:
-    """The prose of Python's own language reference (`pydoc_data.topics`, part of the
-    standard library), as o200k tokens: headings, grammar and code examples dropped."""
-    from pydoc_data.topics import topics
-
-    paragraphs = []
-    for name in sorted(topics):
-        for block in topics[name].split("\n\n"):
-            lines = block.splitlines()
-            if lines and not lines[0][:1].isspace() and lines[0][:1] != "[" and not any(
-                    set(ln.strip()) <= set("*=-~^") for ln in lines):
-                paragraphs.append(" ".join(block.split()))  # no code, grammar, heading or note
-    enc = _encoding()
-    tokens = enc.encode_ordinary("\n\n".join(paragraphs))
-    text = {t: enc.decode_single_token_bytes(t) for t in set(tokens)}
-    starts = [0] + [i + 1 for i in range(len(tokens) - 1) if text[tokens[i]].endswith(b"\n")]
-    # a cut before a token that begins with a space, after one that is no line break
-    word = bytes(i > 0 and text[t][:1] == b" " and b"\n" not in text[tokens[i - 1]]
-                 for i, t in enumerate(tokens))
-    return _Passages(tuple(tokens), tuple(starts), word)
+def _text(text: PromptText | None) -> PromptText:
+    return public_text() if text is None else text
 
 
 def prompt_words(n: int) -> list[str]:
-    """The n commonest words of the prompts' prose, commonest first (a test engine's
-    vocabulary is built from them, so our prompts are not spelt out letter by letter)."""
+    """The n commonest words of the public prompts' prose, commonest first (a test
+    engine's vocabulary is built from them, so our prompts are not spelt out letter by
+    letter)."""
     import collections
     import re
 
-    text = _decode(_passages().tokens)
+    pas = public_text().passages
+    text = pas.decode(0, len(pas))
     return [w for w, _ in collections.Counter(re.findall(r"[A-Za-z]+", text)).most_common(n)]
 
 
-def _decode(tokens: tuple[int, ...]) -> str:
-    return str(_encoding().decode(list(tokens)))
+def synthetic(target_tokens: int, max_tokens: int, nonce: str, seed: int = 0,
+              text: PromptText | None = None) -> Prompt:
+    """A prompt of exactly `target_tokens` o200k tokens that reads like a user's request
+    (`evalkit.corpus.text.compose`) over `text` (None: the public text that ships with
+    evalkit); `nonce` seeds it and names it, and is never sent."""
+    made = _text(text)
+    content, tokens = compose(target_tokens, nonce, seed, made)
+    return Prompt(id=nonce, content=content, prompt_tokens=tokens, max_tokens=max_tokens,
+                  source=made.source)
 
 
-def synthetic(target_tokens: int, max_tokens: int, nonce: str, seed: int = 0) -> Prompt:
-    """A prompt of exactly `target_tokens` o200k tokens that reads like a user's request:
-    a task with a seeded detail that makes it unique, then a passage cut to length
-    (`nonce` seeds it and names it; it is never sent). A prompt too short for a task is
-    a passage alone, begun at a seeded place."""
-    rng = random.Random(f"{seed}:{nonce}")
-    head = rng.choice(_TASKS).format(detail=_detail(rng)) + "\n\n"
-    head_tokens = count_tokens(head)
-    if head_tokens * 2 > target_tokens:
-        head, head_tokens = "", 0
-    body = _cut(rng, target_tokens - head_tokens)
-    return Prompt(id=nonce, content=head + body, prompt_tokens=max(target_tokens, head_tokens),
-                  max_tokens=max_tokens)
-
-
-def _cut(rng: random.Random, k: int) -> str:
-    """k tokens of prose, begun at a seeded paragraph and cut before a token
-    that begins a word, so the text is exactly k tokens, counted by arithmetic: a recount
-    of a long prompt costs milliseconds, once per request."""
-    if k <= 0:
-        return ""
-    start = _cut_start(rng, k)
-    return _decode(_passages().tokens[start:start + k])
-
-
-def _cut_start(rng: random.Random, k: int) -> int:
-    pas = _passages()
-    n = len(pas.tokens)
-    if k >= n - 1:
-        raise InputError(f"a prompt of {k:,} tokens is longer than the prose the prompts are "
-                         f"cut from ({n - 2:,} tokens): bring your own (--prompts) or ask for "
-                         "fewer")
-    for _ in range(64):
-        start = min(rng.choice(pas.paragraph_starts), n - k - 1)
-        if pas.word_start[start + k]:
-            return start
-    raise AssertionError("no cut of the passages fits")  # pragma: no cover
-
-
-def passage(tokens: int, nonce: str, seed: int = 0, upto: int | None = None) -> str:
-    """`tokens` tokens of prose from a place `nonce` seeds, with no task before it: a
-    session's system prompt, a tool's result, a trace's prefix block. With `upto`, only
-    its first `upto` tokens: equal nonces give equal prefixes, so a trace's partial last
-    block begins as the whole block does."""
-    if tokens <= 0:
-        return ""
-    rng = random.Random(f"{seed}:{nonce}:passage")
-    start = _cut_start(rng, tokens)
-    end = start + (tokens if upto is None else max(0, min(upto, tokens)))
-    return _decode(_passages().tokens[start:end])
+def passage(tokens: int, nonce: str, seed: int = 0, upto: int | None = None,
+            text: PromptText | None = None) -> str:
+    """`tokens` tokens of `text` (None: the public text) from a place `nonce` seeds, no
+    task before it (`evalkit.corpus.text.passage`)."""
+    return cut_passage(tokens, nonce, seed, _text(text), upto)
 
 
 class PromptSource:
     """Hands out prompts: fresh synthetic ones, or the user's own in round-robin order."""
 
     def __init__(self, run_tag: str, seed: int = 0,
-                 user_prompts: list[Prompt] | None = None) -> None:
+                 user_prompts: list[Prompt] | None = None,
+                 text: PromptText | None = None) -> None:
         self._tag = run_tag
         self._seed = seed
         self._n = 0
         self._user = user_prompts or []
+        self._text = text
 
     def next(self, prompt_tokens: int, max_tokens: int) -> Prompt:
         """The next prompt: the user's (their own lengths win) or a synthetic one."""
         self._n += 1
         if self._user:
             return self._user[(self._n - 1) % len(self._user)]
-        return synthetic(prompt_tokens, max_tokens, f"{self._tag}-{self._n:06d}", self._seed)
+        return synthetic(prompt_tokens, max_tokens, f"{self._tag}-{self._n:06d}", self._seed,
+                         self._text)
 
 
-def prompt_provenance(seed: int, prompts_file: Path | None = None) -> dict[str, Any]:
+def prompt_provenance(seed: int, prompts_file: Path | None = None,
+                      text: PromptText | None = None) -> dict[str, Any]:
     """How this run's prompts can be made again, bit for bit (run.json
     `provenance.prompts`): a synthetic prompt is `synthetic(counted_prompt_tokens,
-    requested_output_tokens, prompt_id, seed)` of its record, over the prose of this
-    Python's `pydoc_data` under this encoding; a user's prompts file is named by its hash."""
+    requested_output_tokens, prompt_id, seed, text)` of its record, over the prose of
+    this Python's `pydoc_data`, or over the corpus `text` names by its digest (its
+    holder can make them again; nobody else can), under this encoding; a user's prompts
+    file is named by its hash."""
     from importlib import metadata
 
     try:
@@ -280,7 +190,9 @@ def prompt_provenance(seed: int, prompts_file: Path | None = None) -> dict[str, 
     out: dict[str, Any] = {
         "seed": seed, "generator": "evalkit.probe.prompts.synthetic",
         "remake": "synthetic(counted_prompt_tokens, requested_output_tokens, prompt_id, "
-                  "seed) of each record",
+                  "seed, text) of each record, text the public text or the corpus "
+                  "prompt_text.corpus names",
+        "text": _text(text).source,
         "encoding": ENCODING, "bpe_openai": bpe, "file": None}
     if prompts_file is not None:
         import hashlib
@@ -328,11 +240,12 @@ def _parse_lines(path: Path, lines: list[str], default_max: int) -> Iterator[Pro
         pid = str(obj.get("id", f"line{i}"))
         if isinstance(obj.get("prompt"), str) and obj["prompt"]:
             text = obj["prompt"]
-            yield Prompt(pid, text, count_tokens(text), max_tokens)
+            yield Prompt(pid, text, count_tokens(text), max_tokens, source="prompts")
         elif isinstance(obj.get("messages"), list) and all(
                 isinstance(m, dict) and isinstance(m.get("content"), str) for m in obj["messages"]
         ) and obj["messages"]:
-            yield Prompt(pid, obj["messages"], _messages_tokens(obj["messages"]), max_tokens)
+            yield Prompt(pid, obj["messages"], _messages_tokens(obj["messages"]), max_tokens,
+                         source="prompts")
         else:
             raise InputError(f"{path}:{i}: needs a non-empty 'prompt' string or a 'messages' "
                              "list of {role, content} objects")

@@ -18,6 +18,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 
+from evalkit.corpus.text import PromptText
 from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
 from evalkit.probe.stream import Prober
 from evalkit.records import RequestRecord
@@ -42,15 +43,19 @@ MAX_OPEN = 512
 class TracePrompts:
     """Makes a trace entry's prompt from its prefix blocks, blocks made once per run."""
 
-    def __init__(self, run_tag: str, seed: int, block_tokens: int) -> None:
+    def __init__(self, run_tag: str, seed: int, block_tokens: int,
+                 text: PromptText | None = None) -> None:
         self.tag, self.seed, self.block = run_tag, seed, block_tokens
+        self.text = text
+        self.source = text.source if text is not None else "public"
         self._blocks: OrderedDict[tuple[int, int], str] = OrderedDict()
 
     def _text(self, hash_id: int, tokens: int) -> str:
         key = (hash_id, tokens)
         text = self._blocks.get(key)
         if text is None:
-            text = passage(self.block, f"{self.tag}-block{hash_id}", self.seed, upto=tokens)
+            text = passage(self.block, f"{self.tag}-block{hash_id}", self.seed, upto=tokens,
+                           text=self.text)
             self._blocks[key] = text
             if len(self._blocks) > MAX_BLOCKS:
                 self._blocks.popitem(last=False)
@@ -62,8 +67,9 @@ class TracePrompts:
         """The entry's prompt: its blocks' text, then unique prose to its input length."""
         nonce = f"{self.tag}-trace-line{entry.line or index + 1}"
         if not entry.hash_ids:
-            p = synthetic(entry.input_length, entry.output_length, nonce, self.seed)
-            return Prompt(p.id, p.content, p.prompt_tokens, p.max_tokens, shape="trace")
+            p = synthetic(entry.input_length, entry.output_length, nonce, self.seed, self.text)
+            return Prompt(p.id, p.content, p.prompt_tokens, p.max_tokens, shape="trace",
+                          source=p.source)
         parts, left = [], entry.input_length
         for h in entry.hash_ids:
             if left <= 0:
@@ -72,9 +78,10 @@ class TracePrompts:
             parts.append(self._text(h, take))
             left -= take
         if left > 0:
-            parts.append(passage(left, nonce, self.seed))
+            parts.append(passage(left, nonce, self.seed, text=self.text))
         text = "".join(parts)
-        return Prompt(nonce, text, count_tokens(text), entry.output_length, shape="trace")
+        return Prompt(nonce, text, count_tokens(text), entry.output_length, shape="trace",
+                      source=self.source)
 
 
 def peak_arrivals(offsets: list[float], window_s: float = 1.0) -> int:
@@ -90,6 +97,7 @@ def peak_arrivals(offsets: list[float], window_s: float = 1.0) -> int:
 
 async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: str,
                  seed: int = 0, phase: str = "trace", max_in_flight: int = 10_000,
+                 text: PromptText | None = None,
                  stop: Callable[[], bool] = lambda: False) -> None:
     """Send every entry at its scheduled time; wait for all to end.
 
@@ -99,7 +107,7 @@ async def replay(prober: Prober, trace: Trace, on_record: OnRecord, *, run_tag: 
     prompt made again once it has one, so waiting requests hold no text."""
     offsets = trace.offsets_s()
     await prober.clients.prepare(min(peak_arrivals(offsets) * 2, max_in_flight, MAX_OPEN))
-    prompts = TracePrompts(run_tag, seed, trace.block_tokens)
+    prompts = TracePrompts(run_tag, seed, trace.block_tokens, text)
     entries = list(enumerate(trace.entries))
     made: deque[tuple[int, TraceEntry, Prompt | None]] = deque(
         (i, e, prompts.prompt(e, i)) for i, e in entries[:AHEAD])

@@ -11,8 +11,10 @@ fails ends its unit: its history would have nothing to carry.
 Every request is a `Prompt` like any other, stamped and recorded by the `Prober`; its
 record names the shape, the unit, the turn or step and the turns planned, so a unit cut
 short (by a failure or the level's end) shows as fewer records than planned. The text is
-the suite's own prose (`evalkit.probe.prompts`), seeded per run: a system prompt is shared
-by every session of its shape in a run (as a product's is), nothing else repeats.
+the run's prompt text (the buyer's corpus, else the public prose: `evalkit.probe.prompts`),
+seeded per run: a system prompt is shared by every session of its shape in a run (as a
+product's is), nothing else repeats. Answers to corpus text are sent back as history and
+never kept in a record (`evalkit.probe.privacy`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evalkit.corpus.text import PromptText
 from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
 from evalkit.probe.stream import Prober
 from evalkit.probe.streamstate import ANSWER_MAX
@@ -71,9 +74,10 @@ class WorkloadRunner:
     """Runs one workload's levels for one run (its draws seeded by the run)."""
 
     def __init__(self, workload: Workload, run_tag: str, seed: int = 0,
-                 phase: str = "workload") -> None:
+                 phase: str = "workload", text: PromptText | None = None) -> None:
         self.w = workload
         self.tag, self.seed, self.phase = run_tag, seed, phase
+        self.text = text
         self.rng = random.Random(f"{seed}:{run_tag}:workload")
         self._systems: dict[str, tuple[str, int]] = {}
         self._next_conversation: dict[str, int] = {}
@@ -121,7 +125,7 @@ class WorkloadRunner:
         """The shape's system prompt: one text for every session of it in this run."""
         if shape.name not in self._systems:
             text = passage(shape.system_prompt_tokens, f"{self.tag}-{shape.name}-system",
-                           self.seed)
+                           self.seed, text=self.text)
             self._systems[shape.name] = (text, count_tokens(text))
         return self._systems[shape.name]
 
@@ -136,7 +140,7 @@ class WorkloadRunner:
         plan = []
         for k in range(1, turns + 1):
             user = synthetic(max(1, shape.user_tokens.draw(self.rng)), 0,
-                             f"{unit}-u{k}", self.seed)
+                             f"{unit}-u{k}", self.seed, self.text)
             plan.append((str(user.content), user.prompt_tokens,
                          shape.think_time_s.sample(self.rng) if k > 1 else 0.0))
         return await self._turns(lv, shape, unit, plan, due, history, tokens)
@@ -145,11 +149,11 @@ class WorkloadRunner:
                      ) -> int | None:
         steps = max(1, shape.steps.draw(self.rng))
         task = synthetic(max(1, shape.prompt_tokens.draw(self.rng)), 0, f"{unit}-task",
-                         self.seed)
+                         self.seed, self.text)
         plan = [(str(task.content), task.prompt_tokens, 0.0)]
         for k in range(2, steps + 1):
             result = TOOL_RESULT_HEAD + passage(max(1, shape.tool_result_tokens.draw(self.rng)),
-                                                f"{unit}-tool{k}", self.seed)
+                                                f"{unit}-tool{k}", self.seed, text=self.text)
             plan.append((result, count_tokens(result), shape.tool_latency_s.sample(self.rng)))
         return await self._turns(lv, shape, unit, plan, due)
 
@@ -193,7 +197,8 @@ class WorkloadRunner:
             prompt = self._prompt(shape, unit, k, len(plan), text, n, history, tokens)
             rec = await lv.prober.stream(prompt, self.phase, lv.level, intended_ns=due)
             answer = rec.answer_text or ""
-            lv.on_record(rec if len(answer) <= RECORD_ANSWER_MAX
+            lv.on_record(replace(rec, answer_text=None) if prompt.private
+                         else rec if len(answer) <= RECORD_ANSWER_MAX
                          else replace(rec, answer_text=answer[:RECORD_ANSWER_MAX]))
             due = lv.prober.ended_ns(rec)
             if rec.outcome != "ok":
@@ -209,12 +214,15 @@ class WorkloadRunner:
         out = max(1, shape.output_tokens.draw(self.rng))
         agent = isinstance(shape, Agent)
         if text is None:  # a single request: the suite's own kind of prompt
-            p = synthetic(n, out, f"{unit}-r", self.seed)
+            p = synthetic(n, out, f"{unit}-r", self.seed, self.text)
             return replace(p, shape=shape.name, session=unit, turn=1, planned_turns=1)
+        source = "conversations" if isinstance(shape, Conversations) else \
+            (self.text.source if self.text is not None else "public")
         return Prompt(f"{unit}-{'s' if agent else 't'}{k}",
                       [*history, {"role": "user", "content": text}], tokens + n, out,
                       shape=shape.name, session=unit, turn=None if agent else k,
-                      step=k if agent else None, planned_turns=planned, keep_answer=True)
+                      step=k if agent else None, planned_turns=planned, keep_answer=True,
+                      source=source)
 
     async def _after_failure(self, lv: _Level, rec: RequestRecord, due: int | None
                              ) -> int | None:

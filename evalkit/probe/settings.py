@@ -45,6 +45,14 @@ class ProbeConfig:
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     prompts_file: Path | None = None
+    #: the buyer's corpus the prompts are cut from (`evalkit.corpus.store`; None: the
+    #: default folder, $EVALKIT_CORPUS or the user's data directory); `no_corpus`: the
+    #: public text that ships with evalkit, even when a corpus exists (recognisable)
+    corpus_dir: Path | None = None
+    no_corpus: bool = False
+    #: the prompt text already chosen (`evalkit.probe.prompttext.with_text`: a
+    #: `PromptText`, the CLI's, so it is read once); None: the run chooses it
+    prompt_text: Any = None
     api: str = "openai-chat"
     api_key_env: str = "OPENAI_API_KEY"
     headers: tuple[tuple[str, str], ...] = ()

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.analysis.thresholds import ClientLimits
+from evalkit.corpus.text import PromptText
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
+from evalkit.probe.privacy import AnswerKey
 from evalkit.probe.prompts import Prompt, PromptSource
 from evalkit.probe.reconnect import FreshConnections, Reuse
 from evalkit.probe.selfcheck import judge_client, window_end, window_start
@@ -50,6 +52,10 @@ class ShardTask:
     #: the run already gives every request a fresh connection, since this switch
     #: (`evalkit.probe.reconnect`; None: connections are reused)
     fresh: FreshConnections | None = None
+    #: the run's own prompt text (the buyer's corpus; None: the public text, which each
+    #: worker makes itself) and the key its canaries' answers are digested with
+    text: PromptText | None = None
+    answer_key: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -83,10 +89,11 @@ async def shard_level(task: ShardTask, keep: Callable[[RequestRecord], None] | N
 
     workers = len(range(task.shard, task.level, task.shards))
     tag = f"{task.run_tag}-{task.phase[0]}{task.level}"
-    source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts))
+    source = PromptSource(f"{tag}s{task.shard}", task.seed, list(task.user_prompts),
+                          task.text)
     reuse = Reuse(task.origin_ns, task.fresh)
-    async with Prober(task.target, task.origin_ns, tag, task.shard,
-                      run_id=task.run_tag, reuse=reuse) as prober, \
+    async with Prober(task.target, task.origin_ns, tag, task.shard, run_id=task.run_tag,
+                      reuse=reuse, answer_key=AnswerKey(task.answer_key or None)) as prober, \
             LoopMonitor() as mon:
         await prober.clients.prepare(workers)
         delay = (task.start_at_ns - time.perf_counter_ns()) / 1e9

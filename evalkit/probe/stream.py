@@ -32,6 +32,7 @@ from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
 from evalkit.probe.chunked import read_body
 from evalkit.probe.fields import EngineTimings
 from evalkit.probe.loopmonitor import Ring, _pct
+from evalkit.probe.privacy import AnswerKey, scrub
 from evalkit.probe.prompts import Prompt, count_tokens
 from evalkit.probe.reconnect import Reuse
 from evalkit.probe.replies import error_message, retry_after
@@ -92,8 +93,11 @@ class Prober:
 
     def __init__(self, target: Target, origin_ns: int, run_tag: str, shard: int = 0,
                  stamped: bool = True, run_id: str | None = None,
-                 reuse: Reuse | None = None) -> None:
+                 reuse: Reuse | None = None, answer_key: AnswerKey | None = None) -> None:
         self.target = target
+        #: digests a corpus canary's answer pieces (`evalkit.probe.privacy`): one key for
+        #: the whole run, so the shards' answers compare with the baseline's
+        self.answer_key = answer_key or AnswerKey()
         #: every stream's client shares `reuse`: the run's knowledge of the server's closes
         self.clients = _Clients(target, stamped,
                                 reuse if reuse is not None else Reuse(origin_ns))
@@ -414,6 +418,16 @@ class Prober:
         output = st.usage_ct if st.usage_ct is not None else counted
         chunks = [((ns - t0) / 1e9, n) for ns, n in zip(st.chunk_ns, st.chunk_tokens, strict=True)]
         engine = st.timings or EngineTimings()
+        error = clean(self.target.redact(error), _ERR_MAX) if error else None
+        error_body = st.error_body
+        answer = "".join(st.kept) if st.keep_answer and st.status == 200 else None
+        # the vendor's tokens where logprobs named them, else the pieces it streamed
+        pieces = ([t for t, _ in st.logprobs] if st.logprobs else list(st.kept)) \
+            if prompt.canary is not None and st.status == 200 else None
+        if prompt.private:  # nothing of the buyer's corpus is kept (evalkit.probe.privacy)
+            error, error_body = scrub(error, prompt.content), scrub(error_body, prompt.content)
+            if prompt.canary is not None:
+                answer, pieces = None, self.answer_key.pieces(pieces) if pieces else pieces
         return RequestRecord(
             id=rid, phase=phase, level=level, outcome=outcome,
             t0_s=(t0 - self.origin_ns) / 1e9,
@@ -427,8 +441,7 @@ class Prober:
             ttfa_s=(st.first_answer_ns - t0) / 1e9 if st.first_answer_ns is not None else None,
             e2e_s=chunks[-1][0] if chunks else None,
             chunks=chunks, http_status=st.status, finish_reason=st.finish_reason,
-            error=clean(self.target.redact(error), _ERR_MAX) if error else None,
-            error_body=st.error_body, retry_after_s=st.retry_after_s,
+            error=error, error_body=error_body, retry_after_s=st.retry_after_s,
             send_lag_s=(sent_ns - intended_ns) / 1e9,
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
@@ -439,14 +452,11 @@ class Prober:
             system_fingerprint=", ".join(st.fingerprints) or None,
             output_sha256=st.sha.hexdigest() if st.status == 200 else None,
             canary=prompt.canary,
-            answer_text="".join(st.kept) if st.keep_answer and st.status == 200 else None,
-            # the vendor's tokens where logprobs named them, else the pieces it streamed
-            answer_tokens=([t for t, _ in st.logprobs] if st.logprobs else list(st.kept))
-            if prompt.canary is not None and st.status == 200 else None,
+            answer_text=answer, answer_tokens=pieces,
             answer_logprobs=[v for _, v in st.logprobs] if prompt.canary is not None and st.logprobs
             else None, rate_limit_headers=st.limits,
             shape=prompt.shape, session=prompt.session, turn=prompt.turn, step=prompt.step,
             planned_turns=prompt.planned_turns, cached_prompt_tokens=st.usage_cached,
             engine_prompt_tokens=engine.prompt_tokens, engine_cached_tokens=engine.cached_tokens,
             engine_prompt_s=engine.prompt_s, engine_output_tokens=engine.output_tokens,
-            engine_decode_s=engine.decode_s)
+            engine_decode_s=engine.decode_s, prompt_source=prompt.source)

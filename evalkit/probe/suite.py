@@ -35,6 +35,7 @@ from evalkit.probe.framing import SENDABLE
 from evalkit.probe.phases import SuiteRun
 from evalkit.probe.plan import Plan, plan_probe, size_levels
 from evalkit.probe.prompts import load_prompts, prompt_provenance
+from evalkit.probe.prompttext import public_phases, run_text, text_meta
 from evalkit.probe.sampling import Sampling
 from evalkit.probe.settings import (
     ProbeConfig,
@@ -237,6 +238,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
     settings, plan = plan_run(config)
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
+    text = run_text(config)  # the buyer's corpus, else the public text
     secret = os.environ.get(config.api_key_env) or None
     sent = not any(k.lower() in CREDENTIAL_HEADERS for k, _ in config.headers)
     if sent and secret is not None and SENDABLE.fullmatch(secret) is None:  # Target's rule
@@ -279,8 +281,10 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
                    "ray": config.ray},
         "scaleout": None,
         "provenance": provenance(redact=target.redact, prompts=prompt_provenance(
-            config.seed, config.prompts_file)),
+            config.seed, config.prompts_file, text)),
         "workload": workload_meta(config),
+        # where the run's own prompts came from: the corpus's digest and size, not its text
+        "prompt_text": text_meta(text, public_phases(config, settings)),
     }
     if config.ray is not None:
         from evalkit.probe.scaleout import require_ray
@@ -289,7 +293,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
     warm_up(metrics=False)  # pandas waits for the first phase after connect (load_metrics)
     store = RunStore(out_dir, meta)
     return SuiteRun(config, settings, target, store, progress, origin_ns, run_tag,
-                    user_prompts)
+                    user_prompts, text)
 
 
 class _Ended:
@@ -424,10 +428,14 @@ def _scaleout(config: ProbeConfig, store: RunStore) -> Iterator[Any]:
 
 def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
     """The config as run.json may show it: header values are never written; the workload
-    and trace are run.json's `workload` (described, not copied)."""
-    d = asdict(replace(config, workload=None, trace=None))
+    and trace are run.json's `workload` (described, not copied), the prompt text its
+    `prompt_text` (the corpus's digest and size)."""
+    # the prompt text is never written: run.json's `prompt_text` names it by its digest
+    d = asdict(replace(config, workload=None, trace=None, prompt_text=None))
+    del d["prompt_text"]
     for name in ("workload_file", "conversations_file", "trace_file"):
         d[name] = str(d[name]) if d[name] else None
     d["headers"] = [k for k, _ in config.headers]
     d["prompts_file"] = str(config.prompts_file) if config.prompts_file else None
+    d["corpus_dir"] = str(config.corpus_dir) if config.corpus_dir else None
     return d

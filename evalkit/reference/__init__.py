@@ -53,7 +53,8 @@ null where the request never reached the engine), `completion_tokens` (generated
 ones such as `role_first_chunk`), `client_disconnected`, `prompt_sha` (the first 16 hex
 digits of the SHA-256 of the prompt's text, so a record joins its truth line
 without a request-id header), and with `spot_probes` `spotted` (the benchmark marks the
-request carried, `evalkit.reference.spotting`; spotted requests ran on an idle pool).
+request carried, `evalkit.reference.spotting`, text that ships with evalkit among them;
+spotted requests ran on an idle pool where no stream slows another: `app.IDLE_POOL`).
 Answer and load faults (null where the request never reached the engine):
 `active_streams` (requests in flight at the server, received and not yet ended, itself
 included, when this one reached the engine: what `swap_above` and `truncate_above`

@@ -46,6 +46,10 @@ from evalkit.reference.ratelimit import RateLimiter, with_headers
 from evalkit.reference.spotting import Spotter, prompt_text
 from evalkit.reference.writer import Writer
 
+#: the idle pool a vendor keeps for requests it spots (`spot_probes`): no stream slows
+#: another, none waits, none is refused, swapped for another model or cut short
+IDLE_POOL = {"decode_per_stream_ms": 0.0, "max_batch": 100_000, "admission_limit": 0,
+             "swap_above": 0, "truncate_above": 0, "batch_variance": 0.0}
 #: the ASGI scope extension where the server's protocol puts the request's arrival stamp
 ARRIVAL_EXTENSION = "evalkit.arrival"
 #: headers that carry a credential: the truth log names which one came, never its value
@@ -69,8 +73,11 @@ class ReferenceApp:
         self._pending: list[dict[str, Any]] = []
         self._flushing: asyncio.TimerHandle | None = None
         self.engine = EngineLoop(self.core)
-        #: `spot_probes`: the idle pool that spotted requests get (made at the first one)
+        #: `spot_probes`: the idle pool that spotted requests get (made at the first one):
+        #: sized for the evaluation, every stream decodes as fast as one alone, none is
+        #: queued, turned away, swapped or cut short (`IDLE_POOL`)
         self.spotter = Spotter()
+        self.idle_profile = profile.with_overrides(IDLE_POOL)
         self._idle: tuple[EngineCore, EngineLoop] | None = None
         self.requests = 0
         self.in_flight = 0
@@ -119,6 +126,8 @@ class ReferenceApp:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 encoding()  # build the tokenizer now, not inside the first request's TTFT
+                if bool(self.profile["spot_probes"]):
+                    self.spotter.learn()  # what a vendor learns from evalkit's source (~1 s)
                 if self.truth_path is not None:
                     self._truth = self.truth_path.open("a", encoding="utf-8")
                 await send({"type": "lifespan.startup.complete"})
@@ -194,7 +203,7 @@ class ReferenceApp:
         if not truth["spotted"]:
             return self.core, self.engine
         if self._idle is None:
-            core = EngineCore(self.profile, self.seed + 1)
+            core = EngineCore(self.idle_profile, self.seed + 1)
             self._idle = (core, EngineLoop(core))
         return self._idle
 
@@ -258,7 +267,7 @@ class ReferenceApp:
         # in the engine alone, a closed loop's synchronised waves would put the first of
         # each wave at 1, however many streams the client held
         truth["active_streams"] = active = self.in_flight
-        plan = under_load(plan, p, active)
+        plan = under_load(plan, self.idle_profile if truth.get("spotted") else p, active)
         answer = Answer(text, plan.served_by, plan.total_tokens, job.logprobs,
                         float(p["batch_variance"]), f"{self.seed}:{index}")
         stream = Stream(plan, int(p["tokens_per_chunk"]), answer)

@@ -2,16 +2,20 @@
 them from an idle pool of their own (`spot_probes`), so a probe that carries such marks
 measures the idle pool, not the service its customers get.
 
-The marks are the cheap ones a vendor reading evalkit's (or any load tool's) source
-would use; each spotted request names its marks in the truth log, so a test can show
-which a probe run carries:
+The marks are the ones a vendor reading evalkit's (or any load tool's) source would use;
+each spotted request names its marks in the truth log, so a test can show which a probe
+run carries:
 
 - `user-agent`: a load tool names itself (evalkit, aiperf, guidellm, locust, k6, ...);
 - `body-extension`: `ignore_eos` or `min_tokens`, which length-forcing tools send;
 - `nonce`: a prompt that opens with a bracketed token (`[abc123-000001] ...`);
 - `word-list`: a prompt that asks to continue a list of words;
 - `template`: one opening (digits masked) on at least a quarter of the recent prompts;
-- `request-id`: an `X-Request-ID` header.
+- `request-id`: an `X-Request-ID` header;
+- `public-text`, `task-text`: ten words in a row of the text that ships with evalkit (its
+  passages) or of a task the package composes: whatever the package can produce, a vendor
+  that read it can produce too, and recognise (`evalkit.corpus.public.PublicIndex`). Only
+  the buyer's own text escapes it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import re
 from collections import Counter, deque
 from collections.abc import Mapping
 from typing import Any
+
+from evalkit.corpus.public import PublicIndex, public_index
 
 _TOOLS = re.compile(r"evalkit|aiperf|genai-perf|guidellm|llmperf|locust|\bk6\b|vegeta|"
                     r"benchmark|loadgen|wrk", re.I)
@@ -56,6 +62,11 @@ class Spotter:
     def __init__(self) -> None:
         self._recent: deque[str] = deque(maxlen=WINDOW)
         self._counts: Counter[str] = Counter()
+        self._public: PublicIndex | None = None
+
+    def learn(self) -> None:
+        """Learn what evalkit's source gives away: its passages and its tasks."""
+        self._public = public_index()
 
     def marks(self, user_agent: str | None, request_id: str | None,
               body: Mapping[str, Any]) -> list[str]:
@@ -73,7 +84,10 @@ class Spotter:
             found.append("template")
         if request_id:
             found.append("request-id")
-        return found
+        if self._public is None:
+            self.learn()
+        assert self._public is not None
+        return found + self._public.marks(text)
 
     def _template(self, text: str) -> bool:
         opening = _DIGITS.sub("#", text.strip())[:OPENING]

@@ -72,6 +72,7 @@ from evalkit.render.pdf import (
     sha256,
 )
 from evalkit.render.precision import answers_figure, precision_intro, precision_rows
+from evalkit.render.prompttext import prompt_text_box
 from evalkit.render.ratelimits import rate_limits_text
 from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.render.workload import workload_context
@@ -336,6 +337,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "model": model, "endpoint": endpoint,
         "run_invalid": card.run is not None and card.run.validity == "invalid",
         "notices": notices,
+        "prompt_text": prompt_text_box(summary) if run is not None else None,
         # page one's "what this run did not verify": each with the run that would
         "not_verified": [(q["id"], q["reason"]) for q in questions
                          if q["status"] == "unverified"]

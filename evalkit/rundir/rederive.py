@@ -107,6 +107,8 @@ def derive_summary(records: list[RequestRecord], run: Mapping[str, Any],
             # phases ran, as the probe summarised with them (run.json `workload`)
             "workload_levels": _workload_checks(checks, written),
             "workload": _workload_meta(run.get("workload")),
+            # the corpus the prompts were cut from: its digest and size (read as hostile)
+            "corpus": as_mapping(run.get("prompt_text")).get("corpus"),
             "rtt_s": statistics.median(rtt) if rtt else None,
             "run_status": run_status,
             "run_error": run.get("error") if isinstance(run.get("error"), str) else None}

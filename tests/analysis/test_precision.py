@@ -238,3 +238,26 @@ def test_the_open_loops_canaries_are_judged_too() -> None:
     p = summarize(alone() + rate)["precision"]
     assert p["rate"]["concurrency"] is None and p["rate"]["compared"] == 4
     assert p["rate"]["status"] == "breach" and p["levels"] == []
+
+
+def _digested(records: list[RequestRecord]) -> list[RequestRecord]:
+    """The records as a corpus run keeps them: no answer text, each piece a digest."""
+    return [RequestRecord(**{**r.__dict__, "answer_text": None, "answer_tokens": [
+        hashlib.sha256(p.encode()).hexdigest()[:12] for p in r.answer_tokens]})
+        if r.answer_tokens else r for r in records]
+
+
+def test_answers_kept_as_digests_are_judged_piece_by_piece() -> None:
+    """A corpus run keeps its canaries' pieces as digests and no text: the answers
+    cut short still match, and where they part is still found, piece by piece."""
+    ref = {"answer_text": None, "answer_tokens": ["d1", "d2", "d3"]}
+    assert divergence(ref, {"answer_text": None, "answer_tokens": ["d1", "x", "d3"]}) == 1
+    assert divergence(ref, {"answer_text": None, "answer_tokens": ["d1", "d2"]}) == 2
+    assert divergence(ref, {"answer_text": None, "answer_tokens": None}) is None
+    cut = [same(i)[:5] for i in range(2)]
+    lv = summarize(_digested(alone() + level(2, cut + [same(i) for i in range(2, 6)]))
+                   )["precision"]["levels"][0]
+    assert (lv["matches"], lv["cut_short"], lv["status"]) == (6, 2, "held")
+    parted = [[f" c{i % 2}", " z", *WORDS[1:]] for i in range(6)]
+    lv = summarize(_digested(alone() + level(2, parted)))["precision"]["levels"][0]
+    assert lv["status"] == "breach" and lv["first_divergence_tokens"] == 1

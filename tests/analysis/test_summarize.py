@@ -480,7 +480,7 @@ class TestTopLevel:
                           "outcomes", "output_tokens_estimated", "thresholds", "connect",
                           "baseline", "prefill", "ramp", "soak", "rate", "precision", "checks",
                           "client", "validity", "rate_limits", "workload", "trace",
-                          "reconnects", "configuration"}
+                          "reconnects", "configuration", "prompt_text"}
         assert s["precision"] is None  # no canary was sent
         assert s["reconnects"] == 0 and s["configuration"]["findings"] == []
         assert s["workload"] is None and s["trace"] is None  # no workload, no trace

@@ -367,7 +367,7 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
     del d["rate_limit_headers"]  # left out when the response sent none
     for key in ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
                 "engine_prompt_tokens", "engine_cached_tokens", "engine_prompt_s",
-                "engine_output_tokens", "engine_decode_s"):
+                "engine_output_tokens", "engine_decode_s", "prompt_source"):
         del d[key]  # left out of a request of no workload shape, with no engine account
     del d["reconnects"]  # left out of a request sent once
     line = rec.to_json()
