@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -48,12 +48,13 @@ KINDS = {
 }
 
 
-def _names(values: pd.Series) -> list[str]:
+def _names(values: Iterable[Any]) -> list[str]:
     """The distinct names in a column of comma-joined names (a stream may name several)."""
     seen: dict[str, None] = {}
-    for v in values.dropna():
-        for name in str(v).split(", "):
-            seen.setdefault(name, None)
+    for v in values:
+        if isinstance(v, str):
+            for name in v.split(", "):
+                seen.setdefault(name, None)
     return sorted(seen)
 
 
@@ -125,31 +126,55 @@ def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> fl
     return statistics.fmean(deltas) if deltas else None
 
 
-def _alone(rows: pd.DataFrame) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Each canary's reference answer alone (its modal digest), and the alone summary.
+def alone_answers(rows: Iterable[Mapping[str, Any]]
+                  ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each canary's reference answer alone (its modal digest, the first answer that has
+    it), and the alone summary, from the baseline's ok canary answers (a record's fields
+    by name: a frame's rows, or the prober's records as they come).
 
     The rate alone is the share of the *other* answers alone that match the reference:
     the reference is one of them, and counted as matching itself it made an engine that
     never repeats an answer read 50 % (two repeats) where it agrees with itself 0 % of
     the time, and every level of it a precision breach, level 1 included. Canaries
     answered once alone say nothing of the engine's own variation."""
+    by_canary: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_canary.setdefault(str(row["canary"]), []).append(row)
     refs: dict[str, dict[str, Any]] = {}
     matched = others = answered = distinct = 0
-    for canary, sub in rows.groupby("canary", sort=True):
-        digests = Counter(sub["output_sha256"].dropna())
+    for canary in sorted(by_canary):
+        sub = by_canary[canary]
+        digests = Counter(d for r in sub if isinstance(d := r.get("output_sha256"), str))
         if not digests:
             continue
         modal, count = digests.most_common(1)[0]
-        refs[str(canary)] = sub[sub["output_sha256"] == modal].iloc[0].to_dict()
+        refs[canary] = dict(next(r for r in sub if r.get("output_sha256") == modal))
         matched += count - 1
         others += sum(digests.values()) - 1
         answered += sum(digests.values())
         distinct += len(digests)
+    every = [r for sub in by_canary.values() for r in sub]
     summary = {"answers": answered, "canaries_answered": len(refs),
                "match_rate": matched / others if others else None,
-               "distinct": distinct, "models_seen": _names(rows["model"]),
-               "fingerprints_seen": _names(rows["system_fingerprint"])}
+               "distinct": distinct, "models_seen": _names(r.get("model") for r in every),
+               "fingerprints_seen": _names(r.get("system_fingerprint") for r in every)}
     return refs, summary
+
+
+def floor_of(alone: Mapping[str, Any], th: Thresholds) -> float:
+    """The match rate a level may fall to before its interval can breach: the rate alone
+    (1 when nothing was answered alone) less the tolerance."""
+    rate = alone.get("match_rate")
+    return (float(rate) if rate is not None else 1.0) - th.precision_match_tolerance
+
+
+def compare_answer(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> str:
+    """`match` (the same digest), `cut_short` (the answer alone stopped early: the same
+    words as far as they go; precision is about what was said, how much of it is the
+    `length` limit's to judge) or `differs`."""
+    if answer.get("output_sha256") == reference.get("output_sha256"):
+        return "match"
+    return "cut_short" if _cut_short(reference, answer) else "differs"
 
 
 def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> str:
@@ -163,8 +188,11 @@ def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> st
     return "varied"
 
 
-def _status(k: int, n: int, floor: float, models_new: Sequence[str]
-            ) -> tuple[str, list[float] | None]:
+def precision_call(k: int, n: int, floor: float, models_new: Sequence[str]
+                   ) -> tuple[str, list[float] | None]:
+    """A level's status from `k` matches of `n` answers compared: `breach` (another model
+    named, or the whole 95 % interval below `floor`), `tie` (the point below, the interval
+    reaching above), `held`, or `not_measured`; and the interval."""
     ci = proportion_interval(k, n)
     if models_new:
         return "breach", ci
@@ -177,10 +205,20 @@ def _status(k: int, n: int, floor: float, models_new: Sequence[str]
     return ("tie" if k / n < floor else "held"), ci
 
 
+#: why a ramp level's canary sample stopped growing (run.json's `canaries.ended`, by
+#: level; evalkit.probe.canarywatch): it was judged at the level's planned end without
+#: more (absent), grew until its interval decided, grew to its budget still a tie, or the
+#: level's time ran out (or the run stopped) first
+GROWTH_ENDS = ("decided", "budget", "time")
+
+
 def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, Mapping[str, Any]],
-                alone: Mapping[str, Any], th: Thresholds) -> dict[str, Any]:
+                alone: Mapping[str, Any], th: Thresholds, budget: int | None = None,
+                ended: str | None = None) -> dict[str, Any]:
     """One load level's canary answers against the answers alone. `everyone` is every
-    request of the level: a model named on any of them counts."""
+    request of the level: a model named on any of them counts. `budget`: the most canary
+    answers a tie could grow to (None: the run set none); `ended`: why it stopped
+    growing (GROWTH_ENDS; None: it did not grow)."""
     compared = rows[rows["ok"] & rows["canary"].isin(list(refs)) & rows["output_sha256"].notna()]
     matches = 0
     where: list[int] = []
@@ -188,13 +226,10 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
     cut = 0
     for row in compared.to_dict("records"):
         ref = refs[str(row["canary"])]
-        if row["output_sha256"] == ref["output_sha256"]:
+        said = compare_answer(ref, row)
+        if said != "differs":
             matches += 1
-        elif _cut_short(ref, row):
-            # the answer alone, stopped early: the same words as far as they go. Precision
-            # is about what was said; how much of it is the `length` limit's to judge
-            matches += 1
-            cut += 1
+            cut += said == "cut_short"
         elif (at := divergence(ref, row)) is not None:
             where.append(at)
         if (d := logprob_drift(ref, row)) is not None:
@@ -203,9 +238,8 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
     models = _names(everyone.loc[everyone["ok"], "model"])
     fingerprints = _names(everyone.loc[everyone["ok"], "system_fingerprint"])
     new_models = [m for m in models if alone["models_seen"] and m not in alone["models_seen"]]
-    rate_alone = alone["match_rate"]
-    floor = (rate_alone if rate_alone is not None else 1.0) - th.precision_match_tolerance
-    status, ci = _status(matches, n, floor, new_models)
+    floor = floor_of(alone, th)
+    status, ci = precision_call(matches, n, floor, new_models)
     first = statistics.median(where) if where else None
     return {
         "canaries": len(rows), "compared": n, "matches": matches, "cut_short": cut,
@@ -215,17 +249,25 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
         "models_not_seen_alone": new_models, "floor": floor, "status": status,
         "kind": _kind(new_models, where, th) if status in ("breach", "tie") or n > matches
         else None,
+        # the sample behind the call: grown past the level's planned end to decide a
+        # tie (`grew`: why it stopped), up to `budget` answers; a tie that spent its
+        # budget is undecided, said as such
+        "budget": budget, "grew": ended if ended in GROWTH_ENDS else None,
+        "undecided": status == "tie" and ended in ("budget", "time"),
     }
 
 
-def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | None:
-    """summary.json's `precision`: None when the run sent no canary."""
+def precision_section(req: pd.DataFrame, th: Thresholds, budget: int | None = None,
+                      ended: Mapping[int, str] | None = None) -> dict[str, Any] | None:
+    """summary.json's `precision`: None when the run sent no canary. `budget` and
+    `ended`: how far a ramp level's tie could grow and why each grown one stopped
+    (run.json's `canaries`)."""
     if "canary" not in req or not req["canary"].notna().any():
         return None
     canary = req["canary"].notna().to_numpy()
     phase = req["phase"].to_numpy()
     alone_rows = req[canary & (phase == "baseline") & req["ok"].to_numpy()]
-    refs, alone = _alone(alone_rows)
+    refs, alone = alone_answers(alone_rows.to_dict("records"))
     alone["models_seen"] = _names(req.loc[(phase == "baseline") & req["ok"].to_numpy(), "model"])
     levels: list[dict[str, Any]] = []
     held: dict[str, dict[str, Any]] = {}
@@ -235,9 +277,12 @@ def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | Non
             continue
         same = req["level"].isna() if pd.isna(level) else req["level"] == level
         everyone = req[(phase == ph) & same.to_numpy()]
-        judged = {"concurrency": None if pd.isna(level) else int(level),
-                  **judge_group(sub, everyone, refs, alone, th)}
-        if ph == "ramp":
+        at = None if pd.isna(level) else int(level)
+        ramp = ph == "ramp"
+        judged = {"concurrency": at,
+                  **judge_group(sub, everyone, refs, alone, th, budget if ramp else None,
+                                (ended or {}).get(at or 0) if ramp else None)}
+        if ramp:
             levels.append(judged)
         else:
             held[str(ph)] = judged
@@ -249,10 +294,14 @@ def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | Non
         "divergence_unit": "vendor tokens (logprobs)" if logprobs else "streamed chunks",
         "logprobs": logprobs,
         "kinds": KINDS,
+        "budget": budget,
         "rule": (f"a level breaches precision when the 95 % interval of its canary match "
                  f"rate lies wholly below the rate alone less "
                  f"{th.precision_match_tolerance:.0%}, or when a model answered that did "
-                 f"not answer alone; an interval that straddles it is a tie"),
+                 f"not answer alone; an interval that straddles it is a tie"
+                 + (f", and a ramp level's tie runs on in the same mix of requests until "
+                    f"the interval decides, up to {budget} canary answers"
+                    if budget else "")),
     }
 
 
