@@ -40,3 +40,27 @@ def test_a_finished_request_leaves_nothing_for_the_cyclic_collector(reference: A
                 gc.enable()
 
     assert asyncio.run(run()) < 40
+
+
+def test_counting_ever_new_chunks_holds_a_bounded_cache() -> None:
+    """A long soak against a real vendor meets ever rarer chunk texts: the token counts of
+    short chunks are cached, and the cache, not the soak's length, bounds what they hold
+    (40,000 distinct chunks: under 3 MB; ~6 MB when 65,536 were kept)."""
+    import tracemalloc
+
+    from evalkit.probe.prompts import SHORT_COUNTS_KEPT, _count_short, count_tokens
+
+    count_tokens("the encoding loaded")
+    _count_short.cache_clear()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for i in range(40_000):
+            count_tokens(f" chunk {i}")
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(
+            before, "filename"))
+    finally:
+        tracemalloc.stop()
+        _count_short.cache_clear()
+    assert _count_short.cache_info().maxsize == SHORT_COUNTS_KEPT
+    assert grown < 3_000_000, grown
