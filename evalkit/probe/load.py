@@ -37,7 +37,8 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
     decided without them; requests in flight then finish (the drain), so no record is cut
     short by the phase ending. Past `duration_s` (and the floor), requests go on starting
     while `undecided()` (when given) asks for more to decide the level, within the same
-    `overtime_s`. No request starts once `stop()` (when given) says so. A
+    `overtime_s` and while the level is not `settled()`. No request starts once `stop()`
+    (when given) says so. A
     worker turned away (429/503) waits what its Retry-After asked for (bounded), else
     `reject_pause_s`; one that failed before any content backs off, doubling from
     `reject_pause_s` up to `max_pause_s` while failures repeat: it still offers its load,
@@ -61,11 +62,9 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
         now = time.perf_counter()
         if deadline is None or now < deadline:
             return True
-        if hard is None or now >= hard:
+        if hard is None or now >= hard or (settled is not None and settled()):
             return False
-        if started < min_requests and not (settled is not None and settled()):
-            return True
-        return undecided is not None and undecided()
+        return started < min_requests or (undecided is not None and undecided())
 
     async def worker(i: int) -> None:
         nonlocal started, silent

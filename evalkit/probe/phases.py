@@ -201,8 +201,9 @@ class SuiteRun:
 
     def _settled(self) -> bool:
         """The level's failures already confirm an admission breach (the 95 % interval of
-        their share lies wholly above its limit): more requests to reach a floor would
-        only cost a failing vendor's time, they could not change the level's status."""
+        their share lies wholly above its limit): more requests to reach a floor, or to
+        decide its canaries, would only cost a failing vendor's time, they could not change
+        the level's status."""
         failed = sum(r.outcome != "ok" for r in self._held)
         share = proportion_interval(failed, len(self._held)) if failed else None
         return share is not None and share[0] > self.watch.thresholds.admission_failure_rate
