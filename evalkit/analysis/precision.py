@@ -21,18 +21,29 @@ interval that straddles it is a tie. What differed is named apart: another model
 reported in `model`, answers that differ from their first tokens under the same name
 (what another model answering would look like), or answers that varied later, as the
 same model's do when a different batch is a different computation.
+
+The comparison of one answer and the call on a level's answers are in
+`evalkit.analysis.canarycall` (no pandas): the prober's stop rule uses them too.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from evalkit.analysis.intervals import proportion_interval
+from evalkit.analysis.canarycall import (
+    GROWTH_ENDS,
+    alone_answers,
+    answer_pieces,
+    compare_answer,
+    digested_pieces,
+    distinct_names,
+    floor_of,
+    precision_call,
+)
 from evalkit.analysis.thresholds import Thresholds
 
 #: the phases whose canary answers are compared with the answers alone, by level
@@ -48,42 +59,16 @@ KINDS = {
 }
 
 
-def _names(values: Iterable[Any]) -> list[str]:
-    """The distinct names in a column of comma-joined names (a stream may name several)."""
-    seen: dict[str, None] = {}
-    for v in values:
-        if isinstance(v, str):
-            for name in v.split(", "):
-                seen.setdefault(name, None)
-    return sorted(seen)
-
-
-def _pieces(row: Mapping[str, Any]) -> list[str] | None:
-    tokens = row.get("answer_tokens")
-    return list(tokens) if isinstance(tokens, list) and tokens else None
-
-
-def _digested(reference: Mapping[str, Any], answer: Mapping[str, Any]
-              ) -> tuple[list[str], list[str]] | None:
-    """Both answers' pieces when neither kept its text: a corpus canary's answer is kept
-    as keyed digests of its pieces (`evalkit.probe.privacy`), compared piece by piece."""
-    if isinstance(reference.get("answer_text"), str) or \
-            isinstance(answer.get("answer_text"), str):
-        return None
-    ref, got = _pieces(reference), _pieces(answer)
-    return (ref, got) if ref is not None and got is not None else None
-
-
 def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int | None:
     """The token at which `answer` parts from `reference`: the reference's pieces wholly
     inside the texts' common prefix, or (answers kept as digests) the pieces both share
     from the start (None when either text or the pieces are missing)."""
-    if (both := _digested(reference, answer)) is not None:
+    if (both := digested_pieces(reference, answer)) is not None:
         ref, got = both
         return next((i for i, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b),
                     min(len(ref), len(got)))
     ref_text, text = reference.get("answer_text"), answer.get("answer_text")
-    pieces = _pieces(reference)
+    pieces = answer_pieces(reference)
     if not isinstance(ref_text, str) or not isinstance(text, str) or pieces is None:
         return None
     common = 0
@@ -100,22 +85,11 @@ def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int |
     return at
 
 
-def _cut_short(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
-    """The answer is the reference's text cut short (a non-empty strict prefix; for
-    answers kept as digests, of its pieces)."""
-    if (both := _digested(reference, answer)) is not None:
-        ref, got = both
-        return 0 < len(got) < len(ref) and ref[:len(got)] == got
-    ref_text, text = reference.get("answer_text"), answer.get("answer_text")
-    return (isinstance(ref_text, str) and isinstance(text, str) and 0 < len(text) < len(ref_text)
-            and ref_text.startswith(text))
-
-
 def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
     """Mean |Δ logprob| of the chosen tokens over the prefix both answers share token for
     token (None without logprobs on both)."""
     ref_lp, lp = reference.get("answer_logprobs"), answer.get("answer_logprobs")
-    ref_tok, tok = _pieces(reference), _pieces(answer)
+    ref_tok, tok = answer_pieces(reference), answer_pieces(answer)
     if not (isinstance(ref_lp, list) and isinstance(lp, list) and ref_tok and tok):
         return None
     deltas = []
@@ -124,57 +98,6 @@ def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> fl
             break
         deltas.append(abs(float(a) - float(b)))
     return statistics.fmean(deltas) if deltas else None
-
-
-def alone_answers(rows: Iterable[Mapping[str, Any]]
-                  ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Each canary's reference answer alone (its modal digest, the first answer that has
-    it), and the alone summary, from the baseline's ok canary answers (a record's fields
-    by name: a frame's rows, or the prober's records as they come).
-
-    The rate alone is the share of the *other* answers alone that match the reference:
-    the reference is one of them, and counted as matching itself it made an engine that
-    never repeats an answer read 50 % (two repeats) where it agrees with itself 0 % of
-    the time, and every level of it a precision breach, level 1 included. Canaries
-    answered once alone say nothing of the engine's own variation."""
-    by_canary: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        by_canary.setdefault(str(row["canary"]), []).append(row)
-    refs: dict[str, dict[str, Any]] = {}
-    matched = others = answered = distinct = 0
-    for canary in sorted(by_canary):
-        sub = by_canary[canary]
-        digests = Counter(d for r in sub if isinstance(d := r.get("output_sha256"), str))
-        if not digests:
-            continue
-        modal, count = digests.most_common(1)[0]
-        refs[canary] = dict(next(r for r in sub if r.get("output_sha256") == modal))
-        matched += count - 1
-        others += sum(digests.values()) - 1
-        answered += sum(digests.values())
-        distinct += len(digests)
-    every = [r for sub in by_canary.values() for r in sub]
-    summary = {"answers": answered, "canaries_answered": len(refs),
-               "match_rate": matched / others if others else None,
-               "distinct": distinct, "models_seen": _names(r.get("model") for r in every),
-               "fingerprints_seen": _names(r.get("system_fingerprint") for r in every)}
-    return refs, summary
-
-
-def floor_of(alone: Mapping[str, Any], th: Thresholds) -> float:
-    """The match rate a level may fall to before its interval can breach: the rate alone
-    (1 when nothing was answered alone) less the tolerance."""
-    rate = alone.get("match_rate")
-    return (float(rate) if rate is not None else 1.0) - th.precision_match_tolerance
-
-
-def compare_answer(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> str:
-    """`match` (the same digest), `cut_short` (the answer alone stopped early: the same
-    words as far as they go; precision is about what was said, how much of it is the
-    `length` limit's to judge) or `differs`."""
-    if answer.get("output_sha256") == reference.get("output_sha256"):
-        return "match"
-    return "cut_short" if _cut_short(reference, answer) else "differs"
 
 
 def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> str:
@@ -186,30 +109,6 @@ def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> st
     if len(where) >= 2 and max(where) <= th.early_divergence_tokens:
         return "diverged_at_start"
     return "varied"
-
-
-def precision_call(k: int, n: int, floor: float, models_new: Sequence[str]
-                   ) -> tuple[str, list[float] | None]:
-    """A level's status from `k` matches of `n` answers compared: `breach` (another model
-    named, or the whole 95 % interval below `floor`), `tie` (the point below, the interval
-    reaching above), `held`, or `not_measured`; and the interval."""
-    ci = proportion_interval(k, n)
-    if models_new:
-        return "breach", ci
-    if ci is None:
-        return "not_measured", None
-    if floor <= 0:  # its answers alone did not repeat: no rate under load falls below
-        return "not_measured", ci
-    if ci[1] < floor:
-        return "breach", ci
-    return ("tie" if k / n < floor else "held"), ci
-
-
-#: why a ramp level's canary sample stopped growing (run.json's `canaries.ended`, by
-#: level; evalkit.probe.canarywatch): it was judged at the level's planned end without
-#: more (absent), grew until its interval decided, grew to its budget still a tie, or the
-#: level's time ran out (or the run stopped) first
-GROWTH_ENDS = ("decided", "budget", "time")
 
 
 def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, Mapping[str, Any]],
@@ -235,8 +134,8 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
         if (d := logprob_drift(ref, row)) is not None:
             drift.append(d)
     n = len(compared)
-    models = _names(everyone.loc[everyone["ok"], "model"])
-    fingerprints = _names(everyone.loc[everyone["ok"], "system_fingerprint"])
+    models = distinct_names(everyone.loc[everyone["ok"], "model"])
+    fingerprints = distinct_names(everyone.loc[everyone["ok"], "system_fingerprint"])
     new_models = [m for m in models if alone["models_seen"] and m not in alone["models_seen"]]
     floor = floor_of(alone, th)
     status, ci = precision_call(matches, n, floor, new_models)
@@ -268,7 +167,8 @@ def precision_section(req: pd.DataFrame, th: Thresholds, budget: int | None = No
     phase = req["phase"].to_numpy()
     alone_rows = req[canary & (phase == "baseline") & req["ok"].to_numpy()]
     refs, alone = alone_answers(alone_rows.to_dict("records"))
-    alone["models_seen"] = _names(req.loc[(phase == "baseline") & req["ok"].to_numpy(), "model"])
+    ok = req["ok"].to_numpy()
+    alone["models_seen"] = distinct_names(req.loc[(phase == "baseline") & ok, "model"])
     levels: list[dict[str, Any]] = []
     held: dict[str, dict[str, Any]] = {}
     # dropna=False: the open loop's requests have no level, and are judged all the same

@@ -21,6 +21,7 @@ import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.analysis.buffering import buffering_check
+from evalkit.analysis.canarycall import GROWTH_ENDS
 from evalkit.analysis.checks import (
     cache_check,
     connect_section,
@@ -33,7 +34,7 @@ from evalkit.analysis.checks import (
 from evalkit.analysis.configuration import CONFIGURATION_RULE, configuration_failures
 from evalkit.analysis.frames import frames
 from evalkit.analysis.goodput import GOODPUT_RULE, level_goodput, max_goodput, profile_limits
-from evalkit.analysis.precision import GROWTH_ENDS, level_precision, precision_section
+from evalkit.analysis.precision import level_precision, precision_section
 from evalkit.analysis.prefill import prefill_fit
 from evalkit.analysis.prompttext import CorpusFacts, prompt_text_section
 from evalkit.analysis.ramp import judge_ramp
@@ -103,7 +104,7 @@ class SummaryMeta:
     corpus: CorpusFacts | None = None
     #: how many canary answers a ramp level's precision tie could grow to (run.json's
     #: `canaries.level_budget`; None: no growth), and why each level that grew stopped
-    #: (`canaries.ended`, by level: evalkit.analysis.precision.GROWTH_ENDS)
+    #: (`canaries.ended`, by level: evalkit.analysis.canarycall.GROWTH_ENDS)
     canary_budget: int | None = None
     canary_ends: Mapping[int, str] = field(default_factory=dict)
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from evalkit.analysis.intervals import proportion_interval
-from evalkit.analysis.precision import (
+from evalkit.analysis.canarycall import (
     alone_answers,
     compare_answer,
     floor_of,
     precision_call,
 )
+from evalkit.analysis.intervals import proportion_interval
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.records import RequestRecord
 
@@ -132,7 +132,7 @@ class LevelTally:
         return True
 
     def ended(self) -> str | None:
-        """Why the level's sample stopped growing (evalkit.analysis.precision.GROWTH_ENDS):
+        """Why the level's sample stopped growing (evalkit.analysis.canarycall.GROWTH_ENDS):
         run.json's `canaries.ended`. None when it never grew (a call at its planned end
         needed no more answers), unless it was a tie on its whole budget already."""
         if self.stopped == "budget":
