@@ -27,13 +27,7 @@ from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
 from evalkit.corpus.text import PromptText
 from evalkit.errors import EndpointError
-from evalkit.probe.canaries import (
-    CANARY_SET_VERSION,
-    InTurn,
-    alone_then,
-    in_turn,
-    make_canaries,
-)
+from evalkit.probe.canaries import CANARY_SET_VERSION, InTurn, alone_then, in_turn, make_canaries
 from evalkit.probe.canarywatch import CanaryWatch
 from evalkit.probe.connect import check_endpoint, explain_failure, measure_rtt
 from evalkit.probe.load import closed_loop, open_loop
@@ -201,9 +195,8 @@ class SuiteRun:
 
     def _settled(self) -> bool:
         """The level's failures already confirm an admission breach (the 95 % interval of
-        their share lies wholly above its limit): more requests to reach a floor, or to
-        decide its canaries, would only cost a failing vendor's time, they could not change
-        the level's status."""
+        their share lies wholly above its limit): more requests (a floor, the canaries)
+        would only cost a failing vendor's time, they could not change its status."""
         failed = sum(r.outcome != "ok" for r in self._held)
         share = proportion_interval(failed, len(self._held)) if failed else None
         return share is not None and share[0] > self.watch.thresholds.admission_failure_rate
@@ -351,8 +344,8 @@ class SuiteRun:
             tally = (self.canary_watch.level(self._held, lambda: turns.canaries_sent)
                      if phase == "ramp" else None)
             mark = window_start(mon, prober)
-            await closed_loop(prober, turns, self.on_record, phase=phase,
-                              level=level, workers=level, duration_s=duration_s,
+            await closed_loop(prober, turns, self.on_record, phase=phase, level=level,
+                              workers=level, duration_s=duration_s,
                               max_requests=self.s.ramp.level_max_requests
                               if phase == "ramp" else None,
                               on_note=self._note, min_requests=floor, settled=self._settled,
