@@ -22,7 +22,7 @@ import sys
 from collections import Counter
 
 from evalkit.analysis.thresholds import Thresholds
-from evalkit.probe.canarywatch import CanaryWatch
+from evalkit.probe.canarywatch import CanaryWatch, LevelTally
 from evalkit.probe.settings import profile_settings
 from evalkit.records import RequestRecord
 
@@ -39,7 +39,7 @@ def one_level(watch: CanaryWatch, names: list[str], every: int, q: float,
               rng: random.Random) -> tuple[str, int]:
     """One level's call and the answers it rests on."""
     held: list[RequestRecord] = []
-    tally = watch.level(held, lambda: len(held))
+    tally = LevelTally(watch, held, lambda: len(held))
 
     def back() -> None:
         k = names[len(held) % len(names)]

@@ -74,15 +74,15 @@ def alone_then(canaries: Sequence[Prompt], repeats: int, ordinary: NextPrompt,
 
 class InTurn:
     """A level's prompts: one in each block of `every` is the next canary in turn, at a
-    place in the block drawn from `slots` (never the block's first, so the level's first
-    request is always ordinary; without `slots`, the block's last), the rest ordinary.
-    Each level begins again at the first canary, so the lower levels, which send fewer
-    requests, share the same ones. `canaries_sent` counts the canaries given out."""
+    place in the block drawn from a generator seeded by `slots` (never the block's first,
+    so the level's first request is always ordinary; without `slots`, the block's last),
+    the rest ordinary. Each level begins again at the first canary, so the lower levels,
+    which send fewer requests, share the same ones. `canaries_sent`: those given out."""
 
     def __init__(self, canaries: Sequence[Prompt], every: int, ordinary: NextPrompt,
-                 slots: random.Random | None = None) -> None:
+                 slots: str | None = None) -> None:
         self._canaries, self._every, self._ordinary = canaries, every, ordinary
-        self._slots = slots
+        self._slots = random.Random(slots) if slots is not None else None
         self._sent = 0
         self._slot = every - 1
         self.canaries_sent = 0
@@ -99,6 +99,6 @@ class InTurn:
 
 
 def in_turn(canaries: Sequence[Prompt], every: int, ordinary: NextPrompt,
-            slots: random.Random | None = None) -> InTurn:
+            slots: str | None = None) -> InTurn:
     """A level's prompts, the canaries taking their turns among them (`InTurn`)."""
     return InTurn(canaries, every, ordinary, slots)

@@ -31,6 +31,7 @@ from evalkit.analysis.canarycall import (
 )
 from evalkit.analysis.intervals import proportion_interval
 from evalkit.analysis.thresholds import Thresholds
+from evalkit.probe.canaries import InTurn
 from evalkit.records import RequestRecord
 
 
@@ -50,7 +51,7 @@ class LevelTally:
                  sent: Callable[[], int]) -> None:
         self._watch = watch
         self._held = held
-        #: how many canaries the level has sent (`evalkit.probe.canaries.InTurn`)
+        #: how many canaries the level has sent so far
         self._sent = sent
         self._seen = 0
         self._returned = 0
@@ -143,6 +144,15 @@ class LevelTally:
         return self.stopped or "time"
 
 
+    def finish(self, level: int) -> str | None:
+        """The level is over: keep why its sample stopped growing, if it grew (run.json's
+        `canaries.ended`), and say what it came to (None: it did not grow)."""
+        end = self.ended()
+        if end is None:
+            return None
+        self._watch.ends[level] = end
+        return self.note(level)
+
     def note(self, level: int) -> str:
         """What running the level on for its canaries came to, in words (every answer
         back, the drain's too): run.json's notes."""
@@ -168,6 +178,8 @@ class CanaryWatch:
         self.refs: dict[str, dict[str, Any]] = {}
         self.alone_models: frozenset[str] = frozenset()
         self.floor = 1.0 - thresholds.precision_match_tolerance
+        #: why each ramp level that ran on for its canaries stopped (`LevelTally.ended`)
+        self.ends: dict[int, str] = {}
 
     def learn_alone(self, records: Sequence[RequestRecord]) -> None:
         """The baseline's answers: each canary's answer alone, the rate alone (and so the
@@ -177,7 +189,11 @@ class CanaryWatch:
         self.alone_models = frozenset(m for r in ok for m in _named(r.model))
         self.floor = floor_of(alone, self.thresholds)
 
-    def level(self, held: Sequence[RequestRecord], sent: Callable[[], int]) -> LevelTally:
-        """A tally over `held`, the level's records as they come back (read, not copied);
-        `sent`: how many canaries the level has sent so far."""
-        return LevelTally(self, held, sent)
+    def level(self, held: Sequence[RequestRecord], turns: InTurn) -> LevelTally:
+        """A tally over `held`, the level's records as they come back (read, not copied),
+        sent by `turns` (how many canaries it has given out)."""
+        return LevelTally(self, held, lambda: turns.canaries_sent)
+
+    def ended(self) -> dict[str, str]:
+        """run.json's `canaries.ended`: why each ramp level that ran on stopped."""
+        return {str(k): v for k, v in self.ends.items()}

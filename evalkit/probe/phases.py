@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import random
 import secrets
 import statistics
 from collections.abc import Sequence
@@ -154,11 +153,8 @@ class SuiteRun:
         self.connect_info: dict[str, Any] = {}
         self.ramp_levels_run: list[int] = []
         self.watch = RampWatch()
-        #: the answers alone, and each ramp level's canaries as they come back: a level
-        #: whose precision is a tie at its end runs on to decide it
+        #: the answers alone, and each ramp level's canaries: a tie at its end runs on
         self.canary_watch = CanaryWatch(self.watch.thresholds, k.level_budget)
-        #: why each ramp level that ran on for its canaries stopped (run.json)
-        self.canary_ends: dict[int, str] = {}
         #: records of the phase under way that the ramp's judgement needs (baseline, the
         #: current ramp level); emptied once summarised
         self._held: list[RequestRecord] = []
@@ -210,10 +206,9 @@ class SuiteRun:
                                  int(out or self.s.output_tokens))
 
     def _turns(self, phase: str, level: int | None) -> InTurn:
-        """A load level's prompts, the canaries taking their turns among them, each at a
-        place in its block drawn for this run and level."""
+        """A load level's prompts, the canaries at places drawn for this run and level."""
         return in_turn(self.canaries, self.s.canaries.every, self._prompt,
-                       random.Random(f"canary-slots:{self.run_tag}:{phase}:{level}"))
+                       f"canary-slots:{self.run_tag}:{phase}:{level}")
 
     def _judge_check(self, check: dict[str, Any]) -> dict[str, Any]:
         return judge_client(check, self.s.client_check)
@@ -341,8 +336,7 @@ class SuiteRun:
         if self.pool is None:
             await prober.clients.prepare(level)
             turns = self._turns(phase, level)
-            tally = (self.canary_watch.level(self._held, lambda: turns.canaries_sent)
-                     if phase == "ramp" else None)
+            tally = self.canary_watch.level(self._held, turns) if phase == "ramp" else None
             mark = window_start(mon, prober)
             await closed_loop(prober, turns, self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s,
@@ -352,9 +346,8 @@ class SuiteRun:
                               stop=lambda: self.interrupted,
                               undecided=tally.wants_more if tally else None)
             check = self._judge_check(window_end(mon, prober, mark))
-            if tally is not None and (end := tally.ended()) is not None:
-                self.canary_ends[level] = end
-                self._note(tally.note(level))
+            if tally is not None and (said := tally.finish(level)) is not None:
+                self._note(said)
             return check
         return await self._sharded(phase, level, duration_s, None)
 
@@ -497,7 +490,7 @@ class SuiteRun:
                              "alone_repeats": self.s.canaries.alone_repeats,
                              "every": self.s.canaries.every,
                              "level_budget": self.s.canaries.level_budget,
-                             "ended": {str(k): v for k, v in self.canary_ends.items()},
+                             "ended": self.canary_watch.ended(),
                              "sharded_levels": self.pool is not None},
                 "phases": self.phase_checks,
                 "levels": {str(k): v for k, v in self.level_checks.items()},

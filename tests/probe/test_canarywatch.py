@@ -7,14 +7,13 @@ drawn per level, however long the level runs."""
 from __future__ import annotations
 
 import hashlib
-import random
 
 import pytest
 
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.probe.canaries import in_turn, make_canaries
-from evalkit.probe.canarywatch import CanaryWatch
+from evalkit.probe.canarywatch import CanaryWatch, LevelTally
 from evalkit.probe.prompts import PromptSource
 from evalkit.records import RequestRecord
 from tests.analysis.helpers import stream
@@ -41,7 +40,7 @@ class _Level:
     def __init__(self, watch: CanaryWatch) -> None:
         self.held: list[RequestRecord] = []
         self.sent = 0
-        self.tally = watch.level(self.held, lambda: self.sent)
+        self.tally = LevelTally(watch, self.held, lambda: self.sent)
 
     def back(self, matches: list[bool], in_flight: int = 0, model: str = "m") -> None:
         """Canary answers come back (True: the answer alone), `in_flight` more sent."""
@@ -150,7 +149,7 @@ def test_one_canary_in_each_block_at_a_place_drawn_per_level() -> None:
     level would put every canary at the same place in the closed loop's waves)."""
     canaries = make_canaries("t0", 0, 3, 64, 8)
     source = PromptSource("t0", 0)
-    turns = in_turn(canaries, 6, lambda: source.next(64, 8), random.Random("level 4"))
+    turns = in_turn(canaries, 6, lambda: source.next(64, 8), "level 4")
     drawn = [turns().canary for _ in range(600)]
     blocks = [drawn[i:i + 6] for i in range(0, 600, 6)]
     assert all(sum(c is not None for c in b) == 1 and b[0] is None for b in blocks)
