@@ -21,18 +21,29 @@ interval that straddles it is a tie. What differed is named apart: another model
 reported in `model`, answers that differ from their first tokens under the same name
 (what another model answering would look like), or answers that varied later, as the
 same model's do when a different batch is a different computation.
+
+The comparison of one answer and the call on a level's answers are in
+`evalkit.analysis.canarycall` (no pandas): the prober's stop rule uses them too.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from evalkit.analysis.intervals import proportion_interval
+from evalkit.analysis.canarycall import (
+    GROWTH_ENDS,
+    alone_answers,
+    answer_pieces,
+    compare_answer,
+    digested_pieces,
+    distinct_names,
+    floor_of,
+    precision_call,
+)
 from evalkit.analysis.thresholds import Thresholds
 
 #: the phases whose canary answers are compared with the answers alone, by level
@@ -48,41 +59,16 @@ KINDS = {
 }
 
 
-def _names(values: pd.Series) -> list[str]:
-    """The distinct names in a column of comma-joined names (a stream may name several)."""
-    seen: dict[str, None] = {}
-    for v in values.dropna():
-        for name in str(v).split(", "):
-            seen.setdefault(name, None)
-    return sorted(seen)
-
-
-def _pieces(row: Mapping[str, Any]) -> list[str] | None:
-    tokens = row.get("answer_tokens")
-    return list(tokens) if isinstance(tokens, list) and tokens else None
-
-
-def _digested(reference: Mapping[str, Any], answer: Mapping[str, Any]
-              ) -> tuple[list[str], list[str]] | None:
-    """Both answers' pieces when neither kept its text: a corpus canary's answer is kept
-    as keyed digests of its pieces (`evalkit.probe.privacy`), compared piece by piece."""
-    if isinstance(reference.get("answer_text"), str) or \
-            isinstance(answer.get("answer_text"), str):
-        return None
-    ref, got = _pieces(reference), _pieces(answer)
-    return (ref, got) if ref is not None and got is not None else None
-
-
 def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int | None:
     """The token at which `answer` parts from `reference`: the reference's pieces wholly
     inside the texts' common prefix, or (answers kept as digests) the pieces both share
     from the start (None when either text or the pieces are missing)."""
-    if (both := _digested(reference, answer)) is not None:
+    if (both := digested_pieces(reference, answer)) is not None:
         ref, got = both
         return next((i for i, (a, b) in enumerate(zip(ref, got, strict=False)) if a != b),
                     min(len(ref), len(got)))
     ref_text, text = reference.get("answer_text"), answer.get("answer_text")
-    pieces = _pieces(reference)
+    pieces = answer_pieces(reference)
     if not isinstance(ref_text, str) or not isinstance(text, str) or pieces is None:
         return None
     common = 0
@@ -99,22 +85,11 @@ def divergence(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> int |
     return at
 
 
-def _cut_short(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
-    """The answer is the reference's text cut short (a non-empty strict prefix; for
-    answers kept as digests, of its pieces)."""
-    if (both := _digested(reference, answer)) is not None:
-        ref, got = both
-        return 0 < len(got) < len(ref) and ref[:len(got)] == got
-    ref_text, text = reference.get("answer_text"), answer.get("answer_text")
-    return (isinstance(ref_text, str) and isinstance(text, str) and 0 < len(text) < len(ref_text)
-            and ref_text.startswith(text))
-
-
 def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> float | None:
     """Mean |Δ logprob| of the chosen tokens over the prefix both answers share token for
     token (None without logprobs on both)."""
     ref_lp, lp = reference.get("answer_logprobs"), answer.get("answer_logprobs")
-    ref_tok, tok = _pieces(reference), _pieces(answer)
+    ref_tok, tok = answer_pieces(reference), answer_pieces(answer)
     if not (isinstance(ref_lp, list) and isinstance(lp, list) and ref_tok and tok):
         return None
     deltas = []
@@ -123,33 +98,6 @@ def logprob_drift(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> fl
             break
         deltas.append(abs(float(a) - float(b)))
     return statistics.fmean(deltas) if deltas else None
-
-
-def _alone(rows: pd.DataFrame) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Each canary's reference answer alone (its modal digest), and the alone summary.
-
-    The rate alone is the share of the *other* answers alone that match the reference:
-    the reference is one of them, and counted as matching itself it made an engine that
-    never repeats an answer read 50 % (two repeats) where it agrees with itself 0 % of
-    the time, and every level of it a precision breach, level 1 included. Canaries
-    answered once alone say nothing of the engine's own variation."""
-    refs: dict[str, dict[str, Any]] = {}
-    matched = others = answered = distinct = 0
-    for canary, sub in rows.groupby("canary", sort=True):
-        digests = Counter(sub["output_sha256"].dropna())
-        if not digests:
-            continue
-        modal, count = digests.most_common(1)[0]
-        refs[str(canary)] = sub[sub["output_sha256"] == modal].iloc[0].to_dict()
-        matched += count - 1
-        others += sum(digests.values()) - 1
-        answered += sum(digests.values())
-        distinct += len(digests)
-    summary = {"answers": answered, "canaries_answered": len(refs),
-               "match_rate": matched / others if others else None,
-               "distinct": distinct, "models_seen": _names(rows["model"]),
-               "fingerprints_seen": _names(rows["system_fingerprint"])}
-    return refs, summary
 
 
 def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> str:
@@ -163,24 +111,13 @@ def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> st
     return "varied"
 
 
-def _status(k: int, n: int, floor: float, models_new: Sequence[str]
-            ) -> tuple[str, list[float] | None]:
-    ci = proportion_interval(k, n)
-    if models_new:
-        return "breach", ci
-    if ci is None:
-        return "not_measured", None
-    if floor <= 0:  # its answers alone did not repeat: no rate under load falls below
-        return "not_measured", ci
-    if ci[1] < floor:
-        return "breach", ci
-    return ("tie" if k / n < floor else "held"), ci
-
-
 def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, Mapping[str, Any]],
-                alone: Mapping[str, Any], th: Thresholds) -> dict[str, Any]:
+                alone: Mapping[str, Any], th: Thresholds, budget: int | None = None,
+                ended: str | None = None) -> dict[str, Any]:
     """One load level's canary answers against the answers alone. `everyone` is every
-    request of the level: a model named on any of them counts."""
+    request of the level: a model named on any of them counts. `budget`: the most canary
+    answers a tie could grow to (None: the run set none); `ended`: why it stopped
+    growing (GROWTH_ENDS; None: it did not grow)."""
     compared = rows[rows["ok"] & rows["canary"].isin(list(refs)) & rows["output_sha256"].notna()]
     matches = 0
     where: list[int] = []
@@ -188,24 +125,20 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
     cut = 0
     for row in compared.to_dict("records"):
         ref = refs[str(row["canary"])]
-        if row["output_sha256"] == ref["output_sha256"]:
+        said = compare_answer(ref, row)
+        if said != "differs":
             matches += 1
-        elif _cut_short(ref, row):
-            # the answer alone, stopped early: the same words as far as they go. Precision
-            # is about what was said; how much of it is the `length` limit's to judge
-            matches += 1
-            cut += 1
+            cut += said == "cut_short"
         elif (at := divergence(ref, row)) is not None:
             where.append(at)
         if (d := logprob_drift(ref, row)) is not None:
             drift.append(d)
     n = len(compared)
-    models = _names(everyone.loc[everyone["ok"], "model"])
-    fingerprints = _names(everyone.loc[everyone["ok"], "system_fingerprint"])
+    models = distinct_names(everyone.loc[everyone["ok"], "model"])
+    fingerprints = distinct_names(everyone.loc[everyone["ok"], "system_fingerprint"])
     new_models = [m for m in models if alone["models_seen"] and m not in alone["models_seen"]]
-    rate_alone = alone["match_rate"]
-    floor = (rate_alone if rate_alone is not None else 1.0) - th.precision_match_tolerance
-    status, ci = _status(matches, n, floor, new_models)
+    floor = floor_of(alone, th)
+    status, ci = precision_call(matches, n, floor, new_models)
     first = statistics.median(where) if where else None
     return {
         "canaries": len(rows), "compared": n, "matches": matches, "cut_short": cut,
@@ -215,18 +148,27 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
         "models_not_seen_alone": new_models, "floor": floor, "status": status,
         "kind": _kind(new_models, where, th) if status in ("breach", "tie") or n > matches
         else None,
+        # the sample behind the call: grown past the level's planned end to decide a
+        # tie (`grew`: why it stopped), up to `budget` answers; a tie that spent its
+        # budget is undecided, said as such
+        "budget": budget, "grew": ended if ended in GROWTH_ENDS else None,
+        "undecided": status == "tie" and ended in ("budget", "time"),
     }
 
 
-def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | None:
-    """summary.json's `precision`: None when the run sent no canary."""
+def precision_section(req: pd.DataFrame, th: Thresholds, budget: int | None = None,
+                      ended: Mapping[int, str] | None = None) -> dict[str, Any] | None:
+    """summary.json's `precision`: None when the run sent no canary. `budget` and
+    `ended`: how far a ramp level's tie could grow and why each grown one stopped
+    (run.json's `canaries`)."""
     if "canary" not in req or not req["canary"].notna().any():
         return None
     canary = req["canary"].notna().to_numpy()
     phase = req["phase"].to_numpy()
     alone_rows = req[canary & (phase == "baseline") & req["ok"].to_numpy()]
-    refs, alone = _alone(alone_rows)
-    alone["models_seen"] = _names(req.loc[(phase == "baseline") & req["ok"].to_numpy(), "model"])
+    refs, alone = alone_answers(alone_rows.to_dict("records"))
+    ok = req["ok"].to_numpy()
+    alone["models_seen"] = distinct_names(req.loc[(phase == "baseline") & ok, "model"])
     levels: list[dict[str, Any]] = []
     held: dict[str, dict[str, Any]] = {}
     # dropna=False: the open loop's requests have no level, and are judged all the same
@@ -235,9 +177,12 @@ def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | Non
             continue
         same = req["level"].isna() if pd.isna(level) else req["level"] == level
         everyone = req[(phase == ph) & same.to_numpy()]
-        judged = {"concurrency": None if pd.isna(level) else int(level),
-                  **judge_group(sub, everyone, refs, alone, th)}
-        if ph == "ramp":
+        at = None if pd.isna(level) else int(level)
+        ramp = ph == "ramp"
+        judged = {"concurrency": at,
+                  **judge_group(sub, everyone, refs, alone, th, budget if ramp else None,
+                                (ended or {}).get(at or 0) if ramp else None)}
+        if ramp:
             levels.append(judged)
         else:
             held[str(ph)] = judged
@@ -249,10 +194,14 @@ def precision_section(req: pd.DataFrame, th: Thresholds) -> dict[str, Any] | Non
         "divergence_unit": "vendor tokens (logprobs)" if logprobs else "streamed chunks",
         "logprobs": logprobs,
         "kinds": KINDS,
+        "budget": budget,
         "rule": (f"a level breaches precision when the 95 % interval of its canary match "
                  f"rate lies wholly below the rate alone less "
                  f"{th.precision_match_tolerance:.0%}, or when a model answered that did "
-                 f"not answer alone; an interval that straddles it is a tie"),
+                 f"not answer alone; an interval that straddles it is a tie"
+                 + (f", and a ramp level's tie runs on in the same mix of requests until "
+                    f"the interval decides, up to {budget} canary answers"
+                    if budget else "")),
     }
 
 

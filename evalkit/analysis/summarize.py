@@ -21,6 +21,7 @@ import pandas as pd
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.analysis.buffering import buffering_check
+from evalkit.analysis.canarycall import GROWTH_ENDS
 from evalkit.analysis.checks import (
     cache_check,
     connect_section,
@@ -101,10 +102,18 @@ class SummaryMeta:
     #: the corpus the run's prompts were cut from (run.json `prompt_text.corpus`): its
     #: digest and size, for summary.json's `prompt_text` to name
     corpus: CorpusFacts | None = None
+    #: how many canary answers a ramp level's precision tie could grow to (run.json's
+    #: `canaries.level_budget`; None: no growth), and why each level that grew stopped
+    #: (`canaries.ended`, by level: evalkit.analysis.canarycall.GROWTH_ENDS)
+    canary_budget: int | None = None
+    canary_ends: Mapping[int, str] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
         """Build from plain data (level keys may be strings, as after a JSON round trip)."""
+
+        given = d.get("canaries")
+        canaries: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
 
         def check(v: Mapping[str, Any]) -> ClientCheck:
             return ClientCheck(
@@ -130,7 +139,22 @@ class SummaryMeta:
                              for k, v in (d.get("workload_levels") or {}).items()},
             workload=d.get("workload"),
             corpus=CorpusFacts.from_json(d.get("corpus")),
+            canary_budget=_count_or_none(canaries.get("level_budget")),
+            canary_ends=_growth_ends(canaries.get("ended")),
         )
+
+
+def _count_or_none(v: Any) -> int | None:
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _growth_ends(given: Any) -> dict[int, str]:
+    """run.json's `canaries.ended` as read back: a level's key and a known end, else left
+    out (the file is evidence, written by whoever held it)."""
+    if not isinstance(given, Mapping):
+        return {}
+    return {int(k): v for k, v in given.items()
+            if isinstance(k, str | int) and str(k).isdigit() and v in GROWTH_ENDS}
 
 
 def _single_level(req: pd.DataFrame) -> int | None:
@@ -209,7 +233,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     on_ours = bool(prompt["flagged"] or prompt["prefill_disagreeing"])
     prefill = prefill_fit(req, counted=on_ours) if rows("prefill") is not None else None
 
-    precision = precision_section(req, th)
+    precision = precision_section(req, th, meta.canary_budget, meta.canary_ends)
     ramp_req = rows("ramp")
     ramp = None if ramp_req is None else _ramp_section(ramp_req, chunks, baseline, meta,
                                                       level_precision(precision))

@@ -199,9 +199,11 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
 
     \b
     Precision under load: canaries (ordinary prompts of this run, answered alone in the
-    baseline) are every 9th request of each load level; a level whose canaries answer
-    otherwise than alone, or whose outputs come shorter than the baseline's, breaches
-    on precision or length. Every request goes at --temperature 0.
+    baseline) are one request in 9 of each load level (standard: one in 6); a level
+    whose canaries answer otherwise than alone, or whose outputs come shorter than the
+    baseline's, breaches on precision or length. A level whose canaries are a tie runs
+    on, in the same mix, until decided or the profile's canaries.level_budget answers.
+    Every request goes at --temperature 0.
 
     \b
     Requests look like a customer's: prompts are tasks over your own documents (exact

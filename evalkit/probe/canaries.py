@@ -7,9 +7,16 @@ task over the buyer's corpus, or the public prose when there is none, a seeded d
 the run's exact lengths; or the user's own prompts), the same
 headers and sampling settings, a per-run seed. What marks it is only that it comes back:
 answered `alone_repeats` times one at a time during the baseline (the vendor's own
-variation when nothing else runs), then again as every `every`-th request of each load
+variation when nothing else runs), then again as one request in `every` of each load
 level, in turn, riding the same batches as the requests around it. A canary is a
 measured request of its level like any other.
+
+Which request of each block of `every` is the canary is drawn per run and level, not
+fixed: a closed loop's streams run in waves, and a fixed period that divides by the
+level (every 12th at 4 streams) would put every canary at the same place in its wave,
+where a vendor swapping only its wave's late arrivals is never, or always, seen. A level
+that runs longer to decide a tie (`evalkit.probe.canarywatch`) goes on in the same mix:
+no request tells a vendor that the sample is growing.
 
 Set version 1. The set is drawn per run, not fixed: a fixed text would be a fingerprint
 (`evalkit.reference.spotting` shows how little a vendor needs). What stays fixed, and is
@@ -20,6 +27,7 @@ recognise as every other request of the run; from the buyer's corpus, no more th
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Iterator, Sequence
 
 from evalkit.corpus.text import PromptText
@@ -64,20 +72,33 @@ def alone_then(canaries: Sequence[Prompt], repeats: int, ordinary: NextPrompt,
     return next_prompt, len(order)
 
 
-def in_turn(canaries: Sequence[Prompt], every: int, ordinary: NextPrompt) -> NextPrompt:
-    """A level's prompts: every `every`-th is the next canary in turn (the level's first
-    request is always ordinary), the rest ordinary. Each level begins again at the first
-    canary, so the lower levels, which send fewer requests, share the same ones."""
-    if not canaries:
-        return ordinary
-    sent = 0
-    turn = 0
+class InTurn:
+    """A level's prompts: one in each block of `every` is the next canary in turn, at a
+    place in the block drawn from a generator seeded by `slots` (never the block's first,
+    so the level's first request is always ordinary; without `slots`, the block's last),
+    the rest ordinary. Each level begins again at the first canary, so the lower levels,
+    which send fewer requests, share the same ones. `canaries_sent`: those given out."""
 
-    def next_prompt() -> Prompt:
-        nonlocal sent, turn
-        sent += 1
-        if sent % every:
-            return ordinary()
-        turn += 1
-        return canaries[(turn - 1) % len(canaries)]
-    return next_prompt
+    def __init__(self, canaries: Sequence[Prompt], every: int, ordinary: NextPrompt,
+                 slots: str | None = None) -> None:
+        self._canaries, self._every, self._ordinary = canaries, every, ordinary
+        self._slots = random.Random(slots) if slots is not None else None
+        self._sent = 0
+        self._slot = every - 1
+        self.canaries_sent = 0
+
+    def __call__(self) -> Prompt:
+        at = self._sent % self._every
+        self._sent += 1
+        if at == 0 and self._slots is not None:
+            self._slot = self._slots.randrange(1, self._every)
+        if at != self._slot or not self._canaries:
+            return self._ordinary()
+        self.canaries_sent += 1
+        return self._canaries[(self.canaries_sent - 1) % len(self._canaries)]
+
+
+def in_turn(canaries: Sequence[Prompt], every: int, ordinary: NextPrompt,
+            slots: str | None = None) -> InTurn:
+    """A level's prompts, the canaries taking their turns among them (`InTurn`)."""
+    return InTurn(canaries, every, ordinary, slots)

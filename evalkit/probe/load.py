@@ -26,7 +26,8 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
                       on_note: Callable[[str], None] | None = None,
                       min_requests: int = 0, overtime_s: float = 120.0,
                       settled: Callable[[], bool] | None = None,
-                      stop: Callable[[], bool] | None = None) -> None:
+                      stop: Callable[[], bool] | None = None,
+                      undecided: Callable[[], bool] | None = None) -> None:
     """`workers` streams in flight: each sends its next request when the last one ends.
 
     New requests start until `duration_s` has passed or `max_requests` were started
@@ -34,7 +35,10 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
     percentile claimed at this level needs them), for at most `overtime_s` past
     `duration_s` and only while `settled()` (when given) says the level is not already
     decided without them; requests in flight then finish (the drain), so no record is cut
-    short by the phase ending. No request starts once `stop()` (when given) says so. A
+    short by the phase ending. Past `duration_s` (and the floor), requests go on starting
+    while `undecided()` (when given) asks for more to decide the level, within the same
+    `overtime_s` and while the level is not `settled()`. No request starts once `stop()`
+    (when given) says so. A
     worker turned away (429/503) waits what its Retry-After asked for (bounded), else
     `reject_pause_s`; one that failed before any content backs off, doubling from
     `reject_pause_s` up to `max_pause_s` while failures repeat: it still offers its load,
@@ -58,8 +62,9 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
         now = time.perf_counter()
         if deadline is None or now < deadline:
             return True
-        return (started < min_requests and hard is not None and now < hard
-                and not (settled is not None and settled()))
+        if hard is None or now >= hard or (settled is not None and settled()):
+            return False
+        return started < min_requests or (undecided is not None and undecided())
 
     async def worker(i: int) -> None:
         nonlocal started, silent

@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import secrets
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -26,7 +26,8 @@ from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
 from evalkit.corpus.text import PromptText
 from evalkit.errors import EndpointError
-from evalkit.probe.canaries import CANARY_SET_VERSION, alone_then, in_turn, make_canaries
+from evalkit.probe.canaries import CANARY_SET_VERSION, InTurn, alone_then, in_turn, make_canaries
+from evalkit.probe.canarywatch import CanaryWatch
 from evalkit.probe.connect import check_endpoint, explain_failure, measure_rtt
 from evalkit.probe.load import closed_loop, open_loop
 from evalkit.probe.loopmonitor import LoopMonitor
@@ -152,6 +153,8 @@ class SuiteRun:
         self.connect_info: dict[str, Any] = {}
         self.ramp_levels_run: list[int] = []
         self.watch = RampWatch()
+        #: the answers alone, and each ramp level's canaries: a tie at its end runs on
+        self.canary_watch = CanaryWatch(self.watch.thresholds, k.level_budget)
         #: records of the phase under way that the ramp's judgement needs (baseline, the
         #: current ramp level); emptied once summarised
         self._held: list[RequestRecord] = []
@@ -188,8 +191,8 @@ class SuiteRun:
 
     def _settled(self) -> bool:
         """The level's failures already confirm an admission breach (the 95 % interval of
-        their share lies wholly above its limit): more requests to reach a floor would
-        only cost a failing vendor's time, they could not change the level's status."""
+        their share lies wholly above its limit): more requests (a floor, the canaries)
+        would only cost a failing vendor's time, they could not change its status."""
         failed = sum(r.outcome != "ok" for r in self._held)
         share = proportion_interval(failed, len(self._held)) if failed else None
         return share is not None and share[0] > self.watch.thresholds.admission_failure_rate
@@ -202,9 +205,10 @@ class SuiteRun:
         return self.prompts.next(int(tokens or self.s.prompt_tokens),
                                  int(out or self.s.output_tokens))
 
-    def _turns(self) -> Callable[[], Prompt]:
-        """A load level's prompts, the canaries taking their turns among them."""
-        return in_turn(self.canaries, self.s.canaries.every, self._prompt)
+    def _turns(self, phase: str, level: int | None) -> InTurn:
+        """A load level's prompts, the canaries at places drawn for this run and level."""
+        return in_turn(self.canaries, self.s.canaries.every, self._prompt,
+                       f"canary-slots:{self.run_tag}:{phase}:{level}")
 
     def _judge_check(self, check: dict[str, Any]) -> dict[str, Any]:
         return judge_client(check, self.s.client_check)
@@ -289,6 +293,7 @@ class SuiteRun:
             await closed_loop(prober, next_prompt, self.on_record, phase="baseline", level=1,
                               workers=1, duration_s=None, max_requests=n, on_note=self._note)
             self.watch.add_baseline(held)
+            self.canary_watch.learn_alone(held)
             e2e = sorted(r.e2e_s for r in held if r.outcome == "ok" and r.e2e_s)
         ramp = self.s.ramp
         floors = {c: ramp.floor(c) for c in ramp.levels if ramp.floor(c)}
@@ -330,14 +335,20 @@ class SuiteRun:
                        + (f", at least {floor} requests" if floor else ""))
         if self.pool is None:
             await prober.clients.prepare(level)
+            turns = self._turns(phase, level)
+            tally = self.canary_watch.level(self._held, turns) if phase == "ramp" else None
             mark = window_start(mon, prober)
-            await closed_loop(prober, self._turns(), self.on_record, phase=phase, level=level,
+            await closed_loop(prober, turns, self.on_record, phase=phase, level=level,
                               workers=level, duration_s=duration_s,
                               max_requests=self.s.ramp.level_max_requests
                               if phase == "ramp" else None,
                               on_note=self._note, min_requests=floor, settled=self._settled,
-                              stop=lambda: self.interrupted)
-            return self._judge_check(window_end(mon, prober, mark))
+                              stop=lambda: self.interrupted,
+                              undecided=tally.wants_more if tally else None)
+            check = self._judge_check(window_end(mon, prober, mark))
+            if tally is not None and (said := tally.finish(level)) is not None:
+                self._note(said)
+            return check
         return await self._sharded(phase, level, duration_s, None)
 
     async def _sharded(self, phase: str, level: int, duration_s: float,
@@ -467,7 +478,7 @@ class SuiteRun:
         if self.pool is not None:
             self.phase_checks["rate"] = await self._sharded("rate", 0, duration, rate)
             return
-        await open_loop(prober, self._turns(), self.on_record, phase="rate",
+        await open_loop(prober, self._turns("rate", None), self.on_record, phase="rate",
                         rate=rate, duration_s=duration, seed=self.config.seed * 1000,
                         max_in_flight=self.s.ramp.max_concurrency * 16)
 
@@ -478,6 +489,8 @@ class SuiteRun:
                 "canaries": {"set_version": CANARY_SET_VERSION, "count": len(self.canaries),
                              "alone_repeats": self.s.canaries.alone_repeats,
                              "every": self.s.canaries.every,
+                             "level_budget": self.s.canaries.level_budget,
+                             "ended": self.canary_watch.ended(),
                              "sharded_levels": self.pool is not None},
                 "phases": self.phase_checks,
                 "levels": {str(k): v for k, v in self.level_checks.items()},

@@ -56,7 +56,14 @@ def _encoding() -> Any:
     return encoding()
 
 
-@lru_cache(maxsize=65536)
+#: stream chunks counted recently: a vendor's chunks are a few thousand distinct short
+#: texts most of the time, and a soak of the working day meets ever rarer ones, so the
+#: cache is what bounds it (~150 bytes an entry with its text: 16,384 entries ~2.4 MB,
+#: where 65,536 let a long soak grow by ~10 MB as it filled)
+SHORT_COUNTS_KEPT = 16_384
+
+
+@lru_cache(maxsize=SHORT_COUNTS_KEPT)
 def _count_short(text: str) -> int:
     return len(_encoding().encode_ordinary(text))
 

@@ -1,4 +1,9 @@
-"""Scrapes of the vendor's Prometheus page while the run goes, logged as they come."""
+"""Scrapes of the vendor's Prometheus page while the run goes, logged as they come.
+
+A scrape's page is kept on disk, in the run's scrape log, not in memory: at one a second
+a soak of the working day would hold tens of thousands of pages (a few KB each). The
+summary reads the log back at the end, as re-derivation does (`evalkit.rundir.scrapes`);
+only a scrape the log could not take (no log, or a write that failed) is kept here."""
 
 from __future__ import annotations
 
@@ -34,11 +39,17 @@ class VendorScraper:
         self.timeout_s = timeout_s
         self.interval_s = interval_s
         self.headers = dict(headers)
+        #: the scrapes the log did not take (no log, or its write failed), in order
         self.scrapes: list[_Scrape] = []
         self._client: httpx.AsyncClient | None = None
         #: the scrape log (`SCRAPES_FILE` in the run directory): what survives a kill
+        #: (None once a write failed), and where it is read back from (`taken`)
         self.log = log
+        self._log_path = log
         self._log_fh: IO[str] | None = None
+        #: scrapes the log took, and "during" scrapes kept (at most MAX_SAMPLES)
+        self._logged = 0
+        self._during = 0
 
     async def scrape(self, phase: str, level: int | None, when: str) -> None:
         """Fetch the page now and keep its recognised lines (never raises for the vendor)."""
@@ -64,17 +75,22 @@ class VendorScraper:
                                clean(f"{type(exc).__name__}: {exc}", 200)))
 
     def _keep(self, scrape: _Scrape) -> None:
-        if scrape.when == "during" and len(self.scrapes) >= MAX_SAMPLES:
-            return
-        self.scrapes.append(scrape)
-        self._write(scrape)
+        if scrape.when == "during":
+            if self._during >= MAX_SAMPLES:
+                return
+            self._during += 1
+        if self._write(scrape):
+            self._logged += 1
+        else:
+            self.scrapes.append(scrape)
 
-    def _write(self, scrape: _Scrape) -> None:
+    def _write(self, scrape: _Scrape) -> bool:
         """Append the scrape to the log and flush it, so a kill loses at most this line
-        (a few KB: the recognised lines only). A log that cannot be written costs the run
-        nothing: the scrapes in memory still make the summary."""
+        (a few KB: the recognised lines only); False when the log did not take it. A log
+        that cannot be written costs the run nothing: from then on the scrapes are kept
+        in memory for the summary."""
         if self.log is None:
-            return
+            return False
         try:
             if self._log_fh is None:
                 self._log_fh = open(self.log, "a", encoding="utf-8")  # noqa: SIM115
@@ -88,6 +104,8 @@ class VendorScraper:
             self._log_fh.flush()
         except OSError:
             self.log = None
+            return False
+        return True
 
     @contextlib.asynccontextmanager
     async def around(self, phase: str, level: int | None = None,
@@ -137,4 +155,15 @@ class VendorScraper:
             with contextlib.suppress(OSError):
                 self._log_fh.close()
             self._log_fh = None
-        return digest(self.url, self.scrapes, records)
+        return digest(self.url, self.taken(), records)
+
+    def taken(self) -> list[_Scrape]:
+        """Every scrape of the run, in order: the log's, read back (bounded, as any run
+        file is read), then those it did not take."""
+        from evalkit.rundir.scrapes import read_log
+
+        logged: list[_Scrape] = []
+        if self._logged and self._log_path is not None:
+            with contextlib.suppress(OSError):
+                logged = read_log(self._log_path)[1]
+        return logged + self.scrapes

@@ -302,12 +302,16 @@ class SoakSettings:
 @dataclass(frozen=True, kw_only=True)
 class CanarySettings:
     """Canary prompts (evalkit.probe.canaries): each answered `alone_repeats` times during
-    the baseline, then every `every`-th request of a ramp, soak or rate level is one of
-    them in turn, so they ride the same batches as the rest. `count` 0: none."""
+    the baseline, then one request in `every` of a ramp, soak or rate level is one of
+    them in turn, so they ride the same batches as the rest. `count` 0: none.
+    A ramp level whose precision is a tie when its time is up runs on, in the same mix,
+    until the interval decides or it has compared `level_budget` canary answers (0: it
+    never runs on; evalkit.probe.canarywatch)."""
 
     count: int = field(default=4, metadata=_reads(_count(0)))
     alone_repeats: int = field(default=2, metadata=_reads(_count(1)))
     every: int = field(default=9, metadata=_reads(_count(2)))
+    level_budget: int = field(default=16, metadata=_reads(_count(0)))
 
 
 @dataclass(frozen=True, kw_only=True)

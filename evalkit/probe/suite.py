@@ -361,6 +361,9 @@ def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] |
                                      "workload_levels": {str(k): v for k, v in
                                                          suite.workload_checks.items()}},
                       connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
+                      # the canaries' settings, and why each ramp level that ran on for
+                      # them stopped: the summary is re-derived with them
+                      canaries=suite.meta()["canaries"],
                       connections=suite.reuse.describe(), requests=store.count)
     return summary
 

@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -36,7 +37,7 @@ from evalkit.reference.asgi import (
     send_json,
 )
 from evalkit.reference.engine import EngineCore, Seq
-from evalkit.reference.faults import plan_request, under_load
+from evalkit.reference.faults import plan_request, sticky_draw, under_load
 from evalkit.reference.loop import EngineLoop, Stream, sleep_until
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.params import Profile
@@ -254,6 +255,8 @@ class ReferenceApp:
         core, engine = self._pool(truth, tells, body)
         plan = plan_request(p, self.seed, index, job.max_tokens, job.min_tokens,
                             job.ignore_eos, job.chat)
+        if bool(p["swap_sticky"]):
+            plan = replace(plan, swap_draw=sticky_draw(text))
         truth["faults"] = plan.faults
         if plan.http_500:
             truth.update(status=500, outcome="fault:http_500")

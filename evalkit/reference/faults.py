@@ -4,11 +4,14 @@ Everything is drawn from a generator seeded by (server seed, request order), alw
 the same order whichever faults are switched on, so the same seed and the same request
 sequence give the same behaviour, and switching one fault on does not reshuffle others.
 The faults under load (`swap_above`, `truncate_above`) are decided when the request
-reaches the engine, from how many streams it holds then (`under_load`): no draw.
+reaches the engine, from how many streams it holds then (`under_load`); whether a
+request above `swap_above` is one of the `swap_share` the swap answers is drawn with the
+rest, last, so the draws before it stay what they were.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass, replace
 from typing import Any
@@ -51,6 +54,9 @@ class RequestPlan:
     planned_tokens: int = 0
     #: which model answers (`evalkit.reference.answers`: primary | swap)
     served_by: str = "primary"
+    #: uniform in [0, 1): the swap answers this request above `swap_above` when it is
+    #: below `swap_share` (drawn whether or not any swap is switched on)
+    swap_draw: float = 0.0
     #: truncate_above stopped the output at half its planned length
     truncated: bool = False
 
@@ -103,6 +109,7 @@ def plan_request(profile: Profile, seed: int, index: int, max_tokens: int,
     rng = random.Random(f"request:{seed}:{index}")
     total = output_length(profile, rng, max_tokens, min_tokens, ignore_eos)
     draws = {name: rng.random() for name in (*BREAKING, *COSMETIC)}
+    swap_draw = rng.random()  # after the others: switching the swap on moves none of them
 
     def hit(name: str, param: str) -> bool:
         return draws[name] < float(profile[param])
@@ -128,17 +135,27 @@ def plan_request(profile: Profile, seed: int, index: int, max_tokens: int,
         usage_factor=float(profile["usage_factor"]),
         prompt_usage_factor=float(profile["prompt_usage_factor"]),
         planned_tokens=total,
+        swap_draw=swap_draw,
     )
+
+
+def sticky_draw(prompt: str) -> float:
+    """`swap_sticky`'s draw: uniform in [0, 1) from the prompt's text alone, so a prompt
+    sent again meets the same fate above `swap_above` (a router that sends a hash bucket
+    of prompts to the cheaper replica)."""
+    return int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big") / 2.0 ** 64
 
 
 def under_load(plan: RequestPlan, profile: Profile, active: int) -> RequestPlan:
     """The plan once the request reaches the engine holding `active` streams (running and
-    queued, this one included): above `swap_above` the swap model answers, above
+    queued, this one included): above `swap_above` the swap model answers (the
+    `swap_share` of such requests its seeded draw picks: a vendor that routes part of its
+    overflow to a cheaper model), above
     `truncate_above` the output stops at half its planned length with an ordinary
     "stop" (mid-stream faults move to the middle of what is left)."""
     swap, cut = int(profile["swap_above"]), int(profile["truncate_above"])
     changes: dict[str, Any] = {}
-    if swap and active > swap:
+    if swap and active > swap and plan.swap_draw < float(profile["swap_share"]):
         changes["served_by"] = "swap"
     half = max(1, plan.total_tokens // 2)
     if cut and active > cut and half < plan.total_tokens:

@@ -38,6 +38,20 @@ def _sentence(text: str) -> str:
     return f"{text[:1].upper()}{text[1:]}." if text else ""
 
 
+def _grown(lv: Mapping[str, Any]) -> str:
+    """What a level's call rests on when its sample ran on past the level's planned end
+    (evalkit.probe.canarywatch), or was a tie on its whole budget ("" otherwise)."""
+    n, budget = as_count(lv.get("compared")) or 0, as_count(lv.get("budget"))
+    of = f", of the {budget} a tie may grow to" if budget else ""
+    if lv.get("undecided"):
+        why = ("its budget spent" if lv.get("grew") == "budget"
+               else "the level stopped before its budget")
+        return f"; undecided: {n} answers could not decide it ({why})"
+    if lv.get("grew"):
+        return f" (it ran on to decide: {n} answers{of})"
+    return ""
+
+
 def precision_rows(summary: Mapping[str, Any] | None) -> list[dict[str, str]]:
     """One row a load level (and the soak), for the section's table."""
     p = as_mapping(as_mapping(summary).get("precision"))
@@ -59,7 +73,8 @@ def precision_rows(summary: Mapping[str, Any] | None) -> list[dict[str, str]]:
             "drift": fmt_num(lv.get("logprob_drift")),
             "models": _names(lv.get("models_seen")),
             "status": STATUS_WORDS.get(str(lv.get("status")), clip(str(lv.get("status")), 30))
-            + (f": {kind}" if kind and lv.get("status") in ("breach", "tie") else ""),
+            + (f": {kind}" if kind and lv.get("status") in ("breach", "tie") else "")
+            + _grown(lv),
         })
     return rows
 
@@ -74,13 +89,16 @@ def precision_intro(summary: Mapping[str, Any] | None) -> str | None:
     unit = clip(str(p.get("divergence_unit") or "streamed chunks"), 40)
     drift = ("" if p.get("logprobs") else " Logprob drift is not measured: the run did not "
              "ask for logprobs (probe --logprobs; the Anthropic and Responses APIs give none).")
+    budget = as_count(p.get("budget"))
+    grow = (" The match column gives the answers each call rests on; a tie that ran on "
+            "and still could not decide is said to be undecided." if budget else "")
     return (f"{as_count(p.get('canaries')) or 0} canaries (ordinary prompts of this run, "
             f"indistinguishable from the rest) were answered {as_count(alone.get('answers')) or 0}"
             f" times one at a time: {fmt_pct(rate)} of those answers matched their canary's "
             f"usual answer alone ({as_count(alone.get('distinct')) or 0} distinct answers; "
             f"models named: {_names(alone.get('models_seen'))}). Each load level's canaries "
             f"are compared with those answers; first divergence is in {unit}.{drift} "
-            f"{_sentence(clip(str(p.get('rule') or ''), 300))}")
+            f"{_sentence(clip(str(p.get('rule') or ''), 400))}{grow}")
 
 
 def answers_figure(summary: Mapping[str, Any] | None, answers: str | None,
@@ -103,8 +121,11 @@ def answers_figure(summary: Mapping[str, Any] | None, answers: str | None,
     if not measured:
         return ("Answers under load", "not verified: no load level compared a canary "
                 "(a longer level, or more canaries, would)")
-    ties = [str(lv.get("concurrency")) for lv in measured if lv.get("status") == "tie"]
-    tied = f"; a tie at {', '.join(ties)} streams" if ties else ""
+    ties = [lv for lv in measured if lv.get("status") == "tie"]
+    tied = ("; a tie at " + ", ".join(
+        f"{as_count(lv.get('concurrency'))} streams" + (
+            f" (undecided on {as_count(lv.get('compared'))} answers)" if lv.get("undecided")
+            else "") for lv in ties)) if ties else ""
     return ("Answers under load", f"held: canaries matched their answers alone at "
             f"{len(measured) - len(ties)} of {len(measured)} levels{tied}, the same model "
             f"named throughout")

@@ -33,7 +33,7 @@ PREFILL_POINTS = 500
 RUN_STATUSES = ("complete", "interrupted", "crashed", "failed", "merged")
 #: run.json keys the report reads as objects, and as text.
 _RUN_OBJECTS = ("target", "settings", "client", "client_checks", "clock", "stands_in_for",
-                "config", "connect")
+                "config", "connect", "canaries")
 _RUN_TEXT = ("schema", "status", "started_at", "ended_at", "profile", "suite_version",
              "tool_version", "error", "run_tag")
 _ERROR_TEXT = 200

@@ -110,6 +110,9 @@ def derive_summary(records: list[RequestRecord], run: Mapping[str, Any],
             # the corpus the prompts were cut from: its digest and size (read as hostile)
             "corpus": as_mapping(run.get("prompt_text")).get("corpus"),
             "rtt_s": statistics.median(rtt) if rtt else None,
+            # how far a ramp level's precision tie could grow, and why each that grew
+            # stopped (checked as it is read: evalkit.analysis.summarize.SummaryMeta)
+            "canaries": dict(as_mapping(run.get("canaries"))),
             "run_status": run_status,
             "run_error": run.get("error") if isinstance(run.get("error"), str) else None}
     summary = dict(summarize(records, meta))

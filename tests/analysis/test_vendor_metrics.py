@@ -430,3 +430,37 @@ class TestLlamaCpp:
         assert digest_log(log, [])["unrecognised_names"] == names  # type: ignore[index]
         # a recognised page keeps none
         assert _scrape("after", 1, VLLM_PAGE).names == ()
+
+
+def test_a_logged_scrape_is_kept_on_disk_not_in_memory(reference: Any, tmp_path: Path
+                                                       ) -> None:
+    """At one a second a day-long soak would hold tens of thousands of pages: a scrape the
+    log took is read back for the summary, and memory keeps none of them. A log that
+    cannot be written loses nothing: its scrapes stay in memory for the summary."""
+    import asyncio
+
+    from evalkit.probe.scrape import VendorScraper
+
+    srv = reference("gpu", mode="thread")
+    url = srv.base_url.removesuffix("/v1") + "/metrics"
+
+    def scraped(log: Path) -> tuple[VendorScraper, dict[str, Any]]:
+        scraper = VendorScraper(url, timeout_s=2, log=log)
+
+        async def go() -> None:
+            await scraper.scrape("soak", 4, "before")
+            for _ in range(5):
+                await scraper.scrape("soak", 4, "during")
+            await scraper.scrape("soak", 4, "after")
+            await scraper.aclose()
+        asyncio.run(go())
+        return scraper, scraper.summary([])
+
+    logged, vm = scraped(tmp_path / SCRAPES_FILE)
+    assert logged.scrapes == [] and vm["scrapes"] == vm["scrapes_ok"] == 7
+    assert vm["engine"] == "vllm" and vm["levels"]["4"]["vendor"]["running"]["samples"] == 7
+    rebuilt = digest_log(tmp_path / SCRAPES_FILE, [])
+    assert rebuilt is not None and rebuilt.pop("rebuilt_from")["scrapes"] == 7
+    assert vm == rebuilt  # the same figures as re-derivation's
+    unlogged, vm = scraped(tmp_path)  # a directory: the log cannot be opened
+    assert len(unlogged.scrapes) == 7 and vm["scrapes"] == vm["scrapes_ok"] == 7

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.settings import ProbeConfig, profile_settings
 from evalkit.probe.suite import run_probe
 from evalkit.questionnaire.load import parse_questionnaire
+from evalkit.reference.faults import sticky_draw
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import RunTarget
 
@@ -83,6 +84,7 @@ def test_the_same_endpoint_without_the_swap_flags_nothing(reference: Any,
     assert p["degraded_at"] is None
     assert all(lv["status"] == "held" and lv["matches"] == lv["compared"] > 0
                for lv in p["levels"]), p["levels"]
+    assert all(lv["grew"] is None for lv in p["levels"])  # no level ran on for nothing
     assert {t["served_by"] for t in truth.values() if t.get("served_by")} == {"primary"}
     r = _sold_at_4(srv, res)
     assert r.answers is None and r.swap is None
@@ -136,3 +138,67 @@ def test_honest_batch_variance_reads_as_varied_never_as_a_swap(reference: Any,
             alone = next(r for r in _records(res) if r["canary"] == rec["canary"]
                          and r["phase"] == "baseline")
             assert (rec["output_sha256"] != alone["output_sha256"]) == (rec["id"] in flipped)
+
+
+def _prompts(n_swapped: int, n_kept: int, start: int = 0) -> list[str]:
+    """Prompts whose `swap_sticky` draw sends `n_swapped` of them to the swap (under 0.5)
+    and keeps `n_kept` with the primary, swapped ones first."""
+    swapped, kept = [], []
+    i = start
+    while len(swapped) < n_swapped or len(kept) < n_kept:
+        text = f"In two sentences, say what the committee decided at meeting {i}."
+        (swapped if sticky_draw(text) < 0.5 else kept).append(text)
+        i += 1
+    return swapped[:n_swapped] + kept[:n_kept]
+
+
+def test_the_standard_profile_calls_a_half_swap_at_the_level_it_happens(
+        reference: Any, tmp_path: Path) -> None:
+    """Half of level 4's answers come from another model (a router sending a hash bucket
+    of prompts to a cheaper replica above 1 stream), two of the six canaries among them.
+    At the level's planned end its canaries are a tie (4 of 6 matched: an interval from
+    22 % to 96 %); the level runs on in the same mix until the interval lies below the
+    floor, so `degraded_at` is 4, not "no level". Deterministic: the canaries are the
+    buyer's first prompts (`--prompts`), whose fate is their text's."""
+    canaries = _prompts(2, 4)  # two swapped above 1 stream, four kept: k2 and k5 swapped
+    others = _prompts(3, 3, start=1000)
+    lines = [json.dumps({"prompt": p}) for p in (canaries[2:3] + canaries[:1] + canaries[3:5]
+                                                 + canaries[1:2] + canaries[5:] + others)]
+    (tmp_path / "prompts.jsonl").write_text("\n".join(lines) + "\n")
+    srv = reference("gpu", swap_above=1, swap_share=0.5, swap_sticky=True, **FAST)
+    standard = profile_settings("standard")
+    config = ProbeConfig(srv.base_url, srv.model, profile="standard", tag_requests=True,
+                         phases=("connect", "baseline", "ramp"), levels=(4,),
+                         prompts_file=tmp_path / "prompts.jsonl", overrides={
+                             "output_tokens": 16, "baseline": {"requests": 2},
+                             "connect": {"rtt_samples": 3},
+                             "ramp": {"level_duration_s": 0.3}})
+    res = run_probe(config, tmp_path / "run")
+    assert res.summary is not None
+    truth = {t["request_id"]: t for t in srv.truth()}
+    level = [r for r in _records(res) if r["phase"] == "ramp" and r["level"] == 4]
+    swapped = sum(truth[r["id"]]["served_by"] == "swap" for r in level)
+    assert 0.35 < swapped / len(level) < 0.65  # about half of the level's answers
+    p = res.summary["precision"]
+    lv4 = p["levels"][0]
+    assert p["degraded_at"] == 4, lv4
+    assert lv4["status"] == "breach" and lv4["kind"] == "diverged_at_start"
+    # it ran on past the floor's 36 requests (6 canaries), and said why it stopped
+    every = standard.canaries.every
+    assert lv4["grew"] == "decided" and lv4["compared"] > 36 // every, lv4
+    assert lv4["budget"] == standard.canaries.level_budget
+    assert not lv4["undecided"]
+    # in the same mix: one canary in each block of `every` requests, no burst of them
+    sent = [r["canary"] for r in sorted(level, key=lambda r: r["t0_s"])]
+    for b in range(len(sent) // every):
+        assert sum(c is not None for c in sent[b * every:(b + 1) * every]) <= 2
+    assert abs(sum(c is not None for c in sent) - len(sent) / every) <= 1
+    # each canary answer matched alone exactly when the primary model answered it
+    alone = {r["canary"]: r["output_sha256"] for r in _records(res)
+             if r["canary"] and r["phase"] == "baseline"}
+    for r in level:
+        if r["canary"] and r["outcome"] == "ok":
+            assert (r["output_sha256"] == alone[r["canary"]]) == (
+                truth[r["id"]]["served_by"] == "primary")
+    assert any("ramp level 4: precision was a tie at the level's planned end; it ran on"
+               in n for n in json.loads((res.out_dir / "run.json").read_text())["notes"])

@@ -7,7 +7,7 @@ import pytest
 
 from evalkit.errors import UsageError
 from evalkit.reference.engine import MS, EngineCore, Seq, simulate_closed_loop
-from evalkit.reference.faults import plan_request, under_load
+from evalkit.reference.faults import plan_request, sticky_draw, under_load
 from evalkit.reference.params import get_profile, load_profiles, param_specs
 
 S = 1_000_000_000
@@ -150,6 +150,25 @@ class TestRequestPlan:
         assert under_load(plan, get_profile("gpu"), 99) is plan  # 0 = off
         one = plan_request(prof, 0, 0, 1, ignore_eos=True)
         assert not under_load(one, prof, 9).truncated  # half of one token is none
+
+    def test_swap_share_swaps_that_share_above_the_threshold_and_moves_no_other_draw(
+            self) -> None:
+        """swap_share 0.5: about half the requests above swap_above get the swap, the same
+        ones for the same seed, none at or below it; switching it on reshuffles no other
+        fault. Sticky, a prompt's fate is its text's: the same text, the same fate."""
+        half = get_profile("gpu", {"swap_above": 3, "swap_share": 0.5, "fault_no_done": 0.3})
+        plans = [plan_request(half, 7, i, 16) for i in range(1000)]
+        swapped = [under_load(p, half, 4).served_by == "swap" for p in plans]
+        assert 0.45 < sum(swapped) / 1000 < 0.55
+        assert swapped == [under_load(plan_request(half, 7, i, 16), half, 4).served_by == "swap"
+                           for i in range(1000)]
+        assert not any(under_load(p, half, 3).served_by == "swap" for p in plans)
+        plain = get_profile("gpu", {"fault_no_done": 0.3})
+        assert [p.no_done for p in plans] == [plan_request(plain, 7, i, 16).no_done
+                                              for i in range(1000)]
+        draws = [sticky_draw(f"prompt {i}") for i in range(1000)]
+        assert draws == [sticky_draw(f"prompt {i}") for i in range(1000)]
+        assert 0.45 < sum(d < 0.5 for d in draws) / 1000 < 0.55
 
 
 def _ramp(profile: str, prompt: int, output: int, level_s: float) -> list[dict[str, float]]:
