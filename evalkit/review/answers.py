@@ -61,10 +61,13 @@ def answer_breaches(m: Summary | None, sold: int | None) -> list[str]:
 
 
 def answers_unchecked(m: Summary | None, sold: int | None) -> str | None:
-    """Why the answers under load were not checked at the concurrency sold (None: they
-    were, or nothing is sold). Fail closed: a verdict of readiness needs the canaries
-    compared there, not the absence of a breach where none was looked for (an imported
-    run, a level sharded on Ray, canaries that all failed, a summary before canaries)."""
+    """Why the answers under load were not shown to hold up to the concurrency sold
+    (None: they were, or nothing is sold). Fail closed: a verdict of readiness needs the
+    canaries compared there, not the absence of a breach where none was looked for (an
+    imported run, a level sharded on Ray, canaries that all failed, a summary before
+    canaries), and a call on them: a tie at or below the level sold (fewer matches than
+    the floor, an interval that still reaches it) is neither held nor breached, and
+    answers alone that never repeated leave no rate to hold to."""
     if m is None or sold is None:
         return None
     section = as_mapping(m.precision)
@@ -76,12 +79,37 @@ def answers_unchecked(m: Summary | None, sold: int | None) -> str | None:
               if isinstance(lv, Mapping)}
     at = as_mapping(levels.get(sold))
     if (as_count(at.get("compared")) or 0) >= 1:
-        return None
+        return _undecided(levels, sold)
     why = ("no canary answer there could be compared with its answer alone" if at else
            "the run sent no canary at that level (not run, or sharded over Ray workers, "
            "which send none)")
     return (f"the answers under load were not checked at the {sold} streams sold: {why}; "
             f"re-run the ramp through {sold} streams in one process")
+
+
+def _undecided(levels: Mapping[int | None, Any], sold: int) -> str | None:
+    """The first level at or below `sold` whose canaries were compared but not called
+    (a tie, or nothing to hold to), in words; None when every one was called."""
+    for c in sorted(k for k in levels if k is not None and k <= sold):
+        lv = as_mapping(levels[c])
+        status = lv.get("status")
+        if status == "not_measured" and (as_count(lv.get("compared")) or 0) >= 1:
+            return (f"the answers under load were not judged at {c} streams: the canaries' "
+                    "answers alone did not repeat, so there is no rate to hold them to; "
+                    "re-run at temperature 0 with the model's own settings, or ask the "
+                    "vendor why one prompt alone gets different answers")
+        if status == "tie":
+            n, k = as_count(lv.get("compared")) or 0, as_count(lv.get("matches"))
+            budget = as_count(lv.get("budget"))
+            spent = (f", undecided after the level's budget of {budget} answers"
+                     if lv.get("undecided") and budget else "")
+            return (f"the answers under load were not shown to hold at {c} streams"
+                    f"{'' if c == sold else f' (below the {sold} sold)'}: "
+                    f"{k if k is not None else 'some'} of {n} canary answers matched their "
+                    f"answers alone, fewer than the floor but not surely so (a tie{spent}); "
+                    "re-run with more canaries (the standard profile, or a larger "
+                    "canaries.level_budget)")
+    return None
 
 
 def answers_sentence(m: Summary | None, sold: int | None) -> str | None:

@@ -89,3 +89,36 @@ def test_varied_answers_are_never_called_a_swap() -> None:
 
 def test_no_run_no_answers() -> None:
     assert reconcile(None, SUMMARY, None, RUN).answers is None
+
+
+def _precision_at(c: int, **level: Any) -> dict[str, Any]:
+    """forthright_run() with its precision section's level `c` replaced."""
+    s = json.loads(json.dumps(forthright_run()))
+    s["precision"]["levels"] = [lv for lv in s["precision"]["levels"]
+                                if lv["concurrency"] != c] + [{"concurrency": c, **level}]
+    return s
+
+
+def test_a_tie_at_or_below_the_concurrency_sold_is_not_ready() -> None:
+    """Fail closed: a tie (fewer matches than the floor, an interval still reaching it) is
+    no evidence the answers held, at the level sold or below it, whether its budget was
+    spent or not; above the level sold it leaves the verdict."""
+    spent = dict(match_rate=0.6, compared=10, matches=6, status="tie", budget=16,
+                 undecided=True)
+    r = sample("forthright", _precision_at(4, **spent))
+    assert r.verdict.streaming_ready is False
+    assert "not shown to hold at 4 streams: 6 of 10 canary answers matched" in r.verdict.text
+    assert "undecided after the level's budget of 16 answers" in r.verdict.text
+    r = sample("forthright", _precision_at(2, **{**spent, "undecided": False}))
+    assert r.verdict.streaming_ready is False
+    assert "at 2 streams (below the 4 sold)" in r.verdict.text
+    assert "budget" not in r.verdict.text.split("(a tie")[1].split(")")[0]
+    assert sample("forthright", _precision_at(8, **spent)).verdict.streaming_ready is True
+
+
+def test_answers_alone_that_never_repeated_are_not_ready() -> None:
+    """A level compared but not judged (the answers alone did not repeat: no floor)."""
+    r = sample("forthright", _precision_at(4, match_rate=0.2, compared=5, matches=1,
+                                           status="not_measured"))
+    assert r.verdict.streaming_ready is False
+    assert "not judged at 4 streams" in r.verdict.text
