@@ -72,6 +72,9 @@ class RequestRecord:
     #: time spent opening a connection (TCP, TLS) inside this request's send, part of its
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
+    #: the TLS handshake's part of `connect_s` (the rest is TCP's connect); None: no TLS
+    #: handshake inside this request's send
+    tls_s: float | None = None
     #: 1 when the request went out a second time, on a fresh connection, because the
     #: server closed the reused one it was written on with no byte of answer (the close
     #: raced it: `evalkit.probe.reconnect`); its times still run from the first send.

@@ -391,7 +391,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 await self._handshake()
         finally:
             self._handshaking = False
-        _connected(began)
+        _connected(began, tls=True)
         return self
 
     async def _handshake(self) -> None:
@@ -424,7 +424,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             transport, protocol = await self._loop.create_connection(
                 _Protocol, sock=self._sock, ssl=ssl_context, server_hostname=server_hostname)
         assert isinstance(transport, asyncio.Transport)
-        _connected(began)
+        _connected(began, tls=True)
         return StampedStream(transport, protocol)
 
     def get_extra_info(self, info: str) -> Any:

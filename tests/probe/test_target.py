@@ -347,3 +347,60 @@ class TestTLSRecords:
             warnings.simplefilter("always")
             gc.collect()
         assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+
+
+class TestConnectionCost:
+    """A new connection's cost, TCP and the TLS handshake apart (issue 43): in the record
+    of a request that opened its own, and in what a level's warm-up opened."""
+
+    @pytest.mark.parametrize("kernel", [True, False], ids=["own-tls", "asyncio-tls"])
+    def test_a_request_that_opened_its_connection_records_the_handshake_apart(
+            self, tls_reference: tuple[str, Path], kernel: bool,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        """The first request opens its connection inside its send: `connect_s` holds TCP
+        and TLS, `tls_s` the handshake alone, and its t0 is its first byte sent (the
+        TTFT is the server's alone). The next, on the kept-alive connection, has none."""
+        monkeypatch.setattr(kernel_stream, "KERNEL_TLS", kernel)
+        url, _ = tls_reference
+
+        async def run() -> list[RequestRecord]:
+            async with Prober(Target(url, "evalkit-reference"), time.perf_counter_ns(),
+                              "hs") as prober:
+                return [await prober.stream(synthetic(32, 4, f"hs-{i}"), "baseline", 1)
+                        for i in range(2)]
+        first, second = asyncio.run(run())
+        assert [first.outcome, second.outcome] == ["ok", "ok"]
+        assert first.connect_s is not None and first.tls_s is not None
+        assert 0 < first.tls_s < first.connect_s
+        assert first.sent_s == 0 and first.send_lag_s is not None
+        assert first.send_lag_s >= first.connect_s  # the send waited for the connection
+        assert second.connect_s is None and second.tls_s is None
+
+    def test_the_warm_up_says_what_each_connection_it_opened_cost(
+            self, tls_reference: tuple[str, Path]) -> None:
+        """`prepare(n)` opens what is missing and says what each new one cost: a TLS
+        handshake inside each TCP-and-TLS time; a second call opens none."""
+        url, _ = tls_reference
+
+        async def run() -> tuple[Any, Any]:
+            async with Prober(Target(url, "evalkit-reference"), time.perf_counter_ns(),
+                              "hs") as prober:
+                return await prober.clients.prepare(3), await prober.clients.prepare(3)
+        warm, again = asyncio.run(run())
+        assert len(warm.connect_s) == len(warm.tls_s) == 3
+        assert all(0 < tls < both for tls, both in zip(warm.tls_s, warm.connect_s,
+                                                        strict=True))
+        assert again.connect_s == again.tls_s == ()
+
+    def test_plain_http_has_no_handshake(self) -> None:
+        """Over plain HTTP a new connection is TCP's connect alone: no `tls_s`."""
+        with ReferenceServer("gpu", {"request_overhead_ms": 5}, mode="thread") as srv:
+            async def run() -> tuple[RequestRecord, Any]:
+                async with Prober(Target(srv.base_url, srv.model), time.perf_counter_ns(),
+                                  "hs") as prober:
+                    rec = await prober.stream(synthetic(32, 4, "hs"), "baseline", 1)
+                    return rec, await prober.clients.prepare(2)
+            rec, warm = asyncio.run(run())
+        assert rec.outcome == "ok" and rec.connect_s is not None and rec.connect_s > 0
+        assert rec.tls_s is None
+        assert len(warm.connect_s) == 1 and warm.tls_s == (0.0,)
