@@ -404,3 +404,61 @@ class TestConnectionCost:
         assert rec.outcome == "ok" and rec.connect_s is not None and rec.connect_s > 0
         assert rec.tls_s is None
         assert len(warm.connect_s) == 1 and warm.tls_s == (0.0,)
+
+
+class TestSplitRecord:
+    def test_a_record_split_over_two_reads_takes_the_stamp_of_the_read_that_ended_it(
+            self, tls_reference: tuple[str, Path]) -> None:
+        """A TLS record whose bytes come in two TCP writes 150 ms apart is decrypted once
+        whole, and its token is stamped with the second read: the kernel's receive time of
+        the bytes that completed the event, never the first half's (issue 43)."""
+        cert = Path(os.environ["SSL_CERT_FILE"])
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), str(cert.with_name("key.pem")))
+        sock = socket.create_server(("127.0.0.1", 0))
+        gap = 0.15
+
+        def answer(conn: socket.socket) -> None:
+            incoming, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+            tls = ctx.wrap_bio(incoming, out, server_side=True)
+            got = b""
+            with conn, contextlib.suppress(OSError):
+                while b"\r\n\r\n" not in got:
+                    try:
+                        if not got:
+                            tls.do_handshake()
+                        got += tls.read(65536)
+                    except ssl.SSLWantReadError:
+                        conn.sendall(out.read())
+                        incoming.write(conn.recv(65536) or b"")
+                tls.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                          b"transfer-encoding: chunked\r\n\r\n")
+                conn.sendall(out.read())
+                tls.write(_chat_chunk("one"))
+                record = out.read()
+                conn.sendall(record[:20])  # the record's header and a few bytes
+                time.sleep(gap)
+                tls.write(_chat_chunk(" two"))
+                tls.write(_chat_chunk("", "stop"))
+                tls.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+                conn.sendall(record[20:] + out.read())
+                conn.settimeout(3)
+                conn.recv(65536)
+
+        threading.Thread(target=lambda: answer(sock.accept()[0]), daemon=True).start()
+
+        async def run() -> RequestRecord:
+            async with Prober(Target(f"https://localhost:{sock.getsockname()[1]}/v1",
+                                     "evalkit-reference", timeout_s=3),
+                              time.perf_counter_ns(), "split") as prober:
+                return await prober.stream(synthetic(32, 4, "split"), "baseline", 1)
+        try:
+            rec = asyncio.run(run())
+        finally:
+            sock.close()
+        assert rec.outcome == "ok", rec.error
+        assert [n for _, n in rec.chunks] == [1, 1]
+        assert rec.output_sha256 == hashlib.sha256(b"one two").hexdigest()
+        first, second = (t for t, _ in rec.chunks)
+        assert first >= gap * 0.9  # the read that completed it, not the first half's
+        assert second - first < 0.01  # both came in that read
