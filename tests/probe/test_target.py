@@ -105,9 +105,8 @@ class TestTLS:
     def test_the_server_stamps_a_kept_alive_https_request_by_its_kernel(
             self, tls_reference: tuple[str, Path]) -> None:
         """The second request on a connection: the server's kernel had it after we sent it
-        and before its loop saw it decrypted. (A connection's first request often comes
-        in the handshake's last read, before the server's stamping socket is in place,
-        and has no `kernel_ns`.)"""
+        and before its loop saw it decrypted (a connection's first request too:
+        tests/reference/test_tlssocket.py)."""
         import json
 
         url, truth_log = tls_reference
