@@ -86,6 +86,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._tls: ssl.SSLObject | None = None
         self._tls_in = self._tls_out = ssl.MemoryBIO()
         self._tls_read: Callable[..., Any] = _no_tls
+        self._tls_pending: Callable[[], int] = int
         self._handshaking = False
         #: encrypted bytes a callback could not send at once (TLS 1.3 post-handshake
         #: messages, a key update): they go out ahead of the next write
@@ -144,20 +145,22 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
 
         They take the stamp of the read that completed their record: the moment the
         machine had all of them, which is when a reader could have had them too. The
-        encrypted bytes go to TLS straight from the read buffer and the plaintext comes
-        back into it (its bytes were handed over), through the C object under `ssl`'s
-        Python wrapper: a token's record is one call each way, ~1.5 µs of OpenSSL, and
-        the Python around them was as much again (callgrind, docs/benchmarks.md)."""
+        encrypted bytes go to TLS straight from the read buffer, and the plaintext comes
+        back as bytes of about its size, through the C object under `ssl`'s Python
+        wrapper: a token's record is one call each way, ~1.5 µs of OpenSSL with a warm
+        cache, and the Python around them was as much again (`bench/bench_tls_read.py`,
+        docs/benchmarks.md, the eighth look)."""
         incoming = self._tls_in
         incoming.write(self._view[:size])
         if self._handshaking:
             self._wake()  # the handshake goes on in its task
             return b""
         out = b""
-        read, buf, view = self._tls_read, self._buf, self._view
-        while True:
+        read, decrypted = self._tls_read, self._tls_pending
+        size = incoming.pending
+        while size:
             try:
-                n: int = read(_READ_SIZE, buf)
+                data: bytes = read(size)  # a record's text is shorter than its bytes
             except ssl.SSLWantReadError:
                 break
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a cut
@@ -167,14 +170,14 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 self._error = exc
                 self._stop_reading(eof=True)
                 break
-            if not n:
+            if not data:
                 self._stop_reading(eof=True)
                 break
-            # a record is at most 16 KiB, so one read takes all of it: what is left is
-            # in the incoming BIO (the next record, or a part of it)
-            out = out + view[:n].tobytes() if out else view[:n].tobytes()
-            if not incoming.pending:
-                break
+            out = out + data if out else data
+            # the next record's bytes; or, when the read filled what it asked for, what
+            # TLS holds decrypted of a record split over reads (its first part was in TLS
+            # already, so its text can be longer than the bytes that came last)
+            size = incoming.pending or (decrypted() if len(data) == size else 0)
         if self._tls_out.pending or self._tls_backlog:
             self._send_tls_now()
         return out
@@ -393,8 +396,9 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._tls = ssl_context.wrap_bio(self._tls_in, self._tls_out, server_side=False,
                                          server_hostname=server_hostname)
-        # the C object's read (`ssl.SSLObject.read` is a Python method around it)
-        self._tls_read = getattr(self._tls, "_sslobj", self._tls).read
+        # the C object's read and pending (`ssl.SSLObject`'s are Python methods around them)
+        sslobj = getattr(self._tls, "_sslobj", self._tls)
+        self._tls_read, self._tls_pending = sslobj.read, sslobj.pending
         while self._reads:  # bytes the server sent before our hello: the handshake's
             self._tls_in.write(self._reads.popleft()[1])
         self._buffered = 0
