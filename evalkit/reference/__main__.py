@@ -31,9 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     server.LEAN_TLS = not args.asyncio_tls
     try:
-        server.serve(args.host, args.port, args.profile, json.loads(args.overrides), args.truth_log,
-              args.seed, announce=lambda url: print(url, flush=True),
-              tls=(args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None)
+        server.serve(args.host, args.port, args.profile, json.loads(args.overrides),
+                     args.truth_log, args.seed, announce=lambda url: print(url, flush=True),
+                     tls=(args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key
+                     else None)
     except EvalkitError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2

@@ -41,7 +41,7 @@ from tests.probe.helpers import count_pumps
 def tls_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                   ) -> Iterator[tuple[str, Path]]:
     """(https base URL, truth log) of the reference endpoint serving HTTPS itself
-    (`ReferenceServer(tls=...)`, uvicorn's TLS), in a thread of this process."""
+    (`ReferenceServer(tls=...)`, TLS on its stamped socket), in a thread of this process."""
     cert, key = throwaway_certificate(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it, as a CA bundle would
     truth = tmp_path / "truth.jsonl"
