@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=OFF
 
-.PHONY: install llama-server gateways demo test lint bench mutation wheel-check clean
+.PHONY: install llama-server gateways demo test lint bench bench-tls mutation wheel-check clean
 
 install: $(STAMP) llama-server
 
@@ -91,6 +91,11 @@ wheel-check: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# HTTPS against plain HTTP (issue 43): our TLS, asyncio's, plain; 32-512 streams, 3 runs,
+# the server at nice -10 (root). Take it with the 1-minute load under ~1.5.
+bench-tls: install
+	$(BIN)/python bench/bench_tls.py 32,128,256,512 3 64 3 --where nice
 
 # Mutation testing of the pure core (tools/mutation.py; by hand, not CI): one worker at
 # the lowest priority, then the kill rate per module and any survivor not yet explained.

@@ -72,6 +72,9 @@ class RequestRecord:
     #: time spent opening a connection (TCP, TLS) inside this request's send, part of its
     #: send lag but the network's, not the client's; None: it left on an open connection
     connect_s: float | None = None
+    #: the TLS handshake's part of `connect_s` (the rest is TCP's connect); None: no TLS
+    #: handshake inside this request's send
+    tls_s: float | None = None
     #: 1 when the request went out a second time, on a fresh connection, because the
     #: server closed the reused one it was written on with no byte of answer (the close
     #: raced it: `evalkit.probe.reconnect`); its times still run from the first send.
@@ -139,7 +142,7 @@ class RequestRecord:
         tail = {name: getattr(self, name) for name in _AFTER_CHUNKS}
         if self.rate_limit_headers is None:  # most vendors send none: no key for nothing
             del tail["rate_limit_headers"]
-        for name in _SPARSE:  # no workload shape (the suite's own probes), no engine account
+        for name in _SPARSE:  # no key for nothing (see `_SPARSE`)
             if tail[name] is None:
                 del tail[name]
         if not self.reconnects:  # nearly every request: no key for nothing
@@ -160,6 +163,9 @@ _FIELDS = tuple(f.name for f in fields(RequestRecord))
 #: the fields written before and after `chunks`, in the dataclass's order
 _BEFORE_CHUNKS = _FIELDS[:_FIELDS.index("chunks")]
 _AFTER_CHUNKS = _FIELDS[_FIELDS.index("chunks") + 1:]
+#: written only when set: most records belong to no workload shape, carry no engine
+#: account, and left on an open connection (no TLS handshake of their own); imports and
+#: older records have no prompt source
 _SPARSE = ("shape", "session", "turn", "step", "planned_turns", "cached_prompt_tokens",
            "engine_prompt_tokens", "engine_cached_tokens", "engine_prompt_s",
-           "engine_output_tokens", "engine_decode_s", "prompt_source")
+           "engine_output_tokens", "engine_decode_s", "prompt_source", "tls_s")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.analysis.frames import _lookup_size, _num, _ratio, _rows_mask
-from evalkit.analysis.stats import outcome_counts, percentiles
+from evalkit.analysis.stats import connection_cost, outcome_counts, percentiles
 
 #: a request's usage is an outlier beyond this factor of the run's own ratio, either way,
 #: and by more than `OUTLIER_SLACK` tokens (a short answer's count moves by a few)
@@ -182,7 +182,9 @@ def connect_section(req: pd.DataFrame, chunks: pd.DataFrame, rtt_s: float | None
             "requests": len(req),
             "outcomes": outcome_counts(req["outcome"]),
             "ttft_s": _num(ok["ttft_s"].median()) if len(ok) else None,
-            "output_tokens_estimated": bool(ok["output_tokens_estimated"].any())}
+            "output_tokens_estimated": bool(ok["output_tokens_estimated"].any()),
+            # the run's first request opens its connection: what a new one costs
+            "connections": connection_cost(req)}
 
 
 def drift(req: pd.DataFrame, parts: int = 3) -> dict[str, Any] | None:

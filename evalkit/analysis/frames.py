@@ -18,6 +18,7 @@ from evalkit.records import RequestRecord
 _NUMERIC = ("t0_s", "level", "prompt_tokens", "counted_prompt_tokens",
             "requested_output_tokens", "output_tokens",
             "counted_output_tokens", "usage_completion_tokens", "ttft_s", "ttfa_s", "e2e_s",
+            "sent_s", "connect_s", "tls_s",
             "http_status", "send_lag_s", "end_s", "retry_after_s", "turn", "step",
             "planned_turns", "cached_prompt_tokens", "reconnects", "engine_prompt_tokens",
             "engine_cached_tokens", "engine_prompt_s", "engine_output_tokens", "engine_decode_s")

@@ -212,6 +212,8 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "top_error": top_error(req),
         # the engine's own account of the same requests, where it sent one
         "engine_timings": engine_timings(ok_req),
+        # connections opened inside the group's sends, beside its TTFT (None: none were)
+        "connections": connection_cost(req),
     }
 
 
@@ -287,3 +289,43 @@ def output_length_check(req: pd.DataFrame, shortfall: float = 0.05) -> dict[str,
             "achieved_ratio": percentiles(ratio),
             "flagged": (short > 0) if n else None,
             "tolerance": shortfall}
+
+
+# --------------------------------------------------------------------------- connections
+# What the connections a group of requests opened cost, beside its TTFT.
+#
+# A real vendor's TLS handshake, and a reconnect when it closes connections, are part of
+# a customer's first TTFT on a new connection. The probe opens each level's connections
+# before the level starts (`target._Clients.prepare`), so a level on kept-alive
+# connections carries none of it in any request; but a request that opened its own
+# connection (the run's first, a keep-alive the vendor closed, an open loop outrunning the
+# connections it had) records the time in its send (`connect_s`: TCP's connect and TLS's
+# handshake together; `tls_s`: the handshake alone). In a closed loop that request's t0 is
+# its first byte sent, after the connection opened, so its TTFT is the server's alone and
+# the connection stands beside it; in an open loop t0 is the schedule, and the TTFT holds
+# it already, as a customer's would.
+
+
+def connection_cost(req: pd.DataFrame) -> dict[str, Any] | None:
+    """The connections `req`'s requests opened inside their sends (None: none did).
+
+    `opened` of `requests`; `connect_s` per connection (TCP and TLS), `tls_s` the TLS
+    handshake's part (None over plain HTTP); `first_ttft_s`, the TTFT of the ok requests
+    that opened one with their connection's time in it: what a customer's first request
+    on a new connection waits (a closed loop's TTFT starts after the connection, so it is
+    added there; an open loop's starts at the schedule and holds it already)."""
+    connect = req["connect_s"].to_numpy(dtype=np.float64)
+    opened = np.isfinite(connect) & (connect > 0)
+    if not opened.any():
+        return None
+    tls = req["tls_s"].to_numpy(dtype=np.float64)
+    has_tls = opened & np.isfinite(tls) & (tls > 0)
+    sent = req["sent_s"].to_numpy(dtype=np.float64)
+    # t0 after the connection (closed loop: sent_s is 0) vs t0 the schedule (open loop)
+    after = np.isfinite(sent) & (sent <= 0)
+    ttft = req["ttft_s"].to_numpy(dtype=np.float64)
+    first = np.where(after, ttft + connect, ttft)[opened & req["ok"].to_numpy(dtype=bool)]
+    return {"opened": int(opened.sum()), "requests": len(req),
+            "connect_s": percentiles(connect[opened]),
+            "tls_s": percentiles(tls[has_tls]) if has_tls.any() else None,
+            "first_ttft_s": percentiles(first)}

@@ -93,7 +93,8 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
                    "it had streamed.")
 @click.option("--ray", "ray_address", metavar="auto|ADDRESS",
               help="Split each ramp, soak and rate level over Ray actors (one per CPU), past "
-                   "one process's ceiling: auto starts a local Ray instance, ADDRESS joins a "
+                   "one process's ceiling (about 256 streams over http://, 224 over "
+                   "https://): auto starts a local Ray instance, ADDRESS joins a "
                    "cluster (ray://head:10001, or head:6379 from a node of it). Needs "
                    "pip install 'evalkit[ray]'.")
 @click.option("--ray-workers", type=int, metavar="N",
@@ -224,7 +225,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     \b
     Probe what was claimed: with --questionnaire FILE the vendor's claims are the plan.
     It is printed before the run (--dry-run prints it and stops), with every claim the
-    run cannot reach (a --max-concurrency cap, the client's ceiling, a --budget).
+    run cannot reach (a --max-concurrency cap, the client's ceiling, lower over https://,
+    a --budget).
 
     \b
     Examples:

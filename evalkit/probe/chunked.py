@@ -20,13 +20,14 @@ pool in h11's DONE state, or is closed when h11 says so. Either way a body left
 half-read (a framing error, a deadline, an SSE error) closes its connection on
 `aclose`: it is never reused half-read.
 
-On a kernel-stamped plain-TCP connection the body is *pumped* (`read_body`): each read
+On a kernel-stamped connection the body is *pumped* (`read_body`): each read
 is unframed and handed to the prober's per-piece handler inside the socket's reader
 callback, right after its stamp, and the stream's task sleeps until the body ends. A
 future, a task wake-up and three async iterators resumed per read were ~5 µs a chunk
 (measured against a plain callback); the kernel's stamp does not move with the work done
-in the callback. TLS and unstamped sockets read the same body read by read
-(`body_parts`), with the same handler.
+in the callback. Our own TLS is on the same stamped socket and pumps too (each record
+decrypted after its read's stamp); asyncio's SSL transport and unstamped sockets read the
+same body read by read (`body_parts`), with the same handler.
 
 One code path for every API adapter: this sits below SSE, so every adapter's stream
 takes it. Anything it was not built for (not HTTP/1.1, not chunked, a httpcore or h11
@@ -100,10 +101,11 @@ async def read_body(response: httpx.Response, on_piece: OnPiece) -> None:
     the body ends or `on_piece` returns False; raises what httpx would for a cut, a bad
     frame or a read timeout.
 
-    On a kernel-stamped plain-TCP connection the pieces are handed over inside the
-    socket's reader callback (`KernelStampedStream.pump`): no wake-up of the task per
-    read. Anywhere else (TLS, no kernel stamps, not chunked, `PUMP` off) they come from
-    `body_parts`, one read at a time, stamped the same way: one `on_piece` for both.
+    On a kernel-stamped connection (plain TCP, or our TLS on it) the pieces are handed
+    over inside the socket's reader callback (`KernelStampedStream.pump`): no wake-up of
+    the task per read. Anywhere else (asyncio's TLS, no kernel stamps, not chunked, `PUMP`
+    off) they come from `body_parts`, one read at a time, stamped the same way: one
+    `on_piece` for both.
     """
     taken = _take(response) if DIRECT and PUMP else None
     if taken is None:

@@ -36,6 +36,10 @@ _local = threading.local()
 KERNEL_TLS = True
 
 
+def _no_tls(*_args: Any) -> int:
+    raise ssl.SSLError("no TLS on this stream")
+
+
 def _read_buffer() -> tuple[bytearray, memoryview]:
     """This thread's read buffer (an event loop runs on one thread, and a read is copied
     out before its callback returns, so the streams of one loop can share one)."""
@@ -81,6 +85,8 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         #: by the kernel, and decrypted in the reader callback; None: plain TCP
         self._tls: ssl.SSLObject | None = None
         self._tls_in = self._tls_out = ssl.MemoryBIO()
+        self._tls_read: Callable[..., Any] = _no_tls
+        self._tls_pending: Callable[[], int] = int
         self._handshaking = False
         #: encrypted bytes a callback could not send at once (TLS 1.3 post-handshake
         #: messages, a key update): they go out ahead of the next write
@@ -110,12 +116,13 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         if not n:
             self._stop_reading(eof=True)
             return
-        data = self._view[:n].tobytes()
         stamp = self._clock.arrival(anc, now, n == _READ_SIZE) or now
         if self._tls is not None:  # decrypted after the stamp: it is the bytes' arrival
-            data = self._decrypt(data)
+            data = self._decrypt(n)
             if not data:
                 return
+        else:
+            data = self._view[:n].tobytes()
         sink = self._sink
         if sink is not None:
             self.last_arrival_ns = stamp
@@ -132,23 +139,28 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             self._reading = False
         self._wake()
 
-    def _decrypt(self, raw: bytes) -> bytes:
-        """The application bytes a TLS read completed (b"": none yet, or the handshake's).
+    def _decrypt(self, size: int) -> bytes:
+        """The application bytes that the read of `size` bytes (in the read buffer)
+        completed (b"": none yet, or the handshake's).
 
         They take the stamp of the read that completed their record: the moment the
-        machine had all of them, which is when a reader could have had them too."""
-        assert self._tls is not None
-        self._tls_in.write(raw)
+        machine had all of them, which is when a reader could have had them too. The
+        encrypted bytes go to TLS straight from the read buffer, and the plaintext comes
+        back as bytes of about its size, through the C object under `ssl`'s Python
+        wrapper: a token's record is one call each way, ~1.5 µs of OpenSSL with a warm
+        cache, and the Python around them was as much again (`bench/bench_tls_read.py`,
+        docs/benchmarks.md, the eighth look)."""
+        incoming = self._tls_in
+        incoming.write(self._view[:size])
         if self._handshaking:
             self._wake()  # the handshake goes on in its task
             return b""
-        out: list[bytes] = []
-        tls, incoming = self._tls, self._tls_in
-        while True:
+        out = b""
+        read, decrypted = self._tls_read, self._tls_pending
+        size = incoming.pending
+        while size:
             try:
-                # into the read buffer (its bytes were copied out): a plain read(n)
-                # allocates n bytes for every record and shrinks them to what came
-                n: int = tls.read(_READ_SIZE, self._buf)  # type: ignore[assignment]
+                data: bytes = read(size)  # a record's text is shorter than its bytes
             except ssl.SSLWantReadError:
                 break
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):  # close_notify, or a cut
@@ -158,15 +170,17 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 self._error = exc
                 self._stop_reading(eof=True)
                 break
-            if not n:
+            if not data:
                 self._stop_reading(eof=True)
                 break
-            out.append(self._view[:n].tobytes())
-            if not (incoming.pending or tls.pending()):
-                break  # nothing left to decrypt: no read to end in SSLWantReadError
+            out = out + data if out else data
+            # the next record's bytes; or, when the read filled what it asked for, what
+            # TLS holds decrypted of a record split over reads (its first part was in TLS
+            # already, so its text can be longer than the bytes that came last)
+            size = incoming.pending or (decrypted() if len(data) == size else 0)
         if self._tls_out.pending or self._tls_backlog:
             self._send_tls_now()
-        return out[0] if len(out) == 1 else b"".join(out)
+        return out
 
     def _send_tls_now(self) -> None:
         """Send what TLS has to say outside a write (post-handshake messages), as far as
@@ -382,6 +396,9 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
         self._tls_in, self._tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._tls = ssl_context.wrap_bio(self._tls_in, self._tls_out, server_side=False,
                                          server_hostname=server_hostname)
+        # the C object's read and pending (`ssl.SSLObject`'s are Python methods around them)
+        sslobj = getattr(self._tls, "_sslobj", self._tls)
+        self._tls_read, self._tls_pending = sslobj.read, sslobj.pending
         while self._reads:  # bytes the server sent before our hello: the handshake's
             self._tls_in.write(self._reads.popleft()[1])
         self._buffered = 0
@@ -391,7 +408,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
                 await self._handshake()
         finally:
             self._handshaking = False
-        _connected(began)
+        _connected(began, tls=True)
         return self
 
     async def _handshake(self) -> None:
@@ -424,7 +441,7 @@ class KernelStampedStream(httpcore.AsyncNetworkStream):
             transport, protocol = await self._loop.create_connection(
                 _Protocol, sock=self._sock, ssl=ssl_context, server_hostname=server_hostname)
         assert isinstance(transport, asyncio.Transport)
-        _connected(began)
+        _connected(began, tls=True)
         return StampedStream(transport, protocol)
 
     def get_extra_info(self, info: str) -> Any:

@@ -32,8 +32,21 @@ from evalkit.analysis.intervals import quantile_width, samples_for
 from evalkit.questionnaire.model import Questionnaire
 
 #: concurrent streams one client process holds within timing accuracy on the machine
-#: bench/bench_prober.py was run on (2 cores): beyond it, the run would be client-bound
+#: bench/bench_prober.py was run on (2 cores), over plain HTTP: beyond it, the run would
+#: be client-bound
 CLIENT_STREAMS_PER_PROCESS = 256
+#: the same over HTTPS, where every chunk is a TLS record the client decrypts: its CPU a
+#: chunk against plain HTTP's at 256 streams (bench/bench_tls.py, docs/benchmarks.md, the
+#: eighth look) shrinks the streams one process holds in proportion
+CLIENT_STREAMS_PER_PROCESS_TLS = 224
+
+
+def client_streams_per_process(base_url: str) -> int:
+    """One client process's ceiling for this endpoint: lower over HTTPS (every vendor's
+    scheme), where a chunk costs the client a TLS record's decryption too."""
+    if base_url.strip().lower().startswith("https:"):
+        return CLIENT_STREAMS_PER_PROCESS_TLS
+    return CLIENT_STREAMS_PER_PROCESS
 
 
 @dataclass(frozen=True)
@@ -146,7 +159,8 @@ def claims_of(q: Questionnaire) -> list[tuple[str, int, str]]:
 def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency: int | None,
                levels_given: bool, processes: int = 1, prompt_given: bool = False,
                budget_requests: int | None = None, default_requests: int = 0,
-               interval_width: float | None = None) -> Plan:
+               interval_width: float | None = None,
+               per_process: int = CLIENT_STREAMS_PER_PROCESS) -> Plan:
     """The levels, request floors and prompt length that check the questionnaire's claims.
 
     `base_levels` are the profile's ramp levels; `max_concurrency` is the user's cap
@@ -154,9 +168,11 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
     levels, so they are kept as given and claims outside them are unreachable.
     `default_requests` is what a level sends without a floor (the estimate for a budget).
     `interval_width` (a share, 0.05 for 5 points): every level sized for it
-    (`size_levels`), each claim for its own percentile.
+    (`size_levels`), each claim for its own percentile. `per_process`: the streams one
+    client process holds (`client_streams_per_process`: fewer over HTTPS), times
+    `processes` (Ray's workers) the client's ceiling.
     """
-    ceiling = CLIENT_STREAMS_PER_PROCESS * max(processes, 1)
+    ceiling = per_process * max(processes, 1)
     claims: list[Claim] = []
     for question, c, pct in claims_of(q):
         need = samples_for(QUANTILES[pct])
@@ -167,8 +183,9 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
             why = f"above --max-concurrency {max_concurrency}"
         elif c > ceiling:
             why = (f"above the client's ceiling of about {ceiling} streams "
-                   f"({CLIENT_STREAMS_PER_PROCESS} per process on a 2-core machine): add "
-                   "--ray auto or --ray ADDRESS (a cluster) or run from a bigger client")
+                   f"({per_process} per process on a 2-core machine"
+                   f"{' over HTTPS' if per_process == CLIENT_STREAMS_PER_PROCESS_TLS else ''}"
+                   "): add --ray auto or --ray ADDRESS (a cluster) or run from a bigger client")
         if why and question == "Q4":  # a breach below the cap still decides a limit claim
             why = f"verified only if the endpoint degrades below that ({why})"
         claims.append(Claim(question, c, pct, _bracket(c), need, why is None, why))

@@ -55,7 +55,7 @@ class SendStamp:
     """
 
     __slots__ = ("bytes", "connect_ns", "first_ns", "held", "hold_ns", "join", "last_ns",
-                 "resent", "writes")
+                 "resent", "tls_ns", "writes")
 
     def __init__(self, join: bool = False, hold_ns: int | None = None) -> None:
         #: the write that handed over the request's first bytes began (None: nothing sent)
@@ -69,6 +69,8 @@ class SendStamp:
         #: time spent opening a connection (TCP, TLS) inside this send before its first
         #: byte left: the network's round trips, not the client's delay
         self.connect_ns = 0
+        #: the TLS handshake's part of `connect_ns` (0: none, plain TCP or no connection)
+        self.tls_ns = 0
         #: times the request went out again on a fresh connection, the reused one it was
         #: written on having been closed by the server with no byte of answer
         #: (`evalkit.probe.reconnect`): 0 or 1
@@ -111,13 +113,18 @@ def stamp_sends(stamp: SendStamp | None = None) -> Iterator[SendStamp]:
         _SENDING.reset(token)
 
 
-def _connected(began_ns: int) -> None:
-    """A connection (or its TLS) opened inside a stamped send: note how long it took,
-    if no byte had left yet (a connection opened to send the request again, after its
-    first send, is part of its wait from that send, not of its send lag)."""
+def _connected(began_ns: int, tls: bool = False) -> None:
+    """A connection (`tls`: its TLS handshake) opened inside a stamped send: note how
+    long it took, the handshake apart too (a vendor's TLS is round trips and its CPU, a
+    cost of every new connection a customer opens), if no byte had left yet (a
+    connection opened to send the request again, after its first send, is part of its
+    wait from that send, not of its send lag)."""
     sending = _SENDING.get()
     if sending is not None and sending.first_ns is None:
-        sending.connect_ns += time.perf_counter_ns() - began_ns
+        took = time.perf_counter_ns() - began_ns
+        sending.connect_ns += took
+        if tls:
+            sending.tls_ns += took
 
 
 @contextlib.asynccontextmanager
@@ -305,7 +312,7 @@ class StampedStream(httpcore.AsyncNetworkStream):
             raise httpcore.ConnectError("TLS handshake failed")
         assert isinstance(tls, asyncio.Transport)
         self._protocol.transport = tls
-        _connected(began)
+        _connected(began, tls=True)
         return StampedStream(tls, self._protocol)
 
     def get_extra_info(self, info: str) -> Any:

@@ -455,6 +455,7 @@ class Prober:
             send_lag_s=(sent_ns - intended_ns) / 1e9,
             sent_s=(sent_ns - t0) / 1e9 if wire.first_ns is not None else None,
             connect_s=wire.connect_ns / 1e9 if wire.connect_ns else None,
+            tls_s=wire.tls_ns / 1e9 if wire.tls_ns else None,
             reconnects=wire.resent,
             end_s=(st.end_ns - t0) / 1e9 if st.end_ns else None,
             shard=self.shard, prompt_id=prompt.id, label=label, run_id=self.run_id,

@@ -33,7 +33,7 @@ from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.probe.framing import SENDABLE
 from evalkit.probe.phases import SuiteRun
-from evalkit.probe.plan import Plan, plan_probe, size_levels
+from evalkit.probe.plan import Plan, client_streams_per_process, plan_probe, size_levels
 from evalkit.probe.prompts import load_prompts, prompt_provenance
 from evalkit.probe.prompttext import public_phases, run_text, text_meta
 from evalkit.probe.sampling import Sampling
@@ -110,7 +110,8 @@ def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
                       processes=_planned_workers(config),
                       prompt_given=config.prompt_tokens is not None,
                       budget_requests=config.budget_requests, default_requests=per_level,
-                      interval_width=width)
+                      interval_width=width,
+                      per_process=client_streams_per_process(config.base_url))
     settings = replace(settings, ramp=replace(
         ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,
         min_requests=dict(plan.min_requests),

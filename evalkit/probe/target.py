@@ -19,6 +19,7 @@ from evalkit.probe.api import AUTH_STYLES, get_adapter
 from evalkit.probe.framing import SENDABLE, TOKEN
 from evalkit.probe.reconnect import Resending, Reuse
 from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
+from evalkit.probe.stamping import stamp_sends
 from evalkit.probe.transport import stamped_transport
 
 #: the most of a /models answer read while opening a level's connections (`_Clients`)
@@ -197,6 +198,17 @@ class _NoCookies(httpx.Cookies):
         """Nothing is kept (see the class)."""
 
 
+@dataclass(frozen=True)
+class Warmup:
+    """What opening a level's connections before it cost, one entry per connection
+    opened (s): TCP's connect and TLS's handshake together, and the handshake alone (0 on
+    plain HTTP). Paid here, so in no request's TTFT; what a customer's first request on
+    a new connection would wait on top of it."""
+
+    connect_s: tuple[float, ...] = ()
+    tls_s: tuple[float, ...] = ()
+
+
 class _Clients:
     """One single-connection client per concurrent stream, reused with keep-alive.
 
@@ -228,8 +240,9 @@ class _Clients:
     def release(self, client: httpx.AsyncClient) -> None:
         self._free.append(client)
 
-    async def prepare(self, n: int) -> None:
-        """Have n clients with an open connection before a level starts.
+    async def prepare(self, n: int) -> Warmup:
+        """Have n clients with an open connection before a level starts; what opening
+        them cost (`Warmup`).
 
         A new connection costs a TCP (and TLS) handshake, a few round trips to a remote
         vendor; opened inside a level it would land in the TTFT of that level's first
@@ -251,12 +264,12 @@ class _Clients:
         self._all += fresh
         self._free += fresh
         if self.reuse.fresh:
-            return
+            return Warmup()  # each request opens its own: its record says what it cost
 
-        async def touch(client: httpx.AsyncClient) -> None:
+        async def touch(client: httpx.AsyncClient) -> tuple[int, int]:
             # bounded like any vendor answer: a trickled or endless body costs at most
             # the timeout and PREPARE_MAX_BYTES, and the connection is then not kept
-            with contextlib.suppress(httpx.HTTPError, TimeoutError):
+            with contextlib.suppress(httpx.HTTPError, TimeoutError), stamp_sends() as wire:
                 async with asyncio.timeout(self.target.timeout_s), \
                         client.stream("GET", "/models") as response:
                     read = 0
@@ -264,8 +277,10 @@ class _Clients:
                         read += len(part)
                         if read > PREPARE_MAX_BYTES:
                             break
+            return wire.connect_ns, wire.tls_ns
 
-        await asyncio.gather(*(touch(c) for c in fresh))
+        opened = [c for c in await asyncio.gather(*(touch(c) for c in fresh)) if c[0]]
+        return Warmup(tuple(c / 1e9 for c, _ in opened), tuple(t / 1e9 for _, t in opened))
 
     async def aclose(self) -> None:
         for client in self._all:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from evalkit.errors import EvalkitError
-from evalkit.reference.server import serve
+from evalkit.reference import server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,11 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--truth-log", type=Path, default=None)
     parser.add_argument("--tls-cert", type=Path, default=None)
     parser.add_argument("--tls-key", type=Path, default=None)
+    parser.add_argument("--asyncio-tls", action="store_true",
+                        help="asyncio's SSL transport, not TLS on the stamped socket")
     args = parser.parse_args(argv)
+    server.LEAN_TLS = not args.asyncio_tls
     try:
-        serve(args.host, args.port, args.profile, json.loads(args.overrides), args.truth_log,
-              args.seed, announce=lambda url: print(url, flush=True),
-              tls=(args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None)
+        server.serve(args.host, args.port, args.profile, json.loads(args.overrides),
+                     args.truth_log, args.seed, announce=lambda url: print(url, flush=True),
+                     tls=(args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key
+                     else None)
     except EvalkitError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2

@@ -36,6 +36,7 @@ from evalkit.kernelclock import ANC_SIZE, SO_TIMESTAMPNS, KernelClock
 from evalkit.reference.app import ARRIVAL_EXTENSION, ReferenceApp
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 from evalkit.reference.parse import MODEL, count_tokens
+from evalkit.reference.tlssocket import TLSSocket, server_context
 
 STARTUP_TIMEOUT_S = 20.0
 
@@ -106,12 +107,13 @@ class _KernelStampedSocket:
     however long the server's process then took to get a CPU and read it.
     """
 
-    __slots__ = ("_clock", "_sock", "kernel_ns")
+    __slots__ = ("_clock", "_sock", "kernel_ns", "send")
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         self._clock = KernelClock()
         self.kernel_ns: int | None = None
+        self.send = sock.send  # every write's: not through `__getattr__`
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 
     def recv_into(self, buffer: Any, nbytes: int = 0) -> int:
@@ -151,7 +153,7 @@ def _kernel_stamped(transport: asyncio.Transport) -> _KernelStampedSocket | None
     return stamped
 
 
-def arrival_stamped_protocol() -> type[asyncio.Protocol]:
+def arrival_stamped_protocol(tls: ssl.SSLContext | None = None) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol, stamping when the event loop first sees each request.
 
     `data_received` is where the loop hands over a socket read, before any HTTP parsing;
@@ -177,7 +179,11 @@ def arrival_stamped_protocol() -> type[asyncio.Protocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             self._polls = _polls(self.loop)
             self._kernel = _kernel_stamped(transport)
+            if tls is not None:
+                _tls_inside(transport, self._kernel, tls)
             super().connection_made(transport)
+            if tls is not None:
+                self.scheme = "https"
 
         def data_received(self, data: bytes) -> None:
             now = time.perf_counter_ns()  # the stamp: nothing before it
@@ -197,13 +203,27 @@ def arrival_stamped_protocol() -> type[asyncio.Protocol]:
 
 #: (certificate file, key file) in PEM: serve HTTPS with them (None: plain HTTP)
 TLSFiles = tuple[Path, Path]
+#: HTTPS on the server's stamped socket (`evalkit.reference.tlssocket`; False: asyncio's
+#: SSL transport, as before, for comparisons: `--server-tls asyncio` in bench_tls.py)
+LEAN_TLS = True
+
+
+def _tls_inside(transport: asyncio.Transport, stamped: _KernelStampedSocket | None,
+                context: ssl.SSLContext) -> None:
+    """TLS on the transport's own socket (`tlssocket.TLSSocket`, over the stamped one)."""
+    raw = stamped if stamped is not None else getattr(transport, "_sock", None)
+    transport._sock = TLSSocket(raw, context)  # type: ignore[attr-defined, arg-type]
 
 
 def _uvicorn_server(app: ReferenceApp, tls: TLSFiles | None = None) -> Any:
+    """uvicorn serving `app`; over HTTPS with TLS on the stamped socket (`LEAN_TLS`), or
+    asyncio's SSL transport under uvicorn's own TLS settings, to compare."""
     import uvicorn
 
-    certfile, keyfile = (str(tls[0]), str(tls[1])) if tls is not None else (None, None)
-    config = uvicorn.Config(app, loop="asyncio", http=arrival_stamped_protocol(),
+    lean = server_context(*tls) if tls is not None and LEAN_TLS else None
+    certfile, keyfile = ((str(tls[0]), str(tls[1])) if tls is not None and lean is None
+                         else (None, None))
+    config = uvicorn.Config(app, loop="asyncio", http=arrival_stamped_protocol(lean),
                             lifespan="on", access_log=False, log_level="warning", backlog=4096,
                             timeout_keep_alive=30, timeout_graceful_shutdown=1,
                             ssl_certfile=certfile, ssl_keyfile=keyfile)
@@ -236,8 +256,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, profile: str = DEFAULT_PROF
     `tls` (certificate, key) serves HTTPS, as every vendor does: the client's TLS path
     (its CPU, its stamps) is then measured against the same truth log. Over HTTPS the
     truth log's `kernel_ns` is the stamp of the read that completed a request's TLS
-    record (none for a connection's first request when it came with the handshake's
-    last read), and `arrived_ns` is when its loop saw the request decrypted."""
+    record (TLS runs on the stamped socket, `evalkit.reference.tlssocket`; with
+    `LEAN_TLS` off, asyncio's, none for a connection's first request when it came with
+    the handshake's last read), and `arrived_ns` is when its loop saw it decrypted."""
     prof = get_profile(profile, overrides)
     files = _tls_files(tls)
     sock = _bind(host, port)
@@ -313,6 +334,8 @@ class ReferenceServer:
             cmd += ["--truth-log", str(self.truth_log)]
         if self.tls is not None:
             cmd += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
+            if not LEAN_TLS:  # as this process was asked to (a comparison)
+                cmd.append("--asyncio-tls")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
         line: list[str] = []

@@ -179,9 +179,10 @@ class Writer:
                 break
         self._stamp(kind, n, at)
 
-    def _stamp(self, kind: str, tokens: int, scheduled: int) -> None:
-        """Record a write the moment its bytes were handed to the transport."""
-        now = time.perf_counter_ns()
+    def _stamp(self, kind: str, tokens: int, scheduled: int, now: int | None = None) -> None:
+        """Record a write the moment its bytes were handed to the transport (`now`: the
+        one write several events went out in, stamped once)."""
+        now = time.perf_counter_ns() if now is None else now
         # a tuple: the garbage collector stops tracking it, and a busy server holds
         # thousands (a collection that walks them all is a stall in every stream)
         self.truth["writes"].append((now, scheduled, tokens, kind))
@@ -254,7 +255,15 @@ class Writer:
                                                             None, None)), "role", 0, at)
             elif kind in ("content", "reasoning"):
                 finish = plan.finish_reason if final else None
-                await self._write(self._token_payload(kind, n, finish), kind, n, at)
+                payload = self._token_payload(kind, n, finish)
+                if final and self.s.items and self.s.items[0][0] == "finish":
+                    # the engine's last step made the end with it: one write (`_end`)
+                    end_at = self.s.items.popleft()[2]
+                    await self._end(end_at, usage=job.include_usage and not plan.no_usage,
+                                    last=(payload, kind, n, at))
+                    truth["outcome"] = plan.outcome
+                    return
+                await self._write(payload, kind, n, at)
             elif kind == "malformed":
                 bad = self.head + b'"choices":[{"index":0,"delta":{"content":" brok'
                 await self._write(self._event(bad) if self.wire is None else self.wire.malformed(),
@@ -279,26 +288,37 @@ class Writer:
                 truth["outcome"] = plan.outcome
                 return
 
-    async def _end(self, at: int, usage: bool, failed: bool = False) -> None:
+    async def _end(self, at: int, usage: bool, failed: bool = False,
+                   last: tuple[bytes, str, int, int] | None = None) -> None:
         """Usage chunk if asked, [DONE] unless faulted, then the HTTP terminator (the newer
-        APIs: their closing events, none after an error event)."""
+        APIs: their closing events, none after an error event), after `last` (the final
+        token's chunk: payload, kind, tokens, scheduled) when the same step made both.
+
+        All in one write, each stamped as written: an engine's last step produces them
+        together, and a batching engine ends many streams in one step. Written one by one
+        (four writes a stream, each a TLS record over HTTPS) they made a burst the next
+        requests of those streams waited behind, in every client's TTFT error against
+        this truth log (docs/benchmarks.md, the eighth look)."""
         self.truth["completion_tokens"] = self.s.tokens
+        pieces = [last] if last is not None else []
         if self.wire is not None:
             plan = self.s.plan
             frames = [] if failed else self.wire.end(
                 plan.finish_reason, self._billed() if usage else None, not plan.no_done,
                 min(plan.reasoning_tokens, self.s.tokens))
-            for payload, kind in frames:
-                await self._write(payload, kind, 0, at)
-            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
-        if usage:
-            data = self.head + b'"choices":[],"usage":' + json.dumps(self._usage()).encode() \
-                + b"}"
-            await self._write(self._event(data), "usage", 0, at)
-        if not self.s.plan.no_done:
-            await self._write(self._event(b"[DONE]"), "done", 0, at)
-        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            pieces += [(payload, kind, 0, at) for payload, kind in frames]
+        else:
+            if usage:
+                data = (self.head + b'"choices":[],"usage":' + json.dumps(self._usage()).encode()
+                        + b"}")
+                pieces.append((self._event(data), "usage", 0, at))
+            if not self.s.plan.no_done:
+                pieces.append((self._event(b"[DONE]"), "done", 0, at))
+        await self.send({"type": "http.response.body", "more_body": False,
+                         "body": b"".join(payload for payload, _, _, _ in pieces)})
+        now = time.perf_counter_ns()
+        for _, kind, tokens, scheduled in pieces:
+            self._stamp(kind, tokens, scheduled, now)
 
     async def whole(self) -> None:
         """Non-streaming: wait for the last token, answer one JSON body."""

@@ -41,6 +41,7 @@ from evalkit.render.charts import cost as cost_chart
 from evalkit.render.charts import figures as figures_mod
 from evalkit.render.charts import ramp as ramp_mod
 from evalkit.render.charts.precision import precision_chart
+from evalkit.render.connections import connection_text
 from evalkit.render.costtext import cost_context, cost_line
 from evalkit.render.drawn import PageStamp, page_context
 from evalkit.render.evidence import evidence_files
@@ -374,6 +375,7 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
              "incomplete": "cut streams", "timeout": "timeouts", "error": "errors"}.get(
                 str(m), clip(m, 20)) for m in (ms if isinstance(ms, list) else [])),
         "fmt_value": fmt_value, "fmt_outcomes": fmt_outcomes, "beside": beside_outcomes,
+        "connection_text": connection_text,
         "outcomes": sorted(digest.outcomes.items()),
         "n_records": digest.n,
         "skipped_lines": run.skipped_lines if run else 0,

@@ -243,6 +243,7 @@ class TestPhaseStatsEdges:
         assert set(summarize([stream("b")])["baseline"]) == {
             "achieved_output_tokens", "configuration_failures", "reconnects",
             "admission_failure_rate", "aggregate_tokens_per_s", "aggregate_tokens_per_s_ci",
+            "connections",
             "client_bound", "e2e_s", "engine_timings", "failure_rate", "failure_rate_ci",
             "itl_s", "max_gap_s",
             "outcomes",

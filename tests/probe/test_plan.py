@@ -12,7 +12,13 @@ from click.testing import CliRunner
 from evalkit.analysis.intervals import quantile_ranks, quantile_width, samples_for
 from evalkit.cli import cli
 from evalkit.errors import UsageError
-from evalkit.probe.plan import plan_probe, requests_for_width, size_levels
+from evalkit.probe.plan import (
+    CLIENT_STREAMS_PER_PROCESS_TLS,
+    client_streams_per_process,
+    plan_probe,
+    requests_for_width,
+    size_levels,
+)
 from evalkit.probe.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.questionnaire.load import parse_questionnaire
@@ -70,6 +76,16 @@ class TestPlan:
         assert not claim.reachable and "ceiling of about 256" in (claim.why_not or "")
         assert plan_probe(big, BASE, max_concurrency=None, levels_given=False,
                           processes=4).claims[0].reachable
+        # over HTTPS a process holds fewer (each chunk is a TLS record to decrypt too)
+        tls = client_streams_per_process("HTTPS://api.vendor.example/v1")
+        assert tls == CLIENT_STREAMS_PER_PROCESS_TLS < client_streams_per_process(
+            "http://127.0.0.1:8000/v1") == 256
+        mid = _q(f"Q1: {{ttft_p90_ms: 900, at_concurrency: {tls + 16}, source: production}}\n")
+        assert plan_probe(mid, BASE, max_concurrency=None, levels_given=False).claims[0].reachable
+        [over] = plan_probe(mid, BASE, max_concurrency=None, levels_given=False,
+                            per_process=tls).claims
+        assert not over.reachable and f"{tls} per process" in (over.why_not or "")
+        assert "over HTTPS" in (over.why_not or "")
         plan = plan_probe(_q(CLAIMS), BASE, max_concurrency=None, levels_given=False,
                           budget_requests=60, default_requests=3)
         assert plan.levels == (1, 2, 4, 8, 12, 16, 24, 32)  # 7 × 3 + 36 = 57 ≤ 60; +48 is not
@@ -148,6 +164,23 @@ class TestPlannedRuns:
         assert "dry run: nothing was sent" in res.stdout
         assert srv.truth() == []
         assert not (tmp_path / "run").exists()
+
+    def test_an_https_endpoint_is_planned_with_the_tls_ceiling(self, tmp_path: Path) -> None:
+        """A claim at 240 streams fits one process over plain HTTP, not over HTTPS: the
+        plan of an https:// run says so (the dry run sends nothing: no server needed)."""
+        q = tmp_path / "q.yaml"
+        q.write_text("schema: evalkit.questionnaire/1\nvendor: Acme\nmodel: m\n"
+                     "Q1: {ttft_p90_ms: 900, at_concurrency: 240, source: production}\n")
+        said = {}
+        for scheme in ("http", "https"):
+            res = CliRunner().invoke(cli, ["probe", "--base-url", f"{scheme}://127.0.0.1:9/v1",
+                                           "--model", "m", "--questionnaire", str(q),
+                                           "--dry-run", "--out", str(tmp_path / "r")])
+            assert res.exit_code == 0, res.output
+            said[scheme] = res.stdout
+        assert "ceiling" not in said["http"]
+        assert f"({CLIENT_STREAMS_PER_PROCESS_TLS} per process on a 2-core machine over " \
+               "HTTPS)" in said["https"]
 
     @pytest.mark.parametrize("args", [["--budget", "100"], ["--budget", "0", "--questionnaire"]])
     def test_budget_needs_a_questionnaire_and_a_positive_count(

@@ -370,6 +370,7 @@ def test_record_json_is_unchanged_by_the_faster_encoding() -> None:
                 "engine_output_tokens", "engine_decode_s", "prompt_source"):
         del d[key]  # left out of a request of no workload shape, with no engine account
     del d["reconnects"]  # left out of a request sent once
+    del d["tls_s"]  # and of one that opened no TLS connection of its own
     line = rec.to_json()
     assert "\n" not in line and " " not in line.replace('a \\"quoted\\" one', "")
     back = json.loads(line)

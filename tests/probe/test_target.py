@@ -41,7 +41,7 @@ from tests.probe.helpers import count_pumps
 def tls_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                   ) -> Iterator[tuple[str, Path]]:
     """(https base URL, truth log) of the reference endpoint serving HTTPS itself
-    (`ReferenceServer(tls=...)`, uvicorn's TLS), in a thread of this process."""
+    (`ReferenceServer(tls=...)`, TLS on its stamped socket), in a thread of this process."""
     cert, key = throwaway_certificate(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust it, as a CA bundle would
     truth = tmp_path / "truth.jsonl"
@@ -105,9 +105,8 @@ class TestTLS:
     def test_the_server_stamps_a_kept_alive_https_request_by_its_kernel(
             self, tls_reference: tuple[str, Path]) -> None:
         """The second request on a connection: the server's kernel had it after we sent it
-        and before its loop saw it decrypted. (A connection's first request often comes
-        in the handshake's last read, before the server's stamping socket is in place,
-        and has no `kernel_ns`.)"""
+        and before its loop saw it decrypted (a connection's first request too:
+        tests/reference/test_tlssocket.py)."""
         import json
 
         url, truth_log = tls_reference
@@ -347,3 +346,123 @@ class TestTLSRecords:
             warnings.simplefilter("always")
             gc.collect()
         assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+
+
+class TestConnectionCost:
+    """A new connection's cost, TCP and the TLS handshake apart (issue 43): in the record
+    of a request that opened its own, and in what a level's warm-up opened."""
+
+    @pytest.mark.parametrize("kernel", [True, False], ids=["own-tls", "asyncio-tls"])
+    def test_a_request_that_opened_its_connection_records_the_handshake_apart(
+            self, tls_reference: tuple[str, Path], kernel: bool,
+            monkeypatch: pytest.MonkeyPatch) -> None:
+        """The first request opens its connection inside its send: `connect_s` holds TCP
+        and TLS, `tls_s` the handshake alone, and its t0 is its first byte sent (the
+        TTFT is the server's alone). The next, on the kept-alive connection, has none."""
+        monkeypatch.setattr(kernel_stream, "KERNEL_TLS", kernel)
+        url, _ = tls_reference
+
+        async def run() -> list[RequestRecord]:
+            async with Prober(Target(url, "evalkit-reference"), time.perf_counter_ns(),
+                              "hs") as prober:
+                return [await prober.stream(synthetic(32, 4, f"hs-{i}"), "baseline", 1)
+                        for i in range(2)]
+        first, second = asyncio.run(run())
+        assert [first.outcome, second.outcome] == ["ok", "ok"]
+        assert first.connect_s is not None and first.tls_s is not None
+        assert 0 < first.tls_s < first.connect_s
+        assert first.sent_s == 0 and first.send_lag_s is not None
+        assert first.send_lag_s >= first.connect_s  # the send waited for the connection
+        assert second.connect_s is None and second.tls_s is None
+
+    def test_the_warm_up_says_what_each_connection_it_opened_cost(
+            self, tls_reference: tuple[str, Path]) -> None:
+        """`prepare(n)` opens what is missing and says what each new one cost: a TLS
+        handshake inside each TCP-and-TLS time; a second call opens none."""
+        url, _ = tls_reference
+
+        async def run() -> tuple[Any, Any]:
+            async with Prober(Target(url, "evalkit-reference"), time.perf_counter_ns(),
+                              "hs") as prober:
+                return await prober.clients.prepare(3), await prober.clients.prepare(3)
+        warm, again = asyncio.run(run())
+        assert len(warm.connect_s) == len(warm.tls_s) == 3
+        assert all(0 < tls < both for tls, both in zip(warm.tls_s, warm.connect_s,
+                                                        strict=True))
+        assert again.connect_s == again.tls_s == ()
+
+    def test_plain_http_has_no_handshake(self) -> None:
+        """Over plain HTTP a new connection is TCP's connect alone: no `tls_s`."""
+        with ReferenceServer("gpu", {"request_overhead_ms": 5}, mode="thread") as srv:
+            async def run() -> tuple[RequestRecord, Any]:
+                async with Prober(Target(srv.base_url, srv.model), time.perf_counter_ns(),
+                                  "hs") as prober:
+                    rec = await prober.stream(synthetic(32, 4, "hs"), "baseline", 1)
+                    return rec, await prober.clients.prepare(2)
+            rec, warm = asyncio.run(run())
+        assert rec.outcome == "ok" and rec.connect_s is not None and rec.connect_s > 0
+        assert rec.tls_s is None
+        assert len(warm.connect_s) == 1 and warm.tls_s == (0.0,)
+
+
+class TestSplitRecord:
+    @pytest.mark.parametrize("first", [20, 100], ids=["header", "header-and-data"])
+    def test_a_record_split_over_two_reads_takes_the_stamp_of_the_read_that_ended_it(
+            self, tls_reference: tuple[str, Path], first: int) -> None:
+        """A TLS record whose bytes come in two TCP writes 150 ms apart is decrypted once
+        whole, and its token is stamped with the second read: the kernel's receive time of
+        the bytes that completed the event, never the first part's (issue 43). With more
+        than its header in the first part, the record's text is longer than the second
+        read's bytes: all of it is still taken in that read."""
+        cert = Path(os.environ["SSL_CERT_FILE"])
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), str(cert.with_name("key.pem")))
+        sock = socket.create_server(("127.0.0.1", 0))
+        gap = 0.15
+
+        def answer(conn: socket.socket) -> None:
+            incoming, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+            tls = ctx.wrap_bio(incoming, out, server_side=True)
+            got = b""
+            with conn, contextlib.suppress(OSError):
+                while b"\r\n\r\n" not in got:
+                    try:
+                        if not got:
+                            tls.do_handshake()
+                        got += tls.read(65536)
+                    except ssl.SSLWantReadError:
+                        conn.sendall(out.read())
+                        incoming.write(conn.recv(65536) or b"")
+                tls.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                          b"transfer-encoding: chunked\r\n\r\n")
+                conn.sendall(out.read())
+                tls.write(_chat_chunk("one"))
+                record = out.read()
+                conn.sendall(record[:first])  # the record's header, and some of its data
+                time.sleep(gap)
+                conn.sendall(record[first:])  # the rest of it, alone
+                time.sleep(gap)
+                tls.write(_chat_chunk(" two"))
+                tls.write(_chat_chunk("", "stop"))
+                tls.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+                conn.sendall(out.read())
+                conn.settimeout(3)
+                conn.recv(65536)
+
+        threading.Thread(target=lambda: answer(sock.accept()[0]), daemon=True).start()
+
+        async def run() -> RequestRecord:
+            async with Prober(Target(f"https://localhost:{sock.getsockname()[1]}/v1",
+                                     "evalkit-reference", timeout_s=3),
+                              time.perf_counter_ns(), "split") as prober:
+                return await prober.stream(synthetic(32, 4, "split"), "baseline", 1)
+        try:
+            rec = asyncio.run(run())
+        finally:
+            sock.close()
+        assert rec.outcome == "ok", rec.error
+        assert [n for _, n in rec.chunks] == [1, 1]
+        assert rec.output_sha256 == hashlib.sha256(b"one two").hexdigest()
+        one, two = (t for t, _ in rec.chunks)
+        assert gap * 0.9 <= one < gap * 1.5  # the read that completed it, not the first
+        assert two - one >= gap * 0.9  # part's, nor the next record's

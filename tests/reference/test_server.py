@@ -469,4 +469,7 @@ class TestWriter:
         assert [w[1] for w in content] == [1000, 1001, 1002, 1003, 1004]
         stamps = [w[0] for w in content]
         assert stamps == sorted(stamps)
-        assert bodies[-1] == b"" and b"[DONE]" in bodies[-2]
+        # the last step's token and [DONE] in the one write that ends the body
+        assert b'"finish_reason":"length"' in bodies[-1] and bodies[-1].endswith(b"[DONE]\n\n")
+        assert [w[3] for w in truth["writes"]][-2:] == ["content", "done"]
+        assert truth["writes"][-1][0] == truth["writes"][-2][0]  # stamped as one write
