@@ -63,9 +63,11 @@ lint: install
 # The pure core's fast tests under coverage (floor 90 %), then the rest of the suite, so
 # each test runs once (tests/ran_once.py skips the ones that passed under coverage). The
 # suite itself is not traced: a tracer would slow the prober its accuracy tests time.
+# tools/suite.py runs the timing tests in the foreground and the others beside them at
+# nice 10 (their report follows the foreground's).
 test: install gateways lint
 	$(BIN)/python tools/core_coverage.py
-	$(BIN)/python -m pytest -p tests.ran_once --skip-passed build/coverage/passed.txt
+	$(BIN)/python tools/suite.py -p tests.ran_once --skip-passed build/coverage/passed.txt
 
 # The wheel works outside a checkout: build it, install it into a fresh virtualenv in a
 # temporary folder, and run `questionnaire init`/`validate` and a one-vendor demo there

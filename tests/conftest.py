@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from evalkit.reference.server import ReferenceServer
+
+# hypothesis' per-example deadline (200 ms) is a timed unit test: on a shared 2-core
+# machine, or beside the timing tests (tools/suite.py), a slow example is the machine's,
+# not the code's (speed is measured in bench/). A test may still set its own.
+settings.register_profile("evalkit", deadline=None)
+settings.load_profile("evalkit")
 
 
 @pytest.fixture(autouse=True)
