@@ -205,8 +205,10 @@ class TestSections:
         recs = [stream("c", "connect", ttft=0.3, usage=None, counted=10)]
         c = summarize(recs)["connect"]
         assert set(c) == {"usage_reported", "tokens_per_chunk", "rtt_s", "requests",
-                          "outcomes", "ttft_s", "output_tokens_estimated", "validity"}
+                          "outcomes", "ttft_s", "output_tokens_estimated", "validity",
+                          "connections"}
         assert (c["usage_reported"], c["requests"], c["ttft_s"]) == (False, 1, 0.3)
+        assert c["connections"] is None  # the record opened no connection in its send
         assert (c["outcomes"]["ok"], c["output_tokens_estimated"]) == (1, True)
         assert summarize([stream("c", "connect")])["connect"]["usage_reported"] is True
         failed_only = summarize([failed("c", "error", "connect")])["connect"]
