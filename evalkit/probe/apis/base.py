@@ -25,8 +25,8 @@ import json
 from typing import Any, NamedTuple, Protocol
 
 from evalkit.errors import UsageError
-from evalkit.probe.chunkscan import chat_token
-from evalkit.probe.fields import (
+from evalkit.probe.apis.chunkscan import chat_token
+from evalkit.probe.apis.fields import (
     NAME_MAX,
     EngineTimings,
     as_count,
@@ -35,8 +35,8 @@ from evalkit.probe.fields import (
     as_str,
     engine_timings,
 )
-from evalkit.probe.logprobs import chat_logprobs, completion_logprobs
-from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
+from evalkit.probe.apis.logprobs import chat_logprobs, completion_logprobs
+from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.rundir.store import MAX_COUNT
 
 

@@ -1,7 +1,7 @@
 """Typed reads of the values in a vendor's JSON: the shape checked, anything else is none.
 
-Why apart: every adapter (`evalkit.probe.api`) and the logprob readers
-(`evalkit.probe.logprobs`) read hostile events field by field, and one reading of "a
+Why apart: every adapter (`evalkit.probe.apis.base`) and the logprob readers
+(`evalkit.probe.apis.logprobs`) read hostile events field by field, and one reading of "a
 count", "a name" or "an object" keeps them judging a value alike.
 """
 

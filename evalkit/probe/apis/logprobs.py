@@ -1,6 +1,6 @@
 """The logprobs an OpenAI-style event carries, read as (token, logprob) pairs, bounded.
 
-Why apart: the adapters (`evalkit.probe.api`) read them for canary prompts only, and a
+Why apart: the adapters (`evalkit.probe.apis.base`) read them for canary prompts only, and a
 hostile event may send any shape or size here: every entry is checked, and one event
 adds at most `LOGPROBS_MAX` of them to a record.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evalkit.probe.fields import as_dict
+from evalkit.probe.apis.fields import as_dict
 
 #: the most logprob entries one event may add (a hostile event cannot bloat a record)
 LOGPROBS_MAX = 256

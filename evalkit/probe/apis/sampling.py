@@ -9,7 +9,7 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class Sampling:
     """The sampling settings every request carries, canaries and ordinary alike: the
-    vendor must not tell them apart by their bodies (evalkit.probe.canaries).
+    vendor must not tell them apart by their bodies (evalkit.probe.plan.canaries).
 
     Temperature 0 by default, so that one model's answers to one prompt can be compared
     across load levels; as common in customer traffic as any setting. A seed and logprobs

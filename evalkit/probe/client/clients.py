@@ -14,13 +14,13 @@ from urllib.parse import quote
 import httpx
 
 from evalkit.errors import UsageError
-from evalkit.probe import http11
-from evalkit.probe.api import AUTH_STYLES, get_adapter
-from evalkit.probe.framing import SENDABLE, TOKEN
-from evalkit.probe.reconnect import Resending, Reuse
-from evalkit.probe.sampling import DEFAULT_SAMPLING, Sampling
-from evalkit.probe.stamping import stamp_sends
-from evalkit.probe.transport import stamped_transport
+from evalkit.probe.apis.base import AUTH_STYLES, get_adapter
+from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
+from evalkit.probe.wire import http11
+from evalkit.probe.wire.framing import SENDABLE, TOKEN
+from evalkit.probe.wire.reconnect import Resending, Reuse
+from evalkit.probe.wire.stamping import stamp_sends
+from evalkit.probe.wire.transport import stamped_transport
 
 #: the most of a /models answer read while opening a level's connections (`_Clients`)
 PREPARE_MAX_BYTES = 1 << 20
@@ -46,13 +46,15 @@ class Target:
     #: send each request's id as X-Request-ID (to match against the vendor's logs; it also
     #: tells the vendor which requests are ours)
     tag_requests: bool = False
-    #: temperature, seed and logprobs, the same on every request (`evalkit.probe.api.Sampling`)
+    #: temperature, seed and logprobs, the same on every request
+    #: (`evalkit.probe.apis.sampling.Sampling`)
     sampling: Sampling = DEFAULT_SAMPLING
     secret: str | None = field(default=None, repr=False)
     #: the longest one request may take, whatever it streams (None: derived per request
     #: from the output asked for, `request_deadline`)
     deadline_s: float | None = None
-    #: how the key is sent, a key of `evalkit.probe.api.AUTH_STYLES` (None: the API's own style)
+    #: how the key is sent, a key of `evalkit.probe.apis.base.AUTH_STYLES` (None: the API's
+    #: own style)
     auth: str | None = None
     #: query parameters on every request (Azure OpenAI's api-version); not secrets
     params: tuple[tuple[str, str], ...] = ()
@@ -150,11 +152,11 @@ def make_client(target: Target, max_connections: int | None = None,
                 reuse: Reuse | None = None) -> httpx.AsyncClient:
     """An httpx client for the target: no compression (bytes as sent).
 
-    `stamped` (default) reads sockets through `evalkit.probe.stamping`, which stamps each read
+    `stamped` (default) reads sockets through `evalkit.probe.wire.stamping`, which stamps each read
     with its arrival time (the kernel's, on plain TCP) rather than when the stream's task
     gets to run. A client of one connection (a stream's own, `_Clients`) frames HTTP/1.1
-    itself (`evalkit.probe.http11`), without httpcore's pool and h11, and sends a request
-    the server's close left unanswered once more (`evalkit.probe.reconnect`; `reuse`: the
+    itself (`evalkit.probe.wire.http11`), without httpcore's pool and h11, and sends a request
+    the server's close left unanswered once more (`evalkit.probe.wire.reconnect`; `reuse`: the
     run's knowledge of the server's closes, shared by its stream clients).
     """
     headers = {"accept-encoding": "identity"}
@@ -222,7 +224,7 @@ class _Clients:
                  ) -> None:
         self.target = target
         self.stamped = stamped
-        #: what the run knows of the server's closes (`evalkit.probe.reconnect`)
+        #: what the run knows of the server's closes (`evalkit.probe.wire.reconnect`)
         self.reuse = reuse if reuse is not None else Reuse()
         # one TLS context for all (building one loads the CA bundle: ~50 ms each)
         self._ssl = httpx.create_ssl_context()

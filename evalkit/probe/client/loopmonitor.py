@@ -1,5 +1,5 @@
 """The client's own event-loop lag and CPU while a phase runs, so a run can tell
-when the client, not the vendor, set the pace (`evalkit.probe.selfcheck.judge_client`)."""
+when the client, not the vendor, set the pace (`evalkit.probe.client.selfcheck.judge_client`)."""
 
 from __future__ import annotations
 

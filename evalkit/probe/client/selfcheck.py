@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.analysis.thresholds import ClientLimits
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.stream import Prober
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.stream import Prober
 
 #: What `window_start` marks: the loop's window and the prober's counters at the start.
 Mark = tuple[Any, int, int, float, int]

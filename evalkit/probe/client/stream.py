@@ -1,7 +1,7 @@
 """The streaming prober: one HTTP stream per request, timed at byte arrival.
 
 Every socket read carries its arrival time on the `time.perf_counter_ns()` clock, taken
-from the kernel's receive stamp by `evalkit.probe.stamping` (or, without it, the moment the
+from the kernel's receive stamp by `evalkit.probe.wire.stamping` (or, without it, the moment the
 bytes reach us), *before* HTTP, SSE or JSON parsing, so neither parsing nor the other
 streams' work enters a measured time. Events completed by one read share its stamp
 (their bytes arrived together). Each concurrent stream holds its own keep-alive
@@ -14,7 +14,7 @@ when the previous one ends) and `open_loop` (Poisson arrivals; `t0` is the *sche
 send time and the scheduling lag is recorded, so a slow client cannot hide queueing).
 `LoopMonitor` measures the client's own event-loop lag and CPU, and the prober counts
 chunks read late enough to merge with the next one, so a run can tell when the client,
-not the vendor, set the pace (`evalkit.probe.selfcheck.judge_client`).
+not the vendor, set the pace (`evalkit.probe.client.selfcheck.judge_client`).
 """
 
 from __future__ import annotations
@@ -28,19 +28,19 @@ from typing import Any
 
 import httpx
 
-from evalkit.probe.api import NORMAL_FINISHES, Adapter, Delta, get_adapter
-from evalkit.probe.chunked import read_body
-from evalkit.probe.fields import EngineTimings
-from evalkit.probe.loopmonitor import Ring, _pct
-from evalkit.probe.privacy import AnswerKey, scrub
-from evalkit.probe.prompts import Prompt, count_tokens
-from evalkit.probe.reconnect import Reuse
-from evalkit.probe.replies import error_message, retry_after
-from evalkit.probe.sse import SSEParser, SSETooLarge
-from evalkit.probe.stamping import SendStamp, stamp_sends
-from evalkit.probe.streamstate import ANSWER_MAX, StreamState, max_content_chunks
-from evalkit.probe.target import Target, _Clients
-from evalkit.probe.transport import arrival_ns
+from evalkit.probe.apis.base import NORMAL_FINISHES, Adapter, Delta, get_adapter
+from evalkit.probe.apis.fields import EngineTimings
+from evalkit.probe.client.clients import Target, _Clients
+from evalkit.probe.client.loopmonitor import Ring, _pct
+from evalkit.probe.client.streamstate import ANSWER_MAX, StreamState, max_content_chunks
+from evalkit.probe.plan.privacy import AnswerKey, scrub
+from evalkit.probe.plan.prompts import Prompt, count_tokens
+from evalkit.probe.wire.chunked import read_body
+from evalkit.probe.wire.reconnect import Reuse
+from evalkit.probe.wire.replies import error_message, retry_after
+from evalkit.probe.wire.sse import SSEParser, SSETooLarge
+from evalkit.probe.wire.stamping import SendStamp, stamp_sends
+from evalkit.probe.wire.transport import arrival_ns
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean, rate_limit_headers, shows_nothing
 
@@ -97,7 +97,7 @@ class Prober:
                  stamped: bool = True, run_id: str | None = None,
                  reuse: Reuse | None = None, answer_key: AnswerKey | None = None) -> None:
         self.target = target
-        #: digests a corpus canary's answer pieces (`evalkit.probe.privacy`): one key for
+        #: digests a corpus canary's answer pieces (`evalkit.probe.plan.privacy`): one key for
         #: the whole run, so the shards' answers compare with the baseline's
         self.answer_key = answer_key or AnswerKey()
         #: every stream's client shares `reuse`: the run's knowledge of the server's closes
@@ -174,7 +174,7 @@ class Prober:
         """Send one streaming request and return its record (never raises for a failure).
 
         The request is *sent* when its first bytes are handed to the socket (stamped by
-        `evalkit.probe.stamping`'s writer, so neither httpx's locks nor other streams' work in
+        `evalkit.probe.wire.stamping`'s writer, so neither httpx's locks nor other streams' work in
         between count). In a closed loop (no `scheduled_ns`) that moment is t0; in an
         open loop t0 is `scheduled_ns`, the time the arrival process set, so a client
         that sends late cannot hide the wait (coordinated omission). Either way the
@@ -434,7 +434,7 @@ class Prober:
         # the vendor's tokens where logprobs named them, else the pieces it streamed
         pieces = ([t for t, _ in st.logprobs] if st.logprobs else list(st.kept)) \
             if prompt.canary is not None and st.status == 200 else None
-        if prompt.private:  # nothing of the buyer's corpus is kept (evalkit.probe.privacy)
+        if prompt.private:  # nothing of the buyer's corpus is kept (evalkit.probe.plan.privacy)
             error, error_body = scrub(error, prompt.content), scrub(error_body, prompt.content)
             if prompt.canary is not None:
                 answer, pieces = None, self.answer_key.pieces(pieces) if pieces else pieces

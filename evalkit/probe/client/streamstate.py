@@ -1,5 +1,5 @@
 """What the prober gathers while it reads one stream, and the outcome those facts give
-(`StreamState.verdict`): the state of `evalkit.probe.stream.Prober._stream`."""
+(`StreamState.verdict`): the state of `evalkit.probe.client.stream.Prober._stream`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.probe.api import Delta
-from evalkit.probe.fields import NAME_MAX, EngineTimings
+from evalkit.probe.apis.base import Delta
+from evalkit.probe.apis.fields import NAME_MAX, EngineTimings
 from evalkit.records import Outcome
 from evalkit.sanitize import clean
 
@@ -25,7 +25,7 @@ def max_content_chunks(max_tokens: int | None) -> int:
 
 @dataclass(slots=True)
 class StreamState:
-    """Mutable facts gathered while one stream is read (`evalkit.probe.stream.Prober`'s;
+    """Mutable facts gathered while one stream is read (`evalkit.probe.client.stream.Prober`'s;
     apart so that its module stays one reader's size)."""
 
     status: int | None = None
@@ -38,7 +38,7 @@ class StreamState:
     blank_tokens: int = 0
     first_answer_ns: int | None = None
     finish_reason: str | None = None
-    #: the first finish reason that is not a normal end (`evalkit.probe.api.NORMAL_FINISHES`)
+    #: the first finish reason that is not a normal end (`evalkit.probe.apis.base.NORMAL_FINISHES`)
     abnormal: str | None = None
     usage_ct: int | None = None
     usage_pt: int | None = None

@@ -9,8 +9,8 @@ import random
 import time
 from collections.abc import Callable
 
-from evalkit.probe.prompts import Prompt
-from evalkit.probe.stream import Prober
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import Prompt
 from evalkit.records import RequestRecord
 
 # --------------------------------------------------------------------------- load shapes

@@ -19,8 +19,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from evalkit.corpus.text import PromptText
-from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
-from evalkit.probe.stream import Prober
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import Prompt, count_tokens, passage, synthetic
 from evalkit.records import RequestRecord
 from evalkit.workload.model import Trace, TraceEntry
 

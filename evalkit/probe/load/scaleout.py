@@ -89,7 +89,7 @@ class ProbeWorker:
     """
 
     def __init__(self, driver_host: str | None = None, driver_pid: int | None = None) -> None:
-        from evalkit.probe.shard import warm_up
+        from evalkit.probe.load.shard import warm_up
 
         warm_up(metrics=False)  # the tokenizer loads now, not inside a timed level
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -130,7 +130,7 @@ class ProbeWorker:
 
     def run(self, task: Any) -> Iterator[tuple[str, Any]]:
         """Run one shard of a level; yield ("records", [...]) batches, then ("end", {...})."""
-        from evalkit.probe.shard import shard_level
+        from evalkit.probe.load.shard import shard_level
 
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
         end: dict[str, Any] = {}

@@ -11,10 +11,10 @@ fails ends its unit: its history would have nothing to carry.
 Every request is a `Prompt` like any other, stamped and recorded by the `Prober`; its
 record names the shape, the unit, the turn or step and the turns planned, so a unit cut
 short (by a failure or the level's end) shows as fewer records than planned. The text is
-the run's prompt text (the buyer's corpus, else the public prose: `evalkit.probe.prompts`),
+the run's prompt text (the buyer's corpus, else the public prose: `evalkit.probe.plan.prompts`),
 seeded per run: a system prompt is shared by every session of its shape in a run (as a
 product's is), nothing else repeats. Answers to corpus text are sent back as history and
-never kept in a record (`evalkit.probe.privacy`).
+never kept in a record (`evalkit.probe.plan.privacy`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalkit.corpus.text import PromptText
-from evalkit.probe.prompts import Prompt, count_tokens, passage, synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.streamstate import ANSWER_MAX
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.client.streamstate import ANSWER_MAX
+from evalkit.probe.plan.prompts import Prompt, count_tokens, passage, synthetic
 from evalkit.records import RequestRecord
 from evalkit.workload.model import Agent, Conversations, Session, Shape, Single, Workload
 

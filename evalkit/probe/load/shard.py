@@ -1,6 +1,6 @@
 """One worker's slice of one level: plain data in (`ShardTask`), records out.
 
-A Ray actor (`evalkit.probe.scaleout`) runs `shard_level` with the ordinary prober on its own
+A Ray actor (`evalkit.probe.load.scaleout`) runs `shard_level` with the ordinary prober on its own
 event loop; the driver sends each actor a `ShardTask` (its slice of the level's streams,
 one start time and the run's clock origin, both translated to the actor's clock) and
 judges the level on the records they all stream back.
@@ -16,14 +16,14 @@ from typing import Any
 
 from evalkit.analysis.thresholds import ClientLimits
 from evalkit.corpus.text import PromptText
-from evalkit.probe.load import closed_loop, open_loop
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.privacy import AnswerKey
-from evalkit.probe.prompts import Prompt, PromptSource
-from evalkit.probe.reconnect import FreshConnections, Reuse
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.loops import closed_loop, open_loop
+from evalkit.probe.plan.privacy import AnswerKey
+from evalkit.probe.plan.prompts import Prompt, PromptSource
+from evalkit.probe.wire.reconnect import FreshConnections, Reuse
 from evalkit.records import RequestRecord
 
 
@@ -50,7 +50,7 @@ class ShardTask:
     #: minutes past `duration_s`
     min_requests: int = 0
     #: the run already gives every request a fresh connection, since this switch
-    #: (`evalkit.probe.reconnect`; None: connections are reused)
+    #: (`evalkit.probe.wire.reconnect`; None: connections are reused)
     fresh: FreshConnections | None = None
     #: the run's own prompt text (the buyer's corpus; None: the public text, which each
     #: worker makes itself) and the key its canaries' answers are digested with
@@ -118,7 +118,7 @@ def warm_up(metrics: bool = True) -> bool:
     phase (they block ~0.5 s)."""
     if metrics:
         import evalkit.analysis.summarize  # noqa: F401  (imports pandas)
-    from evalkit.probe.prompts import count_tokens, filler_words, synthetic
+    from evalkit.probe.plan.prompts import count_tokens, filler_words, synthetic
 
     filler_words()
     synthetic(64, 1, "warm-up")  # the passages prompts are cut from

@@ -15,7 +15,7 @@ Which request of each block of `every` is the canary is drawn per run and level,
 fixed: a closed loop's streams run in waves, and a fixed period that divides by the
 level (every 12th at 4 streams) would put every canary at the same place in its wave,
 where a vendor swapping only its wave's late arrivals is never, or always, seen. A level
-that runs longer to decide a tie (`evalkit.probe.canarywatch`) goes on in the same mix:
+that runs longer to decide a tie (`evalkit.probe.plan.canarywatch`) goes on in the same mix:
 no request tells a vendor that the sample is growing.
 
 Set version 1. The set is drawn per run, not fixed: a fixed text would be a fingerprint
@@ -31,7 +31,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 
 from evalkit.corpus.text import PromptText
-from evalkit.probe.prompts import Prompt, synthetic
+from evalkit.probe.plan.prompts import Prompt, synthetic
 
 CANARY_SET_VERSION = 1
 

@@ -31,7 +31,7 @@ from evalkit.analysis.canarycall import (
 )
 from evalkit.analysis.intervals import proportion_interval
 from evalkit.analysis.thresholds import Thresholds
-from evalkit.probe.canaries import InTurn
+from evalkit.probe.plan.canaries import InTurn
 from evalkit.records import RequestRecord
 
 

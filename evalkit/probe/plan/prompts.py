@@ -101,10 +101,10 @@ class Prompt:
     content: str | list[dict[str, Any]]
     prompt_tokens: int
     max_tokens: int
-    #: the canary this prompt is (evalkit.probe.canaries), None for an ordinary prompt;
+    #: the canary this prompt is (evalkit.probe.plan.canaries), None for an ordinary prompt;
     #: never sent: the vendor sees the prompt alone
     canary: str | None = None
-    #: where it sits in a workload (`evalkit.probe.sessions`): shape, unit, turn or step,
+    #: where it sits in a workload (`evalkit.probe.load.sessions`): shape, unit, turn or step,
     #: turns planned; copied to its record, never sent
     shape: str | None = None
     session: str | None = None
@@ -121,7 +121,7 @@ class Prompt:
     @property
     def private(self) -> bool:
         """Drawn from a corpus: its answers are kept as digests and its text is kept out
-        of every error kept or printed (`evalkit.probe.privacy`)."""
+        of every error kept or printed (`evalkit.probe.plan.privacy`)."""
         return self.source in ("corpus", "generated")
 
 
@@ -195,7 +195,7 @@ def prompt_provenance(seed: int, prompts_file: Path | None = None,
     except metadata.PackageNotFoundError:
         bpe = None
     out: dict[str, Any] = {
-        "seed": seed, "generator": "evalkit.probe.prompts.synthetic",
+        "seed": seed, "generator": "evalkit.probe.plan.prompts.synthetic",
         "remake": "synthetic(counted_prompt_tokens, requested_output_tokens, prompt_id, "
                   "seed, text) of each record, text the public text or the corpus "
                   "prompt_text.corpus names",

@@ -17,7 +17,7 @@ from evalkit.corpus.public import public_text
 from evalkit.corpus.store import corpus_dir, load_text, read_corpus
 from evalkit.corpus.text import PromptText
 from evalkit.errors import UsageError
-from evalkit.probe.settings import ProbeConfig, SuiteSettings
+from evalkit.probe.plan.settings import ProbeConfig, SuiteSettings
 from evalkit.workload.model import Conversations
 
 #: phases whose prompts the buyer's --prompts file supplies (the others cut their own)

@@ -50,7 +50,7 @@ class ProbeConfig:
     #: public text that ships with evalkit, even when a corpus exists (recognisable)
     corpus_dir: Path | None = None
     no_corpus: bool = False
-    #: the prompt text already chosen (`evalkit.probe.prompttext.with_text`: a
+    #: the prompt text already chosen (`evalkit.probe.plan.prompttext.with_text`: a
     #: `PromptText`, the CLI's, so it is read once); None: the run chooses it
     prompt_text: Any = None
     api: str = "openai-chat"
@@ -62,16 +62,17 @@ class ProbeConfig:
     #: the longest one request may take in all (None: the read timeout plus 0.5 s per
     #: requested token, `Target.request_deadline`)
     deadline_s: float | None = None
-    #: how the API key is sent (a key of evalkit.probe.api.AUTH_STYLES; None: the API's own style)
-    #: and Azure OpenAI's api-version query parameter (None: not sent)
+    #: how the API key is sent (a key of evalkit.probe.apis.registry.AUTH_STYLES; None: the
+    #: API's own style) and Azure OpenAI's api-version query parameter (None: not sent)
     auth: str | None = None
     api_version: str | None = None
     #: the vendor's Prometheus metrics page, scraped around each phase and during each
-    #: level (evalkit.analysis.vendor_metrics); summary.json gets `vendor_metrics` (None: no scrape)
+    #: level (evalkit.analysis.vendor_metrics); summary.json gets `vendor_metrics` (None: no
+    #: scrape)
     metrics_url: str | None = None
-    #: run the ramp, soak and rate levels on Ray (`evalkit.probe.scaleout`): "auto" starts a local
-    #: instance, an address ("ray://head:10001", "head:6379") joins a cluster; None: all in
-    #: this process, no Ray
+    #: run the ramp, soak and rate levels on Ray (`evalkit.probe.load.scaleout`): "auto"
+    #: starts a local instance, an address ("ray://head:10001", "head:6379") joins a
+    #: cluster; None: all in this process, no Ray
     ray: str | None = None
     #: Ray actors that share each level (None: one per CPU of the cluster)
     ray_workers: int | None = None
@@ -81,14 +82,15 @@ class ProbeConfig:
     #: the model and endpoint this run stands in for (the demo: the reference endpoint plays
     #: a sample vendor); every scorecard from the run says so on page one
     stands_in_for: dict[str, str] | None = None
-    #: the vendor's questionnaire, read as the test plan (evalkit.probe.plan): ramp levels that
-    #: bracket every claimed concurrency, request floors for the percentiles claimed
+    #: the vendor's questionnaire, read as the test plan (evalkit.probe.plan.claims): ramp
+    #: levels that bracket every claimed concurrency, request floors for the percentiles
+    #: claimed
     questionnaire: Path | None = None
     #: the most requests the ramp may plan (a paying user's budget); levels beyond it go
     budget_requests: int | None = None
     #: each ramp level sized for this 95 % interval width on the percentile it is judged on,
     #: a share in quantile terms (0.05: a p90 known from about the p87.5 to the p92.5;
-    #: evalkit.probe.plan.size_levels); None: the profile's durations and the claims' floors
+    #: evalkit.probe.plan.claims.size_levels); None: the profile's durations and the claims' floors
     interval_width: float | None = None
     #: ask for the exact output length (`ignore_eos`, `min_tokens`; None: the profile's
     #: `force_output_length`); the user-agent (None: httpx's own); X-Request-ID on each
@@ -97,7 +99,7 @@ class ProbeConfig:
     force_length: bool | None = None
     user_agent: str | None = None
     tag_requests: bool = False
-    #: sent on every request alike (evalkit.probe.api.Sampling): temperature (None: the
+    #: sent on every request alike (evalkit.probe.apis.base.Sampling): temperature (None: the
     #: vendor's default, sent not at all), a seed and logprobs (both marks: off unless asked)
     temperature: float | None = 0.0
     request_seed: int | None = None
@@ -301,12 +303,12 @@ class SoakSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class CanarySettings:
-    """Canary prompts (evalkit.probe.canaries): each answered `alone_repeats` times during
+    """Canary prompts (evalkit.probe.plan.canaries): each answered `alone_repeats` times during
     the baseline, then one request in `every` of a ramp, soak or rate level is one of
     them in turn, so they ride the same batches as the rest. `count` 0: none.
     A ramp level whose precision is a tie when its time is up runs on, in the same mix,
     until the interval decides or it has compared `level_budget` canary answers (0: it
-    never runs on; evalkit.probe.canarywatch)."""
+    never runs on; evalkit.probe.plan.canarywatch)."""
 
     count: int = field(default=4, metadata=_reads(_count(0)))
     alone_repeats: int = field(default=2, metadata=_reads(_count(1)))

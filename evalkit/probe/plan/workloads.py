@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from evalkit.errors import UsageError
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.workload.describe import trace_summary, workload_summary
 from evalkit.workload.load import MAX_CONCURRENCY
 from evalkit.workload.model import Trace, Workload

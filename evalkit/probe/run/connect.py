@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 
 from evalkit.errors import EndpointError
-from evalkit.probe.api import get_adapter
-from evalkit.probe.replies import bounded_get, error_message, json_or_none
-from evalkit.probe.stream import ADMISSION_STATUSES
-from evalkit.probe.target import PREPARE_MAX_BYTES, Target
+from evalkit.probe.apis.base import get_adapter
+from evalkit.probe.client.clients import PREPARE_MAX_BYTES, Target
+from evalkit.probe.client.stream import ADMISSION_STATUSES
+from evalkit.probe.wire.replies import bounded_get, error_message, json_or_none
 from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
 

@@ -15,39 +15,44 @@ import contextlib
 import dataclasses
 import secrets
 import statistics
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.analysis.intervals import proportion_interval
-from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE
 from evalkit.corpus.text import PromptText
 from evalkit.errors import EndpointError
-from evalkit.probe.canaries import CANARY_SET_VERSION, InTurn, alone_then, in_turn, make_canaries
-from evalkit.probe.canarywatch import CanaryWatch
-from evalkit.probe.connect import check_endpoint, explain_failure, measure_rtt
-from evalkit.probe.load import closed_loop, open_loop
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.plan import estimate
-from evalkit.probe.privacy import AnswerKey
-from evalkit.probe.prompts import Prompt, PromptSource, synthetic
-from evalkit.probe.reconnect import Reuse
-from evalkit.probe.sampling import Sampling
-from evalkit.probe.scrape import VendorScraper
-from evalkit.probe.selfcheck import judge_client, merge_checks, window_end, window_start
-from evalkit.probe.settings import ProbeConfig, SuiteSettings
-from evalkit.probe.shard import ShardTask
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target, make_client
-from evalkit.probe.workloads import workload_meta
+from evalkit.probe.apis.sampling import Sampling
+from evalkit.probe.client.clients import Target, make_client
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, merge_checks, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.loops import closed_loop, open_loop
+from evalkit.probe.load.shard import ShardTask
+from evalkit.probe.plan.canaries import (
+    CANARY_SET_VERSION,
+    InTurn,
+    alone_then,
+    in_turn,
+    make_canaries,
+)
+from evalkit.probe.plan.canarywatch import CanaryWatch
+from evalkit.probe.plan.claims import estimate
+from evalkit.probe.plan.privacy import AnswerKey
+from evalkit.probe.plan.prompts import Prompt, PromptSource, synthetic
+from evalkit.probe.plan.settings import ProbeConfig, SuiteSettings
+from evalkit.probe.plan.workloads import workload_meta
+from evalkit.probe.run.connect import check_endpoint, explain_failure, measure_rtt
+from evalkit.probe.run.rampwatch import RampWatch
+from evalkit.probe.run.scrape import VendorScraper
+from evalkit.probe.wire.reconnect import Reuse
 from evalkit.records import ALONE_PHASES, RequestRecord
 from evalkit.rundir.store import RunStore
 
 if TYPE_CHECKING:
-    from evalkit.probe.scaleout import RayPool
+    from evalkit.probe.load.scaleout import RayPool
 
 _FORCE_WORDS = ("ignore_eos", "min_tokens")
 #: the sampling fields a vendor may refuse, by the word its 400 would name
@@ -74,57 +79,6 @@ def load_metrics() -> None:
     measured. Not at start-up: the connect phase's first request (and `--help`, and a
     dry run) need none of it."""
     import evalkit.analysis.summarize  # noqa: F401
-
-
-class RampWatch:
-    """The ramp's verdict so far, kept as it goes: the baseline and each level are
-    summarised once, when they end, and judged the way summary.json will judge them
-    (`metrics.judge_ramp`), so the stop rule and the summary cannot disagree."""
-
-    def __init__(self, thresholds: Thresholds | None = None) -> None:
-        self.thresholds = thresholds or Thresholds()
-        self.baseline: dict[str, Any] | None = None
-        self.levels: list[dict[str, Any]] = []
-        self.client_bound: list[int] = []
-        #: the requests sent alone so far (their chunks and answers left out): what a
-        #: level's failures are set against to tell a shape the endpoint never serves
-        #: from load (evalkit.analysis.configuration), as summary.json will
-        self.alone: list[RequestRecord] = []
-
-    def add_alone(self, rec: RequestRecord) -> None:
-        """A request of a phase that sends one at a time (`ALONE_PHASES`)."""
-        self.alone.append(dataclasses.replace(rec, chunks=[], answer_text=None,
-                                              answer_tokens=None, answer_logprobs=None))
-
-    def _stats(self, records: Sequence[RequestRecord], level: int) -> dict[str, Any]:
-        from evalkit.analysis.configuration import configuration_failures
-        from evalkit.analysis.frames import frames  # pandas: see `load_metrics`
-        from evalkit.analysis.stats import phase_stats
-
-        req, chunks = frames([*self.alone, *records])
-        refused, _ = configuration_failures(req)
-        req = req.assign(configuration=refused).iloc[len(self.alone):]
-        return {"concurrency": level, **phase_stats(req, chunks, level, self.thresholds)}
-
-    def add_baseline(self, records: Sequence[RequestRecord]) -> None:
-        """The concurrency-1 figures every level is judged against."""
-        if records:
-            self.baseline = self._stats(records, 1)
-
-    def add_level(self, level: int, records: Sequence[RequestRecord],
-                  client_bound: bool) -> dict[str, Any]:
-        """Judge `level` with the levels before it; the ramp's conclusion so far."""
-        self.levels.append(self._stats(records, level))
-        if client_bound:
-            self.client_bound.append(level)
-        return self.conclusion()
-
-    def conclusion(self) -> dict[str, Any]:
-        """What summary.json's `ramp` would say of the levels judged so far."""
-        from evalkit.analysis.ramp import judge_ramp
-
-        base = self.baseline or next((d for d in self.levels if d["concurrency"] == 1), None)
-        return judge_ramp(self.levels, base, self.thresholds, self.client_bound)
 
 
 class SuiteRun:
@@ -429,9 +383,9 @@ class SuiteRun:
 
     async def _phase_workload(self, client: httpx.AsyncClient, prober: Prober,
                               mon: LoopMonitor) -> None:
-        """The buyer's workload, level by level (`evalkit.probe.sessions`); each level gets
+        """The buyer's workload, level by level (`evalkit.probe.load.sessions`); each level gets
         the client's self-check, like a ramp level."""
-        from evalkit.probe.sessions import WorkloadRunner
+        from evalkit.probe.load.sessions import WorkloadRunner
 
         w = self.config.workload
         runner = WorkloadRunner(w, self.run_tag, self.config.seed, text=self.text)
@@ -450,7 +404,7 @@ class SuiteRun:
 
     async def _phase_trace(self, client: httpx.AsyncClient, prober: Prober,
                            mon: LoopMonitor) -> None:
-        from evalkit.probe.replay import replay
+        from evalkit.probe.load.replay import replay
 
         t = self.config.trace
         span = t.offsets_s()[-1] if t.entries else 0.0

@@ -26,7 +26,7 @@ from evalkit.analysis.vendor_metrics import (
     keep_lines,
     unknown_names,
 )
-from evalkit.probe.replies import bounded_get
+from evalkit.probe.wire.replies import bounded_get
 from evalkit.sanitize import clean
 
 

@@ -9,7 +9,7 @@ head, `body_parts` reads the body's socket reads itself, from the same network s
 httpcore would have read (every read is still stamped in `data_received` or by the
 kernel before anything here sees it), and unframes them with `ChunkedDecoder`.
 
-A stream's own connection is the lean transport's (`evalkit.probe.http11`, which read
+A stream's own connection is the lean transport's (`evalkit.probe.wire.http11`, which read
 the head and framed the body's reads it took with it): its body hands over its decoder,
 and the end (the last chunk's `0` line, the trailers, the final CRLF) goes back to it,
 so the connection is kept for the next request only when the body was read to its end.
@@ -46,8 +46,8 @@ import h11
 import httpcore
 import httpx
 
-from evalkit.probe.framing import _EOF, MAX_SIZE_LINE, ChunkedDecoder
-from evalkit.probe.http11 import READ_BYTES, lean_body
+from evalkit.probe.wire.framing import _EOF, MAX_SIZE_LINE, ChunkedDecoder
+from evalkit.probe.wire.http11 import READ_BYTES, lean_body
 
 __all__ = ["MAX_SIZE_LINE", "ChunkedDecoder", "OnPiece", "body_parts", "read_body"]
 

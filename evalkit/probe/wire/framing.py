@@ -3,7 +3,7 @@
 The request head as sent, a response head parsed (by httptools: llhttp, in C, strict
 about what it accepts), how a body is framed by its head, a chunked body unframed read by
 read, and where its end (trailers and all) ends. The transport that uses them is
-`evalkit.probe.http11`; the prober's pumped body reader is `evalkit.probe.chunked`. Every
+`evalkit.probe.wire.http11`; the prober's pumped body reader is `evalkit.probe.wire.chunked`. Every
 bound is here: a vendor's bytes never make a buffer grow past one of them. Errors are
 the peer's protocol errors: a chunked body's in h11's words (a stream's record reads the
 same whichever code framed its body), a head's in llhttp's. What h11 accepted and the

@@ -1,6 +1,6 @@
 """One stream client's HTTP/1.1 connection, framed here under httpx's API.
 
-Why: after the body's chunks (`evalkit.probe.chunked`), a request's own CPU was mostly
+Why: after the body's chunks (`evalkit.probe.wire.chunked`), a request's own CPU was mostly
 httpcore and h11 around two heads: httpx's `send` was 41 % of a request's CPU, of which
 httpcore's HTTP/1.1 connection was 25 % (h11 writing the request head 6 %, parsing the
 response head 9 %, the rest its state machine, locks and trace hooks), and closing the
@@ -13,7 +13,7 @@ and reads the body framed by its headers: chunked bodies with `ChunkedDecoder`, 
 prober's pumped reader does, a length, or up to the server's close.
 
 httpx stays the client API: requests are httpx requests, responses httpx responses, and
-failures the httpx exceptions httpcore's would have become (`evalkit.probe.framing` says
+failures the httpx exceptions httpcore's would have become (`evalkit.probe.wire.framing` says
 whose words they are in). The network stream is the same stamped stream
 (`transport.StampedBackend`), so every read is stamped before anything here sees it.
 
@@ -34,7 +34,7 @@ discarded it unanswered, and nothing of it was served. That one case only: a req
 that got any byte of an answer, one on a fresh connection, one that timed out, and the
 second send are never sent again, and their failures stand as the server's. The second
 send is counted (`SendStamp.resent`, the record's `reconnects`), timed from the first,
-and kept inside the request's deadline; `evalkit.probe.reconnect` says why in full, and
+and kept inside the request's deadline; `evalkit.probe.wire.reconnect` says why in full, and
 why a server seen closing after a stream then gets a fresh connection every time.
 """
 
@@ -51,8 +51,8 @@ import h11
 import httpcore
 import httpx
 
-from evalkit.probe import stamping
-from evalkit.probe.framing import (
+from evalkit.probe.wire import stamping
+from evalkit.probe.wire.framing import (
     _EOF,
     ChunkedDecoder,
     body_framing,
@@ -60,8 +60,8 @@ from evalkit.probe.framing import (
     parse_head,
     request_head,
 )
-from evalkit.probe.reconnect import Reuse, answer_kind, closed_after_stream, note_resent
-from evalkit.probe.transport import StampedBackend
+from evalkit.probe.wire.reconnect import Reuse, answer_kind, closed_after_stream, note_resent
+from evalkit.probe.wire.transport import StampedBackend
 
 #: each stream's own client uses this transport (False: httpcore's pool and h11, as
 #: before; for comparisons)

@@ -18,7 +18,13 @@ from typing import Any
 import httpcore
 
 from evalkit.kernelclock import ANC_SIZE, KernelClock
-from evalkit.probe.stamping import StampedStream, _connected, _Protocol, outgoing, tls_handshake
+from evalkit.probe.wire.stamping import (
+    StampedStream,
+    _connected,
+    _Protocol,
+    outgoing,
+    tls_handshake,
+)
 
 #: bytes asked of one read. A plain `recvmsg` allocates this much for every read and
 #: shrinks it to what came (a token chunk is ~200 bytes): past glibc's mmap threshold

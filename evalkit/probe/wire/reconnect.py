@@ -57,7 +57,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from evalkit.probe import stamping
+from evalkit.probe.wire import stamping
 from evalkit.sanitize import clean
 
 #: a close seen within this long of a streamed answer's last byte is the server closing

@@ -50,7 +50,7 @@ class SendStamp:
     send, one packet and one wake-up of the server per request instead of two, and the
     stamp is the moment the whole request was handed over. httpcore writes the body
     straight after the head, with no turn of the event loop in between. The lean
-    transport (`evalkit.probe.http11`) writes head and body as one already, and turns
+    transport (`evalkit.probe.wire.http11`) writes head and body as one already, and turns
     `join` off before it does.
     """
 
@@ -73,7 +73,7 @@ class SendStamp:
         self.tls_ns = 0
         #: times the request went out again on a fresh connection, the reused one it was
         #: written on having been closed by the server with no byte of answer
-        #: (`evalkit.probe.reconnect`): 0 or 1
+        #: (`evalkit.probe.wire.reconnect`): 0 or 1
         self.resent = 0
         #: the first write waits for this moment (perf_counter_ns; None: it goes at once):
         #: a request scheduled for a time is prepared ahead and released on the time, so

@@ -14,8 +14,8 @@ import httpcore
 import httpx
 
 from evalkit.kernelclock import SO_TIMESTAMPNS
-from evalkit.probe.kernel_stream import KernelStampedStream
-from evalkit.probe.stamping import _connected
+from evalkit.probe.wire.kernel_stream import KernelStampedStream
+from evalkit.probe.wire.stamping import _connected
 
 
 class StampedBackend(httpcore.AsyncNetworkBackend):

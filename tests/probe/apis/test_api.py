@@ -5,7 +5,7 @@ per request, so each adapter is checked the way OpenAI chat is: TTFT against the
 first content write, thinking-first (TTFA) against its first answer write, output tokens
 from usage (not estimated), an error event mid-stream → error, a stream without its end
 event → incomplete, and the auth headers each style sends. The adapters' parsing of each
-documented event, pure, is in tests/probe/test_sse.py (in `make mutation`'s reach).
+documented event, pure, is in tests/probe/wire/test_sse.py (in `make mutation`'s reach).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe.connect import check_endpoint
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target, make_client
+from evalkit.probe.client.clients import Target, make_client
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.run.connect import check_endpoint
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 

@@ -1,4 +1,4 @@
-"""The target and its HTTP client (`evalkit.probe.target`): TLS to a self-signed endpoint.
+"""The target and its HTTP client (`evalkit.probe.client.clients`): TLS to a self-signed endpoint.
 
 Vendors are https. The stamped stream runs TLS itself over memory BIOs
 (`kernel_stream.KERNEL_TLS`), so a TLS read keeps the kernel's receive stamp and its body
@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe import kernel_stream
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.wire import kernel_stream
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from tests.certificates import throwaway_certificate

@@ -9,7 +9,7 @@ from collections import deque
 
 import pytest
 
-from evalkit.probe.loopmonitor import LoopMonitor, Ring
+from evalkit.probe.client.loopmonitor import LoopMonitor, Ring
 
 
 @pytest.mark.parametrize("size", [1, 3, 10])

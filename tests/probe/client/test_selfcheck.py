@@ -1,9 +1,9 @@
-"""The client's self-check (`evalkit.probe.selfcheck`): was the prober the bottleneck?"""
+"""The client's self-check (`evalkit.probe.client.selfcheck`): was the prober the bottleneck?"""
 
 from __future__ import annotations
 
-from evalkit.probe.selfcheck import judge_client
-from evalkit.probe.settings import profile_settings
+from evalkit.probe.client.selfcheck import judge_client
+from evalkit.probe.plan.settings import profile_settings
 
 
 def test_one_merged_read_in_a_short_phase_is_not_a_client_bottleneck() -> None:

@@ -19,14 +19,14 @@ import pytest
 
 from evalkit.analysis.frames import records_frame
 from evalkit.analysis.summarize import summarize
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.prompts import count_tokens, synthetic
-from evalkit.probe.replies import error_message as _error_message
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober
-from evalkit.probe.streamstate import StreamState
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.client.streamstate import StreamState
+from evalkit.probe.plan.prompts import count_tokens, synthetic
+from evalkit.probe.plan.settings import profile_settings
+from evalkit.probe.wire.replies import error_message as _error_message
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 from tests.probe.helpers import _Scripted
@@ -317,7 +317,7 @@ class TestTokensPerChunk:
     def test_the_reference_endpoints_chunks(self, reference: Any, tmp_path: Any,
                                             per_chunk: int) -> None:
         """The reference writes a chunk every k tokens: the summary reads k, exactly."""
-        from evalkit.probe.settings import ProbeConfig
+        from evalkit.probe.plan.settings import ProbeConfig
         from evalkit.probe.suite import run_probe
 
         srv = reference("gpu", mode="thread", tokens_per_chunk=per_chunk,

@@ -8,9 +8,9 @@ import json
 import time
 from collections.abc import Callable
 
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 

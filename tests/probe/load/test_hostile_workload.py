@@ -18,14 +18,14 @@ from typing import Any, ClassVar
 import pytest
 
 from evalkit.errors import UsageError
-from evalkit.probe.prompts import Prompt
-from evalkit.probe.replay import replay
-from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.stream import HISTORY_MAX, Prober
-from evalkit.probe.streamstate import ANSWER_MAX
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import HISTORY_MAX, Prober
+from evalkit.probe.client.streamstate import ANSWER_MAX
+from evalkit.probe.load.replay import replay
+from evalkit.probe.plan.prompts import Prompt
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.plan.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.probe.suite import run_probe
-from evalkit.probe.target import Target
-from evalkit.probe.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.rundir.store import MAX_COUNT
 from evalkit.workload.model import Trace, TraceEntry
 from tests.probe.helpers import http_servers
@@ -257,7 +257,7 @@ def test_a_dense_trace_against_a_stalled_vendor_holds_no_waiting_prompt(vendor: 
 
 
 def test_a_trace_cut_short_says_so_on_the_terminal() -> None:
-    from evalkit.probe.progress import workload_lines
+    from evalkit.probe.run.progress import workload_lines
 
     def line(**tr: Any) -> str:
         return workload_lines({"trace": {"requests": 1, "outcomes": {"ok": 1}, **tr}})[0]

@@ -23,7 +23,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray")
 
-from evalkit.probe.settings import ProbeConfig  # noqa: E402
+from evalkit.probe.plan.settings import ProbeConfig  # noqa: E402
 from evalkit.probe.suite import run_probe  # noqa: E402
 from evalkit.records import RequestRecord  # noqa: E402
 from evalkit.rundir.run import open_run  # noqa: E402
@@ -59,7 +59,8 @@ def _errors(records: list[RequestRecord], origin_ns: int, truth: dict[str, Any]
 
 
 def _within_truth_accuracy(chunk_err: list[float], tpot_err: list[float]) -> None:
-    # the prober's own bounds (tests/probe/test_stream.py): |error| p50 2 ms, lateness p99 10 ms
+    # the prober's own bounds (tests/probe/client/test_stream.py): |error| p50 2 ms,
+    # lateness p99 10 ms
     assert _pct([abs(e) for e in chunk_err], 0.5) <= 2.0, sorted(chunk_err)[-10:]
     assert _pct(chunk_err, 0.99) <= 10.0, sorted(chunk_err)[-10:]
     assert _pct([abs(e) for e in tpot_err], 0.5) <= 1.0, sorted(tpot_err)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 
 QUICK: dict[str, Any] = {"connect": {"rtt_samples": 2}, "baseline": {"requests": 2},

@@ -1,4 +1,4 @@
-"""Canaries and sampling (`evalkit.probe.canaries`, `evalkit.probe.sampling`): canaries
+"""Canaries and sampling (`evalkit.probe.plan.canaries`, `evalkit.probe.apis.sampling`): canaries
 look like the rest of the traffic, take their turns as planned, and a vendor that refuses
 a sampling field is probed without it, over a real loopback socket."""
 
@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evalkit.probe.api import get_adapter
-from evalkit.probe.canaries import alone_then, in_turn, make_canaries
-from evalkit.probe.prompts import Prompt, PromptSource, count_tokens
-from evalkit.probe.sampling import Sampling
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.apis.base import get_adapter
+from evalkit.probe.apis.sampling import Sampling
+from evalkit.probe.plan.canaries import alone_then, in_turn, make_canaries
+from evalkit.probe.plan.prompts import Prompt, PromptSource, count_tokens
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from tests.probe.test_fail_closed_servers import _Bare400
 

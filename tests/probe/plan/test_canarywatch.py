@@ -1,7 +1,7 @@
-"""The canaries' stop rule (`evalkit.probe.canarywatch`) from hand-fed records: a tie at a
+"""The canaries' stop rule (`evalkit.probe.plan.canarywatch`) from hand-fed records: a tie at a
 level's planned end runs on, only a decided interval or the budget ends it, a breach the
 canaries in flight could undo is not yet one, and the rule calls a level as summary.json
-does. And the mix (`evalkit.probe.canaries.InTurn`): one canary in each block, at a place
+does. And the mix (`evalkit.probe.plan.canaries.InTurn`): one canary in each block, at a place
 drawn per level, however long the level runs."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.thresholds import Thresholds
-from evalkit.probe.canaries import in_turn, make_canaries
-from evalkit.probe.canarywatch import CanaryWatch, LevelTally
-from evalkit.probe.prompts import PromptSource
+from evalkit.probe.plan.canaries import in_turn, make_canaries
+from evalkit.probe.plan.canarywatch import CanaryWatch, LevelTally
+from evalkit.probe.plan.prompts import PromptSource
 from evalkit.records import RequestRecord
 from tests.analysis.helpers import stream
 

@@ -12,14 +12,14 @@ from click.testing import CliRunner
 from evalkit.analysis.intervals import quantile_ranks, quantile_width, samples_for
 from evalkit.cli import cli
 from evalkit.errors import UsageError
-from evalkit.probe.plan import (
+from evalkit.probe.plan.claims import (
     CLIENT_STREAMS_PER_PROCESS_TLS,
     client_streams_per_process,
     plan_probe,
     requests_for_width,
     size_levels,
 )
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.questionnaire.load import parse_questionnaire
 from evalkit.questionnaire.model import Questionnaire

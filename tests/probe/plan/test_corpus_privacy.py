@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.corpus.store import load_text
-from evalkit.probe.prompts import synthetic
+from evalkit.probe.plan.prompts import synthetic
 from evalkit.rundir.store import read_run_files
 from tests.conftest import CORPUS_FILES, SECRET_SENTENCE
 from tests.probe.helpers import http_servers
@@ -172,7 +172,7 @@ def test_answers_that_quote_the_corpus_are_kept_as_digests(private_corpus: Path,
     """A vendor whose answers quote the prompt: the canaries' answers are compared by
     keyed digests of their pieces (the precision section still judges them), and no
     record keeps a word of them."""
-    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.plan.settings import ProbeConfig
     from evalkit.probe.suite import run_probe
 
     with http_servers() as serve:
@@ -200,7 +200,7 @@ def test_answers_that_quote_the_corpus_are_kept_as_digests(private_corpus: Path,
 def test_an_echo_in_escaped_text_is_cut_too() -> None:
     """A JSON body holds the request's quotes and breaks as \\u201c and \\n, an HTML one as
     &quot;: the words between them are still the request's, and are cut."""
-    from evalkit.probe.privacy import scrub
+    from evalkit.probe.plan.privacy import scrub
 
     sent = "Explain “rolled in a damp” please.\n\nResults go in the germination book."
     body = json.dumps({"error": {"message": f"Invalid prompt: {sent}"}})

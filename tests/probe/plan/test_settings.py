@@ -10,8 +10,8 @@ import pytest
 
 from evalkit.cli.options import parse_extra_body, parse_header, parse_int_list
 from evalkit.errors import InputError, RunDirError, UsageError
-from evalkit.probe.prompts import PromptSource, count_tokens, load_prompts, synthetic
-from evalkit.probe.settings import (
+from evalkit.probe.plan.prompts import PromptSource, count_tokens, load_prompts, synthetic
+from evalkit.probe.plan.settings import (
     ProbeConfig,
     SuiteSettings,
     load_profile,
@@ -66,7 +66,7 @@ class TestSettings:
         with pytest.raises(UsageError, match=r"pip install 'evalkit\[ray\]'"):
             run_probe(_cfg(ray="auto"), tmp_path / "run")
         assert not (tmp_path / "run").exists()
-        probe = ("import sys, evalkit.cli, evalkit.probe.suite, evalkit.probe.scaleout; "
+        probe = ("import sys, evalkit.cli, evalkit.probe.suite, evalkit.probe.load.scaleout; "
                  "sys.exit('ray' in sys.modules)")
         assert subprocess.run([sys.executable, "-c", probe], check=False).returncode == 0
 
@@ -176,7 +176,7 @@ class TestSettings:
 
     def test_a_profile_file_missing_a_key_says_which(self, tmp_path: Path) -> None:
         """A profile file that extends nothing it can lean on names the missing key."""
-        from evalkit.probe.settings import SuiteSettings
+        from evalkit.probe.plan.settings import SuiteSettings
 
         data = load_profile("quick")
         del data["ramp"]["level_duration_s"]
@@ -215,7 +215,7 @@ class TestPrompts:
     def test_no_two_prompts_share_a_cacheable_prefix(self) -> None:
         """Prefix caches keep whole blocks of 16 tokens (vLLM's default): no two prompts of a
         run share one, so none is served from another's cache."""
-        from evalkit.probe.prompts import _encoding
+        from evalkit.probe.plan.prompts import _encoding
 
         src = PromptSource("run1")
         tokens = sorted(_encoding().encode_ordinary(str(src.next(256, 4).content))

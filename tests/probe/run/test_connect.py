@@ -1,4 +1,4 @@
-"""The connect gate (`evalkit.probe.connect`): an endpoint that refuses, and each failure
+"""The connect gate (`evalkit.probe.run.connect`): an endpoint that refuses, and each failure
 explained."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from evalkit.errors import UsageError
-from evalkit.probe.connect import check_endpoint, explain_failure
-from evalkit.probe.target import Target, make_client
+from evalkit.probe.client.clients import Target, make_client
+from evalkit.probe.run.connect import check_endpoint, explain_failure
 from evalkit.records import RequestRecord
 from tests.probe.helpers import _Scripted
 
@@ -227,7 +227,7 @@ class TestBoundedPages:
         assert time.monotonic() - began < 3  # not the trickle's 10 s
 
     def test_the_rtt_probe_skips_a_trickled_answer_on_time(self) -> None:
-        from evalkit.probe.connect import measure_rtt
+        from evalkit.probe.run.connect import measure_rtt
         from tests.probe.helpers import RawServer
 
         async def rtt(url: str) -> list[float]:
@@ -241,7 +241,7 @@ class TestBoundedPages:
 
     def test_a_trickled_or_endless_metrics_page_is_bounded(self) -> None:
         from evalkit.analysis.vendor_metrics import MAX_PAGE_BYTES
-        from evalkit.probe.scrape import VendorScraper
+        from evalkit.probe.run.scrape import VendorScraper
         from tests.probe.helpers import RawServer
 
         line = b"vllm:num_requests_running 3\n"
@@ -274,7 +274,7 @@ class TestBoundedPages:
         cap): identity is asked for, and any other coding is refused unread, in the
         connect gate's model list and in a metrics scrape alike."""
         from evalkit.errors import EndpointError
-        from evalkit.probe.scrape import VendorScraper
+        from evalkit.probe.run.scrape import VendorScraper
         from tests.probe.helpers import RawServer
 
         bomb = b"\x1b" * 1600  # the coding is refused before a byte of it is decoded

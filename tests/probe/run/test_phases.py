@@ -1,4 +1,4 @@
-"""The suite's phases: what a run loads, and when (evalkit.probe.phases)."""
+"""The suite's phases: what a run loads, and when (evalkit.probe.run.phases)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ HEAVY = ("pandas", "pyarrow", "matplotlib", "weasyprint")
 _SCRIPT = """
 import json, sys
 from pathlib import Path
-from evalkit.probe import stream
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.client import stream
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 
 heavy, seen = {heavy!r}, []

@@ -1,4 +1,4 @@
-"""The streaming body's chunked framing, read by `evalkit.probe.chunked` instead of h11.
+"""The streaming body's chunked framing, read by `evalkit.probe.wire.chunked` instead of h11.
 
 The decoder alone, at every split of a body; then the prober against tiny raw-socket
 servers that write exact bytes, well-framed and not (bad sizes, a huge size, a missing
@@ -24,12 +24,12 @@ from typing import Any
 import h11
 import pytest
 
-from evalkit.probe import chunked, http11
-from evalkit.probe.chunked import MAX_SIZE_LINE, ChunkedDecoder, read_body
-from evalkit.probe.kernel_stream import KernelStampedStream
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target, make_client
+from evalkit.probe.client.clients import Target, make_client
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.wire import chunked, http11
+from evalkit.probe.wire.chunked import MAX_SIZE_LINE, ChunkedDecoder, read_body
+from evalkit.probe.wire.kernel_stream import KernelStampedStream
 from evalkit.records import RequestRecord
 from tests.probe.helpers import RawServer, count_pumps
 

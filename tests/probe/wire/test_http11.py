@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 transport (`evalkit.probe.http11`): its heads, framing and reuse.
+"""The lean HTTP/1.1 transport (`evalkit.probe.wire.http11`): its heads, framing and reuse.
 
 The pure parts alone (the request head, the response head, the body's framing), then the
 transport against a tiny raw-socket server over real loopback TCP that writes exact
@@ -24,8 +24,11 @@ import httpcore
 import httpx
 import pytest
 
-from evalkit.probe import http11
-from evalkit.probe.framing import (
+from evalkit.probe.client.clients import Target, _Clients, make_client
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.wire import http11
+from evalkit.probe.wire.framing import (
     MAX_SIZE_LINE,
     MAX_TRAILERS,
     body_framing,
@@ -33,11 +36,8 @@ from evalkit.probe.framing import (
     parse_head,
     request_head,
 )
-from evalkit.probe.http11 import MAX_HEAD
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stamping import SendStamp, stamp_sends
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target, _Clients, make_client
+from evalkit.probe.wire.http11 import MAX_HEAD
+from evalkit.probe.wire.stamping import SendStamp, stamp_sends
 from tests.certificates import throwaway_certificate
 from tests.probe.helpers import RawServer as _Server
 from tests.probe.helpers import Script

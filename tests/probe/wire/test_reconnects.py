@@ -1,5 +1,5 @@
 """A connection the server closed is not the vendor's failure when our client lost the
-race, and is when the server dropped a request it had taken (`evalkit.probe.reconnect`).
+race, and is when the server dropped a request it had taken (`evalkit.probe.wire.reconnect`).
 
 Small servers over real loopback sockets, each misbehaving one way. The race llama.cpp's
 server runs against us (it closes after every stream while advertising keep-alive, and a
@@ -25,14 +25,14 @@ from pathlib import Path
 import pytest
 
 from evalkit.analysis.thresholds import ClientLimits
-from evalkit.probe import http11
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.reconnect import FreshConnections
-from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.shard import ShardTask, run_shard
-from evalkit.probe.stream import Prober
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.shard import ShardTask, run_shard
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
-from evalkit.probe.target import Target
+from evalkit.probe.wire import http11
+from evalkit.probe.wire.reconnect import FreshConnections
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import read_run_files
 from tests.probe.helpers import RawServer

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalkit.errors import UsageError
-from evalkit.probe.api import (
+from evalkit.probe.apis.base import (
     ADAPTERS,
     DONE,
     AnthropicMessages,
@@ -20,10 +20,10 @@ from evalkit.probe.api import (
     OpenAIResponses,
     get_adapter,
 )
-from evalkit.probe.chunkscan import chat_token
-from evalkit.probe.fields import NAME_MAX, as_count, as_dict, as_name, as_str
-from evalkit.probe.logprobs import LOGPROBS_MAX, chat_logprobs, completion_logprobs
-from evalkit.probe.sse import SSEParser, SSETooLarge
+from evalkit.probe.apis.chunkscan import chat_token
+from evalkit.probe.apis.fields import NAME_MAX, as_count, as_dict, as_name, as_str
+from evalkit.probe.apis.logprobs import LOGPROBS_MAX, chat_logprobs, completion_logprobs
+from evalkit.probe.wire.sse import SSEParser, SSETooLarge
 from evalkit.rundir.store import MAX_COUNT
 
 STREAM = (
@@ -324,7 +324,8 @@ class TestAdapterFields:
 
 class TestAnthropicAndResponsesParsing:
     """The Anthropic Messages and OpenAI Responses adapters on the documented event shapes,
-    one by one (the documents are named in evalkit.probe.api); over HTTP in probe/test_api.py."""
+    one by one (the documents are named in evalkit.probe.apis); over HTTP in
+    tests/probe/apis/test_api.py."""
 
     def test_registry_offers_every_adapter(self) -> None:
         assert {"anthropic-messages", "openai-responses"} <= set(ADAPTERS)
@@ -551,7 +552,7 @@ class TestChatFastPath:
 
 
 class TestLogprobReaders:
-    """The logprobs an event carries (`evalkit.probe.logprobs`), from hostile shapes:
+    """The logprobs an event carries (`evalkit.probe.apis.logprobs`), from hostile shapes:
     every entry checked, tokens and counts bounded, anything else dropped."""
 
     def test_chat_pairs_in_order(self) -> None:
@@ -598,7 +599,7 @@ class TestLogprobReaders:
 
 
 class TestFieldReaders:
-    """`evalkit.probe.fields`: a vendor's value read as what it claims to be, or nothing."""
+    """`evalkit.probe.apis.fields`: a vendor's value read as what it claims to be, or nothing."""
 
     @pytest.mark.parametrize(("value", "got"), [
         (0, 0), (1, 1), (MAX_COUNT, MAX_COUNT), (MAX_COUNT + 1, None), (-1, None),

@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 
 from evalkit.analysis.summarize import summarize
-from evalkit.probe.kernel_stream import KernelStampedStream
-from evalkit.probe.load import closed_loop, open_loop
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.stamping import SendStamp, stamp_sends
-from evalkit.probe.stream import MAX_SENDS, Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import MAX_SENDS, Prober
+from evalkit.probe.load.loops import closed_loop, open_loop
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import profile_settings
+from evalkit.probe.wire.kernel_stream import KernelStampedStream
+from evalkit.probe.wire.stamping import SendStamp, stamp_sends
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 from evalkit.rundir.rederive import rebuild_summary
