@@ -18,6 +18,11 @@ Outcome = Literal["ok", "rejected", "error", "incomplete", "timeout"]
 OUTCOMES: tuple[Outcome, ...] = ("ok", "rejected", "error", "incomplete", "timeout")
 #: the phases that send one request at a time: what a request does there, it does alone
 ALONE_PHASES = ("connect", "baseline", "prefill", "cache")
+#: Larger than any duration a probe can measure (115 days): a record claiming more is
+#: absurd (requests.jsonl is read back with these bounds: `evalkit.rundir.store`).
+MAX_SECONDS = 1e7
+#: Larger than any count a probe can make (tokens, levels, statuses): absurd beyond it.
+MAX_COUNT = 10**12
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from evalkit.errors import EvalkitError, InputError, RunDirError
-from evalkit.records import OUTCOMES, RequestRecord
+from evalkit.records import MAX_COUNT, MAX_SECONDS, OUTCOMES, RequestRecord
 
 if TYPE_CHECKING:
     from evalkit.rundir.evidence import RecordCheck
@@ -121,10 +121,6 @@ class RunStore:
 #: ones, a stream of thousands of chunks, are tens of KB): it is skipped and counted, and
 #: reading never holds more than this of one line.
 MAX_LINE_BYTES = 1 << 20
-#: Larger than any duration a probe can measure (115 days): a record claiming more is absurd.
-MAX_SECONDS = 1e7
-#: Larger than any count a probe can make (tokens, levels, statuses): absurd beyond it.
-MAX_COUNT = 10**12
 #: Times that are differences and may fall below zero (sent earlier than scheduled).
 SIGNED_TIMES = frozenset({"send_lag_s"})
 _MISSING = object()

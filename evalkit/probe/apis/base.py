@@ -37,7 +37,7 @@ from evalkit.probe.apis.fields import (
 )
 from evalkit.probe.apis.logprobs import chat_logprobs, completion_logprobs
 from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
-from evalkit.rundir.store import MAX_COUNT
+from evalkit.records import MAX_COUNT
 
 
 class Delta(NamedTuple):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from evalkit.rundir.store import MAX_COUNT, MAX_SECONDS
+from evalkit.records import MAX_COUNT, MAX_SECONDS
 
 #: the longest model name or fingerprint kept (a vendor string: bounded, then sanitised
 #: where it is shown)
@@ -29,7 +29,7 @@ def as_str(value: Any) -> str:
 
 def as_count(value: Any) -> int | None:
     """A vendor's count, or None: not whole, negative, or past any a request can make (a
-    record holding one would not be read back: `evalkit.rundir.store.MAX_COUNT`)."""
+    record holding one would not be read back: `evalkit.records.MAX_COUNT`)."""
     ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
     return value if ok else None
 
@@ -41,7 +41,7 @@ def as_name(value: Any) -> str | None:
 
 def as_ms_in_seconds(value: Any) -> float | None:
     """A vendor's duration in milliseconds, as seconds; None: not a finite number of
-    them from 0 to any a record may hold (`evalkit.rundir.store.MAX_SECONDS`)."""
+    them from 0 to any a record may hold (`evalkit.records.MAX_SECONDS`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:

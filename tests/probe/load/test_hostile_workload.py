@@ -26,7 +26,7 @@ from evalkit.probe.plan.prompts import Prompt
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.plan.workloads import MAX_TRACE_SPAN_S, with_workload
 from evalkit.probe.suite import run_probe
-from evalkit.rundir.store import MAX_COUNT
+from evalkit.records import MAX_COUNT
 from evalkit.workload.model import Trace, TraceEntry
 from tests.probe.helpers import http_servers
 

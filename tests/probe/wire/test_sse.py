@@ -24,7 +24,7 @@ from evalkit.probe.apis.chunkscan import chat_token
 from evalkit.probe.apis.fields import NAME_MAX, as_count, as_dict, as_name, as_str
 from evalkit.probe.apis.logprobs import LOGPROBS_MAX, chat_logprobs, completion_logprobs
 from evalkit.probe.wire.sse import SSEParser, SSETooLarge
-from evalkit.rundir.store import MAX_COUNT
+from evalkit.records import MAX_COUNT
 
 STREAM = (
     b": ping\n\n"
