@@ -73,15 +73,15 @@ from evalkit.rundir.store import RunStore
 #: plumbing (`GENERIC`: those count for their caller), by file and function
 CATEGORIES: list[tuple[str, str]] = [
     ("HTTP framing (h11, httpcore, httpx, chunked.py)",
-     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/(chunked|http11)\.py"),
-    ("SSE parsing (sse.py)", r"\(evalkit/probe/sse\.py"),
+     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/wire/(chunked|http11)\.py"),
+    ("SSE parsing (sse.py)", r"\(evalkit/probe/wire/sse\.py"),
     ("JSON (json, adapters' parse, chunkscan.py)",
-     r"\(json/|\(evalkit/probe/(api|chunkscan)\.py"),
+     r"\(json/|\(evalkit/probe/apis/(base|chunkscan)\.py"),
     ("stamping (stamping, kernel_stream, transport)",
-     r"\(evalkit/probe/(stamping|kernel_stream|transport)\.py"),
+     r"\(evalkit/probe/wire/(stamping|kernel_stream|transport)\.py"),
     ("record building (_record, records, store)",
      r"^Prober\._record|\(evalkit/records\.py|\(evalkit/rundir/store\.py"),
-    ("tokenizer (count_tokens)", r"\(evalkit/probe/prompts\.py|tiktoken"),
+    ("tokenizer (count_tokens)", r"\(evalkit/probe/plan/prompts\.py|tiktoken"),
     ("event loop (asyncio, selectors)", r"\(asyncio/|\(selectors\.py"),
     ("bookkeeping (stream, load, the rest)", r""),
 ]
