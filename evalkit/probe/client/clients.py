@@ -20,7 +20,7 @@ from evalkit.probe.wire import http11
 from evalkit.probe.wire.framing import SENDABLE, TOKEN
 from evalkit.probe.wire.reconnect import Resending, Reuse
 from evalkit.probe.wire.stamping import stamp_sends
-from evalkit.probe.wire.transport import stamped_transport
+from evalkit.probe.wire.transport import StampedBackend, stamped_transport
 
 #: the most of a /models answer read while opening a level's connections (`_Clients`)
 PREPARE_MAX_BYTES = 1 << 20
@@ -173,7 +173,8 @@ def make_client(target: Target, max_connections: int | None = None,
     verify: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
     transport: httpx.AsyncBaseTransport | None = None
     if stamped and max_connections == 1 and http11.LEAN:  # a stream's own connection
-        transport = http11.LeanTransport(verify if isinstance(verify, ssl.SSLContext)
+        transport = http11.LeanTransport(StampedBackend(),
+                                         verify if isinstance(verify, ssl.SSLContext)
                                          else httpx.create_ssl_context(verify=verify),
                                          limits.keepalive_expiry, reuse)
     elif stamped:

@@ -10,23 +10,39 @@ the limits of the profile (`tolerances.ClientLimits`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit.analysis.thresholds import ClientLimits
 from evalkit.probe.client.loopmonitor import LoopMonitor
-from evalkit.probe.client.stream import Prober
+
+
+class Counted(Protocol):
+    """What a window reads of the prober (`evalkit.probe.client.stream.Prober`): its
+    counters and its send lag since a mark. Named here, so the judge of the client sits
+    below the stream it watches and the load shapes can use both."""
+
+    @property
+    def content_chunks(self) -> int: ...
+    @property
+    def coalesced_chunks(self) -> int: ...
+    @property
+    def paused_s(self) -> float: ...
+    @property
+    def sends(self) -> int: ...
+    def send_check(self, since: int = 0) -> dict[str, Any]: ...
+
 
 #: What `window_start` marks: the loop's window and the prober's counters at the start.
 Mark = tuple[Any, int, int, float, int]
 
 
-def window_start(mon: LoopMonitor, prober: Prober) -> Mark:
+def window_start(mon: LoopMonitor, prober: Counted) -> Mark:
     """Begin a self-check window over the loop and the prober's chunk counters."""
     return (mon.start_window(), prober.content_chunks, prober.coalesced_chunks,
             prober.paused_s, prober.sends)
 
 
-def window_end(mon: LoopMonitor, prober: Prober, mark: Mark) -> dict[str, Any]:
+def window_end(mon: LoopMonitor, prober: Counted, mark: Mark) -> dict[str, Any]:
     """Loop lag, CPU, the client's send lag and the share of chunks whose read was late
     (coalesced) in the window, and how long workers waited after rejections and
     failures (backoff, Retry-After)."""

@@ -8,8 +8,8 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from evalkit.probe.client.stream import Prober
 from evalkit.probe.plan.prompts import Prompt
 from evalkit.records import RequestRecord
 
@@ -19,7 +19,22 @@ OnRecord = Callable[[RequestRecord], None]
 NextPrompt = Callable[[], Prompt]
 
 
-async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
+class Sender(Protocol):
+    """What a load shape sends through (`evalkit.probe.client.stream.Prober`): named
+    here, so a shape knows when to send and not how a stream is read."""
+
+    #: seconds workers spent waiting after rejections and failures (`closed_loop` adds)
+    paused_s: float
+
+    async def stream(self, prompt: Prompt, phase: str, level: int | None,
+                     scheduled_ns: int | None = None, *,
+                     intended_ns: int | None = None,
+                     after_send: Callable[[], None] | None = None) -> RequestRecord: ...
+
+    def ended_ns(self, rec: RequestRecord) -> int | None: ...
+
+
+async def closed_loop(prober: Sender, next_prompt: NextPrompt, on_record: OnRecord, *,
                       phase: str, level: int, workers: int, duration_s: float | None,
                       max_requests: int | None, reject_pause_s: float = 0.05,
                       stagger_s: float = 0.0005, max_pause_s: float = 2.0,
@@ -111,7 +126,7 @@ async def closed_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnReco
     await asyncio.gather(*(worker(i) for i in range(workers)))
 
 
-async def open_loop(prober: Prober, next_prompt: NextPrompt, on_record: OnRecord, *,
+async def open_loop(prober: Sender, next_prompt: NextPrompt, on_record: OnRecord, *,
                     phase: str, rate: float, duration_s: float, seed: int = 0,
                     max_in_flight: int = 10_000) -> None:
     """Poisson arrivals at `rate` req/s for `duration_s`; t0 is each *scheduled* time."""

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit.analysis.thresholds import ClientLimits
 from evalkit.corpus.text import PromptText
@@ -56,6 +56,16 @@ class ShardTask:
     #: worker makes itself) and the key its canaries' answers are digested with
     text: PromptText | None = None
     answer_key: bytes = b""
+
+
+class LevelPool(Protocol):
+    """Processes that share each level (`evalkit.probe.load.scaleout.RayPool`): every one
+    runs a `ShardTask` and streams its records back. Named beside the task, so the phases
+    hold a pool without importing Ray's."""
+
+    async def run_level(self, make_task: Callable[[int, int, int, int], ShardTask],
+                        on_record: Callable[[RequestRecord], None], level: int
+                        ) -> tuple[list[dict[str, Any]], list[str]]: ...
 
 
 @dataclass(frozen=True)

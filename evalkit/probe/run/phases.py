@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import secrets
 import statistics
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
@@ -30,7 +30,7 @@ from evalkit.probe.client.loopmonitor import LoopMonitor
 from evalkit.probe.client.selfcheck import judge_client, merge_checks, window_end, window_start
 from evalkit.probe.client.stream import Prober
 from evalkit.probe.load.loops import closed_loop, open_loop
-from evalkit.probe.load.shard import ShardTask
+from evalkit.probe.load.shard import LevelPool, ShardTask
 from evalkit.probe.plan.canaries import (
     CANARY_SET_VERSION,
     InTurn,
@@ -50,9 +50,6 @@ from evalkit.probe.run.scrape import VendorScraper
 from evalkit.probe.wire.reconnect import Reuse
 from evalkit.records import ALONE_PHASES, RequestRecord
 from evalkit.rundir.store import RunStore
-
-if TYPE_CHECKING:
-    from evalkit.probe.load.scaleout import RayPool
 
 _FORCE_WORDS = ("ignore_eos", "min_tokens")
 #: the sampling fields a vendor may refuse, by the word its 400 would name
@@ -116,7 +113,7 @@ class SuiteRun:
         self.vendor = (VendorScraper(config.metrics_url, log=store.dir / SCRAPES_FILE)
                        if config.metrics_url else None)
         #: the Ray actors that share each level (None: every level runs in this process)
-        self.pool: RayPool | None = None
+        self.pool: LevelPool | None = None
         #: Ctrl-C was pressed (`evalkit.probe.suite.run_probe`): no phase, level or request
         #: starts after it, even if an await swallowed the cancellation it also sent
         self.interrupted = False

@@ -5,7 +5,7 @@ httpcore and h11 around two heads: httpx's `send` was 41 % of a request's CPU, o
 httpcore's HTTP/1.1 connection was 25 % (h11 writing the request head 6 %, parsing the
 response head 9 %, the rest its state machine, locks and trace hooks), and closing the
 response 8 % more (cProfile, docs/benchmarks.md, "the fifth look"). Each stream already
-holds its own client with one connection (`target._Clients`), so the pool, its locks and
+holds its own client with one connection (`client.clients._Clients`), so the pool, its locks and
 h11's state machine guard nothing here. This transport writes the request head itself
 (one write, head and body: the send's stamp is when the whole request was handed over),
 parses the response head with httptools (llhttp, in C: strict about what it accepts),
@@ -14,8 +14,10 @@ prober's pumped reader does, a length, or up to the server's close.
 
 httpx stays the client API: requests are httpx requests, responses httpx responses, and
 failures the httpx exceptions httpcore's would have become (`evalkit.probe.wire.framing` says
-whose words they are in). The network stream is the same stamped stream
-(`transport.StampedBackend`), so every read is stamped before anything here sees it.
+whose words they are in). The network stream is the one its client hands it
+(`client.clients.make_client` gives the stamped `transport.StampedBackend`), so every
+read is stamped before anything here sees it; this module frames HTTP/1.1 and knows no
+socket of its own.
 
 A connection is reused only when its last body was read to its end and neither side
 said `close`; it is dropped before reuse when the server sent anything or closed it
@@ -61,7 +63,6 @@ from evalkit.probe.wire.framing import (
     request_head,
 )
 from evalkit.probe.wire.reconnect import Reuse, answer_kind, closed_after_stream, note_resent
-from evalkit.probe.wire.transport import StampedBackend
 
 #: each stream's own client uses this transport (False: httpcore's pool and h11, as
 #: before; for comparisons)
@@ -191,9 +192,10 @@ class LeanTransport(httpx.AsyncBaseTransport):
     """One connection at a time, framed here (see the module). A second request waits
     for the first's response to be closed, as a pool of one would."""
 
-    def __init__(self, ssl_context: ssl.SSLContext, keepalive_expiry: float | None = 5.0,
-                 reuse: Reuse | None = None) -> None:
-        self._backend = StampedBackend()
+    def __init__(self, backend: httpcore.AsyncNetworkBackend, ssl_context: ssl.SSLContext,
+                 keepalive_expiry: float | None = 5.0, reuse: Reuse | None = None) -> None:
+        #: opens the connection (`transport.StampedBackend`: every read stamped)
+        self._backend = backend
         #: the run's knowledge of the server's closes, shared by its stream clients
         self._reuse = reuse if reuse is not None else Reuse()
         #: the connection's last answer was an event stream, and its Keep-Alive header
