@@ -246,6 +246,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
         raise UsageError(f"${config.api_key_env} must be printable ASCII (no control "
                          "character, no accented letter or smart quote pasted with it); "
                          "its value is not shown")
+    # its adapter resolved here: an unknown --api is a usage error before anything starts
     target = Target(base_url=config.base_url, model=config.model, api=config.api,
                     headers=config.headers, extra_body=dict(config.extra_body),
                     timeout_s=settings.timeout_s, deadline_s=settings.deadline_s,
@@ -257,9 +258,6 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
                     secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())
-    from evalkit.probe.apis.base import get_adapter
-
-    get_adapter(config.api)  # an unknown --api is a usage error before anything starts
     run_tag = secrets.token_hex(3)
     origin_ns = time.perf_counter_ns()
     meta = {

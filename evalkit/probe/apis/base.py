@@ -462,8 +462,8 @@ class OpenAIResponses:
         return Delta()
 
 
-ADAPTERS: dict[str, type[OpenAIChat] | type[OpenAICompletions] | type[AnthropicMessages]
-               | type[OpenAIResponses]] = {
+#: the registry: every API by its `--api` name (a new API is one class and one line here)
+ADAPTERS: dict[str, type[Adapter]] = {
     OpenAIChat.name: OpenAIChat,
     OpenAICompletions.name: OpenAICompletions,
     AnthropicMessages.name: AnthropicMessages,
@@ -472,7 +472,8 @@ ADAPTERS: dict[str, type[OpenAIChat] | type[OpenAICompletions] | type[AnthropicM
 
 
 def get_adapter(name: str) -> Adapter:
-    """The adapter for an `--api` name; an unknown name is a usage error."""
+    """The adapter for an `--api` name; an unknown name is a usage error. Resolved once
+    a run, into its `Target` (`evalkit.probe.client.clients.Target.adapter`)."""
     try:
         return ADAPTERS[name]()
     except KeyError:

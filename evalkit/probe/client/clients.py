@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from evalkit.errors import UsageError
-from evalkit.probe.apis.base import AUTH_STYLES, get_adapter
+from evalkit.probe.apis.base import AUTH_STYLES, Adapter, get_adapter
 from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.probe.wire import http11
 from evalkit.probe.wire.framing import SENDABLE, TOKEN
@@ -58,6 +58,9 @@ class Target:
     auth: str | None = None
     #: query parameters on every request (Azure OpenAI's api-version); not secrets
     params: tuple[tuple[str, str], ...] = ()
+    #: the API's adapter, resolved from `api` once, here (an unknown name is a usage error
+    #: as the target is made): every stream, client and check of the run uses this one
+    adapter: Adapter = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # what would fail as the first request is sent (httpx encodes header values as
@@ -74,6 +77,7 @@ class Target:
                              "accented letter or smart quote pasted with it); it is not shown")
         if self.user_agent is not None and SENDABLE.fullmatch(self.user_agent) is None:
             raise UsageError("the user-agent must be printable ASCII")
+        object.__setattr__(self, "adapter", get_adapter(self.api))
 
     def request_deadline(self, max_tokens: int) -> float:
         """A request's whole-time deadline: an endless trickle must end as a timeout.
@@ -134,7 +138,7 @@ class Target:
     @property
     def auth_style(self) -> str:
         """The auth style in force: --auth, else the API's own."""
-        return self.auth or get_adapter(self.api).auth
+        return self.auth or self.adapter.auth
 
 
 def header_name_error(name: str) -> str:
@@ -162,7 +166,7 @@ def make_client(target: Target, max_connections: int | None = None,
     headers = {"accept-encoding": "identity"}
     if target.user_agent:
         headers["user-agent"] = target.user_agent  # else httpx's own, python-httpx/x.y
-    headers.update(dict(get_adapter(target.api).headers))  # e.g. anthropic-version
+    headers.update(dict(target.adapter.headers))  # e.g. anthropic-version
     headers.update({k.lower(): v for k, v in target.headers})
     if target.secret and target.credential == "environment":
         # an explicit credential header wins: the environment's key never goes out beside it

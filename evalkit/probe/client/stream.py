@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from evalkit.probe.apis.base import NORMAL_FINISHES, Adapter, Delta, get_adapter
+from evalkit.probe.apis.base import NORMAL_FINISHES, Adapter, Delta
 from evalkit.probe.apis.fields import EngineTimings
 from evalkit.probe.client.clients import Target, _Clients
 from evalkit.probe.client.loopmonitor import Ring, _pct
@@ -103,7 +103,7 @@ class Prober:
         #: every stream's client shares `reuse`: the run's knowledge of the server's closes
         self.clients = _Clients(target, stamped,
                                 reuse if reuse is not None else Reuse(origin_ns))
-        self.adapter: Adapter = get_adapter(target.api)
+        self.adapter: Adapter = target.adapter
         self.origin_ns = origin_ns
         self.run_tag = run_tag
         #: the run's id every record carries (a Ray shard's tag is longer than the run's)

@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 
 from evalkit.errors import EndpointError
-from evalkit.probe.apis.base import get_adapter
 from evalkit.probe.client.clients import PREPARE_MAX_BYTES, Target
 from evalkit.probe.client.stream import ADMISSION_STATUSES
 from evalkit.probe.wire.replies import bounded_get, error_message, json_or_none
@@ -57,7 +56,7 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
         models = [str(m.get("id")) for m in data[:1000] if isinstance(m, dict)]
     except (ValueError, AttributeError, RecursionError):
         models = []
-    listed_all = get_adapter(target.api).lists_all_models and target.auth_style != "api-key"
+    listed_all = target.adapter.lists_all_models and target.auth_style != "api-key"
     if isinstance(response_obj := json_or_none(response), dict) and \
             response_obj.get("has_more") is True:
         listed_all = False  # one page of a paginated list (Anthropic's)
