@@ -4,7 +4,7 @@ gives there, under a profile's canary settings and the real stop rule.
 Why: issue 45 asks that a level where half the answers come from another model be called
 at that level in the standard profile, that the quick profile say when its sample could
 not decide, and that batch noise within the tolerance not be called. The stop rule
-(`evalkit.probe.canarywatch.LevelTally`) decides when a tied level has enough answers;
+(`evalkit.probe.plan.canarywatch.LevelTally`) decides when a tied level has enough answers;
 this feeds it answers that differ from the answers alone with probability `q`, each
 independently, as many as a level's request floor gives at its planned end (36 requests,
 one canary in `every`), then more, one at a time, while it asks for more, and counts the
@@ -22,8 +22,8 @@ import sys
 from collections import Counter
 
 from evalkit.analysis.thresholds import Thresholds
-from evalkit.probe.canarywatch import CanaryWatch, LevelTally
-from evalkit.probe.settings import profile_settings
+from evalkit.probe.plan.canarywatch import CanaryWatch, LevelTally
+from evalkit.probe.plan.settings import profile_settings
 from evalkit.records import RequestRecord
 
 FLOOR_REQUESTS = 36

@@ -41,9 +41,9 @@ from collections.abc import Callable
 from truth import machine  # this folder: run as bench/bench_*.py
 
 from evalkit.kernelclock import ANC_SIZE, SO_TIMESTAMPNS, KernelClock
-from evalkit.probe.api import get_adapter
-from evalkit.probe.framing import ChunkedDecoder
-from evalkit.probe.sse import SSEParser
+from evalkit.probe.apis.base import get_adapter
+from evalkit.probe.wire.framing import ChunkedDecoder
+from evalkit.probe.wire.sse import SSEParser
 
 GAP_S = 0.020
 STEPS = ("recv", "stamp", "parse")

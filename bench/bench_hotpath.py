@@ -31,7 +31,7 @@ read through `body_parts`, or framed by h11, to compare them. `--tls` serves HTT
 throwaway certificate made with the `openssl` command; every vendor is https) and says
 whose TLS the client runs: its own on the stamped stream (`kernel_stream.KERNEL_TLS`, the
 prober's way) or asyncio's SSL transport, to compare them. `--http` says who writes the
-request head and parses the response's: the lean transport (`evalkit.probe.http11`, the
+request head and parses the response's: the lean transport (`evalkit.probe.wire.http11`, the
 prober's way) or httpcore's pool and h11, as before. Figures depend on the machine
 and on what else runs on it: each run's load average is printed. Each run also says how
 many of the streams the server saw (its truth log) joined to an ok record: every request
@@ -58,14 +58,14 @@ from typing import Any
 from bench_send import SERVER, place  # this folder: run as bench/bench_*.py
 from truth import announce, arguments, joined
 
-from evalkit.probe import chunked, http11, kernel_stream
-from evalkit.probe.load import closed_loop
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.loops import closed_loop
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import profile_settings
+from evalkit.probe.wire import chunked, http11, kernel_stream
 from evalkit.reference.server import ReferenceServer
 from evalkit.rundir.store import RunStore
 
@@ -73,15 +73,15 @@ from evalkit.rundir.store import RunStore
 #: plumbing (`GENERIC`: those count for their caller), by file and function
 CATEGORIES: list[tuple[str, str]] = [
     ("HTTP framing (h11, httpcore, httpx, chunked.py)",
-     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/(chunked|http11)\.py"),
-    ("SSE parsing (sse.py)", r"\(evalkit/probe/sse\.py"),
+     r"\((h11|httpcore|httpx|httptools|anyio|sniffio)/|\(evalkit/probe/wire/(chunked|http11)\.py"),
+    ("SSE parsing (sse.py)", r"\(evalkit/probe/wire/sse\.py"),
     ("JSON (json, adapters' parse, chunkscan.py)",
-     r"\(json/|\(evalkit/probe/(api|chunkscan)\.py"),
+     r"\(json/|\(evalkit/probe/apis/(base|chunkscan)\.py"),
     ("stamping (stamping, kernel_stream, transport)",
-     r"\(evalkit/probe/(stamping|kernel_stream|transport)\.py"),
+     r"\(evalkit/probe/wire/(stamping|kernel_stream|transport)\.py"),
     ("record building (_record, records, store)",
      r"^Prober\._record|\(evalkit/records\.py|\(evalkit/rundir/store\.py"),
-    ("tokenizer (count_tokens)", r"\(evalkit/probe/prompts\.py|tiktoken"),
+    ("tokenizer (count_tokens)", r"\(evalkit/probe/plan/prompts\.py|tiktoken"),
     ("event loop (asyncio, selectors)", r"\(asyncio/|\(selectors\.py"),
     ("bookkeeping (stream, load, the rest)", r""),
 ]

@@ -37,9 +37,9 @@ import numpy as np
 
 from evalkit.analysis.frames import frames
 from evalkit.analysis.stats import phase_stats
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
 from evalkit.reference.server import ReferenceServer
 
 PROMPT_TOKENS = 128

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 from truth import announce, arguments, chunk_errors  # this folder: run as bench/bench_*.py
 
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import profile_settings
 from evalkit.reference.server import ReferenceServer
 
 

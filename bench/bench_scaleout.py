@@ -2,11 +2,11 @@
 
 The reference endpoint runs in its own process with its truth log on and a fixed decode
 step (chunks/s = streams / step). Each level is driven three ways with the code the suite
-runs (`evalkit.probe.shard.shard_level`, a closed loop for a fixed time):
+runs (`evalkit.probe.load.shard.shard_level`, a closed loop for a fixed time):
 
 - one process on asyncio's own event loop (the default);
 - one process on uvloop (is the per-process ceiling higher on it?);
-- `--ray auto` with 2 actors (`evalkit.probe.scaleout.RayPool.run_level`), records put on the
+- `--ray auto` with 2 actors (`evalkit.probe.load.scaleout.RayPool.run_level`), records put on the
   driver's timeline with each actor's measured clock offset.
 
 Per level and way it reports: requests ended ok, chunks/s timed, the worst client CPU and
@@ -34,15 +34,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from truth import announce, arguments, chunk_errors, joined
 
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.shard import ShardTask, shard_level
+from evalkit.probe.load.shard import ShardTask, shard_level
+from evalkit.probe.plan.settings import profile_settings
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 
 
 def _task(srv: ReferenceServer, streams: int, seconds: float, tokens: int, origin_ns: int,
           start_ns: int, shard: int = 0, shards: int = 1) -> ShardTask:
-    from evalkit.probe.target import Target
+    from evalkit.probe.client.clients import Target
 
     target = Target(srv.base_url, srv.model, timeout_s=120, tag_requests=True)
     return ShardTask(target, origin_ns, "bench",
@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
     announce(f"decode step {step_ms:g} ms (chunks/s = streams x {1000 / step_ms:g}), "
              f"{tokens} tokens per request, each level held {seconds:g} s")
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    from evalkit.probe.scaleout import RayPool
+    from evalkit.probe.load.scaleout import RayPool
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

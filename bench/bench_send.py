@@ -60,14 +60,14 @@ from typing import Any
 # this folder: run as bench/bench_*.py
 from truth import announce, arguments, cpu_model, joined, stats
 
-from evalkit.probe import http11
-from evalkit.probe.load import closed_loop
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.loops import closed_loop
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import profile_settings
+from evalkit.probe.wire import http11
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
 from evalkit.rundir.store import RunStore

@@ -66,14 +66,14 @@ from bench_hotpath import throwaway_certificate  # this folder: run as bench/ben
 from bench_send import NAMES, SERVER, _cpu_times, place, split
 from truth import announce, arguments, stats
 
-from evalkit.probe import kernel_stream
-from evalkit.probe.load import closed_loop
-from evalkit.probe.loopmonitor import LoopMonitor
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.selfcheck import judge_client, window_end, window_start
-from evalkit.probe.settings import profile_settings
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target, Warmup
+from evalkit.probe.client.clients import Target, Warmup
+from evalkit.probe.client.loopmonitor import LoopMonitor
+from evalkit.probe.client.selfcheck import judge_client, window_end, window_start
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.loops import closed_loop
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import profile_settings
+from evalkit.probe.wire import kernel_stream
 from evalkit.reference import server
 from evalkit.reference.server import ReferenceServer
 from evalkit.rundir.store import RunStore

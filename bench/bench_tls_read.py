@@ -35,7 +35,7 @@ from bench_floor import chunk  # this folder: run as bench/bench_*.py
 from bench_hotpath import throwaway_certificate
 from truth import machine
 
-from evalkit.probe.kernel_stream import KernelStampedStream
+from evalkit.probe.wire.kernel_stream import KernelStampedStream
 
 
 def reads(mode: str, n: int, loop_them: bool, cert: Path, key: Path) -> float:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from evalkit.probe.prompts import count_tokens
+from evalkit.probe.plan.prompts import count_tokens
 from evalkit.records import RequestRecord
 
 #: a truth line (`evalkit.reference`'s ground-truth log)

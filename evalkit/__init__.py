@@ -26,7 +26,7 @@ SUITE_VERSION = "1"
 
 #: the curated public API: name -> the module that defines it
 _API = {
-    "ProbeConfig": "evalkit.probe.settings",
+    "ProbeConfig": "evalkit.probe.plan.settings",
     "run_probe": "evalkit.probe.suite",
     "RunResult": "evalkit.probe.suite",
     "RunDir": "evalkit.rundir.run",

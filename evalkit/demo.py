@@ -120,7 +120,7 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
 
     `suite_overrides` are deep-merged over the suite profile (tests shorten the ramp).
     """
-    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.plan.settings import ProbeConfig
     from evalkit.probe.suite import run_probe
     from evalkit.questionnaire.load import load_questionnaire
     from evalkit.reference import ReferenceServer

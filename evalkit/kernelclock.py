@@ -1,6 +1,6 @@
 """The kernel's receive stamps (SO_TIMESTAMPNS) read as times on the monotonic clock.
 
-Why apart: the prober's network stream (`evalkit.probe.kernel_stream`) and the reference
+Why apart: the prober's network stream (`evalkit.probe.wire.kernel_stream`) and the reference
 endpoint's request stamps (`evalkit.reference.server`) read the same stamps, and a stamp
 can only be trusted as far as the wall clock it is on: both must judge one the same way.
 

@@ -6,7 +6,7 @@ of the package's own files (`package_digest`: the code and the files it ships, s
 edited install is told from a released one whatever its version says); the Python,
 platform and CPU; the command line with its secrets taken out; and the prompt seed, so
 every synthetic prompt can be re-made bit for bit from a record
-(`evalkit.probe.prompts.synthetic(counted_prompt_tokens, requested_output_tokens,
+(`evalkit.probe.plan.prompts.synthetic(counted_prompt_tokens, requested_output_tokens,
 prompt_id, seed)`).
 
 `provenance_findings(run_json, current())` says where a run's recorded provenance differs

@@ -18,6 +18,11 @@ Outcome = Literal["ok", "rejected", "error", "incomplete", "timeout"]
 OUTCOMES: tuple[Outcome, ...] = ("ok", "rejected", "error", "incomplete", "timeout")
 #: the phases that send one request at a time: what a request does there, it does alone
 ALONE_PHASES = ("connect", "baseline", "prefill", "cache")
+#: Larger than any duration a probe can measure (115 days): a record claiming more is
+#: absurd (requests.jsonl is read back with these bounds: `evalkit.rundir.store`).
+MAX_SECONDS = 1e7
+#: Larger than any count a probe can make (tokens, levels, statuses): absurd beyond it.
+MAX_COUNT = 10**12
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ class RequestRecord:
     tls_s: float | None = None
     #: 1 when the request went out a second time, on a fresh connection, because the
     #: server closed the reused one it was written on with no byte of answer (the close
-    #: raced it: `evalkit.probe.reconnect`); its times still run from the first send.
+    #: raced it: `evalkit.probe.wire.reconnect`); its times still run from the first send.
     #: Ours, never the vendor's error; 0 otherwise (and not written then)
     reconnects: int = 0
     #: who answered, as the response said (`model`, `system_fingerprint`; several distinct
@@ -86,7 +91,7 @@ class RequestRecord:
     model: str | None = None
     system_fingerprint: str | None = None
     output_sha256: str | None = None
-    #: the canary this request was (evalkit.probe.canaries; None: an ordinary request):
+    #: the canary this request was (evalkit.probe.plan.canaries; None: an ordinary request):
     #: its answer is kept whole (bounded), with the vendor's tokens and their logprobs
     #: where the request asked for them
     canary: str | None = None
@@ -114,7 +119,7 @@ class RequestRecord:
     #: `prompt_tokens_details.cached_tokens`); None: it said nothing
     cached_prompt_tokens: int | None = None
     #: the engine's own account of the response, where it sends one (llama.cpp's
-    #: `timings` in its last chunk; `evalkit.probe.fields.EngineTimings`): the prompt
+    #: `timings` in its last chunk; `evalkit.probe.apis.fields.EngineTimings`): the prompt
     #: tokens it processed and those its cache served, the prompt's time from when a
     #: slot took the request (its `prompt_ms`, in seconds: no wait for a slot, no
     #: network, no HTTP), the tokens it generated and their time; None: it sent none
@@ -123,7 +128,7 @@ class RequestRecord:
     engine_prompt_s: float | None = None
     engine_output_tokens: int | None = None
     engine_decode_s: float | None = None
-    #: where the prompt's text came from (`evalkit.probe.prompts.Prompt.source`: public,
+    #: where the prompt's text came from (`evalkit.probe.plan.prompts.Prompt.source`: public,
     #: generated, corpus, prompts, conversations); None in records written before the
     #: suite recorded it, and in imports
     prompt_source: str | None = None

@@ -16,8 +16,8 @@ import pytest
 
 import evalkit
 from evalkit import provenance as prov
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.prompts import synthetic
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.resources import data_dir
 from evalkit.rundir.store import read_run_files
@@ -173,7 +173,7 @@ def test_the_command_line_keeps_no_secret(argv: list[str], kept: list[str]) -> N
 
 def test_the_targets_key_is_blanked_in_every_form() -> None:
     """A key the Target knows is blanked wherever it appears, even in no secret's place."""
-    from evalkit.probe.target import Target
+    from evalkit.probe.client.clients import Target
 
     target = Target("http://127.0.0.1:9/v1", "m", secret="plainsecretvalue")
     assert prov.command_line(["echo", "x=plainsecretvalue", "PLAINSECRETVALUE"],

@@ -64,7 +64,7 @@ def test_past_the_packages_limit_it_raises_as_the_package_does(package: object) 
 
 
 def test_counting_a_prompt_leaves_the_package_unimported() -> None:
-    code = ("import sys\nfrom evalkit.probe.prompts import count_tokens, synthetic\n"
+    code = ("import sys\nfrom evalkit.probe.plan.prompts import count_tokens, synthetic\n"
             "p = synthetic(200, 8, 'x')\nassert count_tokens(str(p.content)) == 200\n"
             "print('bpe_openai' in sys.modules, 'bpe_openai._bindings' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

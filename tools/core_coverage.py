@@ -24,11 +24,12 @@ FLOOR = 90
 #: the pure core, by folder: data in, data out (the prober's and the adapters' pure parts
 #: are mutation-tested, but their modules are mostly I/O and are tested over real HTTP)
 CORE = ("evalkit/analysis/*", "evalkit/questionnaire/*", "evalkit/review/*",
-        "evalkit/probe/sse.py", "evalkit/probe/plan.py", "evalkit/probe/settings.py")
+        "evalkit/probe/wire/sse.py", "evalkit/probe/plan/claims.py",
+        "evalkit/probe/plan/settings.py")
 #: reads files: the review's edge, tested over real run directories
 OMIT = ("evalkit/review/pipeline.py",)
 #: fast pure tests beyond mutmut's selection
-ALSO_TESTS = ("tests/probe/test_plan.py", "tests/probe/test_settings.py")
+ALSO_TESTS = ("tests/probe/plan/test_claims.py", "tests/probe/plan/test_settings.py")
 #: the node ids of the tests that passed under coverage (`make test` then skips them)
 PASSED = ROOT / "build" / "coverage" / "passed.txt"
 

@@ -12,14 +12,13 @@
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): every module of the
 pure core's folders, analysis/, questionnaire/ and review/ (less review/pipeline.py, which
-reads files), and the probe's parsers (probe/sse.py, probe/api.py, the field and
-logprob readers they use, probe/fields.py and probe/logprobs.py, and HTTP/1.1's framing
-rules, probe/framing.py) whole; of probe/streamstate.py and probe/connect.py only the outcome
-rules, and of fmt.py only the judges' numbers in words (`PARTIAL`). Each mutant runs only
-the fast pure tests that reach the mutated function (`pytest_add_cli_args_test_selection`),
-one worker process at a time:
-run it under `nice -n 19`, as the Makefile does, so it never competes with timing-sensitive
-work.
+reads files), and the probe's parsers (probe/wire/sse.py, probe/apis/base.py, the
+field and logprob readers they use, probe/apis/fields.py and probe/apis/logprobs.py, and
+HTTP/1.1's framing rules, probe/wire/framing.py) whole; of probe/client/streamstate.py and
+probe/run/connect.py only the outcome rules, and of fmt.py only the judges' numbers in
+words (`PARTIAL`). Each mutant runs only the fast pure tests that reach the mutated function
+(`pytest_add_cli_args_test_selection`), one worker process at a time: run it under
+`nice -n 19`, as the Makefile does, so it never competes with timing-sensitive work.
 
 mutmut keeps each function's results until that function's source changes, but a change
 to the test selection or the pytest arguments in pyproject.toml drops every result (its
@@ -55,15 +54,16 @@ FOLDERS = ("analysis", "questionnaire", "review")
 EXCLUDED = ("review.pipeline",)
 #: modules of which only these functions are in scope (the rest is I/O, or page words)
 PARTIAL = {
-    "probe.stream": ("x__error_message",),
-    "probe.streamstate": ("xǁStreamStateǁverdict", "xǁStreamStateǁfail"),
-    "probe.connect": ("x_explain_failure", "x__advice", "x__advice_400"),
+    "probe.client.stream": ("x__error_message",),
+    "probe.client.streamstate": ("xǁStreamStateǁverdict", "xǁStreamStateǁfail"),
+    "probe.run.connect": ("x_explain_failure", "x__advice", "x__advice_400"),
     "fmt": ("x_number", "x_price", "x_times"),
 }
 MODULES = (*(f"{d}.{p.stem}" for d in FOLDERS
              for p in sorted((ROOT / "evalkit" / d).glob("*.py"))
              if p.stem != "__init__" and f"{d}.{p.stem}" not in EXCLUDED),
-           "probe.sse", "probe.api", "probe.fields", "probe.logprobs", "probe.framing",
+           "probe.wire.sse", "probe.apis.base", "probe.apis.fields", "probe.apis.logprobs",
+           "probe.wire.framing",
            *PARTIAL)
 #: functions run while the module is imported (the schema's builders): mutmut selects
 #: mutants per test call, and no test calls these, so they are outside its reach

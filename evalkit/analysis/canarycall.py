@@ -1,6 +1,6 @@
 """A canary's answer against its answer alone, and a level's call on its answers: pure
-and without pandas, so the prober's stop rule (`evalkit.probe.canarywatch`) uses the
-summary's own rule while a level runs, before pandas is loaded (evalkit.probe.phases.
+and without pandas, so the prober's stop rule (`evalkit.probe.plan.canarywatch`) uses the
+summary's own rule while a level runs, before pandas is loaded (evalkit.probe.run.phases.
 load_metrics). `evalkit.analysis.precision` builds summary.json's section on it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from evalkit.analysis.intervals import proportion_interval
 from evalkit.analysis.thresholds import Thresholds
 
 #: why a ramp level's canary sample stopped growing (run.json's `canaries.ended`, by
-#: level; evalkit.probe.canarywatch): it was judged at the level's planned end without
+#: level; evalkit.probe.plan.canarywatch): it was judged at the level's planned end without
 #: more (absent), grew until its interval decided, grew to its budget still a tie, or the
 #: level's time ran out (or the run stopped) first
 GROWTH_ENDS = ("decided", "budget", "time")
@@ -37,7 +37,7 @@ def answer_pieces(row: Mapping[str, Any]) -> list[str] | None:
 def digested_pieces(reference: Mapping[str, Any], answer: Mapping[str, Any]
               ) -> tuple[list[str], list[str]] | None:
     """Both answers' pieces when neither kept its text: a corpus canary's answer is kept
-    as keyed digests of its pieces (`evalkit.probe.privacy`), compared piece by piece."""
+    as keyed digests of its pieces (`evalkit.probe.plan.privacy`), compared piece by piece."""
     if isinstance(reference.get("answer_text"), str) or \
             isinstance(answer.get("answer_text"), str):
         return None

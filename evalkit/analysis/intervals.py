@@ -16,7 +16,7 @@ must not reconcile a claim like one from 10,000. Three kinds, each the standard 
   fails exactly where it matters (0 or 2 failures out of 20).
 - **Sizing**: `quantile_width` is the interval's width in quantile terms ((u - l) / n:
   0.06 means "between about the p87 and the p93"), a function of n alone, so a run can
-  be sized for it before a single request is sent (evalkit.probe.plan).
+  be sized for it before a single request is sent (evalkit.probe.plan.claims).
 """
 
 from __future__ import annotations

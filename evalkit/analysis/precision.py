@@ -1,7 +1,7 @@
 """Precision under load: do the canaries get the same answers under load as alone, and
 from the model named? Pure: the records frame in, summary.json's `precision` out.
 
-A canary (evalkit.probe.canaries) is answered several times one at a time during the
+A canary (evalkit.probe.plan.canaries) is answered several times one at a time during the
 baseline, which learns the vendor's own variation when nothing else runs, then again
 inside every load level. Each answer is compared with its canary's modal answer alone
 by the SHA-256 of its text:

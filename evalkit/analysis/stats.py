@@ -182,7 +182,7 @@ def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = No
         "requests": n,
         "outcomes": outcome_counts(req["outcome"]),
         # requests sent again on a fresh connection after the server closed the reused one
-        # unanswered (evalkit.probe.reconnect): ours, not failures
+        # unanswered (evalkit.probe.wire.reconnect): ours, not failures
         "reconnects": int(np.nansum(req["reconnects"].to_numpy())),
         "configuration_failures": refused,
         "admission_failure_rate": admission / n if n else None,

@@ -7,7 +7,7 @@ Three sets, by who applies them and when:
   a usage disagreement, a prefix cache). `evalkit.analysis.summarize` applies them; summary.json
   echoes them (`ramp.thresholds`, `thresholds`).
 - `ClientLimits`: when the client, not the vendor, set the pace (the profile's
-  `client_check`; `evalkit.probe.selfcheck.judge_client` applies them during the run).
+  `client_check`; `evalkit.probe.client.selfcheck.judge_client` applies them during the run).
 - `Tolerances` and `SloProfile`: how far a vendor's claim may sit from the measurement
   and still hold, and each use case's latency limits (`evalkit.review.reconcile`, at review).
 
@@ -123,8 +123,9 @@ class Thresholds:
 
 @dataclass(frozen=True, kw_only=True)
 class ClientLimits:
-    """When the client, not the vendor, set the pace (`evalkit.probe.selfcheck.judge_client`);
-    a profile's `client_check` (`evalkit.probe.settings` reads and checks it)."""
+    """When the client, not the vendor, set the pace
+    (`evalkit.probe.client.selfcheck.judge_client`); a profile's `client_check`
+    (`evalkit.probe.plan.settings` reads and checks it)."""
 
     loop_lag_p99_s: float
     #: (a limit of 1 or more never binds: how a test or a known-busy host turns one off)

@@ -19,7 +19,7 @@ from typing import Any
 from evalkit.catalog.entries import register_quietly, run_entry
 from evalkit.catalog.paths import catalog_path, panel_dir
 from evalkit.errors import UsageError
-from evalkit.probe.settings import ProbeConfig, load_profile
+from evalkit.probe.plan.settings import ProbeConfig, load_profile
 
 #: the most a sample may hold its level: a panel sample is minutes at most
 MAX_SAMPLE_S = 600.0

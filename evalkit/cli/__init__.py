@@ -99,7 +99,7 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
     def progress_for(vendor: str) -> object | None:
         if quiet:
             return None
-        from evalkit.probe.progress import LiveProgress
+        from evalkit.probe.run.progress import LiveProgress
 
         click.echo(f"probing the reference endpoint playing '{vendor}'…")
         return LiveProgress()

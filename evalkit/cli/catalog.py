@@ -16,7 +16,7 @@ from evalkit.sanitize import clean
 
 if TYPE_CHECKING:
     from evalkit.questionnaire.model import Questionnaire
-    from evalkit.review.panel import OurPanel
+    from evalkit.review.ourpanel import OurPanel
 
 
 def parse_since(text: str | None) -> str | None:
@@ -150,7 +150,7 @@ def panel_finder(catalog: str | None, warn: Callable[[str], None]
         from evalkit.catalog.panel import DEFAULT_WINDOW, read_panel
         from evalkit.errors import EvalkitError
         from evalkit.questionnaire.dates import window_days
-        from evalkit.review.panel import OurPanel
+        from evalkit.review.ourpanel import OurPanel
 
         if not q.vendor:
             return None

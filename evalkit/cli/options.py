@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import click
 
 from evalkit.errors import EvalkitError, UsageError
-from evalkit.probe.framing import SENDABLE, TOKEN
-from evalkit.probe.target import header_name_error
+from evalkit.probe.client.clients import header_name_error
+from evalkit.probe.wire.framing import SENDABLE, TOKEN
 
 F = TypeVar("F", bound=Callable[..., Any])
 

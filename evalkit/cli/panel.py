@@ -10,7 +10,7 @@ import click
 
 from evalkit.cli.options import catalog_option, parse_header, user_errors
 from evalkit.errors import EndpointError
-from evalkit.probe.api import ADAPTERS, AUTH_STYLES
+from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
 
 
 @click.group()
@@ -87,7 +87,7 @@ def panel_sample(base_url: str, model: str, vendor: str, out_dir: str | None,
                            prompt_tokens=prompt_tokens, output_tokens=output_tokens)
     progress = None
     if not quiet and sys.stdout.isatty():
-        from evalkit.probe.progress import LiveProgress
+        from evalkit.probe.run.progress import LiveProgress
 
         progress = LiveProgress()
     try:

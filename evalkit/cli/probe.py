@@ -18,7 +18,7 @@ from evalkit.cli.options import (
     user_errors,
 )
 from evalkit.errors import EndpointError, UsageError
-from evalkit.probe.api import ADAPTERS, AUTH_STYLES
+from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
 
 
 @click.command()
@@ -64,7 +64,7 @@ from evalkit.probe.api import ADAPTERS, AUTH_STYLES
                               "the workload file's levels; 1 for --conversations alone).")
 @click.option("--api", default="openai-chat", show_default=True,
               type=click.Choice(list(ADAPTERS)),
-              help="The API's wire format (an adapter of evalkit.probe.api): OpenAI chat, "
+              help="The API's wire format (an adapter of evalkit.probe.apis.base): OpenAI chat, "
                    "completions or Responses, Anthropic Messages.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (sent as --auth says; "
@@ -240,12 +240,12 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
       evalkit probe --base-url https://api.example.com/v1 --model my-model \\
           --out runs/chat --workload chat.yaml --phases connect,baseline,prefill,workload
     """
-    from evalkit.probe.plan import describe
-    from evalkit.probe.progress import LiveProgress, summary_lines
-    from evalkit.probe.prompttext import with_text
-    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.plan.claims import describe
+    from evalkit.probe.plan.prompttext import with_text
+    from evalkit.probe.plan.settings import ProbeConfig
+    from evalkit.probe.plan.workloads import describe_lines, with_workload
+    from evalkit.probe.run.progress import LiveProgress, summary_lines
     from evalkit.probe.suite import plan_run, run_probe
-    from evalkit.probe.workloads import describe_lines, with_workload
 
     config = ProbeConfig(
         base_url=base_url, model=model, profile=profile,
@@ -326,7 +326,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
 def _say_prompt_text(config: Any, settings: Any) -> None:
     """Where the prompts' text comes from, once, before anything is sent: a warning
     when a vendor that reads evalkit's source could recognise the requests."""
-    from evalkit.probe.prompttext import corpus_hint, corpus_line, public_phases, warning
+    from evalkit.probe.plan.prompttext import corpus_hint, corpus_line, public_phases, warning
 
     text = config.prompt_text
     said = warning(text, public_phases(config, settings), corpus_hint(config))

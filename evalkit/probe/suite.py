@@ -6,11 +6,11 @@ loop (a notebook). Every record is appended to `requests.jsonl` as its request c
 whatever happens (Ctrl-C, a crash, an endpoint error) `summary.json` is then written from
 the records that exist, and `run.json` says how the run ended.
 
-The parts live beside this module: what a run does (`evalkit.probe.settings`: `ProbeConfig`
-over a profile, checked into `SuiteSettings`), the phases themselves (`evalkit.probe.phases`),
-the client's self-check (`evalkit.probe.selfcheck`) and one worker's slice of a level
-(`evalkit.probe.shard`, which Ray actors run when `ProbeConfig(ray=...)` scales out:
-`evalkit.probe.scaleout`).
+The parts live beside this module: what a run does (`evalkit.probe.plan.settings`: `ProbeConfig`
+over a profile, checked into `SuiteSettings`), the phases themselves (`evalkit.probe.run.phases`),
+the client's self-check (`evalkit.probe.client.selfcheck`) and one worker's slice of a level
+(`evalkit.probe.load.shard`, which Ray actors run when `ProbeConfig(ray=...)` scales out:
+`evalkit.probe.load.scaleout`).
 """
 
 from __future__ import annotations
@@ -31,20 +31,20 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
-from evalkit.probe.framing import SENDABLE
-from evalkit.probe.phases import SuiteRun
-from evalkit.probe.plan import Plan, client_streams_per_process, plan_probe, size_levels
-from evalkit.probe.prompts import load_prompts, prompt_provenance
-from evalkit.probe.prompttext import public_phases, run_text, text_meta
-from evalkit.probe.sampling import Sampling
-from evalkit.probe.settings import (
+from evalkit.probe.apis.sampling import Sampling
+from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target
+from evalkit.probe.load.shard import warm_up
+from evalkit.probe.plan.claims import Plan, client_streams_per_process, plan_probe, size_levels
+from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
+from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
+from evalkit.probe.plan.settings import (
     ProbeConfig,
     SuiteSettings,
     resolve_settings,
 )
-from evalkit.probe.shard import warm_up
-from evalkit.probe.target import CREDENTIAL_HEADERS, Target
-from evalkit.probe.workloads import with_workload, workload_meta
+from evalkit.probe.plan.workloads import with_workload, workload_meta
+from evalkit.probe.run.phases import SuiteRun
+from evalkit.probe.wire.framing import SENDABLE
 from evalkit.provenance import provenance
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
@@ -80,7 +80,7 @@ def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
     """The settings the run will use and, with a questionnaire, the plan behind them.
 
     With `config.interval_width` every ramp level is floored at the requests that bound
-    the percentile it is judged on to that width (`evalkit.probe.plan.size_levels`; a claim's
+    the percentile it is judged on to that width (`evalkit.probe.plan.claims.size_levels`; a claim's
     own percentile where one names the level). Nothing is sent: `evalkit probe --dry-run`
     prints this and stops.
     """
@@ -246,6 +246,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
         raise UsageError(f"${config.api_key_env} must be printable ASCII (no control "
                          "character, no accented letter or smart quote pasted with it); "
                          "its value is not shown")
+    # its adapter resolved here: an unknown --api is a usage error before anything starts
     target = Target(base_url=config.base_url, model=config.model, api=config.api,
                     headers=config.headers, extra_body=dict(config.extra_body),
                     timeout_s=settings.timeout_s, deadline_s=settings.deadline_s,
@@ -257,9 +258,6 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
                     secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())
-    from evalkit.probe.api import get_adapter
-
-    get_adapter(config.api)  # an unknown --api is a usage error before anything starts
     run_tag = secrets.token_hex(3)
     origin_ns = time.perf_counter_ns()
     meta = {
@@ -288,7 +286,7 @@ def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
         "prompt_text": text_meta(text, public_phases(config, settings)),
     }
     if config.ray is not None:
-        from evalkit.probe.scaleout import require_ray
+        from evalkit.probe.load.scaleout import require_ray
 
         require_ray()  # a missing extra is a usage error before the run directory exists
     warm_up(metrics=False)  # pandas waits for the first phase after connect (load_metrics)
@@ -417,7 +415,7 @@ def _scaleout(config: ProbeConfig, store: RunStore) -> Iterator[Any]:
     if config.ray is None:
         yield None
         return
-    from evalkit.probe.scaleout import RayPool
+    from evalkit.probe.load.scaleout import RayPool
 
     pool = RayPool(config.ray, config.ray_workers)
     try:

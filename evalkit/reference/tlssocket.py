@@ -1,5 +1,5 @@
 """The reference endpoint's TLS, run on its kernel-stamped socket inside asyncio's own
-plain transport, as the prober runs its own (`evalkit.probe.kernel_stream`).
+plain transport, as the prober runs its own (`evalkit.probe.wire.kernel_stream`).
 
 Why: over HTTPS the endpoint is the judge of a client's TTFT, and a batching engine
 writes every stream's token of a decode step in one burst; a request that arrives

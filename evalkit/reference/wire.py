@@ -1,6 +1,6 @@
 """The reference endpoint's wire formats beyond OpenAI chat/completions: Anthropic Messages
-and OpenAI Responses, each as its vendor documents it (the adapters in `evalkit.probe.api` name
-the documents and dates; these frames follow the same ones).
+and OpenAI Responses, each as its vendor documents it (the adapters in `evalkit.probe.apis`
+name the documents and dates; these frames follow the same ones).
 
 A framing turns what the engine produced (a stream started, n tokens of answer or
 reasoning, the end, a fault) into the bytes of that API's SSE events, `event:` line and

@@ -2,7 +2,7 @@
 shape the endpoint refuses alone as under load (a configuration finding, with what to
 change: `evalkit.analysis.configuration`), and requests sent again on a fresh connection
 after the server closed a reused one unanswered (ours to repair:
-`evalkit.probe.reconnect`).
+`evalkit.probe.wire.reconnect`).
 
 Pure: summary.json in, page text out. The finding's message is the vendor's: clipped and
 made printable here, escaped by the template like all text.

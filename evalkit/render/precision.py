@@ -40,7 +40,7 @@ def _sentence(text: str) -> str:
 
 def _grown(lv: Mapping[str, Any]) -> str:
     """What a level's call rests on when its sample ran on past the level's planned end
-    (evalkit.probe.canarywatch), or was a tie on its whole budget ("" otherwise)."""
+    (evalkit.probe.plan.canarywatch), or was a tie on its whole budget ("" otherwise)."""
     n, budget = as_count(lv.get("compared")) or 0, as_count(lv.get("budget"))
     of = f", of the {budget} a tie may grow to" if budget else ""
     if lv.get("undecided"):

@@ -8,15 +8,16 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from evalkit.analysis.summary import Level, Pct, Summary, as_count, as_mapping, read_pct
+from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
 from evalkit.fmt import number
 from evalkit.questionnaire.model import PanelAnswer
+from evalkit.review.ourpanel import OurPanel
 from evalkit.review.rules import (
     SOURCE_WORDS,
     Decision,
@@ -40,70 +41,13 @@ _RATE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:output\s+)?(?:tokens?|tok)\s*"
 _MEDIAN = re.compile(r"\b(median|p50)\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class OurPanel:
-    """Our own production panel of the questionnaire's vendor and model over Q6's window
-    (panel.json's figures, pooled from the catalog by the caller: no I/O here)."""
-
-    start: str
-    end: str
-    #: samples in the window, and those whose requests were pooled
-    samples: int
-    pooled: int
-    stream_tokens_per_s: Pct
-    ttft_s: Pct
-    concurrency: tuple[int, ...] = ()
-    invalid: int = 0
-    gaps: int = 0
-
-    @classmethod
-    def from_panel(cls, doc: Mapping[str, Any]) -> OurPanel:
-        """panel.json's dict (`evalkit.analysis.panel.pool_panel`) read defensively."""
-        window, cov = as_mapping(doc.get("window")), as_mapping(doc.get("coverage"))
-        given = doc.get("concurrency")
-        levels: list[Any] = given if isinstance(given, list) else []
-        return cls(str(window.get("start") or ""), str(window.get("end") or ""),
-                   as_count(doc.get("samples")) or 0, as_count(cov.get("pooled")) or 0,
-                   read_pct(doc.get("stream_tokens_per_s")), read_pct(doc.get("ttft_s")),
-                   tuple(c for c in levels if isinstance(c, int)),
-                   as_count(cov.get("invalid")) or 0, as_count(cov.get("gap_count")) or 0)
-
-    @property
-    def window(self) -> str:
-        """The window in words (UTC, to the minute)."""
-        return f"{self.start[:16].replace('T', ' ')} to {self.end[:16].replace('T', ' ')} UTC"
-
-    def describe(self) -> str:
-        """What the panel is, for a reason: samples, requests, window, concurrency."""
-        at = (f" at {'/'.join(map(str, self.concurrency))} stream"
-              f"{'s' if self.concurrency != (1,) else ''}" if self.concurrency else "")
-        return (f"our own panel ({self.pooled} of {self.samples} samples pooled, "
-                f"{self.stream_tokens_per_s.n or 0} requests{at}, {self.window})")
-
-    def to_panel(self) -> dict[str, Any]:
-        """panel.json's shape again, exactly what `from_panel` reads back: the report
-        attaches it (our_panel.json) so `verify` judges Q6 beside the same panel."""
-        return {"window": {"start": self.start, "end": self.end}, "samples": self.samples,
-                "coverage": {"pooled": self.pooled, "invalid": self.invalid,
-                             "gap_count": self.gaps},
-                "concurrency": list(self.concurrency),
-                "stream_tokens_per_s": _pct_doc(self.stream_tokens_per_s),
-                "ttft_s": _pct_doc(self.ttft_s)}
-
-    def to_measured(self) -> dict[str, Any]:
-        """Our panel as the scorecard's Q6 `measured.our_panel` shows it."""
-        return {"window": self.window, "samples": self.samples, "pooled": self.pooled,
-                "invalid": self.invalid, "gaps": self.gaps,
-                "concurrency": list(self.concurrency),
-                "stream_tokens_per_s": dist_dict(self.stream_tokens_per_s),
-                "ttft_s": dist_dict(self.ttft_s)}
-
-
-def _pct_doc(p: Pct) -> dict[str, Any]:
-    """A distribution as summary.json writes one (`read_pct`'s input)."""
-    out: dict[str, Any] = {"p50": p.p50, "p90": p.p90, "p99": p.p99, "n": p.n}
-    out.update({f"{k}_ci": list(ci) for k, ci in p.ci.items()})
-    return out
+def _our_measured(ours: OurPanel) -> dict[str, Any]:
+    """Our panel as the scorecard's Q6 `measured.our_panel` shows it."""
+    return {"window": ours.window, "samples": ours.samples, "pooled": ours.pooled,
+            "invalid": ours.invalid, "gaps": ours.gaps,
+            "concurrency": list(ours.concurrency),
+            "stream_tokens_per_s": dist_dict(ours.stream_tokens_per_s),
+            "ttft_s": dist_dict(ours.ttft_s)}
 
 
 def start_panel_hint(vendor: str | None, model: str | None) -> str:
@@ -229,7 +173,7 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
 
     ours = _ours(m, level)
     if ev.panel is not None and ev.panel.pooled:
-        ours = {**(ours or {}), "our_panel": ev.panel.to_measured()}
+        ours = {**(ours or {}), "our_panel": _our_measured(ev.panel)}
 
     def j(status: Status, reason: str) -> Judgement:
         return Judgement(status, reason, claimed, ours, tolerance)

@@ -23,7 +23,7 @@ from evalkit.questionnaire.model import Questionnaire
 from evalkit.rundir.run import RunDir, open_run
 
 if TYPE_CHECKING:  # for the annotation only: `review()` imports the judges when it runs
-    from evalkit.review.panel import OurPanel
+    from evalkit.review.ourpanel import OurPanel
     from evalkit.review.scorecard import Scorecard
 
 

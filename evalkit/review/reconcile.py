@@ -44,7 +44,8 @@ from evalkit.questionnaire.model import (
 from evalkit.review.answers import answers_sentence, answers_unchecked, reported_swap
 from evalkit.review.cost import session_cost
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
-from evalkit.review.panel import OurPanel, start_panel_hint
+from evalkit.review.ourpanel import OurPanel
+from evalkit.review.panel import start_panel_hint
 from evalkit.review.questions import judge_questions
 from evalkit.review.ratelimits import judge_rate_limits
 from evalkit.review.rules import (

@@ -17,15 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
 from evalkit.analysis.summary import Level, Pct, Summary, as_count, as_mapping, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
-
-if TYPE_CHECKING:  # for the annotation only: review.panel imports this module
-    from evalkit.review.panel import OurPanel
+from evalkit.review.ourpanel import OurPanel
 
 Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
 STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
@@ -134,7 +132,7 @@ class Evidence:
     #: the probe command that would verify the questionnaire's claims (`probe_command`)
     command: str = "evalkit probe --questionnaire FILE"
     #: our own production panel of the questionnaire's vendor and model, pooled from the
-    #: catalog over Q6's window (`evalkit.review.panel.OurPanel`; None: none was read)
+    #: catalog over Q6's window (`evalkit.review.ourpanel.OurPanel`; None: none was read)
     panel: OurPanel | None = None
     #: how to start that panel, when there is none (`evalkit.review.panel.start_panel_hint`)
     panel_hint: str = "start one with `evalkit panel sample` (docs/panel.md)"

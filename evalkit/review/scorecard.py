@@ -27,7 +27,7 @@ from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
 from evalkit.review.fit import Fit
-from evalkit.review.panel import OurPanel
+from evalkit.review.ourpanel import OurPanel
 from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import STATUSES, RunTarget
 from evalkit.review.verdict import Verdict

@@ -9,11 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalkit.analysis.summary import as_mapping
+from evalkit.records import MAX_COUNT, MAX_SECONDS
 from evalkit.rundir.digest import MAX_LEVEL, MAX_RATE, RecordDigest
-from evalkit.rundir.store import (
-    MAX_COUNT,
-    MAX_SECONDS,
-)
 
 SUMMARY_SCHEMA = "evalkit.summary/1"
 

@@ -10,12 +10,9 @@ from typing import Any
 
 import evalkit
 from evalkit.analysis.summary import as_mapping, as_number
-from evalkit.records import RequestRecord
+from evalkit.records import MAX_SECONDS, RequestRecord
 from evalkit.rundir.digest import MAX_LEVEL, RUN_STATUSES, _inside
-from evalkit.rundir.store import (
-    MAX_SECONDS,
-    SUMMARY_FILE,
-)
+from evalkit.rundir.store import SUMMARY_FILE
 from evalkit.sanitize import clean
 
 #: requests.jsonl up to this size has its summary re-derived whole and compared (the

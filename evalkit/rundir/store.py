@@ -22,13 +22,10 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, Protocol, TextIO
 
 from evalkit.errors import EvalkitError, InputError, RunDirError
-from evalkit.records import OUTCOMES, RequestRecord
-
-if TYPE_CHECKING:
-    from evalkit.rundir.evidence import RecordCheck
+from evalkit.records import MAX_COUNT, MAX_SECONDS, OUTCOMES, RequestRecord
 
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
@@ -121,10 +118,6 @@ class RunStore:
 #: ones, a stream of thousands of chunks, are tens of KB): it is skipped and counted, and
 #: reading never holds more than this of one line.
 MAX_LINE_BYTES = 1 << 20
-#: Larger than any duration a probe can measure (115 days): a record claiming more is absurd.
-MAX_SECONDS = 1e7
-#: Larger than any count a probe can make (tokens, levels, statuses): absurd beyond it.
-MAX_COUNT = 10**12
 #: Times that are differences and may fall below zero (sent earlier than scheduled).
 SIGNED_TIMES = frozenset({"send_lag_s"})
 _MISSING = object()
@@ -316,8 +309,17 @@ def _lines(fh: BinaryIO, scan: RecordScan, limit: int | None
     scan.sha256 = digest.hexdigest()
 
 
+class LineCheck(Protocol):
+    """What judges each line as it is read (`evalkit.rundir.evidence.RecordCheck`, which
+    reads its lines through this module: named here, so the store imports no check)."""
+
+    def not_a_record(self, line: int, reason: str) -> None: ...
+
+    def record(self, line: int, rec: RequestRecord) -> bool: ...
+
+
 def iter_records(path: Path, scan: RecordScan | None = None, *, strict: bool = False,
-                 limit: int | None = None, check: RecordCheck | None = None
+                 limit: int | None = None, check: LineCheck | None = None
                  ) -> Iterator[RequestRecord]:
     """Stream requests.jsonl one line at a time (memory bounded by MAX_LINE_BYTES).
 
@@ -335,7 +337,7 @@ def iter_records(path: Path, scan: RecordScan | None = None, *, strict: bool = F
 
 
 def read_lines(fh: BinaryIO, scan: RecordScan, *, strict: bool = False,
-               limit: int | None = None, check: RecordCheck | None = None
+               limit: int | None = None, check: LineCheck | None = None
                ) -> Iterator[RequestRecord]:
     """`iter_records` over an open binary file (a file on disk, or bytes in memory)."""
     path = scan.path

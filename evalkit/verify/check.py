@@ -37,7 +37,7 @@ from evalkit.verify.redraw import redraw
 from evalkit.verify.signature import SignatureReport, check_signatures, load_trust
 
 if TYPE_CHECKING:
-    from evalkit.review.panel import OurPanel
+    from evalkit.review.ourpanel import OurPanel
 
 #: the names a report attaches the questionnaire under (evalkit.review.pipeline)
 QUESTIONNAIRE_NAMES = ("questionnaire.yaml", "questionnaire.yml", "questionnaire.json")
@@ -302,7 +302,7 @@ def _our_panel(doc: Document, out: Verification) -> OurPanel | None:
     again beside it. The catalog's samples it was pooled from are not in the document,
     so the note says that much of Q6 rests on the catalog, not on the attachments."""
     from evalkit.render.evidence import PANEL_FILE
-    from evalkit.review.panel import OurPanel
+    from evalkit.review.ourpanel import OurPanel
 
     found = _json(doc, PANEL_FILE, out)
     if found is None:

@@ -3,7 +3,7 @@ distributions their lengths and pauses are drawn from.
 
 A capacity figure holds for one workload shape. These types say which: a workload file
 (`evalkit.workload.load`), the buyer's conversations and a Mooncake trace all become
-these, and the prober (`evalkit.probe.sessions`, `evalkit.probe.replay`) only reads them.
+these, and the prober (`evalkit.probe.load.sessions`, `evalkit.probe.load.replay`) only reads them.
 Drawing is seeded by the caller, so a run can be made again from its seed.
 """
 

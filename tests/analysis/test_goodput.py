@@ -167,7 +167,7 @@ class TestAgainstTruth:
         voice agent's 0.3 s gap, and a TPOT past live suggestions' 40 ms) and some answered
         500: each level's goodput is the share of its requests that met each profile by the
         server's own write times (a request within 10 ms of a limit may fall either way)."""
-        from evalkit.probe.settings import ProbeConfig
+        from evalkit.probe.plan.settings import ProbeConfig
         from evalkit.probe.suite import run_probe
         from evalkit.rundir.store import read_run_files
 

@@ -19,8 +19,8 @@ from evalkit.analysis.intervals import (
 )
 from evalkit.analysis.stats import percentiles
 from evalkit.analysis.summarize import summarize
-from evalkit.probe.plan import size_levels
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.claims import size_levels
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
 

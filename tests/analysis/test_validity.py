@@ -9,7 +9,7 @@ import pytest
 
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.validity import group_validity, run_validity
-from evalkit.probe.progress import summary_lines
+from evalkit.probe.run.progress import summary_lines
 from evalkit.records import RequestRecord
 
 LIMIT = 0.01

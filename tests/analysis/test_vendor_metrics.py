@@ -23,7 +23,7 @@ import pytest
 from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE, Histogram, engine_of, parse
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.questionnaire.model import ObservabilityAnswer
 from evalkit.review.limits import judge_q5
@@ -310,7 +310,7 @@ def test_the_metrics_page_is_read_straight_as_the_streams_go(
     streams went straight)."""
     import asyncio
 
-    from evalkit.probe.scrape import VendorScraper
+    from evalkit.probe.run.scrape import VendorScraper
     from tests.probe.helpers import RawServer
 
     page = b"vllm:num_requests_running 3\n"
@@ -407,7 +407,7 @@ class TestLlamaCpp:
         """A page of no engine known here keeps its metric names (valid names only, a
         bounded number) in vendor_metrics, and they survive the scrape log."""
         from evalkit.analysis.vendor_metrics import MAX_UNKNOWN_NAMES, digest
-        from evalkit.probe.scrape import VendorScraper
+        from evalkit.probe.run.scrape import VendorScraper
 
         page = ("# HELP newengine:queue_depth requests queued\n"
                 "# TYPE newengine:queue_depth gauge\nnewengine:queue_depth{gpu=\"0\"} 3\n"
@@ -439,7 +439,7 @@ def test_a_logged_scrape_is_kept_on_disk_not_in_memory(reference: Any, tmp_path:
     cannot be written loses nothing: its scrapes stay in memory for the summary."""
     import asyncio
 
-    from evalkit.probe.scrape import VendorScraper
+    from evalkit.probe.run.scrape import VendorScraper
 
     srv = reference("gpu", mode="thread")
     url = srv.base_url.removesuffix("/v1") + "/metrics"

@@ -12,7 +12,7 @@ from evalkit.catalog.sample import Budget, default_out, sample_config
 from evalkit.catalog.store import Catalog
 from evalkit.cli import cli
 from evalkit.errors import UsageError
-from evalkit.probe.settings import resolve_settings
+from evalkit.probe.plan.settings import resolve_settings
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import read_records
 from tests.catalog.conftest import Panel

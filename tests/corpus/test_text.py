@@ -10,7 +10,7 @@ from evalkit.corpus.public import public_index, public_text
 from evalkit.corpus.store import load_text
 from evalkit.corpus.tasks import MAX_PUBLIC_RUN, RUN, compose_task, longest_public_run, words
 from evalkit.corpus.text import PromptText, compose
-from evalkit.probe.prompts import count_tokens
+from evalkit.probe.plan.prompts import count_tokens
 from evalkit.tokenizer import encoding
 
 

@@ -67,7 +67,7 @@ def vocabulary() -> tuple[list[str], list[float], list[int], int]:
     """(pieces, scores, token types, index of the first normal piece)."""
     from gguf import TokenType
 
-    from evalkit.probe.prompts import filler_words, prompt_words
+    from evalkit.probe.plan.prompts import filler_words, prompt_words
 
     pieces = ["<unk>", "<s>", "</s>"]
     types = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL]

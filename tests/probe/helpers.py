@@ -74,7 +74,7 @@ class _Scripted:
 def count_pumps(monkeypatch: Any) -> list[int]:
     """A list that gets, for every body pumped from here on (`KernelStampedStream.pump`),
     how many reads its connection had kernel-stamped by then."""
-    from evalkit.probe.kernel_stream import KernelStampedStream
+    from evalkit.probe.wire.kernel_stream import KernelStampedStream
 
     pumps: list[int] = []
     original = KernelStampedStream.pump

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evalkit.probe.progress import summary_lines
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.run.progress import summary_lines
 from evalkit.probe.suite import run_probe
 from evalkit.render.findings import beside_outcomes, configuration_figures
 from tests.probe.helpers import http_servers

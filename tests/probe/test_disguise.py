@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from evalkit.corpus.store import load_text
-from evalkit.probe.prompts import PromptSource, count_tokens, synthetic
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.prompts import PromptSource, count_tokens, synthetic
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.reference.spotting import Spotter, prompt_text
 from evalkit.rundir.store import read_run_files

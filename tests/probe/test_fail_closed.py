@@ -21,10 +21,10 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.errors import EndpointError
-from evalkit.probe.connect import explain_failure
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.client.clients import Target
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.run.connect import explain_failure
 from evalkit.probe.suite import run_probe
-from evalkit.probe.target import Target
 from evalkit.records import RequestRecord
 from evalkit.rundir.digest import RecordDigest
 from evalkit.rundir.store import read_records

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from evalkit.errors import EndpointError
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.rundir.store import read_run_files
 from tests.engines.process import free_port, stop_process, wait_answering

@@ -26,8 +26,8 @@ import httpx
 import pytest
 
 from evalkit.analysis.summary import Summary
-from evalkit.probe.progress import validity_lines
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.run.progress import validity_lines
 from evalkit.probe.suite import RunResult, run_probe
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer

@@ -20,13 +20,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evalkit.probe.load import closed_loop
-from evalkit.probe.prompts import count_tokens, synthetic
-from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.sse import SSEParser, SSETooLarge
-from evalkit.probe.stream import Prober
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.load.loops import closed_loop
+from evalkit.probe.plan.prompts import count_tokens, synthetic
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
-from evalkit.probe.target import Target
+from evalkit.probe.wire.sse import SSEParser, SSETooLarge
 from evalkit.records import RequestRecord
 from tests.probe.helpers import http_servers
 
@@ -379,7 +379,7 @@ class TestNothingPastTheEnd:
 
     def test_a_flood_of_chunks_is_stopped_not_kept(self, vendor: Any) -> None:
         """9,000 chunks for max_tokens 8: stopped at the cap (4 x 8 + 8,192), an error."""
-        from evalkit.probe.streamstate import max_content_chunks
+        from evalkit.probe.client.streamstate import max_content_chunks
 
         url, _ = vendor("flood")
         rec = _one(Target(url, "m", timeout_s=10))

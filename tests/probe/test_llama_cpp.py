@@ -30,8 +30,8 @@ from typing import Any
 import httpx
 import pytest
 
-from evalkit.probe.prompts import count_tokens
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.prompts import count_tokens
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import read_run_files

@@ -34,8 +34,8 @@ from typing import Any
 import httpx
 import pytest
 
-from evalkit.probe.api import OpenAIChat
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.apis.base import OpenAIChat
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import read_run_files

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe.settings import ProbeConfig, profile_settings
+from evalkit.probe.plan.settings import ProbeConfig, profile_settings
 from evalkit.probe.suite import run_probe
 from evalkit.questionnaire.load import parse_questionnaire
 from evalkit.reference.faults import sticky_draw

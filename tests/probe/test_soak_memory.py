@@ -10,9 +10,9 @@ import gc
 import time
 from typing import Any
 
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
 
 
 def test_a_finished_request_leaves_nothing_for_the_cyclic_collector(reference: Any) -> None:
@@ -48,7 +48,7 @@ def test_counting_ever_new_chunks_holds_a_bounded_cache() -> None:
     (40,000 distinct chunks: under 3 MB; ~6 MB when 65,536 were kept)."""
     import tracemalloc
 
-    from evalkit.probe.prompts import SHORT_COUNTS_KEPT, _count_short, count_tokens
+    from evalkit.probe.plan.prompts import SHORT_COUNTS_KEPT, _count_short, count_tokens
 
     count_tokens("the encoding loaded")
     _count_short.cache_clear()

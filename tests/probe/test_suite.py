@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from evalkit.probe import suite
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import read_run_files
@@ -345,7 +345,7 @@ def test_sigterm_during_the_write_up_still_ends_it_as_interrupted() -> None:
 def test_crash_keeps_records_and_says_so(reference: Any, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug mid-run still leaves the records, a summary of them, and status 'crashed'."""
-    from evalkit.probe.phases import SuiteRun
+    from evalkit.probe.run.phases import SuiteRun
 
     async def boom(*args: Any) -> None:
         raise RuntimeError("a bug in a later phase")
@@ -414,7 +414,7 @@ class TestAsyncRun:
         conclusion from the same records."""
         import asyncio
 
-        from evalkit.probe.phases import RampWatch
+        from evalkit.probe.run.phases import RampWatch
         from evalkit.probe.suite import arun_probe
 
         srv = reference("gpu", mode="thread", request_overhead_ms=5)  # 36 requests a level

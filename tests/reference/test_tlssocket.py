@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
 from evalkit.records import RequestRecord
 from evalkit.reference import ReferenceServer
 from evalkit.reference.tlssocket import TLSSocket, server_context

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 
 

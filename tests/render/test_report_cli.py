@@ -211,7 +211,7 @@ def test_hostile_questionnaire_renders_as_text_and_fetches_nothing(
 @pytest.mark.slow
 def test_report_from_a_real_quick_run(tmp_path: Path, reference: Any) -> None:
     """Probe the reference endpoint briefly, then render: figures in the PDF are the run's."""
-    from evalkit.probe.settings import ProbeConfig
+    from evalkit.probe.plan.settings import ProbeConfig
     from evalkit.probe.suite import run_probe
 
     srv = reference("gpu", mode="thread", decode_base_ms=5, request_overhead_ms=5)

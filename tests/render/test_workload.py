@@ -13,7 +13,7 @@ from typing import Any
 import pypdf
 import pytest
 
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.reference.server import ReferenceServer
 from evalkit.render import report

@@ -12,7 +12,7 @@ from pypdf import PdfReader
 
 from evalkit.cli import cli
 from evalkit.fmt import fmt_ms
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.reference.server import ReferenceServer
 

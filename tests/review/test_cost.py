@@ -174,7 +174,7 @@ class TestAgainstTruth:
         """A run against the reference endpoint priced at 0.05 input and 0.20 output per
         million: cost per million output tokens and per session equal what the server's
         own token counts (its truth log) give, within 1 %."""
-        from evalkit.probe.settings import ProbeConfig
+        from evalkit.probe.plan.settings import ProbeConfig
         from evalkit.probe.suite import run_probe
         from evalkit.rundir.store import read_run_files
 

@@ -4,7 +4,7 @@ panel we keep, pooled from the catalog and passed in as data."""
 from __future__ import annotations
 
 from evalkit.analysis.summary import Pct
-from evalkit.review.panel import OurPanel
+from evalkit.review.ourpanel import OurPanel
 from evalkit.review.reconcile import reconcile
 from tests.review.helpers import q
 

@@ -18,9 +18,9 @@ from evalkit.analysis.frames import records_frame
 from evalkit.analysis.ratelimits import rate_limit_section
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.probe.prompts import synthetic
-from evalkit.probe.stream import Prober
-from evalkit.probe.target import Target
+from evalkit.probe.client.clients import Target
+from evalkit.probe.client.stream import Prober
+from evalkit.probe.plan.prompts import synthetic
 from evalkit.questionnaire.model import RateLimitsAnswer
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import evalkit
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.rundir.store import read_records
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.probe.settings import ProbeConfig
-from evalkit.probe.workloads import describe_lines, with_workload
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.plan.workloads import describe_lines, with_workload
 from evalkit.workload.model import Session
 from evalkit.workload.named import questionnaire_workload
 
