@@ -101,7 +101,7 @@ bench-tls: install
 
 # Mutation testing of the pure core (tools/mutation.py; by hand, not CI): one worker at
 # the lowest priority, then the kill rate per module and any survivor not yet explained.
-# MODULES="sse prober" re-runs those alone and keeps the others' last results.
+# MODULES="probe.wire.sse review.verdict" re-runs those alone and keeps the others' last results.
 mutation: install
 	nice -n 19 $(BIN)/python tools/mutation.py $(MODULES)
 
