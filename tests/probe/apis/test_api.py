@@ -61,10 +61,15 @@ class TestOverHTTP:
         assert (truth["first_write_ns"], truth["first_answer_ns"]) == (writes[0], writes[3])
         assert rec.ttft_s == rec.chunks[0][0] and rec.ttfa_s == rec.chunks[3][0]
         t0 = origin + round(rec.t0_s * 1e9)
-        for (at_s, _), written in zip(rec.chunks, writes, strict=True):
-            # our arrival stamp vs the server's write stamp (same CLOCK_MONOTONIC); loose:
-            # the machine is shared, and accuracy is test_prober's business
-            assert -1e6 < t0 + round(at_s * 1e9) - written < 50e6
+        assert len(writes) == len(rec.chunks)
+        for (at_s, _), written, before in zip(rec.chunks, writes, [t0, *writes],
+                                              strict=False):
+            # our arrival stamp vs the server's write stamps (same CLOCK_MONOTONIC): after
+            # the write before it (the server stamps a write once send() returned, then
+            # sends the next: a preempted server stamps late, never early), and not long
+            # after its own (the machine is shared; accuracy is test_prober's business)
+            at = t0 + round(at_s * 1e9)
+            assert before < at < written + 50e6
         assert rec.finish_reason == {"anthropic-messages": "max_tokens",
                                      "openai-responses": "max_output_tokens"}[api]
 
