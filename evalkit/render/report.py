@@ -365,7 +365,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
                      + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
                      + (f"; last request ended {when}" if when else ""),
-        "summary": summary or {},
+        # the document as written: the template reads its keys (`summary.baseline` of a
+        # Summary would be the typed level, and the page must not change)
+        "summary": summary.to_json() if summary else {},
         "levels": ramp_levels(summary),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
         "in_ms": lambda s: fmt_num(s * 1000) if _num(s) is not None else "—",

@@ -37,7 +37,7 @@ class RunView:
     started: str
     suite_version: str | None
     settings: dict[str, Any]
-    summary: dict[str, Any]
+    summary: Mapping[str, Any]
     scorecard: dict[str, Any] | None = None
     #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
     ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
