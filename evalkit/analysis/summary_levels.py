@@ -192,6 +192,20 @@ class OutputLength:
 
 
 @dataclass(frozen=True)
+class Connections:
+    """The connections a group's requests opened inside their sends, beside its TTFT
+    (`evalkit.analysis.stats.connection_cost`)."""
+
+    opened: int | None = None
+    requests: int | None = None
+    connect_s: Pct = field(default_factory=Pct)
+    #: None: no connection was TLS
+    tls_s: Pct | None = None
+    #: the TTFT of the ok requests that opened one, their connect time included
+    first_ttft_s: Pct = field(default_factory=Pct)
+
+
+@dataclass(frozen=True)
 class Level:
     """One group of requests' statistics: a ramp level (the baseline reads as level 1),
     the soak, the open loop."""
@@ -269,6 +283,8 @@ class Level:
     arrival_rps: float | None = None
     #: whether the JSON carried a stall count at all (older summaries did not)
     has_stalls: bool = False
+    #: the connections its requests opened in their sends (None: none did)
+    connections: Connections | None = None
     #: the entry as written (for readers not yet moved to the fields above)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -354,4 +370,6 @@ def read_level(value: Any, concurrency: int | None = None) -> Level:
         stalled_streams=as_count(d.get("stalled_streams")),
         output_length=read_as(OutputLength, length) if isinstance(length, Mapping) else None,
         drift=d.get("drift"), send_lag_s=read_pct(d.get("send_lag_s")),
-        arrival_rps=as_number(d.get("arrival_rps")), has_stalls="stalls" in d, raw=d)
+        arrival_rps=as_number(d.get("arrival_rps")), has_stalls="stalls" in d,
+        connections=read_as(Connections, conns) if isinstance(conns := d.get("connections"),
+                                                               Mapping) else None, raw=d)

@@ -15,7 +15,14 @@ from dataclasses import dataclass, field, replace
 
 from evalkit.analysis.jsonread import Interval, Json, as_count, as_mapping, read_as
 from evalkit.analysis.ramp import DEGRADATION_METRICS
-from evalkit.analysis.summary_levels import Canaries, GroupValidity, Level, Pct, read_level
+from evalkit.analysis.summary_levels import (
+    Canaries,
+    Connections,
+    GroupValidity,
+    Level,
+    Pct,
+    read_level,
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,8 @@ class Connect:
     rtt_s: float | None = None
     output_tokens_estimated: bool = False
     validity: GroupValidity | None = None
+    #: the connection the stream opened in its send (None: none)
+    connections: Connections | None = None
 
 
 @dataclass(frozen=True)
