@@ -19,7 +19,7 @@ import pytest
 
 from evalkit.analysis.summarize import summary_of
 from evalkit.analysis.summary import Sections, Summary, measurements
-from evalkit.probe.settings import ProbeConfig
+from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.rundir.store import read_records, write_json
 
