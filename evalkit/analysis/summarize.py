@@ -47,6 +47,7 @@ from evalkit.analysis.stats import (
     token_sums,
     top_error,
 )
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import SloProfile, Thresholds, Tolerances, default_slo_profiles
 from evalkit.analysis.validity import group_validity, run_validity
 from evalkit.analysis.workload import trace_section, workload_section
@@ -201,6 +202,13 @@ def summarize(records: Iterable[RequestRecord],
     m = meta if isinstance(meta, SummaryMeta) else SummaryMeta.from_dict(meta or {})
     req, chunks = frames(records)
     return summarize_frames(req, chunks, m)
+
+
+def summary_of(records: Iterable[RequestRecord],
+               meta: SummaryMeta | Mapping[str, Any] | None = None) -> Summary:
+    """`summarize`, read as the frozen `Summary` every stage after this one takes: its
+    `to_json()` is exactly `summarize`'s document (summary.json's keys are a contract)."""
+    return Summary.from_json(summarize(records, meta))
 
 
 def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from evalkit.analysis.summary import Summary, as_mapping, ramp_levels
+from evalkit.analysis.summary import as_mapping, measurements, ramp_levels
 from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
 from evalkit.provenance import short
@@ -84,7 +84,7 @@ def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         return [("Measurement", "none: this is a claims-only review")]
     base = as_mapping(summary.get("baseline"))
     pre = as_mapping(summary.get("prefill"))
-    measured = Summary.from_json(summary)
+    measured = measurements(summary)
     load = measured.under_load() if measured else None
     lv = load[0].raw if load else {}
     conc = lv.get("concurrency")

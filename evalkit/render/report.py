@@ -28,8 +28,9 @@ from typing import Any
 from markupsafe import Markup
 
 import evalkit
-from evalkit.analysis.summary import as_mapping, ramp_levels
+from evalkit.analysis.summary import Sections, Summary, as_mapping, ramp_levels
 from evalkit.analysis.summary import as_number as _num
+from evalkit.analysis.summary_sections import Prefill, Ramp
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_ms, fmt_num, fmt_p, fmt_rate
 from evalkit.provenance import short
@@ -149,7 +150,7 @@ def flagged(scorecard: Scorecard | Mapping[str, Any], statuses: Sequence[str]) -
         and limits.status != "unanswered" else [])
 
 
-def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, Any] | None,
+def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Summary | None,
                records: Iterable[RequestRecord] | RecordDigest,
                slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     """Every chart there is data for, as (caption, inline svg); `records` may be given as
@@ -159,7 +160,7 @@ def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, A
     out: list[tuple[str, str | None]] = []
     claimed = card.question("Q6").claimed or {}  # free-form: the vendor's Q6 answer
     panel = as_mapping(claimed.get("panel")) or claimed
-    summary = summary or {}
+    sections = summary.sections if summary is not None else Sections()
     out.append((captions.CLAIMS_CAPTION,
                 figures_mod.claims_vs_measured(_num(claimed.get("headline")), panel,
                                           figures_mod.measured_rows(summary),
@@ -168,26 +169,24 @@ def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, A
                        "itl": digest.itl.get(level, [])} for level in digest.levels}
     levels = ramp_levels(summary)
     dist = ramp_mod.latency_distributions(samples)
-    tpc = as_mapping(as_mapping(summary.get("connect")).get("tokens_per_chunk")).get("p50")
+    tpc = sections.connect.tokens_per_chunk.p50 if sections.connect else None
     out.append((captions.distributions_caption(fmt_num(tpc), boxes=dist is not None),
                 dist or ramp_mod.latency_percentiles(levels)))
-    ramp = as_mapping(summary.get("ramp"))
-    vendor = as_mapping(summary.get("vendor_metrics")) or None  # the queue panel, if scraped
-    out.append((captions.throughput_caption(as_mapping(ramp.get("thresholds")), vendor),
-                ramp_mod.throughput_vs_concurrency(levels, ramp.get("max_sustained_concurrency"),
-                                                 ramp.get("first_degraded"), vendor)))
-    pre = as_mapping(summary.get("prefill"))
+    ramp = sections.ramp or Ramp()
+    vendor = summary.vendor_metrics if summary is not None else None  # the queue panel
+    out.append((captions.throughput_caption(ramp.thresholds if sections.ramp else None, vendor),
+                ramp_mod.throughput_vs_concurrency(levels, ramp.max_sustained_concurrency,
+                                                 ramp.first_degraded, vendor)))
+    pre = sections.prefill or Prefill()
     points = list(digest.prefill_points)
-    if pre.get("lengths_from") == "counted_prompt_tokens":  # the fit's lengths are ours
+    if pre.lengths_from == "counted_prompt_tokens":  # the fit's lengths are ours
         points = [(c, t) for c, (_, t) in zip(digest.prefill_counted, points, strict=True)
                   if math.isfinite(c)]
     if not points:
-        for p in pre.get("points") or []:
-            if isinstance(p, Mapping) and _num(p.get("prompt_tokens")) and _num(p.get("ttft_s")):
-                points.append((float(p["prompt_tokens"]), float(p["ttft_s"])))
+        points = [(p.prompt_tokens, p.ttft_s) for p in pre.points
+                  if p.prompt_tokens and p.ttft_s]
     out.append((captions.PREFILL_CAPTION,
-                figures_mod.prefill_fit(points, _num(pre.get("overhead_s")),
-                                   _num(pre.get("tokens_per_s")), _num(pre.get("r2")))))
+                figures_mod.prefill_fit(points, pre.overhead_s, pre.tokens_per_s, pre.r2)))
     if digest.raster:
         top = max(digest.raster)
         streams = [raster.Stream(t0, times, outcome, top)
@@ -196,7 +195,7 @@ def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Mapping[str, A
     out.append((captions.USE_CASE_CAPTION,
                 figures_mod.use_case_fit(levels, slo_limits, card.tolerances)))
     out.append((captions.PRECISION_CAPTION,
-                precision_chart(as_mapping(summary.get("precision")) or None)))
+                precision_chart(summary.precision if summary is not None else None)))
     return [(caption, Markup(kit.namespaced(svg, f"fig{i}")))
             for i, (caption, svg) in enumerate(out) if svg]
 
@@ -365,7 +364,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
                      + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
                      + (f"; last request ended {when}" if when else ""),
-        "summary": summary or {},
+        # the document as written: the template reads its keys (`summary.baseline` of a
+        # Summary would be the typed level, and the page must not change)
+        "summary": summary.to_json() if summary else {},
         "levels": ramp_levels(summary),
         "fmt_p": fmt_p, "fmt_rate": fmt_rate, "fmt_ms": fmt_ms, "fmt_num": fmt_num,
         "in_ms": lambda s: fmt_num(s * 1000) if _num(s) is not None else "—",

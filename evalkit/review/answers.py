@@ -12,27 +12,32 @@ under the same name are said as what they look like, and no more.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from evalkit.analysis.summary import Summary, as_count, as_mapping, as_number
+from evalkit.analysis.summary import Summary
+from evalkit.analysis.summary_levels import Canaries
+from evalkit.analysis.summary_sections import Precision
 from evalkit.fmt import fmt_pct
 from evalkit.review.rules import join, quote
 
 
-def _level_words(lv: Mapping[str, Any]) -> str:
+def _level_words(lv: Canaries) -> str:
     """One precision breach, in words."""
-    c = as_count(lv.get("concurrency"))
-    rate, n = as_number(lv.get("match_rate")), as_count(lv.get("compared")) or 0
+    c = lv.concurrency
+    rate, n = lv.match_rate, lv.compared or 0
     seen = f"{fmt_pct(rate)} of {n} canary answers matched their answers alone" \
         if rate is not None else "no canary answer could be compared"
-    kind = lv.get("kind")
-    if kind == "model_reported":
-        names = join([quote(str(m), 60) for m in lv.get("models_not_seen_alone") or []])
+    if lv.kind == "model_reported":
+        names = join([quote(m, 60) for m in lv.models_not_seen_alone])
         return f"at {c} streams another model answered (the responses named {names}); {seen}"
-    if kind == "diverged_at_start":
+    if lv.kind == "diverged_at_start":
         return (f"at {c} streams {seen}, differing from their first tokens under the same "
                 f"model name, as another model's answers would")
     return f"at {c} streams {seen}: the answers varied under load, the same model reported"
+
+
+def _canaries(m: Summary) -> Precision:
+    """The summary's precision section (empty: the run sent no canaries)."""
+    return m.sections.precision or Precision()
 
 
 def answer_breaches(m: Summary | None, sold: int | None) -> list[str]:
@@ -41,8 +46,8 @@ def answer_breaches(m: Summary | None, sold: int | None) -> list[str]:
     if m is None:
         return []
     cap = sold if sold is not None else max((lv.concurrency for lv in m.ramp), default=0)
-    precision = {as_count(lv.get("concurrency")): lv
-                 for lv in as_mapping(m.precision).get("levels") or [] if isinstance(lv, Mapping)}
+    canaries = _canaries(m)
+    precision = {c.concurrency: c for c in canaries.levels}
     found: list[str] = []
     for lv in m.ramp:
         if lv.concurrency > cap:
@@ -50,12 +55,12 @@ def answer_breaches(m: Summary | None, sold: int | None) -> list[str]:
         if "precision" in lv.breaches and lv.concurrency in precision:
             found.append(_level_words(precision[lv.concurrency]))
         if "length" in lv.breaches:
-            ratio = as_number(lv.raw.get("length_ratio"))
+            ratio = lv.length_ratio
             found.append(f"at {lv.concurrency} streams outputs were "
                          f"{fmt_pct(1 - ratio) if ratio is not None else 'much'} shorter than "
                          "alone (length)")
-    soak = as_mapping(as_mapping(m.precision).get("soak"))
-    if soak.get("status") == "breach" and (as_count(soak.get("concurrency")) or 0) <= cap:
+    soak = canaries.soak
+    if soak is not None and soak.status == "breach" and (soak.concurrency or 0) <= cap:
         found.append(f"in the soak, {_level_words(soak)}")
     return found
 
@@ -70,15 +75,13 @@ def answers_unchecked(m: Summary | None, sold: int | None) -> str | None:
     answers alone that never repeated leave no rate to hold to."""
     if m is None or sold is None:
         return None
-    section = as_mapping(m.precision)
-    if not section:
+    if not m.precision:  # no section, or an empty one
         return (f"the answers under load were not checked: the run sent no canaries (an "
                 f"imported run, or one written before canaries), so nothing shows the "
                 f"{sold} streams sold answer as one stream does")
-    levels = {as_count(lv.get("concurrency")): lv for lv in section.get("levels") or []
-              if isinstance(lv, Mapping)}
-    at = as_mapping(levels.get(sold))
-    if (as_count(at.get("compared")) or 0) >= 1:
+    levels = {c.concurrency: c for c in _canaries(m).levels}
+    at = levels.get(sold)
+    if at is not None and (at.compared or 0) >= 1:
         return _undecided(levels, sold)
     why = ("no canary answer there could be compared with its answer alone" if at else
            "the run sent no canary at that level (not run, or sharded over Ray workers, "
@@ -87,22 +90,20 @@ def answers_unchecked(m: Summary | None, sold: int | None) -> str | None:
             f"re-run the ramp through {sold} streams in one process")
 
 
-def _undecided(levels: Mapping[int | None, Any], sold: int) -> str | None:
+def _undecided(levels: Mapping[int | None, Canaries], sold: int) -> str | None:
     """The first level at or below `sold` whose canaries were compared but not called
     (a tie, or nothing to hold to), in words; None when every one was called."""
     for c in sorted(k for k in levels if k is not None and k <= sold):
-        lv = as_mapping(levels[c])
-        status = lv.get("status")
-        if status == "not_measured" and (as_count(lv.get("compared")) or 0) >= 1:
+        lv = levels[c]
+        if lv.status == "not_measured" and (lv.compared or 0) >= 1:
             return (f"the answers under load were not judged at {c} streams: the canaries' "
                     "answers alone did not repeat, so there is no rate to hold them to; "
                     "re-run at temperature 0 with the model's own settings, or ask the "
                     "vendor why one prompt alone gets different answers")
-        if status == "tie":
-            n, k = as_count(lv.get("compared")) or 0, as_count(lv.get("matches"))
-            budget = as_count(lv.get("budget"))
+        if lv.status == "tie":
+            n, k, budget = lv.compared or 0, lv.matches, lv.budget
             spent = (f", undecided after the level's budget of {budget} answers"
-                     if lv.get("undecided") and budget else "")
+                     if lv.undecided and budget else "")
             return (f"the answers under load were not shown to hold at {c} streams"
                     f"{'' if c == sold else f' (below the {sold} sold)'}: "
                     f"{k if k is not None else 'some'} of {n} canary answers matched their "
@@ -126,13 +127,12 @@ def reported_swap(m: Summary | None) -> str | None:
     (page one names a reported swap wherever it happened)."""
     if m is None:
         return None
-    levels = [lv for lv in as_mapping(m.precision).get("levels") or []
-              if isinstance(lv, Mapping) and lv.get("models_not_seen_alone")]
+    canaries = _canaries(m)
+    levels = [lv for lv in canaries.levels if lv.models_not_seen_alone]
     if not levels:
         return None
-    names = sorted({str(n) for lv in levels for n in lv["models_not_seen_alone"]})
-    at = join([str(as_count(lv.get("concurrency"))) for lv in levels])
-    alone = join([quote(str(n), 60) for n in as_mapping(m.precision).get("alone", {}).get(
-        "models_seen") or []]) or "no model name"
+    names = sorted({n for lv in levels for n in lv.models_not_seen_alone})
+    at = join([str(lv.concurrency) for lv in levels])
+    alone = join([quote(n, 60) for n in canaries.alone.models_seen]) or "no model name"
     return (f"Another model answered under load: at {at} streams the responses named "
             f"{join([quote(n, 60) for n in names])}, where {alone} answered alone.")

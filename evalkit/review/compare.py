@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
-from evalkit.analysis.summary import Level, Summary, as_mapping
+from evalkit.analysis.summary import Level, Summary, as_mapping, measurements
 from evalkit.analysis.summary import as_number as _num
 from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
@@ -37,7 +37,7 @@ class RunView:
     started: str
     suite_version: str | None
     settings: dict[str, Any]
-    summary: dict[str, Any]
+    summary: Mapping[str, Any]
     scorecard: dict[str, Any] | None = None
     #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
     ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
@@ -48,7 +48,7 @@ class RunView:
     measured: Summary | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "measured", Summary.from_json(self.summary))
+        object.__setattr__(self, "measured", measurements(self.summary))
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -204,9 +204,16 @@ def dist_numbers(d: Distribution | None) -> list[float]:
     return [v for v in (d.p50, d.p90, d.p99) if v is not None] if d else []
 
 
+#: the figures of a distribution scorecard.json shows (its keys are a contract: the
+#: summary's mean, min, max and low tail stay out of it)
+SHOWN_FIGURES = ("p50", "p90", "p99")
+
+
 def dist_dict(p: Pct) -> dict[str, Any] | None:
     """A measured distribution as the scorecard shows it: its given keys (None: none)."""
-    out = {k: v for k, v in asdict(p).items() if v is not None}
+    ci = {k: v for k, v in p.ci.items() if k in SHOWN_FIGURES}
+    out = {k: v for k, v in (*((k, p.get(k)) for k in SHOWN_FIGURES), ("n", p.n), ("ci", ci))
+           if v is not None}
     return out or None
 
 

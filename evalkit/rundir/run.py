@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.summary import Summary
 from evalkit.errors import InputError, RunDirError
 from evalkit.records import RequestRecord
 from evalkit.rundir.audit import SUMMARY_SCHEMA
@@ -44,7 +45,9 @@ class RunDir:
     """
 
     run: dict[str, Any]
-    summary: dict[str, Any]
+    #: summary.json read once (`open_run`; re-derived or capped as `rebuilt`/notes say):
+    #: its exact bytes stay in `raw` for the digests and attachments
+    summary: Summary
     records: Collection[RequestRecord] = ()
     raw: dict[str, bytes] = field(default_factory=dict)
     #: requests.jsonl is too big to attach; its hash is printed so it can still be checked
@@ -63,6 +66,11 @@ class RunDir:
     #: attaches exactly those bytes, compressed (`evalkit.render.evidence`)
     requests_path: Path | None = None
     requests_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        # built by hand (tests, benchmarks) with summary.json's dict: read here, once
+        if not isinstance(self.summary, Summary):
+            object.__setattr__(self, "summary", Summary.from_json(self.summary))
 
     @functools.cached_property
     def stats(self) -> RecordDigest:
@@ -151,7 +159,8 @@ def open_run(run_dir: Path) -> RunDir:
     held: Collection[RequestRecord] = (
         tuple(checked.records) if checked.records is not None
         else RecordFile(req_file, digest.n, scan.bytes, run))
-    return RunDir(run, summary, held, raw, scan.sha256 if req_file else None, digest,
+    return RunDir(run, Summary.from_json(summary), held, raw,
+                  scan.sha256 if req_file else None, digest,
                   tuple(clean(n, 800) for n in notes),
                   checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed, evidence,
                   requests_path=req_file, requests_bytes=scan.bytes)

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from evalkit.analysis.summary import Summary, as_count, as_number, as_text, ramp_levels
+from evalkit.analysis.summary import (
+    Summary,
+    as_count,
+    as_number,
+    as_text,
+    measurements,
+    ramp_levels,
+)
 
 FIXTURE = Path(__file__).parent.parent / "data" / "report_run" / "summary.json"
 
@@ -48,7 +55,7 @@ class TestReadBack:
                                      {"ramp": {"levels": [{"concurrency": "4"}, None, 7]}}])
     def test_nothing_measured_is_none_never_a_crash(self, doc: Any) -> None:
         """Old, empty or tampered documents read as 'nothing measured'."""
-        assert Summary.from_json(doc) is None
+        assert measurements(doc) is None
 
 
 class TestUnderLoad:

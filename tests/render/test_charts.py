@@ -28,6 +28,7 @@ from matplotlib.text import Text
 
 from evalkit import fmt
 from evalkit.analysis.summarize import summarize
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.records import RequestRecord
 from evalkit.render import comparison as comparison_mod
@@ -221,7 +222,9 @@ def scorecards() -> dict[str, Drawn]:
     """Every scenario's scorecard charts, drawn once for the module."""
     def make(name: str) -> Any:
         card, summary, recs = SCENARIOS[name]()
-        return lambda: report.chart_svgs(card, summary, recs, report.slo_limits(card))
+        read = summary if summary is None or isinstance(summary, Summary) \
+            else Summary.from_json(summary)  # as open_run reads it
+        return lambda: report.chart_svgs(card, read, recs, report.slo_limits(card))
 
     return {name: _capture(make(name)) for name in SCENARIOS}
 

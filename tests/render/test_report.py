@@ -403,7 +403,7 @@ class TestPartialReviews:
         shape refused alone as under load is a row of page one, naming what to change,
         the endpoint's words escaped."""
         data = rundir_run.open_run(RUN_DIR)
-        summary = json.loads(json.dumps(data.summary))
+        summary = json.loads(json.dumps(data.summary.to_json()))
         summary["ramp"]["levels"][1].update(reconnects=3, configuration_failures=2)
         summary["configuration"] = {"findings": [{
             "status": 400, "message": "request (7037 tokens) exceeds the <b>context</b>",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.analysis.summary_sections import RampThresholds
 from evalkit.fmt import chart_num
-from evalkit.render.charts.kit import _finite
 from evalkit.render.charts.ramp import vendor_queue
 
 # --------------------------------------------------------------------------- captions
@@ -32,7 +32,7 @@ def distributions_caption(tokens_per_chunk: str, boxes: bool = True) -> str:
             "per-token figure, TPOT, is in the use-case chart.")
 
 
-def throughput_caption(thresholds: Mapping[str, Any] | None = None,
+def throughput_caption(thresholds: RampThresholds | None = None,
                        vendor: Mapping[str, Any] | None = None) -> str:
     """Figure 3's caption, with the degradation rule the max sustained level rests on, and
     what the queue panel under it shows, or why there is none (`vendor`: summary.json's
@@ -56,20 +56,20 @@ def queue_caption(vendor: Mapping[str, Any] | None) -> str:
             "count of running or waiting requests for a ramp level.")
 
 
-def _throughput_words(thresholds: Mapping[str, Any] | None = None) -> str:
-    th = thresholds or {}
+def _throughput_words(thresholds: RampThresholds | None = None) -> str:
+    th = thresholds or RampThresholds()
 
-    def ratio(key: str) -> str:
-        return chart_num(th[key]) if _finite(th.get(key)) else "2"
+    def ratio(limit: float | None) -> str:
+        return chart_num(limit) if limit is not None else "2"
 
-    fail = chart_num(th["admission_failure_rate"] * 100) if _finite(
-        th.get("admission_failure_rate")) else "1"
+    fail = chart_num(th.admission_failure_rate * 100) \
+        if th.admission_failure_rate is not None else "1"
     return ("Output tokens per second at each concurrency level: per stream (left axis; p50, "
             "and p10, which 90 % of streams beat), falling as streams share the endpoint, and "
             "for all streams together (right axis), rising until the endpoint is saturated. "
             "The vertical line is the max sustained concurrency: the highest level whose TTFT "
-            f"p90 stayed within {ratio('ttft_p90_ratio')}× the baseline's, TPOT p90 within "
-            f"{ratio('tpot_p90_ratio')}× and failures at most {fail} %, each judged on its "
+            f"p90 stayed within {ratio(th.ttft_p90_ratio)}× the baseline's, TPOT p90 within "
+            f"{ratio(th.tpot_p90_ratio)}× and failures at most {fail} %, each judged on its "
             "95 % interval: a level breaches only when the whole interval lies beyond a limit, "
             "and one whose interval straddles a limit is a tie, neither held nor breached.")
 

@@ -10,7 +10,7 @@ from typing import Any
 import matplotlib
 from matplotlib.lines import Line2D
 
-from evalkit.analysis.summary import Summary
+from evalkit.analysis.summary import measurements
 from evalkit.fmt import chart_num, chart_whole, level_span
 from evalkit.render.charts.kit import (
     _RC,
@@ -47,7 +47,7 @@ def measured_rows(summary: Mapping[str, Any] | None
     dist = base.get("stream_tokens_per_s") if isinstance(base, Mapping) else None
     if isinstance(dist, Mapping):
         rows.append(("ours, 1 stream alone (baseline)", dist, 1))
-    measured = Summary.from_json(summary)
+    measured = measurements(summary)
     load = measured.under_load() if measured else None
     if load is not None:
         level, why = load

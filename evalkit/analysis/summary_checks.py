@@ -1,0 +1,157 @@
+"""summary.json's checks read as typed data: the data-quality checks every request goes
+through (`checks`), the client's self-check (`client`) and the run's validity
+(`validity`). What each check means is docs/methodology.md's ("Checks").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from evalkit.analysis.jsonread import as_mapping, read_as
+from evalkit.analysis.summary_levels import GroupValidity, OutputLength, Pct
+
+
+@dataclass(frozen=True)
+class CacheCheck:
+    """The same prompt twice: does a prefix cache serve the repeat?"""
+
+    pairs: int | None = None
+    first_ttft_s: float | None = None
+    repeat_ttft_s: float | None = None
+    repeat_over_first: float | None = None
+    prefix_cache: bool | None = None
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class NetworkCheck:
+    """The network round trip apart from generation, and its share of TTFT."""
+
+    rtt_s: float | None = None
+    rtt: Pct = field(default_factory=Pct)
+    source: str | None = None
+    baseline_ttft_p50_s: float | None = None
+    share_of_ttft: float | None = None
+
+
+@dataclass(frozen=True)
+class HonestyCheck:
+    """Billed tokens against the ones we counted (usage: streamed output; prompt: sent)."""
+
+    checked: int | None = None
+    disagreeing: int | None = None
+    outliers: int | None = None
+    prefill_disagreeing: int | None = None
+    usage_over_counted: Pct = field(default_factory=Pct)
+    flagged: bool | None = None
+    tolerance: float | None = None
+    template_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class StreamingCheck:
+    """Did answers stream, or come in one chunk?"""
+
+    checked: int | None = None
+    one_chunk: int | None = None
+    one_chunk_fraction: float | None = None
+    flagged: bool | None = None
+    tolerance: float | None = None
+
+
+@dataclass(frozen=True)
+class BufferingCheck:
+    """Did the streams arrive buffered (`evalkit.analysis.buffering`)?"""
+
+    checked: int | None = None
+    buffered: int | None = None
+    buffered_fraction: float | None = None
+    chunks: int | None = None
+    reads: int | None = None
+    burst_chunks: int | None = None
+    held_gap_s: float | None = None
+    not_judged_client_bound: int | None = None
+    flagged: bool | None = None
+    tolerance: float | None = None
+
+
+@dataclass(frozen=True)
+class Checks:
+    """The run's data-quality checks; each None where the run had nothing to check."""
+
+    cache: CacheCheck | None = None
+    network: NetworkCheck | None = None
+    output_length: OutputLength | None = None
+    usage_honesty: HonestyCheck | None = None
+    prompt_honesty: HonestyCheck | None = None
+    streaming: StreamingCheck | None = None
+    buffering: BufferingCheck | None = None
+
+
+@dataclass(frozen=True)
+class ClientCheck:
+    """The client's self-check over one phase or level: was it the bottleneck?"""
+
+    loop_lag_p99_s: float | None = None
+    cpu_fraction: float | None = None
+    send_lag_p99_s: float | None = None
+    send_lag_fraction: float | None = None
+    client_bound: bool | None = None
+    client_bound_reasons: tuple[str, ...] = ()
+    #: client workers lost meanwhile (scale-out on Ray), in words
+    lost: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Client:
+    """The client's own health over the run: a bound client voids capacity conclusions."""
+
+    loop_lag_p99_s: float | None = None
+    cpu_fraction_max: float | None = None
+    send_lag_p99_s: float | None = None
+    send_lag_fraction_max: float | None = None
+    #: None: unknown (a summary rebuilt without the self-checks the probe wrote)
+    client_bound: bool | None = None
+    client_bound_reasons: tuple[str, ...] = ()
+    client_bound_phases: tuple[str, ...] = ()
+    client_bound_levels: tuple[int, ...] = ()
+    #: the bound sat where the capacity judgement is drawn (None: not said, or unknown)
+    capacity_judgement_affected: bool | None = None
+    phases: Mapping[str, ClientCheck] = field(default_factory=dict)
+    levels: Mapping[int, ClientCheck] = field(default_factory=dict)
+
+    @property
+    def judgement_affected(self) -> bool:
+        """The prober narrows `client_bound` to what voids a capacity judgement; prefer
+        that, else a bound anywhere counts."""
+        if self.capacity_judgement_affected is not None:
+            return self.capacity_judgement_affected
+        return self.client_bound is True
+
+
+@dataclass(frozen=True)
+class Validity:
+    """The run's validity: valid | degraded | invalid | unknown, why, and each phase's and
+    ramp level's own."""
+
+    status: str = "unknown"
+    reasons: tuple[str, ...] = ()
+    phases: Mapping[str, GroupValidity] = field(default_factory=dict)
+    levels: Mapping[int, GroupValidity] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, value: object) -> Validity:
+        """The section as written; a status that is none of valid, degraded or invalid
+        reads `unknown` (`evalkit.analysis.summary` judges an older summary without one
+        from its baseline)."""
+        v = read_as(cls, value)
+        status = as_mapping(value).get("status")
+        if status not in ("valid", "degraded", "invalid"):
+            return Validity("unknown", (), v.phases, v.levels)
+        return v
+
+    @property
+    def invalid(self) -> bool:
+        """The run verifies nothing."""
+        return self.status == "invalid"
