@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -132,6 +133,22 @@ class Catalog:
         finally:
             con.close()
 
+    def _wal(self, con: sqlite3.Connection) -> None:
+        """Put the file in WAL mode (persistent: once per file, outside a transaction).
+
+        The switch needs the file to itself, and SQLite answers it `database is locked`
+        at once, without its busy handler, while another process holds a lock: six
+        processes opening a new catalog together failed so (seen beside a loaded suite).
+        It is retried until `BUSY_TIMEOUT_S`, and skipped once another has made it."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                con.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
     def _migrate(self, con: sqlite3.Connection) -> None:
         """Bring the schema up to SCHEMA_VERSION, each step once whoever else is opening it."""
         version = con.execute("PRAGMA user_version").fetchone()[0]
@@ -140,7 +157,7 @@ class Catalog:
         if version > SCHEMA_VERSION:
             raise UsageError(f"{self.path}: catalog schema {version} is newer than this "
                              f"evalkit knows ({SCHEMA_VERSION}); upgrade evalkit")
-        con.execute("PRAGMA journal_mode = WAL")  # persistent: set once, outside a transaction
+        self._wal(con)
         con.execute("BEGIN IMMEDIATE")
         try:
             version = con.execute("PRAGMA user_version").fetchone()[0]  # another may have won
