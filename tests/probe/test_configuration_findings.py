@@ -99,7 +99,10 @@ def _probe(tmp_path: Path, only_under_load: bool) -> dict[str, Any]:
                                   "timeout_s": 5, "output_tokens": 8,
                                   "baseline": {"requests": 8}, "canaries": {"count": 0},
                                   "connect": {"rtt_samples": 2},
-                                  "ramp": {"level_duration_s": 1.5, "confirm_levels": 0},
+                                  # 3 s: ~6 long prompts at 2 streams meet a neighbour
+                                  # in flight (at 1.5 s a fresh-clone CI saw a level of
+                                  # ~14 requests where none did, and no error to judge)
+                                  "ramp": {"level_duration_s": 3.0, "confirm_levels": 0},
                                   # the subject is the 400s, not the client: these server
                                   # threads share our GIL (a limit of 1 never binds)
                                   "client_check": {"loop_lag_p99_s": 1, "cpu_fraction": 1,
