@@ -18,6 +18,7 @@ from evalkit import __version__
 from evalkit.cli.catalog import runs
 from evalkit.cli.corpus import corpus
 from evalkit.cli.options import catalog_option, user_errors
+from evalkit.cli.otlp import export
 from evalkit.cli.panel import panel
 from evalkit.cli.probe import probe, register_run
 from evalkit.cli.verify import signing_key, signing_options, verify
@@ -118,6 +119,7 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
 
 
 cli.add_command(probe)
+cli.add_command(export)
 cli.add_command(verify)
 cli.add_command(runs)
 cli.add_command(panel)
