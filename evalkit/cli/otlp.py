@@ -64,7 +64,8 @@ def say(outcome: ExportOutcome, run_dir: Path) -> None:
         click.echo(f"otlp: {outcome.spans_sent:,} spans and {outcome.metric_points:,} metric "
                    f"points sent to {outcome.collector} ({outcome.seconds:.1f} s)")
         return
-    click.echo(f"warning: otlp: {outcome.collector}: {outcome.problem}. Delivered "
+    click.echo(f"warning: otlp: {outcome.collector}: {outcome.problem} "
+               f"({outcome.seconds:.1f} s). Delivered "
                f"{outcome.spans_sent:,} of {outcome.spans:,} spans, "
                f"{'the' if outcome.metrics_sent else 'no'} metrics. The run is complete "
                f"and unchanged; `evalkit export otlp {clean(str(run_dir), 300)} "
