@@ -36,6 +36,7 @@ from evalkit.rundir.otlp.trace import CHUNK_TIMES_MAX, RunFacts, build_trace
 from evalkit.rundir.run import open_run
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "report_run"
+PEERS = Path(__file__).resolve().parents[1] / "data" / "peers" / "guidellm-0.8.1"
 SECRET = "sekrit-collector-token-7f3a"
 
 
@@ -232,6 +233,31 @@ def test_a_collector_down_or_hanging_changes_no_figure_and_costs_a_bounded_wait(
         records = _records(out)
         assert len(records) == json.loads((out / "run.json").read_text())["requests"] > 0
         assert open_run(out).rebuilt is None  # the summary is still the records' own
+
+
+def test_an_imported_run_exports_as_a_probe_does(tmp_path: Path, receiver: Receiver) -> None:
+    """`evalkit import` then `evalkit export otlp`: a peer tool's run (guidellm's report
+    in tests/data/peers) reaches the collector one span per record, with the record's
+    TTFT, under a run span that says it was imported, placed at the run's start."""
+    out = tmp_path / "imported"
+    r = CliRunner().invoke(cli, ["import", "guidellm", str(PEERS / "benchmarks.json"),
+                                 "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["export", "otlp", str(out), "--otlp-endpoint", receiver.url])
+    assert r.exit_code == 0, r.output
+    spans = [s for _, s in receiver.spans()]
+    requests = {attrs(s)["evalkit.request.id"]: s for s in spans
+                if s.kind == s.SPAN_KIND_CLIENT}
+    records = _records(out)
+    assert len(requests) == len(records) > 0
+    assert sum(1 for rec in records if rec.get("ttft_s") is not None) > 0
+    for rec in records:  # absent where the record has none (a request that failed)
+        assert attrs(requests[rec["id"]]).get("gen_ai.response.time_to_first_chunk") == \
+            rec.get("ttft_s")
+    [top] = [s for s in spans if not s.parent_span_id]
+    assert top.name.startswith("evalkit import guidellm")
+    assert attrs(top)["evalkit.imported.tool"] == "guidellm"
+    assert top.start_time_unix_nano >= 1_600_000_000 * 10**9  # on the calendar, not at 0
 
 
 # --------------------------------------------------------------------------- bounded
