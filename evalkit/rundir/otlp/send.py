@@ -31,7 +31,7 @@ import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -307,12 +307,13 @@ def _deliver(trace: RunTrace, metrics: RunMetrics, target: OtlpTarget,
     try:
         resource = _resource(resource_attrs)
         if target.traces_url:
-            spans = _readable_spans(trace, resource)
+            spans = trace.spans
             exporter = OTLPSpanExporter(endpoint=target.traces_url, timeout=target.timeout_s)
             try:
                 for i in range(0, len(spans), SPAN_BATCH):
-                    batch = spans[i:i + SPAN_BATCH]
-                    if exporter.export(batch) is not SpanExportResult.SUCCESS:
+                    batch = spans[i:i + SPAN_BATCH]  # the SDK's spans a batch at a time
+                    if exporter.export(_readable_spans(trace.trace_id, batch, resource)) \
+                            is not SpanExportResult.SUCCESS:
                         progress.problem = (f"the collector refused or failed spans "
                                             f"{i + 1}-{i + len(batch)}")
                         return
@@ -361,7 +362,7 @@ def _scope() -> Any:
                                 "https://opentelemetry.io/schemas/1.41.0")
 
 
-def _readable_spans(trace: RunTrace, resource: Any) -> list[Any]:
+def _readable_spans(trace_id: int, spans: Sequence[PlannedSpan], resource: Any) -> list[Any]:
     """The planned spans as the SDK's ReadableSpans (ids and times are ours)."""
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -370,7 +371,7 @@ def _readable_spans(trace: RunTrace, resource: Any) -> list[Any]:
     flags = TraceFlags(TraceFlags.SAMPLED)
 
     def context(span_id: int) -> SpanContext:
-        return SpanContext(trace.trace_id, span_id, is_remote=False, trace_flags=flags)
+        return SpanContext(trace_id, span_id, is_remote=False, trace_flags=flags)
 
     def readable(s: PlannedSpan) -> ReadableSpan:
         return ReadableSpan(
@@ -382,7 +383,7 @@ def _readable_spans(trace: RunTrace, resource: Any) -> list[Any]:
             status=Status(StatusCode.ERROR, s.error) if s.error else Status(StatusCode.UNSET),
             start_time=s.start_ns, end_time=s.end_ns, instrumentation_scope=scope)
 
-    return [readable(s) for s in trace.spans]
+    return [readable(s) for s in spans]
 
 
 def _metrics_data(metrics: RunMetrics, resource: Any) -> Any:
