@@ -60,7 +60,7 @@ def cli() -> None:
     Start here:
       evalkit demo                 the whole job on the built-in reference endpoint
       evalkit serve-reference      a local OpenAI-compatible endpoint to try things on
-      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm) as a run
+      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm, vllm) as a run
     """
 
 
@@ -402,7 +402,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
 
 
 @cli.command("import")
-@click.argument("tool", type=click.Choice(["aiperf", "guidellm"]))
+@click.argument("tool", type=click.Choice(["aiperf", "guidellm", "vllm"]))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="New run directory to write (run.json, requests.jsonl, summary.json).")
@@ -413,9 +413,15 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     """Turn a peer tool's results into a run directory that `report` and `compare` read.
 
     PATH is AIPerf's artifact directory (`aiperf profile --artifact-dir DIR`: its
-    profile_export.jsonl and profile_export_aiperf.json) or guidellm's JSON report
-    (`guidellm run --output kind=json,path=FILE`). Closed-loop runs only: each AIPerf
-    concurrency or guidellm concurrent/synchronous benchmark becomes a ramp level.
+    profile_export.jsonl and profile_export_aiperf.json), guidellm's JSON report
+    (`guidellm run --output kind=json,path=FILE`), or a `vllm bench serve --save-result
+    --save-detailed --max-concurrency N` result JSON (or a directory of them, one per
+    concurrency). Closed-loop runs only: each AIPerf concurrency, guidellm
+    concurrent/synchronous benchmark or vLLM --max-concurrency becomes a ramp level.
+
+    A figure whose meaning differs from evalkit's and cannot be corrected from the file
+    is kept and named, here and on the scorecard: vLLM's TTFT stops at the first SSE
+    message with choices, a role-only one included, where evalkit's waits for text.
 
     Every figure is re-derived from the tool's per-request stamps under evalkit's
     definitions; what the export does not carry is absent, never zero: guidellm keeps no
@@ -429,11 +435,12 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     Examples:
       evalkit import aiperf artifacts/my-run --out out/acme-aiperf
       evalkit import guidellm benchmarks.json --out out/acme-guidellm
+      evalkit import vllm results/ --out out/acme-vllm
       evalkit report --run out/acme-aiperf --questionnaire acme.yaml --out acme.pdf
     """
     from pathlib import Path
 
-    from evalkit.rundir.importers.common import LABELS
+    from evalkit.rundir.importers.common import DIFFERS, LABELS, differs_notes
     from evalkit.rundir.importers.run import import_run
 
     imp = import_run(tool, Path(path), Path(out_dir), force=force)
@@ -441,6 +448,8 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     click.echo(f"imported {len(imp.records):,} requests from {LABELS[tool]} {imp.version} "
                f"(levels {levels}) into {out_dir}")
     for note in imp.notes:
+        click.echo(f"note: {note}", err=True)
+    for note in differs_notes({"tool": tool, "differs": DIFFERS.get(tool, {})}):
         click.echo(f"note: {note}", err=True)
     register_run(Path(out_dir), "import", catalog)
     click.echo(f"next: evalkit report --run {out_dir} --out {out_dir.rstrip('/')}.pdf")
