@@ -73,16 +73,13 @@ def read_vllm(path: Path) -> Imported:
     if not files:
         raise InputError(f"{path}: a directory without a .json file; expected the result "
                          "files `vllm bench serve --save-result --save-detailed` wrote")
-    runs = [(f, _run(f)) for f in files]
-    runs.sort(key=lambda fr: str(fr[1].get("date") or ""))
+    runs = sorted(((f, *_run(f)) for f in files), key=lambda r: str(r[1].get("date") or ""))
     records: list[RequestRecord] = []
     levels: list[int] = []
     reported: dict[str, Any] = {}
     notes: list[str] = []
     offset = 0.0
-    for f, doc in runs:
-        level = _count(doc.get("max_concurrency"))
-        assert level  # _run checked it
+    for f, doc, level in runs:
         if level in levels:
             raise InputError(f"{f}: a second run at max_concurrency {level}; import one file "
                              "per level")
@@ -106,7 +103,7 @@ def read_vllm(path: Path) -> Imported:
     first = runs[0][1]
     return Imported(
         tool="vllm", version="(version not recorded)",
-        schema="vllm bench serve result", files=[f for f, _ in runs], records=records,
+        schema="vllm bench serve result", files=[f for f, _, _ in runs], records=records,
         levels=sorted(levels),
         # the file names no URL: the run's endpoint is unknown
         target={"base_url": None, "model": _text(first.get("model_id")),
@@ -134,8 +131,9 @@ def _local(doc: Mapping[str, Any], before: bool) -> str | None:
     return when.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def _run(path: Path) -> dict[str, Any]:
-    """One result file, checked: detailed, closed-loop, lists of one length."""
+def _run(path: Path) -> tuple[dict[str, Any], int]:
+    """One result file and its level, checked: detailed, closed-loop, lists of one
+    length."""
     doc = _json_object(path, "a `vllm bench serve --save-result` JSON")
     if "model_id" not in doc or "max_concurrency" not in doc:
         raise InputError(f"{path}: no model_id and max_concurrency: not a `vllm bench serve` "
@@ -155,7 +153,7 @@ def _run(path: Path) -> dict[str, Any]:
             f"{path}: request_rate {clean(str(rate), 20)}, max_concurrency "
             f"{clean(str(doc.get('max_concurrency')), 20)}: evalkit imports closed-loop runs "
             "only, each a ramp level; re-run with --max-concurrency N and no --request-rate")
-    return doc
+    return doc, level
 
 
 def _record(doc: Mapping[str, Any], i: int, level: int, origin: float, offset: float,
