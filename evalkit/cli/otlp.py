@@ -117,7 +117,7 @@ def export_otlp(run_dir: str, otlp_endpoint: str | None) -> None:
     Examples:
       evalkit export otlp out/acme --otlp-endpoint http://localhost:4318
       OTEL_EXPORTER_OTLP_ENDPOINT=https://otlp.example.com \\
-      OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer ...' evalkit export otlp out/acme
+      OTEL_EXPORTER_OTLP_HEADERS='authorization=Bearer%20...' evalkit export otlp out/acme
     """
     from evalkit.rundir.otlp.send import export_run
 

@@ -92,7 +92,7 @@ def _url(value: str, where: str) -> str:
                          "collector, e.g. http://localhost:4318")
     if url.username is not None or url.password is not None:
         raise UsageError(f"{where}: the URL carries credentials; put them in "
-                         "OTEL_EXPORTER_OTLP_HEADERS (e.g. 'authorization=Bearer ...'), which "
+                         "OTEL_EXPORTER_OTLP_HEADERS (e.g. 'authorization=Bearer%20...'), which "
                          "is never written anywhere")
     return value.strip()
 
