@@ -60,7 +60,7 @@ def cli() -> None:
     Start here:
       evalkit demo                 the whole job on the built-in reference endpoint
       evalkit serve-reference      a local OpenAI-compatible endpoint to try things on
-      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm, vllm) as a run
+      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm, vllm, ...)
     """
 
 
@@ -402,7 +402,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
 
 
 @cli.command("import")
-@click.argument("tool", type=click.Choice(["aiperf", "guidellm", "vllm"]))
+@click.argument("tool", type=click.Choice(["aiperf", "guidellm", "vllm", "inference-perf"]))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="New run directory to write (run.json, requests.jsonl, summary.json).")
@@ -416,12 +416,15 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     profile_export.jsonl and profile_export_aiperf.json), guidellm's JSON report
     (`guidellm run --output kind=json,path=FILE`), or a `vllm bench serve --save-result
     --save-detailed --max-concurrency N` result JSON (or a directory of them, one per
-    concurrency). Closed-loop runs only: each AIPerf concurrency, guidellm
-    concurrent/synchronous benchmark or vLLM --max-concurrency becomes a ramp level.
+    concurrency), or inference-perf's report directory (with `per_request: true`).
+    Closed-loop runs only: each AIPerf concurrency, guidellm concurrent/synchronous
+    benchmark, vLLM --max-concurrency or inference-perf concurrency stage becomes a ramp
+    level.
 
     A figure whose meaning differs from evalkit's and cannot be corrected from the file
     is kept and named, here and on the scorecard: vLLM's TTFT stops at the first SSE
-    message with choices, a role-only one included, where evalkit's waits for text.
+    message with choices, a role-only one included, where evalkit's waits for text;
+    inference-perf keeps no reasoning chunk, so its first token may be the answer's.
 
     Every figure is re-derived from the tool's per-request stamps under evalkit's
     definitions; what the export does not carry is absent, never zero: guidellm keeps no
@@ -436,6 +439,7 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
       evalkit import aiperf artifacts/my-run --out out/acme-aiperf
       evalkit import guidellm benchmarks.json --out out/acme-guidellm
       evalkit import vllm results/ --out out/acme-vllm
+      evalkit import inference-perf reports-20261205-041500 --out out/acme-ip
       evalkit report --run out/acme-aiperf --questionnaire acme.yaml --out acme.pdf
     """
     from pathlib import Path

@@ -61,8 +61,9 @@ from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean
 
-TOOLS = ("aiperf", "guidellm", "vllm")
-LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm", "vllm": "vllm bench serve"}
+TOOLS = ("aiperf", "guidellm", "vllm", "inference-perf")
+LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm", "vllm": "vllm bench serve",
+          "inference-perf": "inference-perf"}
 #: an export file larger than this is refused (a 100,000-request AIPerf run is ~250 MB)
 MAX_FILE_BYTES = 1 << 30
 _ADMISSION = frozenset({429, 503})
@@ -113,6 +114,20 @@ DEFINITIONS: dict[str, dict[str, str]] = {
                          "estimated",
         "warmup": "out: the ready check and --num-warmups requests are not in the file",
     },
+    "inference-perf": {
+        "ttft_s": "re-derived: its first content chunk's stamp (chunk_times) less the "
+                  "request's start_time (perf_counter before the request): as ours, but "
+                  "reasoning chunks are not kept (see differs)",
+        "itl_s": "re-derived from chunk_times: the gaps between content chunks, as ours",
+        "e2e_s": "re-derived: to the last content chunk; end_s is its end_time",
+        "output_tokens": "the server's usage.completion_tokens where sent (not estimated), "
+                         "else its client tokenizer's count (marked estimated)",
+        "level": "each stage's concurrency; the per-request file names no stage, so its "
+                 "requests are cut by the stages' counts in start order (refused where "
+                 "stages overlap)",
+        "warmup": "in: inference-perf sends no warm-up, its first stage's first requests "
+                  "are in",
+    },
 }
 #: The figures whose meaning differs from evalkit's and cannot be corrected from the
 #: export: kept, and named on the scorecard (`differs_notes`) and in run.json.
@@ -122,6 +137,11 @@ DIFFERS: dict[str, dict[str, str]] = {
                 "choices, a role-only or empty one included; evalkit's waits for generated "
                 "text. Against a server that sends the role at once it is time to first "
                 "byte, earlier than ours, and the file cannot tell (its texts are joined)",
+    },
+    "inference-perf": {
+        "TTFT": "inference-perf keeps only answer-content chunks: where a model reasoned "
+                "first, its first chunk is the answer's (evalkit's TTFA), later than "
+                "evalkit's TTFT, and the file cannot tell whether it did",
     },
 }
 #: What each export does not carry, said in run.json and in the summary's notes.
@@ -142,6 +162,12 @@ ABSENT: dict[str, list[str]] = {
              "our count of the output text (usage is not checked against it)",
              "the client's self-check (loop lag, CPU): whether the client set the pace "
              "is unknown"],
+    "inference-perf": ["per-chunk token counts", "reasoning chunks (only answer content "
+                       "is kept)", "request ids and each request's stage",
+                       "inference-perf's version",
+                       "our count of the output text (usage is not checked against it)",
+                       "the client's self-check (loop lag, CPU): whether the client set "
+                       "the pace is unknown"],
 }
 
 

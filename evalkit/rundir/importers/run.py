@@ -25,6 +25,7 @@ from evalkit.rundir.importers.common import (
     sha256,
 )
 from evalkit.rundir.importers.guidellm import read_guidellm
+from evalkit.rundir.importers.inferenceperf import read_inference_perf
 from evalkit.rundir.importers.vllm import read_vllm
 from evalkit.rundir.store import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE
 from evalkit.sanitize import clean
@@ -102,7 +103,7 @@ def write_run(imp: Imported, out_dir: Path, force: bool = False) -> Path:
                   for p in imp.files],
         "imported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "by": f"evalkit {evalkit.__version__}",
-        "per_chunk_times": imp.tool in ("aiperf", "vllm"),
+        "per_chunk_times": imp.tool in ("aiperf", "vllm", "inference-perf"),
         "absent": ABSENT[imp.tool], "definitions": DEFINITIONS[imp.tool],
         "differs": DIFFERS.get(imp.tool, {}),
         "reported": imp.reported, "notes": imp.notes,
@@ -144,8 +145,8 @@ def import_run(tool: str, path: Path, out_dir: Path, force: bool = False) -> Imp
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     try:
-        imp = {"aiperf": read_aiperf, "guidellm": read_guidellm,
-               "vllm": read_vllm}[tool](path)
+        imp = {"aiperf": read_aiperf, "guidellm": read_guidellm, "vllm": read_vllm,
+               "inference-perf": read_inference_perf}[tool](path)
     except (TypeError, AttributeError, KeyError, IndexError, ValueError,
             OverflowError, RecursionError) as exc:
         if isinstance(exc, EvalkitError):
