@@ -27,7 +27,8 @@ from evalkit.rundir.importers.run import import_run
 from evalkit.rundir.run import open_run
 
 VLLM = Path(__file__).parent.parent / "data" / "peers" / "vllm-bench-serve"
-AIPERF = Path(__file__).parent.parent / "data" / "peers" / "aiperf-0.13.0-c2"
+INFERENCE_PERF = Path(__file__).parent.parent / "data" / "peers" / "inference-perf" / \
+    "reports-20261205-043000"
 
 
 @pytest.fixture(scope="module")
@@ -129,16 +130,18 @@ def test_what_cannot_be_imported_is_refused(tmp_path: Path, edit: Any, says: str
 
 def test_report_and_compare_read_it(vllm_run: Path, tmp_path: Path) -> None:
     """A real PDF says on page one where the figures came from and that the TTFT is not
-    evalkit's; compare takes it beside another tool's import."""
+    evalkit's; compare takes it beside inference-perf's import, and names both."""
     pdf = tmp_path / "v.pdf"
     res = CliRunner().invoke(cli, ["report", "--run", str(vllm_run), "--out", str(pdf)])
     assert res.exit_code == 0, res.output
     text = re.sub(r"\s+", " ", pypdf.PdfReader(pdf).pages[0].extract_text())  # page one
     assert "imported from vllm bench serve" in text
     assert "TTFT is vllm bench serve's, not evalkit's" in text
-    aiperf = tmp_path / "aiperf"
-    import_run("aiperf", AIPERF, aiperf)
+    other = tmp_path / "inference-perf"
+    import_run("inference-perf", INFERENCE_PERF, other)
     both = tmp_path / "both.pdf"
-    res = CliRunner().invoke(cli, ["compare", str(vllm_run), str(aiperf), "--out", str(both)])
+    res = CliRunner().invoke(cli, ["compare", str(vllm_run), str(other), "--out", str(both)])
     assert res.exit_code == 0, res.output
+    assert "imported from vllm bench serve" in res.stderr
+    assert "imported from inference-perf" in res.stderr
     assert len(json.loads(both.with_suffix(".json").read_text())["runs"]) == 2
