@@ -244,11 +244,11 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           --out runs/chat --workload chat.yaml --phases connect,baseline,prefill,workload
     """
     from evalkit.probe.plan.claims import describe
-    from evalkit.probe.plan.prompttext import with_text
+    from evalkit.probe.plan.runplan import plan_run
     from evalkit.probe.plan.settings import ProbeConfig
-    from evalkit.probe.plan.workloads import describe_lines, with_workload
+    from evalkit.probe.plan.workloads import describe_lines
     from evalkit.probe.run.progress import LiveProgress, summary_lines
-    from evalkit.probe.suite import plan_run, run_probe
+    from evalkit.probe.suite import run_probe
 
     config = ProbeConfig(
         base_url=base_url, model=model, profile=profile,
@@ -272,9 +272,10 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         trace_file=Path(trace_file) if trace_file else None, trace_speed=trace_speed,
         users=parse_int_list(users, "--users") if users else None)
     otlp = resolve(otlp_endpoint)  # a bad collector URL fails before anything is sent
-    config = with_workload(config)  # a malformed workload file fails here, every problem
-    settings, plan = plan_run(config)  # bad options and a bad questionnaire fail here
-    config = with_text(config)  # the corpus, read once: a damaged one fails here
+    # read and decided once, then printed and run: a malformed workload file (every
+    # problem named), bad options, a bad questionnaire or a damaged corpus fail here
+    planned = plan_run(config)
+    config, settings, plan = planned.config, planned.settings, planned.plan
     _say_prompt_text(config, settings)
     for line in describe_lines(config):
         click.echo(line)
@@ -304,7 +305,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         return
     progress = None if quiet else LiveProgress()
     try:
-        result = run_probe(config, Path(out_dir), progress)
+        result = run_probe(planned, Path(out_dir), progress)
     except EndpointError as exc:
         export_after_run(Path(out_dir), otlp)  # the gate's one request is a measurement too
         raise EndpointError(f"{exc}\n(the failed request is recorded in {out_dir})") from None

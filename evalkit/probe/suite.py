@@ -34,15 +34,11 @@ from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.probe.apis.sampling import Sampling
 from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target
 from evalkit.probe.load.shard import warm_up
-from evalkit.probe.plan.claims import Plan, client_streams_per_process, plan_probe, size_levels
 from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
-from evalkit.probe.plan.settings import (
-    ProbeConfig,
-    SuiteSettings,
-    resolve_settings,
-)
-from evalkit.probe.plan.workloads import with_workload, workload_meta
+from evalkit.probe.plan.runplan import ProbePlan, plan_run
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.plan.workloads import workload_meta
 from evalkit.probe.run.phases import SuiteRun
 from evalkit.probe.wire.framing import SENDABLE
 from evalkit.provenance import provenance
@@ -76,66 +72,11 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def plan_run(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]:
-    """The settings the run will use and, with a questionnaire, the plan behind them.
-
-    With `config.interval_width` every ramp level is floored at the requests that bound
-    the percentile it is judged on to that width (`evalkit.probe.plan.claims.size_levels`; a claim's
-    own percentile where one names the level). Nothing is sent: `evalkit probe --dry-run`
-    prints this and stops.
-    """
-    settings = resolve_settings(config)
-    width = config.interval_width
-    if width is not None and not 0 < width < 0.5:
-        raise UsageError(f"an interval width is a share of the distribution between 0 and "
-                         f"0.5 (0.05: a p90 known from about the p87.5 to the p92.5); got "
-                         f"{width:g}")
-    if config.questionnaire is None:
-        if config.budget_requests is not None:
-            raise UsageError("--budget plans the ramp from a questionnaire: give "
-                             "--questionnaire FILE too")
-        if width is not None:
-            floors = size_levels(settings.ramp.levels, width, settings.ramp.min_requests)
-            settings = replace(settings, ramp=replace(settings.ramp, min_requests=floors))
-        return settings, None
-    if config.budget_requests is not None and config.budget_requests < 1:
-        raise UsageError("--budget must be a positive number of requests")
-    from evalkit.questionnaire.load import load_questionnaire
-
-    q = load_questionnaire(config.questionnaire)
-    ramp = settings.ramp
-    per_level = max(1, round(ramp.level_duration_s))  # a floor for the estimate
-    plan = plan_probe(q, list(ramp.levels), max_concurrency=config.max_concurrency,
-                      levels_given=config.levels is not None,
-                      processes=_planned_workers(config),
-                      prompt_given=config.prompt_tokens is not None,
-                      budget_requests=config.budget_requests, default_requests=per_level,
-                      interval_width=width,
-                      per_process=client_streams_per_process(config.base_url))
-    settings = replace(settings, ramp=replace(
-        ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,
-        min_requests=dict(plan.min_requests),
-        claimed=tuple(sorted({cl.concurrency for cl in plan.claims if cl.reachable}))))
-    if plan.prompt_tokens:
-        settings = replace(settings, prompt_tokens=plan.prompt_tokens)
-    if plan.soak_concurrency and settings.soak.concurrency is None:
-        settings = replace(settings, soak=replace(settings.soak,
-                                                  concurrency=plan.soak_concurrency))
-    return settings, plan
-
-
-def _planned_workers(config: ProbeConfig) -> int:
-    """Client processes the plan may count on before Ray is asked: --ray-workers, else a
-    local instance's CPUs; a cluster's size is known only once joined (1 until then)."""
-    if config.ray is None:
-        return 1
-    if config.ray_workers is not None:
-        return config.ray_workers
-    return (os.cpu_count() or 1) if config.ray == "auto" else 1
-
-
-def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
+def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None
+              ) -> RunResult:
     """Run the suite against `config.base_url`; write the run directory; return how it ended.
+
+    `config` may be planned already (`plan_run`: what the CLI printed is then what runs).
 
     Raises EndpointError when the endpoint cannot be probed at all (unreachable, 401,
     unknown model) and UsageError for settings that do not fit; KeyboardInterrupt passes
@@ -144,7 +85,7 @@ def run_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunRe
     """
     with _terminate_as_interrupt():
         suite = _prepare(config, Path(out_dir), progress)
-        with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
+        with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
             suite.pool = pool
             asyncio.run(_until_interrupted(suite))
         return ended.result()
@@ -216,7 +157,8 @@ async def _until_interrupted(suite: SuiteRun) -> None:
         raise KeyboardInterrupt
 
 
-async def arun_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -> RunResult:
+async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None
+                     ) -> RunResult:
     """`run_probe` on the caller's event loop (a notebook, an async service).
 
     Cancelling the task ends the run as `interrupted`, its directory completed with what
@@ -224,22 +166,23 @@ async def arun_probe(config: ProbeConfig, out_dir: Path, progress: Any = None) -
     blocking work of about a second and runs on this loop's thread.
     """
     suite = _prepare(config, Path(out_dir), progress)
-    with _recording(suite) as ended, _scaleout(config, suite.store) as pool:
+    with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
         suite.pool = pool
         await suite.run()
     return ended.result()
 
 
-def _prepare(config: ProbeConfig, out_dir: Path, progress: Any) -> SuiteRun:
-    """Everything before the first request: settings, plan, target, run.json 'running'.
+def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> SuiteRun:
+    """Everything before the first request: the plan (unless given), target, run.json
+    'running'.
 
     Bad settings fail here, before the run directory exists.
     """
-    config = with_workload(config)
-    settings, plan = plan_run(config)
+    planned = config if isinstance(config, ProbePlan) else plan_run(config)
+    config, settings, plan = planned.config, planned.settings, planned.plan
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
-    text = run_text(config)  # the buyer's corpus, else the public text
+    text = run_text(config)  # chosen by the plan: the buyer's corpus, else the public text
     secret = os.environ.get(config.api_key_env) or None
     sent = not any(k.lower() in CREDENTIAL_HEADERS for k, _ in config.headers)
     if sent and secret is not None and SENDABLE.fullmatch(secret) is None:  # Target's rule

@@ -46,10 +46,9 @@ def test_a_named_workload_is_read_with_its_source(tmp_path: Path) -> None:
     assert config.workload == w
     assert any(line.startswith("workload support-chat: chat (session, 100%)")
                for line in describe_lines(config))
-    from evalkit.probe.suite import plan_run
+    from evalkit.probe.plan.runplan import plan_run
 
-    settings, _ = plan_run(config)
-    assert "workload" in settings.phases
+    assert "workload" in plan_run(config).settings.phases
 
 
 def test_no_workload_named_is_none(tmp_path: Path) -> None:

@@ -234,17 +234,19 @@ class TestSizedForWidth:
             self, tmp_path: Path) -> None:
         """plan_run (what run_probe and a notebook use, not only the CLI) floors every ramp
         level for the width; with a questionnaire a claim's own percentile is sized too."""
-        from evalkit.probe.suite import plan_run
+        from evalkit.probe.plan.runplan import plan_run
 
         base = ProbeConfig("http://127.0.0.1:9/v1", "m", levels=(1, 4), interval_width=0.10)
-        settings, plan = plan_run(base)
+        planned = plan_run(base)
+        settings, plan = planned.settings, planned.plan
         assert plan is None and dict(settings.ramp.min_requests) == {1: 141, 4: 141}
         # floors at every level name no claim: past a confirmed breach the ramp still stops
         assert settings.ramp.claimed == ()
         path = tmp_path / "acme.yaml"
         path.write_text("schema: evalkit.questionnaire/1\n" + CLAIMS)
-        settings, plan = plan_run(ProbeConfig("http://127.0.0.1:9/v1", "m", questionnaire=path,
-                                              interval_width=0.05))
+        planned = plan_run(ProbeConfig("http://127.0.0.1:9/v1", "m", questionnaire=path,
+                                       interval_width=0.05))
+        settings, plan = planned.settings, planned.plan
         assert plan is not None and plan.interval_width == 0.05
         assert settings.ramp.min_requests[24] == 1540  # Q2's p50 claim at 24 streams
         assert set(settings.ramp.min_requests) == set(settings.ramp.levels)
