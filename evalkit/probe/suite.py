@@ -191,13 +191,15 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     if config.api_version else ())
     run_tag = secrets.token_hex(3)
     origin_ns = time.perf_counter_ns()
+    wall_ns = time.time_ns()  # beside the origin: places the records on the calendar (OTLP)
     meta = {
         "schema": "evalkit.run/1", "tool": "evalkit", "tool_version": __version__,
         "suite_version": SUITE_VERSION, "run_tag": run_tag,
         # every record carries it: one appended from another run is named as foreign
         "run_id": run_tag, "status": "running",
         "started_at": now_iso(), "ended_at": None,
-        "clock": {"origin_ns": origin_ns, "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+        "clock": {"origin_ns": origin_ns, "wall_ns": wall_ns,
+                  "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in requests.jsonl are offsets from origin_ns"},
         "target": target.describe(), "api_key_env": config.api_key_env,
         "vendor": config.vendor,
