@@ -1,0 +1,141 @@
+"""`evalkit import vllm|inference-perf` of hostile files: every value the tool does not
+write (NaN, an infinity, a negative or absurd time, a string where a number goes, chunks
+after the request ended) refuses the import naming the file and the field, exit 2; never
+a record read as the vendor's failure or a figure. A pipe, a device, a file too large to
+parse whole, or a link out of the directory is refused before it is read."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.cli import cli
+from evalkit.rundir.importers.common import MAX_JSON_BYTES
+
+PEERS = Path(__file__).parent.parent / "data" / "peers"
+VLLM = PEERS / "vllm-bench-serve"
+REPORTS = PEERS / "inference-perf" / "reports-20261205-043000"
+PER_REQUEST = "per_request_lifecycle_metrics.json"
+
+Edit = Callable[[Any], Any]
+
+
+def _imported(tool: str, source: Path, out: Path) -> Any:
+    res = CliRunner().invoke(cli, ["import", tool, str(source), "--out", str(out)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+def _set(key: str, i: int, value: Any) -> Edit:
+    return lambda d: d[key].__setitem__(i, value)
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (_set("ttfts", 0, float("nan")), r"ttfts\[0\] is nan"),
+    (_set("latencies", 1, float("inf")), r"latencies\[1\] is inf"),
+    (_set("ttfts", 0, -5.0), r"ttfts\[0\] is -5\.0"),
+    (_set("ttfts", 0, 1e300), r"ttfts\[0\] is 1e\+300"),
+    (_set("ttfts", 0, "fast"), r"ttfts\[0\] is 'fast'"),
+    (_set("ttfts", 0, True), r"ttfts\[0\] is True"),
+    (_set("start_times", 0, "x"), r"start_times\[0\] is 'x'"),
+    (_set("start_times", 1, 1e308), r"start_times\[1\] is 1e\+308"),
+    (_set("itls", 0, [-1.0]), r"itls\[0\]\[0\] is -1\.0"),
+    (_set("itls", 0, "abc"), r"itls\[0\] is 'abc'"),
+    (_set("errors", 0, {"a": 1}), r"errors\[0\] is a JSON object"),
+    (_set("output_lens", 0, -7), r"output_lens\[0\] is -7"),
+    (_set("input_lens", 0, 10 ** 30), r"input_lens\[0\] is 1000000000000000000000000"),
+    (_set("ttfts", 0, 50.0), r"request 0's ttfts and itls end after its latencies"),
+])
+def test_a_vllm_value_it_never_writes_is_refused_by_name(tmp_path: Path, edit: Edit,
+                                                        says: str) -> None:
+    doc = json.loads(sorted(VLLM.glob("*.json"))[1].read_text())
+    edit(doc)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    res = _imported("vllm", path, tmp_path / "out")
+    assert res.exit_code == 2, res.output
+    assert str(path) in res.stderr and re.search(says, res.stderr), res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _ip_copy(tmp: Path, edit: Edit) -> Path:
+    folder = tmp / "reports-x"
+    shutil.copytree(REPORTS, folder)
+    rows = json.loads((folder / PER_REQUEST).read_text())
+    edit(rows)
+    (folder / PER_REQUEST).write_text(json.dumps(rows))
+    return folder
+
+
+def _chunk(i: int, value: Any) -> Edit:
+    return lambda rows: rows[i]["info"]["response_metrics"]["chunk_times"].__setitem__(0, value)
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    (lambda rows: rows[2].update(start_time="soon"), r"\[2\]\.start_time is 'soon'"),
+    (lambda rows: rows[0].update(end_time=float("nan")), r"\[0\]\.end_time is nan"),
+    (lambda rows: rows[0].update(end_time=rows[0]["start_time"] + 1e6),
+     r"entry 0 ends 1e\+06 s after it starts"),
+    (lambda rows: rows.__setitem__(1, "junk"), r"entry 1 is 'junk'"),
+    (_chunk(0, "x"), r"chunk_times\[0\] of the request with start_time 812\.1 is 'x'"),
+    (_chunk(0, 1e9), r"chunk_times\[0\] of the request with start_time 812\.1 is 1000000000"),
+    (lambda rows: rows[0]["info"]["response_metrics"]["server_usage"].update(
+        completion_tokens=-3), r"server_usage\.completion_tokens of the request .* is -3"),
+])
+def test_an_inference_perf_value_it_never_writes_is_refused_by_name(
+        tmp_path: Path, edit: Edit, says: str) -> None:
+    folder = _ip_copy(tmp_path, edit)
+    res = _imported("inference-perf", folder, tmp_path / "out")
+    assert res.exit_code == 2, res.output
+    assert PER_REQUEST in res.stderr and re.search(says, res.stderr), res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def _vllm_dir(tmp: Path) -> Path:
+    folder = tmp / "results"
+    shutil.copytree(VLLM, folder)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe", "outside", "huge"])
+def test_a_file_that_is_no_export_is_refused_before_it_is_read(tmp_path: Path,
+                                                               kind: str) -> None:
+    """A link to /dev/zero or a pipe would be read without end; a 300 MB file would be
+    parsed whole (~3x in memory); a link out of the directory is another file's data."""
+    folder = _vllm_dir(tmp_path)
+    odd = folder / "zz.json"
+    if kind == "device":
+        odd.symlink_to("/dev/zero")
+        folder = odd  # the file named itself, not found in a directory
+    elif kind == "pipe":
+        os.mkfifo(odd)
+    elif kind == "outside":
+        (tmp_path / "other.json").write_bytes(next(VLLM.glob("*.json")).read_bytes())
+        odd.symlink_to(tmp_path / "other.json")
+    else:
+        with odd.open("wb") as fh:
+            fh.truncate(MAX_JSON_BYTES + 1)  # sparse: no disk, no time
+    res = _imported("vllm", folder, tmp_path / "out")
+    assert res.exit_code == 2, res.output
+    says = {"device": "not a regular file", "pipe": "not a regular file",
+            "outside": f"a link to {tmp_path / 'other.json'}, outside",
+            "huge": f"{MAX_JSON_BYTES + 1:,} bytes, more than evalkit reads (256 MiB)"}[kind]
+    assert f"{odd}: {says}" in res.stderr.replace("\n", " "), res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_inference_perf_file_linked_out_of_its_directory_is_refused(tmp_path: Path) -> None:
+    folder = _ip_copy(tmp_path, lambda rows: rows)
+    moved = tmp_path / "elsewhere.json"
+    (folder / PER_REQUEST).rename(moved)
+    (folder / PER_REQUEST).symlink_to(moved)
+    res = _imported("inference-perf", folder, tmp_path / "out")
+    assert res.exit_code == 2 and "outside" in res.stderr, res.output
