@@ -4,6 +4,7 @@ refused before anything is measured (the SDK's messages repeat a URL whole)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections.abc import Callable
@@ -132,3 +133,35 @@ def test_a_probe_with_a_query_token_stops_before_it_writes(tmp_path: Path) -> No
                                  "http://c:4318/?x-api-key=hunter2hunter2"])
     assert r.exit_code == 2 and "OTEL_EXPORTER_OTLP_HEADERS" in r.stderr
     assert "hunter2" not in r.output and not (tmp_path / "x").exists()
+
+
+def test_a_handed_over_runs_text_reaches_no_span_or_metric_raw(run: Path) -> None:
+    """A run directory from elsewhere whose records carry escapes, a bell, a carriage
+    return and a bidi override in their phase, id, model, finish reason and error: every
+    span name, attribute, status and metric attribute the collector receives is clean."""
+    from tests.rundir.test_otlp import Receiver, attrs
+
+    evil = "\x1b[31m\x07\r\u202eEVIL" + "Z" * 150
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    recs = [json.loads(line) for line in lines]
+    for rec in recs[:3]:
+        rec.update(phase=evil, id=evil, model=evil, finish_reason=evil, error=evil,
+                   outcome="error")
+    (run / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    collector = Receiver()
+    try:
+        target = otlp_target(collector.url, {})
+        assert target is not None
+        outcome = export_run(run, target)
+    finally:
+        collector.close()
+    assert outcome.delivered
+    texts = []
+    for _, span in collector.spans():
+        texts += [span.name, span.status.message,
+                  *(v for v in attrs(span).values() if isinstance(v, str))]
+    for metric in collector.metrics().values():
+        data = getattr(metric, metric.WhichOneof("data"))
+        texts += [v for p in data.data_points for v in attrs(p).values() if isinstance(v, str)]
+    assert any("EVIL" in t for t in texts)  # the phase got there, cleaned
+    assert not [t for t in texts if any(c in t for c in "\x1b\x07\u202e")], "raw text"
