@@ -58,6 +58,9 @@ class RunTarget:
     #: (the scorecard names the source of every figure)
     prompt_tokens: int | None = None
     prompts_file: str | None = None
+    #: an imported run's TTFT that means something else than ours (run.json's
+    #: `imported.differs.TTFT`, with the tool's name): Q1 is never decided on it
+    ttft_not_ours: str | None = None
 
     @classmethod
     def from_run(cls, run: Mapping[str, Any] | None) -> RunTarget | None:
@@ -68,10 +71,16 @@ class RunTarget:
         stand = as_mapping(run.get("stands_in_for")) or None
         profile = run.get("profile")
         prompts = as_mapping(as_mapping(run.get("provenance")).get("prompts"))
+        imported = as_mapping(run.get("imported"))
+        differs = as_mapping(imported.get("differs")).get("TTFT")
+        not_ours = None
+        if imported and differs is not None:  # any value: it says the TTFT is not ours
+            tool = as_text(imported.get("tool")) or "another tool"
+            not_ours = f"{tool}'s: {as_text(differs) or 'its meaning differs from ours'}"
         return cls(as_text(target.get("model")), as_text(target.get("base_url")), stand,
                    as_text(profile),
                    as_count(as_mapping(run.get("settings")).get("prompt_tokens"), least=1),
-                   _prompts_file(prompts.get("file")))
+                   _prompts_file(prompts.get("file")), not_ours)
 
 
 def _prompts_file(value: Any) -> str | None:

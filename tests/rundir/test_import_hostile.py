@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pypdf
 import pytest
 from click.testing import CliRunner
 
@@ -139,3 +140,85 @@ def test_an_inference_perf_file_linked_out_of_its_directory_is_refused(tmp_path:
     (folder / PER_REQUEST).symlink_to(moved)
     res = _imported("inference-perf", folder, tmp_path / "out")
     assert res.exit_code == 2 and "outside" in res.stderr, res.output
+
+
+# --------------------------------------------------------------------------- Q1
+
+
+QUESTIONNAIRE = """schema: evalkit.questionnaire/1
+vendor: Acme
+model: evalkit-reference
+endpoint: http://127.0.0.1:8934
+Q1:
+  ttft_p50_ms: 400
+  at_concurrency: 2
+  source: production
+  window: "2026-11-16 to 2026-11-22"
+"""
+
+
+def _twelve_at_two(tmp: Path) -> Path:
+    """inference-perf's fixture with its concurrency-2 stage made of 12 requests, two at
+    a time back to back (its first request's stamps, shifted): enough to decide a p50 at
+    2 streams. Its endpoint and model are the questionnaire's."""
+    folder = tmp / "reports-20261205-043000"
+    shutil.copytree(REPORTS, folder)
+    rows = json.loads((folder / PER_REQUEST).read_text())
+    first = next(r for r in rows if r["start_time"] == 815.0)
+    stage = []
+    for k in range(12):
+        shift = 0.418 * (k // 2) + 0.0005 * (k % 2)
+        r = json.loads(json.dumps(first))
+        r["start_time"] += shift
+        r["end_time"] += shift
+        metrics = r["info"]["response_metrics"]
+        metrics["chunk_times"] = [t + shift for t in metrics["chunk_times"]]
+        stage.append(r)
+    kept = [r for r in rows if r["start_time"] < 815.0]
+    (folder / PER_REQUEST).write_text(json.dumps(kept + stage))
+    s1 = folder / "stage_1_lifecycle_metrics.json"
+    doc = json.loads(s1.read_text())
+    doc["load_summary"]["count"] = 12
+    s1.write_text(json.dumps(doc))
+    return folder
+
+
+def test_a_ttft_that_is_not_ours_never_decides_q1(tmp_path: Path) -> None:
+    """An import whose TTFT means something else (run.json's imported.differs) keeps its
+    figure beside the claim but never earns a green mark (nor a red one): Q1 is
+    unverified, and page one says whose TTFT it is. Without the rule this claim reads ok
+    (measured p50 220 ms at 2 streams against 400 ms claimed)."""
+    run = tmp_path / "run"
+    assert _imported("inference-perf", _twelve_at_two(tmp_path), run).exit_code == 0
+    q = tmp_path / "q.yaml"
+    q.write_text(QUESTIONNAIRE)
+    pdf = tmp_path / "r.pdf"
+    res = CliRunner().invoke(cli, ["report", "--run", str(run), "--questionnaire", str(q),
+                                   "--out", str(pdf)])
+    assert res.exit_code == 0, res.output
+    q1 = json.loads(pdf.with_suffix(".json").read_text())["questions"]["Q1"]
+    assert q1["measured"]["ttft_p50_ms"] == pytest.approx(220, abs=15)
+    assert q1["status"] == "unverified", q1
+    assert "not decided: the TTFT is inference-perf's" in q1["reason"]
+    text = re.sub(r"\s+", " ", pypdf.PdfReader(pdf).pages[0].extract_text())
+    assert "TTFT is inference-perf's, not evalkit's" in text
+
+
+def test_vllms_ttft_never_decides_q1_either() -> None:
+    """vLLM's TTFT (to a role-only first chunk: earlier than ours) would let a claim hold
+    that ours might break; its run names no endpoint today, so the rule is shown on the
+    run.json its import writes, with the endpoint a careless hand might add."""
+    from evalkit.review.reconcile import ttft_not_ours
+    from evalkit.review.rules import Judgement, RunTarget
+    from evalkit.rundir.importers.common import DIFFERS
+
+    run = {"target": {"model": "m", "base_url": "http://x:1"},
+           "imported": {"tool": "vllm", "differs": DIFFERS["vllm"]}}
+    target = RunTarget.from_run(run)
+    assert target is not None and target.ttft_not_ours is not None
+    ok = Judgement("ok", "Claimed TTFT p50 400 ms at 2 streams vs measured 220 ms: holds.",
+                   {}, {"ttft_p50_ms": 220}, "")
+    judged = ttft_not_ours(ok, target.ttft_not_ours)
+    assert judged.status == "unverified" and judged.measured == {"ttft_p50_ms": 220}
+    assert "vllm's: vllm bench serve stops its TTFT clock" in judged.reason
+    assert RunTarget.from_run({"target": {}}).ttft_not_ours is None  # type: ignore[union-attr]
