@@ -222,3 +222,11 @@ def test_vllms_ttft_never_decides_q1_either() -> None:
     assert judged.status == "unverified" and judged.measured == {"ttft_p50_ms": 220}
     assert "vllm's: vllm bench serve stops its TTFT clock" in judged.reason
     assert RunTarget.from_run({"target": {}}).ttft_not_ours is None  # type: ignore[union-attr]
+
+
+def test_a_config_nested_past_the_parsers_depth_is_refused_by_name(tmp_path: Path) -> None:
+    folder = _ip_copy(tmp_path, lambda rows: rows)
+    (folder / "config.yaml").write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    res = _imported("inference-perf", folder, tmp_path / "out")
+    assert res.exit_code == 2, res.output
+    assert f"{folder / 'config.yaml'}: not YAML" in res.stderr, res.stderr

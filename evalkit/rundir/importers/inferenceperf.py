@@ -58,6 +58,7 @@ from evalkit.rundir.importers.common import (
     inside,
     seconds_field,
 )
+from evalkit.sanitize import clean
 
 PER_REQUEST = "per_request_lifecycle_metrics.json"
 _STAGE = re.compile(r"stage_(\d{1,4})_lifecycle_metrics\.json")
@@ -236,8 +237,9 @@ def _config(folder: Path) -> Mapping[str, Any]:
         return {}
     try:  # a config is a few KB
         return as_mapping(yaml.safe_load(_read_bytes(inside(folder, path), 1 << 20)))
-    except yaml.YAMLError:
-        return {}
+    except (yaml.YAMLError, RecursionError) as exc:  # the endpoint is then unknown
+        raise InputError(f"{path}: not YAML ({clean(str(exc), 160)}); expected "
+                         "inference-perf's config") from None
 
 
 def _reported(path: Path) -> dict[str, Any]:
