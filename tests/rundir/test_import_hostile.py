@@ -230,3 +230,18 @@ def test_a_config_nested_past_the_parsers_depth_is_refused_by_name(tmp_path: Pat
     res = _imported("inference-perf", folder, tmp_path / "out")
     assert res.exit_code == 2, res.output
     assert f"{folder / 'config.yaml'}: not YAML" in res.stderr, res.stderr
+
+
+def test_a_stage_reports_own_figures_are_kept_few_and_clean(tmp_path: Path) -> None:
+    """`imported.reported` keeps the tool's figures as it reported them: a stage report
+    with 5,000 throughput names carrying escapes leaves 16, cleaned, in run.json."""
+    folder = _ip_copy(tmp_path, lambda rows: rows)
+    stage = folder / "stage_0_lifecycle_metrics.json"
+    doc = json.loads(stage.read_text())
+    doc.setdefault("successes", {})["throughput"] = {
+        f"\x1b[2J\x07rate{i}" + "x" * 100: float(i) for i in range(5000)}
+    stage.write_text(json.dumps(doc))
+    assert _imported("inference-perf", folder, tmp_path / "out").exit_code == 0
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    kept = run["imported"]["reported"]["1"]["throughput"]
+    assert len(kept) == 16 and not any("\x1b" in k or "\x07" in k for k in kept)
