@@ -121,7 +121,8 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
                             questionnaire.model if questionnaire else None)
     judgements = judge_questions(questionnaire, Evidence(m, blocker, command, panel, hint), tol)
     if run is not None and run.ttft_not_ours:
-        judgements["Q1"] = ttft_not_ours(judgements["Q1"], run.ttft_not_ours)
+        judgements = {qid: ttft_not_ours(j, run.ttft_not_ours) if qid == "Q1" else j
+                      for qid, j in judgements.items()}
     sold = questionnaire.q2.at_concurrency if questionnaire else None
     answers = answers_sentence(m, sold) if m is not None and m.validity != "invalid" else None
     fits = use_case_fit(m, tol)
