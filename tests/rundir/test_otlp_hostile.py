@@ -165,3 +165,12 @@ def test_a_handed_over_runs_text_reaches_no_span_or_metric_raw(run: Path) -> Non
         texts += [v for p in data.data_points for v in attrs(p).values() if isinstance(v, str)]
     assert any("EVIL" in t for t in texts)  # the phase got there, cleaned
     assert not [t for t in texts if any(c in t for c in "\x1b\x07\u202e")], "raw text"
+
+
+@pytest.mark.parametrize("endpoint", ["collector.example.com:4318/?token=hunter2hunter2",
+                                      "user:hunter2hunter2@collector:4318",
+                                      "ftp://u:hunter2hunter2@h/#hunter2hunter2"])
+def test_a_url_refused_as_no_url_is_shown_without_its_secret(endpoint: str) -> None:
+    with pytest.raises(UsageError, match="not an http") as caught:
+        otlp_target(endpoint, {})
+    assert "hunter2" not in str(caught.value)

@@ -93,7 +93,9 @@ def _url(value: str, where: str) -> str:
     except ValueError:
         host, url = None, urllib.parse.urlsplit("")
     if url.scheme not in ("http", "https") or not host:
-        raise UsageError(f"{where}: {clean(value, 120)!r} is not an http(s) URL of a "
+        # shown without what may be a secret: a query, a fragment, a user part
+        shown = value.split("?")[0].split("#")[0].rsplit("@", 1)[-1]
+        raise UsageError(f"{where}: {clean(shown, 120)!r} is not an http(s) URL of a "
                          "collector, e.g. http://localhost:4318")
     if url.username is not None or url.password is not None or url.query or url.fragment:
         # a query is where a token hides (?token=, ?x-api-key=), and the SDK's messages
