@@ -245,3 +245,15 @@ def test_a_stage_reports_own_figures_are_kept_few_and_clean(tmp_path: Path) -> N
     run = json.loads((tmp_path / "out" / "run.json").read_text())
     kept = run["imported"]["reported"]["1"]["throughput"]
     assert len(kept) == 16 and not any("\x1b" in k or "\x07" in k for k in kept)
+
+
+def test_a_directory_of_results_too_large_together_is_refused(tmp_path: Path) -> None:
+    """Each file under the cap, five together over 1 GiB: every parsed document is held
+    at once, so the directory is refused before any is read."""
+    folder = _vllm_dir(tmp_path)
+    for i in range(5):
+        with (folder / f"big{i}.json").open("wb") as fh:
+            fh.truncate(MAX_JSON_BYTES - 1)  # sparse
+    res = _imported("vllm", folder, tmp_path / "out")
+    assert res.exit_code == 2, res.output
+    assert "more than evalkit reads at once" in res.stderr, res.stderr

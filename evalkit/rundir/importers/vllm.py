@@ -45,6 +45,7 @@ from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.rundir.importers.common import (
     _ERROR,
+    MAX_FILE_BYTES,
     MAX_RUN_S,
     Imported,
     _count,
@@ -69,6 +70,8 @@ LEVEL_GAP_S = 1.0
 _REPORTED = ("completed", "failed", "duration", "request_throughput", "output_throughput",
              "total_token_throughput", "max_concurrent_requests")
 _REPORTED_MS = ("ttft", "tpot", "itl", "e2el")
+#: a directory of more result files than this is no one ramp
+MAX_FILES = 256
 #: a max_concurrency beyond this is no level a run measured
 MAX_LEVEL = 100_000
 #: perf_counter stamps (start_times) are seconds since some boot: below this
@@ -81,6 +84,11 @@ def read_vllm(path: Path) -> Imported:
     if not files:
         raise InputError(f"{path}: a directory without a .json file; expected the result "
                          "files `vllm bench serve --save-result --save-detailed` wrote")
+    total = sum(f.stat().st_size for f in files)  # every file's document is held at once
+    if total > MAX_FILE_BYTES or len(files) > MAX_FILES:
+        raise InputError(f"{path}: {len(files):,} result files of {total:,} bytes, more than "
+                         f"evalkit reads at once ({MAX_FILES} files, {MAX_FILE_BYTES >> 20} "
+                         "MiB): import the levels in smaller directories")
     runs = sorted(((f, *_run(f)) for f in files), key=lambda r: str(r[1].get("date") or ""))
     records: list[RequestRecord] = []
     levels: list[int] = []
