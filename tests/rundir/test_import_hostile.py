@@ -54,6 +54,8 @@ def _set(key: str, i: int, value: Any) -> Edit:
     (_set("output_lens", 0, -7), r"output_lens\[0\] is -7"),
     (_set("input_lens", 0, 10 ** 30), r"input_lens\[0\] is 1000000000000000000000000"),
     (_set("ttfts", 0, 50.0), r"request 0's ttfts and itls end after its latencies"),
+    (lambda d: d.update(date="99991231-235959"), r"date '99991231-235959' is no time a run"),
+    (lambda d: d.update(date="00010101-000000"), r"date '00010101-000000' is no time a run"),
 ])
 def test_a_vllm_value_it_never_writes_is_refused_by_name(tmp_path: Path, edit: Edit,
                                                         says: str) -> None:

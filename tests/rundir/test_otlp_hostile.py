@@ -174,3 +174,20 @@ def test_a_url_refused_as_no_url_is_shown_without_its_secret(endpoint: str) -> N
     with pytest.raises(UsageError, match="not an http") as caught:
         otlp_target(endpoint, {})
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_run_placed_beyond_otlps_clock_is_not_sent_as_the_collectors_fault(
+        run: Path) -> None:
+    """run.json (a handed-over or imported run) dated in the year 9999: its spans' times
+    do not fit OTLP's nanoseconds. The export says so before sending, rather than report
+    that the collector refused the spans."""
+    from evalkit.errors import EvalkitError
+
+    meta = json.loads((run / "run.json").read_text())
+    meta.pop("clock", None)
+    meta["started_at"] = "9999-12-31T23:59:59Z"
+    (run / "run.json").write_text(json.dumps(meta))
+    target = otlp_target("http://127.0.0.1:9", {})
+    assert target is not None
+    with pytest.raises(EvalkitError, match="places the run at no time"):
+        export_run(run, target)

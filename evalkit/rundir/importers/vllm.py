@@ -130,20 +130,24 @@ def read_vllm(path: Path) -> Imported:
                 else "openai-completions"},
         settings={"ramp": {"levels": sorted(levels)},
                   "backend": _text(first.get("backend"), 40)},
-        started_at=_local(first, before=True), ended_at=_local(runs[-1][1], before=False),
+        started_at=_local(runs[0][0], first, before=True),
+        ended_at=_local(runs[-1][0], runs[-1][1], before=False),
         complete=True, reported=reported,
         notes=[*notes, "vLLM's `date` is its machine's local time, its zone not recorded: "
                "the run's start and end are read as UTC, to the second"])
 
 
-def _local(doc: Mapping[str, Any], before: bool) -> str | None:
+def _local(path: Path, doc: Mapping[str, Any], before: bool) -> str | None:
     """`date` (local, "%Y%m%d-%H%M%S", written when the run ended) as an ISO time; the
     start is that less the run's `duration`."""
     text = doc.get("date")
     try:
-        when = datetime.strptime(str(text), "%Y%m%d-%H%M%S")
+        when = datetime.strptime(str(text)[:40], "%Y%m%d-%H%M%S")
     except ValueError:
         return None
+    if not 1970 < when.year < 2100:  # a run's date, not a date beyond a trace's clock
+        raise InputError(f"{path}: date {clean(str(text), 20)!r} is no time a run ended "
+                         "(1970-2100); a damaged or edited file")
     duration = as_number(doc.get("duration"))
     if before and duration is not None and 0 <= duration < 1e7:
         when -= timedelta(seconds=duration)

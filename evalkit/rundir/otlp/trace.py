@@ -158,7 +158,8 @@ def _wall_origin(run: Mapping[str, object]) -> int | None:
         return None
     if when.tzinfo is None:  # a peer tool's local time, zone unrecorded: read as UTC,
         when = when.replace(tzinfo=UTC)  # as the catalog reads it
-    return int(when.timestamp() * 1e9)
+    ns = int(when.timestamp() * 1e9)
+    return ns if 0 < ns < 1 << 62 else None  # OTLP's clock: unsigned ns, to 2116 here
 
 
 # --------------------------------------------------------------------------- spans
