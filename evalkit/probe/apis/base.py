@@ -22,13 +22,15 @@ is a protocol error on that request, never a crash of the run.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from evalkit.errors import UsageError
 from evalkit.probe.apis.anthropic import AnthropicMessages
+from evalkit.probe.apis.bedrock import BedrockConverse
 from evalkit.probe.apis.chat import OpenAIChat
 from evalkit.probe.apis.completions import OpenAICompletions
 from evalkit.probe.apis.fields import DONE, Delta
+from evalkit.probe.apis.gemini import Gemini
 from evalkit.probe.apis.responses import OpenAIResponses
 from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
 
@@ -48,6 +50,7 @@ NORMAL_FINISHES = frozenset({
     "eos", "eos_token", "stop_sequence",                                  # TGI, others
     "end_turn", "max_tokens", "tool_use", "pause_turn", "refusal",        # Anthropic
     "completed", "max_output_tokens",                                     # Responses
+    "STOP", "MAX_TOKENS",                                                 # Gemini
 })
 
 
@@ -56,11 +59,21 @@ AUTH_STYLES: dict[str, tuple[str, str]] = {
     "bearer": ("authorization", "Bearer {key}"),  # OpenAI and most compatible servers
     "api-key": ("api-key", "{key}"),              # Azure OpenAI (with an api-version query)
     "x-api-key": ("x-api-key", "{key}"),          # Anthropic
+    "x-goog-api-key": ("x-goog-api-key", "{key}"),  # the Gemini API
 }
 
 
 class Adapter(Protocol):
-    """The interface an API adapter provides to the prober."""
+    """The interface an API adapter provides to the prober.
+
+    An API unlike OpenAI's may add, and the prober asks for them by name: `bind(model)`
+    (the adapter for one model, whose path names it), `auth_for(base_url)` (its auth
+    style for an endpoint), `framing` ("eventstream": AWS's binary messages, not SSE)
+    with `parse_event(kind, data)` (an event read with its type), `error_reply(status,
+    header, body)` (an error answer's text, whether it is a throttle, its retry hint),
+    `advice(status, body)` (what to fix when connect fails), `lists_models` (False: no
+    model list to read) and `check_region(region)`: Bedrock's and Gemini's adapters
+    (`evalkit.probe.apis.bedrock`, `evalkit.probe.apis.gemini`) have them."""
 
     name: str
     path: str
@@ -92,6 +105,8 @@ ADAPTERS: dict[str, type[Adapter]] = {
     OpenAICompletions.name: OpenAICompletions,
     AnthropicMessages.name: AnthropicMessages,
     OpenAIResponses.name: OpenAIResponses,
+    BedrockConverse.name: BedrockConverse,
+    Gemini.name: Gemini,
 }
 
 
@@ -102,3 +117,12 @@ def get_adapter(name: str) -> Adapter:
         return ADAPTERS[name]()
     except KeyError:
         raise UsageError(f"unknown --api {name!r}; choose one of {', '.join(ADAPTERS)}") from None
+
+
+def bound_adapter(name: str, model: str) -> Adapter:
+    """The adapter for an `--api` name and one model: an API whose path names the model
+    (Bedrock's, Gemini's) binds it, a model id it cannot take a usage error; the others
+    serve every model alike."""
+    adapter = get_adapter(name)
+    bind = getattr(adapter, "bind", None)
+    return adapter if bind is None else cast(Adapter, bind(model))

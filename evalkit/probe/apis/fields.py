@@ -112,6 +112,11 @@ class Delta(NamedTuple):
     logprobs: tuple[tuple[str, float], ...] | None = None
     #: the engine's own account of the response (llama.cpp's `timings`, in its last chunk)
     timings: EngineTimings | None = None
+    #: the `error` says "not now" (Bedrock's throttlingException, Gemini's
+    #: RESOURCE_EXHAUSTED inside a stream already begun): a rejection, as an HTTP 429 is,
+    #: with the vendor's retry hint in seconds where it gave one
+    throttled: bool = False
+    retry_after_s: float | None = None
 
     @property
     def is_content(self) -> bool:
@@ -223,3 +228,11 @@ class OpenAIStyle:
     headers: tuple[tuple[str, str], ...] = ()
     end_event: str | None = None
     lists_all_models = True
+
+
+def content_text(content: Any) -> str:
+    """A chat message's content as text: a string, or OpenAI's content parts joined (the
+    clouds' APIs take text blocks of their own shape)."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content if content is not None else "")
