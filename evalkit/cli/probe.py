@@ -65,8 +65,12 @@ from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
                               "the workload file's levels; 1 for --conversations alone).")
 @click.option("--api", default="openai-chat", show_default=True,
               type=click.Choice(list(ADAPTERS)),
-              help="The API's wire format (an adapter of evalkit.probe.apis.base): OpenAI chat, "
-                   "completions or Responses, Anthropic Messages.")
+              help="The API's wire format (an adapter of evalkit.probe.apis): OpenAI chat, "
+                   "completions or Responses, Anthropic Messages, AWS Bedrock ConverseStream "
+                   "(SigV4 from the AWS credential chain: env, profile, role; pip install "
+                   "'evalkit[aws]'), Gemini API / Vertex AI (its key in --api-key-env; Vertex "
+                   "base URLs take Google application default credentials, "
+                   "'evalkit[google]').")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
               help="Environment variable holding the API key (sent as --auth says; "
                    "never written anywhere).")
