@@ -217,9 +217,11 @@ class BedrockConverse:
                         "(AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, "
                         "AWS_PROFILE, the instance role) and that a session token is fresh")
             if "signature" in body or "credential should be scoped" in body:
-                return ("the request's signature was refused: check that the region of "
-                        "--base-url (bedrock-runtime.REGION.amazonaws.com) or AWS_REGION is "
-                        "the model's, and the machine's clock (SigV4 allows 5 minutes)")
+                return ("the request's signature was refused: check the secret key the AWS "
+                        "chain gives for its access key id (AWS_SECRET_ACCESS_KEY or the "
+                        "profile's), that the region of --base-url (bedrock-runtime.REGION."
+                        "amazonaws.com) or AWS_REGION is the model's, and the machine's clock "
+                        "(SigV4 allows 5 minutes)")
             return (f"access to {self.model!r} was denied: enable the model in the Bedrock "
                     "console for this region (Model access) and allow bedrock:"
                     "InvokeModelWithResponseStream to these credentials")

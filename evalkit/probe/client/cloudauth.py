@@ -25,13 +25,14 @@ import asyncio
 import os
 import re
 import threading
-from collections.abc import AsyncGenerator, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from evalkit.errors import UsageError
+from evalkit.sanitize import clean
 
 #: auth styles that are no header of a key (`evalkit.probe.apis.base.AUTH_STYLES`): a signer
 CLOUD_AUTHS = ("sigv4", "google-adc")
@@ -51,6 +52,19 @@ def url_region(base_url: str) -> str | None:
     return found.group(1) if found else None
 
 
+def _chain(resolve: Callable[[], Any]) -> Any:
+    """`resolve()` of botocore's credential chain; its own errors (a profile that is not
+    there, an SSO session expired, a role it cannot assume) a usage error naming the kind
+    and what botocore said (names and paths, never a key), before the run starts."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return resolve()
+    except (BotoCoreError, ClientError) as exc:
+        raise UsageError(f"the AWS credential chain failed: {type(exc).__name__}: "
+                         f"{clean(str(exc), 300)}") from None
+
+
 class SigV4(httpx.Auth):
     """Signs each request with SigV4 (botocore's signer) for one region and service."""
 
@@ -67,7 +81,7 @@ class SigV4(httpx.Auth):
                              "amazonaws.com) and neither AWS_REGION, AWS_DEFAULT_REGION nor the "
                              "profile sets one")
         if _REGION.fullmatch(self.region) is None:
-            raise UsageError(f"{self.region!r} is no AWS region (e.g. us-east-1): check "
+            raise UsageError(f"{clean(self.region, 40)!r} is no AWS region (e.g. us-east-1): check "
                              "AWS_REGION, the profile's region or --base-url")
 
     def _session(self) -> Any:
@@ -81,13 +95,14 @@ class SigV4(httpx.Auth):
     def _configured_region(self) -> str | None:
         """AWS_REGION (the newer SDKs' variable), else botocore's: AWS_DEFAULT_REGION, the
         profile's region."""
-        region = os.environ.get("AWS_REGION") or self._session().get_config_variable("region")
+        region = os.environ.get("AWS_REGION") or _chain(
+            lambda: self._session().get_config_variable("region"))
         return str(region) if region else None
 
     def credentials(self) -> Any:
         """The chain's credentials (resolved once; refreshable ones refresh themselves)."""
         if self._credentials is None:
-            found = self._session().get_credentials()
+            found = _chain(lambda: self._session().get_credentials())
             if found is None:
                 raise UsageError(
                     "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
@@ -169,23 +184,26 @@ class GoogleADC(httpx.Auth):
             except DefaultCredentialsError as exc:
                 raise UsageError(f"no Google application default credentials: run `gcloud "
                                  f"auth application-default login` or set "
-                                 f"GOOGLE_APPLICATION_CREDENTIALS ({str(exc)[:160]})") from None
+                                 f"GOOGLE_APPLICATION_CREDENTIALS ({clean(str(exc), 160)})"
+                                 ) from None
         return self._credentials
 
     def refresh(self) -> None:
         """Fetch a token if there is none or it is about to expire (blocking)."""
-        from google.auth.exceptions import RefreshError
+        import requests
+        from google.auth.exceptions import GoogleAuthError
         from google.auth.transport.requests import Request
 
         creds = self.credentials()
         with self._lock:  # streams that found it due together: one refresh
             if creds.valid:
                 return
-            try:
-                creds.refresh(Request())
-            except RefreshError as exc:
+            try:  # a session of its own, closed: no connection left to the token server
+                with requests.Session() as session:
+                    creds.refresh(Request(session))
+            except GoogleAuthError as exc:  # refused, or the token server out of reach
                 raise UsageError(f"Google credentials could not be refreshed: "
-                                 f"{str(exc)[:200]}") from None
+                                 f"{clean(str(exc), 200)}") from None
 
     def describe(self) -> dict[str, Any]:
         """What kind of credentials: no value."""

@@ -251,6 +251,9 @@ def test_the_connect_gate_checks_the_model_id_region_and_credentials(
     with pytest.raises(UsageError, match="no AWS credentials") as caught:
         ready_target(Target("http://127.0.0.1:9", BEDROCK_MODEL, api="bedrock-converse"))
     assert "never from a flag" in str(caught.value)
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    with pytest.raises(UsageError, match="credential chain failed: ProfileNotFound"):
+        ready_target(Target("http://127.0.0.1:9", BEDROCK_MODEL, api="bedrock-converse"))
 
 
 @pytest.mark.parametrize("key_id,secret,advice", [
@@ -292,7 +295,7 @@ def test_a_whole_run_keeps_no_secret(reference: Any, tmp_path: Path, api: str) -
     proc = subprocess.run(
         [sys.executable, "-m", "evalkit.cli", "probe", "--api", api, "--base-url", base,
          "--model", model, "--api-key-env", "GEMINI_KEY", "--out", str(out),
-         "--phases", "baseline", "--output-tokens", "8"],
+         "--phases", "connect,baseline", "--output-tokens", "8"],
         env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
@@ -324,3 +327,93 @@ def test_a_vendor_echoing_the_aws_secrets_shows_none_of_them(
     shown = said + (rec.error_body or "") + (rec.error or "")
     assert rec.outcome == "error" and "***" in (rec.error_body or ""), rec.error_body
     assert token not in shown and EXAMPLE_SECRET_KEY not in shown
+
+
+def _token_server(token: str) -> tuple[str, list[bytes], Any]:
+    """A loopback OAuth token endpoint: every POST gets `token` for an hour."""
+    import http.server
+    import threading
+
+    asked: list[bytes] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            asked.append(self.rfile.read(int(self.headers["content-length"])))
+            body = json.dumps({"access_token": token, "expires_in": 3600,
+                               "token_type": "Bearer"}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/token", asked, server
+
+
+def test_vertex_takes_an_oauth_token_from_application_default_credentials(
+        reference: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Vertex AI base URL signs with google-auth's ADC (here a service account's key
+    file whose token endpoint is a loopback server): one token for every stream, sent as
+    a bearer, and neither it nor the key in run.json's description; without ADC, a usage
+    error that says how to get them."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    token = "ya29.fake-vertex-access-token-81c2"
+    uri, asked, server = _token_server(token)
+    pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()).decode()
+    key_file = tmp_path / "sa.json"
+    key_file.write_text(json.dumps({
+        "type": "service_account", "project_id": "p", "private_key_id": "k1",
+        "private_key": pem, "client_email": "probe@p.iam.gserviceaccount.com",
+        "client_id": "1", "token_uri": uri}))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    srv = reference("gpu", mode="thread")
+    base = srv.root_url + "/v1/projects/p/locations/us-central1/publishers/google"
+    try:
+        target = ready_target(Target(base, "evalkit-reference", api="gemini",
+                                     tag_requests=True, secret="sk-not-sent-to-vertex"))
+        _, recs = _streams(target, n=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [r.outcome for r in recs] == ["ok", "ok"], recs[0].error
+    truth = {t["request_id"]: t for t in srv.truth()}
+    assert {truth[r.id]["api"] for r in recs} == {"vertex"}
+    assert truth[recs[0].id]["auth_headers"] == ["authorization"]
+    assert len(asked) == 1 and b"assertion" in asked[0]  # one refresh, a signed JWT
+    described = json.dumps(target.describe())
+    assert target.credential == "Google application default credentials"
+    assert token not in described and "PRIVATE KEY" not in described
+    assert target.redact(f"echo {token}") == "echo ***"
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "none.json"))
+    with pytest.raises(UsageError, match="gcloud auth application-default login"):
+        ready_target(Target(base, "evalkit-reference", api="gemini"))
+
+
+def test_a_run_refused_for_its_aws_secret_stops_saying_why_and_keeps_it_unsaid(
+        reference: Any, tmp_path: Path) -> None:
+    """The connect gate stops the run (exit 2) with AWS's reason and what to fix; neither
+    the wrong secret nor the session token is in its output or the run directory."""
+    srv = reference("gpu", mode="thread")
+    wrong, token = "wrong-secret-key-73be0f1d", "IQoJb3JpZ2luX2VjEfakesessiontoken9"
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalkit.cli", "probe", "--api", "bedrock-converse",
+         "--base-url", srv.root_url, "--model", BEDROCK_MODEL, "--out", str(out),
+         "--phases", "connect,baseline", "--output-tokens", "8"],
+        env={**aws_environment(wrong), "AWS_SESSION_TOKEN": token},
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "InvalidSignatureException" in proc.stderr
+    assert "signature was refused" in proc.stderr, proc.stderr
+    written = proc.stdout + proc.stderr + "".join(
+        p.read_bytes().decode("latin-1") for p in out.iterdir() if p.is_file())
+    assert wrong not in written and token not in written
