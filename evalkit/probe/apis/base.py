@@ -119,6 +119,14 @@ def get_adapter(name: str) -> Adapter:
         raise UsageError(f"unknown --api {name!r}; choose one of {', '.join(ADAPTERS)}") from None
 
 
+def key_env(name: str) -> str:
+    """The environment variable an API's key is read from when --api-key-env names none:
+    the API's own (`key_env`, Gemini's GEMINI_API_KEY), else OPENAI_API_KEY. Per API, so
+    that one vendor's key is never sent to another by default."""
+    own = getattr(ADAPTERS.get(name), "key_env", None)
+    return own if isinstance(own, str) else "OPENAI_API_KEY"
+
+
 def bound_adapter(name: str, model: str) -> Adapter:
     """The adapter for an `--api` name and one model: an API whose path names the model
     (Bedrock's, Gemini's) binds it, a model id it cannot take a usage error; the others

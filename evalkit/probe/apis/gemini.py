@@ -95,6 +95,9 @@ class Gemini:
     name = "gemini"
     path = ""
     auth = "x-goog-api-key"
+    #: where the Gemini API's key is read from unless --api-key-env says (Google's SDKs'
+    #: name); never OPENAI_API_KEY, so no other vendor's key goes to Google by default
+    key_env = "GEMINI_API_KEY"
     headers: tuple[tuple[str, str], ...] = ()
     end_event: str | None = None
     #: the list is paginated, its names are `models/…`: the connect stream decides
@@ -186,8 +189,8 @@ class Gemini:
     def advice(self, status: int | None, body: str) -> str | None:
         """What to fix when the connect stream fails, in Google's terms."""
         if status in (400, 401, 403) and ("api key" in body or "api_key" in body):
-            return ("the Gemini API refused the key: export it in the variable --api-key-env "
-                    "names (e.g. --api-key-env GEMINI_API_KEY)")
+            return ("the Gemini API refused the key, or got none: export it in "
+                    "GEMINI_API_KEY (or in the variable --api-key-env names)")
         if status in (401, 403):
             return ("Vertex AI refused the credentials: run `gcloud auth application-default "
                     "login` (or set GOOGLE_APPLICATION_CREDENTIALS to a service account's key "

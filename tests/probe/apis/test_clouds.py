@@ -279,7 +279,24 @@ def test_a_missing_gemini_key_says_where_to_put_it(reference: Any) -> None:
     target = Target(srv.root_url + "/v1beta", "evalkit-reference", api="gemini")
     _, (rec,) = _streams(target)
     assert rec.outcome == "error" and rec.http_status == 403
-    assert "--api-key-env" in explain_failure(rec, target, target.adapter.path, "GEMINI_KEY")
+    assert "GEMINI_API_KEY" in explain_failure(rec, target, target.adapter.path, "GEMINI_KEY")
+
+
+def test_geminis_key_is_its_own_variable_never_openais(reference: Any, tmp_path: Path) -> None:
+    """Without --api-key-env, `--api gemini` reads GEMINI_API_KEY: an OPENAI_API_KEY in the
+    environment is not sent to Google (the reference takes any key, so a request that
+    carried it would have streamed); the gate stops, naming the variable."""
+    srv = reference("gpu", mode="thread")
+    env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalkit.cli", "probe", "--api", "gemini",
+         "--base-url", srv.root_url + "/v1beta", "--model", "evalkit-reference",
+         "--out", str(tmp_path / "run"), "--phases", "connect,baseline"],
+        env={**env, "OPENAI_API_KEY": "sk-openai-not-for-google"},
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "HTTP 403" in proc.stderr, proc.stderr
+    assert "GEMINI_API_KEY" in proc.stderr
+    assert [t["auth_headers"] for t in srv.truth()] == [[]]
 
 
 @pytest.mark.parametrize("api", APIS)
