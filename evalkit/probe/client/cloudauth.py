@@ -147,13 +147,15 @@ class SigV4(httpx.Auth):
     async def async_auth_flow(self, request: httpx.Request
                               ) -> AsyncGenerator[httpx.Request, Any]:
         """Sign; a refresh the credentials need runs in a thread."""
-        creds = self.credentials()
-        refresh = getattr(creds, "refresh_needed", None)
-        try:
+        try:  # (a Ray actor resolves its own chain here, on its first request)
+            creds = self.credentials()
+            refresh = getattr(creds, "refresh_needed", None)
             if refresh is not None and refresh():
                 frozen = await asyncio.to_thread(creds.get_frozen_credentials)
             else:
                 frozen = creds.get_frozen_credentials()
+        except UsageError as exc:  # no chain where this runs: said as it was
+            raise httpx.RequestError(str(exc), request=request) from None
         except Exception as exc:  # botocore's own errors: this request fails, not the run
             raise httpx.RequestError(f"AWS credentials could not be refreshed: "
                                      f"{type(exc).__name__}", request=request) from None

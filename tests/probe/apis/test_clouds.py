@@ -434,3 +434,19 @@ def test_a_run_refused_for_its_aws_secret_stops_saying_why_and_keeps_it_unsaid(
     written = proc.stdout + proc.stderr + "".join(
         p.read_bytes().decode("latin-1") for p in out.iterdir() if p.is_file())
     assert wrong not in written and token not in written
+
+
+def test_a_pickled_bedrock_target_carries_no_credential_and_signs_again(
+        reference: Any, aws: None) -> None:
+    """Ray sends each shard's target to its worker pickled: the bytes hold no AWS secret
+    (the signer drops its credentials), and the copy resolves the chain where it runs and
+    signs requests the reference accepts."""
+    import pickle
+
+    srv = reference("gpu", mode="thread")
+    target = _target(srv.root_url, "bedrock-converse")
+    assert target.request_auth is not None and target.request_auth.credentials()
+    raw = pickle.dumps(target)
+    assert EXAMPLE_SECRET_KEY.encode() not in raw and EXAMPLE_ACCESS_KEY.encode() not in raw
+    _, (rec,) = _streams(pickle.loads(raw))
+    assert rec.outcome == "ok", rec.error
