@@ -31,7 +31,7 @@ from typing import Any
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.probe.apis.sampling import Sampling
-from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target
+from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
 from evalkit.probe.load.shard import warm_up
 from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
@@ -189,6 +189,9 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())
+    # a cloud's credentials and region, and a model ARN of another region: usage errors
+    # before anything starts (its signer, not the environment's key, authenticates)
+    target = ready_target(target)
     run_tag = secrets.token_hex(3)
     origin_ns = time.perf_counter_ns()
     wall_ns = time.time_ns()  # beside the origin: places the records on the calendar (OTLP)

@@ -99,7 +99,7 @@ class ProbeConfig:
     force_length: bool | None = None
     user_agent: str | None = None
     tag_requests: bool = False
-    #: sent on every request alike (evalkit.probe.apis.base.Sampling): temperature (None: the
+    #: sent on every request alike (evalkit.probe.apis.sampling.Sampling): temperature (None: the
     #: vendor's default, sent not at all), a seed and logprobs (both marks: off unless asked)
     temperature: float | None = 0.0
     request_seed: int | None = None
