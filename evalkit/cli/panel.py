@@ -10,7 +10,7 @@ import click
 
 from evalkit.cli.options import catalog_option, parse_header, user_errors
 from evalkit.errors import EndpointError
-from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES, key_env
+from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
 
 
 @click.group()
@@ -48,7 +48,8 @@ def panel() -> None:
               type=click.Choice(list(ADAPTERS)), help="The API's wire format, as for `probe`.")
 @click.option("--api-key-env",
               help="Environment variable holding the API key (never written anywhere). "
-                   "Default: OPENAI_API_KEY; GEMINI_API_KEY for --api gemini.")
+                   "Default: the API's own (OPENAI_API_KEY; GEMINI_API_KEY, "
+                   "ANTHROPIC_API_KEY).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)), help="How the key is sent.")
 @click.option("--api-version", help="api-version query parameter (Azure OpenAI).")
 @click.option("--header", "headers", multiple=True, metavar="'K: V'",
@@ -82,7 +83,7 @@ def panel_sample(base_url: str, model: str, vendor: str, out_dir: str | None,
 
         concurrency = load_questionnaire(questionnaire_file).q2.at_concurrency
     config = sample_config(base_url, model, vendor, concurrency or 1, Budget.parse(budget),
-                           api=api, api_key_env=api_key_env or key_env(api), auth=auth,
+                           api=api, api_key_env=api_key_env or "", auth=auth,
                            api_version=api_version,
                            headers=tuple(parse_header(h) for h in headers),
                            prompt_tokens=prompt_tokens, output_tokens=output_tokens)

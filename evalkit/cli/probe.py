@@ -19,7 +19,7 @@ from evalkit.cli.options import (
 )
 from evalkit.cli.otlp import export_after_run, otlp_option, resolve
 from evalkit.errors import EndpointError, UsageError
-from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES, key_env
+from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
 
 
 @click.command()
@@ -73,8 +73,9 @@ from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES, key_env
                    "'evalkit[google]').")
 @click.option("--api-key-env",
               help="Environment variable holding the API key (sent as --auth says; "
-                   "never written anywhere). Default: OPENAI_API_KEY; GEMINI_API_KEY for "
-                   "--api gemini (another vendor's key is never sent to Google by default).")
+                   "never written anywhere). Default: the API's own: OPENAI_API_KEY; "
+                   "GEMINI_API_KEY for --api gemini, ANTHROPIC_API_KEY for "
+                   "anthropic-messages (no vendor is sent another's key by default).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
               help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
                    "OpenAI), x-api-key (Anthropic). Default: the --api's own.")
@@ -262,7 +263,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         max_concurrency=max_concurrency, prompt_tokens=prompt_tokens,
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         corpus_dir=Path(corpus) if corpus else None, no_corpus=no_corpus,
-        api=api, api_key_env=api_key_env or key_env(api),
+        api=api, api_key_env=api_key_env or "",
         headers=tuple(parse_header(h) for h in headers),
         auth=auth, api_version=api_version, metrics_url=metrics_url,
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,

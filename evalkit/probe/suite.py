@@ -30,6 +30,7 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
+from evalkit.probe.apis.base import key_env
 from evalkit.probe.apis.sampling import Sampling
 from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
 from evalkit.probe.load.shard import warm_up
@@ -168,6 +169,8 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
     """
     planned = config if isinstance(config, ProbePlan) else plan_run(config)
     config, settings, plan = planned.config, planned.settings, planned.plan
+    if not config.api_key_env:  # the API's own variable: no vendor is sent another's key
+        config = replace(config, api_key_env=key_env(config.api))
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
     text = run_text(config)  # chosen by the plan: the buyer's corpus, else the public text

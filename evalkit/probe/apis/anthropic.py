@@ -50,6 +50,9 @@ class AnthropicMessages:
     name = "anthropic-messages"
     path = "/messages"
     auth = "x-api-key"
+    #: its own variable, as Anthropic's SDK reads it: a buyer's OPENAI_API_KEY is never
+    #: sent to Anthropic by default
+    key_env = "ANTHROPIC_API_KEY"
     headers: tuple[tuple[str, str], ...] = (("anthropic-version", "2023-06-01"),)
     end_event: str | None = "message_stop"
     # the list is paginated (20 a page) and aliases such as claude-sonnet-4-5 are not in it
