@@ -122,6 +122,10 @@ class Connection:
         for event in self._proto.events_received():
             if isinstance(event, Frame):
                 self._frame(event, at or 0)
+        if self._proto.parser_exc is not None and self._closed is None:
+            # a frame over MAX_MESSAGE, bad framing: websockets failed the connection
+            self._closed = WireError("protocol", "the server broke the WebSocket protocol: "
+                                     + clean(str(self._proto.parser_exc), 200))
         await self._flush(timeout)  # pongs, and the close handshake's answer
         if not data and self._closed is None:
             self._closed = WireError("cut", "the server closed the connection"
@@ -135,8 +139,6 @@ class Connection:
             reason = self._proto.close_rcvd.reason if self._proto.close_rcvd else ""
             self.close_reason = clean(reason, 200)
             self._closed = WireError("cut", "the server closed the session" + self._said())
-        if self._proto.parser_exc is not None and self._closed is None:
-            self._closed = WireError("protocol", clean(str(self._proto.parser_exc), 200))
 
     def _said(self) -> str:
         if self.close_code is None:

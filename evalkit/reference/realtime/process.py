@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -79,8 +80,17 @@ class RealtimeReference:
         if proc.stdout is not None:
             proc.stdout.close()
 
-    def truth(self) -> list[dict[str, Any]]:
-        """The truth log's lines (responses and refusals)."""
-        if self.truth_log is None or not self.truth_log.exists():
-            return []
-        return [json.loads(line) for line in self.truth_log.read_text().splitlines() if line]
+    def truth(self, sessions: int = 0, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The truth log's lines (responses, refusals, sessions), once `sessions` session
+        lines are in it (a session's line is written when the server has seen its close,
+        a moment after the client's call ended) or `timeout` s passed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines: list[dict[str, Any]] = []
+            if self.truth_log is not None and self.truth_log.exists():
+                lines = [json.loads(line) for line in self.truth_log.read_text().splitlines()
+                         if line.endswith("}")]
+            if sum("appends_ns" in t for t in lines) >= sessions \
+                    or time.monotonic() > deadline:
+                return lines
+            time.sleep(0.02)

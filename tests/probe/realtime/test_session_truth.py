@@ -4,15 +4,18 @@ window as its own term, the 1x player's underruns."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evalkit.reference.realtime.process import RealtimeReference
+from evalkit.voice.player import play
 from tests.probe.realtime.helpers import plan_for, run_calls
 
 
-def responses(truth: list[dict]) -> list[dict]:
+def responses(truth: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted((t for t in truth if "response" in t), key=lambda t: t["decided_ns"])
 
 
@@ -41,3 +44,72 @@ def test_ttfa_is_the_truth_logs_within_a_few_ms(tmp_path: Path, server_vad: bool
             assert true_ttfa < 0.2 + 0.02
         assert rec.answer_audio_s == pytest.approx(0.5)
         assert rec.underruns == 0 and rec.ahead_ratio is not None and rec.ahead_ratio > 1.5
+
+
+def test_a_stall_mid_answer_is_one_underrun_of_its_length(tmp_path: Path) -> None:
+    """Audio at 2x, then held 0.5 s after 0.3 s of it: the player had 0.3 - 0.15 s in
+    hand, so it runs dry once, for 0.35 s; the truth log's sends say the same."""
+    with RealtimeReference({"ttfa_s": 0.1, "ttfa_jitter_s": 0.0, "answer_s": 0.6,
+                            "audio_rate": 2.0, "stall_after_s": 0.3, "stall_s": 0.5},
+                           truth_log=tmp_path / "truth.jsonl") as ref:
+        records = run_calls(plan_for(ref.base_url, turns=1, server_vad=False))
+        truth = responses(ref.truth())
+    (rec,) = records
+    sent = play([at / 1e9 for at, _ in truth[0]["audio"]], [0.1] * 6)
+    assert (rec.outcome, rec.underruns, sent.underruns) == ("ok", 1, 1)
+    assert rec.underrun_s == pytest.approx(0.35, abs=0.02)  # as configured, give or take
+    # the server's punctuality; exactly what its own sends say:
+    assert rec.underrun_s == pytest.approx(sent.underrun_s, abs=0.003)
+
+
+def test_audio_slower_than_real_time_runs_dry_after_every_delta(tmp_path: Path) -> None:
+    """0.1 s of audio every 0.125 s (0.8x): four dry spells of 25 ms after the first."""
+    with RealtimeReference({"ttfa_s": 0.1, "ttfa_jitter_s": 0.0, "answer_s": 0.5,
+                            "audio_rate": 0.8}) as ref:
+        (rec,) = run_calls(plan_for(ref.base_url, turns=1, server_vad=False))
+    assert (rec.outcome, rec.underruns) == ("ok", 4)
+    assert rec.underrun_s == pytest.approx(0.1, abs=0.006)
+    assert rec.ahead_ratio == pytest.approx(0.8, abs=0.03)
+
+
+@pytest.mark.parametrize("server_vad", [True, False], ids=["speech-over", "cancel"])
+def test_barge_in_time_is_the_truth_logs(tmp_path: Path, server_vad: bool) -> None:
+    """The caller talks over the first answer (its next utterance under server VAD,
+    response.cancel when it commits itself): the time until answer audio stops is the
+    server's cancel delay, within 10 ms of the truth log."""
+    with RealtimeReference({"ttfa_s": 0.1, "answer_s": 1.5, "audio_rate": 1.0,
+                            "cancel_delay_s": 0.12}, truth_log=tmp_path / "t.jsonl") as ref:
+        records = run_calls(plan_for(ref.base_url, server_vad=server_vad, barge_in_every=1,
+                                     barge_after_s=0.2))
+        truth = responses(ref.truth())
+    first = min(records, key=lambda r: r.turn)
+    assert [r.outcome for r in sorted(records, key=lambda r: r.turn)] == ["ok", "ok"]
+    assert first.interrupted_by == ("speech" if server_vad else "cancel")
+    assert truth[0]["status"] == "cancelled"
+    assert truth[0]["interrupted_by"] == ("speech" if server_vad else "cancel")
+    true_barge = (truth[0]["last_audio_ns"] - truth[0]["interrupt_ns"]) / 1e9
+    assert first.barge_in_s is not None
+    assert abs(first.barge_in_s - true_barge) < 0.010, (first.barge_in_s, true_barge)
+    assert 0.0 < true_barge <= 0.12
+    assert first.answer_audio_s is not None and first.answer_audio_s < 1.0
+
+
+@pytest.mark.parametrize("frame_ms", [20, 40])
+def test_frames_go_at_real_time_pace(tmp_path: Path, frame_ms: int) -> None:
+    """Each frame leaves on its own tick, as a phone's do: the server sees the k-th
+    append of an utterance k frames after the first (never a burst, never drifting)."""
+    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2}, truth_log=tmp_path / "t") as ref:
+        (rec,) = run_calls(plan_for(ref.base_url, turns=1, server_vad=False,
+                                    frame_ms=frame_ms))
+        (session,) = [t for t in ref.truth(sessions=1) if "appends_ns" in t]
+    arrivals = session["appends_ns"]
+    assert len(arrivals) == -(-500 // frame_ms)  # up to the last voiced frame of 0.5 s
+    gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(arrivals)]
+    assert min(gaps) > frame_ms / 2, gaps  # no burst: each on its own tick
+    # the grid from the second frame: the server's loop is still busy with the session's
+    # set-up when the first arrives (its stamp up to ~10 ms late, seen under load)
+    offsets = sorted((at - arrivals[1]) / 1e6 - k * frame_ms
+                     for k, at in enumerate(arrivals[1:]))
+    median = offsets[len(offsets) // 2]
+    assert offsets[-1] - median < 8.0 and median - offsets[0] < 8.0, offsets  # no drift
+    assert rec.pace_late_max_s is not None and rec.pace_late_max_s < 0.008
