@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evalkit.errors import UsageError
 from evalkit.probe.realtime import openai
 from evalkit.probe.realtime.turnstate import TurnState
 from evalkit.probe.realtime.websocket import Connection, WireError, connect
@@ -56,6 +57,19 @@ class CallPlan:
     answer_timeout_s: float = 30.0
     run_id: str = ""
     origin_ns: int = 0
+
+    def __post_init__(self) -> None:
+        """A plan that cannot be a phone call is refused before any socket opens."""
+        if not 20 <= self.frame_ms <= 40:
+            raise UsageError("frames of 20 to 40 ms, as a phone sends them "
+                             f"(not {self.frame_ms})")
+        if not self.utterances or self.turns < 1:
+            raise UsageError("a call needs an utterance and at least one turn")
+        if min(self.connect_timeout_s, self.answer_timeout_s) <= 0 or \
+                min(self.pause_s, self.barge_after_s, self.barge_in_every) < 0:
+            raise UsageError("deadlines must be positive, pauses not negative")
+        if self.silence_ms <= 0:
+            raise UsageError("the VAD's silence window must be positive")
 
 
 class Call:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from evalkit.reference.realtime.process import RealtimeReference
+from evalkit.voice.audio import load_utterances
 from evalkit.voice.player import play
 from tests.probe.realtime.helpers import plan_for, run_calls
 
@@ -130,3 +131,20 @@ def test_ttfa_holds_to_the_truth_at_16_concurrent_calls(tmp_path: Path) -> None:
         tr = truth[rec.response_id]
         errors.append(abs(rec.ttfa_s - (tr["first_audio_ns"] - tr["voiced_end_ns"]) / 1e9))
     assert max(errors) < 0.005, errors
+
+
+def test_a_shipped_utterance_ends_where_the_reference_vad_hears_it_end(
+        tmp_path: Path) -> None:
+    """Real speech (the shipped espeak-ng recording), the vendor's VAD deciding with its
+    default 500 ms window: our last voiced frame is the one the server's VAD heard last,
+    so TTFA agrees with the truth log and the window reads 0.5 s."""
+    (utterance,) = [u for u in load_utterances(None) if u.name == "2-number"]
+    assert not utterance.private
+    with RealtimeReference({"ttfa_s": 0.1, "answer_s": 0.3, "audio_rate": 2.0},
+                           truth_log=tmp_path / "t.jsonl") as ref:
+        (rec,) = run_calls(plan_for(ref.base_url, turns=1, utterances=(utterance,),
+                                    silence_ms=500))
+        (truth,) = responses(ref.truth())
+    assert rec.outcome == "ok" and rec.ttfa_s is not None
+    assert abs(rec.ttfa_s - (truth["first_audio_ns"] - truth["voiced_end_ns"]) / 1e9) < 0.005
+    assert rec.vad_window_s == pytest.approx(0.5, abs=0.021)
