@@ -18,8 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from evalkit.errors import UsageError
 from evalkit.probe.realtime import openai
@@ -156,7 +157,7 @@ class Call:
         self.spoke.clear()
         self.speaking = (turn, utterance)
         self.awaiting = turn
-        await self._until(self.spoke.wait(), turn)
+        await self._until(self.spoke.wait(), turn, self._speaking_s(utterance))
 
     async def _answered(self, turn: TurnState) -> bool:
         """Wait for the turn's answer to end; False when the session is over."""
@@ -167,7 +168,12 @@ class Call:
         """Talk over the answer once it has played `barge_after_s`; True when the next
         turn's speech is the interruption (server VAD)."""
         plan = self.plan
-        while not turn.deltas and not turn.finished.is_set():
+        deadline = time.perf_counter_ns() + int(plan.answer_timeout_s * 1e9)
+        while not turn.deltas and not turn.finished.is_set():  # the answer's first audio
+            if time.perf_counter_ns() >= deadline:
+                turn.finish(time.perf_counter_ns(), "timeout",
+                            f"no answer audio in {plan.answer_timeout_s:g} s")
+                return False
             await self._until(asyncio.sleep(plan.frame_ms / 1000), turn)
         if turn.finished.is_set() or self.conn is None:
             return False
@@ -185,17 +191,31 @@ class Call:
         self.speaking = (nxt, utterance)
         self.spoke.clear()
         self.awaiting = nxt
-        await self._until(self.spoke.wait(), nxt)
+        await self._until(self.spoke.wait(), nxt, self._speaking_s(utterance))
         return True
 
-    async def _until(self, waiting: object, turn: TurnState) -> None:
-        """Await with the answer deadline; on it the turn times out and the call ends."""
+    def _speaking_s(self, utterance: Utterance) -> float:
+        """The deadline on saying an utterance: its length, and a send's deadline for a
+        vendor that stops reading (not the answer's: a 20 s recording under a 10 s
+        answer deadline is no vendor's fault)."""
+        return utterance.duration_s + self.plan.connect_timeout_s
+
+    async def _until(self, waiting: Coroutine[Any, Any, Any], turn: TurnState,
+                     deadline_s: float | None = None) -> None:
+        """Await `waiting` until its deadline (the answer's unless given), or until the
+        turn ended another way (the session cut, an error event): on the deadline the
+        turn times out and the call ends."""
+        deadline_s = self.plan.answer_timeout_s if deadline_s is None else deadline_s
+        task = asyncio.ensure_future(waiting)
+        ended = asyncio.ensure_future(turn.finished.wait())
         try:
-            async with asyncio.timeout(self.plan.answer_timeout_s):
-                await waiting  # type: ignore[misc]
-        except TimeoutError:
-            turn.finish(time.perf_counter_ns(), "timeout",
-                        f"nothing more for {self.plan.answer_timeout_s:g} s")
+            done, _ = await asyncio.wait((task, ended), timeout=deadline_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (task, ended):
+                pending.cancel()
+        if not done:
+            turn.finish(time.perf_counter_ns(), "timeout", f"nothing more for {deadline_s:g} s")
         if self.cut is not None and not turn.finished.is_set():
             turn.finish(time.perf_counter_ns(), *self._unfinished())
 

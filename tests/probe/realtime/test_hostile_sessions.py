@@ -20,7 +20,7 @@ from websockets.exceptions import ConnectionClosed
 from evalkit.probe.realtime import session, turnstate
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.voice.records import TurnRecord
-from tests.probe.realtime.helpers import plan_for, run_calls
+from tests.probe.realtime.helpers import plan_for, run_calls, tone
 
 Handler = Callable[[ServerConnection], Awaitable[None]]
 DELTA = base64.b64encode(bytes(4800)).decode()  # 0.1 s of audio
@@ -204,3 +204,43 @@ def test_an_hour_of_audio_sent_at_once_does_not_hold_the_call_for_an_hour(
     assert [r.outcome for r in records] == ["ok", "ok"]
     assert [r.answer_audio_s for r in records] == [pytest.approx(60.0)] * 2
     assert took < 2 * (0.5 + 0.3 + 0.05) + 1.5
+
+
+def test_a_session_cut_while_the_caller_speaks_ends_at_once() -> None:
+    """The line drops on the caller's third frame: the turn is incomplete then, not
+    when the answer's deadline (5 s here) runs out."""
+    async def handler(ws: ServerConnection) -> None:
+        appends = 0
+        async for message in ws:
+            appends += json.loads(message).get("type") == "input_audio_buffer.append"
+            if appends == 3:
+                ws.transport.abort()
+                return
+
+    with hostile(handler) as url:
+        record, took = one_turn(url, answer_timeout_s=5.0)
+    assert record.outcome == "incomplete" and took < 1.5, (record, took)
+
+
+def test_a_long_utterance_is_not_held_to_the_answers_deadline() -> None:
+    """Saying 1.2 s of speech under a 0.5 s answer deadline: the deadline on speaking is
+    the utterance's length (and a send's), so the turn is answered."""
+    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2}) as ref:
+        record, _ = one_turn(ref.base_url, answer_timeout_s=0.5,
+                             utterances=(tone("long", voiced_s=1.2),))
+    assert record.outcome == "ok", record
+
+
+def test_a_barge_in_turn_whose_answer_never_comes_times_out_on_the_deadline() -> None:
+    """The caller waits to talk over an answer that never starts: the answer's deadline
+    holds there too."""
+    async def handler(ws: ServerConnection) -> None:
+        async for _ in ws:
+            pass
+
+    with hostile(handler) as url:
+        began = time.monotonic()
+        records = run_calls(plan_for(url, server_vad=False, barge_in_every=1,
+                                     answer_timeout_s=1.0))
+        took = time.monotonic() - began
+    assert [r.outcome for r in records] == ["timeout"] and took < 0.5 + 1.0 + 1.0

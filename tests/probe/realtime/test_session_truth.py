@@ -78,7 +78,7 @@ def test_barge_in_time_is_the_truth_logs(tmp_path: Path, server_vad: bool) -> No
     """The caller talks over the first answer (its next utterance under server VAD,
     response.cancel when it commits itself): the time until answer audio stops is the
     server's cancel delay, within 10 ms of the truth log."""
-    with RealtimeReference({"ttfa_s": 0.1, "answer_s": 1.5, "audio_rate": 1.0,
+    with RealtimeReference({"ttfa_s": 0.1, "answer_s": 0.8, "audio_rate": 1.0,
                             "cancel_delay_s": 0.12}, truth_log=tmp_path / "t.jsonl") as ref:
         records = run_calls(plan_for(ref.base_url, server_vad=server_vad, barge_in_every=1,
                                      barge_after_s=0.2))
@@ -92,7 +92,7 @@ def test_barge_in_time_is_the_truth_logs(tmp_path: Path, server_vad: bool) -> No
     assert first.barge_in_s is not None
     assert abs(first.barge_in_s - true_barge) < 0.010, (first.barge_in_s, true_barge)
     assert 0.0 < true_barge <= 0.12
-    assert first.answer_audio_s is not None and first.answer_audio_s < 1.0
+    assert first.answer_audio_s is not None and first.answer_audio_s < 0.6
 
 
 @pytest.mark.parametrize("frame_ms", [20, 40])
