@@ -3,6 +3,7 @@ server event read defensively, a turn's record read back. No socket."""
 
 from __future__ import annotations
 
+import base64
 import json
 import wave
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from evalkit.errors import UsageError
 from evalkit.probe.realtime import openai
 from evalkit.probe.realtime.session import CallPlan
+from evalkit.probe.realtime.turnstate import TurnState
 from evalkit.voice.audio import RATE_HZ, Utterance, load_utterances, read_wav
 from evalkit.voice.player import play
 from evalkit.voice.records import TurnRecord
@@ -148,3 +150,34 @@ def test_a_plan_that_is_no_phone_call_is_refused(change: dict[str, object]) -> N
                                "utterances": (Utterance("a", bytes(960)),)}
     with pytest.raises(UsageError):
         CallPlan(**{**base, **change})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("status", "audio", "interrupted", "outcome", "said"), [
+    ("completed", 4800, False, "ok", None),
+    ("completed", 0, False, "error", "completed with no audio"),
+    ("cancelled", 4800, True, "ok", None),
+    ("cancelled", 4800, False, "incomplete", "the vendor cancelled"),
+    ("incomplete", 4800, False, "incomplete", "ended incomplete: max_output_tokens"),
+    ("failed", 0, False, "error", "the response failed: overloaded"),
+    (None, 4800, False, "error", "status none given"),
+])
+def test_an_answer_counts_only_if_the_caller_heard_it_whole(
+        status: str | None, audio: int, interrupted: bool, outcome: str,
+        said: str | None) -> None:
+    turn = TurnState(0, "a", 0.5)
+    if audio:
+        turn.on_event(1, openai.read_event(json.dumps({
+            "type": "response.output_audio.delta", "response_id": "r",
+            "delta": base64.b64encode(bytes(audio)).decode()})))
+    if interrupted:
+        turn.interrupted_by = "cancel"
+    response: dict[str, object] = {"id": "r", "status": status}
+    if status == "incomplete":
+        response["status_details"] = {"type": "incomplete", "reason": "max_output_tokens"}
+    if status == "failed":
+        response["status_details"] = {"error": {"message": "overloaded"}}
+    turn.on_event(2, openai.read_event(json.dumps({"type": "response.done",
+                                                   "response": response})))
+    assert turn.outcome == outcome
+    assert (turn.error is None) == (said is None)
+    assert said is None or (turn.error is not None and said in turn.error)

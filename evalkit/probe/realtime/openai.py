@@ -133,8 +133,12 @@ def _control(kind: str, doc: dict[str, Any], rid: str | None) -> Event:
         status = response.get("status") if isinstance(response, dict) else None
         status = clean(status, 30) if isinstance(status, str) else None
         error = None
-        if status == "failed" and isinstance(response, dict):
-            error = "the response failed: " + _words(response.get("status_details"))
+        if status in ("failed", "incomplete") and isinstance(response, dict):
+            details = response.get("status_details")
+            reason = details.get("reason") if isinstance(details, dict) else None
+            error = (f"the response {'failed' if status == 'failed' else 'ended incomplete'}"
+                     f": " + (clean(reason, 60) if isinstance(reason, str) and status ==
+                              "incomplete" else _words(details)))
         return Event("done", rid, status=status, error=error)
     if kind == "error":
         return Event("error", rid, error=_words(doc.get("error")))

@@ -69,15 +69,31 @@ class TurnState:
                 self.speech_stopped_ns, self.audio_end_ms = at, ev.audio_end_ms
         elif ev.kind == "done":
             self.status = ev.status
-            if ev.status == "failed":
-                self.finish(at, "error", ev.error)
-            elif ev.status in ("completed", "cancelled") or self.deltas:
-                self.finish(at, "ok")
-            else:
-                self.finish(at, "error", f"the response ended {clean(ev.status, 30)} "
-                                         "with no audio")
+            self._done(at, ev)
         elif ev.kind == "error":
             self.finish(at, "error", ev.error)
+
+    def _done(self, at: int, ev: Event) -> None:
+        """response.done, read fail-closed: only an answer that completed with audio, or
+        one we interrupted, is an answer the caller heard."""
+        heard = any(size > 0 for _, size in self.deltas)
+        if ev.status == "failed":
+            self.finish(at, "error", ev.error)
+        elif ev.status == "incomplete":  # the vendor cut its own answer short
+            self.finish(at, "incomplete", ev.error)
+        elif ev.status == "cancelled":
+            if self.interrupted_by is not None:
+                self.finish(at, "ok")
+            else:
+                self.finish(at, "incomplete", "the vendor cancelled the answer; the caller "
+                                              "did not interrupt it")
+        elif ev.status == "completed" and heard:
+            self.finish(at, "ok")
+        elif ev.status == "completed":
+            self.finish(at, "error", "the response completed with no audio")
+        else:
+            self.finish(at, "error", f"the response ended with status "
+                                     f"{clean(ev.status or 'none given', 30)}")
 
     def finish(self, at: int, outcome: str, error: str | None = None) -> None:
         """The turn ended (the first ending wins)."""
