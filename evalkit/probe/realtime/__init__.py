@@ -6,7 +6,8 @@ socket of `probe.wire`: every message carries its read's arrival stamp, every se
 write's stamp; caps and deadlines), `openai` (the OpenAI/Azure Realtime protocol: URL,
 client events, what a server event means), `turnstate` (one turn's events into a
 `TurnRecord`, no I/O), `session` (the call: the line that paces frames, the reader, the
-caller's turns, barge-in).
+caller's turns, barge-in), `ramp` (levels of concurrent calls, closed loop, each with the
+client's self-check; not yet wired to `evalkit probe`).
 
     from evalkit.probe.realtime.session import Call, CallPlan
     await Call(plan, number=0, level=1, emit=records.append).run()
