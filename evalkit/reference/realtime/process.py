@@ -8,7 +8,6 @@ import atexit
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from evalkit.errors import EvalkitError
+from evalkit.reference.child import first_line
 from evalkit.reference.realtime.params import RealtimeParams
 
 STARTUP_TIMEOUT_S = 20.0
@@ -51,16 +51,7 @@ class RealtimeReference:
         if self.truth_log is not None:
             cmd += ["--truth-log", str(self.truth_log)]
         proc = self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        line: list[str] = []
-
-        def first_line() -> None:
-            if proc.stdout is not None:
-                line.append(proc.stdout.readline())
-
-        reader = threading.Thread(target=first_line, daemon=True)
-        reader.start()
-        reader.join(STARTUP_TIMEOUT_S)
-        url = line[0].strip() if line else ""
+        url = first_line(proc, STARTUP_TIMEOUT_S)
         if not url.startswith("http"):
             self.stop()
             raise EvalkitError(f"the realtime reference endpoint did not start (said {url!r})")
