@@ -1,5 +1,6 @@
 """A reference endpoint in a child process says its URL on its first stdout line once it
-listens (the port is the kernel's choice); `first_line` reads it with a deadline."""
+listens (the port is the kernel's choice); `first_line` reads it with a deadline, and
+`stop_child` ends the child."""
 
 from __future__ import annotations
 
@@ -21,3 +22,15 @@ def first_line(proc: subprocess.Popen[str], timeout_s: float) -> str:
     reader.start()
     reader.join(timeout_s)
     return line[0].strip() if line else ""
+
+
+def stop_child(proc: subprocess.Popen[str], grace_s: float) -> None:
+    """SIGTERM, SIGKILL after `grace_s`, and the pipe closed: no child left behind."""
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()

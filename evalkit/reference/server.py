@@ -34,7 +34,7 @@ import httpx
 from evalkit.errors import EvalkitError, UsageError
 from evalkit.kernelclock import ANC_SIZE, SO_TIMESTAMPNS, KernelClock
 from evalkit.reference.app import ARRIVAL_EXTENSION, ReferenceApp
-from evalkit.reference.child import first_line
+from evalkit.reference.child import first_line, stop_child
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 from evalkit.reference.parse import MODEL, count_tokens
 from evalkit.reference.tlssocket import TLSSocket, server_context
@@ -369,14 +369,7 @@ class ReferenceServer:
                 self._thread.join(10)
             self._server = self._thread = None
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
+            stop_child(self._proc, 10)
             self._proc = None
 
     @property

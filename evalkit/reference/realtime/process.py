@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from evalkit.errors import EvalkitError
-from evalkit.reference.child import first_line
+from evalkit.reference.child import first_line, stop_child
 from evalkit.reference.realtime.params import RealtimeParams
 
 STARTUP_TIMEOUT_S = 20.0
@@ -59,17 +59,10 @@ class RealtimeReference:
 
     def stop(self) -> None:
         """Stop the process (SIGTERM, then SIGKILL after 5 s)."""
+        atexit.unregister(self.stop)
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        if proc is not None:
+            stop_child(proc, 5)
 
     def truth(self, sessions: int = 0, timeout: float = 5.0) -> list[dict[str, Any]]:
         """The truth log's lines (responses, refusals, sessions), once `sessions` session
