@@ -37,6 +37,12 @@ def _catalog_in_tmp(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("EVALKIT_CATALOG", str(path))
     # and an empty corpus: a developer's own corpus must not change what the suite sends
     monkeypatch.setenv("EVALKIT_CORPUS", str(tmp_path_factory.mktemp("corpus")))
+    # and no collector: a developer's OTEL_EXPORTER_OTLP_ENDPOINT would have every CLI
+    # probe export its run (the OTLP tests set their own)
+    import os
+
+    for name in [n for n in os.environ if n.startswith(("OTEL_EXPORTER_OTLP", "OTEL_SDK"))]:
+        monkeypatch.delenv(name)
     return path
 
 

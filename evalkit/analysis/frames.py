@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit.records import RequestRecord
+from evalkit.records import Chunks, RequestRecord
 
 # --------------------------------------------------------------------------- frames
 
@@ -41,10 +41,8 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
 
     lens = np.fromiter((len(r.chunks) for r in recs), dtype=np.int64, count=n)
     total = int(lens.sum())
-    flat = np.fromiter(chain.from_iterable(chain.from_iterable(r.chunks for r in recs)),
-                       dtype=np.float64, count=2 * total).reshape(total, 2)
+    offset, tokens = _chunk_columns(recs, total)
     rid = np.repeat(np.arange(n), lens)
-    offset, tokens = flat[:, 0], flat[:, 1]
     first = np.cumsum(lens) - lens
     has = lens > 0
     first_off = np.full(n, np.nan)
@@ -108,6 +106,21 @@ def frames(records: Iterable[RequestRecord]) -> tuple[pd.DataFrame, pd.DataFrame
         "gap_s": gap,
     })
     return req, chunks
+
+
+def _chunk_columns(recs: list[RequestRecord], total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every chunk's arrival offset and tokens, record after record: straight from the
+    flat arrays of records read back (`Chunks`), else pair by pair (a probe's lists)."""
+    read_back = [c for r in recs if isinstance(c := r.chunks, Chunks)]
+    if len(read_back) == len(recs):
+        times = [np.frombuffer(c.times, dtype=np.float64) for c in read_back if len(c)]
+        if not times:
+            return np.empty(0), np.empty(0)
+        counts = [np.frombuffer(c.tokens, dtype=np.int64) for c in read_back if len(c)]
+        return np.concatenate(times), np.concatenate(counts).astype(np.float64)
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(r.chunks for r in recs)),
+                       dtype=np.float64, count=2 * total).reshape(total, 2)
+    return flat[:, 0], flat[:, 1]
 
 
 def _tokens_per_chunk(tokens: np.ndarray, rid: np.ndarray, lens: np.ndarray,

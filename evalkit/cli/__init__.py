@@ -18,6 +18,7 @@ from evalkit import __version__
 from evalkit.cli.catalog import runs
 from evalkit.cli.corpus import corpus
 from evalkit.cli.options import catalog_option, user_errors
+from evalkit.cli.otlp import export
 from evalkit.cli.panel import panel
 from evalkit.cli.probe import probe, register_run
 from evalkit.cli.verify import signing_key, signing_options, verify
@@ -59,7 +60,7 @@ def cli() -> None:
     Start here:
       evalkit demo                 the whole job on the built-in reference endpoint
       evalkit serve-reference      a local OpenAI-compatible endpoint to try things on
-      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm) as a run
+      evalkit import aiperf DIR    a peer tool's results (aiperf, guidellm, vllm, ...)
     """
 
 
@@ -118,6 +119,7 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
 
 
 cli.add_command(probe)
+cli.add_command(export)
 cli.add_command(verify)
 cli.add_command(runs)
 cli.add_command(panel)
@@ -400,7 +402,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
 
 
 @cli.command("import")
-@click.argument("tool", type=click.Choice(["aiperf", "guidellm"]))
+@click.argument("tool", type=click.Choice(["aiperf", "guidellm", "vllm", "inference-perf"]))
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="New run directory to write (run.json, requests.jsonl, summary.json).")
@@ -411,9 +413,18 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     """Turn a peer tool's results into a run directory that `report` and `compare` read.
 
     PATH is AIPerf's artifact directory (`aiperf profile --artifact-dir DIR`: its
-    profile_export.jsonl and profile_export_aiperf.json) or guidellm's JSON report
-    (`guidellm run --output kind=json,path=FILE`). Closed-loop runs only: each AIPerf
-    concurrency or guidellm concurrent/synchronous benchmark becomes a ramp level.
+    profile_export.jsonl and profile_export_aiperf.json), guidellm's JSON report
+    (`guidellm run --output kind=json,path=FILE`), or a `vllm bench serve --save-result
+    --save-detailed --max-concurrency N` result JSON (or a directory of them, one per
+    concurrency), or inference-perf's report directory (with `per_request: true`).
+    Closed-loop runs only: each AIPerf concurrency, guidellm concurrent/synchronous
+    benchmark, vLLM --max-concurrency or inference-perf concurrency stage becomes a ramp
+    level.
+
+    A figure whose meaning differs from evalkit's and cannot be corrected from the file
+    is kept and named, here and on the scorecard: vLLM's TTFT stops at the first SSE
+    message with choices, a role-only one included, where evalkit's waits for text;
+    inference-perf keeps no reasoning chunk, so its first token may be the answer's.
 
     Every figure is re-derived from the tool's per-request stamps under evalkit's
     definitions; what the export does not carry is absent, never zero: guidellm keeps no
@@ -427,11 +438,13 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     Examples:
       evalkit import aiperf artifacts/my-run --out out/acme-aiperf
       evalkit import guidellm benchmarks.json --out out/acme-guidellm
+      evalkit import vllm results/ --out out/acme-vllm
+      evalkit import inference-perf reports-20261205-041500 --out out/acme-ip
       evalkit report --run out/acme-aiperf --questionnaire acme.yaml --out acme.pdf
     """
     from pathlib import Path
 
-    from evalkit.rundir.importers.common import LABELS
+    from evalkit.rundir.importers.common import DIFFERS, LABELS, differs_notes
     from evalkit.rundir.importers.run import import_run
 
     imp = import_run(tool, Path(path), Path(out_dir), force=force)
@@ -439,6 +452,8 @@ def import_cmd(tool: str, path: str, out_dir: str, force: bool, catalog: str | N
     click.echo(f"imported {len(imp.records):,} requests from {LABELS[tool]} {imp.version} "
                f"(levels {levels}) into {out_dir}")
     for note in imp.notes:
+        click.echo(f"note: {note}", err=True)
+    for note in differs_notes({"tool": tool, "differs": DIFFERS.get(tool, {})}):
         click.echo(f"note: {note}", err=True)
     register_run(Path(out_dir), "import", catalog)
     click.echo(f"next: evalkit report --run {out_dir} --out {out_dir.rstrip('/')}.pdf")

@@ -17,6 +17,7 @@ from evalkit.cli.options import (
     parse_int_list,
     user_errors,
 )
+from evalkit.cli.otlp import export_after_run, otlp_option, resolve
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
 
@@ -146,6 +147,7 @@ from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
               help="Send this `seed` on every request (OpenAI-style APIs). A constant seed "
                    "is a mark; at temperature 0 greedy decoding does not use it.")
 @click.option("--quiet", is_flag=True, help="No live progress display.")
+@otlp_option
 @catalog_option
 @user_errors
 def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | None,
@@ -161,7 +163,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           budget_requests: int | None, interval_points: float | None, dry_run: bool,
           vendor: str | None, force_length: bool, tag_requests: bool,
           user_agent: str | None, temperature: str, logprobs: bool,
-          request_seed: int | None, quiet: bool, catalog: str | None) -> None:
+          request_seed: int | None, quiet: bool, otlp_endpoint: str | None,
+          catalog: str | None) -> None:
     """Measure a streaming endpoint with the standard probe suite v1.
 
     \b
@@ -268,6 +271,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         conversations_file=Path(conversations_file) if conversations_file else None,
         trace_file=Path(trace_file) if trace_file else None, trace_speed=trace_speed,
         users=parse_int_list(users, "--users") if users else None)
+    otlp = resolve(otlp_endpoint)  # a bad collector URL fails before anything is sent
     # read and decided once, then printed and run: a malformed workload file (every
     # problem named), bad options, a bad questionnaire or a damaged corpus fail here
     planned = plan_run(config)
@@ -303,10 +307,12 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     try:
         result = run_probe(planned, Path(out_dir), progress)
     except EndpointError as exc:
+        export_after_run(Path(out_dir), otlp)  # the gate's one request is a measurement too
         raise EndpointError(f"{exc}\n(the failed request is recorded in {out_dir})") from None
     except KeyboardInterrupt:
         click.echo(f"interrupted: the completed requests and their summary are in {out_dir}",
                    err=True)
+        export_after_run(Path(out_dir), otlp)
         sys.exit(130)
     finally:
         if progress is not None:
@@ -318,6 +324,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     # run that measured anything ("complete, invalid")
     click.echo(f"{result.status}, {result.validity}: {result.requests} requests written to "
                f"{result.out_dir}")
+    # the run is written and said: only now does anything go to a collector
+    export_after_run(Path(out_dir), otlp)
     if result.validity == "invalid":
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest on; "
                    "see the reasons above", err=True)

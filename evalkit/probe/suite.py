@@ -23,9 +23,8 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +41,8 @@ from evalkit.probe.plan.workloads import workload_meta
 from evalkit.probe.run.phases import SuiteRun
 from evalkit.probe.wire.framing import SENDABLE
 from evalkit.provenance import provenance
-from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
+from evalkit.rundir.writeup import RunEnd, now_iso, write_up
 
 
 @dataclass(frozen=True)
@@ -59,17 +58,6 @@ class RunResult:
     def validity(self) -> str:
         """valid | degraded | invalid; a run without a summary measured nothing."""
         return str(((self.summary or {}).get("validity") or {}).get("status", "invalid"))
-
-
-def summarize_run(records: Sequence[RequestRecord], meta: dict[str, Any]) -> dict[str, Any]:
-    """summary.json from records and the run's self-check data (metrics does the maths)."""
-    from evalkit.analysis.summarize import SummaryMeta, summarize
-
-    return dict(summarize(list(records), SummaryMeta.from_dict(meta)))
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None
@@ -203,13 +191,15 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     if config.api_version else ())
     run_tag = secrets.token_hex(3)
     origin_ns = time.perf_counter_ns()
+    wall_ns = time.time_ns()  # beside the origin: places the records on the calendar (OTLP)
     meta = {
         "schema": "evalkit.run/1", "tool": "evalkit", "tool_version": __version__,
         "suite_version": SUITE_VERSION, "run_tag": run_tag,
         # every record carries it: one appended from another run is named as foreign
         "run_id": run_tag, "status": "running",
-        "started_at": _now_iso(), "ended_at": None,
-        "clock": {"origin_ns": origin_ns, "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
+        "started_at": now_iso(), "ended_at": None,
+        "clock": {"origin_ns": origin_ns, "wall_ns": wall_ns,
+                  "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in requests.jsonl are offsets from origin_ns"},
         "target": target.describe(), "api_key_env": config.api_key_env,
         "vendor": config.vendor,
@@ -284,68 +274,20 @@ def _recording(suite: SuiteRun) -> Iterator[_Ended]:
 
 
 def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] | None:
-    """Write the run up: close the records, summary, final run.json.
+    """Write the run up (`evalkit.rundir.writeup`): the records closed, the summary, the
+    Parquet file, the final run.json with what the run's own checks measured.
 
     Safe to call twice (a second call after an interrupted first rewrites the same files).
     """
-    store = suite.store
-    store.close()
-    try:  # read back once: the summary, the vendor's metrics and the Parquet file share it
-        records: list[RequestRecord] | None = store.records
-    except Exception:  # each step reads on its own, and says how it failed, as it would
-        records = None
-    summary = _final_summary(suite, store, status, error, records)
-    _write_parquet(store, records)
-    store.update_meta(status=status, ended_at=_now_iso(), error=error,
-                      client_checks={"phases": suite.phase_checks,
-                                     "levels": {str(k): v for k, v in
-                                                suite.level_checks.items()},
-                                     "workload_levels": {str(k): v for k, v in
-                                                         suite.workload_checks.items()}},
-                      connect=suite.connect_info, rtt_samples_s=suite.rtt_samples,
-                      # the canaries' settings, and why each ramp level that ran on for
-                      # them stopped: the summary is re-derived with them
-                      canaries=suite.meta()["canaries"],
-                      connections=suite.reuse.describe(), requests=store.count)
-    return summary
-
-
-def _write_parquet(store: RunStore, records: list[RequestRecord] | None = None) -> None:
-    """requests.parquet beside the JSONL, for pandas, from the records read back (None:
-    read them here); a failure here loses nothing (the JSONL is the evidence) and is said
-    in run.json."""
-    from evalkit.rundir.export import write_parquet
-
-    try:
-        write_parquet(store.dir, records)
-    except Exception as exc:  # an export must not hide how the run itself ended
-        store.update_meta(parquet_error=f"{type(exc).__name__}: {exc}"[:300])
-
-
-def _final_summary(suite: SuiteRun, store: RunStore, status: str,
-                   error: str | None = None,
-                   records: list[RequestRecord] | None = None) -> dict[str, Any] | None:
-    """Summarise whatever exists (`records`, read back from requests.jsonl; None: read
-    them here); a failure here must not hide the run's own error."""
-    try:
-        if records is None:
-            records = store.records
-        summary = summarize_run(records,
-                                {**suite.meta(), "run_status": status, "run_error": error})
-    except Exception as exc:  # a summary bug must not lose the records' story
-        store.update_meta(summary_error=f"{type(exc).__name__}: {exc}")
-        if status == "complete":
-            raise
-        return None
-    summary["run_status"] = status
-    if suite.vendor is not None:
-        try:
-            summary["vendor_metrics"] = suite.vendor.summary(records)
-        except Exception as exc:  # the vendor's page must not cost the run its summary
-            summary["vendor_metrics"] = {"url": suite.vendor.url,
-                                         "error": f"{type(exc).__name__}: {exc}"[:300]}
-    store.write_summary(summary)
-    return summary
+    meta = suite.meta()
+    return write_up(suite.store, RunEnd(
+        status, error, summary_meta=meta, vendor=suite.vendor,
+        run_meta={"client_checks": {"phases": meta["phases"], "levels": meta["levels"],
+                                    "workload_levels": meta["workload_levels"]},
+                  "connect": suite.connect_info, "rtt_samples_s": suite.rtt_samples,
+                  # the canaries' settings, and why each ramp level that ran on for them
+                  # stopped: the summary is re-derived with them
+                  "canaries": meta["canaries"], "connections": suite.reuse.describe()}))
 
 
 @contextlib.contextmanager

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from evalkit.errors import RunDirError
-from evalkit.records import RequestRecord
+from evalkit.records import Chunks, RequestRecord
 from evalkit.rundir.store import REQUESTS_FILE, iter_records
 
 PARQUET_FILE = "requests.parquet"
@@ -39,9 +40,22 @@ def requests_frame(records: list[RequestRecord]) -> pd.DataFrame:
                        for f, dtype in _dtypes().items()})
     for col in DERIVED:
         df[col] = req[col].to_numpy()
-    df["chunk_s"] = pd.Series([[t for t, _ in r.chunks] for r in records], dtype=object)
-    df["chunk_tokens"] = pd.Series([[n for _, n in r.chunks] for r in records], dtype=object)
+    times, tokens = zip(*map(_chunk_arrays, records), strict=True) if records else ((), ())
+    df["chunk_s"] = pd.Series(times, dtype=object)
+    df["chunk_tokens"] = pd.Series(tokens, dtype=object)
     return df
+
+
+def _chunk_arrays(record: RequestRecord) -> tuple[np.ndarray, np.ndarray]:
+    """A record's chunk times and tokens as arrays: views of a record read back
+    (`Chunks`), not a Python float and int a chunk again (a long run's write-up holds
+    every record and this frame at once)."""
+    chunks = record.chunks
+    if isinstance(chunks, Chunks):
+        return (np.frombuffer(chunks.times, dtype=np.float64),
+                np.frombuffer(chunks.tokens, dtype=np.int64))
+    return (np.array([t for t, _ in chunks], dtype=np.float64),
+            np.array([n for _, n in chunks], dtype=np.int64))
 
 
 def _cell(value: Any) -> Any:

@@ -152,10 +152,11 @@ def open_run(run_dir: Path) -> RunDir:
     imported = run.get("imported")
     if isinstance(imported, Mapping):
         # a peer tool's run (`evalkit import`): capped however its summary was written
+        from evalkit.rundir.importers.common import differs_notes
         from evalkit.rundir.importers.run import fail_closed, imported_reason
 
         summary = fail_closed(summary, imported)
-        notes.insert(0, imported_reason(imported))
+        notes[:0] = [imported_reason(imported), *differs_notes(imported)]
     held: Collection[RequestRecord] = (
         tuple(checked.records) if checked.records is not None
         else RecordFile(req_file, digest.n, scan.bytes, run))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TextIO
 
 from evalkit.errors import EvalkitError, InputError, RunDirError
-from evalkit.records import MAX_COUNT, MAX_SECONDS, OUTCOMES, RequestRecord
+from evalkit.records import MAX_COUNT, MAX_SECONDS, OUTCOMES, Chunks, RequestRecord
 
 RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
@@ -149,7 +149,7 @@ def _number(name: str, value: Any, kind: str) -> int | float:
 _REAL = frozenset({int, float})
 
 
-def _chunks(value: Any) -> list[tuple[float, int]]:
+def _chunks(value: Any) -> Chunks:
     """[[seconds, tokens], ...] checked in a few passes at C speed (a record may have
     thousands of chunks, and a report reads millions of records)."""
     if type(value) is not list:
@@ -158,7 +158,7 @@ def _chunks(value: Any) -> list[tuple[float, int]]:
            or type(c[1]) is not int for c in value):
         raise ValueError("a chunk is not [seconds, tokens]")
     if not value:
-        return []
+        return Chunks()
     times, tokens = [c[0] for c in value], [c[1] for c in value]
     try:
         total = float(sum(times))
@@ -168,7 +168,7 @@ def _chunks(value: Any) -> list[tuple[float, int]]:
         raise ValueError("a chunk's time is negative, not finite or out of range")
     if min(tokens) < 0 or max(tokens) > MAX_COUNT:
         raise ValueError("a chunk's token count is out of range")
-    return list(zip(map(float, times), tokens, strict=True))
+    return Chunks(times, tokens)  # flat arrays: a record held costs a third
 
 
 def _headers(value: Any) -> dict[str, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
+
 from evalkit.analysis.buffering import buffering_check
 from evalkit.analysis.frames import frames
 from evalkit.analysis.summarize import summarize
@@ -140,3 +142,52 @@ class TestABufferedRunJudgesNoTiming:
                                    "thresholds": {"buffered_share": 0.2}})
         assert lenient["checks"]["buffering"]["flagged"] is False
         assert lenient["validity"]["status"] == "valid"
+
+
+def _reads_by_groupby(chunks: pd.DataFrame, rows: pd.Index) -> pd.DataFrame:
+    """The reads counted the plain way (a two-key groupby), as `_reads` did before it
+    went to flat arrays to save a long run's memory: the two must agree."""
+    import numpy as np
+
+    from evalkit.analysis.thresholds import BURST_CHUNKS, HELD_GAP_S
+
+    sub = chunks[chunks["rid"].isin(rows)][["rid", "offset_s"]].rename(columns={"offset_s": "at"})
+    reads = sub.groupby(["rid", "at"], sort=True).size().rename("k").reset_index()
+    at = reads["at"].to_numpy()
+    first = np.r_[True, reads["rid"].to_numpy()[1:] != reads["rid"].to_numpy()[:-1]]
+    gap = np.where(first, at, np.r_[np.nan, np.diff(at)])
+    k = reads["k"].to_numpy()
+    burst = (k >= BURST_CHUNKS) & (gap >= HELD_GAP_S)
+    return pd.DataFrame({"rid": reads["rid"], "k": k, "burst": np.where(burst, k, 0)}
+                        ).groupby("rid").agg(chunks=("k", "sum"), reads=("k", "size"),
+                                             burst_chunks=("burst", "sum"))
+
+
+def test_the_reads_agree_with_a_groupby_in_any_order() -> None:
+    """Random requests of bursts and single reads (some chunks out of order, as an import
+    may hold them, some requests left out): per request the same chunks, reads and burst
+    chunks as the two-key groupby counts."""
+    import random
+
+    import numpy as np
+
+    from evalkit.analysis.buffering import _reads
+
+    rng = random.Random(7)
+    for trial in range(30):
+        recs = []
+        for i in range(rng.randint(1, 12)):
+            reads, at = [], rng.uniform(0.05, 0.9)
+            for _ in range(rng.randint(1, 12)):
+                reads.append((round(at, 3), rng.choice([1, 1, 1, 2, 5, 9, 16])))
+                at += rng.choice([0.0, 0.001, 0.02, 0.3, 0.6])
+            rec = _arrived(f"r{trial}-{i}", reads)
+            if rng.random() < 0.3:  # out of arrival order
+                rec = replace(rec, chunks=rng.sample(rec.chunks, len(rec.chunks)))
+            recs.append(rec)
+        req, chunks = frames(recs)
+        rows = req.index[np.array([rng.random() < 0.8 for _ in range(len(req))])]
+        ours, plain = _reads(chunks, rows), _reads_by_groupby(chunks, rows)
+        assert ours.index.tolist() == plain.index.tolist(), trial
+        for column in ("chunks", "reads", "burst_chunks"):
+            assert ours[column].tolist() == plain[column].tolist(), (trial, column)

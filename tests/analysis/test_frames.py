@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from evalkit.analysis.frames import chunks_frame, frames, records_frame
@@ -11,7 +13,7 @@ from evalkit.analysis.stats import (
     percentiles,
 )
 from evalkit.analysis.summarize import summarize
-from evalkit.records import RequestRecord
+from evalkit.records import Chunks, RequestRecord
 from tests.analysis.helpers import stream
 
 
@@ -88,3 +90,30 @@ class TestFrames:
 
     def test_an_overflowing_mean_is_no_number(self) -> None:
         assert percentiles([1e308, 1e308])["mean"] is None
+
+
+def test_records_read_back_give_the_frames_and_summary_the_probe_did(tmp_path: Path) -> None:
+    """A record read back holds its chunks as flat arrays (`Chunks`, a third of the
+    memory); it must equal the prober's record of lists, and give the same frames and
+    the same summary, chunk for chunk."""
+    from dataclasses import replace
+
+    from evalkit.rundir.store import read_records
+    from tests.analysis.helpers import closed_loop, failed
+
+    made = [*closed_loop("ramp", 4, 6, ttft=0.2, gap=0.03), *closed_loop("ramp", 8, 5),
+            failed("f1", "timeout", "ramp", 8), stream("b1", n=3)]
+    # a chunk's time is written to 7 digits (`RequestRecord.to_json`)
+    made = [replace(r, chunks=[(round(t, 7), n) for t, n in r.chunks]) for r in made]
+    path = tmp_path / "requests.jsonl"
+    path.write_text("".join(r.to_json() + "\n" for r in made))
+    back = read_records(path)
+    assert all(isinstance(r.chunks, Chunks) for r in back)
+    assert back == made and [list(r.chunks) for r in back] == [r.chunks for r in made]
+    assert back[0].chunks[1:] == made[0].chunks[1:] and back[0].chunks[-1] == made[0].chunks[-1]
+    (req_a, ch_a), (req_b, ch_b) = frames(made), frames(back)
+    pd.testing.assert_frame_equal(ch_a, ch_b)
+    pd.testing.assert_frame_equal(req_a, req_b)
+    assert summarize(back) == summarize(made)
+    # one read back beside one made (a run's records and a workload's, say): pair by pair
+    pd.testing.assert_frame_equal(frames([back[0], made[1]])[1], frames(made[:2])[1])

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe import suite
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
@@ -380,7 +379,9 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
     summary attempt raises KeyboardInterrupt as the signal would.
     """
 
-    real = suite._final_summary
+    from evalkit.rundir import writeup
+
+    real = writeup.final_summary
     calls = []
 
     def interrupted_once(*args: Any) -> Any:
@@ -389,7 +390,7 @@ def test_ctrl_c_while_the_run_is_written_up_still_finishes_run_json(
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(suite, "_final_summary", interrupted_once)
+    monkeypatch.setattr(writeup, "final_summary", interrupted_once)
     srv = reference("gpu", mode="thread")
     out = tmp_path / "run"
     config = ProbeConfig(base_url=srv.base_url, model=srv.model, tag_requests=True,

@@ -50,6 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,8 +61,9 @@ from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean
 
-TOOLS = ("aiperf", "guidellm")
-LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm"}
+TOOLS = ("aiperf", "guidellm", "vllm", "inference-perf")
+LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm", "vllm": "vllm bench serve",
+          "inference-perf": "inference-perf"}
 #: an export file larger than this is refused (a 100,000-request AIPerf run is ~250 MB)
 MAX_FILE_BYTES = 1 << 30
 _ADMISSION = frozenset({429, 503})
@@ -99,6 +101,48 @@ DEFINITIONS: dict[str, dict[str, str]] = {
                          "else the requested length (the export does not say which): "
                          "marked estimated",
     },
+    "vllm": {
+        "ttft_s": "vLLM's ttfts: from the request's send (after its concurrency semaphore) "
+                  "to the first SSE message with choices, whatever it carries (see differs)",
+        "itl_s": "vLLM's itls: the gaps between messages with choices, as our chunk gaps "
+                 "(a role-only first message is one of them)",
+        "tpot_s": "re-derived: (last chunk - first) / (output tokens - 1), as vLLM's TPOT",
+        "e2e_s": "vLLM's latencies: to the last message with choices (the usage message "
+                 "after it not counted)",
+        "output_tokens": "vLLM's output_lens: the server's usage when sent, else vLLM's "
+                         "tokenizer's count, else 1 (the file does not say which): marked "
+                         "estimated",
+        "warmup": "out: the ready check and --num-warmups requests are not in the file",
+    },
+    "inference-perf": {
+        "ttft_s": "re-derived: its first content chunk's stamp (chunk_times) less the "
+                  "request's start_time (perf_counter before the request): as ours, but "
+                  "reasoning chunks are not kept (see differs)",
+        "itl_s": "re-derived from chunk_times: the gaps between content chunks, as ours",
+        "e2e_s": "re-derived: to the last content chunk; end_s is its end_time",
+        "output_tokens": "the server's usage.completion_tokens where sent (not estimated), "
+                         "else its client tokenizer's count (marked estimated)",
+        "level": "each stage's concurrency; the per-request file names no stage, so its "
+                 "requests are cut by the stages' counts in start order (refused where "
+                 "stages overlap)",
+        "warmup": "in: inference-perf sends no warm-up, its first stage's first requests "
+                  "are in",
+    },
+}
+#: The figures whose meaning differs from evalkit's and cannot be corrected from the
+#: export: kept, and named on the scorecard (`differs_notes`) and in run.json.
+DIFFERS: dict[str, dict[str, str]] = {
+    "vllm": {
+        "TTFT": "vllm bench serve stops its TTFT clock at the first SSE message with "
+                "choices, a role-only or empty one included; evalkit's waits for generated "
+                "text. Against a server that sends the role at once it is time to first "
+                "byte, earlier than ours, and the file cannot tell (its texts are joined)",
+    },
+    "inference-perf": {
+        "TTFT": "inference-perf keeps only answer-content chunks: where a model reasoned "
+                "first, its first chunk is the answer's (evalkit's TTFA), later than "
+                "evalkit's TTFT, and the file cannot tell whether it did",
+    },
 }
 #: What each export does not carry, said in run.json and in the summary's notes.
 ABSENT: dict[str, list[str]] = {
@@ -111,6 +155,19 @@ ABSENT: dict[str, list[str]] = {
                  "our count of the output text (usage is not checked against it)",
                  "the client's self-check (loop lag, CPU): whether the client set the pace "
                  "is unknown"],
+    "vllm": ["per-chunk token counts (a message may carry several tokens)",
+             "whether output token counts are the server's usage or vLLM's tokenizer's",
+             "the endpoint's URL, and vLLM's version",
+             "HTTP status codes (a failure keeps the reason phrase only)",
+             "our count of the output text (usage is not checked against it)",
+             "the client's self-check (loop lag, CPU): whether the client set the pace "
+             "is unknown"],
+    "inference-perf": ["per-chunk token counts", "reasoning chunks (only answer content "
+                       "is kept)", "request ids and each request's stage",
+                       "inference-perf's version",
+                       "our count of the output text (usage is not checked against it)",
+                       "the client's self-check (loop lag, CPU): whether the client set "
+                       "the pace is unknown"],
 }
 
 
@@ -143,6 +200,17 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def differs_notes(imported: Mapping[str, Any]) -> list[str]:
+    """One sentence for each figure of an imported run whose meaning differs from ours
+    (run.json's `imported.differs`; a hostile file's text cleaned, at most 8)."""
+    differs = imported.get("differs")
+    if not isinstance(differs, Mapping):
+        return []
+    tool = LABELS.get(str(imported.get("tool")), clean(str(imported.get("tool")), 30))
+    return [f"{clean(str(name), 30)} is {tool}'s, not evalkit's: {clean(str(why), 400)}"
+            for name, why in list(differs.items())[:8]]
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -15,8 +15,18 @@ import evalkit
 from evalkit.analysis.summary import as_mapping
 from evalkit.errors import EvalkitError, InputError, UsageError
 from evalkit.rundir.importers.aiperf import read_aiperf
-from evalkit.rundir.importers.common import ABSENT, DEFINITIONS, LABELS, TOOLS, Imported, sha256
+from evalkit.rundir.importers.common import (
+    ABSENT,
+    DEFINITIONS,
+    DIFFERS,
+    LABELS,
+    TOOLS,
+    Imported,
+    sha256,
+)
 from evalkit.rundir.importers.guidellm import read_guidellm
+from evalkit.rundir.importers.inferenceperf import read_inference_perf
+from evalkit.rundir.importers.vllm import read_vllm
 from evalkit.rundir.store import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE
 from evalkit.sanitize import clean
 
@@ -69,7 +79,8 @@ def fail_closed(summary: dict[str, Any], imported: Mapping[str, Any]) -> dict[st
     if isinstance(client, dict):
         client["client_bound"] = client["capacity_judgement_affected"] = None
     summary["imported"] = {k: imported.get(k) for k in ("tool", "tool_version", "files",
-                                                        "absent")}
+                                                        "absent", "differs")
+                           if k != "differs" or imported.get(k)}
     return summary
 
 
@@ -92,8 +103,9 @@ def write_run(imp: Imported, out_dir: Path, force: bool = False) -> Path:
                   for p in imp.files],
         "imported_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "by": f"evalkit {evalkit.__version__}",
-        "per_chunk_times": imp.tool == "aiperf",
+        "per_chunk_times": imp.tool in ("aiperf", "vllm", "inference-perf"),
         "absent": ABSENT[imp.tool], "definitions": DEFINITIONS[imp.tool],
+        "differs": DIFFERS.get(imp.tool, {}),
         "reported": imp.reported, "notes": imp.notes,
     }
     run = {"schema": "evalkit.run/1", "tool": "evalkit", "tool_version": evalkit.__version__,
@@ -133,7 +145,8 @@ def import_run(tool: str, path: Path, out_dir: Path, force: bool = False) -> Imp
     if not path.exists():
         raise InputError(f"{path}: no such file or directory")
     try:
-        imp = read_aiperf(path) if tool == "aiperf" else read_guidellm(path)
+        imp = {"aiperf": read_aiperf, "guidellm": read_guidellm, "vllm": read_vllm,
+               "inference-perf": read_inference_perf}[tool](path)
     except (TypeError, AttributeError, KeyError, IndexError, ValueError,
             OverflowError, RecursionError) as exc:
         if isinstance(exc, EvalkitError):

@@ -78,16 +78,20 @@ def _clock_checks(meta: dict[str, Any], level: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_two_workers_measure_what_one_process_does(reference: Any, tmp_path: Path) -> None:
+def test_two_workers_measure_what_one_process_does(reference: Any, private_corpus: Path,
+                                                   tmp_path: Path) -> None:
     """`--ray auto` with 2 workers: TTFT and TPOT as accurate against the truth log as one
-    process, both actors at every level, each actor's clock offset and uncertainty kept."""
-    srv = reference("gpu")
+    process, both actors at every level, each actor's clock offset and uncertainty kept;
+    and the actors cut their prompts from the buyer's corpus, as the driver does (the
+    endpoint spots evalkit's public text, as a vendor that read our source would)."""
+    srv = reference("gpu", spot_probes=True)
     runs = {}
     for name, ray_address in (("one", None), ("ray", "auto")):
         res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
                                     phases=("baseline", "ramp"),
                                     levels=(4, 8), ray=ray_address,
-                                    ray_workers=2 if ray_address else None, overrides=SHORT),
+                                    ray_workers=2 if ray_address else None, overrides=SHORT,
+                                    corpus_dir=private_corpus),
                         tmp_path / name)
         assert res.status == "complete" and res.validity == "valid", res.summary
         runs[name] = read_run_files(tmp_path / name)
@@ -98,6 +102,11 @@ def test_two_workers_measure_what_one_process_does(reference: Any, tmp_path: Pat
     for name, (meta, records) in runs.items():
         ramp = [r for r in records if r.phase == "ramp"]
         _within_truth_accuracy(*_errors(ramp, meta["clock"]["origin_ns"], truth))
+        # --tag-requests' X-Request-ID is a mark; evalkit's own text must not be one
+        text_marks = [(r.shard, truth[r.id].get("spotted")) for r in ramp
+                      if {"public-text", "task-text"} & set(truth[r.id].get("spotted") or ())]
+        assert not text_marks, (name, text_marks[:4])
+        assert meta["prompt_text"]["source"] == "corpus", meta["prompt_text"]
         if name == "ray":
             assert {r.shard for r in ramp if r.level == 8} == {0, 1}
             # every actor's records carry the run's id, and all are evidence of it
