@@ -90,6 +90,8 @@ class Call:
         self.audio_pos_s = 0.0  # input audio sent so far (the vendor's buffer clock)
         self.detection = "server_vad" if plan.server_vad else "client"
         self.cut: WireError | None = None
+        #: the turns whose records were handed on
+        self.emitted: set[int] = set()
         #: the answer the caller is speaking over (server VAD barge-in)
         self.interrupting: TurnState | None = None
 
@@ -139,6 +141,7 @@ class Call:
                 continue  # the next turn is already under way (server VAD: speech)
             if not await self._answered(turn):
                 return
+            self._emit_finished()
             ends = turn.playback_end_ns()
             if ends is not None:  # a vendor's hour of audio is not an hour of our call
                 cap = time.perf_counter_ns() + int(MAX_PLAYOUT_WAIT_S * 1e9)
@@ -224,7 +227,18 @@ class Call:
             return "timeout", "the call ended before the answer did"
         return ("timeout" if self.cut.kind == "timeout" else "incomplete"), str(self.cut)
 
+    def _emit_finished(self) -> None:
+        """Hand on every turn that has ended, in order, so a record leaves as it is
+        measured (a call cut short, or a run stopped, keeps its finished turns)."""
+        for turn in self.turns:
+            if not turn.finished.is_set():
+                return
+            self._emit(turn)
+
     def _emit(self, turn: TurnState) -> None:
+        if turn.number in self.emitted:
+            return
+        self.emitted.add(turn.number)
         self.emit(turn.record(self.plan.run_id, self.level, self.number, self.detection,
                               self.plan.origin_ns))
 

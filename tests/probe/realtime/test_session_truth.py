@@ -4,12 +4,15 @@ window as its own term, the 1x player's underruns."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalkit.probe.realtime.session import Call
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.voice.audio import load_utterances
 from evalkit.voice.player import play
@@ -149,3 +152,19 @@ def test_a_shipped_utterance_ends_where_the_reference_vad_hears_it_end(
     assert rec.outcome == "ok" and rec.ttfa_s is not None
     assert abs(rec.ttfa_s - (truth["first_audio_ns"] - truth["voiced_end_ns"]) / 1e9) < 0.005
     assert rec.vad_window_s == pytest.approx(0.5, abs=0.021)
+
+
+def test_each_turn_leaves_as_it_is_measured() -> None:
+    """A record is handed on when its answer ends, not when the call does: a call cut
+    short, or a run stopped, keeps what it measured."""
+    handed: list[tuple[float, int]] = []
+    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0}) as ref:
+        plan = plan_for(ref.base_url, turns=3, server_vad=False)
+
+        async def call() -> float:
+            await Call(plan, 0, 1, lambda r: handed.append((time.monotonic(), r.turn))).run()
+            return time.monotonic()
+
+        ended = asyncio.run(call())
+    assert [turn for _, turn in handed] == [0, 1, 2]
+    assert handed[0][0] < ended - 1.0  # two more turns of ~0.8 s each came after it
