@@ -91,6 +91,7 @@ class Endpoint:
         self.active = 0
         self.sessions = 0
         self.rng = random.Random(seed)
+        self._releases: set[asyncio.Future[None]] = set()
 
     def admit(self, conn: ServerConnection, request: Request) -> Response | None:
         """Refuse the upgrade past max_sessions (429, as an overloaded vendor does)."""
@@ -98,17 +99,31 @@ class Endpoint:
             self.truth.write({"refused_ns": time.perf_counter_ns(), "active": self.active})
             return conn.respond(HTTPStatus.TOO_MANY_REQUESTS,
                                 "session limit reached: try again later\n")
-        self.active += 1  # counted from the upgrade: a second one cannot slip past
         return None
+
+    def counted(self, conn: ServerConnection, request: Request, response: Response
+                ) -> Response | None:
+        """Count a session from its accepted upgrade (in the same turn of the loop as
+        `admit`'s check, so a second one cannot slip past) until its connection closes,
+        whether or not its handler ever ran: a request that was no WebSocket upgrade, or
+        a client gone mid-handshake, holds no slot."""
+        if response.status_code == HTTPStatus.SWITCHING_PROTOCOLS:
+            self.active += 1
+            release = asyncio.ensure_future(self._release(conn))
+            self._releases.add(release)
+            release.add_done_callback(self._releases.discard)
+        return None
+
+    async def _release(self, conn: ServerConnection) -> None:
+        try:
+            await conn.wait_closed()
+        finally:
+            self.active -= 1
 
     async def handle(self, conn: ServerConnection) -> None:
         assert isinstance(conn, StampedConnection)
         self.sessions += 1
-        session = Session(self, conn, self.sessions)
-        try:
-            await session.run()
-        finally:
-            self.active -= 1
+        await Session(self, conn, self.sessions).run()
 
 
 class Session:
@@ -304,6 +319,7 @@ async def serve_realtime(host: str, port: int, params: RealtimeParams,
     """Serve until cancelled; `ready(url)` is called once listening."""
     endpoint = Endpoint(params, Truth(truth_log), seed)
     async with serve(endpoint.handle, host, port, process_request=endpoint.admit,
+                     process_response=endpoint.counted,
                      create_connection=StampedConnection, max_size=4 * 1024 * 1024,
                      compression=None) as server:
         bound = next(iter(server.sockets)).getsockname()

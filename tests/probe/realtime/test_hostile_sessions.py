@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -244,3 +245,16 @@ def test_a_barge_in_turn_whose_answer_never_comes_times_out_on_the_deadline() ->
                                      answer_timeout_s=1.0))
         took = time.monotonic() - began
     assert [r.outcome for r in records] == ["timeout"] and took < 0.5 + 1.0 + 1.0
+
+
+def test_a_request_that_was_no_upgrade_holds_no_session_slot() -> None:
+    """The reference endpoint counts a session from its accepted upgrade to its close:
+    a plain GET (refused by the handshake, no handler run) left a slot taken for good,
+    and the next caller of a one-session endpoint was refused."""
+    with RealtimeReference({"max_sessions": 1, "ttfa_s": 0.05, "answer_s": 0.2}) as ref:
+        reply = httpx.get(ref.base_url + "/realtime", timeout=5)
+        assert reply.status_code >= 400
+        first, _ = one_turn(ref.base_url)
+        time.sleep(0.2)  # the server sees the first call's close
+        second, _ = one_turn(ref.base_url)  # the first call's slot came back too
+    assert (first.outcome, second.outcome) == ("ok", "ok"), (first, second)
