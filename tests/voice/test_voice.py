@@ -181,3 +181,19 @@ def test_an_answer_counts_only_if_the_caller_heard_it_whole(
     assert turn.outcome == outcome
     assert (turn.error is None) == (said is None)
     assert said is None or (turn.error is not None and said in turn.error)
+
+
+def test_an_answer_over_the_callers_own_speech_is_no_quick_answer() -> None:
+    """The vendor's VAD took a pause for the end of the turn and answered while the
+    caller still spoke: a TTFA of -0.3 s would read as the fastest answer of all."""
+    turn = TurnState(0, "a", 0.5)
+    turn.on_event(1_000_000_000, openai.read_event(json.dumps({
+        "type": "response.output_audio.delta", "response_id": "r",
+        "delta": base64.b64encode(bytes(4800)).decode()})))
+    turn.voiced_end_ns = 1_300_000_000
+    turn.on_event(1_400_000_000, openai.read_event(json.dumps({
+        "type": "response.done", "response": {"id": "r", "status": "completed"}})))
+    record = turn.record("r", 1, 0, "server_vad", 0)
+    assert (record.outcome, record.ttfa_s) == ("error", None)
+    assert record.error is not None and "0.300 s before the caller's last voiced frame" \
+        in record.error

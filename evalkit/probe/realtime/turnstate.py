@@ -114,8 +114,17 @@ class TurnState:
                 return None
             return round((ns - self.voiced_end_ns) / 1e9, 6)
 
-        outcome = self.outcome or "timeout"
+        outcome, error = self.outcome or "timeout", self.error
         audio = [d for d in self.deltas if d[1] > 0]
+        cut_in = bool(audio) and self.voiced_end_ns is not None \
+            and audio[0][0] < self.voiced_end_ns
+        if cut_in and self.voiced_end_ns is not None:
+            # an answer over the caller's own speech is no quick answer: a negative TTFA
+            # would read as the fastest of all (fail closed, and say what happened)
+            outcome = "error"
+            error = (f"the answer began {(self.voiced_end_ns - audio[0][0]) / 1e9:.3f} s "
+                     "before the caller's last voiced frame was sent: the vendor took a "
+                     "pause in the utterance for the end of the turn")
         playback = play([a / 1e9 for a, _ in audio], [audio_seconds(b) for _, b in audio])
         barge: float | None = None
         if self.interrupt_ns is not None and (self.end_ns is None
@@ -131,9 +140,9 @@ class TurnState:
             run_id=run_id, level=level, call=call, turn=self.number,
             utterance=self.utterance, detection=detection, outcome=outcome,
             t0_s=run_s(self.first_sent_ns) or 0.0, voiced_end_s=run_s(self.voiced_end_ns),
-            ttfa_s=since_voiced(audio[0][0]) if audio else None,
+            ttfa_s=since_voiced(audio[0][0]) if audio and not cut_in else None,
             vad_wait_s=since_voiced(self.speech_stopped_ns), vad_window_s=window,
-            text_ttft_s=since_voiced(self.first_text_ns),
+            text_ttft_s=None if cut_in else since_voiced(self.first_text_ns),
             answer_audio_s=round(sum(audio_seconds(b) for _, b in audio), 6) if audio
             else (0.0 if ok else None),
             audio_deltas=len(audio),
@@ -142,7 +151,7 @@ class TurnState:
             ahead_ratio=None if playback.ahead_ratio is None else round(playback.ahead_ratio, 4),
             interrupted_by=self.interrupted_by, barge_in_s=barge,
             end_s=run_s(self.end_ns), response_id=self.response_id, status=self.status,
-            error=self.error,
+            error=error,
             pace_late_max_s=round(self.pace_late_max_ns / 1e9, 6))
 
     def playback_end_ns(self) -> int | None:
