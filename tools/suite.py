@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: test folders whose tests time nothing to the millisecond: they run beside the others
 BESIDE = ("analysis", "catalog", "cli", "corpus", "questionnaire", "render", "review",
-          "rundir", "verify", "workload")
+          "rundir", "verify", "voice", "workload")
 #: the priority of the tests run beside: low enough that a timing test's server and
 #: client win every core they want, high enough that the others still finish
 NICE = 10
