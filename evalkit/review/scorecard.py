@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from evalkit.analysis.summary import as_mapping, as_number
+from evalkit.analysis.summary import Summary, as_mapping, as_number
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
@@ -343,7 +343,7 @@ def as_scorecard(card: Scorecard | Mapping[str, Any]) -> Scorecard:
     return card if isinstance(card, Scorecard) else Scorecard.from_json(card)
 
 
-def build_card(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
+def build_card(questionnaire: Questionnaire | None, summary: Summary | None,
                tolerances: Tolerances | None = None, run: RunTarget | None = None,
                panel: OurPanel | None = None) -> Scorecard:
     """Reconcile the two inputs (either may be None) into the typed scorecard.
@@ -357,7 +357,7 @@ def build_card(questionnaire: Questionnaire | None, summary: Mapping[str, Any] |
                         tol, run)
 
 
-def build_scorecard(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
+def build_scorecard(questionnaire: Questionnaire | None, summary: Summary | None,
                     tolerances: Tolerances | None = None,
                     run: RunTarget | None = None) -> dict[str, Any]:
     """`build_card(...)` as the scorecard.json dict, for callers that want the document."""
