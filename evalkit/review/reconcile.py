@@ -58,6 +58,7 @@ from evalkit.review.rules import (
 )
 from evalkit.review.verdict import Verdict, verdict
 from evalkit.review.workload import sources, trace_block, workload_block
+from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,9 @@ class Reconciliation:
     cost: Mapping[str, Any] = field(default_factory=dict)
     #: the buyer's workload and trace, judged, and which workload each part's figures
     #: come from (`evalkit.review.workload`; None: not run)
-    workload: Mapping[str, Any] | None = None
-    trace: Mapping[str, Any] | None = None
-    sources: Mapping[str, Any] = field(default_factory=dict)
+    workload: WorkloadCard | None = None
+    trace: TraceCard | None = None
+    sources: Sources = field(default_factory=Sources)
 
 
 def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,

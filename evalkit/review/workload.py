@@ -1,6 +1,7 @@
 """The buyer's workload, judged: scorecard.json's `workload` and `trace` blocks, and the
 source line that says which workload every figure comes from. Pure: a summary (and what
-the run probed) in, plain JSON-able data out.
+the run probed) in, the scorecard's typed `workload`, `trace` and `sources` out
+(`evalkit.review.workload_card`).
 
 A capacity figure holds for one workload shape, so every figure the scorecard prints
 names its source: the ramp's come from the suite's synthetic single-turn prompts, the
@@ -17,7 +18,6 @@ miss: the requests that did run missed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_levels import Goodput, Pct
@@ -33,6 +33,18 @@ from evalkit.analysis.summary_workload import (
 )
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.review.rules import RunTarget, quote
+from evalkit.review.workload_card import (
+    GoodputCard,
+    Median90,
+    Median99,
+    ShapeCard,
+    Sources,
+    TasksCard,
+    TraceCard,
+    TurnCard,
+    WorkloadCard,
+    WorkloadLevelCard,
+)
 
 NOT_VERIFIED = "not_verified"
 #: the goodput statuses the summary may state (any other reads no_data)
@@ -69,12 +81,12 @@ def trace_source(described: Described | None) -> str:
             f"{'?' if d.speed is None else f'{d.speed:g}'}x its speed")
 
 
-def _pct(d: Pct, *names: str) -> dict[str, float | None]:
-    return {k: d.get(k) for k in names}
+def _p90(d: Pct) -> Median90:
+    return Median90(d.p50, d.p90)
 
 
 def _goodput(by_slo: Mapping[str, Goodput], why_not: str | None, cut: str | None
-             ) -> dict[str, Any]:
+             ) -> dict[str, GoodputCard]:
     """Each SLO's goodput as the page states it: client-bound voids all, a cut-short unit
     voids a met (a tie or a miss stands: the requests that ran did not make it)."""
     out = {}
@@ -85,39 +97,29 @@ def _goodput(by_slo: Mapping[str, Goodput], why_not: str | None, cut: str | None
             status, reason = NOT_VERIFIED, why_not
         elif cut is not None and status == "met":
             status, reason = NOT_VERIFIED, cut
-        out[name] = {"fraction": g.fraction,
-                     "fraction_ci": list(g.fraction_ci) if g.fraction_ci is not None else None,
-                     "met": g.met, "requests": g.requests, "tokens_per_s": g.tokens_per_s,
-                     "status": status, "reason": reason}
+        out[name] = GoodputCard(g.fraction, g.fraction_ci, g.met, g.requests, g.tokens_per_s,
+                                status, reason)
     return out
 
 
-def _turns(rows: tuple[TurnStats, ...], unit: str) -> list[dict[str, Any]]:
-    out = []
-    for t in rows:
-        index = t.step if unit == "step" else t.turn
-        if index is None:
-            continue
-        out.append({"index": index, "requests": t.requests,
-                    "prompt_tokens_p50": t.prompt_tokens_p50,
-                    "cached_prompt_tokens_p50": t.cached_prompt_tokens_p50,
-                    "ttft_s": _pct(t.ttft_s, "p50", "p90"), "tpot_p90_s": t.tpot_s.p90,
-                    "cold_ttft_s": t.cold_ttft_s, "ttft_vs_cold": t.ttft_vs_cold})
-    return out
+def _turns(rows: tuple[TurnStats, ...], unit: str) -> tuple[TurnCard, ...]:
+    return tuple(TurnCard(index, t.requests, t.prompt_tokens_p50, t.cached_prompt_tokens_p50,
+                          _p90(t.ttft_s), t.tpot_s.p90, t.cold_ttft_s, t.ttft_vs_cold)
+                 for t in rows if (index := t.step if unit == "step" else t.turn) is not None)
 
 
-def later_turns(turns: list[dict[str, Any]]) -> float | None:
+def later_turns(turns: tuple[TurnCard, ...]) -> float | None:
     """The later turns' (2 onwards) median TTFT over a cold prompt's, the median of their
     ratios; None with no later turn that has one."""
-    ratios: list[float] = sorted(r for t in turns if (t["index"] or 0) > 1
-                                 and (r := t["ttft_vs_cold"]) is not None)
+    ratios: list[float] = sorted(r for t in turns if (t.index or 0) > 1
+                                 and (r := t.ttft_vs_cold) is not None)
     if not ratios:
         return None
     mid = len(ratios) // 2
     return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
 
 
-def _shape(name: str, s: ShapeStats, kind: str | None, bound: str | None) -> dict[str, Any]:
+def _shape(name: str, s: ShapeStats, kind: str | None, bound: str | None) -> ShapeCard:
     units, complete = s.units, s.units_complete
     cut = None
     if units is None or complete is None:
@@ -128,50 +130,44 @@ def _shape(name: str, s: ShapeStats, kind: str | None, bound: str | None) -> dic
     unit = "step" if s.steps is not None else "turn"
     turns = _turns((s.steps if unit == "step" else s.turns) or (), unit)
     tasks = s.tasks if s.tasks != Tasks() else None
-    return {
-        "name": name, "kind": kind, "unit": unit,
-        "requests": s.requests, "outcomes": dict(s.outcomes),
-        "units": units, "units_complete": complete,
-        "ttft_s": _pct(s.ttft_s, "p50", "p90"), "tpot_p90_s": s.tpot_s.p90,
-        "verified": bound is None and cut is None, "not_verified": bound or cut,
-        "goodput": _goodput(s.goodput, bound, cut),
-        "turns": turns, "later_vs_cold": later_turns(turns),
-        "tasks": None if tasks is None else {
-            "complete": tasks.complete, "e2e_s": _pct(tasks.e2e_s, "p50", "p90"),
-            "slowest_step_p90_s": tasks.slowest_step_s.p90,
-            "slowest_step_ttft_p90_s": tasks.slowest_step_ttft_s.p90},
-    }
+    return ShapeCard(
+        name, kind, unit, s.requests, dict(s.outcomes), units, complete, _p90(s.ttft_s),
+        s.tpot_s.p90, verified=bound is None and cut is None, not_verified=bound or cut,
+        goodput=_goodput(s.goodput, bound, cut), turns=turns,
+        later_vs_cold=later_turns(turns),
+        tasks=None if tasks is None else TasksCard(
+            tasks.complete, _p90(tasks.e2e_s), tasks.slowest_step_s.p90,
+            tasks.slowest_step_ttft_s.p90))
 
 
-def _headline(levels: list[dict[str, Any]], labels: Mapping[str, str]) -> str:
+def _headline(levels: list[WorkloadLevelCard], labels: Mapping[str, str]) -> str:
     """Page one's line: per shape, its highest verified level and the strictest SLO met
     there (the profiles' order), or the best share with its status; and the later turns
     against cold at the fewest users (queueing adds to every turn at more)."""
-    names = list(dict.fromkeys(s["name"] for lv in levels for s in lv["shapes"]))
+    names = list(dict.fromkeys(s.name for lv in levels for s in lv.shapes))
     parts = []
     for name in names:
-        rows = [(lv["users"], s) for lv in levels for s in lv["shapes"] if s["name"] == name]
-        ok = [(u, s) for u, s in rows if s["verified"]]
+        rows = [(lv.users, s) for lv in levels for s in lv.shapes if s.name == name]
+        ok = [(u, s) for u, s in rows if s.verified]
         if not ok:
-            parts.append(f"{quote(name, 40)}: not verified ({rows[-1][1]['not_verified']})")
+            parts.append(f"{quote(name, 40)}: not verified ({rows[-1][1].not_verified})")
             continue
         users, s = ok[-1]
-        g = {k: v for k, v in s["goodput"].items() if k in labels}
-        met = next((k for k in labels if g.get(k, {}).get("status") == "met"), None)
-        unit = "steps" if s["unit"] == "step" else "turns" if s["turns"] and len(
-            s["turns"]) > 1 else "requests"
+        g = {k: v for k, v in s.goodput.items() if k in labels}
+        met = next((k for k in labels if k in g and g[k].status == "met"), None)
+        unit = "steps" if s.unit == "step" else "turns" if len(s.turns) > 1 else "requests"
         if met is not None:
-            text = f"{fmt_share(g[met]['fraction'])} of {unit} within {labels[met]}"
+            text = f"{fmt_share(g[met].fraction)} of {unit} within {labels[met]}"
         elif g:
-            best = max(g, key=lambda k: g[k]["fraction"] or 0.0)
-            text = (f"{fmt_share(g[best]['fraction'])} of {unit} within {labels[best]} "
-                    f"({g[best]['status'].replace('_', ' ')})")
+            best = max(g, key=lambda k: g[k].fraction or 0.0)
+            text = (f"{fmt_share(g[best].fraction)} of {unit} within {labels[best]} "
+                    f"({g[best].status.replace('_', ' ')})")
         else:
             text = "no goodput measured"
-        fewest = next(((u, x) for u, x in rows
-                       if x["verified"] and x["later_vs_cold"] is not None), None)
+        fewest = next(((u, x.later_vs_cold) for u, x in rows
+                       if x.verified and x.later_vs_cold is not None), None)
         later = "" if fewest is None else (
-            f"; later {unit} x{fewest[1]['later_vs_cold']:.2f} of cold (at {fewest[0]} "
+            f"; later {unit} x{fewest[1]:.2f} of cold (at {fewest[0]} "
             f"user{'s' if fewest[0] != 1 else ''})")
         parts.append(f"{quote(name, 40)}: {users} user{'s' if users != 1 else ''}, {text}"
                      f"{later}")
@@ -196,7 +192,7 @@ def trace_section(summary: Summary | None) -> TraceSection | None:
 
 
 def workload_block(summary: Summary | None, tol: Tolerances,
-                   void: str | None = None) -> dict[str, Any] | None:
+                   void: str | None = None) -> WorkloadCard | None:
     """scorecard.json's `workload`: None when the run had no workload phase. `void` says
     why nothing of the run is verified (an invalid run), when it is not."""
     w = workload_section(summary)
@@ -211,18 +207,15 @@ def workload_block(summary: Summary | None, tol: Tolerances,
             continue
         bound = (f"the client could not keep up at {users} users: the level measured the "
                  "client, not the vendor") if lv.client_bound is not False else void
-        levels.append({"users": users, "client_bound": lv.client_bound is not False,
-                       "shapes": [_shape(n, s, kinds.get(n), bound)
-                                  for n, s in lv.shapes.items()]})
+        levels.append(WorkloadLevelCard(users, lv.client_bound is not False, tuple(
+            _shape(n, s, kinds.get(n), bound) for n, s in lv.shapes.items())))
     labels = {k: p.label for k, p in tol.slo_profiles.items() if not p.throughput_only}
     source = described.source or SourceFile()
-    return {"source": workload_source(described), "name": described.name,
-            "file": source.name, "sha256": source.sha256,
-            "levels": levels, "cold_basis": w.cold_basis,
-            "headline": _headline(levels, labels)}
+    return WorkloadCard(workload_source(described), described.name, source.name,
+                        source.sha256, tuple(levels), w.cold_basis, _headline(levels, labels))
 
 
-def trace_block(summary: Summary | None, void: str | None = None) -> dict[str, Any] | None:
+def trace_block(summary: Summary | None, void: str | None = None) -> TraceCard | None:
     """scorecard.json's `trace`: the replay's fidelity and what the vendor did under it;
     None when the run replayed no trace."""
     t = trace_section(summary)
@@ -232,23 +225,19 @@ def trace_block(summary: Summary | None, void: str | None = None) -> dict[str, A
     source = described.source or SourceFile()
     bound = ("the client could not keep up with the trace's schedule: the replay measured "
              "the client") if t.client_bound is not False else void
-    return {"source": trace_source(described), "file": source.name, "sha256": source.sha256,
-            "speed": described.speed, "requests": t.requests, "outcomes": dict(t.outcomes),
-            "client_bound": t.client_bound is not False, "not_verified": bound,
-            "send_lag_s": _pct(t.send_lag_s, "p50", "p99"),
-            "prompt_tokens_sent": t.prompt_tokens_sent,
-            "output_tokens_asked": t.output_tokens_asked,
-            "output_tokens_received": t.output_tokens_received,
-            "cached_prompt_tokens": t.cached_prompt_tokens,
-            "ttft_s": _pct(t.ttft_s, "p50", "p90"), "tpot_p90_s": t.tpot_s.p90,
-            "goodput": _goodput(t.goodput, bound, None)}
+    return TraceCard(
+        trace_source(described), source.name, source.sha256, described.speed, t.requests,
+        dict(t.outcomes), t.client_bound is not False, bound,
+        Median99(t.send_lag_s.p50, t.send_lag_s.p99), t.prompt_tokens_sent,
+        t.output_tokens_asked, t.output_tokens_received, t.cached_prompt_tokens,
+        _p90(t.ttft_s), t.tpot_s.p90, _goodput(t.goodput, bound, None))
 
 
-def sources(summary: Summary | None, run: RunTarget | None) -> dict[str, Any]:
+def sources(summary: Summary | None, run: RunTarget | None) -> Sources:
     """Which workload each part of the scorecard's figures comes from."""
     ramped = summary is not None and (summary.sections.baseline is not None or (
         summary.sections.ramp not in (None, Ramp())))
     workload, trace = workload_section(summary), trace_section(summary)
-    return {"ramp": ramp_source(run) if ramped else None,
-            "workload": workload_source(workload.described) if workload else None,
-            "trace": trace_source(trace.described) if trace else None}
+    return Sources(ramp_source(run) if ramped else None,
+                   workload_source(workload.described) if workload else None,
+                   trace_source(trace.described) if trace else None)
