@@ -47,6 +47,7 @@ from evalkit.review.compare import (
     compare_runs,
     left_out_words,
 )
+from evalkit.review.fit import Fit
 from evalkit.review.pipeline import Review, review
 from evalkit.rundir.run import RunDir, open_run
 
@@ -54,6 +55,8 @@ MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "ba
 
 #: Longest vendor name that groups runs (a run.json label or `--same-vendor NAME`).
 VENDOR_NAME_MAX = 100
+#: a use case a run's scorecard does not judge: its badge says so
+NOT_JUDGED = Fit(None, "")
 
 #: What the user can do when runs of one vendor were not grouped as one.
 _HOW_TO_GROUP = (
@@ -339,11 +342,12 @@ def _changed_answers(cmp: Comparison) -> list[dict[str, str]]:
     changes = []
     for target, idx in cmp.trends.items():
         for a, b in itertools.pairwise(idx):
-            qa = (cmp.runs[a].scorecard or {}).get("questions") or {}
-            qb = (cmp.runs[b].scorecard or {}).get("questions") or {}
+            card_a, card_b = cmp.runs[a].scorecard, cmp.runs[b].scorecard
+            qa = card_a.questions if card_a is not None else {}
+            qb = card_b.questions if card_b is not None else {}
             for q in sorted(set(qa) | set(qb)):
-                before = (qa.get(q) or {}).get("claimed")
-                after = (qb.get(q) or {}).get("claimed")
+                before = qa[q].claimed if q in qa else None
+                after = qb[q].claimed if q in qb else None
                 if before != after:
                     changes.append({"target": target, "question": q,
                                     "before_run": cmp.runs[a].label,
@@ -376,7 +380,7 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
         "runs": [{"label": v.label, "target": v.target, "started": v.started,
                   "suite": v.suite_version, "profile": v.settings.get("profile"),
                   "dir": str(item.run_dir), "questionnaire": str(item.questionnaire or "—"),
-                  "verdict": ((v.scorecard or {}).get("verdict") or {}).get("text", "")}
+                  "verdict": v.scorecard.verdict.text if v.scorecard is not None else ""}
                  for v, item in zip(cmp.runs, inputs, strict=True)],
         "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
                   "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level,
@@ -388,8 +392,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
         "statuses": sorted(cmp.statuses.items()),
         # each fit as the scorecard words it: how far it was tried ("fits up to 8 streams")
         "use_cases": [(k.replace("_", " ").capitalize(),
-                       [fit_badge(as_mapping(as_mapping(as_mapping(v.scorecard).get(
-                           "use_cases")).get(k)))[1]
+                       [fit_badge(uc.fit if v.scorecard is not None and (
+                           uc := v.scorecard.use_cases.get(k)) else NOT_JUDGED)[1]
                         for v in cmp.runs])
                       for k in sorted(cmp.use_cases)],
         "fits": _fits(cmp),

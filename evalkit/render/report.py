@@ -10,8 +10,8 @@ carries run.json, summary.json, scorecard.json, the questionnaire and the record
 (requests.jsonl.gz) as attachments, the very bytes that were judged, with a manifest
 (`evalkit.render.evidence`), and prints their SHA-256, so a reviewer can check the
 PDF against its data. The page reads the typed `Scorecard` (evalkit.review.scorecard),
-so a renamed field is a type error, not a blank; a scorecard.json dict given instead is
-read back once, by `Scorecard.from_json`. Numbers are formatted by evalkit.fmt, field
+so a renamed field is a type error, not a blank (a scorecard.json read back, as `verify`
+does, is read once by `Scorecard.from_json`). Numbers are formatted by evalkit.fmt, field
 names put into words by evalkit.render.words; raw names appear only in the appendix's
 exact tables.
 """
@@ -80,7 +80,7 @@ from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.render.workload import workload_context
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
-from evalkit.review.scorecard import QuestionCard, Scorecard, as_scorecard
+from evalkit.review.scorecard import QuestionCard, Scorecard
 from evalkit.rundir.digest import RecordDigest
 from evalkit.rundir.run import RunDir
 
@@ -97,8 +97,8 @@ class ReportResult:
     pdf: Path
     scorecard_json: Path
     html: Path | None
-    #: scorecard.json's dict, as written beside the PDF
-    scorecard: dict[str, Any]
+    #: the scorecard, as written beside the PDF (`Scorecard.to_json`)
+    scorecard: Scorecard
     sha256: dict[str, str]
     fetched: tuple[str, ...]
     refused: tuple[str, ...]
@@ -123,9 +123,8 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def nothing_to_judge(scorecard: Scorecard | Mapping[str, Any]) -> str | None:
+def nothing_to_judge(card: Scorecard) -> str | None:
     """Why a `--fail-on` gate would have nothing to judge (it must not pass silently)."""
-    card = as_scorecard(scorecard)
     if card.review == "claims_only":
         return None  # claims are judged (every measured claim is unverified, and says so)
     if card.review in ("measurements_only", "empty"):
@@ -140,22 +139,20 @@ def nothing_to_judge(scorecard: Scorecard | Mapping[str, Any]) -> str | None:
     return None
 
 
-def flagged(scorecard: Scorecard | Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
+def flagged(card: Scorecard, statuses: Sequence[str]) -> list[str]:
     """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6'], and
     'rate_limits' when the rate limits' row has one (other than unanswered)."""
-    card = as_scorecard(scorecard)
     limits = card.rate_limits  # outside the verdict; an optional section unanswered is no flag
     return [q for q in QUESTION_IDS if card.question(q).status in statuses] + (
         ["rate_limits"] if limits and limits.status in statuses
         and limits.status != "unanswered" else [])
 
 
-def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Summary | None,
+def chart_svgs(card: Scorecard, summary: Summary | None,
                records: Iterable[RequestRecord] | RecordDigest,
                slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     """Every chart there is data for, as (caption, inline svg); `records` may be given as
     their digest (what `open_run` keeps)."""
-    card = as_scorecard(scorecard)
     digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
     claimed = card.question("Q6").claimed or {}  # free-form: the vendor's Q6 answer
@@ -200,9 +197,8 @@ def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Summary | None
             for i, (caption, svg) in enumerate(out) if svg]
 
 
-def slo_limits(scorecard: Scorecard | Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def slo_limits(card: Scorecard) -> dict[str, Mapping[str, Any]]:
     """Each use case's SLO profile as the scorecard was judged with it."""
-    card = as_scorecard(scorecard)
     out = card.slo_profiles
     for name, uc in card.use_cases.items():
         if uc.profile:
@@ -246,13 +242,12 @@ def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
     }
 
 
-def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
+def build_context(card: Scorecard, run: RunDir | None,
                   evidence: Mapping[str, str], charts: bool = True,
                   stamp: PageStamp | None = None) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O); without
     `charts` none is drawn, the costly part. `stamp`: what the page prints that is not
     evidence (`evalkit.render.drawn`; None: drawn now, by this evalkit)."""
-    card = as_scorecard(scorecard)
     stamp = stamp or PageStamp.now(signed=False)
     run_doc = run.run if run else {}
     summary = run.summary if run else None
@@ -405,31 +400,29 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
 # --------------------------------------------------------------------------- render
 
 
-def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
+def scorecard_bytes(card: Scorecard) -> bytes:
     """The exact bytes written beside the PDF and attached inside it."""
-    doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else scorecard
-    return (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+    return (json.dumps(card.to_json(), indent=2, ensure_ascii=False, sort_keys=False)
+            + "\n").encode()
 
 
-def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
+def write_scorecard(card: Scorecard, run: RunDir | None,
                     questionnaire: tuple[str, bytes] | None, out_pdf: Path,
                     html: bool = False, signing: SigningKey | None = None,
                     source_name: str | None = None,
                     panel: Mapping[str, Any] | None = None) -> ReportResult:
-    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard
-    (a scorecard.json dict given instead is written as it is, and read back for the page).
+    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard.
 
     The PDF attaches the evidence and its manifest (`evalkit.render.evidence`); with
     `signing` it is signed (`evalkit.render.sign`) before anything is written. `panel` is
     our own panel Q6 was judged beside, attached for `verify` (`OurPanel.to_panel`).
     """
-    doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
-    sc_bytes = scorecard_bytes(doc)
+    sc_bytes = scorecard_bytes(card)
     stamp = PageStamp.now(signed=signing is not None)
     files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel,
                            page=stamp.to_manifest())
     evidence = {name: sha256(data) for name, data in files.files.items()}
-    text = render_html(page_context(scorecard, run, evidence, stamp, files.manifest))
+    text = render_html(page_context(card, run, evidence, stamp, files.manifest))
     fetcher = AssetFetcher()
     drawn = render_drawn(text, files.files, fetcher)
     pdf = drawn.pdf
@@ -443,7 +436,7 @@ def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None
     if html:
         html_path = out_pdf.with_suffix(".html")
         html_path.write_text(text, encoding="utf-8")
-    return ReportResult(out_pdf, json_path, html_path, doc, evidence,
+    return ReportResult(out_pdf, json_path, html_path, card, evidence,
                         tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else (),
                         signing.subject if signing else None)
 

@@ -339,11 +339,6 @@ class Scorecard:
         return dict(_json_safe(card))
 
 
-def as_scorecard(card: Scorecard | Mapping[str, Any]) -> Scorecard:
-    """The typed scorecard, reading a scorecard.json dict back if that is what was given."""
-    return card if isinstance(card, Scorecard) else Scorecard.from_json(card)
-
-
 def build_card(questionnaire: Questionnaire | None, summary: Summary | None,
                tolerances: Tolerances | None = None, run: RunTarget | None = None,
                panel: OurPanel | None = None) -> Scorecard:
