@@ -31,7 +31,7 @@ RAW_FIELDS = frozenset({"raw", "precision", "vendor_metrics"})
 ALLOWED: dict[str, int] = {
     "evalkit/catalog/entries.py": 27,
     "evalkit/render/charts/figures.py": 13,
-    "evalkit/render/comparison.py": 19,
+    "evalkit/render/comparison.py": 5,
     "evalkit/render/drawn.py": 3,
     "evalkit/render/findings.py": 7,
     "evalkit/render/pagetext.py": 104,

@@ -124,8 +124,8 @@ def load_view(item: CompareInput, tolerances: Any = None,
     run = done.run if done.run is not None else open_run(item.run_dir)
     questionnaire = done.questionnaire.parsed if done.questionnaire else None
     scorecard = done.scorecard
-    target = as_mapping(run.run.get("target"))
-    label = vendor_name(run.run.get("vendor"))
+    meta = run.meta
+    label = vendor_name(meta.vendor)
     # the questionnaire's name was checked with the questionnaire; white space is folded
     # so that it can meet the same name given as a label
     named = " ".join((questionnaire.vendor or "").split()) if questionnaire else None
@@ -136,21 +136,20 @@ def load_view(item: CompareInput, tolerances: Any = None,
     elif label:
         who, grouped_by = label, "vendor label in run.json, from probe --vendor"
     else:
-        who = f"{target.get('model', '?')} at {target.get('base_url', '?')}"
+        who = f"{meta.target.model or '?'} at {meta.target.base_url or '?'}"
         grouped_by = "model and endpoint URL: no questionnaire, no vendor label"
-        if run.run.get("vendor") is not None:
+        if meta.vendor is not None:
             grouped_by += "; run.json's vendor ignored: not a short one-line string"
-    started = str(run.run.get("started_at") or "")
+    started = meta.started_at or ""
     ttft_by_level = {level: run.stats.ttft_values("ramp", level)
                      for level in sorted(run.stats.levels) if run.stats.ttft.get(("ramp", level))}
-    settings = as_mapping(run.run.get("settings"))
     return RunView(
         label=f"{clip(who, 40)} {started[:10]}".strip(), target=who, started=started,
-        suite_version=run.summary.get("suite_version") or run.run.get("suite_version"),
-        settings={"prompt_tokens": settings.get("prompt_tokens"),
-                  "output_tokens": settings.get("output_tokens"),
-                  "levels": as_mapping(settings.get("ramp")).get("levels"),
-                  "profile": run.run.get("profile")},
+        suite_version=run.summary.sections.suite_version or meta.suite_version,
+        settings={"prompt_tokens": meta.settings.prompt_tokens,
+                  "output_tokens": meta.settings.output_tokens,
+                  "levels": list(meta.settings.ramp.levels) if meta.settings.ramp else None,
+                  "profile": meta.profile},
         summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level,
         grouped_by=grouped_by)
 

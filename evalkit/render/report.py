@@ -82,6 +82,7 @@ from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.review.scorecard import QuestionCard, Scorecard
 from evalkit.rundir.digest import RecordDigest
+from evalkit.rundir.meta import RunMeta
 from evalkit.rundir.run import RunDir
 
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
@@ -249,10 +250,9 @@ def build_context(card: Scorecard, run: RunDir | None,
     `charts` none is drawn, the costly part. `stamp`: what the page prints that is not
     evidence (`evalkit.render.drawn`; None: drawn now, by this evalkit)."""
     stamp = stamp or PageStamp.now(signed=False)
-    run_doc = run.run if run else {}
+    meta = run.meta if run else RunMeta()
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
-    target = as_mapping(run_doc.get("target"))
     questions = [_row(qid, card.question(qid), measured_text(
         qid, card.question(qid).measured, summary)) for qid in QUESTION_IDS]
     limits = card.rate_limits  # shown when claimed or met: no claim and no 429 is no news
@@ -269,8 +269,8 @@ def build_context(card: Scorecard, run: RunDir | None,
     lead: list[tuple[str, str]] = []
     if run is not None:
         lead.append(("Run validity", validity_text(card.run)))
-    run_status = run_doc.get("status")
-    when = stopped_at(run_doc, digest) if run is not None else None
+    run_status = meta.status
+    when = stopped_at(meta.started_at, digest) if run is not None else None
     if run is not None and run_status == "running":
         top = f"; the last level it reached ({max(digest.levels)} streams) may be " \
             "incomplete" if digest.levels else ""
@@ -283,8 +283,8 @@ def build_context(card: Scorecard, run: RunDir | None,
                      f"{' ' + when if when else ''}: the figures cover only "
                      "what was measured before the run stopped"))
     if run is not None:
-        lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
-                     + _suite_words(run_doc.get("suite_version"))))
+        lead.append(("Suite profile", fmt_value(meta.profile)
+                     + _suite_words(meta.suite_version)))
     figures = lead + figures + configuration_figures(summary)
     if (row := answers_figure(summary, card.answers, card.swap)) is not None:
         figures.append(row)
@@ -310,9 +310,9 @@ def build_context(card: Scorecard, run: RunDir | None,
         model = fmt_value(card.model) + " (as stated by the vendor)"
         endpoint = fmt_value(card.endpoint) + " (as stated by the vendor)"
     else:
-        model = clip(target.get("model") or "—", SHORT_TEXT)
-        endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
-    started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
+        model = clip(meta.target.model or "—", SHORT_TEXT)
+        endpoint = clip(meta.target.base_url or "—", SHORT_TEXT)
+    started, ended = meta.started_at, meta.ended_at
     stand = card.run.stands_in_for if card.run else None  # free-form, from run.json
     # what reading the run directory repaired comes first: the figures rest on it
     notices = [clip(note, 600) for note in (run.notes if run else ())]
@@ -348,16 +348,15 @@ def build_context(card: Scorecard, run: RunDir | None,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)) if charts else [],
         **_cost_section(card), **work,
         "tool_version": clip(stamp.tool_version, 40),
-        "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
-        "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
+        "suite_version": clip(meta.suite_version or evalkit.SUITE_VERSION, 20),
+        "run_tool_version": clip(meta.tool_version or "—", 20),
         "tool_digest": short(stamp.tool_sha256),
-        "run_provenance": provenance_text(run_doc.get("provenance")),
-        "run_command": command_text(run_doc.get("provenance")),
-        "profile": fmt_value(run_doc.get("profile")
-                             or as_mapping(run_doc.get("config")).get("profile")),
-        "client_host": clip(words.client_host(run_doc.get("client")), SHORT_TEXT),
+        "run_provenance": provenance_text(meta.provenance),
+        "run_command": command_text(meta.provenance),
+        "profile": fmt_value(meta.profile or meta.config.profile),
+        "client_host": clip(words.client_host(meta.client), SHORT_TEXT),
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
-                     + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
+                     + (f" ({fmt_value(meta.status)})" if meta.status else "")
                      + (f"; last request ended {when}" if when else ""),
         # the document as written: the template reads its keys (`summary.baseline` of a
         # Summary would be the typed level, and the page must not change)

@@ -113,5 +113,5 @@ def review(run_dir: Path | None, questionnaire: Path | None,
     q = read_questionnaire(questionnaire) if questionnaire is not None else None
     ours = panel(q.parsed) if panel is not None and q is not None else None
     card = build_card(q.parsed if q else None, run.summary if run else None, tol,
-                      RunTarget.from_run(run.run) if run else None, ours)
+                      RunTarget.from_meta(run.meta) if run else None, ours)
     return Review(run, q, card, tol, ours)
