@@ -149,3 +149,16 @@ def test_the_walk_finds_reads_through_locals_and_not_typed_fields() -> None:
                 "    ramp = summary.sections.ramp\n"
                 "    return [lv.ttft_s.p50 for lv in ramp.levels], scores['Q1']\n")
     assert string_key_reads(by_key) == 5 and string_key_reads(by_field) == 0
+
+
+def test_no_stage_takes_a_scorecard_or_a_mapping() -> None:
+    """The scorecard crosses every boundary typed (issue 42): no annotation in the package
+    accepts `Scorecard | Mapping` (or a dict) for it, so no reader can fall back to keys."""
+    unions = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                if "Scorecard" in names and names & {"Mapping", "dict"}:
+                    unions.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not unions, f"Scorecard | Mapping unions: {unions}"
