@@ -21,9 +21,10 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
-from evalkit.analysis.summary import Level, Pct, Summary, as_count, as_mapping, as_text
+from evalkit.analysis.summary import Level, Pct, Summary, as_mapping, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
 from evalkit.review.ourpanel import OurPanel
+from evalkit.rundir.meta import PromptsFile, RunMeta
 
 Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
 STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
@@ -60,27 +61,26 @@ class RunTarget:
     prompts_file: str | None = None
 
     @classmethod
-    def from_run(cls, run: Mapping[str, Any] | None) -> RunTarget | None:
-        """From a run.json dict, read defensively; None without one."""
-        if not isinstance(run, Mapping):
-            return None
-        target = as_mapping(run.get("target"))
-        stand = as_mapping(run.get("stands_in_for")) or None
-        profile = run.get("profile")
-        prompts = as_mapping(as_mapping(run.get("provenance")).get("prompts"))
-        return cls(as_text(target.get("model")), as_text(target.get("base_url")), stand,
-                   as_text(profile),
-                   as_count(as_mapping(run.get("settings")).get("prompt_tokens"), least=1),
-                   _prompts_file(prompts.get("file")))
+    def from_run(cls, run: object) -> RunTarget | None:
+        """From a run.json document, read defensively; None without one."""
+        return cls.from_meta(RunMeta.from_json(run)) if isinstance(run, Mapping) else None
+
+    @classmethod
+    def from_meta(cls, meta: RunMeta) -> RunTarget:
+        """From run.json as `open_run` read it (`RunDir.meta`)."""
+        tokens = meta.settings.prompt_tokens
+        return cls(as_text(meta.target.model), as_text(meta.target.base_url),
+                   as_mapping(meta.stands_in_for) or None, as_text(meta.profile),
+                   tokens if tokens is not None and tokens >= 1 else None,
+                   _prompts_file(meta.prompts_file))
 
 
-def _prompts_file(value: Any) -> str | None:
+def _prompts_file(f: PromptsFile | None) -> str | None:
     """The buyer's prompts file as provenance names it: name and SHA-256[:12]."""
-    f = as_mapping(value)
-    name, sha = as_text(f.get("name")), f.get("sha256")
-    if name is None:
+    name = as_text(f.name) if f is not None else None
+    if f is None or name is None:
         return None
-    return f"{name}, {sha[:12]}" if isinstance(sha, str) and sha else name
+    return f"{name}, {f.sha256[:12]}" if f.sha256 else name
 
 
 # ----------------------------------------------------------------- measured side
