@@ -16,10 +16,10 @@ install: $(STAMP) llama-server
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "installing evalkit[test,engines,ray,otlp]; the first time on a machine this compiles llama.cpp (~10 min)"
+	@echo "installing evalkit[test,engines,ray,otlp,aws,google]; the first time on a machine this compiles llama.cpp (~10 min)"
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) \
-	$(BIN)/python -m pip install --quiet -e '.[test,engines,ray,otlp]'
+	$(BIN)/python -m pip install --quiet -e '.[test,engines,ray,otlp,aws,google]'
 	touch $(STAMP)
 
 # The real gateways the tests put in front of an engine (tests/engines/gateways.py):

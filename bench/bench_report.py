@@ -24,7 +24,7 @@ from evalkit.questionnaire.load import load_questionnaire  # noqa: E402
 from evalkit.records import RequestRecord  # noqa: E402
 from evalkit.render import pdf as pdf_mod  # noqa: E402
 from evalkit.render import report  # noqa: E402
-from evalkit.review.scorecard import build_scorecard  # noqa: E402
+from evalkit.review.scorecard import build_card  # noqa: E402
 from evalkit.rundir.run import RunDir, open_run  # noqa: E402
 
 QUESTIONNAIRE = ROOT / "questionnaires" / "headline.yaml"
@@ -47,7 +47,7 @@ def stages(run: RunDir, out: Path) -> dict[str, float]:
     """Seconds per stage of one render."""
     t: dict[str, float] = {}
     start = time.perf_counter()
-    card = build_scorecard(load_questionnaire(QUESTIONNAIRE), run.summary)
+    card = build_card(load_questionnaire(QUESTIONNAIRE), run.summary)
     t["scorecard"] = time.perf_counter() - start
     start = time.perf_counter()
     svgs = report.chart_svgs(card, run.summary, run.records, {})

@@ -9,6 +9,8 @@ import pytest
 from pypdf import PdfReader
 
 from evalkit.demo import VENDORS, run_demo
+from evalkit.render.report import scorecard_bytes
+from evalkit.review.scorecard import Scorecard
 
 
 @pytest.mark.slow
@@ -28,8 +30,11 @@ def test_demo_writes_each_vendors_story_and_their_comparison(tmp_path: Path) -> 
     assert written == [result.reports["forthright"], result.reports["headline"],
                        result.comparison]
     for name, pdf in result.reports.items():
-        card = json.loads(pdf.with_suffix(".json").read_text())
+        written = pdf.with_suffix(".json").read_bytes()
+        card = json.loads(written)
         assert card["schema"] == "evalkit.scorecard/1"
+        # scorecard.json is a contract: the typed Scorecard reads it back byte for byte
+        assert scorecard_bytes(Scorecard.from_json(card)) == written
         assert (result.runs[name] / "requests.jsonl").stat().st_size > 0
         assert len(PdfReader(pdf).pages) >= 2
     headline = json.loads(result.reports["headline"].with_suffix(".json").read_text())

@@ -24,7 +24,8 @@ README = PACKAGE.parent / "README.md"
 #: it (analysis), and only the CLI reads it into a review or a PDF; the corpus keeps its
 #: folder beside the catalog's; verification may use every stage but the prober's.
 MAY_IMPORT = {
-    "probe": {"rundir", "analysis", "questionnaire", "corpus", "workload", "reference"},
+    "probe": {"rundir", "analysis", "questionnaire", "corpus", "workload", "reference",
+              "voice"},
     "rundir": {"analysis", "questionnaire", "corpus", "workload"},
     "analysis": {"corpus", "workload"},
     "questionnaire": {"corpus"},
@@ -35,7 +36,8 @@ MAY_IMPORT = {
     "verify": {"rundir", "analysis", "questionnaire", "corpus", "workload", "review",
                "render"},
     "catalog": {"probe", "rundir", "analysis", "questionnaire", "corpus", "workload"},
-    "reference": {"corpus", "workload"},
+    "reference": {"corpus", "workload", "voice"},
+    "voice": set(),
 }
 #: every stage, those free to import any other among them
 STAGES = {*MAY_IMPORT, "cli", "demo"}
@@ -46,6 +48,7 @@ PROBE_ROOMS: dict[str, set[str]] = {
     "client": {"wire", "apis", "plan"},
     "load": {"wire", "apis", "plan", "client"},
     "run": {"wire", "apis", "plan", "client", "load"},
+    "realtime": {"wire", "client"},
 }
 PROBE_TOP = {"suite"}
 #: the most floors probe/'s import graph may stand on (issue 42: it stood on 11)

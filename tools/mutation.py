@@ -12,8 +12,9 @@
 
 Scope (mutmut's own settings are `[tool.mutmut]` in pyproject.toml): every module of the
 pure core's folders, analysis/, questionnaire/ and review/ (less review/pipeline.py, which
-reads files), and the probe's parsers (probe/wire/sse.py, probe/apis/base.py, the
-field and logprob readers they use, probe/apis/fields.py and probe/apis/logprobs.py, and
+reads files), and the probe's parsers (probe/wire/sse.py, each API's module of
+probe/apis/, the field and logprob readers they use, probe/apis/fields.py and
+probe/apis/logprobs.py, and
 HTTP/1.1's framing rules, probe/wire/framing.py) whole; of probe/client/streamstate.py and
 probe/run/connect.py only the outcome rules, and of fmt.py only the judges' numbers in
 words (`PARTIAL`). Each mutant runs only the fast pure tests that reach the mutated function
@@ -62,7 +63,9 @@ PARTIAL = {
 MODULES = (*(f"{d}.{p.stem}" for d in FOLDERS
              for p in sorted((ROOT / "evalkit" / d).glob("*.py"))
              if p.stem != "__init__" and f"{d}.{p.stem}" not in EXCLUDED),
-           "probe.wire.sse", "probe.apis.base", "probe.apis.fields", "probe.apis.logprobs",
+           "probe.wire.sse", "probe.apis.base",
+           "probe.apis.chat", "probe.apis.completions", "probe.apis.anthropic",
+           "probe.apis.responses", "probe.apis.fields", "probe.apis.logprobs",
            "probe.wire.framing",
            *PARTIAL)
 #: functions run while the module is imported (the schema's builders): mutmut selects

@@ -8,7 +8,7 @@ sits about half idle under them. The tests of pages, reviews, records and questi
 (`BESIDE`: data in, data out, or a short probe whose words they check) run in a second
 pytest beside them at `NICE`, on the CPU the timing tests leave: the kernel gives a
 waking nice-0 task the core first, so the timing tests keep what they had (the whole suite one
-process at a time was ~24 of CI's 25 minutes; README, "Development").
+process at a time was ~24 of CI's 25 minutes; docs/development.md).
 
 A folder not listed in `BESIDE` runs in the foreground: a new kind of test is timed as
 carefully as the prober's until someone decides otherwise.
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: test folders whose tests time nothing to the millisecond: they run beside the others
 BESIDE = ("analysis", "catalog", "cli", "corpus", "questionnaire", "render", "review",
-          "rundir", "verify", "workload")
+          "rundir", "verify", "voice", "workload")
 #: the priority of the tests run beside: low enough that a timing test's server and
 #: client win every core they want, high enough that the others still finish
 NICE = 10

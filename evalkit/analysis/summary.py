@@ -30,7 +30,7 @@ from evalkit.analysis.jsonread import (
     read_as,
     read_interval,
 )
-from evalkit.analysis.summary_checks import Checks, Client, Validity
+from evalkit.analysis.summary_checks import Checks, Client, Validity, VendorMetrics
 from evalkit.analysis.summary_levels import (
     Goodput,
     Level,
@@ -95,8 +95,8 @@ class Sections:
     prompt_text: PromptText | None = None
     #: complete | interrupted | ... (the probe's, after the fact)
     run_status: str | None = None
-    #: the scrape of the vendor's metrics page (free-form: the vendor's)
-    vendor_metrics: Json | None = None
+    #: the scrape of the vendor's metrics page (None: the probe ran without --metrics-url)
+    vendor_metrics: VendorMetrics | None = None
 
     @classmethod
     def from_json(cls, value: object) -> Sections:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from evalkit.analysis.jsonread import as_mapping, read_as
+from evalkit.analysis.jsonread import Json, as_mapping, read_as
 from evalkit.analysis.summary_levels import GroupValidity, OutputLength, Pct
 
 
@@ -147,11 +147,46 @@ class Validity:
         from its baseline)."""
         v = read_as(cls, value)
         status = as_mapping(value).get("status")
-        if status not in ("valid", "degraded", "invalid"):
-            return Validity("unknown", (), v.phases, v.levels)
+        if status not in ("valid", "degraded", "invalid"):  # its reasons still say why
+            return Validity("unknown", v.reasons, v.phases, v.levels)
         return v
 
     @property
     def invalid(self) -> bool:
         """The run verifies nothing."""
         return self.status == "invalid"
+
+
+@dataclass(frozen=True)
+class VendorMetrics:
+    """The scrape of the vendor's metrics page (`probe --metrics-url`,
+    `evalkit.analysis.vendor_metrics`): what Q5's per-stream claim is checked against."""
+
+    url: str | None = None
+    #: vllm | sglang | tgi | llama.cpp (None: no family recognised)
+    engine: str | None = None
+    scrapes: int | None = None
+    scrapes_ok: int | None = None
+    scrape_errors: tuple[str, ...] = ()
+    #: role (itl, tpot_req, ...) -> the metric name that filled it on the page
+    families: Mapping[str, str] = field(default_factory=dict)
+    #: a page with none of the families: the names it held instead
+    unrecognised_names: tuple[str, ...] = ()
+    per_stream_itl: bool | None = None
+    request_level_tpot: bool | None = None
+    #: the inter-token intervals the histogram counted during our run
+    itl_observations: int | None = None
+    #: the vendor's figures beside ours, by phase and level (free-form: the vendor's)
+    phases: Json | None = None
+    levels: Json | None = None
+    note: str | None = None
+
+    @property
+    def itl_name(self) -> str | None:
+        """The per-token (inter-token) histogram's name on the page (None: none found)."""
+        return self.families.get("itl")
+
+    @property
+    def tpot_req_name(self) -> str | None:
+        """The request-level TPOT metric's name on the page (None: none found)."""
+        return self.families.get("tpot_req")

@@ -46,8 +46,8 @@ def _sample(row: Row) -> PanelSample:
         run = open_run(Path(e.path))
     except EvalkitError as exc:
         return replace(base, state="missing", excluded=f"unreadable: {str(exc)[:200]}")
-    levels = ((run.run.get("settings") or {}).get("ramp") or {}).get("levels") or []
-    concurrency = levels[0] if levels and isinstance(levels[0], int) else None
+    ramp = run.meta.settings.ramp
+    concurrency = ramp.levels[0] if ramp is not None and ramp.levels else None
     return replace(base, figures=sample_figures(run.records), concurrency=concurrency)
 
 

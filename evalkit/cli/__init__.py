@@ -181,18 +181,19 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     if result.signed_by:
         click.echo(f"signed by {result.signed_by}")
     card = result.scorecard
-    ready = (card.get("verdict") or {}).get("streaming_ready")
-    counts = Counter(q.get("status") for q in (card.get("questions") or {}).values())
-    click.echo(("STREAMING-READY" if ready else "NOT STREAMING-READY") + ": "
-               + ", ".join(f"{n} {s}" for s, n in counts.most_common()))
+    counts = Counter(q.status for q in card.questions.values())
+    click.echo(("STREAMING-READY" if card.verdict.streaming_ready else "NOT STREAMING-READY")
+               + ": " + ", ".join(f"{n} {s}" for s, n in counts.most_common()))
     why = nothing_to_judge(card) if statuses else None
     if why:  # a gate with nothing to judge must not pass silently
         raise UsageError(f"--fail-on has nothing to judge: {why}; the scorecard is written "
                          "but verifies nothing")
-    hits = flagged(result.scorecard, statuses)
+    hits = flagged(card, statuses)
     if hits:
-        qs = {**result.scorecard["questions"], "rate_limits": result.scorecard.get("rate_limits")}
-        click.echo("flagged: " + ", ".join(f"{q} {qs[q]['status']}" for q in hits), err=True)
+        limits = card.rate_limits.status if card.rate_limits else None
+        click.echo("flagged: " + ", ".join(
+            f"{q} {limits if q == 'rate_limits' else card.question(q).status}" for q in hits),
+            err=True)
         sys.exit(1)
 
 
@@ -204,7 +205,8 @@ def _register_report(result: Any, run_dir: str | None, catalog: str | None) -> N
     from evalkit.catalog.store import now_iso
 
     register_quietly(catalog, lambda: report_entry(
-        Path(result.pdf), result.scorecard, Path(run_dir) if run_dir else None, now_iso()),
+        Path(result.pdf), result.scorecard.to_json(), Path(run_dir) if run_dir else None,
+        now_iso()),
         lambda m: click.echo(m, err=True))
 
 

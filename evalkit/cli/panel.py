@@ -46,8 +46,10 @@ def panel() -> None:
 @click.option("--output-tokens", type=int, help="Output length asked for (default 64).")
 @click.option("--api", default="openai-chat", show_default=True,
               type=click.Choice(list(ADAPTERS)), help="The API's wire format, as for `probe`.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
-              help="Environment variable holding the API key (never written anywhere).")
+@click.option("--api-key-env",
+              help="Environment variable holding the API key (never written anywhere). "
+                   "Default: the API's own (OPENAI_API_KEY; GEMINI_API_KEY, "
+                   "ANTHROPIC_API_KEY).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)), help="How the key is sent.")
 @click.option("--api-version", help="api-version query parameter (Azure OpenAI).")
 @click.option("--header", "headers", multiple=True, metavar="'K: V'",
@@ -59,7 +61,7 @@ def panel() -> None:
 def panel_sample(base_url: str, model: str, vendor: str, out_dir: str | None,
                  concurrency: int | None, questionnaire_file: str | None, budget: str | None,
                  prompt_tokens: int | None, output_tokens: int | None, api: str,
-                 api_key_env: str, auth: str | None, api_version: str | None,
+                 api_key_env: str | None, auth: str | None, api_version: str | None,
                  headers: tuple[str, ...], quiet: bool, catalog: str | None) -> None:
     """Take one light sample of a vendor for our own panel, and register it.
 
@@ -81,7 +83,7 @@ def panel_sample(base_url: str, model: str, vendor: str, out_dir: str | None,
 
         concurrency = load_questionnaire(questionnaire_file).q2.at_concurrency
     config = sample_config(base_url, model, vendor, concurrency or 1, Budget.parse(budget),
-                           api=api, api_key_env=api_key_env, auth=auth,
+                           api=api, api_key_env=api_key_env or "", auth=auth,
                            api_version=api_version,
                            headers=tuple(parse_header(h) for h in headers),
                            prompt_tokens=prompt_tokens, output_tokens=output_tokens)

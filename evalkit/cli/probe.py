@@ -65,11 +65,17 @@ from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
                               "the workload file's levels; 1 for --conversations alone).")
 @click.option("--api", default="openai-chat", show_default=True,
               type=click.Choice(list(ADAPTERS)),
-              help="The API's wire format (an adapter of evalkit.probe.apis.base): OpenAI chat, "
-                   "completions or Responses, Anthropic Messages.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True,
+              help="The API's wire format (an adapter of evalkit.probe.apis): OpenAI chat, "
+                   "completions or Responses, Anthropic Messages, AWS Bedrock ConverseStream "
+                   "(SigV4 from the AWS credential chain: env, profile, role; pip install "
+                   "'evalkit[aws]'), Gemini API / Vertex AI (its key in --api-key-env; Vertex "
+                   "base URLs take Google application default credentials, "
+                   "'evalkit[google]').")
+@click.option("--api-key-env",
               help="Environment variable holding the API key (sent as --auth says; "
-                   "never written anywhere).")
+                   "never written anywhere). Default: the API's own: OPENAI_API_KEY; "
+                   "GEMINI_API_KEY for --api gemini, ANTHROPIC_API_KEY for "
+                   "anthropic-messages (no vendor is sent another's key by default).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
               help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
                    "OpenAI), x-api-key (Anthropic). Default: the --api's own.")
@@ -155,7 +161,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           output_tokens: int | None, prompts_file: str | None, corpus: str | None,
           no_corpus: bool, workload_file: str | None,
           conversations_file: str | None, trace_file: str | None, trace_speed: float,
-          users: str | None, api: str, api_key_env: str,
+          users: str | None, api: str, api_key_env: str | None,
           headers: tuple[str, ...], auth: str | None, api_version: str | None,
           metrics_url: str | None, extra_body: str | None, rate: float | None,
           timeout_s: float | None, deadline_s: float | None, ray_address: str | None,
@@ -257,7 +263,8 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
         max_concurrency=max_concurrency, prompt_tokens=prompt_tokens,
         output_tokens=output_tokens, prompts_file=Path(prompts_file) if prompts_file else None,
         corpus_dir=Path(corpus) if corpus else None, no_corpus=no_corpus,
-        api=api, api_key_env=api_key_env, headers=tuple(parse_header(h) for h in headers),
+        api=api, api_key_env=api_key_env or "",
+        headers=tuple(parse_header(h) for h in headers),
         auth=auth, api_version=api_version, metrics_url=metrics_url,
         extra_body=parse_extra_body(extra_body), rate=rate, timeout_s=timeout_s,
         deadline_s=deadline_s,

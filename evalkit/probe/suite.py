@@ -30,8 +30,9 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
+from evalkit.probe.apis.base import key_env
 from evalkit.probe.apis.sampling import Sampling
-from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target
+from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
 from evalkit.probe.load.shard import warm_up
 from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
@@ -168,6 +169,8 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
     """
     planned = config if isinstance(config, ProbePlan) else plan_run(config)
     config, settings, plan = planned.config, planned.settings, planned.plan
+    if not config.api_key_env:  # the API's own variable: no vendor is sent another's key
+        config = replace(config, api_key_env=key_env(config.api))
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
     text = run_text(config)  # chosen by the plan: the buyer's corpus, else the public text
@@ -189,6 +192,9 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())
+    # a cloud's credentials and region, and a model ARN of another region: usage errors
+    # before anything starts (its signer, not the environment's key, authenticates)
+    target = ready_target(target)
     run_tag = secrets.token_hex(3)
     origin_ns = time.perf_counter_ns()
     wall_ns = time.time_ns()  # beside the origin: places the records on the calendar (OTLP)

@@ -13,7 +13,10 @@ write stamped), `wire` (Anthropic Messages and OpenAI Responses frames), `asgi`
 (plumbing), `app` (routes and the ground-truth log), `metrics` (`/metrics`), `server`
 (uvicorn with arrival stamps, in a thread or a process), `ratelimit` (the gateway's
 sliding-window rate limit and its headers), `prefix` (the prefix cache and the digests
-of the messages a request carried).
+of the messages a request carried), `clouds` (AWS Bedrock's and Google's Gemini / Vertex
+AI routes, bodies, credentials (SigV4 verified) and error shapes), `cloudwire` (their
+frames: Bedrock's event-stream messages, Gemini's SSE) and `eventstream` (AWS's binary
+framing, written).
 
     from evalkit.reference import ReferenceServer
     with ReferenceServer(profile="queueing", truth_log=path) as srv:

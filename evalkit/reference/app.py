@@ -36,6 +36,15 @@ from evalkit.reference.asgi import (
     send_error,
     send_json,
 )
+from evalkit.reference.clouds import (
+    CLOUD_APIS,
+    check_credentials,
+    check_model,
+    cloud_route,
+    error_sender,
+    models_list,
+    parse_cloud_job,
+)
 from evalkit.reference.engine import EngineCore, Seq
 from evalkit.reference.faults import plan_request, sticky_draw, under_load
 from evalkit.reference.loop import EngineLoop, Stream, sleep_until
@@ -54,7 +63,7 @@ IDLE_POOL = {"decode_per_stream_ms": 0.0, "max_batch": 100_000, "admission_limit
 #: the ASGI scope extension where the server's protocol puts the request's arrival stamp
 ARRIVAL_EXTENSION = "evalkit.arrival"
 #: headers that carry a credential: the truth log names which one came, never its value
-_CREDENTIALS = (b"authorization", b"x-api-key", b"api-key")
+_CREDENTIALS = (b"authorization", b"x-api-key", b"api-key", b"x-goog-api-key")
 #: truth lines are encoded and written this long after their request ended, in batches:
 #: the streams of one decode step end together and their clients' next requests arrive
 #: right then, so the server must not be busy with its own log at that moment
@@ -118,6 +127,10 @@ class ReferenceApp:
             await send({"type": "http.response.body", "body": body, "more_body": False})
         elif method == "POST" and path in ROUTES:
             await self._generate(scope, receive, send, received, ROUTES[path])
+        elif method == "POST" and (cloud := cloud_route(path)) is not None:
+            await self._generate(scope, receive, send, received, *cloud)
+        elif method == "GET" and path == "/v1beta/models":
+            await send_json(send, 200, models_list())
         else:
             err = BadRequest(404, f"no route for {method} {path}", kind="NotFoundError")
             await send_error(send, err)
@@ -163,7 +176,7 @@ class ReferenceApp:
             self._truth.flush()
 
     async def _generate(self, scope: Scope, receive: Receive, send: Send, received: int,
-                        api: str) -> None:
+                        api: str, model: str | None = None) -> None:
         self.in_flight += 1
         index = self.requests
         self.requests += 1
@@ -188,7 +201,8 @@ class ReferenceApp:
             "anthropic_version": header(scope, b"anthropic-version")}
         tells = (header(scope, b"user-agent"), header(scope, b"x-request-id"))
         try:
-            await self._generate_inner(receive, send, api, index, rid, truth, tells)
+            await self._generate_inner(receive, send, api, index, rid, truth, tells,
+                                       (scope, model))
         finally:
             truth["end_ns"] = time.perf_counter_ns()
             self.in_flight -= 1
@@ -220,26 +234,32 @@ class ReferenceApp:
 
     async def _generate_inner(self, receive: Receive, send: Send, api: str, index: int,
                               rid: str, truth: dict[str, Any],
-                              tells: tuple[str | None, str | None] = (None, None)) -> None:
+                              tells: tuple[str | None, str | None] = (None, None),
+                              routed: tuple[Scope, str | None] | None = None) -> None:
         p = self.profile
+        reply_error = error_sender(api)  # a cloud's API answers errors in its own shape
         try:
             raw = await read_body(receive)
             if api == "messages" and truth["anthropic_version"] is None:
                 raise BadRequest(400, "anthropic-version: header is required")
+            if api in CLOUD_APIS and routed is not None:  # the model is in the path
+                check_credentials(api, routed[0], raw)
+                check_model(api, routed[1] or "")
             try:
                 body = json.loads(raw or b"null")
             except ValueError:
                 raise BadRequest(400, "the request body is not valid JSON") from None
-            job = parse_job(body, api, int(p["default_max_tokens"]))
+            job = (parse_cloud_job(body, api, int(p["default_max_tokens"]))
+                   if api in CLOUD_APIS else parse_job(body, api, int(p["default_max_tokens"])))
         except BadRequest as exc:
             truth["status"] = exc.status
-            await send_error(send, exc)
+            await reply_error(send, exc)
             return
         if (rated := self.limiter.admit(truth["received_ns"])) is not None:
             send = with_headers(send, rated.headers)
             if not rated.admitted:
                 truth.update(status=429, outcome="rejected", rejected_by=rated.reason)
-                await send_error(send, BadRequest(429, "rate limit reached for requests",
+                await reply_error(send, BadRequest(429, "rate limit reached for requests",
                                                   kind="rate_limit_exceeded"),
                                  [(b"retry-after", str(rated.retry_after_s).encode())])
                 return
@@ -249,7 +269,8 @@ class ReferenceApp:
         # hashed now, inside the request overhead (the tokenizer's time is the gateway's)
         keys = ([] if self.prefix is None else
                 block_hashes(job.parts, int(p["prefix_block_tokens"]), encoding().encode_ordinary))
-        text = prompt_text(body)  # parse_job took only an object
+        text = (prompt_text(body) if api not in CLOUD_APIS  # parse_job took only an object
+                else "\n".join(part.text for part in job.parts))
         # joins a client's record without a request-id header
         truth["prompt_sha"] = hashlib.sha256(text.encode()).hexdigest()[:16]
         core, engine = self._pool(truth, tells, body)
@@ -260,7 +281,7 @@ class ReferenceApp:
         truth["faults"] = plan.faults
         if plan.http_500:
             truth.update(status=500, outcome="fault:http_500")
-            await send_error(send, BadRequest(500, "injected fault: internal server error",
+            await reply_error(send, BadRequest(500, "injected fault: internal server error",
                                               kind="internal_server_error"))
             return
         overhead = int(float(p["request_overhead_ms"]) * 1e6)
@@ -284,7 +305,7 @@ class ReferenceApp:
         if not core.submit(seq):
             truth.update(status=429, outcome="rejected", queued=False)
             retry = str(int(p["retry_after_s"])).encode()
-            await send_error(send, BadRequest(429, "too many requests in flight; retry later",
+            await reply_error(send, BadRequest(429, "too many requests in flight; retry later",
                                               kind="rate_limit_exceeded"),
                              [(b"retry-after", retry)])
             return

@@ -34,6 +34,7 @@ import httpx
 from evalkit.errors import EvalkitError, UsageError
 from evalkit.kernelclock import ANC_SIZE, SO_TIMESTAMPNS, KernelClock
 from evalkit.reference.app import ARRIVAL_EXTENSION, ReferenceApp
+from evalkit.reference.child import first_line, stop_child
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 from evalkit.reference.parse import MODEL, count_tokens
 from evalkit.reference.tlssocket import TLSSocket, server_context
@@ -338,16 +339,7 @@ class ReferenceServer:
                 cmd.append("--asyncio-tls")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         proc = self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
-        line: list[str] = []
-
-        def first_line() -> None:  # the child prints its URL once it is listening
-            if proc.stdout is not None:
-                line.append(proc.stdout.readline())
-
-        reader = threading.Thread(target=first_line, daemon=True)
-        reader.start()
-        reader.join(STARTUP_TIMEOUT_S)
-        url = line[0].strip() if line else ""
+        url = first_line(proc, STARTUP_TIMEOUT_S)
         if not url.startswith("http"):
             self.stop()
             raise EvalkitError(f"the reference endpoint did not start (said {url!r})")
@@ -377,14 +369,7 @@ class ReferenceServer:
                 self._thread.join(10)
             self._server = self._thread = None
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-            if self._proc.stdout is not None:
-                self._proc.stdout.close()
+            stop_child(self._proc, 10)
             self._proc = None
 
     @property

@@ -22,6 +22,7 @@ from typing import Any
 
 from evalkit.reference.answers import FINGERPRINTS, PRIMARY, WORD_BYTES
 from evalkit.reference.asgi import Send, send_error, send_json
+from evalkit.reference.cloudwire import CloudFraming, cloud_framing
 from evalkit.reference.loop import Stream
 from evalkit.reference.metrics import EngineMetrics
 from evalkit.reference.parse import MODEL, BadRequest, Job
@@ -64,11 +65,12 @@ class Writer:
         self.prompt_billed = truth["billed_prompt_tokens"] = stream.plan.billed_prompt(
             job.prompt_tokens)
         #: the frames of Anthropic Messages or OpenAI Responses (None: OpenAI chat/completions)
-        self.wire: Framing | None = (
+        self.wire: Framing | CloudFraming | None = (
             AnthropicFraming(rid, self.prompt_billed, self.nl, model, cached_tokens)
             if job.api == "messages" else
             ResponsesFraming(rid, self.prompt_billed, created, self.nl, model, cached_tokens)
-            if job.api == "responses" else None)
+            if job.api == "responses" else
+            cloud_framing(job.api, rid, self.prompt_billed, self.nl, model, cached_tokens))
         #: what the response's `model` and `system_fingerprint` fields said (the newer
         #: APIs have no fingerprint)
         truth["model_returned"] = model
@@ -219,7 +221,9 @@ class Writer:
                         s.direct = None
                         await self._settle()
                         now = time.perf_counter_ns()
-                        await self._write(b": ping" + self.nl + self.nl, "ping", 0, now)
+                        ping = getattr(self.wire, "ping", b": ping" + self.nl + self.nl)
+                        if ping:  # (a binary framing has no comment to send)
+                            await self._write(ping, "ping", 0, now)
                 else:
                     await s.wake.wait()
             finally:
@@ -238,11 +242,10 @@ class Writer:
         plan, job, truth = self.s.plan, self.job, self.truth
         truth.update(status=200, outcome=plan.outcome)
         await self.send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-            (b"x-request-id", truth["request_id"].encode())]})
-        if self.wire is not None:
-            now = time.perf_counter_ns()
-            await self._write(self.wire.start(), "start", 0, now)
+            (b"content-type", getattr(self.wire, "content_type", b"text/event-stream")),
+            (b"cache-control", b"no-cache"), (b"x-request-id", truth["request_id"].encode())]})
+        if self.wire is not None and (opening := self.wire.start()):
+            await self._write(opening, "start", 0, time.perf_counter_ns())
         while True:
             item = await self._next()
             if item is None:

@@ -47,6 +47,7 @@ from evalkit.review.compare import (
     compare_runs,
     left_out_words,
 )
+from evalkit.review.fit import Fit
 from evalkit.review.pipeline import Review, review
 from evalkit.rundir.run import RunDir, open_run
 
@@ -54,6 +55,8 @@ MEASURED_USE_CASES = ("voice_agent", "live_suggestions", "interactive_chat", "ba
 
 #: Longest vendor name that groups runs (a run.json label or `--same-vendor NAME`).
 VENDOR_NAME_MAX = 100
+#: a use case a run's scorecard does not judge: its badge says so
+NOT_JUDGED = Fit(None, "")
 
 #: What the user can do when runs of one vendor were not grouped as one.
 _HOW_TO_GROUP = (
@@ -121,8 +124,8 @@ def load_view(item: CompareInput, tolerances: Any = None,
     run = done.run if done.run is not None else open_run(item.run_dir)
     questionnaire = done.questionnaire.parsed if done.questionnaire else None
     scorecard = done.scorecard
-    target = as_mapping(run.run.get("target"))
-    label = vendor_name(run.run.get("vendor"))
+    meta = run.meta
+    label = vendor_name(meta.vendor)
     # the questionnaire's name was checked with the questionnaire; white space is folded
     # so that it can meet the same name given as a label
     named = " ".join((questionnaire.vendor or "").split()) if questionnaire else None
@@ -133,21 +136,20 @@ def load_view(item: CompareInput, tolerances: Any = None,
     elif label:
         who, grouped_by = label, "vendor label in run.json, from probe --vendor"
     else:
-        who = f"{target.get('model', '?')} at {target.get('base_url', '?')}"
+        who = f"{meta.target.model or '?'} at {meta.target.base_url or '?'}"
         grouped_by = "model and endpoint URL: no questionnaire, no vendor label"
-        if run.run.get("vendor") is not None:
+        if meta.vendor is not None:
             grouped_by += "; run.json's vendor ignored: not a short one-line string"
-    started = str(run.run.get("started_at") or "")
+    started = meta.started_at or ""
     ttft_by_level = {level: run.stats.ttft_values("ramp", level)
                      for level in sorted(run.stats.levels) if run.stats.ttft.get(("ramp", level))}
-    settings = as_mapping(run.run.get("settings"))
     return RunView(
         label=f"{clip(who, 40)} {started[:10]}".strip(), target=who, started=started,
-        suite_version=run.summary.get("suite_version") or run.run.get("suite_version"),
-        settings={"prompt_tokens": settings.get("prompt_tokens"),
-                  "output_tokens": settings.get("output_tokens"),
-                  "levels": as_mapping(settings.get("ramp")).get("levels"),
-                  "profile": run.run.get("profile")},
+        suite_version=run.summary.sections.suite_version or meta.suite_version,
+        settings={"prompt_tokens": meta.settings.prompt_tokens,
+                  "output_tokens": meta.settings.output_tokens,
+                  "levels": list(meta.settings.ramp.levels) if meta.settings.ramp else None,
+                  "profile": meta.profile},
         summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level,
         grouped_by=grouped_by)
 
@@ -339,11 +341,12 @@ def _changed_answers(cmp: Comparison) -> list[dict[str, str]]:
     changes = []
     for target, idx in cmp.trends.items():
         for a, b in itertools.pairwise(idx):
-            qa = (cmp.runs[a].scorecard or {}).get("questions") or {}
-            qb = (cmp.runs[b].scorecard or {}).get("questions") or {}
+            card_a, card_b = cmp.runs[a].scorecard, cmp.runs[b].scorecard
+            qa = card_a.questions if card_a is not None else {}
+            qb = card_b.questions if card_b is not None else {}
             for q in sorted(set(qa) | set(qb)):
-                before = (qa.get(q) or {}).get("claimed")
-                after = (qb.get(q) or {}).get("claimed")
+                before = qa[q].claimed if q in qa else None
+                after = qb[q].claimed if q in qb else None
                 if before != after:
                     changes.append({"target": target, "question": q,
                                     "before_run": cmp.runs[a].label,
@@ -376,7 +379,7 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
         "runs": [{"label": v.label, "target": v.target, "started": v.started,
                   "suite": v.suite_version, "profile": v.settings.get("profile"),
                   "dir": str(item.run_dir), "questionnaire": str(item.questionnaire or "—"),
-                  "verdict": ((v.scorecard or {}).get("verdict") or {}).get("text", "")}
+                  "verdict": v.scorecard.verdict.text if v.scorecard is not None else ""}
                  for v, item in zip(cmp.runs, inputs, strict=True)],
         "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
                   "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level,
@@ -388,8 +391,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
         "statuses": sorted(cmp.statuses.items()),
         # each fit as the scorecard words it: how far it was tried ("fits up to 8 streams")
         "use_cases": [(k.replace("_", " ").capitalize(),
-                       [fit_badge(as_mapping(as_mapping(as_mapping(v.scorecard).get(
-                           "use_cases")).get(k)))[1]
+                       [fit_badge(uc.fit if v.scorecard is not None and (
+                           uc := v.scorecard.use_cases.get(k)) else NOT_JUDGED)[1]
                         for v in cmp.runs])
                       for k in sorted(cmp.use_cases)],
         "fits": _fits(cmp),

@@ -164,7 +164,7 @@ def fields_of(pages: Iterable[Any]) -> tuple[Field, ...]:
                  if name.startswith(FIELD_PREFIX))
 
 
-def page_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
+def page_context(card: Scorecard, run: RunDir | None,
                  evidence: Mapping[str, str], stamp: PageStamp,
                  manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The template's context for a scorecard's pages, built the same way when `report`
@@ -174,7 +174,7 @@ def page_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
     from evalkit.render.report import build_context  # report imports this module
     from evalkit.render.sign import box_context
 
-    context = {**build_context(scorecard, run, evidence, stamp=stamp),
+    context = {**build_context(card, run, evidence, stamp=stamp),
                **box_context(stamp.signature_box)}
     records = manifest.get("records")
     if note := records_note(records):  # page one says where the records live

@@ -159,7 +159,7 @@ def evidence_files(run: RunDir | None, scorecard_json: bytes,
                 # the package that wrote the document (every page's footer prints its
                 # first digits): `verify` holds the footer to it
                 "tool_sha256": installed_digest(),
-                "suite_version": str((run.run.get("suite_version") if run else None)
+                "suite_version": str((run.meta.suite_version if run else None)
                                      or evalkit.SUITE_VERSION),
                 "files": {name: _entry(name, data) for name, data in files.items()},
                 "records": records}

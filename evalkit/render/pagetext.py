@@ -466,16 +466,15 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60} min"
 
 
-def stopped_at(run_doc: Mapping[str, Any], digest: RecordDigest) -> str | None:
+def stopped_at(started: str | None, digest: RecordDigest) -> str | None:
     """When the run's last recorded request ended, in words: on the run's clock, and as a
     time of day from run.json's started_at (the clock's origin, to the second)."""
     last = digest.last_end_s
     if last is None:
         return None
     text = f"{_duration(last)} into the run"
-    started = run_doc.get("started_at")
     try:
-        t0 = datetime.fromisoformat(started) if isinstance(started, str) else None
+        t0 = datetime.fromisoformat(started) if started is not None else None
         if t0 is not None:
             t = t0 + timedelta(seconds=last)
             text += (f", about {t.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" if t.tzinfo

@@ -10,8 +10,8 @@ carries run.json, summary.json, scorecard.json, the questionnaire and the record
 (requests.jsonl.gz) as attachments, the very bytes that were judged, with a manifest
 (`evalkit.render.evidence`), and prints their SHA-256, so a reviewer can check the
 PDF against its data. The page reads the typed `Scorecard` (evalkit.review.scorecard),
-so a renamed field is a type error, not a blank; a scorecard.json dict given instead is
-read back once, by `Scorecard.from_json`. Numbers are formatted by evalkit.fmt, field
+so a renamed field is a type error, not a blank (a scorecard.json read back, as `verify`
+does, is read once by `Scorecard.from_json`). Numbers are formatted by evalkit.fmt, field
 names put into words by evalkit.render.words; raw names appear only in the appendix's
 exact tables.
 """
@@ -80,8 +80,9 @@ from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.render.workload import workload_context
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
-from evalkit.review.scorecard import QuestionCard, Scorecard, as_scorecard
+from evalkit.review.scorecard import QuestionCard, Scorecard
 from evalkit.rundir.digest import RecordDigest
+from evalkit.rundir.meta import RunMeta
 from evalkit.rundir.run import RunDir
 
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
@@ -97,8 +98,8 @@ class ReportResult:
     pdf: Path
     scorecard_json: Path
     html: Path | None
-    #: scorecard.json's dict, as written beside the PDF
-    scorecard: dict[str, Any]
+    #: the scorecard, as written beside the PDF (`Scorecard.to_json`)
+    scorecard: Scorecard
     sha256: dict[str, str]
     fetched: tuple[str, ...]
     refused: tuple[str, ...]
@@ -123,9 +124,8 @@ def parse_fail_on(text: str | None) -> tuple[str, ...]:
     return names
 
 
-def nothing_to_judge(scorecard: Scorecard | Mapping[str, Any]) -> str | None:
+def nothing_to_judge(card: Scorecard) -> str | None:
     """Why a `--fail-on` gate would have nothing to judge (it must not pass silently)."""
-    card = as_scorecard(scorecard)
     if card.review == "claims_only":
         return None  # claims are judged (every measured claim is unverified, and says so)
     if card.review in ("measurements_only", "empty"):
@@ -140,22 +140,20 @@ def nothing_to_judge(scorecard: Scorecard | Mapping[str, Any]) -> str | None:
     return None
 
 
-def flagged(scorecard: Scorecard | Mapping[str, Any], statuses: Sequence[str]) -> list[str]:
+def flagged(card: Scorecard, statuses: Sequence[str]) -> list[str]:
     """The questions whose status is one of `statuses`, e.g. ['Q2', 'Q6'], and
     'rate_limits' when the rate limits' row has one (other than unanswered)."""
-    card = as_scorecard(scorecard)
     limits = card.rate_limits  # outside the verdict; an optional section unanswered is no flag
     return [q for q in QUESTION_IDS if card.question(q).status in statuses] + (
         ["rate_limits"] if limits and limits.status in statuses
         and limits.status != "unanswered" else [])
 
 
-def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Summary | None,
+def chart_svgs(card: Scorecard, summary: Summary | None,
                records: Iterable[RequestRecord] | RecordDigest,
                slo_limits: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, Markup]]:
     """Every chart there is data for, as (caption, inline svg); `records` may be given as
     their digest (what `open_run` keeps)."""
-    card = as_scorecard(scorecard)
     digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
     claimed = card.question("Q6").claimed or {}  # free-form: the vendor's Q6 answer
@@ -200,9 +198,8 @@ def chart_svgs(scorecard: Scorecard | Mapping[str, Any], summary: Summary | None
             for i, (caption, svg) in enumerate(out) if svg]
 
 
-def slo_limits(scorecard: Scorecard | Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def slo_limits(card: Scorecard) -> dict[str, Mapping[str, Any]]:
     """Each use case's SLO profile as the scorecard was judged with it."""
-    card = as_scorecard(scorecard)
     out = card.slo_profiles
     for name, uc in card.use_cases.items():
         if uc.profile:
@@ -246,18 +243,16 @@ def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
     }
 
 
-def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
+def build_context(card: Scorecard, run: RunDir | None,
                   evidence: Mapping[str, str], charts: bool = True,
                   stamp: PageStamp | None = None) -> dict[str, Any]:
     """Everything the template shows, as plain strings and lists (no I/O); without
     `charts` none is drawn, the costly part. `stamp`: what the page prints that is not
     evidence (`evalkit.render.drawn`; None: drawn now, by this evalkit)."""
-    card = as_scorecard(scorecard)
     stamp = stamp or PageStamp.now(signed=False)
-    run_doc = run.run if run else {}
+    meta = run.meta if run else RunMeta()
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
-    target = as_mapping(run_doc.get("target"))
     questions = [_row(qid, card.question(qid), measured_text(
         qid, card.question(qid).measured, summary)) for qid in QUESTION_IDS]
     limits = card.rate_limits  # shown when claimed or met: no claim and no 429 is no news
@@ -274,8 +269,8 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
     lead: list[tuple[str, str]] = []
     if run is not None:
         lead.append(("Run validity", validity_text(card.run)))
-    run_status = run_doc.get("status")
-    when = stopped_at(run_doc, digest) if run is not None else None
+    run_status = meta.status
+    when = stopped_at(meta.started_at, digest) if run is not None else None
     if run is not None and run_status == "running":
         top = f"; the last level it reached ({max(digest.levels)} streams) may be " \
             "incomplete" if digest.levels else ""
@@ -288,8 +283,8 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
                      f"{' ' + when if when else ''}: the figures cover only "
                      "what was measured before the run stopped"))
     if run is not None:
-        lead.append(("Suite profile", fmt_value(run_doc.get("profile"))
-                     + _suite_words(run_doc.get("suite_version"))))
+        lead.append(("Suite profile", fmt_value(meta.profile)
+                     + _suite_words(meta.suite_version)))
     figures = lead + figures + configuration_figures(summary)
     if (row := answers_figure(summary, card.answers, card.swap)) is not None:
         figures.append(row)
@@ -315,9 +310,9 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         model = fmt_value(card.model) + " (as stated by the vendor)"
         endpoint = fmt_value(card.endpoint) + " (as stated by the vendor)"
     else:
-        model = clip(target.get("model") or "—", SHORT_TEXT)
-        endpoint = clip(target.get("base_url") or "—", SHORT_TEXT)
-    started, ended = run_doc.get("started_at"), run_doc.get("ended_at")
+        model = clip(meta.target.model or "—", SHORT_TEXT)
+        endpoint = clip(meta.target.base_url or "—", SHORT_TEXT)
+    started, ended = meta.started_at, meta.ended_at
     stand = card.run.stands_in_for if card.run else None  # free-form, from run.json
     # what reading the run directory repaired comes first: the figures rest on it
     notices = [clip(note, 600) for note in (run.notes if run else ())]
@@ -353,16 +348,15 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
         "charts": chart_svgs(card, summary, digest, slo_limits(card)) if charts else [],
         **_cost_section(card), **work,
         "tool_version": clip(stamp.tool_version, 40),
-        "suite_version": clip(run_doc.get("suite_version") or evalkit.SUITE_VERSION, 20),
-        "run_tool_version": clip(run_doc.get("tool_version") or "—", 20),
+        "suite_version": clip(meta.suite_version or evalkit.SUITE_VERSION, 20),
+        "run_tool_version": clip(meta.tool_version or "—", 20),
         "tool_digest": short(stamp.tool_sha256),
-        "run_provenance": provenance_text(run_doc.get("provenance")),
-        "run_command": command_text(run_doc.get("provenance")),
-        "profile": fmt_value(run_doc.get("profile")
-                             or as_mapping(run_doc.get("config")).get("profile")),
-        "client_host": clip(words.client_host(run_doc.get("client")), SHORT_TEXT),
+        "run_provenance": provenance_text(meta.provenance),
+        "run_command": command_text(meta.provenance),
+        "profile": fmt_value(meta.profile or meta.config.profile),
+        "client_host": clip(words.client_host(meta.client), SHORT_TEXT),
         "run_times": f"{fmt_value(started)} to {fmt_value(ended)}"
-                     + (f" ({fmt_value(run_doc['status'])})" if run_doc.get("status") else "")
+                     + (f" ({fmt_value(meta.status)})" if meta.status else "")
                      + (f"; last request ended {when}" if when else ""),
         # the document as written: the template reads its keys (`summary.baseline` of a
         # Summary would be the typed level, and the page must not change)
@@ -405,31 +399,29 @@ def build_context(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
 # --------------------------------------------------------------------------- render
 
 
-def scorecard_bytes(scorecard: Scorecard | Mapping[str, Any]) -> bytes:
+def scorecard_bytes(card: Scorecard) -> bytes:
     """The exact bytes written beside the PDF and attached inside it."""
-    doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else scorecard
-    return (json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode()
+    return (json.dumps(card.to_json(), indent=2, ensure_ascii=False, sort_keys=False)
+            + "\n").encode()
 
 
-def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None,
+def write_scorecard(card: Scorecard, run: RunDir | None,
                     questionnaire: tuple[str, bytes] | None, out_pdf: Path,
                     html: bool = False, signing: SigningKey | None = None,
                     source_name: str | None = None,
                     panel: Mapping[str, Any] | None = None) -> ReportResult:
-    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard
-    (a scorecard.json dict given instead is written as it is, and read back for the page).
+    """Write PDF, FILE.json beside it and optionally FILE.html, from a built scorecard.
 
     The PDF attaches the evidence and its manifest (`evalkit.render.evidence`); with
     `signing` it is signed (`evalkit.render.sign`) before anything is written. `panel` is
     our own panel Q6 was judged beside, attached for `verify` (`OurPanel.to_panel`).
     """
-    doc = scorecard.to_json() if isinstance(scorecard, Scorecard) else dict(scorecard)
-    sc_bytes = scorecard_bytes(doc)
+    sc_bytes = scorecard_bytes(card)
     stamp = PageStamp.now(signed=signing is not None)
     files = evidence_files(run, sc_bytes, questionnaire, source_name=source_name, panel=panel,
                            page=stamp.to_manifest())
     evidence = {name: sha256(data) for name, data in files.files.items()}
-    text = render_html(page_context(scorecard, run, evidence, stamp, files.manifest))
+    text = render_html(page_context(card, run, evidence, stamp, files.manifest))
     fetcher = AssetFetcher()
     drawn = render_drawn(text, files.files, fetcher)
     pdf = drawn.pdf
@@ -443,7 +435,7 @@ def write_scorecard(scorecard: Scorecard | Mapping[str, Any], run: RunDir | None
     if html:
         html_path = out_pdf.with_suffix(".html")
         html_path.write_text(text, encoding="utf-8")
-    return ReportResult(out_pdf, json_path, html_path, doc, evidence,
+    return ReportResult(out_pdf, json_path, html_path, card, evidence,
                         tuple(fetcher.calls), tuple(fetcher.refused), run.notes if run else (),
                         signing.subject if signing else None)
 

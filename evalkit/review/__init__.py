@@ -1,3 +1,4 @@
 """Stage 4, the review: a questionnaire's claims reconciled with a run's summary (Q1–Q6,
-the verdict, each use case's fit), and several runs compared. Pure but for
-`evalkit.review.pipeline`, which reads the inputs once."""
+the verdict, each use case's fit) into a typed `Scorecard` (`evalkit.review.scorecard`;
+the workload's blocks in `evalkit.review.workload_card`), and several runs compared. Pure
+but for `evalkit.review.pipeline`, which reads the inputs once."""

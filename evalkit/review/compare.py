@@ -19,6 +19,7 @@ from evalkit.analysis.summary import as_number as _num
 from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
 from evalkit.review.compare_workload import DIFFERENT, different_workload, workload_rows
+from evalkit.review.scorecard import Scorecard
 from evalkit.sanitize import clean
 
 Better = Literal["lower", "higher"]
@@ -38,7 +39,7 @@ class RunView:
     suite_version: str | None
     settings: dict[str, Any]
     summary: Mapping[str, Any]
-    scorecard: dict[str, Any] | None = None
+    scorecard: Scorecard | None = None
     #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
     ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
     #: how `target` was found (questionnaire, probe-time vendor label, model and endpoint…),
@@ -64,18 +65,13 @@ class Figure:
     needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
     #: the concurrency level a run's value was read at (None: not a load figure)
     level: Callable[[Summary], int | None] | None = None
-    #: a figure of the run's scorecard instead of its summary (the costs), read from
-    #: scorecard.json; its values compare only in the same currency
-    from_card: Callable[[Mapping[str, Any]], float | None] | None = None
+    #: a figure of the run's scorecard instead of its summary (the costs, the buyer's
+    #: workload); its values compare only in the same currency
+    from_card: Callable[[Scorecard], float | None] | None = None
     #: whether the row may star its best value
     star: bool = True
     #: a row of the buyer's workload: compares only runs of the same workload file
     workload: bool = False
-
-
-def _card(card: Mapping[str, Any] | None, section: str, key: str) -> Any:
-    """One value of a scorecard.json section (None where the document lacks it)."""
-    return as_mapping(as_mapping(card).get(section)).get(key)
 
 
 def _sustained_level(measured: Summary) -> Level | None:
@@ -270,17 +266,17 @@ def unstarred(run: RunView) -> str | None:
     """Why a run can win no ★ on any row, or None: a star must be earned, so a run not
     judged streaming-ready (or with no scorecard, or an invalid or degraded run) wins none,
     however good one of its figures looks."""
-    card = run.scorecard or {}
-    if not _card(card, "verdict", "streaming_ready"):
+    card = run.scorecard
+    if card is None or not card.verdict.streaming_ready:
         return "not streaming-ready"
-    validity = _card(card, "run", "validity")
+    validity = card.run.validity if card.run else None
     if validity not in (None, "valid"):
         return f"run {validity}"
     return None
 
 
 def _currency(run: RunView) -> Any:
-    return _card(run.scorecard, "cost", "currency")
+    return run.scorecard.cost.get("currency") if run.scorecard is not None else None
 
 
 def cost_figures(ref: RunView) -> list[Figure]:
@@ -291,11 +287,11 @@ def cost_figures(ref: RunView) -> list[Figure]:
     session of another shape is another price."""
     cur = clean(str(_currency(ref) or "quote currency"), 12)  # vendor text
 
-    def cost(key: str) -> Callable[[Mapping[str, Any]], float | None]:
-        return lambda card: _num(_card(card, "cost", key))
+    def cost(key: str) -> Callable[[Scorecard], float | None]:
+        return lambda card: _num(card.cost.get(key))
 
-    def at_slo(name: str) -> Callable[[Mapping[str, Any]], float | None]:
-        return lambda card: _num(as_mapping(as_mapping(_card(card, "cost", "at_slo")).get(
+    def at_slo(name: str) -> Callable[[Scorecard], float | None]:
+        return lambda card: _num(as_mapping(as_mapping(card.cost.get("at_slo")).get(
             name)).get("per_million_slo_tokens"))
 
     figs = [Figure(f"cost.{key}", f"{title} at the concurrency sold ({cur})", "money",
@@ -330,7 +326,7 @@ def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
             why = f"currency {_currency(run)} differs from {_currency(ref)} ({ref.label})"
         m = run.measured
         if fig.from_card is not None:
-            value = fig.from_card(run.scorecard or {}) if why is None else None
+            value = fig.from_card(run.scorecard) if why is None and run.scorecard else None
         else:
             value = fig.read(m) if why is None and m is not None else None
         level = fig.level(m) if fig.level and m is not None and value is not None else None
@@ -409,12 +405,13 @@ def compare_runs(runs: Sequence[RunView],
     trends = {t: sorted(idx, key=lambda i: runs[i].started)
               for t, idx in by_target.items() if len(idx) > 1}
     statuses: dict[str, list[str | None]] = {
-        q: [as_mapping(_card(r.scorecard, "questions", q)).get("status")
-            for r in runs]
+        q: [card.questions[q].status if (card := r.scorecard) and q in card.questions
+            else None for r in runs]
         for q in ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
     }
-    cases = sorted({k for r in runs for k in as_mapping(as_mapping(r.scorecard).get("use_cases"))})
-    use_cases = {k: [as_mapping(_card(r.scorecard, "use_cases", k)).get("fit") for r in runs]
+    cases = sorted({k for r in runs if r.scorecard for k in r.scorecard.use_cases})
+    use_cases = {k: [uc.fit.fit if (card := r.scorecard) and (uc := card.use_cases.get(k))
+                     else None for r in runs]
                  for k in cases}
     why_not = {t: _why_not_judged(rows, runs, idx) for t, idx in trends.items()}
     return Comparison(list(runs), rows, statuses, use_cases, trends,

@@ -1,5 +1,5 @@
 """The comparison's workload rows: per shape of the buyer's workload, its goodput at each
-latency SLO and its TTFT p90, read from each run's scorecard.json `workload` at the same
+latency SLO and its TTFT p90, read from each run's scorecard's `workload` at the same
 number of users. Pure.
 
 Two runs' workload figures compare only when the runs ran the same workload, byte for
@@ -11,25 +11,25 @@ level, units cut short) is no value there either, so it can win no ★.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
-from evalkit.analysis.summary import as_count, as_mapping, as_number
 from evalkit.analysis.thresholds import default_slo_profiles
+from evalkit.review.scorecard import Scorecard
+from evalkit.review.workload_card import ShapeCard
 from evalkit.sanitize import clean
 
 #: a cell's reason when the runs' workloads differ (`left_out_words` knows it)
 DIFFERENT = "different workloads"
 
 
-def workload_sha(card: Mapping[str, Any] | None) -> str | None:
+def workload_sha(card: Scorecard | None) -> str | None:
     """The SHA-256 of the workload file a scorecard's figures came from, None without."""
-    sha = as_mapping(as_mapping(card).get("workload")).get("sha256")
-    return sha if isinstance(sha, str) and sha else None
+    sha = card.workload.sha256 if card is not None and card.workload is not None else None
+    return sha or None
 
 
-def different_workload(card: Mapping[str, Any] | None, ref: Mapping[str, Any] | None
-                       ) -> str | None:
+def different_workload(card: Scorecard | None, ref: Scorecard | None) -> str | None:
     """Why a run's workload rows cannot be set beside the reference run's, or None."""
     a, b = workload_sha(card), workload_sha(ref)
     if a is None:
@@ -39,52 +39,46 @@ def different_workload(card: Mapping[str, Any] | None, ref: Mapping[str, Any] | 
     return None
 
 
-def _shape_at(card: Mapping[str, Any], users: int, name: str) -> Mapping[str, Any] | None:
-    for lv in as_mapping(as_mapping(card).get("workload")).get("levels") or []:
-        if as_count(as_mapping(lv).get("users")) == users:
-            for s in as_mapping(lv).get("shapes") or []:
-                if as_mapping(s).get("name") == name:
-                    return as_mapping(s)
+def _shape_at(card: Scorecard, users: int, name: str) -> ShapeCard | None:
+    """The shape `name` at `users`, when the scorecard verifies it there."""
+    for lv in card.workload.levels if card.workload else ():
+        if lv.users == users:
+            for s in lv.shapes:
+                if s.name == name:
+                    return s if s.verified else None
     return None
 
 
-def shape_levels(ref: Mapping[str, Any] | None) -> dict[str, int]:
+def shape_levels(ref: Scorecard | None) -> dict[str, int]:
     """Each shape of the reference run, and the highest level (users) at which its own
     scorecard verifies it: the level every run's figure of it is read at."""
     out: dict[str, int] = {}
-    for lv in as_mapping(as_mapping(ref).get("workload")).get("levels") or []:
-        users = as_count(as_mapping(lv).get("users"))
-        for s in as_mapping(lv).get("shapes") or []:
-            s = as_mapping(s)
-            if users is not None and s.get("verified") is True and isinstance(
-                    s.get("name"), str):
-                out[s["name"]] = max(users, out.get(s["name"], 0))
+    for lv in ref.workload.levels if ref is not None and ref.workload else ():
+        for s in lv.shapes:
+            if lv.users is not None and s.verified:
+                out[s.name] = max(lv.users, out.get(s.name, 0))
     return out
 
 
-def _goodput(users: int, name: str, slo: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def read(card: Mapping[str, Any]) -> float | None:
+def _goodput(users: int, name: str, slo: str) -> Callable[[Scorecard], float | None]:
+    def read(card: Scorecard) -> float | None:
         s = _shape_at(card, users, name)
-        if s is None or s.get("verified") is not True:
-            return None
-        g = as_mapping(as_mapping(s.get("goodput")).get(slo))
-        return as_number(g.get("fraction")) if g.get("status") != "not_verified" else None
+        g = s.goodput.get(slo) if s is not None else None
+        return g.fraction if g is not None and g.status != "not_verified" else None
     return read
 
 
-def _ttft(users: int, name: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def read(card: Mapping[str, Any]) -> float | None:
+def _ttft(users: int, name: str) -> Callable[[Scorecard], float | None]:
+    def read(card: Scorecard) -> float | None:
         s = _shape_at(card, users, name)
-        if s is None or s.get("verified") is not True:
-            return None
-        return as_number(as_mapping(s.get("ttft_s")).get("p90"))
+        return s.ttft_s.p90 if s is not None else None
     return read
 
 
-Reader = Callable[[Mapping[str, Any]], float | None]
+Reader = Callable[[Scorecard], float | None]
 
 
-def workload_rows(ref: Mapping[str, Any] | None
+def workload_rows(ref: Scorecard | None
                   ) -> list[tuple[str, str, str, Literal["lower", "higher"], int, Reader]]:
     """(key, title, unit, better, users, reader) for each row: per shape, goodput at each
     latency SLO and TTFT p90, at its level."""

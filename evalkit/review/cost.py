@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.analysis.intervals import t975
-from evalkit.analysis.summary import Level, Summary, TokenSums, as_mapping, read_token_sums
+from evalkit.analysis.summary import Level, Summary, TokenSums
+from evalkit.analysis.summary_workload import WorkloadSection
 from evalkit.questionnaire.model import PricingAnswer, ThroughputAnswer
 from evalkit.review.rules import run_blocker
 
@@ -107,7 +108,7 @@ def mean_cost(t: TokenSums, a: float, b: float) -> tuple[float, Interval]:
     return mean, [max(mean - half, 0.0), mean + half]
 
 
-def unit_costs(workload: Mapping[str, Any] | None, p: Prices) -> list[dict[str, Any]]:
+def unit_costs(workload: WorkloadSection | None, p: Prices) -> list[dict[str, Any]]:
     """What one session, agent task or conversation of the buyer's workload costs, per
     level and shape: the mean over its complete units (each summed over its turns), with
     the interval; none for a GPU-hour price (a session holds no GPU to itself).
@@ -121,17 +122,15 @@ def unit_costs(workload: Mapping[str, Any] | None, p: Prices) -> list[dict[str, 
     out: list[dict[str, Any]] = []
     if a is None or b is None:
         return out
-    levels = as_mapping(workload).get("levels")
-    for lv in levels if isinstance(levels, list) else []:
-        lv = as_mapping(lv)
-        for name, shape in as_mapping(lv.get("shapes")).items():
-            t = read_token_sums(as_mapping(shape).get("unit_tokens"))
+    for lv in workload.levels if workload is not None else ():
+        for name, shape in lv.shapes.items():
+            t = shape.unit_tokens
             if t is None or t.requests < 1:
                 continue
             mean, ci = mean_cost(t, a, b)
-            f = read_token_sums(as_mapping(shape).get("unit_tokens_failed"))
+            f = shape.unit_tokens_failed
             spent = a * f.input + b * f.output if f is not None else None
-            out.append({"users": lv.get("users"), "shape": str(name),
+            out.append({"users": lv.users, "shape": name,
                         "units": t.requests, "per_unit": mean, "per_unit_ci": ci,
                         "input_tokens_per_unit": t.input / t.requests,
                         "output_tokens_per_unit": t.output / t.requests,
@@ -139,7 +138,7 @@ def unit_costs(workload: Mapping[str, Any] | None, p: Prices) -> list[dict[str, 
                         "spent_failed": spent,
                         "per_unit_with_failed": (mean + spent / t.requests
                                                  if spent is not None else None),
-                        "client_bound": bool(lv.get("client_bound"))})
+                        "client_bound": bool(lv.client_bound)})
     return out
 
 
@@ -304,7 +303,7 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
                "no ramp level has token counts of ok requests (a summary written before "
                "costs, or no request ended ok)")
         return {**_empty(p.currency, f"not costed: {why}"), "pricing": p.pricing,
-                "workload": unit_costs(m.raw.get("workload"), p)}
+                "workload": unit_costs(m.sections.workload, p)}
     sold = q2.at_concurrency
     if sold in costs:
         at, where = sold, f"at the {sold} streams Q2 sells"
@@ -333,5 +332,5 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
             "basis": basis, "pricing": p.pricing, "concurrency": at, "concurrency_sold": sold,
             "levels": [costs[c] for c in sorted(costs)],
             "at_slo": _at_slo(m, costs, fit_max or {}),
-            "workload": unit_costs(m.raw.get("workload"), p),
+            "workload": unit_costs(m.sections.workload, p),
             "blended": blended_table(m, level, p) if level is not None else None}

@@ -3,10 +3,11 @@ customer observe (Q6, the production panel, is `evalkit.review.panel`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from evalkit.analysis.summary import Level, Summary, as_count, as_mapping
+from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.summary_checks import VendorMetrics
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import times
 from evalkit.questionnaire.model import (
@@ -176,12 +177,14 @@ def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement
     that counted our streams' tokens is `ok`; none, or one that counted none of them, is
     `unreconciled`; no scrape (or a run that verifies nothing) is `unverified`.
     """
-    vm = ev.m.vendor_metrics if ev.m is not None else None
+    vm = ev.m.sections.vendor_metrics if ev.m is not None else None
+    vm = None if vm == VendorMetrics() else vm  # an empty scrape section says nothing
 
     def j(status: Status, reason: str, finding: Finding | None = None) -> Judgement:
         measured = None if vm is None else {
-            k: vm.get(k) for k in ("url", "engine", "families", "per_stream_itl",
-                                   "itl_observations", "scrapes_ok")}
+            "url": vm.url, "engine": vm.engine, "families": dict(vm.families),
+            "per_stream_itl": vm.per_stream_itl, "itl_observations": vm.itl_observations,
+            "scrapes_ok": vm.scrapes_ok}
         return Judgement(status, reason, a.to_dict(), measured, "none (categorical answer)",
                          finding)
 
@@ -209,36 +212,35 @@ def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement
 
 
 def _q5_per_stream(j: Callable[[Status, str], Judgement], how: str,
-                   vm: Mapping[str, Any] | None, ev: Evidence,
+                   vm: VendorMetrics | None, ev: Evidence,
                    claimed_url: str | None) -> Judgement:
     """A per-stream claim against the scrape of the vendor's metrics page."""
     said = f"The vendor says it exposes per-stream latency via {how}"
-    url = quote(str((vm or {}).get("url") or claimed_url or "URL"), 120)
+    url = quote((vm.url if vm is not None else None) or claimed_url or "URL", 120)
     if vm is None or ev.m is None or ev.m.validity in ("invalid", "unknown"):
         why = (ev.blocker if ev.m is None or ev.m.validity in ("invalid", "unknown") else
                f"the run did not scrape it: re-run the probe with --metrics-url {url}")
         return j("unverified", f"{said}; not verified: {why}.")
-    if not as_count(vm.get("scrapes_ok")):
-        errors = vm.get("scrape_errors") or ["no scrape answered"]
+    if not vm.scrapes_ok:
+        errors = vm.scrape_errors or ("no scrape answered",)
         return j("unverified", f"{said}; not verified: the scrape of {url} failed "
-                 f"({quote(str(errors[0]), 120)}); re-run with a --metrics-url the probe "
+                 f"({quote(errors[0], 120)}); re-run with a --metrics-url the probe "
                  "can reach.")
-    families = as_mapping(vm.get("families"))
-    itl = quote(str(families.get("itl") or ""), 80)
+    itl = quote(vm.itl_name or "", 80)
     named = (f"the per-token histogram {itl}" if itl else
              "a per-token histogram (its name not recorded)")
-    seen = as_count(vm.get("itl_observations")) or 0
-    if vm.get("per_stream_itl") is True and seen > 0:
+    seen = vm.itl_observations or 0
+    if vm.per_stream_itl is True and seen > 0:
         return j("ok", f"{said}: our scrape of {url} found {named}, "
                  f"which counted {seen:,} inter-token intervals during our run.")
-    if vm.get("per_stream_itl") is True:
+    if vm.per_stream_itl is True:
         return j("unreconciled", f"{said}, and {url} exports {named}, but it counted none of "
                  "our streams' tokens while we probed: it is not the engine that served us "
                  "(another replica?), or it is not fed.")
-    other = quote(str(families.get("tpot_req") or ""), 80)
-    held = [str(n) for n in vm.get("unrecognised_names") or []]
+    other = quote(vm.tpot_req_name or "", 80)
+    held = vm.unrecognised_names
     found = (f"only the request-level {other} (one mean per request)" if other else
-             "no inter-token metric at all" if families or not held else
+             "no inter-token metric at all" if vm.families or not held else
              f"none of the metric families evalkit reads (the page held {len(held)} others,"
              f" among them {quote(', '.join(held[:4]), 160)})")
     return j("unreconciled", f"{said}, but our scrape of {url} found {found}: no per-stream "

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
@@ -73,10 +73,9 @@ class Review:
     panel: OurPanel | None = None
 
     @property
-    def scorecard(self) -> dict[str, Any]:
-        """The scorecard as scorecard.json's dict, for readers of the document (the
-        comparison's `LoadedRun`)."""
-        return self.card.to_json()
+    def scorecard(self) -> Scorecard:
+        """The typed scorecard (`card`): what the report and the comparison read."""
+        return self.card
 
     @property
     def attachments(self) -> dict[str, bytes]:
@@ -114,5 +113,5 @@ def review(run_dir: Path | None, questionnaire: Path | None,
     q = read_questionnaire(questionnaire) if questionnaire is not None else None
     ours = panel(q.parsed) if panel is not None and q is not None else None
     card = build_card(q.parsed if q else None, run.summary if run else None, tol,
-                      RunTarget.from_run(run.run) if run else None, ours)
+                      RunTarget.from_meta(run.meta) if run else None, ours)
     return Review(run, q, card, tol, ours)

@@ -22,9 +22,11 @@ only when even the rate the run offered, scaled to the part observed, stays belo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
-from evalkit.analysis.summary import as_count, as_mapping, as_number
+from evalkit.analysis.jsonread import as_mapping, as_number
+from evalkit.analysis.summary_sections import RateFigures, RateLimits, RateWindow
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import number
 from evalkit.questionnaire.model import RateLimitsAnswer
@@ -53,7 +55,7 @@ _HEADER_NAMES = {"requests": "x-ratelimit-limit-requests",
 SCOPE_WORDS = {"per_key": "per key", "per_organisation": "per organisation", None: ""}
 
 
-def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
+def judge_rate_limits(a: RateLimitsAnswer, section: RateLimits | None,
                       blocker: str | None, tol: Tolerances,
                       command: str = "evalkit probe --questionnaire FILE") -> Judgement:
     """The claimed rate limits against the run's `rate_limits` section (None: the summary
@@ -79,23 +81,23 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
     said = _said(a, claims)
     if blocker is not None:
         return j("unverified", f"Claimed {said}; not verified: {blocker}.")
-    if section is None or not section:
+    if section is None or section == RateLimits():
         return j("unverified", f"Claimed {said}; not verified: the run's summary has no "
                  "rate_limits section (an older evalkit wrote it); re-run the probe with this "
                  "version.")
-    window = as_number(section.get("window_s")) or 60.0
-    problems = _header_problems(claims, as_mapping(section.get("header_limits")), tol)
-    w = as_mapping(section.get("onset_full_window")) or as_mapping(section.get("onset"))
-    if not w:
+    window = section.window_s or 60.0
+    problems = _header_problems(claims, as_mapping(section.header_limits), tol)
+    w = section.window
+    if w is None:
         if problems:
             return j("unreconciled", f"Claimed {said}: {join(problems)}.")
         return j("unverified", f"Claimed {said}; not verified: the run was never rejected "
                  f"with 429{_peak(section)}, so it did not reach a limit; "
                  f"{_rerun(claims, command)}.")
-    full = w.get("full_window") is True
-    figures = {k: as_number(w.get(LIMITS[k][1])) for k in claims}
+    full = w.full_window
+    figures = {k: w.per_minute(LIMITS[k][1]) for k in claims}
     low, high = _edges(w, claims, figures)
-    held = as_count(w.get("in_flight"))
+    held = w.in_flight
     reached = _reached(claims, low, tol)
     if streams is not None and held is not None and within(
             held, streams, tol.rate_limit_rel, at_most=False):
@@ -111,10 +113,10 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
                  f"within tolerance, so it holds{retry}.")
     below = _below(claims, figures, held if streams is not None else None)
     headers = f"; {join(problems)}" if problems else ""
-    at = as_number(w.get("at_s"))
+    at = w.at_s
     into = "" if at is None else f", {number(at)} s into the run"
     if full and _reached(claims, high, tol):
-        edge = as_number(as_mapping(w.get("edge")).get("s")) or 0.0
+        edge = (w.edge.s if w.edge is not None else None) or 0.0
         return j("unverified", f"Claimed {said}; not verified: {onset}, and whether the "
                  f"claim was reached turns on requests sent within {number(edge * 1000)} ms "
                  "(the 429's own round trip) of that window's start, which the endpoint "
@@ -123,7 +125,7 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
     if full:
         return j("unreconciled", f"Rejected from {below}; claimed {said}: counted over "
                  f"the {number(window)} s before the first 429{into}{headers}{retry}.")
-    seen_s = as_number(w.get("window_s")) or window
+    seen_s = w.window_s or window
     offered = {k: f * window / seen_s for k, f in figures.items() if f is not None}
     if claims and all(k in offered and not within(offered[k], v, tol.rate_limit_rel,
                                                   at_most=False) for k, v in claims.items()):
@@ -139,20 +141,27 @@ def judge_rate_limits(a: RateLimitsAnswer, section: Mapping[str, Any] | None,
              f"{retry}.")
 
 
-def _measured(section: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _measured(section: RateLimits | None) -> dict[str, Any] | None:
     """What scorecard.json shows as measured: the onset, the Retry-After, the headers."""
-    if not section:
+    if section is None or section == RateLimits():
         return None
-    w = as_mapping(section.get("onset_full_window")) or as_mapping(section.get("onset"))
-    keys = ("at_s", "window_s", "full_window", "requests", "requests_per_minute",
-            "input_tokens_per_minute", "output_tokens_per_minute", "tokens_per_minute",
-            "offered_requests_per_minute", "offered_tokens_per_minute", "in_flight")
-    return {"rejected_429": section.get("rejected_429"),
-            "first_rejection_s": section.get("first_rejection_s"),
-            "sliding_window_s": section.get("window_s"),
-            "at_rejection": {k: w.get(k) for k in keys} if w else None,
-            "peak": section.get("peak"), "retry_after_s": section.get("retry_after_s"),
-            "header_limits": section.get("header_limits")}
+    w = section.window
+    return {"rejected_429": section.rejected_429,
+            "first_rejection_s": section.first_rejection_s,
+            "sliding_window_s": section.window_s,
+            "at_rejection": None if w is None else {
+                "at_s": w.at_s, "window_s": w.window_s, "full_window": w.full_window,
+                "requests": w.requests, "requests_per_minute": w.requests_per_minute,
+                "input_tokens_per_minute": w.input_tokens_per_minute,
+                "output_tokens_per_minute": w.output_tokens_per_minute,
+                "tokens_per_minute": w.tokens_per_minute,
+                "offered_requests_per_minute": w.offered_requests_per_minute,
+                "offered_tokens_per_minute": w.offered_tokens_per_minute,
+                "in_flight": w.in_flight},
+            "peak": None if section.peak is None else asdict(section.peak),
+            "retry_after_s": None if section.retry_after_s is None
+            else asdict(section.retry_after_s),
+            "header_limits": section.header_limits}
 
 
 def _said(a: RateLimitsAnswer, claims: Mapping[str, int]) -> str:
@@ -166,28 +175,28 @@ def _said(a: RateLimitsAnswer, claims: Mapping[str, int]) -> str:
     return join(parts) + (f" {scope}" if scope else "") + where
 
 
-def _seen(section: Mapping[str, Any] | None) -> str:
+def _seen(section: RateLimits | None) -> str:
     """What the run met, for a reason that has no claim to set it against."""
-    w = as_mapping((section or {}).get("onset"))
-    r = as_number(w.get("requests_per_minute"))
-    if not w or r is None:
+    w = section.onset if section is not None else None
+    r = w.requests_per_minute if w is not None else None
+    if section is None or r is None:
         return ""
     return (f"; the run's first 429 came at {number(r)} requests/min over the "
-            f"{number(as_number((section or {}).get('window_s')) or 60)} s before it")
+            f"{number(section.window_s or 60)} s before it")
 
 
-def _edges(w: Mapping[str, Any], claims: Mapping[str, int],
+def _edges(w: RateWindow, claims: Mapping[str, int],
            figures: Mapping[str, float | None]
            ) -> tuple[dict[str, float | None], dict[str, float | None]]:
     """The claimed figures with the window's edge left out and let in (the analysis's
     `edge`; a summary without it: the figures themselves, both ways)."""
-    edge = as_mapping(w.get("edge"))
-    lo, hi = as_mapping(edge.get("low")), as_mapping(edge.get("high"))
+    edge = w.edge
 
-    def side(m: Mapping[str, Any]) -> dict[str, float | None]:
-        return {k: (as_number(m.get(LIMITS[k][1])) if m else figures[k]) for k in claims}
+    def side(m: RateFigures | None) -> dict[str, float | None]:
+        return {k: (m.per_minute(LIMITS[k][1]) if m is not None else figures[k])
+                for k in claims}
 
-    return side(lo), side(hi)
+    return side(edge.low if edge else None), side(edge.high if edge else None)
 
 
 def _reached(claims: Mapping[str, int], figures: Mapping[str, float | None],
@@ -198,10 +207,10 @@ def _reached(claims: Mapping[str, int], figures: Mapping[str, float | None],
                                                             at_most=False)]
 
 
-def _onset(w: Mapping[str, Any], figures: Mapping[str, float | None], held: int | None,
+def _onset(w: RateWindow, figures: Mapping[str, float | None], held: int | None,
            window: float, full: bool) -> str:
-    at = as_number(w.get("at_s"))
-    r = as_number(w.get("requests_per_minute"))
+    at = w.at_s
+    r = w.requests_per_minute
     said = [f"{number(r)} requests/min"] if r is not None else []
     said += [f"{number(f)} {LIMITS[k][0]}" for k, f in figures.items()
              if f is not None and k != "requests_per_minute"]
@@ -237,14 +246,14 @@ def _header_problems(claims: Mapping[str, int], limits: Mapping[str, Any],
     return out
 
 
-def _peak(section: Mapping[str, Any]) -> str:
-    peak = as_mapping(section.get("peak"))
-    r = as_number(peak.get("requests_per_minute"))
-    if r is None:
+def _peak(section: RateLimits) -> str:
+    peak = section.peak
+    r = peak.requests_per_minute if peak is not None else None
+    if peak is None or r is None:
         return ""
-    if peak.get("full_window") is True:
+    if peak.full_window:
         return f" (it sent at most {number(r)} requests/min over any minute)"
-    span = as_number(peak.get("window_s")) or 0
+    span = peak.window_s or 0
     return f" (it sent {number(r)} requests/min, scaled from the {number(span)} s it ran)"
 
 
@@ -260,9 +269,9 @@ def _rerun(claims: Mapping[str, int], command: str) -> str:
             "(its rate phase lasts 60 s)")
 
 
-def _retry(section: Mapping[str, Any]) -> str:
-    r = as_mapping(section.get("retry_after_s"))
-    lo, mid, hi = (as_number(r.get(k)) for k in ("min", "median", "max"))
+def _retry(section: RateLimits) -> str:
+    r = section.retry_after_s
+    lo, mid, hi = (r.min, r.median, r.max) if r is not None else (None, None, None)
     if lo is None or hi is None:
         return ""
     if lo == hi:

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalkit.analysis.summary import Summary, as_mapping, measurements
+from evalkit.analysis.summary import Summary, measurements
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import (
     PricingAnswer,
@@ -58,6 +58,7 @@ from evalkit.review.rules import (
 )
 from evalkit.review.verdict import Verdict, verdict
 from evalkit.review.workload import sources, trace_block, workload_block
+from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
 from evalkit.sanitize import clean
 
 
@@ -88,12 +89,12 @@ class Reconciliation:
     cost: Mapping[str, Any] = field(default_factory=dict)
     #: the buyer's workload and trace, judged, and which workload each part's figures
     #: come from (`evalkit.review.workload`; None: not run)
-    workload: Mapping[str, Any] | None = None
-    trace: Mapping[str, Any] | None = None
-    sources: Mapping[str, Any] = field(default_factory=dict)
+    workload: WorkloadCard | None = None
+    trace: TraceCard | None = None
+    sources: Sources = field(default_factory=Sources)
 
 
-def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
+def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,
               tol: Tolerances | None = None, run: RunTarget | None = None,
               panel: OurPanel | None = None) -> Reconciliation:
     """The whole judgement: questions, verdict, use-case fit, streams at reading speed.
@@ -107,11 +108,9 @@ def reconcile(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | 
     m = measurements(summary) if summary is not None else None
     if summary is not None and m is None:  # a summary with nothing measured in it
         # its own reasons still say why (records that were no evidence, a cut run)
-        given = as_mapping(as_mapping(summary).get("validity")).get("reasons")
         m = Summary((), None, None, None, None, False, validity="invalid",
-                    validity_reasons=("the summary holds no measured level", *(
-                        r for r in (given if isinstance(given, list) else [])
-                        if isinstance(r, str))))
+                    validity_reasons=("the summary holds no measured level",
+                                      *summary.sections.validity.reasons))
     mismatch = target_mismatch(questionnaire, run or RunTarget()) if m is not None else None
     command = probe_command(questionnaire)
     blocker = run_blocker(m, command) or (
@@ -170,7 +169,7 @@ def ttft_not_ours(judged: Judgement, why: str) -> Judgement:
         "the endpoint with evalkit to judge Q1."))
 
 
-def _rate_limits(q: Questionnaire | None, summary: Mapping[str, Any] | None,
+def _rate_limits(q: Questionnaire | None, summary: Summary | None,
                  m: Summary | None, mismatch: str | None, command: str,
                  tol: Tolerances) -> Judgement:
     """The rate limits' judgement. A run invalid for its rejections still measured when
@@ -178,7 +177,6 @@ def _rate_limits(q: Questionnaire | None, summary: Mapping[str, Any] | None,
     blocker = (run_blocker(None, command) if m is None else
                f"{mismatch}; re-run `{command} --out DIR` against the model and endpoint "
                "the questionnaire names" if mismatch else None)
-    section = summary.get("rate_limits") if isinstance(summary, Mapping) else None
     return judge_rate_limits(q.rate_limits if q else RateLimitsAnswer(),
-                             section if isinstance(section, Mapping) else None,
+                             summary.sections.rate_limits if summary is not None else None,
                              blocker, tol, command)

@@ -21,9 +21,10 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
-from evalkit.analysis.summary import Level, Pct, Summary, as_count, as_mapping, as_text
+from evalkit.analysis.summary import Level, Pct, Summary, as_mapping, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
 from evalkit.review.ourpanel import OurPanel
+from evalkit.rundir.meta import PromptsFile, RunMeta
 
 Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
 STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
@@ -63,33 +64,37 @@ class RunTarget:
     ttft_not_ours: str | None = None
 
     @classmethod
-    def from_run(cls, run: Mapping[str, Any] | None) -> RunTarget | None:
-        """From a run.json dict, read defensively; None without one."""
-        if not isinstance(run, Mapping):
-            return None
-        target = as_mapping(run.get("target"))
-        stand = as_mapping(run.get("stands_in_for")) or None
-        profile = run.get("profile")
-        prompts = as_mapping(as_mapping(run.get("provenance")).get("prompts"))
-        imported = as_mapping(run.get("imported"))
-        differs = as_mapping(imported.get("differs")).get("TTFT")
-        not_ours = None
-        if imported and differs is not None:  # any value: it says the TTFT is not ours
-            tool = as_text(imported.get("tool")) or "another tool"
-            not_ours = f"{tool}'s: {as_text(differs) or 'its meaning differs from ours'}"
-        return cls(as_text(target.get("model")), as_text(target.get("base_url")), stand,
-                   as_text(profile),
-                   as_count(as_mapping(run.get("settings")).get("prompt_tokens"), least=1),
-                   _prompts_file(prompts.get("file")), not_ours)
+    def from_run(cls, run: object) -> RunTarget | None:
+        """From a run.json document, read defensively; None without one."""
+        return cls.from_meta(RunMeta.from_json(run)) if isinstance(run, Mapping) else None
+
+    @classmethod
+    def from_meta(cls, meta: RunMeta) -> RunTarget:
+        """From run.json as `open_run` read it (`RunDir.meta`)."""
+        tokens = meta.settings.prompt_tokens
+        return cls(as_text(meta.target.model), as_text(meta.target.base_url),
+                   as_mapping(meta.stands_in_for) or None, as_text(meta.profile),
+                   tokens if tokens is not None and tokens >= 1 else None,
+                   _prompts_file(meta.prompts_file), _ttft_not_ours(meta.imported))
 
 
-def _prompts_file(value: Any) -> str | None:
-    """The buyer's prompts file as provenance names it: name and SHA-256[:12]."""
-    f = as_mapping(value)
-    name, sha = as_text(f.get("name")), f.get("sha256")
-    if name is None:
+def _ttft_not_ours(imported: object) -> str | None:
+    """Whose TTFT an imported run holds when it means something else than ours (run.json's
+    `imported.differs.TTFT`, any value: it says so), with the tool's word on why."""
+    doc = as_mapping(imported)
+    differs = as_mapping(doc.get("differs")).get("TTFT")
+    if not doc or differs is None:
         return None
-    return f"{name}, {sha[:12]}" if isinstance(sha, str) and sha else name
+    tool = as_text(doc.get("tool")) or "another tool"
+    return f"{tool}'s: {as_text(differs) or 'its meaning differs from ours'}"
+
+
+def _prompts_file(f: PromptsFile | None) -> str | None:
+    """The buyer's prompts file as provenance names it: name and SHA-256[:12]."""
+    name = as_text(f.name) if f is not None else None
+    if f is None or name is None:
+        return None
+    return f"{name}, {f.sha256[:12]}" if f.sha256 else name
 
 
 # ----------------------------------------------------------------- measured side

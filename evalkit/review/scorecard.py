@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from evalkit.analysis.summary import as_mapping, as_number
+from evalkit.analysis.summary import Summary, as_mapping, as_number
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
@@ -31,6 +31,7 @@ from evalkit.review.ourpanel import OurPanel
 from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import STATUSES, RunTarget
 from evalkit.review.verdict import Verdict
+from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
 
 SCHEMA_ID = "evalkit.scorecard/1"
 NO_VENDOR = "(vendor not named)"
@@ -229,9 +230,9 @@ class Scorecard:
     cost: Mapping[str, Any] = field(default_factory=dict)
     #: the buyer's workload and trace as judged (`evalkit.review.workload`; None: not
     #: run), and which workload each part's figures come from
-    workload: Mapping[str, Any] | None = None
-    trace: Mapping[str, Any] | None = None
-    sources: Mapping[str, Any] = field(default_factory=dict)
+    workload: WorkloadCard | None = None
+    trace: TraceCard | None = None
+    sources: Sources = field(default_factory=Sources)
 
     def question(self, qid: str) -> QuestionCard:
         """The question's card; a blank one if this scorecard does not have it."""
@@ -278,9 +279,7 @@ class Scorecard:
                 RATE_LIMITS_TITLE, rl.status, rl.finding, _json_safe(rl.claimed),
                 _json_safe(rl.measured), rl.reason, rl.tolerance),
             cost=_json_safe(dict(review.cost)),
-            workload=_json_safe(review.workload) if review.workload else None,
-            trace=_json_safe(review.trace) if review.trace else None,
-            sources=_json_safe(dict(review.sources)),
+            workload=review.workload, trace=review.trace, sources=review.sources,
         )
 
     @classmethod
@@ -310,9 +309,11 @@ class Scorecard:
             rate_limits=QuestionCard.from_json("rate_limits", limits)
             if isinstance(limits := doc.get("rate_limits"), Mapping) else None,
             cost=dict(as_mapping(doc.get("cost"))),
-            workload=_mapping_or_none(doc.get("workload")),
-            trace=_mapping_or_none(doc.get("trace")),
-            sources=dict(as_mapping(doc.get("sources"))),
+            workload=WorkloadCard.from_json(workload)
+            if isinstance(workload := doc.get("workload"), Mapping) else None,
+            trace=TraceCard.from_json(trace)
+            if isinstance(trace := doc.get("trace"), Mapping) else None,
+            sources=Sources.from_json(doc.get("sources")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -331,19 +332,14 @@ class Scorecard:
             "precision": {"answers": self.answers, "swap": self.swap},
             "rate_limits": self.rate_limits.to_json() if self.rate_limits else None,
             "cost": dict(self.cost),
-            "sources": dict(self.sources),
-            "workload": self.workload,
-            "trace": self.trace,
+            "sources": self.sources.to_json(),
+            "workload": self.workload.to_json() if self.workload else None,
+            "trace": self.trace.to_json() if self.trace else None,
         }
         return dict(_json_safe(card))
 
 
-def as_scorecard(card: Scorecard | Mapping[str, Any]) -> Scorecard:
-    """The typed scorecard, reading a scorecard.json dict back if that is what was given."""
-    return card if isinstance(card, Scorecard) else Scorecard.from_json(card)
-
-
-def build_card(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
+def build_card(questionnaire: Questionnaire | None, summary: Summary | None,
                tolerances: Tolerances | None = None, run: RunTarget | None = None,
                panel: OurPanel | None = None) -> Scorecard:
     """Reconcile the two inputs (either may be None) into the typed scorecard.
@@ -357,7 +353,7 @@ def build_card(questionnaire: Questionnaire | None, summary: Mapping[str, Any] |
                         tol, run)
 
 
-def build_scorecard(questionnaire: Questionnaire | None, summary: Mapping[str, Any] | None,
+def build_scorecard(questionnaire: Questionnaire | None, summary: Summary | None,
                     tolerances: Tolerances | None = None,
                     run: RunTarget | None = None) -> dict[str, Any]:
     """`build_card(...)` as the scorecard.json dict, for callers that want the document."""

@@ -22,6 +22,7 @@ from evalkit.rundir.audit import SUMMARY_SCHEMA
 from evalkit.rundir.checked import check_summary, scan_records
 from evalkit.rundir.digest import RecordDigest, _inside, clean_run
 from evalkit.rundir.evidence import RecordCheck
+from evalkit.rundir.meta import RunMeta
 from evalkit.rundir.store import (
     REQUESTS_FILE,
     RUN_FILE,
@@ -44,6 +45,7 @@ class RunDir:
     benchmarks), `records` may be any collection and the digest is drawn from it.
     """
 
+    #: run.json as written (for the importers and the evidence checks; `meta` reads it)
     run: dict[str, Any]
     #: summary.json read once (`open_run`; re-derived or capped as `rebuilt`/notes say):
     #: its exact bytes stay in `raw` for the digests and attachments
@@ -66,11 +68,14 @@ class RunDir:
     #: attaches exactly those bytes, compressed (`evalkit.render.evidence`)
     requests_path: Path | None = None
     requests_bytes: int = 0
+    #: run.json read once, typed (`evalkit.rundir.meta`)
+    meta: RunMeta = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # built by hand (tests, benchmarks) with summary.json's dict: read here, once
         if not isinstance(self.summary, Summary):
             object.__setattr__(self, "summary", Summary.from_json(self.summary))
+        object.__setattr__(self, "meta", RunMeta.from_json(self.run))
 
     @functools.cached_property
     def stats(self) -> RecordDigest:

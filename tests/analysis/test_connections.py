@@ -16,7 +16,7 @@ from evalkit.render.connections import connection_text
 from evalkit.review.scorecard import build_card
 from evalkit.rundir.run import RunDir
 from tests.analysis.helpers import closed_loop, stream
-from tests.review.helpers import RUN, q
+from tests.review.helpers import RUN, q, typed
 from tests.rundir.helpers import RUN_DIR as REPORT_RUN
 
 
@@ -91,7 +91,7 @@ class TestPage:
                 *closed_loop("ramp", 4, 3),
                 _opened("r", "ramp", 4, connect=0.050, tls=0.040, sent=0.0)]
         summary = summarize(recs)
-        card = build_card(q("vendor: x\n"), summary, Tolerances(), RUN)
+        card = build_card(q("vendor: x\n"), typed(summary), Tolerances(), RUN)
         run = RunDir(json.loads((REPORT_RUN / "run.json").read_text()), summary, recs)
         html = pdf.render_html(report.build_context(card, run, {}))
         assert "<th>New connection</th><td>1 request opened a connection: 45.0 ms p50 " \

@@ -23,6 +23,7 @@ from evalkit.probe.plan.claims import size_levels
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
+from tests.review.helpers import typed
 
 
 class TestQuantileInterval:
@@ -118,7 +119,7 @@ def test_q3_never_counts_a_lower_bound_as_confirming_a_rate() -> None:
     summary = {"validity": {"status": "valid"},
                "baseline": {"outcomes": {"ok": 6}, "requests": 6},
                "prefill": {"tokens_per_s": None, "tokens_per_s_at_least": 90000.0}}
-    j = reconcile(q, summary, None, RunTarget("m", "http://e/v1")).judgements["Q3"]
+    j = reconcile(q, typed(summary), None, RunTarget("m", "http://e/v1")).judgements["Q3"]
     assert j.status == "unverified"
     assert "no measurable prefill cost (above 90,000 tokens/s" in j.reason
 
@@ -144,7 +145,7 @@ def test_a_claim_is_judged_on_the_interval(p90: float, ci: list[float | None] | 
     level = {"concurrency": 16, "requests": 16, "outcomes": {"ok": 16},
              "ttft_s": {"p90": p90, "n": 16, **({"p90_ci": ci} if ci is not None else {})}}
     summary = {"validity": {"status": "valid"}, "ramp": {"levels": [level]}}
-    j = reconcile(q, summary, None, RunTarget("m", "http://e/v1")).judgements["Q1"]
+    j = reconcile(q, typed(summary), None, RunTarget("m", "http://e/v1")).judgements["Q1"]
     assert j.status == status, j.reason
     assert words in j.reason
     if status == "unverified":

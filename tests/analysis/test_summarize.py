@@ -17,6 +17,7 @@ from evalkit.records import RequestRecord
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import RunTarget
 from tests.analysis.helpers import BASE, _level, closed_loop, failed, stream
+from tests.review.helpers import typed
 
 
 class TestSummarize:
@@ -83,11 +84,11 @@ class TestSummarize:
         claim = parse_questionnaire(b"schema: evalkit.questionnaire/1\nmodel: m\n"
                                     b"endpoint: http://h/v1\nQ4: {max_concurrent_streams_"
                                     b"per_node: 4, first_degrades: ttft, source: lab}\n")
-        q4 = reconcile(claim, s, None, RunTarget("m", "http://h/v1")).judgements["Q4"]
+        q4 = reconcile(claim, typed(s), None, RunTarget("m", "http://h/v1")).judgements["Q4"]
         assert q4.status == "unverified" and "client-bound" in q4.reason
         clean = summarize(self._run())
         assert clean["client"]["capacity_judgement_affected"] is False
-        assert reconcile(claim, clean, None, RunTarget("m", "http://h/v1")).judgements[
+        assert reconcile(claim, typed(clean), None, RunTarget("m", "http://h/v1")).judgements[
             "Q4"].status == "ok"
 
     def test_contract_keys_and_json_safety(self) -> None:

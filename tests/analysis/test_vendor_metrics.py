@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.analysis.summary import Summary
+from evalkit.analysis.summary import Sections, Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.analysis.vendor_metrics import SCRAPES_FILE, Histogram, engine_of, parse
 from evalkit.probe.plan.settings import ProbeConfig
@@ -165,7 +165,8 @@ def _q5(vm: dict[str, Any] | None, validity: str = "valid") -> Any:
     answer = ObservabilityAnswer(observability="per_stream",
                                  export="Prometheus inter-token histogram",
                                  metrics_url="https://vendor.example/metrics")
-    m = Summary((), None, None, None, None, False, validity=validity, vendor_metrics=vm)
+    m = Summary((), None, None, None, None, False, validity=validity, vendor_metrics=vm,
+                sections=Sections.from_json({"vendor_metrics": vm}))
     return judge_q5(answer, Evidence(m), Tolerances())
 
 

@@ -35,6 +35,7 @@ from evalkit.render import comparison as comparison_mod
 from evalkit.render import report
 from evalkit.render.charts import figures, kit, ramp, raster
 from evalkit.review.compare import RunView, compare_runs
+from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
 
 RUN_DIR = Path(__file__).parent.parent / "data" / "report_run"
@@ -224,7 +225,8 @@ def scorecards() -> dict[str, Drawn]:
         card, summary, recs = SCENARIOS[name]()
         read = summary if summary is None or isinstance(summary, Summary) \
             else Summary.from_json(summary)  # as open_run reads it
-        return lambda: report.chart_svgs(card, read, recs, report.slo_limits(card))
+        typed = Scorecard.from_json(card)  # a scorecard.json dict, as verify reads it back
+        return lambda: report.chart_svgs(typed, read, recs, report.slo_limits(typed))
 
     return {name: _capture(make(name)) for name in SCENARIOS}
 

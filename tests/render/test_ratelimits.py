@@ -13,13 +13,13 @@ from evalkit.cli import cli
 from evalkit.render import pdf, report
 from evalkit.render.ratelimits import rate_limits_text
 from evalkit.review.scorecard import build_card
-from tests.review.helpers import RUN, SAMPLES, SUMMARY, q
+from tests.review.helpers import RUN, SAMPLES, SUMMARY, q, typed
 from tests.review.test_ratelimits import BURST_30, STEADY_30, _summary
 
 
 class TestWords:
     def test_a_whole_window(self) -> None:
-        card = build_card(q("rate_limits: {requests_per_minute: 600}"), _summary(STEADY_30),
+        card = build_card(q("rate_limits: {requests_per_minute: 600}"), typed(_summary(STEADY_30)),
                           Tolerances(), RUN)
         assert card.rate_limits is not None
         assert rate_limits_text(card.rate_limits.measured) == (
@@ -27,7 +27,7 @@ class TestWords:
             "2 × 429; Retry-After 2 s")
 
     def test_a_partial_window_says_what_was_offered(self) -> None:
-        card = build_card(q("rate_limits: {requests_per_minute: 600}"), _summary(BURST_30),
+        card = build_card(q("rate_limits: {requests_per_minute: 600}"), typed(_summary(BURST_30)),
                           Tolerances(), RUN)
         assert card.rate_limits is not None
         text = rate_limits_text(card.rate_limits.measured)
@@ -40,7 +40,7 @@ class TestWords:
 class TestPage:
     def test_its_own_section_with_the_reason(self) -> None:
         card = build_card(q("rate_limits: {requests_per_minute: 600, notes: '<b>x</b>'}"),
-                          _summary(STEADY_30), Tolerances(), RUN)
+                          typed(_summary(STEADY_30)), Tolerances(), RUN)
         ctx = report.build_context(card, None, {})
         assert ctx["rate_limits"]["status"] == "unreconciled"
         html = pdf.render_html(ctx)
@@ -51,7 +51,7 @@ class TestPage:
         assert report.flagged(card, ["unreconciled"]) == ["rate_limits"]
 
     def test_not_shown_when_neither_claimed_nor_met(self) -> None:
-        card = build_card(q("vendor: x\n"), SUMMARY, Tolerances(), RUN)
+        card = build_card(q("vendor: x\n"), typed(SUMMARY), Tolerances(), RUN)
         assert card.rate_limits is not None and card.rate_limits.status == "unanswered"
         ctx = report.build_context(card, None, {})
         assert ctx["rate_limits"] is None

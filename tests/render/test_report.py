@@ -27,6 +27,7 @@ from evalkit import errors, fmt
 from evalkit.questionnaire import schema
 from evalkit.render import pagetext, pdf, report
 from evalkit.render.charts import figures, ramp
+from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
 
 RUN_DIR = Path(__file__).parent.parent / "data" / "report_run"
@@ -73,13 +74,16 @@ def fixture_scorecard(**over: Any) -> dict[str, Any]:
     return sc
 
 
+#: a scorecard.json dict read as the typed Scorecard the page takes
+typed_card = Scorecard.from_json
+
 QUESTIONNAIRE = ("questionnaire.yaml", b"vendor: Forthright Inference\n")
 
 
 def _render(tmp_path: Path, scorecard: dict[str, Any], run: bool = True,
             html: bool = False) -> report.ReportResult:
     data = rundir_run.open_run(RUN_DIR) if run else None
-    return report.write_scorecard(scorecard, data, QUESTIONNAIRE, tmp_path / "card.pdf",
+    return report.write_scorecard(typed_card(scorecard), data, QUESTIONNAIRE, tmp_path / "card.pdf",
                                   html=html)
 
 
@@ -123,10 +127,10 @@ class TestPageOne:
         page = _squash(pypdf.PdfReader(_render(tmp_path, ready).pdf).pages[0].extract_text())
         assert "STREAMING-READY" in page and "NOT STREAMING-READY" not in page
         assert "RUN INVALID" not in page
-        html = pdf.render_html(report.build_context(ready, None, {}))
+        html = pdf.render_html(report.build_context(typed_card(ready), None, {}))
         assert '<div class="verdict ready" id="field:verdict">' in html
         invalid = fixture_scorecard(run={**fixture_scorecard()["run"], "validity": "invalid"})
-        html = pdf.render_html(report.build_context(invalid, None, {}))
+        html = pdf.render_html(report.build_context(typed_card(invalid), None, {}))
         assert "RUN INVALID" in html and "✗ NOT STREAMING-READY" in html
         assert html.index("RUN INVALID") < html.index("NOT STREAMING-READY")
 
@@ -185,7 +189,7 @@ class TestPageOne:
         """'fits up to N' where a level broke it, 'fits ≥ N' where none tried did."""
         def label(uc: dict[str, Any]) -> str:
             card = fixture_scorecard(use_cases={"voice_agent": uc})
-            return report.build_context(card, None, {})["use_cases"][0]["label"]
+            return report.build_context(typed_card(card), None, {})["use_cases"][0]["label"]
         assert label({"fit": True, "max_concurrency": 4, "lower_bound": False}) == \
             "✓ fits up to 4 streams"
         assert label({"fit": True, "max_concurrency": 16, "lower_bound": True}) == \
@@ -282,7 +286,10 @@ class TestEvidence:
         """FILE.json sits beside FILE.pdf and is the scorecard that was rendered."""
         res = rendered[0]
         assert res.scorecard_json == res.pdf.with_suffix(".json")
-        assert json.loads(res.scorecard_json.read_text()) == fixture_scorecard()
+        assert res.scorecard_json.read_bytes() == report.scorecard_bytes(res.scorecard)
+        assert res.scorecard == typed_card(fixture_scorecard())
+        assert json.loads(res.scorecard_json.read_text())["vendor"] == \
+            fixture_scorecard()["vendor"]
         assert res.html is not None and res.html.read_text().startswith("<!DOCTYPE html>")
         assert (res.fetched, res.refused) == ((), ())  # styles and charts are inline
 
@@ -342,7 +349,7 @@ class TestUntrustedInput:
         (The PDF of a hostile questionnaire, and the trap server, are in test_report_cli.py.)
         """
         url = "http://127.0.0.1:9"
-        html = pdf.render_html(report.build_context(hostile_scorecard(url), None, {}))
+        html = pdf.render_html(report.build_context(typed_card(hostile_scorecard(url)), None, {}))
         assert "&lt;img src=&#34;http://127.0.0.1:9/img.png&#34;&gt;" in html
         for tag in ("<img", "<style>@import", "<object", "<link rel=\"attachment\"", "<a href"):
             assert tag not in html, tag
@@ -373,8 +380,8 @@ class TestUntrustedInput:
     def test_charts_draw_no_colour(self) -> None:
         """Every colour in every chart is a grey (r == g == b): the charts print in greyscale."""
         data = rundir_run.open_run(RUN_DIR)
-        svgs = report.chart_svgs(fixture_scorecard(), data.summary, data.records,
-                                 report.slo_limits(fixture_scorecard()))
+        svgs = report.chart_svgs(typed_card(fixture_scorecard()), data.summary, data.records,
+                                 report.slo_limits(typed_card(fixture_scorecard())))
         assert len(svgs) == 6
         for caption, svg in svgs:
             colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg))
@@ -389,13 +396,13 @@ class TestPartialReviews:
         """A run stopped early leads the key figures with its status."""
         data = rundir_run.open_run(RUN_DIR)
         stopped = rundir_run.RunDir({**data.run, "status": "interrupted"}, data.summary, (), {})
-        ctx = report.build_context(fixture_scorecard(), stopped, {})
+        ctx = report.build_context(typed_card(fixture_scorecard()), stopped, {})
         assert ctx["key_figures"][0] == ("Run validity", "valid")
         assert ctx["key_figures"][1] == (
             "Run status", "INTERRUPTED: the figures cover only what was measured before the "
             "run stopped")
         complete = report.build_context(
-            fixture_scorecard(), rundir_run.RunDir(data.run, data.summary, (), {}), {})
+            typed_card(fixture_scorecard()), rundir_run.RunDir(data.run, data.summary, (), {}), {})
         assert all(label != "Run status" for label, _ in complete["key_figures"])
 
     def test_reconnects_and_a_configuration_finding_are_on_the_page(self) -> None:
@@ -408,7 +415,7 @@ class TestPartialReviews:
         summary["configuration"] = {"findings": [{
             "status": 400, "message": "request (7037 tokens) exceeds the <b>context</b>",
             "requests": 8, "phases": {"cache": 8}, "change": "serve a longer context"}]}
-        ctx = report.build_context(fixture_scorecard(),
+        ctx = report.build_context(typed_card(fixture_scorecard()),
                                    rundir_run.RunDir(data.run, summary, (), {}), {},
                                    charts=False)
         assert ("Configuration finding", "HTTP 400 “request (7037 tokens) exceeds the "
@@ -449,8 +456,8 @@ class TestFailOn:
         with pytest.raises(errors.UsageError, match="unknown status bogus"):
             report.parse_fail_on("unanswered,bogus")
         sc = fixture_scorecard()
-        assert report.flagged(sc, ("unanswered", "unreconciled")) == ["Q2", "Q6"]
-        assert report.flagged(sc, ("unanswerable",)) == ["Q3"]
+        assert report.flagged(typed_card(sc), ("unanswered", "unreconciled")) == ["Q2", "Q6"]
+        assert report.flagged(typed_card(sc), ("unanswerable",)) == ["Q3"]
 
 
 class TestEscapingProperty:
@@ -486,7 +493,7 @@ class TestEscapingProperty:
             return sc
 
         def page(t: str) -> str:
-            return pdf.render_html(report.build_context(card(t), None, {}))
+            return pdf.render_html(report.build_context(typed_card(card(t)), None, {}))
 
         if not TestEscapingProperty._plain:  # the same for every example: made once
             TestEscapingProperty._plain.append(self._tags(page("plain")))

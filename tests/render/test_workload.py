@@ -104,7 +104,7 @@ def test_the_section_shows_every_level_and_shape_with_their_figures(
     assert tr["output_tokens_asked"] == 80
     assert (f"Output tokens asked / received 80 / {tr['output_tokens_received']:.0f}"
             in text)
-    assert card["workload"]["levels"][0]["shapes"][0]["verified"] is True
+    assert card.workload is not None and card.workload.levels[0].shapes[0].verified
     assert "Later turns against a cold prompt of their length" in text  # the chart
 
 
@@ -112,7 +112,8 @@ def test_page_one_says_the_headline_and_every_figure_s_source(
         rendered: tuple[report.ReportResult, str]) -> None:
     res, _ = rendered
     page = re.sub(r"\s+", " ", pypdf.PdfReader(res.pdf).pages[0].extract_text())
-    head = res.scorecard["workload"]["headline"]
+    assert res.scorecard.workload is not None
+    head = res.scorecard.workload.headline
     assert re.match(r"agent: [12] users?, 100 % of steps within voice agent; later steps "
                     r"x[\d.]+ of cold \(at [12] users?\)", head), head
     assert f"Your workload {head[:60]}" in page
@@ -177,4 +178,4 @@ def test_without_a_workload_page_one_says_not_measured(tmp_path: Path) -> None:
     assert "Your workload not measured (no --workload, --conversations or --trace)" in page
     text = " ".join(p.extract_text() for p in reader.pages)
     assert "Trace replay" not in text and "Every figure in this section" not in text
-    assert res.scorecard["workload"] is None and res.scorecard["trace"] is None
+    assert res.scorecard.workload is None and res.scorecard.trace is None

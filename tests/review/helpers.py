@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.questionnaire.load import load_questionnaire, parse_questionnaire
 from evalkit.questionnaire.model import Questionnaire
@@ -56,6 +57,12 @@ def make_summary(**client: Any) -> dict[str, Any]:
 SUMMARY = make_summary()
 
 
+def typed(doc: Any) -> Summary | None:
+    """A summary.json document read as the typed `Summary` the review takes (None stays
+    None: a claims-only review)."""
+    return None if doc is None else Summary.from_json(doc)
+
+
 #: what the synthetic run probed; q() names the same unless a fragment says otherwise
 RUN = RunTarget(model="m-7b", endpoint="https://api.vendor.example/v1")
 
@@ -72,14 +79,14 @@ def q(text: str) -> Questionnaire:
 
 def judge(text: str, summary: Any = SUMMARY, tol: Tolerances | None = None) -> Reconciliation:
     """The review of a questionnaire fragment against the synthetic run."""
-    return reconcile(q(text), summary, tol, RUN)
+    return reconcile(q(text), typed(summary), tol, RUN)
 
 
 def sample(name: str, summary: Any = SUMMARY) -> Reconciliation:
     """A sample questionnaire against a run of the model and endpoint it names."""
     questionnaire = load_questionnaire(SAMPLES / f"{name}.yaml")
     run = RunTarget(model=questionnaire.model, endpoint=questionnaire.endpoint)
-    return reconcile(questionnaire, summary, None, run)
+    return reconcile(questionnaire, typed(summary), None, run)
 
 
 #: Q6 is judged beside our run at the concurrency Q2 sells (16 here: PANEL_RUN measured

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from evalkit.review.reconcile import reconcile
-from tests.review.helpers import RUN, SUMMARY, forthright_run, sample
+from tests.review.helpers import RUN, SUMMARY, forthright_run, sample, typed
 
 
 def _breached(c: int, metric: str, kind: str = "diverged_at_start",
@@ -88,7 +88,7 @@ def test_varied_answers_are_never_called_a_swap() -> None:
 
 
 def test_no_run_no_answers() -> None:
-    assert reconcile(None, SUMMARY, None, RUN).answers is None
+    assert reconcile(None, typed(SUMMARY), None, RUN).answers is None
 
 
 def _precision_at(c: int, **level: Any) -> dict[str, Any]:

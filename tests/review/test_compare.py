@@ -9,6 +9,7 @@ import pytest
 
 from evalkit.review import compare
 from evalkit.review.compare import RunView, compare_runs
+from evalkit.review.scorecard import Scorecard
 
 
 def _summary(ttft: float, rate: float, sustained: int, agg: float) -> dict[str, Any]:
@@ -31,7 +32,8 @@ def _run(label: str, target: str, started: str, summary: dict[str, Any],
          suite: str = "1", prompt_tokens: int = 256,
          scorecard: dict[str, Any] | None = READY) -> RunView:
     settings = {"prompt_tokens": prompt_tokens, "output_tokens": 64, "levels": [1, 2, 4, 8]}
-    return RunView(label, target, started, suite, settings, summary, scorecard)
+    return RunView(label, target, started, suite, settings, summary,
+                   None if scorecard is None else Scorecard.from_json(scorecard))
 
 
 class TestSideBySide:
@@ -256,7 +258,8 @@ def test_cost_rows_star_the_cheapest_at_the_slo_only_where_workloads_are_alike()
         summary = {"ramp": {"levels": [{"concurrency": 1, "requests": 10,
                                         "outcomes": {"ok": 10}}]}}
         return RunView(label, label, "2026-01-01", "1",
-                       {"prompt_tokens": 256, "output_tokens": output}, summary, card)
+                       {"prompt_tokens": 256, "output_tokens": output}, summary,
+                       Scorecard.from_json(card))
 
     cmp = compare_runs([view("a", 0.8), view("b", 0.5), view("c", 0.2, output=64),
                         view("d", 0.1, cur="EUR")])

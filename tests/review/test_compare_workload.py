@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalkit.review.compare import RunView, compare_runs, left_out_words
+from evalkit.review.scorecard import Scorecard
 
 
 def _card(sha: str | None, share: float, ttft: float, verified: bool = True
@@ -21,7 +22,7 @@ def _card(sha: str | None, share: float, ttft: float, verified: bool = True
 
 def _view(label: str, card: dict[str, Any]) -> RunView:
     summary = {"ramp": {"levels": [{"concurrency": 1, "requests": 10, "outcomes": {"ok": 10}}]}}
-    return RunView(label, label, "2026-01-01", "1", {}, summary, card)
+    return RunView(label, label, "2026-01-01", "1", {}, summary, Scorecard.from_json(card))
 
 
 def _rows(*views: RunView) -> dict[str, Any]:

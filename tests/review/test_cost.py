@@ -13,6 +13,7 @@ from evalkit.records import RequestRecord
 from evalkit.review.rules import RunTarget
 from evalkit.review.scorecard import Scorecard, build_card
 from tests.analysis.helpers import stream
+from tests.review.helpers import typed
 
 RUN = RunTarget(model="m-7b", endpoint="https://api.vendor.example/v1")
 
@@ -47,7 +48,7 @@ def _records() -> list[RequestRecord]:
 
 
 def _card(q3: str, **kw: Any) -> Scorecard:
-    return build_card(_q(q3, **kw), summarize(_records()), run=RUN)
+    return build_card(_q(q3, **kw), typed(summarize(_records())), run=RUN)
 
 
 SEPARATE = "Q3: {input_price_per_mtok: 0.05, output_price_per_mtok: 0.20, currency: EUR}\n"
@@ -164,7 +165,7 @@ class TestNothingToCost:
 
     def test_a_run_of_another_endpoint_costs_nothing(self) -> None:
         cost = build_card(_q(SEPARATE, endpoint="https://other.example/v1"),
-                          summarize(_records()), run=RUN).to_json()["cost"]
+                          typed(summarize(_records())), run=RUN).to_json()["cost"]
         assert cost["per_session"] is None and cost["basis"].startswith("not costed: ")
 
 
@@ -195,7 +196,7 @@ class TestAgainstTruth:
         q = _q("Q3: {input_price_per_mtok: 0.05, output_price_per_mtok: 0.20, "
                "currency: USD}\n", model=srv.model, endpoint=srv.base_url)
         run = RunTarget(model=srv.model, endpoint=srv.base_url)
-        cost = build_card(q, summarize(records), run=run).to_json()["cost"]
+        cost = build_card(q, typed(summarize(records)), run=run).to_json()["cost"]
         ok = [truth[r.id] for r in records if r.phase == "ramp" and r.level == 2
               and r.outcome == "ok"]
         assert len(ok) >= 5
@@ -213,7 +214,9 @@ def test_a_session_costs_its_survivors_and_then_its_failures_too() -> None:
     the two, and with the failed one's spend carried, that plus its cost over two."""
     import pandas as pd
 
+    from evalkit.analysis.jsonread import read_as
     from evalkit.analysis.stats import token_sums
+    from evalkit.analysis.summary_workload import WorkloadSection
     from evalkit.review.cost import Prices, unit_costs
 
     def sums(rows: list[tuple[int, int]]) -> dict[str, Any]:
@@ -223,7 +226,8 @@ def test_a_session_costs_its_survivors_and_then_its_failures_too() -> None:
     shape = {"unit_tokens": sums([(600, 15), (200, 5)]),
              "unit_tokens_failed": sums([(100, 5)])}
     prices = Prices("separate", input_per_token=0.05e-6, output_per_token=0.20e-6)
-    (row,) = unit_costs({"levels": [{"users": 4, "shapes": {"chat": shape}}]}, prices)
+    (row,) = unit_costs(read_as(WorkloadSection, {
+        "levels": [{"users": 4, "shapes": {"chat": shape}}]}), prices)
     one, two, broke = ((600 * 0.05 + 15 * 0.20) / 1e6, (200 * 0.05 + 5 * 0.20) / 1e6,
                        (100 * 0.05 + 5 * 0.20) / 1e6)
     assert row["units"] == 2 and row["failed_units"] == 1
@@ -232,5 +236,6 @@ def test_a_session_costs_its_survivors_and_then_its_failures_too() -> None:
     assert row["per_unit_with_failed"] == pytest.approx((one + two + broke) / 2, rel=1e-12)
     # a summary from before failed units were summed: no figure, not a zero
     del shape["unit_tokens_failed"]
-    (old,) = unit_costs({"levels": [{"users": 4, "shapes": {"chat": shape}}]}, prices)
+    (old,) = unit_costs(read_as(WorkloadSection, {
+        "levels": [{"users": 4, "shapes": {"chat": shape}}]}), prices)
     assert old["failed_units"] is None and old["per_unit_with_failed"] is None

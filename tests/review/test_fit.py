@@ -12,7 +12,7 @@ from evalkit.analysis.summary import measurements
 from evalkit.analysis.thresholds import Tolerances, tolerances_from_dict
 from evalkit.review.fit import streams_at_reading_speed, use_case_fit
 from evalkit.review.reconcile import reconcile
-from tests.review.helpers import RUN, SUMMARY, _at, _level, judge, make_summary, q
+from tests.review.helpers import RUN, SUMMARY, _at, _level, judge, make_summary, q, typed
 
 
 class TestUseCases:
@@ -397,5 +397,5 @@ class TestRunLevelEdges:
             "--questionnaire t.yaml --out DIR`" in review.judgements["Q1"].reason
 
     def test_an_empty_summary_is_an_invalid_run_not_a_client_bound_one(self) -> None:
-        review = reconcile(q("vendor: A\n"), {"schema": "evalkit.summary/1"}, None, RUN)
+        review = reconcile(q("vendor: A\n"), typed({"schema": "evalkit.summary/1"}), None, RUN)
         assert review.run_validity == "invalid" and review.client_bound is False

@@ -6,7 +6,7 @@ from __future__ import annotations
 from evalkit.analysis.summary import Pct
 from evalkit.review.ourpanel import OurPanel
 from evalkit.review.reconcile import reconcile
-from tests.review.helpers import q
+from tests.review.helpers import q, typed
 
 #: the vendor's panel alone, no headline and no run: only our panel can verify it
 CLAIM = """model: m-7b
@@ -87,7 +87,8 @@ def test_a_run_that_refutes_the_panel_is_not_outvoted_by_ours() -> None:
 
     text = (f"model: {RUN.model}\nvendor: Acme\nQ2: {{at_concurrency: 16}}\n"
             + CLAIM.split("\n", 2)[2].replace("170", "500"))
-    j = reconcile(q(text), PANEL_RUN, None, RUN, ours(500.0, (490.0, 510.0))).judgements["Q6"]
+    j = reconcile(q(text), typed(PANEL_RUN), None, RUN,
+                  ours(500.0, (490.0, 510.0))).judgements["Q6"]
     assert j.status == "unreconciled"
     assert "the panel's median 500 tokens/s is 2.9× above the 170 tokens/s per stream (p50) " \
            "we measured at 16 streams" in j.reason

@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalkit.analysis.frames import records_frame
+from evalkit.analysis.jsonread import read_as
 from evalkit.analysis.ratelimits import rate_limit_section
 from evalkit.analysis.summarize import summarize
+from evalkit.analysis.summary_sections import RateLimits
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.probe.client.clients import Target
 from evalkit.probe.client.stream import Prober
@@ -28,7 +30,7 @@ from evalkit.review.ratelimits import judge_rate_limits
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import STATUSES, Judgement, RunTarget
 from evalkit.review.scorecard import Scorecard, build_card
-from tests.review.helpers import RUN, SUMMARY, judge, q
+from tests.review.helpers import RUN, SUMMARY, judge, q, typed
 
 
 def _ok(rid: str, t0: float, headers: dict[str, str] | None = None) -> RequestRecord:
@@ -211,7 +213,7 @@ class TestNothingToJudge:
         alone = reconcile(q(text), None, None, RUN).rate_limits
         assert alone is not None and alone.status == "unverified"
         assert "claims-only review" in alone.reason
-        other = reconcile(q(text), _summary(STEADY_30), None,
+        other = reconcile(q(text), typed(_summary(STEADY_30)), None,
                           RunTarget(RUN.model, "https://elsewhere.example/v1")).rate_limits
         assert other is not None and other.status == "unverified"
         assert "elsewhere.example" in other.reason
@@ -224,7 +226,7 @@ class TestNothingToJudge:
     def test_an_invalid_run_still_measured_its_rejections(self) -> None:
         s = _summary(STEADY_30)
         s["validity"] = {"status": "invalid", "reasons": ["too many rejections"]}
-        j = reconcile(q("rate_limits: {requests_per_minute: 600}"), s, None,
+        j = reconcile(q("rate_limits: {requests_per_minute: 600}"), typed(s), None,
                       RUN).rate_limits
         assert j is not None and j.status == "unreconciled"
 
@@ -232,7 +234,7 @@ class TestNothingToJudge:
 class TestScorecard:
     def test_scorecard_json_row_and_read_back(self) -> None:
         card = build_card(q("rate_limits: {requests_per_minute: 600, scope: per_key}"),
-                          _summary(STEADY_30), Tolerances(), RUN)
+                          typed(_summary(STEADY_30)), Tolerances(), RUN)
         doc = card.to_json()
         row = doc["rate_limits"]
         assert {"status", "reason", "claimed", "measured"} <= set(row)
@@ -269,10 +271,10 @@ def test_any_section_gives_a_json_judgement(section: dict[str, Any]) -> None:
     """Whatever summary.json's rate_limits holds (it is a file), a status and JSON."""
     answer = RateLimitsAnswer(requests_per_minute=600, output_tokens_per_minute=9000,
                               concurrent_streams_per_key=4)
-    j = judge_rate_limits(answer, section, None, Tolerances())
+    j = judge_rate_limits(answer, read_as(RateLimits, section), None, Tolerances())
     assert j.status in STATUSES and j.reason
     card = build_card(q("rate_limits: {requests_per_minute: 600}"),
-                      {**SUMMARY, "rate_limits": section}, Tolerances(), RUN)
+                      typed({**SUMMARY, "rate_limits": section}), Tolerances(), RUN)
     json.dumps(card.to_json(), allow_nan=False)
 
 
@@ -317,7 +319,8 @@ def _card(srv: ReferenceServer, records: list[RequestRecord], claim: str,
           window_s: float = 4.0) -> Judgement:
     summary = summarize(records, {"thresholds": {"rate_limit_window_s": window_s}})
     questionnaire = q(f"model: {srv.model}\nendpoint: {srv.base_url}\n{claim}")
-    j = reconcile(questionnaire, summary, None, RunTarget(srv.model, srv.base_url)).rate_limits
+    j = reconcile(questionnaire, typed(summary), None,
+                  RunTarget(srv.model, srv.base_url)).rate_limits
     assert j is not None
     return j
 

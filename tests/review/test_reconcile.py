@@ -29,6 +29,7 @@ from tests.review.helpers import (
     make_summary,
     q,
     sample,
+    typed,
 )
 
 # (question, yaml, expected status, text the reason must contain)
@@ -296,7 +297,7 @@ class TestPartialInputs:
 
     def test_measurements_without_questionnaire(self) -> None:
         """All answers unanswered, verdict not ready, measurements still judged."""
-        review = reconcile(None, SUMMARY, None, RUN)
+        review = reconcile(None, typed(SUMMARY), None, RUN)
         assert {j.status for j in review.judgements.values()} == {"unanswered"}
         assert review.verdict.streaming_ready is False
         assert review.verdict.text.startswith("No questionnaire was given")
@@ -305,7 +306,7 @@ class TestPartialInputs:
     def test_a_run_that_names_no_target_verifies_no_claim(self) -> None:
         """Without knowing what the run probed, it cannot stand for the vendor's endpoint."""
         text = "Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n"
-        j = reconcile(q(text), SUMMARY).judgements["Q1"]
+        j = reconcile(q(text), typed(SUMMARY)).judgements["Q1"]
         assert j.status == "unverified"
         assert "does not say which model and endpoint it probed" in j.reason
 
@@ -320,7 +321,7 @@ class TestPartialInputs:
         for (case, default port and trailing slash aside), not on its own loopback URL."""
         text = "Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n"
         run = RunTarget("evalkit-reference", "http://127.0.0.1:9/v1", stands_in)
-        assert reconcile(q(text), SUMMARY, None, run).judgements["Q1"].status == status
+        assert reconcile(q(text), typed(SUMMARY), None, run).judgements["Q1"].status == status
 
     def test_invalid_run_verifies_nothing_and_says_run_invalid(self) -> None:
         """A run whose baseline never succeeded: no green mark, no fit, RUN INVALID."""
@@ -600,7 +601,7 @@ def test_a_contradiction_is_added_to_an_answer_refused_for_another_reason() -> N
 
 
 def test_the_review_keeps_the_target_mismatch_and_the_client_bound_flag() -> None:
-    review = reconcile(q("model: other-model\n"), make_summary(client_bound=True), None, RUN)
+    review = reconcile(q("model: other-model\n"), typed(make_summary(client_bound=True)), None, RUN)
     assert review.target_mismatch is not None and "other-model" in review.target_mismatch
     assert review.client_bound is True
 
@@ -609,9 +610,9 @@ def test_a_summary_with_nothing_measured_keeps_its_reasons() -> None:
     """A summary whose records were all left out (issue 26: none was evidence of the run)
     is invalid for holding no level, and still says why it holds none."""
     why = "requests.jsonl: 12 records repeat an earlier record's id (lines 2, 3, 4, 5, 6, …)"
-    rec = reconcile(None, {"schema": "evalkit.summary/1", "requests": 1,
-                           "validity": {"status": "degraded", "reasons": [why, 7]}})
+    rec = reconcile(None, typed({"schema": "evalkit.summary/1", "requests": 1,
+                           "validity": {"status": "degraded", "reasons": [why, 7]}}))
     assert rec.run_validity == "invalid"
     assert rec.run_validity_reasons == ("the summary holds no measured level", why)
-    assert reconcile(None, {"validity": "x"}).run_validity_reasons == (
+    assert reconcile(None, typed({"validity": "x"})).run_validity_reasons == (
         "the summary holds no measured level",)

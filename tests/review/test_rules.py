@@ -24,7 +24,7 @@ from evalkit.review.rules import (
     tolerated,
     within,
 )
-from tests.review.helpers import RUN, _level, judge, q
+from tests.review.helpers import RUN, _level, judge, q, typed
 
 # ------------------------------------------------- reading the summary, and numbers shown
 
@@ -87,7 +87,7 @@ class TestReadingTheSummary:
         assert measurements(None) is None and measurements([]) is None  # type: ignore[arg-type]
         invalid = measurements({"validity": {"status": "invalid"}})
         assert invalid is not None and invalid.levels == ()
-        review = reconcile(None, {"validity": {"status": "valid"}})
+        review = reconcile(None, typed({"validity": {"status": "valid"}}))
         assert review.run_validity == "invalid"
         assert review.run_validity_reasons == ("the summary holds no measured level",)
 

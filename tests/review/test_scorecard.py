@@ -14,7 +14,7 @@ from evalkit.errors import InputError
 from evalkit.questionnaire.load import load_questionnaire
 from evalkit.review.rules import RunTarget
 from evalkit.review.scorecard import build_scorecard
-from tests.review.helpers import RUN, SAMPLES, SUMMARY, make_summary
+from tests.review.helpers import RUN, SAMPLES, SUMMARY, make_summary, typed
 
 
 class TestScorecard:
@@ -23,7 +23,7 @@ class TestScorecard:
         summary = make_summary()
         summary["prefill"]["tokens_per_s"] = math.nan
         headline = load_questionnaire(SAMPLES / "headline.yaml")
-        card = build_scorecard(headline, summary, Tolerances(),
+        card = build_scorecard(headline, typed(summary), Tolerances(),
                                RunTarget(headline.model, headline.endpoint, None, "quick"))
         text = json.dumps(card, allow_nan=False)
         assert json.loads(text)["schema"] == "evalkit.scorecard/1"
@@ -78,9 +78,10 @@ JSONISH = st.recursive(
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSONISH, st.sampled_from(["forthright", "evasive", "headline"]))
 def test_any_summary_gives_a_json_scorecard(summary: Any, name: str) -> None:
-    """Whatever a summary holds, the scorecard is built, JSON-safe, with valid statuses."""
-    card = build_scorecard(load_questionnaire(SAMPLES / f"{name}.yaml"), summary,
-                           None, RUN)
+    """Whatever a summary holds, the scorecard is built, JSON-safe, with valid statuses
+    (a document that is not a JSON object reads as the empty one)."""
+    card = build_scorecard(load_questionnaire(SAMPLES / f"{name}.yaml"),
+                           typed(summary if isinstance(summary, dict) else {}), None, RUN)
     json.dumps(card, allow_nan=False)
     statuses = {e["status"] for e in card["questions"].values()}
     assert statuses <= {"ok", "unverified", "unanswered", "unanswerable", "unreconciled"}
@@ -105,5 +106,5 @@ def test_any_override_is_tolerances_or_an_input_error(data: dict[str, Any]) -> N
     except InputError:
         return
     for sample in ("forthright", "headline"):
-        card = build_scorecard(load_questionnaire(SAMPLES / f"{sample}.yaml"), SUMMARY, tol)
+        card = build_scorecard(load_questionnaire(SAMPLES / f"{sample}.yaml"), typed(SUMMARY), tol)
         json.dumps(card, allow_nan=False)

@@ -14,7 +14,7 @@ from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import tolerances_from_dict
 from evalkit.review.fit import use_case_fit
 from evalkit.review.panel import contradiction
-from tests.review.helpers import PANEL_RUN, SUMMARY, forthright_run, judge, sample
+from tests.review.helpers import PANEL_RUN, SUMMARY, forthright_run, judge, sample, typed
 
 # ------------------------------------------------------------------ 1. tiny claims
 
@@ -72,7 +72,7 @@ class TestTinyClaims:
         tiny = replace(q, q2=replace(q.q2, output_tokens_per_s_per_gpu=0.001,
                                      distribution=replace(q.q2.distribution, p50=0.001,
                                                           p90=0.001, p99=0.001)))
-        review = reconcile(tiny, s, None, RunTarget(model=q.model, endpoint=q.endpoint))
+        review = reconcile(tiny, typed(s), None, RunTarget(model=q.model, endpoint=q.endpoint))
         assert review.judgements["Q2"].status == "ok"
         assert review.verdict.streaming_ready is False
         assert "Q2 shows a gap: what is quoted is not a streaming capacity" in \

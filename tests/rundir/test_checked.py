@@ -31,6 +31,7 @@ from evalkit.cli import cli
 from evalkit.errors import EvalkitError, InputError, RunDirError
 from evalkit.render import report
 from evalkit.render.comparison import CompareInput, load_view
+from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
 from evalkit.rundir.run import open_run as read_run
 from evalkit.rundir.store import read_records
@@ -116,7 +117,7 @@ class TestSummaryCheckedAgainstRecords:
         # case's rebuilt summary is the same records' summary): TestRenderedNoTraceback
         # draws them, in PDFs, from rebuilt summaries
         monkeypatch.setattr(report, "chart_svgs", lambda *args: [])
-        ctx = report.build_context({}, run, {})
+        ctx = report.build_context(Scorecard.from_json({}), run, {})
         assert ctx["notices"][0] == run.rebuilt
         figures = " ".join(v for _, v in ctx["key_figures"])
         assert "-3" not in figures and "9,999" not in figures and "-500" not in figures
@@ -137,7 +138,7 @@ class TestSummaryCheckedAgainstRecords:
         assert run.rebuilt == ("requests.jsonl holds no record: no figure of summary.json has "
                                "a measurement behind it, so none is shown")
         assert run.summary["validity"]["status"] == "invalid"
-        ctx = report.build_context({"run": {"validity": "invalid"}}, run, {})
+        ctx = report.build_context(Scorecard.from_json({"run": {"validity": "invalid"}}), run, {})
         figures = dict(ctx["key_figures"])
         assert figures["TTFT under load"] == "p50 — · p90 —"
         assert figures["Aggregate throughput"] == "—"

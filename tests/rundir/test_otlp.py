@@ -477,3 +477,13 @@ def test_usage_is_the_vendors_and_our_count_is_ours() -> None:
     assert span.attributes["gen_ai.provider.name"] == "azure.ai.openai"
     assert span.attributes["server.address"] == "api.v.example"
     assert span.attributes["server.port"] == 443
+
+
+def test_the_clouds_apis_name_their_providers() -> None:
+    """Bedrock is aws.bedrock; Gemini is gcp.gemini with a key and gcp.vertex_ai with
+    Google's application default credentials (the same API on Vertex AI)."""
+    assert _facts(api="bedrock-converse", auth="sigv4").operation == ("chat", "aws.bedrock")
+    assert _facts(api="gemini", auth="x-goog-api-key").operation == ("generate_content",
+                                                                    "gcp.gemini")
+    assert _facts(api="gemini", auth="google-adc").operation == ("generate_content",
+                                                                "gcp.vertex_ai")

@@ -8,7 +8,8 @@ match is exact, not a guess: its strings hold no raw control character and no es
 (the text may hold escapes, which JSON then decodes), its numbers have JSON's syntax, and
 the object has no other key, so whatever it matches json.loads reads as the same values.
 Anything else (another shape, a usage or finish chunk, a bad escape) is not matched and
-the adapter's full parse reads it (`OpenAIChat._parse_full`), errors included.
+the adapter's full parse reads it (`evalkit.probe.apis.chat.OpenAIChat._parse_full`),
+errors included.
 """
 
 from __future__ import annotations

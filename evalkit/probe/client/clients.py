@@ -7,15 +7,17 @@ import asyncio
 import base64
 import contextlib
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from evalkit.errors import UsageError
-from evalkit.probe.apis.base import AUTH_STYLES, Adapter, get_adapter
+from evalkit.probe.apis.base import AUTH_STYLES, Adapter, bound_adapter
 from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
+from evalkit.probe.client.cloudauth import CLOUD_AUTHS, GoogleADC, SigV4, cloud_auth
 from evalkit.probe.wire import http11
 from evalkit.probe.wire.framing import SENDABLE, TOKEN
 from evalkit.probe.wire.reconnect import Resending, Reuse
@@ -25,7 +27,7 @@ from evalkit.probe.wire.transport import StampedBackend, stamped_transport
 #: the most of a /models answer read while opening a level's connections (`_Clients`)
 PREPARE_MAX_BYTES = 1 << 20
 #: headers that carry a credential; one given with --header replaces the environment's key
-CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key"})
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,14 @@ class Target:
     auth: str | None = None
     #: query parameters on every request (Azure OpenAI's api-version); not secrets
     params: tuple[tuple[str, str], ...] = ()
-    #: the API's adapter, resolved from `api` once, here (an unknown name is a usage error
-    #: as the target is made): every stream, client and check of the run uses this one
+    #: the API's adapter, resolved from `api` once, here (an unknown name, or a model id
+    #: the API cannot take, is a usage error as the target is made): every stream, client
+    #: and check of the run uses this one
     adapter: Adapter = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # first: where the credential comes from depends on the API (a cloud's own auth)
+        object.__setattr__(self, "adapter", bound_adapter(self.api, self.model))
         # what would fail as the first request is sent (httpx encodes header values as
         # ASCII): a usage error now, naming where it came from and never showing a value
         for name, value in self.headers:
@@ -77,7 +82,6 @@ class Target:
                              "accented letter or smart quote pasted with it); it is not shown")
         if self.user_agent is not None and SENDABLE.fullmatch(self.user_agent) is None:
             raise UsageError("the user-agent must be printable ASCII")
-        object.__setattr__(self, "adapter", get_adapter(self.api))
 
     def request_deadline(self, max_tokens: int) -> float:
         """A request's whole-time deadline: an endless trickle must end as a timeout.
@@ -100,6 +104,9 @@ class Target:
 
     def _secret_forms(self) -> list[str]:
         values = [self.secret or "", *(v for _, v in self.headers)]
+        signer = self.__dict__.get("request_auth")  # a cloud's credentials, once resolved
+        if signer is not None:
+            values += signer.secret_forms()
         values += [v.split(" ", 1)[1] for v in values if " " in v]  # 'Bearer KEY' → KEY
         forms: set[str] = set()
         for v in (v.strip() for v in values):
@@ -120,6 +127,10 @@ class Target:
         named = [k for k, _ in self.headers if k.lower() in CREDENTIAL_HEADERS]
         if named:
             return f"header {named[0]}"
+        if self.auth_style == "sigv4":
+            return "AWS credential chain"
+        if self.auth_style == "google-adc":
+            return "Google application default credentials"
         return "environment" if self.secret else "none"
 
     def describe(self) -> dict[str, Any]:
@@ -133,12 +144,41 @@ class Target:
                              "seed": self.sampling.seed, "logprobs": self.sampling.logprobs},
                 "api_key_set": bool(self.secret),
                 "credential": self.credential, "auth": self.auth_style,
-                "params": dict(self.params)}
+                "params": dict(self.params),
+                **({"signing": signer.describe()}
+                   if (signer := self.__dict__.get("request_auth")) is not None else {})}
 
     @property
     def auth_style(self) -> str:
-        """The auth style in force: --auth, else the API's own."""
-        return self.auth or self.adapter.auth
+        """The auth style in force: --auth, else the API's own (for its endpoint: the
+        Gemini API takes a key, Vertex AI an OAuth token)."""
+        if self.auth:
+            return self.auth
+        auth_for = getattr(self.adapter, "auth_for", None)
+        return str(auth_for(self.base_url)) if auth_for is not None else self.adapter.auth
+
+    @cached_property
+    def request_auth(self) -> SigV4 | GoogleADC | None:
+        """The signer every request goes through (`evalkit.probe.client.cloudauth`) for a
+        cloud's own auth; None for a key sent in a header. Its credentials, resolved from
+        the cloud's chain the first time this is read, stay in this process."""
+        if self.auth_style not in CLOUD_AUTHS:
+            return None
+        return cloud_auth(self.auth_style, self.base_url)
+
+
+def ready_target(target: Target) -> Target:
+    """`target` checked before anything is sent: a cloud's missing credentials or region,
+    or a model ARN of another region, are usage errors now. A cloud's own auth signs
+    every request, so no API key from the environment rides along."""
+    if target.auth_style not in CLOUD_AUTHS:
+        return target
+    target = replace(target, secret=None)
+    signer = target.request_auth
+    check = getattr(target.adapter, "check_region", None)
+    if check is not None and isinstance(signer, SigV4):
+        check(signer.region)
+    return target
 
 
 def header_name_error(name: str) -> str:
@@ -168,7 +208,8 @@ def make_client(target: Target, max_connections: int | None = None,
         headers["user-agent"] = target.user_agent  # else httpx's own, python-httpx/x.y
     headers.update(dict(target.adapter.headers))  # e.g. anthropic-version
     headers.update({k.lower(): v for k, v in target.headers})
-    if target.secret and target.credential == "environment":
+    if target.secret and target.credential == "environment" and \
+            target.auth_style in AUTH_STYLES:
         # an explicit credential header wins: the environment's key never goes out beside it
         name, form = AUTH_STYLES[target.auth_style]
         headers[name] = form.format(key=target.secret)
@@ -186,7 +227,7 @@ def make_client(target: Target, max_connections: int | None = None,
         if max_connections == 1 and transport is not None:
             transport = Resending(transport, reuse if reuse is not None else Reuse())
     client = httpx.AsyncClient(base_url=target.base_url.rstrip("/"), headers=headers,
-                               params=dict(target.params) or None,
+                               auth=target.request_auth, params=dict(target.params) or None,
                                timeout=timeout, limits=limits, verify=verify,
                                transport=transport)
     if isinstance(getattr(client, "_cookies", None), httpx.Cookies):

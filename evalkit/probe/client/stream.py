@@ -36,8 +36,9 @@ from evalkit.probe.client.streamstate import ANSWER_MAX, StreamState, max_conten
 from evalkit.probe.plan.privacy import AnswerKey, scrub
 from evalkit.probe.plan.prompts import Prompt, count_tokens
 from evalkit.probe.wire.chunked import read_body
+from evalkit.probe.wire.eventstream import EventStreamFramer
 from evalkit.probe.wire.reconnect import Reuse
-from evalkit.probe.wire.replies import error_message, retry_after
+from evalkit.probe.wire.replies import bounded_retry, error_message, retry_after
 from evalkit.probe.wire.sse import SSEParser, SSETooLarge
 from evalkit.probe.wire.stamping import SendStamp, stamp_sends
 from evalkit.probe.wire.transport import arrival_ns
@@ -154,8 +155,9 @@ class Prober:
                                        self.force_length, self.sampling)
         body.update(self.target.extra_body)
         if self._template is None:
+            accept = dict(self.adapter.headers).get("accept", "text/event-stream")
             proto = client.build_request("POST", self.adapter.path, headers={
-                "content-type": "application/json", "accept": "text/event-stream"})
+                "content-type": "application/json", "accept": accept})
             self._template = (proto.url, [(k, v) for k, v in proto.headers.raw if k.lower()
                                           not in (b"content-length", b"x-request-id")],
                               proto.extensions)
@@ -309,10 +311,14 @@ class Prober:
                 break
         st.error_body = clean(self.target.redact(body.decode("utf-8", errors="replace")),
                               ERROR_BODY_MAX)
-        text = error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
-        outcome: Outcome = "rejected" if st.status in ADMISSION_STATUSES else "error"
+        reply = getattr(self.adapter, "error_reply", None)  # a cloud's own error shapes
+        said, throttled, hint = (reply(st.status, response.headers.get, body) if reply
+                                 else (None, st.status in ADMISSION_STATUSES, None))
+        text = said or error_message(body) or clean(response.reason_phrase, 80) or "(no body)"
+        outcome: Outcome = "rejected" if throttled else "error"
         if outcome == "rejected":
-            st.retry_after_s = retry_after(response.headers.get("retry-after"))
+            st.retry_after_s = (bounded_retry(hint) if hint is not None
+                                else retry_after(response.headers.get("retry-after")))
         st.fail(outcome, f"HTTP {st.status}: {text}")
 
     async def _read_stream(self, response: httpx.Response, st: StreamState, sent_ns: int
@@ -323,8 +329,11 @@ class Prober:
                                  "'accept-encoding: identity' was asked for; evalkit reads "
                                  "only plain event streams")
             return
-        parser = SSEParser()
+        binary = getattr(self.adapter, "framing", "sse") == "eventstream"  # Bedrock's
+        parser = EventStreamFramer() if binary else SSEParser()
         parse = self.adapter.parse
+        # an adapter whose events need their type (Bedrock's) reads the whole event
+        parse_event = getattr(self.adapter, "parse_event", None)
         # the last content chunks' arrival (one stamp), settled when the next one comes
         arrival = _Arrival(sent_ns)
 
@@ -340,7 +349,8 @@ class Prober:
                 return False
             for event in events:
                 try:
-                    delta = parse(event.data)
+                    delta = (parse(event.data) if parse_event is None
+                             else parse_event(event.event, event.data))
                 except (ValueError, RecursionError) as exc:  # (JSON nested thousands deep)
                     st.protocol_error = f"malformed event data: {str(exc)[:80]}"
                     continue
@@ -361,6 +371,10 @@ class Prober:
                 if delta.role_only and not st.chunk_ns:
                     st.role_first = True
                 if delta.error is not None:
+                    if delta.throttled:  # "not now", inside the stream: a rejection
+                        st.fail("rejected", f"throttled in the stream: {delta.error}")
+                        st.retry_after_s = bounded_retry(delta.retry_after_s)
+                        return False
                     st.payload_error = delta.error
                     continue
                 if delta.text or delta.reasoning:

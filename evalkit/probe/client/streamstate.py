@@ -7,8 +7,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.probe.apis.base import Delta
-from evalkit.probe.apis.fields import NAME_MAX, EngineTimings
+from evalkit.probe.apis.fields import NAME_MAX, Delta, EngineTimings
 from evalkit.records import Outcome
 from evalkit.sanitize import clean
 
@@ -38,7 +37,8 @@ class StreamState:
     blank_tokens: int = 0
     first_answer_ns: int | None = None
     finish_reason: str | None = None
-    #: the first finish reason that is not a normal end (`evalkit.probe.apis.base.NORMAL_FINISHES`)
+    #: the first finish reason that is not a normal end
+    #: (`evalkit.probe.apis.base.NORMAL_FINISHES`)
     abnormal: str | None = None
     usage_ct: int | None = None
     usage_pt: int | None = None

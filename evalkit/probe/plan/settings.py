@@ -54,7 +54,10 @@ class ProbeConfig:
     #: `PromptText`, the CLI's, so it is read once); None: the run chooses it
     prompt_text: Any = None
     api: str = "openai-chat"
-    api_key_env: str = "OPENAI_API_KEY"
+    #: the environment variable holding the API key ("": the API's own,
+    #: `evalkit.probe.apis.base.key_env`: OPENAI_API_KEY, GEMINI_API_KEY for gemini,
+    #: ANTHROPIC_API_KEY for anthropic-messages; resolved as the run starts)
+    api_key_env: str = ""
     headers: tuple[tuple[str, str], ...] = ()
     extra_body: dict[str, Any] = field(default_factory=dict)
     rate: float | None = None
@@ -99,7 +102,7 @@ class ProbeConfig:
     force_length: bool | None = None
     user_agent: str | None = None
     tag_requests: bool = False
-    #: sent on every request alike (evalkit.probe.apis.base.Sampling): temperature (None: the
+    #: sent on every request alike (evalkit.probe.apis.sampling.Sampling): temperature (None: the
     #: vendor's default, sent not at all), a seed and logprobs (both marks: off unless asked)
     temperature: float | None = 0.0
     request_seed: int | None = None

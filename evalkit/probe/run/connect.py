@@ -34,7 +34,11 @@ def _proxy_hint() -> str:
 
 async def check_endpoint(client: httpx.AsyncClient, target: Target,
                          api_key_env: str) -> dict[str, Any]:
-    """List models: an unreachable endpoint, a 401 or an unknown model is an EndpointError."""
+    """List models: an unreachable endpoint, a 401 or an unknown model is an EndpointError.
+    An API with no model list on its endpoint (Bedrock's runtime) lists none: the connect
+    stream decides."""
+    if not getattr(target.adapter, "lists_models", True):
+        return {"models_listed": False, "models": []}
     try:  # bounded: a trickled or endless list must not hold the run before it starts
         response = await bounded_get(client, "/models", target.timeout_s, PREPARE_MAX_BYTES)
     except httpx.HTTPError as exc:
@@ -42,7 +46,8 @@ async def check_endpoint(client: httpx.AsyncClient, target: Target,
                             f"{target.redact(str(exc)) or type(exc).__name__}"
                             f"{_proxy_hint()}") from None
     if response.status_code in (401, 403):
-        hint = (f"check the key in ${api_key_env}" if target.secret
+        hint = (f"check the {target.credential}" if target.request_auth is not None
+                else f"check the key in ${api_key_env}" if target.secret
                 else f"${api_key_env} is not set")
         raise EndpointError(f"{target.base_url} answered HTTP {response.status_code} "
                             f"(unauthorised): {hint}")
@@ -95,6 +100,10 @@ def explain_failure(rec: RequestRecord, target: Target, path: str, api_key_env: 
 
 def _advice(rec: RequestRecord, target: Target, url: str, api_key_env: str) -> str:
     status, body = rec.http_status, (rec.error_body or "").lower()
+    own = getattr(target.adapter, "advice", None)  # a cloud's own words for what to fix
+    said = own(status, f"{body} {(rec.error or '').lower()}") if own is not None else None
+    if said is not None:
+        return str(said)
     if status is None:
         return (f"check that the server is running and that --base-url {target.base_url} "
                 "is right (scheme, host, port)")

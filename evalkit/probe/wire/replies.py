@@ -26,6 +26,14 @@ def retry_after(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S) if seconds == seconds else None
 
 
+def bounded_retry(seconds: float | None) -> float | None:
+    """A vendor's retry hint in seconds (from its own header or error body), bounded as a
+    Retry-After is; None stays None."""
+    if seconds is None or seconds != seconds:
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
 async def bounded_get(client: httpx.AsyncClient, url: str, timeout_s: float,
                       max_bytes: int) -> httpx.Response:
     """A GET read whole within `timeout_s` in all, keeping at most `max_bytes` of its

@@ -5,14 +5,12 @@ cache makes it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import matplotlib
 
 from evalkit.render.charts.kit import (
     _RC,
-    _finite,
     _handles,
     legend_below,
     new_figure,
@@ -20,6 +18,7 @@ from evalkit.render.charts.kit import (
     series_style,
     to_svg,
 )
+from evalkit.review.workload_card import ShapeCard, WorkloadLevelCard
 from evalkit.sanitize import clean
 
 WORKLOAD_CAPTION = ("TTFT p50 by turn (or agent step) of each session shape, at the fewest "
@@ -29,18 +28,17 @@ WORKLOAD_CAPTION = ("TTFT p50 by turn (or agent step) of each session shape, at 
                     "prefix cache makes it. Figures from the buyer's workload named above.")
 
 
-def _multi(shape: Mapping[str, Any]) -> bool:
-    turns = shape.get("turns") or []
-    return isinstance(turns, list) and len(turns) > 1
+def _multi(shape: ShapeCard) -> bool:
+    return len(shape.turns) > 1
 
 
-def turns_chart(levels: Sequence[Mapping[str, Any]]) -> str | None:
-    """The chart from scorecard.json's `workload.levels`; None without a shape of more
-    than one turn or step."""
+def turns_chart(levels: Sequence[WorkloadLevelCard]) -> str | None:
+    """The chart from the scorecard's workload levels; None without a shape of more than
+    one turn or step."""
     if not levels:
         return None
     level = levels[0]  # the fewest users: queueing adds to every turn at more
-    shapes = [s for s in level.get("shapes") or [] if isinstance(s, Mapping) and _multi(s)]
+    shapes = [s for s in level.shapes if _multi(s)]
     if not shapes:
         return None
     with matplotlib.rc_context(_RC):
@@ -49,12 +47,10 @@ def turns_chart(levels: Sequence[Mapping[str, Any]]) -> str | None:
         drawn = False
         for i, s in enumerate(shapes):
             style = series_style(i)
-            name = plain(clean(str(s.get("name") or "?"), 30))
-            rows = [t for t in s["turns"] if isinstance(t, Mapping) and _finite(t.get("index"))]
-            pts = [(t["index"], t["ttft_s"]["p50"] * 1000) for t in rows
-                   if _finite((t.get("ttft_s") or {}).get("p50"))]
-            cold = [(t["index"], t["cold_ttft_s"] * 1000) for t in rows
-                    if _finite(t.get("cold_ttft_s"))]
+            name = plain(clean(s.name or "?", 30))
+            rows = [(t.index, t) for t in s.turns if t.index is not None]
+            pts = [(i, t.ttft_s.p50 * 1000) for i, t in rows if t.ttft_s.p50 is not None]
+            cold = [(i, t.cold_ttft_s * 1000) for i, t in rows if t.cold_ttft_s is not None]
             if pts:
                 ax.plot(*zip(*pts, strict=True), **style, label=f"{name}: measured")
                 drawn = True
@@ -64,10 +60,10 @@ def turns_chart(levels: Sequence[Mapping[str, Any]]) -> str | None:
                         label=f"{name}: cold prompt of that length")
         if not drawn:
             return None
-        top = max(len(s["turns"]) for s in shapes)
+        top = max(len(s.turns) for s in shapes)
         ax.set_xticks(range(1, top + 1))
-        ax.set_xlabel(f"turn or step (at {level.get('users')} "
-                      f"user{'s' if level.get('users') != 1 else ''})")
+        ax.set_xlabel(f"turn or step (at {level.users} "
+                      f"user{'s' if level.users != 1 else ''})")
         ax.set_ylabel("TTFT p50 (ms)")
         ax.set_ylim(bottom=0)
         legend_below(fig, *_handles(ax))

@@ -96,6 +96,8 @@ class RunFacts:
         op, provider = OPERATIONS.get(self.api, ("chat", "openai"))
         if self.auth == "api-key" and provider == "openai":
             provider = "azure.ai.openai"  # Azure OpenAI's auth: its flavour of the API
+        if self.auth == "google-adc" and provider == "gcp.gemini":
+            provider = "gcp.vertex_ai"  # Vertex AI's OAuth: the same API on Google Cloud
         return op, provider
 
     def server(self) -> dict[str, AttrValue]:

@@ -49,3 +49,18 @@ def test_a_config_alone_is_planned_by_run_probe(tmp_path: Path) -> None:
         run_probe(ProbeConfig("http://127.0.0.1:9/v1", "m",
                               questionnaire=tmp_path / "acme.yaml"), tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(("api", "variable"), [
+    ("openai-chat", "OPENAI_API_KEY"), ("gemini", "GEMINI_API_KEY"),
+    ("anthropic-messages", "ANTHROPIC_API_KEY")])
+def test_each_api_reads_its_own_key_unless_told(api: str, variable: str,
+                                                tmp_path: Path) -> None:
+    """A notebook's config, like the CLI, sends an API the key of its own variable: with
+    one default for all, a buyer's OPENAI_API_KEY went to Google and to Anthropic."""
+    for given, expected in (("", variable), ("MINE", "MINE")):
+        out = tmp_path / f"{api}-{given}"
+        with pytest.raises(EndpointError):  # nothing listens on port 9
+            run_probe(ProbeConfig("http://127.0.0.1:9/v1", "m", api=api, api_key_env=given,
+                                  phases=("connect",)), out)
+        assert json.loads((out / "run.json").read_text())["api_key_env"] == expected

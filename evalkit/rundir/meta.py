@@ -1,0 +1,109 @@
+"""run.json read as typed data (`RunMeta`): what was probed, when, with which settings and
+by which evalkit, for the review, the page and the comparison.
+
+`open_run` reads it once, beside the document itself (`RunDir.run`, kept for the
+importers and the evidence checks, and its bytes for the attachments). Read defensively
+(`evalkit.analysis.jsonread.read_as`): run.json is a file anyone can edit, so a missing or
+malformed part is None, never a crash. The free-form parts (the vendor label, the
+provenance, the client, what a demonstration stood in for) stay JSON as written: their
+readers clean them before a page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from evalkit.analysis.jsonread import Json, as_mapping, read_as
+
+
+@dataclass(frozen=True)
+class Target:
+    """The endpoint probed: its base URL, the model asked for, and the API spoken."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api: str | None = None
+
+
+@dataclass(frozen=True)
+class RampSettings:
+    """The ramp's settings: its concurrency levels."""
+
+    levels: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The suite's settings as run: the prompt and output lengths, the ramp."""
+
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    ramp: RampSettings | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The command's configuration (what the CLI was given)."""
+
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptsFile:
+    """The buyer's prompts file the ramp's prompts came from: its name and SHA-256."""
+
+    name: str | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class PromptsProvenance:
+    """Where the run's prompts came from."""
+
+    file: PromptsFile | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The typed part of run.json's `provenance` (the rest is `RunMeta.provenance`)."""
+
+    prompts: PromptsProvenance | None = None
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """run.json's keys the stages after the probe read, each typed."""
+
+    schema: str | None = None
+    tool_version: str | None = None
+    suite_version: str | None = None
+    #: complete | interrupted | ... (None: not recorded)
+    status: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    target: Target = field(default_factory=Target)
+    #: the label given at probe time (`probe --vendor`; free-form: `vendor_name` checks it)
+    vendor: Json | None = None
+    #: the model and endpoint a demonstration run stood in for (free-form)
+    stands_in_for: Json | None = None
+    #: the suite profile (quick / standard / a file)
+    profile: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    config: Config = field(default_factory=Config)
+    #: the measuring evalkit's package, checkout, command line and prompts (free-form)
+    provenance: Json | None = None
+    #: the machine that measured (free-form)
+    client: Json | None = None
+    #: the buyer's prompts file the ramp's prompts came from (provenance's; None: the
+    #: suite's own prompts)
+    prompts_file: PromptsFile | None = None
+    #: what a run imported from a peer tool (`evalkit import`) was read from and how its
+    #: figures differ from ours (free-form; None: a probe's run)
+    imported: Json | None = None
+
+    @classmethod
+    def from_json(cls, doc: object) -> RunMeta:
+        """run.json read (anything missing or malformed is None or empty)."""
+        base = read_as(cls, {k: v for k, v in as_mapping(doc).items() if k != "prompts_file"})
+        prov = read_as(Provenance, base.provenance)
+        return replace(base, prompts_file=prov.prompts.file if prov.prompts else None)
