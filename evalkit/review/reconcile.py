@@ -30,7 +30,7 @@ together into a `Reconciliation`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.analysis.summary import Summary, measurements
@@ -59,6 +59,7 @@ from evalkit.review.rules import (
 from evalkit.review.verdict import Verdict, verdict
 from evalkit.review.workload import sources, trace_block, workload_block
 from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
+from evalkit.sanitize import clean
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,9 @@ def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,
     hint = start_panel_hint(questionnaire.vendor if questionnaire else None,
                             questionnaire.model if questionnaire else None)
     judgements = judge_questions(questionnaire, Evidence(m, blocker, command, panel, hint), tol)
+    if run is not None and run.ttft_not_ours:
+        judgements = {qid: ttft_not_ours(j, run.ttft_not_ours) if qid == "Q1" else j
+                      for qid, j in judgements.items()}
     sold = questionnaire.q2.at_concurrency if questionnaire else None
     answers = answers_sentence(m, sold) if m is not None and m.validity != "invalid" else None
     fits = use_case_fit(m, tol)
@@ -151,6 +155,18 @@ def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,
         trace=trace_block(summary, void),
         sources=sources(summary, run),
     )
+
+
+def ttft_not_ours(judged: Judgement, why: str) -> Judgement:
+    """Q1 judged on an imported TTFT that is not ours is not decided either way: vLLM's
+    stops at a role-only first chunk (earlier than ours: a claim would "hold" that ours
+    might break), inference-perf's at the answer (later: a claim would "fail" that ours
+    might keep). The figure stays beside the claim; the status is `unverified`."""
+    if judged.status not in ("ok", "unreconciled"):
+        return judged
+    return replace(judged, status="unverified", finding=None, reason=(
+        f"{judged.reason.rstrip('.')}; not decided: the TTFT is {clean(why, 400)}. Probe "
+        "the endpoint with evalkit to judge Q1."))
 
 
 def _rate_limits(q: Questionnaire | None, summary: Summary | None,

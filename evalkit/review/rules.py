@@ -59,6 +59,9 @@ class RunTarget:
     #: (the scorecard names the source of every figure)
     prompt_tokens: int | None = None
     prompts_file: str | None = None
+    #: an imported run's TTFT that means something else than ours (run.json's
+    #: `imported.differs.TTFT`, with the tool's name): Q1 is never decided on it
+    ttft_not_ours: str | None = None
 
     @classmethod
     def from_run(cls, run: object) -> RunTarget | None:
@@ -72,7 +75,18 @@ class RunTarget:
         return cls(as_text(meta.target.model), as_text(meta.target.base_url),
                    as_mapping(meta.stands_in_for) or None, as_text(meta.profile),
                    tokens if tokens is not None and tokens >= 1 else None,
-                   _prompts_file(meta.prompts_file))
+                   _prompts_file(meta.prompts_file), _ttft_not_ours(meta.imported))
+
+
+def _ttft_not_ours(imported: object) -> str | None:
+    """Whose TTFT an imported run holds when it means something else than ours (run.json's
+    `imported.differs.TTFT`, any value: it says so), with the tool's word on why."""
+    doc = as_mapping(imported)
+    differs = as_mapping(doc.get("differs")).get("TTFT")
+    if not doc or differs is None:
+        return None
+    tool = as_text(doc.get("tool")) or "another tool"
+    return f"{tool}'s: {as_text(differs) or 'its meaning differs from ours'}"
 
 
 def _prompts_file(f: PromptsFile | None) -> str | None:

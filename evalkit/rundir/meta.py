@@ -97,6 +97,9 @@ class RunMeta:
     #: the buyer's prompts file the ramp's prompts came from (provenance's; None: the
     #: suite's own prompts)
     prompts_file: PromptsFile | None = None
+    #: what a run imported from a peer tool (`evalkit import`) was read from and how its
+    #: figures differ from ours (free-form; None: a probe's run)
+    imported: Json | None = None
 
     @classmethod
     def from_json(cls, doc: object) -> RunMeta:

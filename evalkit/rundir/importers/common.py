@@ -49,14 +49,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.summary import as_count
+from evalkit.analysis.summary import as_count, as_number
 from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.sanitize import clean
@@ -66,6 +68,10 @@ LABELS = {"aiperf": "AIPerf", "guidellm": "guidellm", "vllm": "vllm bench serve"
           "inference-perf": "inference-perf"}
 #: an export file larger than this is refused (a 100,000-request AIPerf run is ~250 MB)
 MAX_FILE_BYTES = 1 << 30
+#: a JSON document parsed whole (not line by line) larger than this is refused before it
+#: is read: Python's parser holds ~3x its size at once (a vLLM result of 10,000 requests
+#: of 256 tokens is ~60 MB)
+MAX_JSON_BYTES = 256 << 20
 _ADMISSION = frozenset({429, 503})
 _ID = 120
 _ERROR = 300
@@ -213,20 +219,47 @@ def differs_notes(imported: Mapping[str, Any]) -> list[str]:
             for name, why in list(differs.items())[:8]]
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A regular file's bytes, at most `limit`. Opened without blocking and checked on the
+    open descriptor: a pipe, a device (a link to /dev/zero) or a file that grows while it
+    is read is refused, never read without end."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"{path}: {size:,} bytes, more than evalkit reads "
-                             f"({MAX_FILE_BYTES >> 20} MiB)")
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError(f"{path}: not a regular file (a pipe, a device or a "
+                                 "socket): evalkit reads a tool's exported files only")
+            if info.st_size > limit:
+                raise InputError(f"{path}: {info.st_size:,} bytes, more than evalkit reads "
+                                 f"({limit >> 20} MiB)")
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > limit:
+        raise InputError(f"{path}: grew past {limit >> 20} MiB while it was read")
+    return data
+
+
+def inside(folder: Path, path: Path) -> Path:
+    """`path`, a file found in `folder`, checked to be there: a link that leads out of
+    the folder (to another run's file, /etc/..., a device) is refused, naming it."""
+    try:
+        real = path.resolve(strict=True)
+        if real.is_relative_to(folder.resolve(strict=True)):
+            return path
+    except (OSError, RuntimeError) as exc:  # a dangling or looping link
+        raise InputError(f"{path}: cannot be resolved ({exc}): a broken link") from None
+    raise InputError(f"{path}: a link to {clean(str(real), 200)}, outside {folder}: "
+                     "evalkit reads only the files in the directory it is given")
 
 
 def _json_object(path: Path, what: str) -> dict[str, Any]:
     try:
-        doc = json.loads(_read_bytes(path))
+        doc = json.loads(_read_bytes(path, MAX_JSON_BYTES))
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{path}: not JSON ({str(exc)[:160]}); expected {what}") from None
     if not isinstance(doc, dict):
@@ -234,6 +267,41 @@ def _json_object(path: Path, what: str) -> dict[str, Any]:
     return doc
 
 
+
+
+#: a request's time in an export beyond this (s) is no measurement (a day)
+MAX_REQUEST_S = 86_400.0
+#: a run's requests spread over more than this (s) is no run (a year)
+MAX_RUN_S = 3.2e7
+#: a token count beyond this is no count
+MAX_TOKENS = 1 << 31
+
+
+def _shown(x: Any) -> str:
+    """A value found where another belongs, as an error names it (short, clean)."""
+    if isinstance(x, Mapping | list):
+        return f"a JSON {'object' if isinstance(x, Mapping) else 'list'}"
+    return clean(repr(x)[:60], 60)
+
+
+def seconds_field(path: Path, name: str, x: Any, most: float = MAX_REQUEST_S) -> float:
+    """A time from a peer's file, strictly: a finite number from 0 to `most`. Anything
+    else (NaN, an infinity, a string, a negative or absurd time) refuses the import, naming
+    the file and field: a damaged file is never read as a vendor's slow or failed request."""
+    number = as_number(x)
+    if number is None or not 0 <= number <= most:
+        raise InputError(f"{path}: {name} is {_shown(x)}: expected seconds from 0 to "
+                         f"{most:,.0f}; a damaged or edited file")
+    return number
+
+
+def count_field(path: Path, name: str, x: Any) -> int:
+    """A token count from a peer's file, strictly: a whole number from 0 to MAX_TOKENS."""
+    number = as_count(x, least=0)
+    if number is None or number > MAX_TOKENS:
+        raise InputError(f"{path}: {name} is {_shown(x)}: expected a token count; a damaged "
+                         "or edited file")
+    return number
 
 
 def _count(x: Any) -> int | None:

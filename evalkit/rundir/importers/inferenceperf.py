@@ -43,17 +43,27 @@ from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.rundir.importers.common import (
     _ERROR,
+    MAX_JSON_BYTES,
+    MAX_REQUEST_S,
+    MAX_RUN_S,
     Imported,
     _count,
     _json_object,
     _read_bytes,
+    _shown,
     _status_of,
     _text,
     _url,
+    count_field,
+    inside,
+    seconds_field,
 )
+from evalkit.sanitize import clean
 
 PER_REQUEST = "per_request_lifecycle_metrics.json"
 _STAGE = re.compile(r"stage_(\d{1,4})_lifecycle_metrics\.json")
+#: perf_counter stamps are seconds since some boot: below this
+MAX_STAMP_S = 1e12
 
 
 def read_inference_perf(path: Path) -> Imported:
@@ -64,6 +74,7 @@ def read_inference_perf(path: Path) -> Imported:
         raise InputError(f"{folder}: no {PER_REQUEST}: expected inference-perf's report "
                          "directory written with `report: request_lifecycle: per_request: "
                          "true` (without it the reports keep only the tool's percentiles)")
+    inside(folder, per_request)
     stages = _stages(folder)
     rows = _rows(per_request)
     if len(rows) != sum(n for _, n in stages):
@@ -82,8 +93,8 @@ def read_inference_perf(path: Path) -> Imported:
                              "request ran at which concurrency cannot be told from the "
                              "per-request file (it names no stage)")
         previous_end = max((end for _, end, _ in mine), default=previous_end)
-        records += [_record(row, level, origin, at - n + j) for j, (_, _, row) in
-                    enumerate(mine)]
+        records += [_record(per_request, row, level, origin, at - n + j)
+                    for j, (_, _, row) in enumerate(mine)]
     config = _config(folder)
     server = as_mapping(config.get("server"))
     levels = [level for level, _ in stages]
@@ -111,7 +122,7 @@ def read_inference_perf(path: Path) -> Imported:
 
 def _stages(folder: Path) -> list[tuple[int, int]]:
     """(concurrency, request count) of each stage, in order; refused for a rate stage."""
-    found = sorted((int(m[1]), p) for p in folder.iterdir()
+    found = sorted((int(m[1]), inside(folder, p)) for p in folder.iterdir()
                    if (m := _STAGE.fullmatch(p.name)))
     if not found or [i for i, _ in found] != list(range(len(found))):
         raise InputError(f"{folder}: no stage_0_lifecycle_metrics.json, stage_1_... in "
@@ -133,35 +144,57 @@ def _rows(path: Path) -> list[tuple[float, float, Mapping[str, Any]]]:
     import json
 
     try:
-        doc = json.loads(_read_bytes(path))
+        doc = json.loads(_read_bytes(path, MAX_JSON_BYTES))
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{path}: not JSON ({str(exc)[:160]})") from None
     if not isinstance(doc, list):
         raise InputError(f"{path}: a JSON {type(doc).__name__}, expected inference-perf's "
                          "list of requests")
     rows = []
-    for row in doc:
+    for i, row in enumerate(doc):
         if not isinstance(row, Mapping):
-            continue
-        start, end = as_number(row.get("start_time")), as_number(row.get("end_time"))
-        if start is not None and end is not None and end >= start:
-            rows.append((start, end, row))
-    if len(rows) != len(doc):
-        raise InputError(f"{path}: {len(doc) - len(rows):,} entries without a start and end "
-                         "time: a damaged file")
+            raise InputError(f"{path}: entry {i} is {_shown(row)}: expected a request's "
+                             "object; a damaged file")
+        start = seconds_field(path, f"[{i}].start_time", row.get("start_time"), MAX_STAMP_S)
+        end = seconds_field(path, f"[{i}].end_time", row.get("end_time"), MAX_STAMP_S)
+        if not 0 <= end - start <= MAX_REQUEST_S:
+            raise InputError(f"{path}: entry {i} ends {end - start:,.6g} s after it starts: "
+                             "expected from 0 to a day; a damaged or edited file")
+        rows.append((start, end, row))
     if not rows:
         raise InputError(f"{path}: no request: nothing to import")
+    if max(r[0] for r in rows) - min(r[0] for r in rows) > MAX_RUN_S:
+        raise InputError(f"{path}: start_time spans more than a year: not one run's clock; "
+                         "a damaged or edited file")
     return rows
 
 
-def _record(row: Mapping[str, Any], level: int, origin: float, index: int) -> RequestRecord:
+def _record(path: Path, row: Mapping[str, Any], level: int, origin: float,
+            index: int) -> RequestRecord:
+    """One request; a chunk stamp that is not a number between its request's start and end
+    refuses the import (dropped, it would move the TTFT), as does a count that is not one."""
     start, end = float(row["start_time"]), float(row["end_time"])
     info = as_mapping(row.get("info"))
     resp = as_mapping(info.get("response_metrics"))
     usage = as_mapping(resp.get("server_usage"))
     times = resp.get("chunk_times")
-    chunks = [(t - start, 1) for x in times if (t := as_number(x)) is not None
-              and start <= t <= end] if isinstance(times, list) else []
+    if times is not None and not isinstance(times, list):
+        raise InputError(f"{path}: chunk_times of the request with start_time {start!r} is "
+                         f"{_shown(times)}: expected a list of perf_counter stamps; a "
+                         "damaged or edited file")
+    chunks = []
+    for j, x in enumerate(times or []):
+        t = as_number(x)
+        if t is None or not start <= t <= end:
+            raise InputError(f"{path}: chunk_times[{j}] of the request with start_time "
+                             f"{start!r} is {_shown(x)}: "
+                             f"expected a stamp between its start_time ({start:.6f}) and "
+                             f"end_time ({end:.6f}); a damaged or edited file")
+        chunks.append((t - start, 1))
+    for key in ("completion_tokens", "prompt_tokens"):
+        if usage.get(key) is not None:
+            count_field(path, f"server_usage.{key} of the request with start_time {start!r}",
+                        usage[key])
     error = as_mapping(row.get("error"))
     outcome: Outcome = "ok"
     status: int | None = 200
@@ -200,12 +233,13 @@ def _config(folder: Path) -> Mapping[str, Any]:
     import yaml
 
     path = folder / "config.yaml"
-    if not path.is_file() or path.stat().st_size > 1 << 20:  # a config is a few KB
+    if not path.is_file():
         return {}
-    try:
-        return as_mapping(yaml.safe_load(_read_bytes(path)))
-    except yaml.YAMLError:
-        return {}
+    try:  # a config is a few KB
+        return as_mapping(yaml.safe_load(_read_bytes(inside(folder, path), 1 << 20)))
+    except (yaml.YAMLError, RecursionError) as exc:  # the endpoint is then unknown
+        raise InputError(f"{path}: not YAML ({clean(str(exc), 160)}); expected "
+                         "inference-perf's config") from None
 
 
 def _reported(path: Path) -> dict[str, Any]:
@@ -215,8 +249,9 @@ def _reported(path: Path) -> dict[str, Any]:
     latency = as_mapping(ok.get("latency"))
     out: dict[str, Any] = {"count": _count(ok.get("count")),
                            "failures": _count(as_mapping(doc.get("failures")).get("count")),
-                           "throughput": {k: as_number(v) for k, v in
-                                          as_mapping(ok.get("throughput")).items()}}
+                           # its names are the file's: cleaned, and a few kept
+                           "throughput": {clean(str(k), 60): as_number(v) for k, v in
+                                          list(as_mapping(ok.get("throughput")).items())[:16]}}
     for name in ("time_to_first_token", "time_per_output_token", "inter_token_latency",
                  "request_latency"):
         d = as_mapping(latency.get(name))

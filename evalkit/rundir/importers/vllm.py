@@ -35,7 +35,6 @@ another in the order of their `date`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -46,11 +45,17 @@ from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
 from evalkit.rundir.importers.common import (
     _ERROR,
+    MAX_FILE_BYTES,
+    MAX_RUN_S,
     Imported,
     _count,
     _json_object,
+    _shown,
     _status_of,
     _text,
+    count_field,
+    inside,
+    seconds_field,
 )
 from evalkit.sanitize import clean
 
@@ -65,14 +70,25 @@ LEVEL_GAP_S = 1.0
 _REPORTED = ("completed", "failed", "duration", "request_throughput", "output_throughput",
              "total_token_throughput", "max_concurrent_requests")
 _REPORTED_MS = ("ttft", "tpot", "itl", "e2el")
+#: a directory of more result files than this is no one ramp
+MAX_FILES = 256
+#: a max_concurrency beyond this is no level a run measured
+MAX_LEVEL = 100_000
+#: perf_counter stamps (start_times) are seconds since some boot: below this
+MAX_STAMP_S = 1e12
 
 
 def read_vllm(path: Path) -> Imported:
     """A `vllm bench serve` result JSON, or a directory of them, as records."""
-    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    files = sorted(inside(path, f) for f in path.glob("*.json")) if path.is_dir() else [path]
     if not files:
         raise InputError(f"{path}: a directory without a .json file; expected the result "
                          "files `vllm bench serve --save-result --save-detailed` wrote")
+    total = sum(f.stat().st_size for f in files)  # every file's document is held at once
+    if total > MAX_FILE_BYTES or len(files) > MAX_FILES:
+        raise InputError(f"{path}: {len(files):,} result files of {total:,} bytes, more than "
+                         f"evalkit reads at once ({MAX_FILES} files, {MAX_FILE_BYTES >> 20} "
+                         "MiB): import the levels in smaller directories")
     runs = sorted(((f, *_run(f)) for f in files), key=lambda r: str(r[1].get("date") or ""))
     records: list[RequestRecord] = []
     levels: list[int] = []
@@ -84,16 +100,19 @@ def read_vllm(path: Path) -> Imported:
             raise InputError(f"{f}: a second run at max_concurrency {level}; import one file "
                              "per level")
         levels.append(level)
-        starts = [as_number(t) for t in doc["start_times"]]
-        origin = min((t for t in starts if t is not None), default=None)
-        if origin is None:
+        starts = [seconds_field(f, f"start_times[{i}]", t, MAX_STAMP_S)
+                  for i, t in enumerate(doc["start_times"])]
+        if not starts:
             raise InputError(f"{f}: no request with a start time: nothing to import")
+        origin = min(starts)
+        if max(starts) - origin > MAX_RUN_S:
+            raise InputError(f"{f}: start_times span {max(starts) - origin:,.0f} s: not one "
+                             "run's clock; a damaged or edited file")
         last = offset
-        for i in range(len(doc["start_times"])):
-            rec = _record(doc, i, level, origin, offset, f.stem)
-            if rec is not None:
-                records.append(rec)
-                last = max(last, rec.t0_s + (rec.end_s or 0.0))
+        for i, start in enumerate(starts):
+            rec = _record(f, doc, i, level, start - origin + offset)
+            records.append(rec)
+            last = max(last, rec.t0_s + (rec.end_s or 0.0))
         offset = last + LEVEL_GAP_S
         reported[str(level)] = _reported(doc)
         prompts = _count(doc.get("num_prompts"))
@@ -111,20 +130,24 @@ def read_vllm(path: Path) -> Imported:
                 else "openai-completions"},
         settings={"ramp": {"levels": sorted(levels)},
                   "backend": _text(first.get("backend"), 40)},
-        started_at=_local(first, before=True), ended_at=_local(runs[-1][1], before=False),
+        started_at=_local(runs[0][0], first, before=True),
+        ended_at=_local(runs[-1][0], runs[-1][1], before=False),
         complete=True, reported=reported,
         notes=[*notes, "vLLM's `date` is its machine's local time, its zone not recorded: "
                "the run's start and end are read as UTC, to the second"])
 
 
-def _local(doc: Mapping[str, Any], before: bool) -> str | None:
+def _local(path: Path, doc: Mapping[str, Any], before: bool) -> str | None:
     """`date` (local, "%Y%m%d-%H%M%S", written when the run ended) as an ISO time; the
     start is that less the run's `duration`."""
     text = doc.get("date")
     try:
-        when = datetime.strptime(str(text), "%Y%m%d-%H%M%S")
+        when = datetime.strptime(str(text)[:40], "%Y%m%d-%H%M%S")
     except ValueError:
         return None
+    if not 1970 < when.year < 2100:  # a run's date, not a date beyond a trace's clock
+        raise InputError(f"{path}: date {clean(str(text), 20)!r} is no time a run ended "
+                         "(1970-2100); a damaged or edited file")
     duration = as_number(doc.get("duration"))
     if before and duration is not None and 0 <= duration < 1e7:
         when -= timedelta(seconds=duration)
@@ -148,7 +171,8 @@ def _run(path: Path) -> tuple[dict[str, Any], int]:
         raise InputError(f"{path}: its per-request lists differ in length: a damaged file")
     rate = doc.get("request_rate")
     level = _count(doc.get("max_concurrency"))
-    if not level or rate not in ("inf", None) or doc.get("ramp_up_strategy") is not None:
+    if not level or level > MAX_LEVEL or rate not in ("inf", None) \
+            or doc.get("ramp_up_strategy") is not None:
         raise InputError(
             f"{path}: request_rate {clean(str(rate), 20)}, max_concurrency "
             f"{clean(str(doc.get('max_concurrency')), 20)}: evalkit imports closed-loop runs "
@@ -156,42 +180,51 @@ def _run(path: Path) -> tuple[dict[str, Any], int]:
     return doc, level
 
 
-def _record(doc: Mapping[str, Any], i: int, level: int, origin: float, offset: float,
-            stem: str) -> RequestRecord | None:
-    start = as_number(doc["start_times"][i])
-    if start is None or start < origin:
-        return None
-    message = _text(doc["errors"][i], _ERROR)
-    ttft = as_number(doc["ttfts"][i])
-    latency = as_number(doc["latencies"][i])
+def _record(path: Path, doc: Mapping[str, Any], i: int, level: int,
+            t0_s: float) -> RequestRecord:
+    """Request `i` of a checked file. Every field is read strictly (`seconds_field`,
+    `count_field`): a value vLLM does not write refuses the import, naming the field,
+    rather than read as the vendor's failure or as a figure."""
+    error = doc["errors"][i]
+    if error is not None and not isinstance(error, str):
+        raise InputError(f"{path}: errors[{i}] is {_shown(error)}: expected the error's text "
+                         "(an empty string for a success); a damaged or edited file")
+    message = _text(error, _ERROR)
+    ttft = seconds_field(path, f"ttfts[{i}]", doc["ttfts"][i])
+    latency = seconds_field(path, f"latencies[{i}]", doc["latencies"][i])
     gaps_raw = doc["itls"][i]
-    gaps = [g for x in gaps_raw if (g := as_number(x)) is not None and g >= 0] \
-        if isinstance(gaps_raw, list) else []
+    if not isinstance(gaps_raw, list):
+        raise InputError(f"{path}: itls[{i}] is {_shown(gaps_raw)}: expected a list of "
+                         "seconds; a damaged or edited file")
+    gaps = [seconds_field(path, f"itls[{i}][{j}]", x) for j, x in enumerate(gaps_raw)]
+    prompt = count_field(path, f"input_lens[{i}]", doc["input_lens"][i])
+    out = count_field(path, f"output_lens[{i}]", doc["output_lens"][i])
     outcome: Outcome = "ok"
     status: int | None = 200
     if message:
         status = _REASONS.get(message.strip().lower())
         outcome, status = _status_of(message, status)
-    elif ttft is None or latency is None:
+    elif ttft == 0:  # vLLM's default: no message with choices came (its latency is 0 too)
         outcome, message = "incomplete", "no first chunk (vLLM recorded no TTFT)"
+    elif ttft > latency + 1e-6 or ttft + sum(gaps) > latency + 1e-3:
+        raise InputError(f"{path}: request {i}'s ttfts and itls end after its latencies "
+                         f"({ttft + sum(gaps):.6g} s > {latency:.6g} s): vLLM's latency is "
+                         "its last chunk's time; a damaged or edited file")
     ok = outcome == "ok"
     chunks: list[tuple[float, int]] = []
-    if ok and ttft is not None:
+    if ok:
         t = ttft
         chunks.append((t, 1))
         for g in gaps:
             t += g
             chunks.append((t, 1))
-    out = _count(doc["output_lens"][i])
-    end = latency if latency is not None and math.isfinite(latency) and latency >= 0 else None
     return RequestRecord(
-        id=f"{clean(stem, 60)}-{i}", phase="ramp", level=level, outcome=outcome,
-        t0_s=offset + start - origin,
-        prompt_tokens=_count(doc["input_lens"][i]), prompt_tokens_estimated=True,
+        id=f"{clean(path.stem, 60)}-{i}", phase="ramp", level=level, outcome=outcome,
+        t0_s=t0_s, prompt_tokens=prompt, prompt_tokens_estimated=True,
         output_tokens=out if ok else None, output_tokens_estimated=True,
         ttft_s=ttft if ok else None, e2e_s=latency if ok else None,
         chunks=chunks, http_status=status, error=None if ok else message,
-        end_s=end if ok else None)
+        end_s=latency if ok else None)
 
 
 def _reported(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,13 @@ from typing import Literal
 
 from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.records import RequestRecord
-from evalkit.rundir.otlp.trace import Attributes, AttrValue, RunFacts, error_type
+from evalkit.rundir.otlp.trace import (
+    Attributes,
+    AttrValue,
+    RunFacts,
+    error_type,
+    phase_name,
+)
 
 #: the conventions' boundaries for durations (s) and token counts
 SECONDS_BOUNDS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
@@ -113,7 +119,7 @@ def build_metrics(facts: RunFacts, records: Iterable[RequestRecord], summary: Su
     duration, tokens = _Counted(SECONDS_BOUNDS), _Counted(TOKEN_BOUNDS)
     first, per_chunk = _Counted(SECONDS_BOUNDS), _Counted(SECONDS_BOUNDS)
     for rec in records:
-        attrs = {**base, "evalkit.phase": rec.phase,
+        attrs = {**base, "evalkit.phase": phase_name(rec),
                  **({"evalkit.level": rec.level} if rec.level is not None else {})}
         took = next((t for t in (rec.end_s, rec.e2e_s) if t is not None), None)
         if took is not None:

@@ -9,18 +9,20 @@ OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER=none, turn a signal off. Headers fo
 collector (an API key) come only from OTEL_EXPORTER_OTLP_HEADERS and its per-signal forms,
 read by the SDK itself: they are never a flag value, never written to run.json, and a
 message from the exporter that repeats one has it blanked. An endpoint URL with
-credentials in it (user:password@) is refused for the same reason. The SDK's other
-variables apply as it reads them (OTEL_EXPORTER_OTLP_CERTIFICATE, _COMPRESSION, ...);
-OTEL_EXPORTER_OTLP_TIMEOUT is read here, in milliseconds as the specification says (the
-Python SDK alone reads seconds), and passed on.
+credentials in it (user:password@) or a query (?token=) is refused for the same reason.
+The SDK's other variables apply as it reads them (OTEL_EXPORTER_OTLP_CERTIFICATE,
+_COMPRESSION, ...); OTEL_EXPORTER_OTLP_TIMEOUT is read here, in milliseconds as the
+specification says (the Python SDK alone reads seconds), and passed on.
 
 Bounded: each export request has that timeout (default 10 s; the SDK retries a 429, 502,
 503, 504 or a refused connection inside it), the first failed request ends the export (a
 dead collector is not asked 100 times), and the whole export runs on a daemon thread
 that is abandoned once the collector has accepted no batch for three timeouts (or after
 `TOTAL_S` in all), so a collector that accepts and then trickles bytes costs at most
-that. Nothing here can fail the caller: a failure is an `ExportOutcome` whose `problem`
-says what happened, and the run directory is never written.
+that. A collector's answer is read to `ANSWER_MAX_BYTES`, and a redirect is a failed
+delivery, never followed (the SDK would count it as delivered). Nothing here can fail
+the caller: a failure is an `ExportOutcome` whose `problem` says what happened, and the
+run directory is never written.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ DEADLINE_TIMEOUTS = 3
 #: collector: `evalkit export otlp` sends it again from the run directory)
 TOTAL_S = 600.0
 INSTALL_HINT = "pip install 'evalkit[otlp]'"
+#: the most of a collector's answer read: OTLP's is a small protobuf (a partial-success
+#: message at most); a collector that answers with megabytes costs this much memory
+ANSWER_MAX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,14 @@ def _url(value: str, where: str) -> str:
     except ValueError:
         host, url = None, urllib.parse.urlsplit("")
     if url.scheme not in ("http", "https") or not host:
-        raise UsageError(f"{where}: {clean(value, 120)!r} is not an http(s) URL of a "
+        # shown without what may be a secret: a query, a fragment, a user part
+        shown = value.split("?")[0].split("#")[0].rsplit("@", 1)[-1]
+        raise UsageError(f"{where}: {clean(shown, 120)!r} is not an http(s) URL of a "
                          "collector, e.g. http://localhost:4318")
-    if url.username is not None or url.password is not None:
-        raise UsageError(f"{where}: the URL carries credentials; put them in "
+    if url.username is not None or url.password is not None or url.query or url.fragment:
+        # a query is where a token hides (?token=, ?x-api-key=), and the SDK's messages
+        # repeat the URL whole; a base URL's query would also swallow the signal's path
+        raise UsageError(f"{where}: the URL carries credentials or a query; put a token in "
                          "OTEL_EXPORTER_OTLP_HEADERS (e.g. 'authorization=Bearer%20...'), which "
                          "is never written anywhere")
     return value.strip()
@@ -308,7 +317,8 @@ def _deliver(trace: RunTrace, metrics: RunMetrics, target: OtlpTarget,
         resource = _resource(resource_attrs)
         if target.traces_url:
             spans = trace.spans
-            exporter = OTLPSpanExporter(endpoint=target.traces_url, timeout=target.timeout_s)
+            exporter = OTLPSpanExporter(endpoint=target.traces_url, timeout=target.timeout_s,
+                                        session=_session())
             try:
                 for i in range(0, len(spans), SPAN_BATCH):
                     batch = spans[i:i + SPAN_BATCH]  # the SDK's spans a batch at a time
@@ -323,7 +333,7 @@ def _deliver(trace: RunTrace, metrics: RunMetrics, target: OtlpTarget,
                 exporter.shutdown()  # type: ignore[no-untyped-call]
         if target.metrics_url and metrics.points:
             m_exporter = OTLPMetricExporter(endpoint=target.metrics_url,
-                                            timeout=target.timeout_s)
+                                            timeout=target.timeout_s, session=_session())
             try:
                 result = m_exporter.export(_metrics_data(metrics, resource),
                                            timeout_millis=target.timeout_s * 1000)
@@ -337,6 +347,33 @@ def _deliver(trace: RunTrace, metrics: RunMetrics, target: OtlpTarget,
         progress.problem = f"{type(exc).__name__}: {exc}"
     finally:
         progress.done.set()
+
+
+def _session() -> Any:
+    """The exporters' HTTP session: a collector's answer is read up to `ANSWER_MAX_BYTES`,
+    and a redirect is a failure. The SDK neither follows a redirect nor fails it: it
+    counts any 3xx as delivered, and it reads a 200's body whole, however large."""
+    import requests
+
+    class Redirected(requests.RequestException):
+        """A collector that answers 3xx: nothing was delivered, and the headers (a token)
+        are not sent on to wherever it points."""
+
+    class Bounded(requests.Session):
+        def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
+            kwargs.update(allow_redirects=False, stream=True)
+            response = super().request(method, url, *args, **kwargs)
+            try:
+                response._content = response.raw.read(ANSWER_MAX_BYTES, decode_content=True)
+            finally:
+                response.close()
+            if 300 <= response.status_code < 400:
+                raise Redirected(f"the collector answered {response.status_code} (a "
+                                 "redirect, not followed): nothing was delivered; point the "
+                                 "endpoint at the collector itself")
+            return response
+
+    return Bounded()
 
 
 def _resource(attrs: Mapping[str, str]) -> Any:

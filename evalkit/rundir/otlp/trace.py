@@ -160,7 +160,8 @@ def _wall_origin(run: Mapping[str, object]) -> int | None:
         return None
     if when.tzinfo is None:  # a peer tool's local time, zone unrecorded: read as UTC,
         when = when.replace(tzinfo=UTC)  # as the catalog reads it
-    return int(when.timestamp() * 1e9)
+    ns = int(when.timestamp() * 1e9)
+    return ns if 0 < ns < 1 << 62 else None  # OTLP's clock: unsigned ns, to 2116 here
 
 
 # --------------------------------------------------------------------------- spans
@@ -220,15 +221,16 @@ def build_trace(facts: RunFacts, records: Iterable[RequestRecord]) -> RunTrace:
     groups: dict[str, list[PlannedSpan]] = defaultdict(list)
     levels: dict[tuple[str, int], list[PlannedSpan]] = defaultdict(list)
     for i, rec in enumerate(records):
-        parent = (_id(facts.identity, f"level:{rec.phase}:{rec.level}", 64)
-                  if rec.phase in LEVELLED and rec.level is not None
-                  else _id(facts.identity, f"phase:{rec.phase}", 64))
+        phase = phase_name(rec)
+        parent = (_id(facts.identity, f"level:{phase}:{rec.level}", 64)
+                  if phase in LEVELLED and rec.level is not None
+                  else _id(facts.identity, f"phase:{phase}", 64))
         span = request_span(facts, rec, origin, _id(facts.identity, f"request:{i}:{rec.id}",
                                                    64), parent)
         requests.append(span)
-        groups[rec.phase].append(span)
-        if rec.phase in LEVELLED and rec.level is not None:
-            levels[(rec.phase, rec.level)].append(span)
+        groups[phase].append(span)
+        if phase in LEVELLED and rec.level is not None:
+            levels[(phase, rec.level)].append(span)
     level_spans = [_group_span(
         facts, f"evalkit {phase} level {level}", _id(facts.identity, f"level:{phase}:{level}",
                                                      64),
@@ -257,6 +259,12 @@ def build_trace(facts: RunFacts, records: Iterable[RequestRecord]) -> RunTrace:
     return RunTrace(trace_id, (top, *phase_spans, *level_spans, *requests), len(requests))
 
 
+def phase_name(rec: RequestRecord) -> str:
+    """A record's phase as a span or metric names it: a run directory handed over may
+    carry any text there (escapes, a bell, megabytes), and a trace view prints it."""
+    return clean(rec.phase, 40)
+
+
 def _validity(facts: RunFacts, scope: str | None) -> dict[str, AttrValue]:
     status = facts.validity.get(scope) if scope else None
     return {"evalkit.validity": status} if status else {}
@@ -283,7 +291,7 @@ def request_span(facts: RunFacts, rec: RequestRecord, origin_ns: int, span_id: i
         # the same under its name before semantic-conventions v1.37, which backends built
         # on the older conventions still read
         "gen_ai.system": provider, "gen_ai.request.stream": True, **facts.server(),
-        "evalkit.request.id": clean(rec.id, 120), "evalkit.phase": rec.phase,
+        "evalkit.request.id": clean(rec.id, 120), "evalkit.phase": phase_name(rec),
         "evalkit.outcome": rec.outcome, "evalkit.chunks": len(rec.chunks)}
     optional: tuple[tuple[str, AttrValue | None], ...] = (
         ("gen_ai.request.model", facts.model),
