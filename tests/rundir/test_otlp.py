@@ -187,12 +187,15 @@ def _probe(srv: Any, out: Path, *extra: str) -> tuple[Any, float]:
 
 def _measured(out: Path) -> tuple[list[tuple[str, Any, str, int]], dict[str, Any]]:
     """What a run measured that does not depend on the moment: each record's phase, level,
-    outcome and chunk count, and the summary's counts, outcomes, validity and keys."""
+    outcome and chunk count, and the summary's counts, outcomes and keys. Not its validity:
+    this test runs beside the timing tests at nice 10, and a baseline the loaded client
+    fell behind in is flagged client-bound (degraded) in one run and not in the next;
+    that no validity reason names the collector is checked here apart."""
     records = sorted((r["phase"], r["level"], r["outcome"], len(r["chunks"]))
                      for r in _records(out))
     s = json.loads((out / "summary.json").read_text())
+    assert "otlp" not in json.dumps(s["validity"]).lower()
     return records, {"keys": sorted(s), "requests": s["requests"], "outcomes": s["outcomes"],
-                     "validity": s["validity"]["status"],
                      "baseline": sorted(s["baseline"])}
 
 
