@@ -49,8 +49,11 @@ _HEADER_FLAGS = frozenset({"--header", "-H"})
 _SCHEMES = re.compile(r"(?i)\b(bearer|basic|token)\s+[^\s'\"]+")
 _KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|tok)-[A-Za-z0-9_\-]{8,}")
 _URL_USER = re.compile(r"(?i)(\w+://)[^/\s@]+@")
-_QUERY_SECRET = re.compile(r"(?i)([?&](?:api[-_]?key|key|token|access_token|sig|signature|"
-                           r"password|secret)=)[^&\s]+")
+#: a query value whose name ends in a secret's word (`api_key`, `x-api-key`, `dd-api-key`,
+#: `subscription-key`, `access_token`, `sig`, Azure Functions' `code`)
+_QUERY_SECRET = re.compile(r"(?i)([?&](?:[\w.-]*[-_.])?(?:api[-_]?key|apikey|key|token|sig|"
+                           r"signature|password|passwd|secret|code|auth|authorization|credentials?)=)"
+                           r"[^&\s#]+")
 
 
 def _files(package: Path, data: Mapping[str, Path]) -> list[tuple[str, Path]]:

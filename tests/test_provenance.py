@@ -165,6 +165,12 @@ def test_findings_compare_the_recorded_with_the_running() -> None:
     ([f"note {KEY} here"], ["note sk-*** here"]),
     (["--base-url", "https://user:pw@api.example/v1?api_key=zz&x=1"],
      ["--base-url", "https://***@api.example/v1?api_key=***&x=1"]),
+    # a key named by a prefix, a vendor's own name or a cloud's signature: all blanked;
+    # a name that merely ends in the letters (monkey) is not a key
+    (["--metrics-url", "https://m.example/metrics?x-api-key=zz&dd-api-key=yy&monkey=1"],
+     ["--metrics-url", "https://m.example/metrics?x-api-key=***&dd-api-key=***&monkey=1"]),
+    (["https://f.example/api?code=abcd&subscription-key=ef&X-Amz-Signature=0a"],
+     ["https://f.example/api?code=***&subscription-key=***&X-Amz-Signature=***"]),
     (["--auth", "bearer"], ["--auth", "bearer"]),
 ])
 def test_the_command_line_keeps_no_secret(argv: list[str], kept: list[str]) -> None:

@@ -10,7 +10,7 @@ import ssl
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -82,6 +82,14 @@ class Target:
                              "accented letter or smart quote pasted with it); it is not shown")
         if self.user_agent is not None and SENDABLE.fullmatch(self.user_agent) is None:
             raise UsageError("the user-agent must be printable ASCII")
+        where = urlsplit(self.base_url)
+        if where.query or where.fragment or "@" in where.netloc:
+            # run.json keeps the base URL, and a query would land inside every request's
+            # path (before /chat/completions): a key in it would be written and still fail
+            raise UsageError(
+                "--base-url must not carry a query (?...), a fragment (#...) or a user "
+                "part (user:password@): give a key with --api-key-env or --header, Azure's "
+                "api-version with --api-version; the URL is not shown, as it may hold a key")
 
     def request_deadline(self, max_tokens: int) -> float:
         """A request's whole-time deadline: an endless trickle must end as a timeout.

@@ -125,6 +125,24 @@ class TestEndpointErrors:
         assert result.exit_code == 2 and "cannot reach" in result.output, result.output
         assert "printable" not in result.output
 
+    @pytest.mark.parametrize("url", [
+        "https://fn.example/api/v1?code=SECRET-1234", "https://h.example/v1?x-api-key=SECRET-1234",
+        "https://user:SECRET-1234@h.example/v1", "https://h.example/v1#SECRET-1234"])
+    def test_a_key_in_the_base_url_is_a_usage_error_before_any_run(
+            self, url: str, tmp_path: Path) -> None:
+        """run.json keeps the base URL, and a query would be sent inside every request's
+        path: a key in the URL is refused before a run directory exists, never shown."""
+        from click.testing import CliRunner
+
+        from evalkit.cli import cli
+
+        result = CliRunner().invoke(cli, ["probe", "--base-url", url, "--model", "m",
+                                          "--out", str(tmp_path / "r"), "--quiet"])
+        assert result.exit_code == 2, result.output
+        assert "--base-url must not carry a query" in result.output
+        assert "SECRET" not in result.output and "Traceback" not in result.output
+        assert not (tmp_path / "r").exists()
+
     @pytest.mark.parametrize("target", [
         {"headers": (("X-Org", "caf\u00e9-sk-1"),)}, {"headers": (("X-Org", "sk-1\r\nX: y"),)},
         {"headers": (("X Org", "sk-1"),)}, {"secret": "sk-1\u00a0"}, {"user_agent": "a\nb"},
