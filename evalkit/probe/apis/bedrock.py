@@ -46,7 +46,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalkit.errors import UsageError
-from evalkit.probe.apis.fields import Delta, as_count, as_dict, as_str, content_text, served
+from evalkit.probe.apis.fields import Delta, as_count, as_dict, as_str, served, system_and_turns
 from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.records import MAX_COUNT
 from evalkit.sanitize import clean
@@ -143,16 +143,12 @@ class BedrockConverse:
         """Converse body: messages of text blocks, the system prompt apart, the output
         limit and temperature in `inferenceConfig`. No seed, no logprobs in this API; the
         length-forcing fields go to the model as `additionalModelRequestFields`."""
-        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-        system = "\n".join(content_text(m.get("content")) for m in messages
-                           if m.get("role") == "system")
+        system, turns = system_and_turns(prompt)
         inference: dict[str, Any] = {"maxTokens": max_tokens}
         if sampling.temperature is not None:
             inference["temperature"] = sampling.temperature
         body: dict[str, Any] = {
-            "messages": [{"role": m.get("role"),
-                          "content": [{"text": content_text(m.get("content"))}]}
-                         for m in messages if m.get("role") != "system"],
+            "messages": [{"role": role, "content": [{"text": text}]} for role, text in turns],
             "inferenceConfig": inference}
         if system:
             body["system"] = [{"text": system}]

@@ -236,3 +236,13 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return str(content if content is not None else "")
+
+
+def system_and_turns(prompt: str | list[dict[str, Any]]) -> tuple[str, list[tuple[str, str]]]:
+    """A prompt as the clouds' APIs take it: the system messages' text joined (they have
+    no system role), and each other turn as (role, text)."""
+    messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+    system = "\n".join(content_text(m.get("content")) for m in messages
+                       if m.get("role") == "system")
+    return system, [(str(m.get("role")), content_text(m.get("content"))) for m in messages
+                    if m.get("role") != "system"]

@@ -45,9 +45,9 @@ from evalkit.probe.apis.fields import (
     as_dict,
     as_name,
     as_str,
-    content_text,
     forced_length,
     served,
+    system_and_turns,
 )
 from evalkit.probe.apis.sampling import DEFAULT_SAMPLING, Sampling
 from evalkit.records import MAX_COUNT
@@ -123,9 +123,7 @@ class Gemini:
         """`contents` (an assistant's turn is the `model` role), the system prompt as
         `systemInstruction`, the output limit, temperature, seed and logprobs in
         `generationConfig` (the API takes all three)."""
-        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
-        system = "\n".join(content_text(m.get("content")) for m in messages
-                           if m.get("role") == "system")
+        system, turns = system_and_turns(prompt)
         config: dict[str, Any] = {"maxOutputTokens": max_tokens}
         if sampling.temperature is not None:
             config["temperature"] = sampling.temperature
@@ -134,9 +132,8 @@ class Gemini:
         if sampling.logprobs:
             config["responseLogprobs"] = True
         body: dict[str, Any] = {
-            "contents": [{"role": "model" if m.get("role") == "assistant" else "user",
-                          "parts": [{"text": content_text(m.get("content"))}]}
-                         for m in messages if m.get("role") != "system"],
+            "contents": [{"role": "model" if role == "assistant" else "user",
+                          "parts": [{"text": text}]} for role, text in turns],
             "generationConfig": config}
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}

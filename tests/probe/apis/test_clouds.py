@@ -454,3 +454,25 @@ def test_a_pickled_bedrock_target_carries_no_credential_and_signs_again(
     assert EXAMPLE_SECRET_KEY.encode() not in raw and EXAMPLE_ACCESS_KEY.encode() not in raw
     _, (rec,) = _streams(pickle.loads(raw))
     assert rec.outcome == "ok", rec.error
+
+
+def test_a_conversation_goes_to_each_cloud_in_its_own_shape() -> None:
+    """System messages (which neither cloud has as a role) go to the body's own field, the
+    turns keep their order, an assistant's turn is Gemini's `model`, content parts are
+    joined as text."""
+    from evalkit.probe.apis.bedrock import BedrockConverse
+    from evalkit.probe.apis.gemini import Gemini
+
+    convo = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
+             {"role": "assistant", "content": [{"type": "text", "text": "hello"}]},
+             {"role": "user", "content": "and?"}]
+    bedrock = BedrockConverse().build_body("m", convo, 8, False)
+    assert bedrock["system"] == [{"text": "be brief"}]
+    assert bedrock["messages"] == [{"role": "user", "content": [{"text": "hi"}]},
+                                   {"role": "assistant", "content": [{"text": "hello"}]},
+                                   {"role": "user", "content": [{"text": "and?"}]}]
+    gemini = Gemini().build_body("m", convo, 8, False)
+    assert gemini["systemInstruction"] == {"parts": [{"text": "be brief"}]}
+    assert [(c["role"], c["parts"][0]["text"]) for c in gemini["contents"]] == [
+        ("user", "hi"), ("model", "hello"), ("user", "and?")]
+    assert "system" not in BedrockConverse().build_body("m", "hi", 8, False)
