@@ -11,18 +11,54 @@ readers clean them before a page.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from evalkit.analysis.jsonread import Json, as_mapping, read_as
+from evalkit.analysis.jsonread import Json, read_as
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The sampling every request asked for (temperature, seed; None: the API's own)."""
+
+    temperature: float | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True)
 class Target:
-    """The endpoint probed: its base URL, the model asked for, and the API spoken."""
+    """The endpoint probed: its base URL, the model asked for, the API spoken, how the
+    probe authenticated (the kind, never the secret) and the sampling it asked for."""
 
     base_url: str | None = None
     model: str | None = None
     api: str | None = None
+    auth: str | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The run's clock: its origin (t0_s = 0) read on the wall clock, in Unix ns, as
+    written (a whole number kept whole: read through a float it would move in 256 ns
+    steps), or None."""
+
+    wall_ns: Json | None = None
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """One file an imported run was read from: its SHA-256."""
+
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The typed part of run.json's `imported` (a run read from a peer tool's files)."""
+
+    tool: str | None = None
+    files: tuple[ImportedFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +111,7 @@ class RunMeta:
     """run.json's keys the stages after the probe read, each typed."""
 
     schema: str | None = None
+    run_id: str | None = None
     tool_version: str | None = None
     suite_version: str | None = None
     #: complete | interrupted | ... (None: not recorded)
@@ -100,10 +137,19 @@ class RunMeta:
     #: what a run imported from a peer tool (`evalkit import`) was read from and how its
     #: figures differ from ours (free-form; None: a probe's run)
     imported: Json | None = None
+    #: the run's clock (its origin on the wall clock)
+    clock: Clock = field(default_factory=Clock)
+
+    @property
+    def imported_from(self) -> Imported | None:
+        """`imported` read as typed data (None: a probe's run, not an import)."""
+        return read_as(Imported, self.imported) if isinstance(self.imported, Mapping) \
+            else None
 
     @classmethod
     def from_json(cls, doc: object) -> RunMeta:
         """run.json read (anything missing or malformed is None or empty)."""
-        base = read_as(cls, {k: v for k, v in as_mapping(doc).items() if k != "prompts_file"})
+        doc = doc if isinstance(doc, Mapping) else {}
+        base = read_as(cls, {k: v for k, v in doc.items() if k != "prompts_file"})
         prov = read_as(Provenance, base.provenance)
         return replace(base, prompts_file=prov.prompts.file if prov.prompts else None)

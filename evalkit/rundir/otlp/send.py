@@ -249,7 +249,7 @@ def export_run(run_dir: Path, target: OtlpTarget) -> ExportOutcome:
 
     require_sdk()
     rd = open_run(run_dir)
-    facts = run_facts(rd.run, rd.summary)
+    facts = run_facts(rd.meta, rd.summary)
     try:
         trace = build_trace(facts, rd.records)
     except ValueError as exc:

@@ -31,8 +31,11 @@ from datetime import UTC, datetime
 from typing import Literal
 from urllib.parse import urlsplit
 
-from evalkit.analysis.summary import Summary, as_count, as_mapping, as_number, as_text
+from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.summary import Summary, as_text
+from evalkit.analysis.thresholds import Thresholds
 from evalkit.records import RequestRecord
+from evalkit.rundir.meta import RunMeta
 from evalkit.sanitize import clean
 
 #: an attribute's value, as OTLP carries it
@@ -113,32 +116,29 @@ class RunFacts:
         return {"server.address": clean(host, 200), **({"server.port": port} if port else {})}
 
 
-def run_facts(run: Mapping[str, object], summary: Summary) -> RunFacts:
-    """run.json and the typed summary read for a trace; a run.json field of the wrong
-    type is absent."""
-    target = as_mapping(run.get("target"))
-    sampling = as_mapping(target.get("sampling"))
-    imported = as_mapping(run.get("imported"))
+def run_facts(run: RunMeta, summary: Summary) -> RunFacts:
+    """run.json and the typed summary read for a trace (`RunMeta`: a field of the wrong
+    type is absent)."""
+    target, imported = run.target, run.imported_from
     v = summary.sections.validity
     validity: dict[str, str] = {"run": v.status} if v.status != "unknown" else {}
     validity.update({f"phase:{clean(name, 40)}": clean(g.status, 40)
                      for name, g in v.phases.items() if g.status})
     validity.update({f"level:{n}": clean(g.status, 40) for n, g in v.levels.items()
                      if g.status})
-    stall = as_number(as_mapping(summary.sections.thresholds).get("stall_s"))
-    listed = imported.get("files")
-    files = [as_mapping(f).get("sha256") for f in listed] if isinstance(listed, list) else []
-    identity = json.dumps([run.get("run_id"), run.get("started_at"), target.get("base_url"),
-                           target.get("model"), files], default=str, sort_keys=True)
+    stall = read_as(Thresholds, summary.sections.thresholds).stall_s
+    files = [f.sha256 for f in imported.files] if imported else []
+    identity = json.dumps([run.run_id, run.started_at, target.base_url, target.model, files],
+                          sort_keys=True)
     return RunFacts(
         identity=identity, wall_origin_ns=_wall_origin(run),
-        run_id=_text(run.get("run_id"), 80), status=_text(run.get("status"), 40),
-        profile=_text(run.get("profile"), 80), suite_version=_text(run.get("suite_version"), 40),
-        base_url=_text(target.get("base_url"), 300), model=_text(target.get("model"), 200),
-        api=_text(target.get("api"), 40) or "openai-chat", auth=_text(target.get("auth"), 20),
-        temperature=as_number(sampling.get("temperature")), seed=as_count(sampling.get("seed")),
-        vendor=_text(run.get("vendor"), 120), imported_tool=_text(imported.get("tool"), 40),
-        validity=validity, stall_threshold_s=stall if stall and stall > 0 else 1.0)
+        run_id=_text(run.run_id, 80), status=_text(run.status, 40),
+        profile=_text(run.profile, 80), suite_version=_text(run.suite_version, 40),
+        base_url=_text(target.base_url, 300), model=_text(target.model, 200),
+        api=_text(target.api, 40) or "openai-chat", auth=_text(target.auth, 20),
+        temperature=target.sampling.temperature, seed=target.sampling.seed,
+        vendor=_text(run.vendor, 120), imported_tool=_text(imported.tool if imported else None, 40),
+        validity=validity, stall_threshold_s=stall if stall > 0 else 1.0)
 
 
 def _text(x: object, limit: int) -> str | None:
@@ -146,13 +146,13 @@ def _text(x: object, limit: int) -> str | None:
     return clean(text, limit) or None if text is not None else None
 
 
-def _wall_origin(run: Mapping[str, object]) -> int | None:
+def _wall_origin(run: RunMeta) -> int | None:
     """Unix ns of t0_s = 0: the clock's wall reading beside its origin, else the start."""
-    wall = as_mapping(run.get("clock")).get("wall_ns")
+    wall = run.clock.wall_ns
     if isinstance(wall, int) and not isinstance(wall, bool) and 0 < wall < 1 << 63:
         return wall  # an int as written: `as_count` goes through a float (256 ns steps)
-    started = run.get("started_at")
-    if not isinstance(started, str):
+    started = run.started_at
+    if started is None:
         return None
     try:
         when = datetime.fromisoformat(started.replace("Z", "+00:00"))
