@@ -62,3 +62,23 @@ def test_a_run_built_by_hand_reads_its_run_json_too() -> None:
                  {"schema": "evalkit.summary/1"})
     assert run.meta.target.model == "m" and run.meta.status == "running"
     assert json.dumps(run.run)  # the document itself is kept as written
+
+
+def test_the_trace_s_facts_read_typed_and_hostile_values_drop_out() -> None:
+    """What the OTel trace reads (issue 42: by field, not by key): the auth kind and
+    sampling, the clock's wall origin kept whole (a float would move it in 256 ns steps),
+    and an import's tool and files; a value of the wrong type is absent, not a crash."""
+    wall = 1_764_486_000_123_456_789
+    meta = RunMeta.from_json({
+        "run_id": "r-1", "clock": {"wall_ns": wall},
+        "target": {"auth": "bearer", "sampling": {"temperature": 0, "seed": 7}},
+        "imported": {"tool": "vllm", "files": [{"sha256": "cd" * 32}, "junk", {"sha256": 3}]}})
+    assert (meta.run_id, meta.clock.wall_ns, meta.target.auth) == ("r-1", wall, "bearer")
+    assert (meta.target.sampling.temperature, meta.target.sampling.seed) == (0.0, 7)
+    imported = meta.imported_from
+    assert imported is not None and imported.tool == "vllm"
+    assert [f.sha256 for f in imported.files] == ["cd" * 32, None]
+    hostile = RunMeta.from_json({"run_id": 5, "target": {"sampling": {"seed": "7"}},
+                                 "imported": ["not", "a", "mapping"]})
+    assert hostile.run_id is None and hostile.target.sampling.seed is None
+    assert hostile.imported_from is None and RunMeta.from_json({}).imported_from is None
