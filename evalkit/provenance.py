@@ -46,6 +46,8 @@ _SECRET_FLAG = re.compile(
     r"^--?([\w-]*[-_])?(api[-_]?key|key|token|secret|password|passwd|passphrase|"
     r"credentials?|bearer|authorization)$", re.I)
 _HEADER_FLAGS = frozenset({"--header", "-H"})
+#: flags whose URL may carry a token in its query under any name (`url_as_written`)
+_TOKEN_URL_FLAGS = frozenset({"--metrics-url"})
 _SCHEMES = re.compile(r"(?i)\b(bearer|basic|token)\s+[^\s'\"]+")
 _KEY_LIKE = re.compile(r"\b(sk|pk|rk|key|tok)-[A-Za-z0-9_\-]{8,}")
 _URL_USER = re.compile(r"(?i)(\w+://)[^/\s@]+@")
@@ -54,6 +56,21 @@ _URL_USER = re.compile(r"(?i)(\w+://)[^/\s@]+@")
 _QUERY_SECRET = re.compile(r"(?i)([?&](?:[\w.-]*[-_.])?(?:api[-_]?key|apikey|key|token|sig|"
                            r"signature|password|passwd|secret|code|auth|authorization|credentials?)=)"
                            r"[^&\s#]+")
+
+
+def url_as_written(url: str) -> str:
+    """`url` as a run may write it: a user:password@ blanked and every query value
+    blanked, whatever its name (a metrics page behind a token takes it in the query, and a
+    token's parameter name is the vendor's choice: `?t=`, `?k=`), the fragment dropped.
+    The names stay, so a reader sees that the URL had a query and what it asked for."""
+    base, _, _fragment = url.partition("#")
+    base = _URL_USER.sub(r"\1***@", base)
+    path, sep, query = base.partition("?")
+    if not sep:
+        return base
+    blanked = "&".join(f"{part.partition('=')[0]}=***" if "=" in part else part
+                       for part in query.split("&"))
+    return f"{path}?{blanked}"
 
 
 def _files(package: Path, data: Mapping[str, Path]) -> list[tuple[str, Path]]:
@@ -137,13 +154,15 @@ def _cpu_model() -> str | None:
 
 def command_line(argv: Sequence[str], redact: Callable[[str], str] = str) -> list[str]:
     """The command line as run.json may keep it: a secret flag's value (`--api-key KEY`,
-    `--token=T`), a header's value, bearer tokens, key-like words, a URL's user part and
-    secret query values are `***`; `redact` (a Target's) blanks the key it was given in
-    every form it may take."""
+    `--token=T`), a header's value, bearer tokens, key-like words, a URL's user part,
+    secret query values and every query value of a `--metrics-url` are `***`; `redact` (a
+    Target's) blanks the key it was given in every form it may take."""
     out: list[str] = []
-    hide = header = False
+    hide = header = token_url = False
     for arg in argv:
         arg = str(arg)
+        if token_url:
+            arg, token_url = url_as_written(arg), False
         if hide:
             out.append("***")
             hide = False
@@ -161,7 +180,12 @@ def command_line(argv: Sequence[str], redact: Callable[[str], str] = str) -> lis
                 out.append(arg)
                 hide = True
             continue
-        if flag in _HEADER_FLAGS:
+        if flag in _TOKEN_URL_FLAGS:
+            if eq:
+                arg = f"{flag}={url_as_written(value)}"
+            else:
+                token_url = True
+        elif flag in _HEADER_FLAGS:
             if eq:
                 out.append(f"{flag}={value.partition(':')[0]}: ***")
             else:

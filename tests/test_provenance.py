@@ -167,8 +167,14 @@ def test_findings_compare_the_recorded_with_the_running() -> None:
      ["--base-url", "https://***@api.example/v1?api_key=***&x=1"]),
     # a key named by a prefix, a vendor's own name or a cloud's signature: all blanked;
     # a name that merely ends in the letters (monkey) is not a key
-    (["--metrics-url", "https://m.example/metrics?x-api-key=zz&dd-api-key=yy&monkey=1"],
-     ["--metrics-url", "https://m.example/metrics?x-api-key=***&dd-api-key=***&monkey=1"]),
+    (["--other-url", "https://m.example/metrics?x-api-key=zz&dd-api-key=yy&monkey=1"],
+     ["--other-url", "https://m.example/metrics?x-api-key=***&dd-api-key=***&monkey=1"]),
+    # the metrics page's URL is written with every query value blanked, whatever its
+    # name: its token rides there (the scraper sends no header)
+    (["--metrics-url", "https://m.example/metrics?t=zz&monkey=1"],
+     ["--metrics-url", "https://m.example/metrics?t=***&monkey=***"]),
+    (["--metrics-url=https://m.example/metrics?t=zz"],
+     ["--metrics-url=https://m.example/metrics?t=***"]),
     (["https://f.example/api?code=abcd&subscription-key=ef&X-Amz-Signature=0a"],
      ["https://f.example/api?code=***&subscription-key=***&X-Amz-Signature=***"]),
     (["--auth", "bearer"], ["--auth", "bearer"]),
@@ -184,3 +190,13 @@ def test_the_targets_key_is_blanked_in_every_form() -> None:
     target = Target("http://127.0.0.1:9/v1", "m", secret="plainsecretvalue")
     assert prov.command_line(["echo", "x=plainsecretvalue", "PLAINSECRETVALUE"],
                              target.redact) == ["echo", "x=***", "***"]
+
+
+def test_a_url_as_written_keeps_no_query_value_or_password() -> None:
+    """A metrics page's token rides in its query under any name the vendor chose: every
+    value is blanked, the names and the path kept, the fragment dropped."""
+    from evalkit.provenance import url_as_written
+
+    assert url_as_written("https://u:pw@m.example:9/metrics?t=abc&format=prom&flag#x") == \
+        "https://***@m.example:9/metrics?t=***&format=***&flag"
+    assert url_as_written("http://m.example/metrics") == "http://m.example/metrics"

@@ -85,7 +85,9 @@ from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
                                     "TGI, llama.cpp), scraped around each phase for Q5: its "
                                     "TTFT beside ours, queue depth and token rates per ramp "
                                     "level (summary.json vendor_metrics; an unknown page's "
-                                    "metric names are kept).")
+                                    "metric names are kept). A page behind a token takes it "
+                                    "in the query (?token=...): every query value is "
+                                    "written as ***.")
 @click.option("--header", "headers", multiple=True, metavar="'K: V'",
               help="Extra request header (repeatable); values are never written.")
 @click.option("--extra-body", help="JSON object merged into every request body "

@@ -41,7 +41,7 @@ from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.plan.workloads import workload_meta
 from evalkit.probe.run.phases import SuiteRun
 from evalkit.probe.wire.framing import SENDABLE
-from evalkit.provenance import provenance
+from evalkit.provenance import provenance, url_as_written
 from evalkit.rundir.store import RunStore
 from evalkit.rundir.writeup import RunEnd, now_iso, write_up
 
@@ -320,7 +320,8 @@ def _scaleout(config: ProbeConfig, store: RunStore) -> Iterator[Any]:
 
 
 def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
-    """The config as run.json may show it: header values are never written; the workload
+    """The config as run.json may show it: header values and the metrics URL's query
+    values are never written; the workload
     and trace are run.json's `workload` (described, not copied), the prompt text its
     `prompt_text` (the corpus's digest and size)."""
     # the prompt text is never written: run.json's `prompt_text` names it by its digest
@@ -329,6 +330,8 @@ def _config_for_file(config: ProbeConfig) -> dict[str, Any]:
     for name in ("workload_file", "conversations_file", "trace_file"):
         d[name] = str(d[name]) if d[name] else None
     d["headers"] = [k for k, _ in config.headers]
+    # a metrics page's token rides in its query (the scraper sends no header)
+    d["metrics_url"] = url_as_written(config.metrics_url) if config.metrics_url else None
     d["prompts_file"] = str(config.prompts_file) if config.prompts_file else None
     d["corpus_dir"] = str(config.corpus_dir) if config.corpus_dir else None
     return d

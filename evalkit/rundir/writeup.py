@@ -21,7 +21,8 @@ from evalkit.rundir.store import RunStore
 class VendorMetrics(Protocol):
     """The vendor's own metrics page as scraped during the run (the probe's scraper)."""
 
-    url: str
+    #: the page's URL as the run may write it (a token in its query blanked)
+    shown_url: str
 
     def summary(self, records: Sequence[Any]) -> dict[str, Any]: ...
 
@@ -80,7 +81,7 @@ def final_summary(store: RunStore, end: RunEnd,
         try:
             summary["vendor_metrics"] = end.vendor.summary(records)
         except Exception as exc:  # the vendor's page must not cost the run its summary
-            summary["vendor_metrics"] = {"url": end.vendor.url,
+            summary["vendor_metrics"] = {"url": end.vendor.shown_url,
                                          "error": f"{type(exc).__name__}: {exc}"[:300]}
     store.write_summary(summary)
     return summary

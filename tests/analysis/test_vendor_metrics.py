@@ -153,12 +153,17 @@ class TestScrapeAgainstTheReference:
         srv = reference("gpu", mode="thread")
         config = ProbeConfig(srv.base_url, srv.model, tag_requests=True,
                              phases=("connect", "baseline"),
-                             metrics_url=srv.base_url + "/no-such-metrics",
+                             # a page behind a token takes it in the query (the
+                             # scraper sends no header): it must reach no file
+                             metrics_url=srv.base_url + "/no-such-metrics?t=SeCrEt-42",
                              overrides={"baseline": {"requests": 2}})
         result = run_probe(config, tmp_path / "run")
         vm = (result.summary or {})["vendor_metrics"]
         assert result.validity == "valid" and vm["scrapes_ok"] == 0
         assert "HTTP 404" in vm["scrape_errors"][0] and vm["phases"] == {}
+        assert vm["url"].endswith("/no-such-metrics?t=***")
+        written = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+        assert written and not [p.name for p in written if b"SeCrEt-42" in p.read_bytes()]
 
 
 def _q5(vm: dict[str, Any] | None, validity: str = "valid") -> Any:

@@ -27,6 +27,7 @@ from evalkit.analysis.vendor_metrics import (
     unknown_names,
 )
 from evalkit.probe.wire.replies import bounded_get
+from evalkit.provenance import url_as_written
 from evalkit.sanitize import clean
 
 
@@ -36,6 +37,9 @@ class VendorScraper:
     def __init__(self, url: str, timeout_s: float = 5.0, interval_s: float = 1.0,
                  headers: Sequence[tuple[str, str]] = (), log: Path | None = None) -> None:
         self.url = url
+        #: the URL as the run writes it (scrape log, summary.json, errors): a token in
+        #: its query is blanked, for the scraper sends no headers but these
+        self.shown_url = url_as_written(url)
         self.timeout_s = timeout_s
         self.interval_s = interval_s
         self.headers = dict(headers)
@@ -71,8 +75,8 @@ class VendorScraper:
             self._keep(_Scrape(phase, level, when, t_ns, kept, None,
                                unknown_names(text, kept)))
         except (httpx.HTTPError, ValueError) as exc:
-            self._keep(_Scrape(phase, level, when, t_ns, None,
-                               clean(f"{type(exc).__name__}: {exc}", 200)))
+            said = f"{type(exc).__name__}: {exc}".replace(self.url, self.shown_url)
+            self._keep(_Scrape(phase, level, when, t_ns, None, clean(said, 200)))
 
     def _keep(self, scrape: _Scrape) -> None:
         if scrape.when == "during":
@@ -94,7 +98,7 @@ class VendorScraper:
         try:
             if self._log_fh is None:
                 self._log_fh = open(self.log, "a", encoding="utf-8")  # noqa: SIM115
-                self._log_fh.write(json.dumps({"schema": SCRAPES_SCHEMA, "url": self.url})
+                self._log_fh.write(json.dumps({"schema": SCRAPES_SCHEMA, "url": self.shown_url})
                                    + "\n")
             self._log_fh.write(json.dumps({"phase": scrape.phase, "level": scrape.level,
                                            "when": scrape.when, "t_ns": scrape.t_ns,
@@ -155,7 +159,7 @@ class VendorScraper:
             with contextlib.suppress(OSError):
                 self._log_fh.close()
             self._log_fh = None
-        return digest(self.url, self.taken(), records)
+        return digest(self.shown_url, self.taken(), records)
 
     def taken(self) -> list[_Scrape]:
         """Every scrape of the run, in order: the log's, read back (bounded, as any run
