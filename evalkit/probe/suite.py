@@ -33,6 +33,7 @@ from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.probe.apis.base import key_env
 from evalkit.probe.apis.sampling import Sampling
 from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
+from evalkit.probe.client.cloudauth import CLOUD_AUTHS
 from evalkit.probe.load.shard import warm_up
 from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
@@ -174,12 +175,6 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
     text = run_text(config)  # chosen by the plan: the buyer's corpus, else the public text
-    secret = os.environ.get(config.api_key_env) or None
-    sent = not any(k.lower() in CREDENTIAL_HEADERS for k, _ in config.headers)
-    if sent and secret is not None and SENDABLE.fullmatch(secret) is None:  # Target's rule
-        raise UsageError(f"${config.api_key_env} must be printable ASCII (no control "
-                         "character, no accented letter or smart quote pasted with it); "
-                         "its value is not shown")
     # its adapter resolved here: an unknown --api is a usage error before anything starts
     target = Target(base_url=config.base_url, model=config.model, api=config.api,
                     headers=config.headers, extra_body=dict(config.extra_body),
@@ -189,9 +184,19 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     user_agent=config.user_agent, tag_requests=config.tag_requests,
                     sampling=Sampling(temperature=config.temperature, seed=config.request_seed,
                                       logprobs=config.logprobs),
-                    secret=secret,
                     auth=config.auth, params=(("api-version", config.api_version),)
                     if config.api_version else ())
+    # a cloud's signer authenticates (the AWS chain, Google's ADC): no key variable is
+    # read, so another vendor's key set in the shell is neither checked nor carried
+    key_read = target.auth_style not in CLOUD_AUTHS
+    secret = os.environ.get(config.api_key_env) or None if key_read else None
+    if secret is not None:
+        sent = not any(k.lower() in CREDENTIAL_HEADERS for k, _ in config.headers)
+        if sent and SENDABLE.fullmatch(secret) is None:  # Target's rule, said without it
+            raise UsageError(f"${config.api_key_env} must be printable ASCII (no control "
+                             "character, no accented letter or smart quote pasted with "
+                             "it); its value is not shown")
+        target = replace(target, secret=secret)
     # a cloud's credentials and region, and a model ARN of another region: usage errors
     # before anything starts (its signer, not the environment's key, authenticates)
     target = ready_target(target)
@@ -207,7 +212,7 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
         "clock": {"origin_ns": origin_ns, "wall_ns": wall_ns,
                   "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in requests.jsonl are offsets from origin_ns"},
-        "target": target.describe(), "api_key_env": config.api_key_env,
+        "target": target.describe(), "api_key_env": config.api_key_env if key_read else None,
         "vendor": config.vendor,
         "stands_in_for": config.stands_in_for,
         "profile": config.profile, "settings": settings.to_dict(),

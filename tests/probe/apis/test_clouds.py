@@ -303,6 +303,22 @@ def test_geminis_key_is_its_own_variable_never_openais(reference: Any, tmp_path:
     assert [t["auth_headers"] for t in srv.truth()] == [[]]
 
 
+def test_a_signed_cloud_reads_no_key_variable(reference: Any, tmp_path: Path) -> None:
+    """Bedrock signs with the AWS chain: an OPENAI_API_KEY left in the shell (here with a
+    smart quote pasted into it) is neither read, checked nor named in run.json, so it can
+    neither ride along nor stop a run that never needed it."""
+    srv = reference("gpu", mode="thread")
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalkit.cli", "probe", "--api", "bedrock-converse",
+         "--base-url", srv.root_url, "--model", BEDROCK_MODEL, "--out", str(out),
+         "--phases", "connect"],
+        env={**aws_environment(), "OPENAI_API_KEY": "sk-\u201cpasted\u201d"},
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "run.json").read_text())["api_key_env"] is None
+
+
 @pytest.mark.parametrize("api", APIS)
 def test_a_whole_run_keeps_no_secret(reference: Any, tmp_path: Path, api: str) -> None:
     """`evalkit probe --api …` end to end: every request ok, and neither the AWS secret
