@@ -30,6 +30,7 @@ from evalkit.render.charts import figures, ramp
 from evalkit.render.charts.listed import ChartInputs, draw_charts
 from evalkit.render.keyfigures import slo_limits
 from evalkit.render.page import build_page, page_fields
+from evalkit.render.questions import BADGES
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
 
@@ -147,7 +148,7 @@ class TestPageOne:
             row = page[page.index(qid + " "):]
             nxt = row.find(f"Q{int(qid[1]) + 1} ", 3)
             row = row[: nxt if nxt > 0 else 400]
-            assert f"{report.BADGES[status]} {status}" in row, (qid, row)
+            assert f"{BADGES[status]} {status}" in row, (qid, row)
         assert "headline is 6.5x the panel p50" in page
 
     def test_key_figures_are_the_runs_numbers(
@@ -617,7 +618,7 @@ class TestPagination:
             assert len(on) == 1, qid
             page = pages[on[0]]
             row = page[page.index(f"{qid} {title}"):]
-            assert f"{report.BADGES[q['status']]} {q['status']}" in row[:400], qid
+            assert f"{BADGES[q['status']]} {q['status']}" in row[:400], qid
             assert q["reason"][:30] in row, qid
         for reason in ("TTFT p90 324 ms within 500 ms", "no aggregate measured"):
             where = [t for t in pages if reason in t]
