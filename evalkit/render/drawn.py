@@ -4,14 +4,14 @@
     PageStamp.from_manifest(m, ...)    the same, as manifest.json's `page` recorded it
     Drawn                              the PDF, page one's signature box, every field's place
     FIELD_PREFIX, fields_of(pages)     the fields the template marks, read from the layout
-    page_context(card, run, ...)       the template's context, as report and verify build it
 
 `evalkit verify` draws a scorecard again from its evidence, through the code `report`
-drew it with, and compares what the two pages draw. Everything a page prints comes from
-the evidence but its stamp: the time a page without a run is dated with, the evalkit
-version and package digest in every footer, and whether page one reserves a box for a
-signature. `report` records the stamp in manifest.json (`page`) and `verify` draws with
-it, so these are the only things that may legitimately differ, and only in their shape.
+drew it with (the same `evalkit.render.page.Page`), and compares what the two pages
+draw. Everything a page prints comes from the evidence but its stamp: the time a page
+without a run is dated with, the evalkit version and package digest in every footer, and
+whether page one reserves a box for a signature. `report` records the stamp in
+manifest.json (`page`) and `verify` draws with it, so these are the only things that may
+legitimately differ, and only in their shape.
 
 Fields: the template marks every field a reader reads, the verdict, each status, each key
 figure, each section, with one mechanism: an element whose id is `field:` and its name
@@ -28,13 +28,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import evalkit
-
-if TYPE_CHECKING:
-    from evalkit.review.scorecard import Scorecard
-    from evalkit.rundir.run import RunDir
 
 #: an id that names a field: the rest of it is the field's name (ours, never vendor text)
 FIELD_PREFIX = "field:"
@@ -162,23 +158,3 @@ def fields_of(pages: Iterable[Any]) -> tuple[Field, ...]:
     return tuple(Field(i, name[len(FIELD_PREFIX):], to_points(tuple(box), page.height))
                  for i, page in enumerate(pages) for name, box in page.anchors.items()
                  if name.startswith(FIELD_PREFIX))
-
-
-def page_context(card: Scorecard, run: RunDir | None,
-                 evidence: Mapping[str, str], stamp: PageStamp,
-                 manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The template's context for a scorecard's pages, built the same way when `report`
-    draws them and when `verify` draws them again: `evidence` the attachments' SHA-256,
-    `manifest` manifest.json (where the records live when they are not attached)."""
-    from evalkit.render.evidence import records_note
-    from evalkit.render.report import build_context  # report imports this module
-    from evalkit.render.sign import box_context
-
-    context = {**build_context(card, run, evidence, stamp=stamp),
-               **box_context(stamp.signature_box)}
-    records = manifest.get("records")
-    if note := records_note(records):  # page one says where the records live
-        context["notices"] = [*context["notices"], note]
-    context["records_attached"] = records.get("attached_as") if isinstance(
-        records, Mapping) else None
-    return context

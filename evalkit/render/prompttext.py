@@ -4,14 +4,14 @@ A probe whose requests carried text that ships with evalkit could be recognised 
 vendor that reads evalkit's source, and served apart from its customers: page one says so
 in a box of its own, with what to run instead, so such a run never reads as customer
 traffic. A run on the buyer's own text names its source in one line (the corpus by its
-digest and size). Pure: the summary in, the box's words out.
+digest and size). Pure: the summary's typed section in, the box's words out.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
-from evalkit.analysis.summary import as_mapping
+from evalkit.analysis.summary_sections import CorpusFacts, PromptText
 from evalkit.provenance import short
 from evalkit.render.pdf import clip
 
@@ -19,35 +19,38 @@ _NAMES = {"corpus": "the buyer's corpus", "prompts": "the buyer's prompts",
           "conversations": "the buyer's conversations"}
 
 
-def prompt_text_box(summary: Any) -> dict[str, str] | None:
-    """{css, heading, text} of page one's prompt-text box (None: no run, or a summary
-    from before runs said)."""
-    section = as_mapping(as_mapping(summary).get("prompt_text"))
-    if not section:
+@dataclass(frozen=True)
+class PromptTextBox:
+    """Page one's box: its style (recognisable | unknown | private), heading and words."""
+
+    css: str
+    heading: str
+    text: str
+
+
+def prompt_text_box(section: PromptText | None) -> PromptTextBox | None:
+    """Page one's prompt-text box (None: no run, or a summary from before runs said)."""
+    if section is None or section == PromptText():
         return None
-    note = clip(section.get("note") or "", 900)
-    recognisable = section.get("recognisable")
-    if recognisable is True:
-        return {"css": "recognisable", "heading": "A VENDOR COULD RECOGNISE THIS PROBE",
-                "text": note}
-    if recognisable is None:
-        return {"css": "unknown", "heading": "", "text": f"Prompt text: {note}"}
-    counts = as_mapping(section.get("requests"))
-    parts = [name for key, name in _NAMES.items() if isinstance(counts.get(key), int)
-             and counts[key] > 0]
-    corpus = as_mapping(section.get("corpus"))
-    if corpus:
+    note = clip(section.note or "", 900)
+    if section.recognisable is True:
+        return PromptTextBox("recognisable", "A VENDOR COULD RECOGNISE THIS PROBE", note)
+    if section.recognisable is None:
+        return PromptTextBox("unknown", "", f"Prompt text: {note}")
+    counts = section.requests
+    parts = [name for key, name in _NAMES.items() if counts.get(key, 0) > 0]
+    corpus = section.corpus
+    if corpus is not None and corpus != CorpusFacts():
         parts = [f"{p} ({_corpus_words(corpus)})" if p == _NAMES["corpus"] else p
                  for p in parts]
-    return {"css": "private", "heading": "",
-            "text": f"Prompt text: {', '.join(parts) or 'the buyer’s own'}. {note}"}
+    return PromptTextBox("private", "",
+                         f"Prompt text: {', '.join(parts) or 'the buyer’s own'}. {note}")
 
 
-def _corpus_words(corpus: Any) -> str:
-    words = [f"digest {short(corpus.get('sha256'))}"]
-    for key, unit in (("files", "files"), ("tokens", "tokens"),
-                      ("task_templates", "task templates")):
-        value = corpus.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value:
+def _corpus_words(corpus: CorpusFacts) -> str:
+    words = [f"digest {short(corpus.sha256)}"]
+    for value, unit in ((corpus.files, "files"), (corpus.tokens, "tokens"),
+                        (corpus.task_templates, "task templates")):
+        if value:
             words.append(f"{value:,} {unit}")
     return ", ".join(words)

@@ -33,7 +33,7 @@ from evalkit.errors import EvalkitError, InputError, UsageError
 from evalkit.provenance import current, provenance_findings
 from evalkit.review.recheck import Difference, Recheck, compare_tree, manifest_differences
 from evalkit.verify.document import Document, read_document
-from evalkit.verify.redraw import redraw
+from evalkit.verify.redraw import Redrawn, redraw
 from evalkit.verify.signature import SignatureReport, check_signatures, load_trust
 
 if TYPE_CHECKING:
@@ -70,6 +70,12 @@ class Verification:
             for change in sig.changed_after:
                 out.insert(0, Difference(f"signature {sig.name}", what=change))
         return out
+
+    def take(self, drawn: Redrawn) -> None:
+        """What drawing the pages again found, added to this verification."""
+        self.pages, self.fields = drawn.pages, drawn.fields
+        self.recheck.differences += drawn.differences
+        self.notes += drawn.notes
 
     @property
     def verified(self) -> bool:
@@ -205,8 +211,8 @@ def verify_pdf(path: str | Path, run_dir: str | Path | None = None,
     except Exception as exc:  # pyHanko on a malformed signature: said, never a pass
         out.recheck.differences.append(Difference(
             "signature", what=f"cannot be checked ({type(exc).__name__}: {str(exc)[:200]})"))
-    card = _json(doc, "scorecard.json", out)
-    if card is None:
+    written = _json(doc, "scorecard.json", out)  # scorecard.json as the report wrote it
+    if written is None:
         return out
     manifest = _json(doc, "manifest.json", out) or {}
     if "manifest.json" not in doc.files:
@@ -229,12 +235,12 @@ def verify_pdf(path: str | Path, run_dir: str | Path | None = None,
             f"here (verify it with the evalkit that wrote it, {out.tool_version or '?'})"))
         return out
     with tempfile.TemporaryDirectory(prefix="evalkit-verify-") as tmp:
-        _rederive(doc, card, manifest, run_doc, Path(run_dir) if run_dir else None,
+        _rederive(doc, written, manifest, run_doc, Path(run_dir) if run_dir else None,
                   Path(tmp), out)
     return out
 
 
-def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
+def _rederive(doc: Document, written: dict[str, Any], manifest: Mapping[str, Any],
               run_doc: dict[str, Any] | None, run_dir: Path | None, tmp: Path,
               out: Verification) -> None:
     """Re-derive the summary and the scorecard in `tmp` and compare them (into `out`)."""
@@ -271,7 +277,7 @@ def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
             source).name == source and not source.startswith(".")
         q_path = tmp / (str(source) if safe else questionnaire)
         q_path.write_bytes(doc.files[questionnaire])
-    tolerances = card.get("tolerances")
+    tolerances = written.get("tolerances")
     ours = _our_panel(doc, out)
     try:
         tol = tolerances_from_dict(tolerances if isinstance(tolerances, dict) else None)
@@ -281,18 +287,15 @@ def _rederive(doc: Document, card: dict[str, Any], manifest: Mapping[str, Any],
         out.recheck.differences.append(Difference(
             "scorecard.json", what=f"cannot be judged again from its evidence: {exc}"))
         return
-    derived = done.card.to_json()
-    out.recheck.add(compare_tree(card, derived, "scorecard.json", skip=frozenset({"tolerances"})))
+    out.recheck.add(compare_tree(written, done.card.to_json(), "scorecard.json",
+                                 skip=frozenset({"tolerances"})))
     out.notes += provenance_notes(run_doc)
     if out.recheck.differences:  # the evidence does not give this scorecard: no page could
         out.notes.append("the pages were not drawn again: the attached evidence does not "
                          "give the scorecard they were drawn from (the differences above)")
         return
     # every page drawn again from that scorecard and compared with what the document draws
-    drawn = redraw(doc, done.card, run, manifest, signed=bool(out.signatures))
-    out.pages, out.fields = drawn.pages, drawn.fields
-    out.recheck.differences += drawn.differences
-    out.notes += drawn.notes
+    out.take(redraw(doc, done.card, run, manifest, signed=bool(out.signatures)))
 
 
 def _our_panel(doc: Document, out: Verification) -> OurPanel | None:

@@ -3,7 +3,7 @@
     redraw(doc, card, run, manifest, signed)   -> Redrawn: the differences, page by page
 
 `verify` re-derives the scorecard from the attached evidence; this draws its pages again
-from that scorecard through the code `report` drew them with (`page_context`,
+from that scorecard through the code `report` drew them with (`build_page`,
 `render_drawn`), with the document's own stamp (`evalkit.render.drawn.PageStamp`: the
 time, version and digest the page prints), and compares the two documents page by page:
 the page's size, its operators, the resources it draws with, its annotations. Anything
@@ -34,7 +34,6 @@ from evalkit.render.drawn import (
     Drawn,
     Field,
     PageStamp,
-    page_context,
     renderer_versions,
 )
 from evalkit.review.recheck import Difference
@@ -71,6 +70,7 @@ def redraw(doc: Document, card: Scorecard, run: RunDir | None,
     """The document's pages against the same pages drawn from `card` and `run`."""
     import pypdf
 
+    from evalkit.render.page import build_page, page_fields
     from evalkit.render.pdf import AssetFetcher, render_drawn, render_html
 
     stamp, wrong = PageStamp.from_manifest(manifest, signed)
@@ -81,8 +81,8 @@ def redraw(doc: Document, card: Scorecard, run: RunDir | None,
          dataclasses.asdict(stamp), manifest], sort_keys=True, default=str).encode()).digest()
     drawn = _DRAWN.pop(key, None)
     if drawn is None:
-        context = page_context(card, run, doc.digests, stamp, manifest)
-        drawn = render_drawn(render_html(context), {}, AssetFetcher())
+        page = build_page(card, run, doc.digests, stamp, manifest)
+        drawn = render_drawn(render_html(page_fields(page)), {}, AssetFetcher())
     _DRAWN[key] = drawn
     while len(_DRAWN) > _KEEP:
         del _DRAWN[next(iter(_DRAWN))]

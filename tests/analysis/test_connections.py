@@ -11,8 +11,9 @@ from evalkit.analysis.frames import frames
 from evalkit.analysis.stats import connection_cost
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.render import pdf, report
+from evalkit.render import pdf
 from evalkit.render.connections import connection_text
+from evalkit.render.page import build_page, page_fields
 from evalkit.review.scorecard import build_card
 from evalkit.rundir.run import RunDir
 from tests.analysis.helpers import closed_loop, stream
@@ -93,7 +94,7 @@ class TestPage:
         summary = summarize(recs)
         card = build_card(q("vendor: x\n"), typed(summary), Tolerances(), RUN)
         run = RunDir(json.loads((REPORT_RUN / "run.json").read_text()), summary, recs)
-        html = pdf.render_html(report.build_context(card, run, {}))
+        html = pdf.render_html(page_fields(build_page(card, run, {})))
         assert "<th>New connection</th><td>1 request opened a connection: 45.0 ms p50 " \
                "(TLS handshake 30.0 ms)" in html
         assert html.count("New connections, beside its TTFT: ") == 1

@@ -11,6 +11,7 @@ import pytest
 
 from evalkit.analysis.precision import divergence, logprob_drift
 from evalkit.analysis.summarize import summarize
+from evalkit.analysis.summary import Summary
 from evalkit.records import RequestRecord
 from tests.analysis.helpers import closed_loop, stream
 
@@ -75,7 +76,7 @@ def test_an_engine_that_never_repeats_itself_alone_is_not_accused_under_load() -
     assert p["alone"]["match_rate"] == 0.0 and p["alone"]["distinct"] == 4
     from evalkit.render.precision import answers_figure
 
-    said = answers_figure(s, None, None)
+    said = answers_figure(Summary.from_json(s).sections.precision, None, None)
     assert said is not None and "answers alone did not repeat" in said[1]
     assert [lv["status"] for lv in p["levels"]] == ["not_measured", "not_measured"]
     assert [lv["matches"] for lv in p["levels"]] == [0, 0] and p["degraded_at"] is None

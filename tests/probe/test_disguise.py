@@ -83,7 +83,7 @@ def test_the_public_text_is_spotted_and_its_scorecard_reads_better_than_it_shoul
     ramp shows no degradation and its page one reads better than the service customers
     get (and says why it may); the run on the buyer's corpus is not, and shows the
     degradation that is there."""
-    from evalkit.render.report import build_context
+    from evalkit.render.page import build_page
     from evalkit.review.pipeline import review
 
     short = {"baseline": {"requests": 4}, "canaries": {"count": 2, "alone_repeats": 1},
@@ -104,7 +104,7 @@ def test_the_public_text_is_spotted_and_its_scorecard_reads_better_than_it_shoul
         truth = _generations(srv.truth())
         spotted = [t for t in truth if t.get("spotted")]
         done = review(out, None)
-        page = build_context(done.card, done.run, {}, charts=False)  # page one's words
+        page = build_page(done.card, done.run, {}, charts=False)  # page one's words
         runs[name] = (result.summary or {}, truth, spotted, page)
     summary, truth, spotted, page = runs["public"]
     assert len(spotted) == len(truth) > 20
@@ -119,13 +119,14 @@ def test_the_public_text_is_spotted_and_its_scorecard_reads_better_than_it_shoul
     assert private_summary["ramp"]["first_degraded"] in ("ttft", "itl")
     # served apart, the spotted run's streams at 8 ran several times as fast as customers'
     assert top["tpot_s"]["p90"] < 0.4 * private_top["tpot_s"]["p90"]
-    figures, private_figures = dict(page["key_figures"]), dict(private_page["key_figures"])
+    figures, private_figures = dict(page.key_figures), dict(private_page.key_figures)
     assert "degraded first" not in figures["Max sustained concurrency"]
     assert "degraded first" in private_figures["Max sustained concurrency"]
     # and page one says why the spotted run may read better than it should
-    assert page["prompt_text"]["heading"] == "A VENDOR COULD RECOGNISE THIS PROBE"
-    assert private_page["prompt_text"]["heading"] == ""
-    assert private_page["prompt_text"]["text"].startswith("Prompt text: the buyer's corpus "
+    assert page.prompt_text is not None and private_page.prompt_text is not None
+    assert page.prompt_text.heading == "A VENDOR COULD RECOGNISE THIS PROBE"
+    assert private_page.prompt_text.heading == ""
+    assert private_page.prompt_text.text.startswith("Prompt text: the buyer's corpus "
                                                           "(digest ")
 
 

@@ -1,8 +1,8 @@
 """Charts that never collide and always say what they show.
 
-Every chart of a scorecard (`report.chart_svgs`) and of a comparison is drawn for the
-report fixture and for runs at the edges: one level, no data, 20 levels (1–20 and
-1–2¹⁹), huge (10⁷) and tiny (10⁻⁴) values, a per-GPU headline, limits crowded together.
+Every chart of a scorecard (`evalkit.render.charts.listed.CHARTS`) and of a comparison is
+drawn for the report fixture and for runs at the edges: one level, no data, 20 levels
+(1–20 and 1–2¹⁹), huge (10⁷) and tiny (10⁻⁴) values, a per-GPU headline, limits crowded together.
 Then, from matplotlib's own extents of what was drawn: no two texts overlap, no text
 covers a legend, a plot's lines, markers or boxes, every text lies inside its figure,
 every legend lies outside every plot, every title names its unit (and its levels, on a
@@ -32,11 +32,13 @@ from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.records import RequestRecord
 from evalkit.render import comparison as comparison_mod
-from evalkit.render import report
 from evalkit.render.charts import figures, kit, ramp, raster
+from evalkit.render.charts.listed import ChartInputs, draw_charts
+from evalkit.render.keyfigures import slo_limits
 from evalkit.review.compare import RunView, compare_runs
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
+from evalkit.rundir.digest import RecordDigest
 
 RUN_DIR = Path(__file__).parent.parent / "data" / "report_run"
 #: overlaps of up to this many pixels (at 100 dpi) are antialiasing, not a collision
@@ -197,6 +199,13 @@ SCENARIOS: dict[str, Any] = {
 
 # --------------------------------------------------------------------------- capture
 
+def chart_list(card: Scorecard, summary: Summary | None, recs: Any) -> list[tuple[str, str]]:
+    """Every chart of a scorecard, as (caption, svg), drawn as the page draws them."""
+    digest = recs if isinstance(recs, RecordDigest) else RecordDigest.of(recs)
+    return [(c.caption, str(c.svg))
+            for c in draw_charts(ChartInputs(card, summary, digest, slo_limits(card)))]
+
+
 Drawn = list[tuple[str, str, Figure]]  # (caption, svg, the figure it was written from)
 
 
@@ -226,7 +235,7 @@ def scorecards() -> dict[str, Drawn]:
         read = summary if summary is None or isinstance(summary, Summary) \
             else Summary.from_json(summary)  # as open_run reads it
         typed = Scorecard.from_json(card)  # a scorecard.json dict, as verify reads it back
-        return lambda: report.chart_svgs(typed, read, recs, report.slo_limits(typed))
+        return lambda: chart_list(typed, read, recs)
 
     return {name: _capture(make(name)) for name in SCENARIOS}
 

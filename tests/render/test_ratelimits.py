@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.cli import cli
 from evalkit.render import pdf, report
+from evalkit.render.page import build_page, page_fields
 from evalkit.render.ratelimits import rate_limits_text
 from evalkit.review.scorecard import build_card
 from tests.review.helpers import RUN, SAMPLES, SUMMARY, q, typed
@@ -41,9 +42,9 @@ class TestPage:
     def test_its_own_section_with_the_reason(self) -> None:
         card = build_card(q("rate_limits: {requests_per_minute: 600, notes: '<b>x</b>'}"),
                           typed(_summary(STEADY_30)), Tolerances(), RUN)
-        ctx = report.build_context(card, None, {})
-        assert ctx["rate_limits"]["status"] == "unreconciled"
-        html = pdf.render_html(ctx)
+        ctx = build_page(card, None, {})
+        assert ctx.rate_limits is not None and ctx.rate_limits.status == "unreconciled"
+        html = pdf.render_html(page_fields(ctx))
         assert "<h2>Rate limits</h2>" in html
         assert "Rejected from 30 requests/min; claimed 600 requests/min" in html
         assert 'id="answer-rate-limits"' in html
@@ -53,16 +54,17 @@ class TestPage:
     def test_not_shown_when_neither_claimed_nor_met(self) -> None:
         card = build_card(q("vendor: x\n"), typed(SUMMARY), Tolerances(), RUN)
         assert card.rate_limits is not None and card.rate_limits.status == "unanswered"
-        ctx = report.build_context(card, None, {})
-        assert ctx["rate_limits"] is None
-        assert "Rate limits" not in pdf.render_html(ctx)
+        ctx = build_page(card, None, {})
+        assert ctx.rate_limits is None
+        assert "Rate limits" not in pdf.render_html(page_fields(ctx))
         assert "rate_limits" not in report.flagged(card, ["unanswered"])
 
     def test_unverified_joins_what_the_run_did_not_verify(self) -> None:
         card = build_card(q("rate_limits: {requests_per_minute: 600}"), None, Tolerances(),
                           RUN)
-        ctx = report.build_context(card, None, {})
-        assert ("Rate limits", ctx["rate_limits"]["reason"]) in ctx["not_verified"]
+        ctx = build_page(card, None, {})
+        assert ctx.rate_limits is not None
+        assert ("Rate limits", ctx.rate_limits.reason) in ctx.not_verified
 
 
 def test_fail_on_names_the_rate_limits_row(tmp_path: Path) -> None:

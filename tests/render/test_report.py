@@ -27,6 +27,10 @@ from evalkit import errors, fmt
 from evalkit.questionnaire import schema
 from evalkit.render import pagetext, pdf, report
 from evalkit.render.charts import figures, ramp
+from evalkit.render.charts.listed import ChartInputs, draw_charts
+from evalkit.render.keyfigures import slo_limits
+from evalkit.render.page import build_page, page_fields
+from evalkit.render.questions import BADGES
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
 
@@ -127,10 +131,10 @@ class TestPageOne:
         page = _squash(pypdf.PdfReader(_render(tmp_path, ready).pdf).pages[0].extract_text())
         assert "STREAMING-READY" in page and "NOT STREAMING-READY" not in page
         assert "RUN INVALID" not in page
-        html = pdf.render_html(report.build_context(typed_card(ready), None, {}))
+        html = pdf.render_html(page_fields(build_page(typed_card(ready), None, {})))
         assert '<div class="verdict ready" id="field:verdict">' in html
         invalid = fixture_scorecard(run={**fixture_scorecard()["run"], "validity": "invalid"})
-        html = pdf.render_html(report.build_context(typed_card(invalid), None, {}))
+        html = pdf.render_html(page_fields(build_page(typed_card(invalid), None, {})))
         assert "RUN INVALID" in html and "✗ NOT STREAMING-READY" in html
         assert html.index("RUN INVALID") < html.index("NOT STREAMING-READY")
 
@@ -144,7 +148,7 @@ class TestPageOne:
             row = page[page.index(qid + " "):]
             nxt = row.find(f"Q{int(qid[1]) + 1} ", 3)
             row = row[: nxt if nxt > 0 else 400]
-            assert f"{report.BADGES[status]} {status}" in row, (qid, row)
+            assert f"{BADGES[status]} {status}" in row, (qid, row)
         assert "headline is 6.5x the panel p50" in page
 
     def test_key_figures_are_the_runs_numbers(
@@ -189,7 +193,7 @@ class TestPageOne:
         """'fits up to N' where a level broke it, 'fits ≥ N' where none tried did."""
         def label(uc: dict[str, Any]) -> str:
             card = fixture_scorecard(use_cases={"voice_agent": uc})
-            return report.build_context(typed_card(card), None, {})["use_cases"][0]["label"]
+            return build_page(typed_card(card), None, {}).use_cases[0].label
         assert label({"fit": True, "max_concurrency": 4, "lower_bound": False}) == \
             "✓ fits up to 4 streams"
         assert label({"fit": True, "max_concurrency": 16, "lower_bound": True}) == \
@@ -349,7 +353,8 @@ class TestUntrustedInput:
         (The PDF of a hostile questionnaire, and the trap server, are in test_report_cli.py.)
         """
         url = "http://127.0.0.1:9"
-        html = pdf.render_html(report.build_context(typed_card(hostile_scorecard(url)), None, {}))
+        html = pdf.render_html(page_fields(build_page(typed_card(hostile_scorecard(url)), None,
+                                                      {})))
         assert "&lt;img src=&#34;http://127.0.0.1:9/img.png&#34;&gt;" in html
         for tag in ("<img", "<style>@import", "<object", "<link rel=\"attachment\"", "<a href"):
             assert tag not in html, tag
@@ -380,10 +385,10 @@ class TestUntrustedInput:
     def test_charts_draw_no_colour(self) -> None:
         """Every colour in every chart is a grey (r == g == b): the charts print in greyscale."""
         data = rundir_run.open_run(RUN_DIR)
-        svgs = report.chart_svgs(typed_card(fixture_scorecard()), data.summary, data.records,
-                                 report.slo_limits(typed_card(fixture_scorecard())))
+        card = typed_card(fixture_scorecard())
+        svgs = draw_charts(ChartInputs(card, data.summary, data.stats, slo_limits(card)))
         assert len(svgs) == 6
-        for caption, svg in svgs:
+        for caption, svg in ((c.caption, str(c.svg)) for c in svgs):
             colours = set(re.findall(r"#([0-9a-fA-F]{6})\b", svg))
             assert colours, caption
             for c in colours:
@@ -396,14 +401,14 @@ class TestPartialReviews:
         """A run stopped early leads the key figures with its status."""
         data = rundir_run.open_run(RUN_DIR)
         stopped = rundir_run.RunDir({**data.run, "status": "interrupted"}, data.summary, (), {})
-        ctx = report.build_context(typed_card(fixture_scorecard()), stopped, {})
-        assert ctx["key_figures"][0] == ("Run validity", "valid")
-        assert ctx["key_figures"][1] == (
+        ctx = build_page(typed_card(fixture_scorecard()), stopped, {}, charts=False)
+        assert ctx.key_figures[0] == ("Run validity", "valid")
+        assert ctx.key_figures[1] == (
             "Run status", "INTERRUPTED: the figures cover only what was measured before the "
             "run stopped")
-        complete = report.build_context(
-            typed_card(fixture_scorecard()), rundir_run.RunDir(data.run, data.summary, (), {}), {})
-        assert all(label != "Run status" for label, _ in complete["key_figures"])
+        complete = build_page(typed_card(fixture_scorecard()),
+                              rundir_run.RunDir(data.run, data.summary, (), {}), {}, charts=False)
+        assert all(label != "Run status" for label, _ in complete.key_figures)
 
     def test_reconnects_and_a_configuration_finding_are_on_the_page(self) -> None:
         """Requests sent again stand beside their level's outcomes in the ramp table; a
@@ -415,14 +420,13 @@ class TestPartialReviews:
         summary["configuration"] = {"findings": [{
             "status": 400, "message": "request (7037 tokens) exceeds the <b>context</b>",
             "requests": 8, "phases": {"cache": 8}, "change": "serve a longer context"}]}
-        ctx = report.build_context(typed_card(fixture_scorecard()),
-                                   rundir_run.RunDir(data.run, summary, (), {}), {},
-                                   charts=False)
+        ctx = build_page(typed_card(fixture_scorecard()),
+                         rundir_run.RunDir(data.run, summary, (), {}), {}, charts=False)
         assert ("Configuration finding", "HTTP 400 “request (7037 tokens) exceeds the "
                 "<b>context</b>” for 8 requests (cache 8), alone as under load: a shape "
                 "the endpoint never serves, left out of the degradation order. To change: "
-                "serve a longer context") in ctx["key_figures"]
-        html = pdf.render_html(ctx)
+                "serve a longer context") in ctx.key_figures
+        html = pdf.render_html(page_fields(ctx))
         assert "(3 reconnects, 2 configuration)" in html
         assert "&lt;b&gt;context&lt;/b&gt;" in html and "<b>context" not in html
 
@@ -493,7 +497,7 @@ class TestEscapingProperty:
             return sc
 
         def page(t: str) -> str:
-            return pdf.render_html(report.build_context(typed_card(card(t)), None, {}))
+            return pdf.render_html(page_fields(build_page(typed_card(card(t)), None, {})))
 
         if not TestEscapingProperty._plain:  # the same for every example: made once
             TestEscapingProperty._plain.append(self._tags(page("plain")))
@@ -614,7 +618,7 @@ class TestPagination:
             assert len(on) == 1, qid
             page = pages[on[0]]
             row = page[page.index(f"{qid} {title}"):]
-            assert f"{report.BADGES[q['status']]} {q['status']}" in row[:400], qid
+            assert f"{BADGES[q['status']]} {q['status']}" in row[:400], qid
             assert q["reason"][:30] in row, qid
         for reason in ("TTFT p90 324 ms within 500 ms", "no aggregate measured"):
             where = [t for t in pages if reason in t]

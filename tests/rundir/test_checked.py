@@ -29,8 +29,8 @@ from click.testing import CliRunner
 from evalkit.analysis.summarize import summarize
 from evalkit.cli import cli
 from evalkit.errors import EvalkitError, InputError, RunDirError
-from evalkit.render import report
 from evalkit.render.comparison import CompareInput, load_view
+from evalkit.render.page import build_page
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir import run as rundir_run
 from evalkit.rundir.run import open_run as read_run
@@ -96,7 +96,7 @@ class TestSummaryCheckedAgainstRecords:
 
     @pytest.mark.parametrize("name", list(_mutations()))
     def test_a_summary_the_records_do_not_support_is_re_derived(
-            self, run_dir: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+            self, run_dir: Path, name: str) -> None:
         """Malformed, absurd or simply different from its records: the summary is
         re-derived from the records, the run is marked degraded, page one says so."""
         _edit_summary(run_dir, _mutations()[name])
@@ -116,10 +116,9 @@ class TestSummaryCheckedAgainstRecords:
         # page one's words are read here, not its charts (~4/5 of the time, and every
         # case's rebuilt summary is the same records' summary): TestRenderedNoTraceback
         # draws them, in PDFs, from rebuilt summaries
-        monkeypatch.setattr(report, "chart_svgs", lambda *args: [])
-        ctx = report.build_context(Scorecard.from_json({}), run, {})
-        assert ctx["notices"][0] == run.rebuilt
-        figures = " ".join(v for _, v in ctx["key_figures"])
+        ctx = build_page(Scorecard.from_json({}), run, {}, charts=False)
+        assert ctx.notices[0] == run.rebuilt
+        figures = " ".join(v for _, v in ctx.key_figures)
         assert "-3" not in figures and "9,999" not in figures and "-500" not in figures
 
     def test_a_summary_written_before_a_figure_existed_is_kept(self, run_dir: Path) -> None:
@@ -138,11 +137,11 @@ class TestSummaryCheckedAgainstRecords:
         assert run.rebuilt == ("requests.jsonl holds no record: no figure of summary.json has "
                                "a measurement behind it, so none is shown")
         assert run.summary["validity"]["status"] == "invalid"
-        ctx = report.build_context(Scorecard.from_json({"run": {"validity": "invalid"}}), run, {})
-        figures = dict(ctx["key_figures"])
+        ctx = build_page(Scorecard.from_json({"run": {"validity": "invalid"}}), run, {})
+        figures = dict(ctx.key_figures)
         assert figures["TTFT under load"] == "p50 — · p90 —"
         assert figures["Aggregate throughput"] == "—"
-        assert ctx["n_records"] == 0 and ctx["run_invalid"]
+        assert ctx.appendix.n_records == 0 and ctx.run_invalid
         (run_dir / "requests.jsonl").unlink()
         assert rundir_run.open_run(run_dir).rebuilt.startswith("requests.jsonl is missing")  # type: ignore[union-attr]
 

@@ -21,7 +21,7 @@ from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
 from evalkit.records import RequestRecord
 from evalkit.reference.server import ReferenceServer
-from evalkit.render import report
+from evalkit.render.page import build_page
 from evalkit.render.pagetext import key_figures, validity_text
 from evalkit.review.pipeline import review
 from evalkit.rundir.evidence import (
@@ -226,7 +226,7 @@ def test_every_tampering_is_named_and_kept_out(genuine: tuple[Path, Path],
         page = validity_text(done.card.run)
         key_figures(run.summary)  # page one's figures in words
         if i == 0:  # the whole page's context once (its charts take seconds)
-            report.build_context(done.card, done.run, {})
+            build_page(done.card, done.run, {})
         validity = run.summary["validity"]
         reasons = validity["reasons"]
         problems = []

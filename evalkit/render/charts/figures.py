@@ -10,7 +10,8 @@ from typing import Any
 import matplotlib
 from matplotlib.lines import Line2D
 
-from evalkit.analysis.summary import measurements
+from evalkit.analysis.summary import Summary
+from evalkit.analysis.summary_levels import Level, Pct
 from evalkit.fmt import chart_num, chart_whole, level_span
 from evalkit.render.charts.kit import (
     _RC,
@@ -36,30 +37,27 @@ from evalkit.render.charts.ramp import BOUND_LABEL, _hollow
 # --------------------------------------------------------------------------- charts
 
 
-def measured_rows(summary: Mapping[str, Any] | None
-                  ) -> list[tuple[str, Mapping[str, Any], int | None]]:
+def measured_rows(summary: Summary | None) -> list[tuple[str, Pct, int | None]]:
     """Our per-stream rates for the claims chart, each with the level it was measured at:
     one stream alone (the baseline, which the Q6 text quotes) and the max sustained level
     (else the highest measured: `Summary.under_load`, the level page one quotes)."""
-    summary = summary or {}
-    rows: list[tuple[str, Mapping[str, Any], int | None]] = []
-    base = summary.get("baseline")
-    dist = base.get("stream_tokens_per_s") if isinstance(base, Mapping) else None
-    if isinstance(dist, Mapping):
-        rows.append(("ours, 1 stream alone (baseline)", dist, 1))
-    measured = measurements(summary)
-    load = measured.under_load() if measured else None
+    if summary is None:
+        return []
+    rows: list[tuple[str, Pct, int | None]] = []
+    base = summary.sections.baseline
+    if base is not None and base.stream_tokens_per_s != Pct():
+        rows.append(("ours, 1 stream alone (baseline)", base.stream_tokens_per_s, 1))
+    load = summary.under_load()
     if load is not None:
         level, why = load
-        c, dist = level.concurrency, level.raw.get("stream_tokens_per_s")
-        if isinstance(dist, Mapping):
+        c, dist = level.concurrency, level.stream_tokens_per_s
+        if dist != Pct():
             rows.append((f"ours at {c} stream{'s' if c != 1 else ''} ({why})", dist, c))
     return rows
 
 
 def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
-                       measured: Mapping[str, Any] | Sequence[tuple[str, Mapping[str, Any],
-                                                                     int | None]] | None,
+                       measured: Pct | Sequence[tuple[str, Pct, int | None]] | None,
                        unit: str = "tokens/s", headline_unit: str | None = None) -> str | None:
     """The vendor's headline and production panel beside our per-stream rates, one row
     each, every row naming its figures and (ours) the level they were measured at.
@@ -80,12 +78,12 @@ def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
         else:
             rows.append((f"vendor headline {chart_whole(headline)} {unit} {per}\n"
                          f"(not per stream: not drawn)", []))
-    ours = ([("ours", measured, None)] if isinstance(measured, Mapping)
-            else list(measured or []))
+    ours: list[tuple[str, Pct | Mapping[str, Any] | None, int | None]] = (
+        [("ours", measured, None)] if isinstance(measured, Pct) else list(measured or []))
     levels = []
     for label, dist, level in [("vendor production panel", panel, None), *ours]:
-        vals = [(q, float(dist[q])) for q in ("p50", "p90", "p99")
-                if isinstance(dist, Mapping) and _finite(dist.get(q))]
+        vals = [(q, float(v)) for q in ("p50", "p90", "p99")
+                if isinstance(dist, Mapping | Pct) and _finite(v := dist.get(q))]
         if vals:
             rows.append((f"{label}\n" + " · ".join(f"{q} {chart_whole(v)}" for q, v in vals), vals))
             levels += [level] if level else []
@@ -195,7 +193,7 @@ def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
     return sorted(out, key=lambda t: -t[1])
 
 
-def use_case_fit(levels: Sequence[Mapping[str, Any]],
+def use_case_fit(levels: Sequence[Level],
                  limits: Mapping[str, Mapping[str, Any]],
                  tolerances: Mapping[str, Any] | None = None) -> str | None:
     """Every limit a use case sets, per level: TTFT p90, TPOT p90 (and the reading
@@ -211,17 +209,14 @@ def use_case_fit(levels: Sequence[Mapping[str, Any]],
     tol = tolerances or {}
     panels: list[tuple[list[tuple[float, float, bool]],
                        list[tuple[str, float, Mapping[str, Any]]], str, bool]] = []
-    conc = [lv["concurrency"] for lv in levels if _finite(lv.get("concurrency"))]
+    conc = [lv.concurrency for lv in levels]
     for key, q, limit_key, label in FIT_PANELS:
-        pts = [(lv["concurrency"], lv[key][q] * 1000, bool(lv.get("client_bound")))
-               for lv in levels
-               if _finite(lv.get("concurrency")) and isinstance(lv.get(key), Mapping)
-               and _positive(lv[key].get(q))]
+        pts = [(float(lv.concurrency), float(v) * 1000, lv.client_bound) for lv in levels
+               if _positive(v := getattr(lv, key).get(q))]
         if pts:
             panels.append((pts, _limit_lines(limits, limit_key, tol), label, True))
-    failed = [(lv["concurrency"], lv["failure_rate"] * 100, bool(lv.get("client_bound")))
-              for lv in levels
-              if _finite(lv.get("concurrency")) and _finite(lv.get("failure_rate"))]
+    failed = [(float(lv.concurrency), rate * 100, lv.client_bound) for lv in levels
+              if (rate := lv.failure_rate) is not None]
     if failed:
         limit = tol.get("max_failure_rate")
         limit = float(limit) if _finite(limit) else Tolerances().max_failure_rate

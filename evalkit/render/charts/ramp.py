@@ -11,6 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from evalkit.analysis.summary_levels import Level
 from evalkit.fmt import level_span
 from evalkit.render.charts.kit import (
     _RC,
@@ -72,18 +73,19 @@ def latency_distributions(samples: Mapping[int, Mapping[str, Sequence[float]]]) 
         return to_svg(fig)
 
 
-def latency_percentiles(levels: Sequence[Mapping[str, Any]]) -> str | None:
+def latency_percentiles(levels: Sequence[Level]) -> str | None:
     """Fallback when per-request records are absent: p50/p90/p99 of TTFT and of the gaps
     between chunks (ITL) per level, in ms."""
-    conc = [lv.get("concurrency") for lv in levels]
-    if not levels or not all(_finite(c) for c in conc):
+    conc = [lv.concurrency for lv in levels]
+    if not levels:
         return None
     panels = []
-    for key, what in (("ttft_s", "TTFT"), ("itl_s", "ITL")):
+    for what, dists in (("TTFT", [lv.ttft_s for lv in levels]),
+                        ("ITL", [lv.itl_s for lv in levels])):
         series = []
         for style, q in zip(STYLES, ("p50", "p90", "p99"), strict=False):
-            pts = [(c, lv[key][q] * 1000) for c, lv in zip(conc, levels, strict=True)
-                   if isinstance(lv.get(key), Mapping) and _finite(lv[key].get(q))]
+            pts = [(c, float(v) * 1000) for c, d in zip(conc, dists, strict=True)
+                   if _finite(v := d.get(q))]
             if pts:
                 series.append((q, style, pts))
         if series:
@@ -95,11 +97,11 @@ def latency_percentiles(levels: Sequence[Mapping[str, Any]]) -> str | None:
         for ax, (what, series) in zip(fig.axes, panels, strict=True):
             for q, style, pts in series:
                 ax.plot(*zip(*pts, strict=True), label=q, **style)
-            levels_axis(ax, [float(c) for c in conc])  # type: ignore[arg-type]
+            levels_axis(ax, [float(c) for c in conc])
             number_ticks(ax.yaxis)
             ax.set_ylabel(YLABELS[what])
             ax.set_title(f"{TITLES[what]}: p50, p90, p99", loc="left")
-        figure_title(fig, f"TTFT and ITL per level, {level_span(conc)}")  # type: ignore[arg-type]
+        figure_title(fig, f"TTFT and ITL per level, {level_span(conc)}")
         legend_below(fig, *_handles(fig.axes[0]))
         return to_svg(fig)
 
@@ -162,17 +164,16 @@ def _queue_panel(ax: Any, queue: Mapping[int, Mapping[str, tuple[float, float]]]
                  "requests running and waiting (requests)", loc="left")
 
 
-def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained: int | None,
+def throughput_vs_concurrency(levels: Sequence[Level], max_sustained: int | None,
                               first_degraded: str | None,
                               vendor: Mapping[str, Any] | None = None) -> str | None:
     """Output tokens/s per level: per stream (p50 and p10, left axis) and all streams
     together (right axis), the max sustained level marked; under it, when the run scraped
     the vendor's metrics (`vendor`, summary.json's vendor_metrics), the requests the
     vendor's engine was running and queueing at each level: why a figure degraded."""
-    pts = [(lv["concurrency"], lv.get("stream_tokens_per_s") or {},
-            lv.get("aggregate_tokens_per_s"), bool(lv.get("client_bound")))
-           for lv in levels if _finite(lv.get("concurrency"))]
-    if not any(_positive(a) or _positive(s.get("p50")) for _, s, a, _ in pts):
+    pts = [(lv.concurrency, lv.stream_tokens_per_s, lv.aggregate_tokens_per_s,
+            lv.client_bound) for lv in levels]
+    if not any(_positive(a) or _positive(s.p50) for _, s, a, _ in pts):
         return None  # nothing streamed: the failures are in the use-case chart
     run_levels = {float(c) for c, *_ in pts}
     queue = {c: g for c, g in vendor_queue(vendor).items() if float(c) in run_levels}
@@ -184,9 +185,9 @@ def throughput_vs_concurrency(levels: Sequence[Mapping[str, Any]], max_sustained
         if below is not None and grid is not None:
             grid.set_height_ratios([2.0, 1.0])
         per: list[tuple[float, float, bool]] = [
-            (c, s["p50"], b) for c, s, _, b in pts if _finite(s.get("p50"))]
+            (c, s.p50, b) for c, s, _, b in pts if s.p50 is not None]
         per10: list[tuple[float, float, bool]] = [
-            (c, s["p10"], b) for c, s, _, b in pts if _finite(s.get("p10"))]
+            (c, s.p10, b) for c, s, _, b in pts if s.p10 is not None]
         agg: list[tuple[float, float, bool]] = [(c, a, b) for c, _, a, b in pts if _finite(a)]
         for series, style, label in ((per, STYLES[0], "per stream p50 (left axis)"),
                                      (per10, STYLES[2], "per stream p10: 90 % of streams "
