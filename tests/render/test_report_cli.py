@@ -21,7 +21,8 @@ from click.testing import CliRunner
 from evalkit.cli import cli
 from evalkit.fmt import fmt_rate
 from evalkit.questionnaire.schema import QUESTION_TITLES
-from evalkit.render.report import BADGES, render_report
+from evalkit.render.questions import BADGES
+from evalkit.render.report import render_report
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_DIR = ROOT / "tests" / "data" / "report_run"
