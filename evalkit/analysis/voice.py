@@ -16,7 +16,8 @@ judged: the calls alone, as the baseline is for text) on what a caller hears or 
   ran dry for more than `stall_s`, 0.3 s, in all over the answer: SPEC's voice-agent "no
   stall above 0.3 s", summed, so ten 40 ms gaps count as the one 0.4 s gap they sound
   like) has its interval wholly above `underrun_share` (1 %);
-- `admission`: calls refused (the session not admitted), likewise above `failure_rate`;
+- `admission`: calls refused (the session not admitted; over every call the level
+  dialled, as a refusal is never in flight), likewise above `failure_rate`;
 - `failures`: turns of admitted calls that failed (an error event, a cut, no answer in
   time), likewise.
 
@@ -134,9 +135,19 @@ def _share(count: int, of: int, limit: float | None = None) -> Share:
     return Share(count, of, round(share, 6), None if ci is None else (ci[0], ci[1]), call)
 
 
+def _waited(turn: TurnRecord) -> tuple[float, float]:
+    """When the turn waited for its answer and heard it: from its last voiced frame (or
+    its start, if it never spoke) to its end."""
+    began = turn.voiced_end_s if turn.voiced_end_s is not None else turn.t0_s
+    return began, max(turn.end_s if turn.end_s is not None else began, began)
+
+
 def _window(turns: Sequence[TurnRecord], level: int
             ) -> tuple[list[TurnRecord], VoiceWindow | None]:
-    """The turns that began while the level's calls were all in flight."""
+    """The turns answered (in part) while the level's calls were all in flight: a call
+    of one turn starts with the level, so a turn's start says nothing; its answer's
+    span against the window does (the drain's turns, after the first call ended, and
+    a slow start's, before the last one began, are left out)."""
     calls: dict[int, list[TurnRecord]] = {}
     for t in turns:
         calls.setdefault(t.call, []).append(t)
@@ -145,7 +156,7 @@ def _window(turns: Sequence[TurnRecord], level: int
     win = steady_state_window(starts, ends, level)
     if win is None:
         return list(turns), None
-    inside = [t for t in turns if win.start_s <= t.t0_s <= win.end_s]
+    inside = [t for t in turns if _waited(t)[0] <= win.end_s and _waited(t)[1] >= win.start_s]
     window = VoiceWindow(round(win.start_s, 6), round(win.end_s, 6), win.basis,
                          None if win.mean_inflight is None else round(win.mean_inflight, 3))
     return (inside, window) if inside else (list(turns), replace(window, basis="whole"))
@@ -172,7 +183,7 @@ def level_figures(level: int, turns: Sequence[TurnRecord], check: VoiceClient | 
     ok = [t for t in inside if t.outcome == "ok"]
     heard = [t for t in ok if t.underruns is not None]
     by_call: dict[int, list[TurnRecord]] = {}
-    for t in inside:
+    for t in turns:  # admission is judged over every call the level dialled
         by_call.setdefault(t.call, []).append(t)
     refused = sum(1 for ts in by_call.values() if all(t.outcome == "rejected" for t in ts))
     admitted = [t for t in inside if t.outcome != "rejected"]

@@ -232,7 +232,9 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
         "provenance": provenance(redact=target.redact),
     }
     store = RunStore(out_dir, meta)
-    limits = VoiceClientLimits(loop_lag_p99_s=o.client_loop_lag_p99_s,
-                               cpu_fraction=o.client_cpu_fraction)
+    profile = planned.settings.client_check
+    limits = VoiceClientLimits(
+        loop_lag_p99_s=o.client_loop_lag_p99_s or profile.loop_lag_p99_s,
+        cpu_fraction=o.client_cpu_fraction or profile.cpu_fraction)
     return VoiceRun(plan, call, store, TurnWriter(store.dir / TURNS_FILE), target.redact,
                     limits, say, facts)
