@@ -72,7 +72,13 @@ class VoiceRun:
     summary: dict[str, Any] | None = None
 
     def emit(self, record: TurnRecord) -> None:
-        """A turn ended: on disk now."""
+        """A turn ended: on disk now, the vendor's words with the key blanked (a vendor's
+        401 may echo the key it was sent)."""
+        def blank(text: str | None) -> str | None:
+            return None if text is None else self.redact(text)
+
+        record = replace(record, error=blank(record.error),
+                         response_id=blank(record.response_id), status=blank(record.status))
         self.records.append(record)
         self.turns.append(record)
 
