@@ -126,7 +126,10 @@ class Recorder:
                 conn.settimeout(5)
                 data = b""
                 while b"\r\n\r\n" not in data and len(data) < 65536:
-                    chunk = conn.recv(4096)
+                    try:
+                        chunk = conn.recv(4096)
+                    except OSError:  # a client that says nothing (a TLS one, here)
+                        break
                     if not chunk:
                         break
                     data += chunk
