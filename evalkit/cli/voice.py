@@ -6,14 +6,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from evalkit.analysis.summary import Summary
-from evalkit.analysis.summary_voice import VoiceSection
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.plan.voice import VoiceOptions
+
+if TYPE_CHECKING:  # the summary's reader loads pandas: not for `probe --help`
+    from evalkit.analysis.summary_voice import VoiceSection
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,6 +74,7 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
               register: Callable[[Path], Any]) -> None:
     """Print the plan, run it (unless --dry-run), say what it found; exit 2 when the run
     is invalid."""
+    from evalkit.analysis.summary import Summary
     from evalkit.probe.suite import run_probe
 
     voice = planned.voice
