@@ -189,28 +189,43 @@ def test_the_key_goes_in_its_header_and_nowhere_else(tmp_path: Path, recorder: R
     assert doc["voice"]["validity"]["status"] == "invalid"
 
 
-def test_a_run_killed_hard_keeps_every_turn_it_finished(tmp_path: Path) -> None:
-    """SIGKILL mid-ramp: no write-up, but turns.jsonl holds each finished turn whole."""
+def _run_until(args: list[str], out: Path, turns: int, stop: signal.Signals
+               ) -> subprocess.Popen[bytes]:
+    """The CLI in its own process, sent `stop` once `turns` turns are on disk."""
+    proc = subprocess.Popen([sys.executable, "-m", "evalkit.cli", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "OPENAI_API_KEY": SECRET})
+    try:
+        deadline = time.monotonic() + 30
+        lines: list[Any] = []
+        while time.monotonic() < deadline and len(lines) < turns:
+            time.sleep(0.05)
+            path = out / TURNS_FILE
+            lines = path.read_text().splitlines() if path.exists() else []
+        os.kill(proc.pid, stop)
+    finally:
+        proc.wait(20)
+    return proc
+
+
+def test_a_run_stopped_keeps_every_turn_it_finished(tmp_path: Path) -> None:
+    """SIGKILL mid-ramp: no write-up, but turns.jsonl holds each finished turn whole.
+    SIGTERM: exit 130, the run written up as interrupted from what it measured."""
     audio = write_tones(tmp_path / "audio")
-    out = tmp_path / "run"
+    killed, stopped = tmp_path / "killed", tmp_path / "stopped"
     with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0}) as ref:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "evalkit.cli", *voice_args(ref.base_url, out, audio,
-                                                          "--levels", "2,4")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "OPENAI_API_KEY": SECRET})
-        try:
-            deadline = time.monotonic() + 30
-            lines: list[Any] = []
-            while time.monotonic() < deadline and len(lines) < 4:
-                time.sleep(0.05)
-                path = out / TURNS_FILE
-                lines = path.read_text().splitlines() if path.exists() else []
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            proc.wait(10)
-    records, skipped = read_turns(out / TURNS_FILE)
+        _run_until(voice_args(ref.base_url, killed, audio, "--levels", "2,4"), killed, 4,
+                   signal.SIGKILL)
+        proc = _run_until(voice_args(ref.base_url, stopped, audio, "--levels", "2,4"),
+                          stopped, 3, signal.SIGTERM)
+    records, skipped = read_turns(killed / TURNS_FILE)
     assert len(records) >= 4 and skipped == 0
     assert all(r.outcome == "ok" and r.ttfa_s is not None for r in records)
-    assert json.loads((out / "run.json").read_text())["status"] == "running"
-    assert not (out / "summary.json").exists()
+    assert json.loads((killed / "run.json").read_text())["status"] == "running"
+    assert not (killed / "summary.json").exists()
+    assert proc.returncode == 130
+    meta = json.loads((stopped / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["turns"] >= 3
+    summary = Summary.from_json(json.loads((stopped / "summary.json").read_text()))
+    assert summary.validity != "valid" and summary.voice is not None
+    assert any("interrupted" in r for r in summary.validity_reasons)

@@ -111,11 +111,10 @@ def test_a_ramp_names_where_a_limit_of_8_degrades_first(tmp_path: Path, case: st
           f"{voice.first_degraded_level}")
 
 
-def test_a_vendor_that_answers_nothing_is_an_invalid_run_never_a_fine_one(
-        tmp_path: Path) -> None:
-    """Every session refused past the gate (max_sessions 1, the gate's own call ends
-    before the ramp): each level refuses its extra calls; the levels run, admission is
-    what degrades, and a level whose calls were all refused is no evidence of anything."""
+def test_a_vendor_that_refuses_calls_degrades_on_admission(tmp_path: Path) -> None:
+    """One session at a time (max_sessions 1; the gate's call ends before the ramp): a
+    level of 4 calls has three refused at once and redialling: admission is what
+    degrades there, and it is not within the SLO."""
     audio = write_tones(tmp_path / "audio", count=1)
     with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0,
                             "max_sessions": 1}) as ref:
