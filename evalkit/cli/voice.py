@@ -75,11 +75,15 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
     """Print the plan, run it (unless --dry-run), say what it found; exit 2 when the run
     is invalid."""
     from evalkit.analysis.summary import Summary
+    from evalkit.probe.plan.claims import describe
     from evalkit.probe.suite import run_probe
 
     voice = planned.voice
     for line in voice.describe():
         click.echo(line)
+    if planned.plan is not None:  # the questionnaire's claims, as the levels answer them
+        for line in describe(planned.plan):
+            click.echo(line)
     if voice.public:
         click.echo("warning: the caller's audio is the utterances shipped with evalkit: a "
                    "vendor that reads its source can recognise them and answer them apart; "

@@ -42,6 +42,17 @@ def test_the_plan_is_printed_and_the_shipped_audio_said_public() -> None:
     assert "dry run: nothing was sent" in out
 
 
+def test_the_levels_are_planned_from_the_claims_as_the_text_ramps_are() -> None:
+    """A questionnaire's claimed concurrency sets the levels and its floor (the same plan
+    the text ramp prints); its workload is a text run's, not read here."""
+    sample = Path(__file__).parents[2] / "questionnaires" / "forthright.yaml"
+    code, out = dry("--questionnaire", str(sample), "--max-concurrency", "8")
+    assert code == 0, out
+    assert "voice: levels 1, 2, 4, 8 concurrent calls" in out
+    assert "plan: ramp levels 1, 2, 4, 8" in out and "Q4 claims 4 streams: level 4" in out
+    assert "workload" not in out
+
+
 def test_the_buyers_recordings_are_planned_and_not_said_public(tmp_path: Path) -> None:
     wav(tmp_path / "a.wav", tone("a").pcm)
     wav(tmp_path / "b.wav", tone("b").pcm)
