@@ -6,6 +6,7 @@ exactly as the truth log's own sends play)."""
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import wave
 from dataclasses import replace
@@ -18,7 +19,7 @@ from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_voice import VoiceSection
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.plan.voice import VoiceOptions
-from evalkit.probe.suite import run_probe
+from evalkit.probe.suite import arun_probe, run_probe
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.voice.audio import RATE_HZ
 from evalkit.voice.player import play
@@ -114,11 +115,14 @@ def test_a_ramp_names_where_a_limit_of_8_degrades_first(tmp_path: Path, case: st
 def test_a_vendor_that_refuses_calls_degrades_on_admission(tmp_path: Path) -> None:
     """One session at a time (max_sessions 1; the gate's call ends before the ramp): a
     level of 4 calls has three refused at once and redialling: admission is what
-    degrades there, and it is not within the SLO."""
+    degrades there, and it is not within the SLO. (Run as a notebook runs it, on its own
+    event loop: `arun_probe`.)"""
     audio = write_tones(tmp_path / "audio", count=1)
     with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0,
                             "max_sessions": 1}) as ref:
-        result = run_probe(voice_config(ref.base_url, audio, (4,)), tmp_path / "run")
+        result = asyncio.run(arun_probe(voice_config(ref.base_url, audio, (4,)),
+                                        tmp_path / "run"))
+    assert result.status == "complete" and (tmp_path / "run" / "summary.json").is_file()
     voice = Summary.from_json(result.summary).voice
     assert voice is not None
     (level,) = voice.levels
