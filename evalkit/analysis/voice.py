@@ -23,7 +23,8 @@ judged: the calls alone, as the baseline is for text) on what a caller hears or 
 
 An interval that straddles its limit is a tie, which decides nothing; a share at or below
 its limit is clear. A level where the client was the bottleneck (its event loop, CPU or
-frame pace) is judged on nothing.
+frame pace) is judged on nothing but refusals (a 429 is the vendor's word, whatever our
+pace).
 
 **The voice SLO.** A level is within it when its judged TTFA p90's interval lies wholly at
 or under 0.5 s (SPEC's voice-agent profile; its upper end needs 36 answered turns) and its
@@ -76,7 +77,8 @@ RULES = {
                    "admission or failures when the interval of its share (answers with a "
                    "noticeable underrun, calls refused, turns of admitted calls failed) "
                    "lies wholly above its limit; a straddling interval is a tie; a "
-                   "client-bound level is not judged",
+                   "client-bound level is not judged, but on calls refused (the vendor's "
+                   "word, not our client's pace)",
     "slo": "a level is within the voice SLO when its judged TTFA p90's 95 % interval lies wholly "
            "at or under ttfa_p90_s and its noticeable-underrun, refusal and failure shares "
            "are at or under their limits; the most calls within it is the top of the "
@@ -254,6 +256,10 @@ def judge_level(lvl: VoiceLevel, base: VoiceLevel | None, limits: VoiceLimits
     ok = lvl.outcomes.get("ok", 0)
     if not lvl.turns:
         status = "no_data"
+    elif lvl.client.client_bound and "admission" in breaches:
+        # a busy client slows what it times, never what the vendor says: calls refused
+        # at this load are a breach all the same (as the text ramp keeps its answers')
+        status, breaches, ties = "breached", ("admission",), ()
     elif lvl.client.client_bound:
         status, breaches, ties = "client_bound", (), ()
     elif ok < MOSTLY_FAILED_OK_SHARE * lvl.turns:

@@ -116,6 +116,11 @@ def test_refusals_are_admission_and_failures_are_failures() -> None:
     assert lv is not None and lv.admission.count == 12 and lv.admission.of == 24
     assert lv.failure_kinds["rejected"] == 12 and lv.top_error == "HTTP 429"
     assert s.first_degraded == "admission" and s.first_degraded_level == 4
+    # a client that was the bottleneck there slowed what it timed, not the vendor's 429s
+    bound = section(turns(1, 40) + turns(4, 12, first_call=60) + refused,
+                    checks={4: VoiceClient(client_bound=True, reasons=("lag",))})
+    assert bound.level(4).status == "breached"  # type: ignore[union-attr]
+    assert bound.first_degraded == "admission"
     failed = [replace(t, outcome="timeout", ttfa_s=None, underruns=None, underrun_s=None)
               for t in turns(1, 40)]
     s = section(failed)
