@@ -229,3 +229,19 @@ def test_a_run_stopped_keeps_every_turn_it_finished(tmp_path: Path) -> None:
     summary = Summary.from_json(json.loads((stopped / "summary.json").read_text()))
     assert summary.validity != "valid" and summary.voice is not None
     assert any("interrupted" in r for r in summary.validity_reasons)
+
+
+def test_a_run_whose_every_level_is_client_bound_is_invalid_exit_2(tmp_path: Path) -> None:
+    """Fail closed at the command line: answered turns, but no level the client could
+    judge (a self-check no process meets: 0.01 % of a core) is no run that reads fine."""
+    profile = tmp_path / "strict.json"
+    profile.write_text(json.dumps({"extends": "quick", "client_check": {
+        "cpu_fraction": 0.0001}}))
+    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0}) as ref:
+        result = CliRunner().invoke(cli, voice_args(
+            ref.base_url, tmp_path / "run", write_tones(tmp_path / "a", count=1),
+            "--levels", "2", "--profile", str(profile)))
+    assert result.exit_code == 2, result.output
+    assert "complete, invalid" in result.output
+    assert "no level of calls could be judged" in result.output
+    assert "SLO not_judged" in result.output
