@@ -27,7 +27,7 @@ MAY_IMPORT = {
     "probe": {"rundir", "analysis", "questionnaire", "corpus", "workload", "reference",
               "voice"},
     "rundir": {"analysis", "questionnaire", "corpus", "workload"},
-    "analysis": {"corpus", "workload"},
+    "analysis": {"corpus", "workload", "voice"},
     "questionnaire": {"corpus"},
     "corpus": {"catalog"},
     "workload": {"questionnaire", "corpus"},
@@ -48,7 +48,7 @@ PROBE_ROOMS: dict[str, set[str]] = {
     "client": {"wire", "apis", "plan"},
     "load": {"wire", "apis", "plan", "client"},
     "run": {"wire", "apis", "plan", "client", "load"},
-    "realtime": {"wire", "client"},
+    "realtime": {"wire", "client", "plan"},
 }
 PROBE_TOP = {"suite"}
 #: the most floors probe/'s import graph may stand on (issue 42: it stood on 11)

@@ -50,6 +50,7 @@ from evalkit.analysis.summary_sections import (
     Ramp,
     RateLimits,
 )
+from evalkit.analysis.summary_voice import VoiceSection
 from evalkit.analysis.summary_workload import TraceSection, WorkloadSection
 from evalkit.analysis.validity import group_validity
 
@@ -97,6 +98,8 @@ class Sections:
     run_status: str | None = None
     #: the scrape of the vendor's metrics page (None: the probe ran without --metrics-url)
     vendor_metrics: VendorMetrics | None = None
+    #: realtime calls level by level (None: no voice run, `--api openai-realtime`)
+    voice: VoiceSection | None = None
 
     @classmethod
     def from_json(cls, value: object) -> Sections:
@@ -169,9 +172,15 @@ class Summary(Mapping[str, Any]):
 
     @property
     def measured(self) -> bool:
-        """Anything was measured: a level, a prefill rate, or a run found invalid."""
+        """Anything was measured: a level, a prefill rate, a voice level, or a run found
+        invalid."""
         return bool(self.levels) or self.prefill_tokens_per_s is not None \
-            or self.validity == "invalid"
+            or self.validity == "invalid" or bool(self.voice and self.voice.levels)
+
+    @property
+    def voice(self) -> VoiceSection | None:
+        """The voice run's calls, level by level (None: not a voice run)."""
+        return self.sections.voice
 
     # summary.json's keys as a mapping, for the readers not yet moved to the fields
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
@@ -39,6 +39,7 @@ from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
 from evalkit.probe.plan.runplan import ProbePlan, plan_run
 from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.plan.voice import REALTIME_API
 from evalkit.probe.plan.workloads import workload_meta
 from evalkit.probe.run.phases import SuiteRun
 from evalkit.probe.wire.framing import SENDABLE
@@ -73,12 +74,63 @@ def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = No
     through after the run directory was completed with what was measured (SIGTERM, a
     scheduler's or `kill`'s stop, ends the run the same way as Ctrl-C).
     """
+    if (voice := _voice_plan(config)) is not None:
+        return _run_voice(voice, Path(out_dir), progress if callable(progress) else None)
     with _terminate_as_interrupt():
         suite = _prepare(config, Path(out_dir), progress)
         with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
             suite.pool = pool
             asyncio.run(_until_interrupted(suite))
         return ended.result()
+
+
+def _voice_plan(config: ProbeConfig | ProbePlan) -> ProbePlan | None:
+    """The plan of a voice run (`--api openai-realtime`), None for any other run."""
+    if isinstance(config, ProbePlan):
+        return config if config.voice is not None else None
+    return plan_run(config) if config.api == REALTIME_API else None
+
+
+def _run_voice(planned: ProbePlan, out_dir: Path, say: Any) -> RunResult:
+    """A voice run (`evalkit.probe.realtime.voicerun`), ended as the suite's are: Ctrl-C
+    and SIGTERM end it as interrupted, its summary written from what was measured."""
+    from evalkit.probe.realtime.voicerun import prepare_voice
+
+    with _terminate_as_interrupt():
+        run = prepare_voice(planned, out_dir, say)
+        with _voice_ending(run):
+            asyncio.run(_until_interrupted(run))
+        return RunResult(run.store.dir, run.status, run.turns.count, run.summary)
+
+
+@contextlib.contextmanager
+def _voice_ending(run: Any) -> Iterator[None]:
+    """Whatever ends a voice run, its summary and run.json's end are written with what
+    was measured; errors and interrupts then go on to the caller."""
+    status, error = "crashed", None
+    try:
+        yield
+        status = "complete"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        status = "interrupted"
+        raise
+    except EndpointError as exc:
+        status, error = "failed", run.redact(str(exc))
+        raise
+    finally:
+        try:
+            run.finish(status, error)
+        except KeyboardInterrupt:  # Ctrl-C while it was written up: finish it
+            run.finish("interrupted", error)
+            raise
+
+
+class _Runs(Protocol):
+    """What `_until_interrupted` runs: the suite, or a voice run."""
+
+    interrupted: bool
+
+    async def run(self) -> None: ...
 
 
 #: the signals that end a run as interrupted, written up with what it measured
@@ -108,7 +160,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-async def _until_interrupted(suite: SuiteRun) -> None:
+async def _until_interrupted(suite: _Runs) -> None:
     """`suite.run()`, ended by Ctrl-C (or SIGTERM) whatever it was awaiting at the time.
 
     asyncio.run turns SIGINT into one cancellation of the main task, and an await that
@@ -155,6 +207,13 @@ async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: A
     was measured, like Ctrl-C does for `run_probe`. The write-up (summary, Parquet) is
     blocking work of about a second and runs on this loop's thread.
     """
+    if (voice := _voice_plan(config)) is not None:
+        from evalkit.probe.realtime.voicerun import prepare_voice
+
+        run = prepare_voice(voice, Path(out_dir), progress if callable(progress) else None)
+        with _voice_ending(run):
+            await run.run()
+        return RunResult(run.store.dir, run.status, run.turns.count, run.summary)
     suite = _prepare(config, Path(out_dir), progress)
     with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
         suite.pool = pool

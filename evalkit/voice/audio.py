@@ -156,4 +156,7 @@ def load_utterances(folder: Path | None) -> list[Utterance]:
     if len(paths) > MAX_UTTERANCES:
         raise UsageError(f"--audio {where}: more than {MAX_UTTERANCES} .wav files; a call "
                          "needs a few turns: pick them")
+    for path in paths:  # a FIFO or a device named *.wav would hold the read forever
+        if not path.is_file():
+            raise UsageError(f"{path}: not a regular file")
     return [read_wav(p, private) for p in paths]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from evalkit.sanitize import clean
 
@@ -25,7 +27,8 @@ class TurnRecord:
     """One turn: the caller's utterance sent at real-time pace, then the answer."""
 
     run_id: str
-    #: concurrent calls of the level, the call's number in the run, the turn's in its call
+    #: concurrent calls of the level (0: the connect gate's one call, before any level),
+    #: the call's number in the run, the turn's in its call
     level: int
     call: int
     turn: int
@@ -33,7 +36,8 @@ class TurnRecord:
     #: server_vad (the vendor decides the end of speech) | client (we commit the buffer)
     detection: str
     outcome: str
-    #: the first frame of the utterance went to the socket
+    #: the first frame of the utterance went to the socket (a turn that sent nothing, as
+    #: a refused call's: when it ended)
     t0_s: float
     #: the last voiced frame went to the socket: TTFA's start
     voiced_end_s: float | None = None
@@ -98,3 +102,64 @@ def _number(value: Any, integer: bool) -> float | int | None:
     if not math.isfinite(value):
         return None
     return int(value) if integer else float(value)
+
+
+#: the voice run's records, beside run.json
+TURNS_FILE = "turns.jsonl"
+#: a line longer than this is not a turn record we wrote (ours are under 1 KB); reading
+#: never holds more than this of one line, nor more than MAX_TURNS records
+MAX_TURN_LINE = 64 * 1024
+MAX_TURNS = 1_000_000
+
+
+class TurnWriter:
+    """turns.jsonl, each record put on disk (flushed) the moment its turn ends, so a run
+    killed hard loses only the turns still in flight."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.count = 0
+        self._fh: IO[str] | None = path.open("w", encoding="utf-8")
+
+    def append(self, record: TurnRecord) -> None:
+        """One line, flushed."""
+        self.count += 1
+        if self._fh is not None:
+            self._fh.write(record.to_json() + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file (fsync'd: the run's evidence)."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+
+
+def read_turns(path: Path) -> tuple[list[TurnRecord], int]:
+    """The turn records in `path` and how many lines were not one (a last line cut
+    mid-write, an edited line); bounded per line and in count."""
+    records: list[TurnRecord] = []
+    skipped = 0
+    with path.open("rb") as fh:
+        while len(records) < MAX_TURNS:
+            line = fh.readline(MAX_TURN_LINE + 1)
+            if not line:
+                break
+            if len(line) > MAX_TURN_LINE:
+                skipped += 1
+                while line and not line.endswith(b"\n"):  # the rest of the long line
+                    line = fh.readline(MAX_TURN_LINE + 1)
+                continue
+            if not line.strip():
+                continue
+            try:
+                record = TurnRecord.from_json(json.loads(line))
+            except (ValueError, RecursionError):
+                record = None
+            if record is None:
+                skipped += 1
+            else:
+                records.append(record)
+    return records, skipped

@@ -17,6 +17,7 @@ from evalkit.errors import UsageError
 from evalkit.probe.plan.claims import Plan, client_streams_per_process, plan_probe, size_levels
 from evalkit.probe.plan.prompttext import with_text
 from evalkit.probe.plan.settings import ProbeConfig, SuiteSettings, resolve_settings
+from evalkit.probe.plan.voice import REALTIME_API, VoicePlan, plan_voice
 from evalkit.probe.plan.workloads import with_workload
 
 
@@ -28,11 +29,32 @@ class ProbePlan:
     config: ProbeConfig
     settings: SuiteSettings
     plan: Plan | None
+    #: a voice run's calls (`--api openai-realtime`): it runs them instead of the phases
+    voice: VoicePlan | None = None
+
+
+#: what a voice run does not take (a voice run sends audio, not text)
+_NOT_FOR_VOICE = (("prompts_file", "--prompts"), ("workload_file", "--workload"),
+                  ("conversations_file", "--conversations"), ("trace_file", "--trace"),
+                  ("rate", "--rate"), ("ray", "--ray"), ("metrics_url", "--metrics-url"),
+                  ("phases", "--phases"))
 
 
 def plan_run(config: ProbeConfig) -> ProbePlan:
     """Decide the run `config` asks for; nothing is sent. A config already planned (its
     workload and text read) is planned again from what it holds, not from the files."""
+    if config.api == REALTIME_API:
+        given = [flag for name, flag in _NOT_FOR_VOICE if getattr(config, name)]
+        if given:
+            raise UsageError(f"{', '.join(given)}: not for --api {REALTIME_API} (a voice run "
+                             "sends the caller's audio in calls; --audio DIR gives yours)")
+        settings, plan = _settings_and_plan(config)
+        ramp = settings.ramp
+        return ProbePlan(config, settings, plan, plan_voice(
+            config.voice, ramp.levels, dict(ramp.min_requests), ramp.confirm_levels,
+            ramp.claimed))
+    if config.voice is not None:
+        raise UsageError(f"--audio and the call options are for --api {REALTIME_API}")
     config = with_workload(config)
     settings, plan = _settings_and_plan(config)
     return ProbePlan(with_text(config), settings, plan)

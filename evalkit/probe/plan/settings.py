@@ -20,6 +20,7 @@ from typing import Any
 
 from evalkit.analysis.thresholds import ClientLimits
 from evalkit.errors import UsageError
+from evalkit.probe.plan.voice import VoiceOptions
 from evalkit.rundir.store import read_json_object
 from evalkit.sanitize import clean
 
@@ -121,6 +122,8 @@ class ProbeConfig:
     users: tuple[int, ...] | None = None
     workload: Any = None
     trace: Any = None
+    #: a voice run's own settings (`--api openai-realtime`; None: the defaults)
+    voice: VoiceOptions | None = None
 
 
 # --------------------------------------------------------------------------- the typed settings
@@ -144,7 +147,7 @@ def _positive(path: str, value: Any) -> float:
     return float(value)
 
 
-_seconds = _positive
+_seconds = _positive  # (durations read as any positive number)
 
 
 def _optional(read: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
@@ -202,7 +205,6 @@ def _reads(read: Callable[[str, Any], Any]) -> dict[str, Any]:
     """A settings field's metadata: the reader that checks its profile value."""
     return {"read": read}
 
-
 def _section(cls: type, readers: Mapping[str, Callable[[str, Any], Any]] | None = None
              ) -> Callable[[str, Any], Any]:
     return lambda path, v: _build(cls, v, path, readers)
@@ -235,7 +237,6 @@ def _build(cls: type, data: Any, path: str,
 
 def _has_default(f: Any) -> bool:
     return f.default is not MISSING or f.default_factory is not MISSING
-
 
 @dataclass(frozen=True, kw_only=True)
 class ConnectSettings:

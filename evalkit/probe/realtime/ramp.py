@@ -28,6 +28,8 @@ from evalkit.voice.records import TurnRecord
 
 #: the least time between the starts of a slot's calls after one that failed
 REDIAL_S = 1.0
+#: a level's first calls start spread over this (at most a quarter of the level's time)
+ARRIVALS_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,10 @@ async def run_level(plan: CallPlan, concurrency: int, duration_s: float, min_tur
         now = time.monotonic()
         return now < hard_end and (now < began + duration_s or len(records) < min_turns)
 
-    async def slot() -> None:
+    async def slot(k: int) -> None:
+        # calls of a level arrive spread over ARRIVALS_S, as a phone system's do: 64
+        # handshakes in one instant held every first frame ~200 ms late (client-bound)
+        await asyncio.sleep(k * min(ARRIVALS_S, duration_s / 4) / concurrency)
         while more():
             start, before = time.monotonic(), len(records)
             await Call(plan, next(numbers), concurrency, keep).run()
@@ -92,7 +97,7 @@ async def run_level(plan: CallPlan, concurrency: int, duration_s: float, min_tur
                 await asyncio.sleep(max(0.0, REDIAL_S - (time.monotonic() - start)))
 
     mark = monitor.start_window()
-    await asyncio.gather(*(slot() for _ in range(concurrency)))
+    await asyncio.gather(*(slot(k) for k in range(concurrency)))
     check = monitor.end_window(mark)
     late = sorted(r.pace_late_max_s for r in records if r.pace_late_max_s is not None)
     pace_p99 = late[min(int(0.99 * len(late)), len(late) - 1)] if late else None

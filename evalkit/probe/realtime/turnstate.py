@@ -139,7 +139,10 @@ class TurnState:
         return TurnRecord(
             run_id=run_id, level=level, call=call, turn=self.number,
             utterance=self.utterance, detection=detection, outcome=outcome,
-            t0_s=run_s(self.first_sent_ns) or 0.0, voiced_end_s=run_s(self.voiced_end_ns),
+            # a turn that sent nothing (a call refused) began when it ended: never at the
+            # run's origin, which would stretch its level's steady-state window
+            t0_s=run_s(self.first_sent_ns if self.first_sent_ns is not None else self.end_ns)
+            or 0.0, voiced_end_s=run_s(self.voiced_end_ns),
             ttfa_s=since_voiced(audio[0][0]) if audio and not cut_in else None,
             vad_wait_s=since_voiced(self.speech_stopped_ns), vad_window_s=window,
             text_ttft_s=None if cut_in else since_voiced(self.first_text_ns),

@@ -143,16 +143,31 @@ class Session:
         self.responses = 0
         self.appends_ns: list[int] = []
         self.commit_ns: int | None = None
+        self.events = 0
+        #: the input audio item being spoken (OpenAI's item_id of the buffer's audio)
+        self.items = 0
 
     async def send(self, doc: dict[str, Any]) -> int:
-        """Send one event; returns the stamp taken as it went to the transport."""
-        text = json.dumps(doc, separators=(",", ":"))
+        """Send one event (with its `event_id`, as every server event has one); returns
+        the stamp taken as it went to the transport."""
+        self.events += 1
+        text = json.dumps({"event_id": f"event_{self.number}_{self.events}", **doc},
+                          separators=(",", ":"))
         at = time.perf_counter_ns()
         await self.conn.send(text)
         return at
 
+    def session(self) -> dict[str, Any]:
+        """The session as session.created and session.updated describe it."""
+        return {"type": "realtime", "id": f"sess_{self.number}", "object": "realtime.session",
+                "output_modalities": ["audio"]}
+
+    def item(self) -> str:
+        """The id of the input audio item being spoken."""
+        return f"item_in_{self.number}_{self.items}"
+
     async def run(self) -> None:
-        await self.send({"type": "session.created", "session": {"id": f"sess_{self.number}"}})
+        await self.send({"type": "session.created", "session": self.session()})
         try:
             async for message in self.conn:
                 at = self.conn.arrivals.popleft() if self.conn.arrivals else time.perf_counter_ns()
@@ -182,7 +197,7 @@ class Session:
             if isinstance(detection, dict):
                 self.silence_ms = int(detection.get("silence_duration_ms")
                                       or self.params.silence_ms)
-            await self.send({"type": "session.updated", "session": {}})
+            await self.send({"type": "session.updated", "session": self.session()})
         elif kind == "input_audio_buffer.append":
             try:
                 pcm = base64.b64decode(doc.get("audio") or "", validate=True)
@@ -193,7 +208,8 @@ class Session:
             await self.hear(at, pcm)
         elif kind == "input_audio_buffer.commit":
             self.commit_ns = at
-            await self.send({"type": "input_audio_buffer.committed"})
+            await self.send({"type": "input_audio_buffer.committed", "item_id": self.item()})
+            self.items += 1
             self.in_speech, self.peak = False, -math.inf
         elif kind == "response.create":
             self.start(at, None)
@@ -214,6 +230,7 @@ class Session:
             self.in_speech, self.peak = True, level
             if self.server_vad:
                 await self.send({"type": "input_audio_buffer.speech_started",
+                                 "item_id": self.item(),
                                  "audio_start_ms": int(self.pos_ms)})
                 if self.response is not None and not self.response.task.done():
                     self.response.interrupt(at, "speech")
@@ -224,7 +241,9 @@ class Session:
             self.in_speech, self.peak = False, -math.inf
             end_ms = round(self.pos_ms)
             decided = await self.send({"type": "input_audio_buffer.speech_stopped",
+                                       "item_id": self.item(),
                                        "audio_end_ms": end_ms})
+            self.items += 1
             self.start(decided, decided, end_ms)
 
     def start(self, decided_ns: int, stopped_ns: int | None, end_ms: int | None = None
@@ -270,7 +289,10 @@ class Response_:
         s, p = self.session, self.session.params
         status = "completed"
         try:
-            await s.send({"type": "response.created", "response": {"id": self.rid}})
+            await s.send({"type": "response.created", "response": {
+                "id": self.rid, "object": "realtime.response", "status": "in_progress"}})
+            part = {"response_id": self.rid, "item_id": f"item_{self.rid}",
+                    "output_index": 0, "content_index": 0}
             chunk = bytes(int(p.chunk_s * 24_000) * 2)
             b64 = base64.b64encode(chunk).decode("ascii")
             n = max(1, round(p.answer_s / p.chunk_s))
@@ -288,16 +310,16 @@ class Response_:
                 if k == 0:
                     self.truth["first_text_ns"] = await s.send({
                         "type": "response.output_audio_transcript.delta",
-                        "response_id": self.rid, "delta": "Sure, "})
-                at = await s.send({"type": "response.output_audio.delta",
-                                   "response_id": self.rid, "delta": b64})
+                        **part, "delta": "Sure, "})
+                at = await s.send({"type": "response.output_audio.delta", **part,
+                                   "delta": b64})
                 if k == 0:
                     self.truth["first_audio_ns"] = at
                 self.truth["audio"].append([at, len(chunk)])
                 self.truth["last_audio_ns"] = at
             self.truth["status"] = status
-            await s.send({"type": "response.done",
-                          "response": {"id": self.rid, "status": status}})
+            await s.send({"type": "response.done", "response": {
+                "id": self.rid, "object": "realtime.response", "status": status}})
         except ConnectionClosed:
             self.truth["status"] = "cut"
         finally:

@@ -1,0 +1,107 @@
+"""What a voice run (`evalkit probe --api openai-realtime`) will do, decided before any
+socket opens: the caller's audio read and checked, the levels of concurrent calls, how
+long each runs and how many turns it needs (`VoicePlan`, printed by the CLI and run by
+`evalkit.probe.realtime.voicerun`).
+
+The levels are the text ramp's (`SuiteSettings.ramp.levels`: planned from the
+questionnaire's claims, else 1, 2, 4, ...; --levels and --max-concurrency as for text),
+and so are the floors a claim puts under a level. A level runs `level_duration_s` and
+until `min_turns` turns have ended (36: the fewest that bound a p90 from above, so a
+level can be found within the SLO), three times its duration at most: a call is real
+time, so a level 1 of 36 turns of the shipped 2.5 s utterances takes minutes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit.errors import UsageError
+from evalkit.voice.audio import Utterance, load_utterances
+
+#: the `--api` name of the realtime protocol
+REALTIME_API = "openai-realtime"
+
+
+@dataclass(frozen=True)
+class VoiceOptions:
+    """The voice run's own settings (the CLI's flags; a notebook's)."""
+
+    #: the buyer's recordings (None: the utterances shipped with evalkit, public)
+    audio_dir: Path | None = None
+    #: the vendor's server VAD decides the end of speech (False: the client commits)
+    server_vad: bool = True
+    turns: int = 3
+    #: the silence window asked of the vendor's VAD
+    silence_ms: int = 500
+    frame_ms: int = 20
+    #: every how many turns the caller talks over the answer (0: never)
+    barge_in_every: int = 3
+    pause_s: float = 0.3
+    level_duration_s: float = 60.0
+    min_turns: int = 36
+    answer_timeout_s: float = 30.0
+    connect_timeout_s: float = 10.0
+    #: the client's self-check (None: the profile's `client_check`): the event loop's lag
+    #: p99 and the process's share of a core; the frames' own pace is checked apart (a
+    #: frame late at the p99 is client-bound), and TTFA is stamped at the socket
+    client_loop_lag_p99_s: float | None = None
+    client_cpu_fraction: float | None = None
+
+
+@dataclass(frozen=True)
+class VoicePlan:
+    """A voice run decided: the options, the audio read, the levels and their floors."""
+
+    options: VoiceOptions
+    utterances: tuple[Utterance, ...]
+    levels: tuple[int, ...]
+    #: least turns by level (the options' floor, or a claim's)
+    min_turns: dict[int, int]
+    #: levels run past the first degradation to confirm it; levels a claim names run
+    #: whatever happens below them
+    confirm_levels: int
+    claimed: tuple[int, ...]
+
+    @property
+    def public(self) -> bool:
+        """The caller's audio ships with evalkit: a vendor can recognise it."""
+        return self.options.audio_dir is None
+
+    def describe(self) -> list[str]:
+        """The plan in lines, as printed before the run (and by --dry-run)."""
+        o = self.options
+        audio = (f"{len(self.utterances)} recording(s) from {o.audio_dir}" if not self.public
+                 else f"the {len(self.utterances)} utterances shipped with evalkit (public)")
+        return [f"voice: levels {', '.join(map(str, self.levels))} concurrent calls, each "
+                f"level {o.level_duration_s:g} s and at least "
+                f"{min(self.min_turns.values(), default=o.min_turns)} turns (at most "
+                f"{3 * o.level_duration_s:g} s); the ramp stops {self.confirm_levels} "
+                "level(s) after the first degradation",
+                f"  calls of {o.turns} turn(s) in {o.frame_ms} ms frames at real-time pace, "
+                + (f"the vendor's VAD deciding the end of speech ({o.silence_ms} ms asked)"
+                   if o.server_vad else "the client committing each turn")
+                + (f", a barge-in every {o.barge_in_every} turns" if o.barge_in_every
+                   else ""),
+                f"  audio: {audio}"]
+
+
+def plan_voice(options: VoiceOptions | None, levels: tuple[int, ...],
+               floors: dict[int, int], confirm_levels: int,
+               claimed: tuple[int, ...]) -> VoicePlan:
+    """The voice run for these options over the ramp's levels; bad options and bad
+    recordings (`--audio DIR`: format, length, count, each named) are usage errors."""
+    o = options or VoiceOptions()
+    if o.turns < 1 or o.min_turns < 0 or o.level_duration_s <= 0:
+        raise UsageError("a voice run needs calls of at least one turn and levels of a "
+                         "positive duration")
+    if not 20 <= o.frame_ms <= 40:
+        raise UsageError(f"frames of 20 to 40 ms, as a phone sends them (not {o.frame_ms})")
+    if o.silence_ms <= 0 or o.barge_in_every < 0:
+        raise UsageError("the VAD's silence window must be positive")
+    if not levels:
+        raise UsageError("a voice run needs at least one level of concurrent calls")
+    utterances = tuple(load_utterances(o.audio_dir))
+    return VoicePlan(o, utterances, tuple(levels),
+                     {c: max(o.min_turns, int(floors.get(c, 0))) for c in levels},
+                     confirm_levels, claimed)
