@@ -80,7 +80,7 @@ def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = No
         suite = _prepare(config, Path(out_dir), progress)
         with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
             suite.pool = pool
-            asyncio.run(_until_interrupted(suite))
+            _run_until_interrupted(suite)
         return ended.result()
 
 
@@ -99,7 +99,7 @@ def _run_voice(planned: ProbePlan, out_dir: Path, say: Any) -> RunResult:
     with _terminate_as_interrupt():
         run = prepare_voice(planned, out_dir, say)
         with _voice_ending(run):
-            asyncio.run(_until_interrupted(run))
+            _run_until_interrupted(run)
         return RunResult(run.store.dir, run.status, run.turns.count, run.summary)
 
 
@@ -160,6 +160,17 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _run_until_interrupted(suite: _Runs) -> None:
+    """`suite.run()` on its own event loop; KeyboardInterrupt once it ended interrupted.
+
+    Raised here, after the loop closed, not inside its task: a task that ends in
+    KeyboardInterrupt leaves its exception unretrieved, and asyncio then printed "Task
+    exception was never retrieved" and a traceback under the run's last words."""
+    asyncio.run(_until_interrupted(suite))
+    if suite.interrupted:
+        raise KeyboardInterrupt
+
+
 async def _until_interrupted(suite: _Runs) -> None:
     """`suite.run()`, ended by Ctrl-C (or SIGTERM) whatever it was awaiting at the time.
 
@@ -187,16 +198,13 @@ async def _until_interrupted(suite: _Runs) -> None:
     try:
         await suite.run()
     except asyncio.CancelledError:
-        if suite.interrupted:
-            raise KeyboardInterrupt from None
-        raise
+        if not suite.interrupted:
+            raise  # (the caller raises KeyboardInterrupt for a stop: `_run_until_interrupted`)
     finally:
         for s in _STOPS:
             loop.remove_signal_handler(s)  # leaves SIG_DFL: hand back what was there
             if callable(previous[s]) or previous[s] in (signal.SIG_IGN, signal.SIG_DFL):
                 signal.signal(s, previous[s])
-    if suite.interrupted:
-        raise KeyboardInterrupt
 
 
 async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None

@@ -301,7 +301,7 @@ def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation(stop
     """asyncio.run makes SIGINT one cancellation of the main task; an await that swallows
     it (one racing a timeout, in a library) let a run go on to its end and exit 0. A real
     signal, sent mid-run to this process: the run stops at the next level it would start."""
-    from evalkit.probe.suite import _until_interrupted
+    from evalkit.probe.suite import _run_until_interrupted
 
     class Run:
         interrupted = False
@@ -322,7 +322,7 @@ def test_ctrl_c_stops_the_run_even_when_an_await_swallowed_its_cancellation(stop
     run = Run()
     term = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(_until_interrupted(run))  # type: ignore[arg-type]
+        _run_until_interrupted(run)  # type: ignore[arg-type]
     assert run.levels == [0, 1, 2]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handed back
     assert signal.getsignal(signal.SIGTERM) is term

@@ -191,10 +191,12 @@ def test_the_key_goes_in_its_header_and_nowhere_else(tmp_path: Path, recorder: R
 
 def _run_until(args: list[str], out: Path, turns: int, stop: signal.Signals
                ) -> subprocess.Popen[bytes]:
-    """The CLI in its own process, sent `stop` once `turns` turns are on disk."""
-    proc = subprocess.Popen([sys.executable, "-m", "evalkit.cli", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "OPENAI_API_KEY": SECRET})
+    """The CLI in its own process, sent `stop` once `turns` turns are on disk (its
+    standard error in `out`.stderr, beside the run directory)."""
+    with open(out.with_suffix(".stderr"), "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "evalkit.cli", *args],
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                env={**os.environ, "OPENAI_API_KEY": SECRET})
     try:
         deadline = time.monotonic() + 30
         lines: list[Any] = []
@@ -224,6 +226,9 @@ def test_a_run_stopped_keeps_every_turn_it_finished(tmp_path: Path) -> None:
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
     assert not (killed / "summary.json").exists()
     assert proc.returncode == 130
+    said = stopped.with_suffix(".stderr").read_text()
+    # the run's last words, and no asyncio traceback under them
+    assert "interrupted: the turns measured" in said and "Traceback" not in said, said
     meta = json.loads((stopped / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["turns"] >= 3
     summary = Summary.from_json(json.loads((stopped / "summary.json").read_text()))
