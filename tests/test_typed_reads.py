@@ -2,14 +2,16 @@
 (issue 42): renaming a summary figure must be one field that mypy follows, not a grep
 through four folders.
 
-The test walks the AST of review/, render/, verify/, catalog/ and cli/ for string-key
-reads (`x["key"]`, `x.get("key")`) of a summary or scorecard: an expression rooted at
-a name or attribute called `summary`, `scorecard` or `card`, or at a name that holds
-what was read from one (`ramp = as_mapping(summary.get("ramp"))`, `for lv in
-ramp_levels(summary)`), followed by Python's scopes and into the functions it is passed
-to (`tests/typedwalk.py` says how). `ALLOWED` is what is not yet moved to typed fields,
-module by module: the counts must match exactly, so the list pins progress and only
-shrinks (a module that reads fewer lowers its entry; a module not listed reads none).
+The test walks the AST of every module but the readers (analysis/, the importers) and
+the raw-document checks (`RAW_DOCUMENTS`, each with why) for string-key reads
+(`x["key"]`, `x.get("key")`) of a summary or scorecard: an expression rooted at a name or
+attribute called `summary`, `scorecard` or `card`, or at a name that holds what was read
+from one (`ramp = as_mapping(summary.get("ramp"))`, `for lv in ramp_levels(summary)`),
+followed by Python's scopes and into the functions it is passed to (`tests/typedwalk.py`
+says how). `ALLOWED` is what is not yet moved to typed fields, module by module: the
+counts must match exactly, so the list pins progress and only shrinks (a module that
+reads fewer lowers its entry; a module not listed reads none). `as_mapping` is pinned the
+same way (`AS_MAPPING_RETYPING`).
 
 What the page's modules still read by key, and why: render/page.py the dict
 `render.workload.workload_context` returns (6), each SLO profile's free-form `label` and
@@ -19,26 +21,44 @@ Each goes when the scorecard's payloads are typed (issue 42).
 
 The walk follows a summary's part into the helper it is handed to (`prefill_text(pre)`):
 the entries for render/charts/{cost,figures,ramp}.py, render/{connections,costtext,
-ratelimits,words,workload}.py and review/{cost,rates,scorecard}.py are reads that were
-there before it did (the cost, rate-limit, connection and panel payloads, the vendor's
+ratelimits,words,workload}.py, review/{cost,rates,scorecard}.py and fmt.py are reads
+that were there before it did (the cost, rate-limit, connection and panel payloads, the vendor's
 metrics and the tolerances, read by key in the helpers they are passed to), not new ones.
 It no longer follows a value through a function that returns a typed one (a `Page`, the
 `str` of its HTML) nor from a key into what it looks up, so verify/redraw.py's PDF
 reader (`o.geometry["mediabox"]`, reached through the scorecard's digest) is not counted.
+probe/ (walked since the walk covers the package) prints its progress from the summary
+dict it has just built (probe/run/progress.py, probe/suite.py): issue 42's probe/ part.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.typedwalk import index, module_name, reads
 
 PACKAGE = Path(__file__).resolve().parent.parent / "evalkit"
-FOLDERS = ("review", "render", "verify", "catalog", "cli")
+#: where JSON is read into typed values: the one place `as_mapping` and string keys
+#: belong (the summary's readers, and the importers reading a peer tool's files)
+READERS = ("evalkit/analysis/", "evalkit/rundir/importers/")
+#: the raw-document integrity checks: they read summary.json and run.json as written,
+#: before anything is typed, because their job is the document's bytes (a summary
+#: checked against the records, a run.json repaired field by field, the summary derived
+#: again from the records, the schema checked before the reading)
+RAW_DOCUMENTS = {
+    "evalkit/rundir/audit.py": "summary.json checked as untrusted against the records",
+    "evalkit/rundir/checked.py": "run.json and summary.json checked and repaired as read",
+    "evalkit/rundir/rederive.py": "the summary derived again from the records, as JSON",
+    "evalkit/rundir/run.py": "summary.json's schema checked before it is read as one",
+}
 
 #: string-key reads of the summary or scorecard not yet moved to typed fields, by module
 ALLOWED: dict[str, int] = {
+    "evalkit/fmt.py": 1,
+    "evalkit/probe/run/progress.py": 64,
+    "evalkit/probe/suite.py": 2,
     "evalkit/render/charts/cost.py": 12,
     "evalkit/render/charts/figures.py": 3,
     "evalkit/render/charts/listed.py": 3,
@@ -58,6 +78,22 @@ ALLOWED: dict[str, int] = {
     "evalkit/review/reconcile.py": 1,
     "evalkit/review/scorecard.py": 4,
 }
+#: modules outside READERS and RAW_DOCUMENTS that still call `as_mapping`, by how many
+#: times they name it: the payloads being typed (issue 42); the list only shrinks
+AS_MAPPING_RETYPING: dict[str, int] = {
+    "evalkit/render/connections.py": 5,
+    "evalkit/render/costtext.py": 9,
+    "evalkit/render/findings.py": 6,
+    "evalkit/render/pagetext.py": 44,
+    "evalkit/render/panel.py": 9,
+    "evalkit/render/ratelimits.py": 6,
+    "evalkit/render/workload.py": 2,
+    "evalkit/review/compare.py": 3,
+    "evalkit/review/ourpanel.py": 3,
+    "evalkit/review/ratelimits.py": 2,
+    "evalkit/review/rules.py": 4,
+    "evalkit/review/scorecard.py": 15,
+}
 
 
 def string_key_reads(source: str) -> int:
@@ -68,25 +104,58 @@ def string_key_reads(source: str) -> int:
     return len(reads({"m": tree}, pkg)["m"])
 
 
+@functools.cache
+def _trees() -> dict[str, tuple[str, ast.Module]]:
+    """Every module of the package: its name -> (its path from the repository, its AST)."""
+    return {module_name(p, PACKAGE.parent): (str(p.relative_to(PACKAGE.parent)),
+                                             ast.parse(p.read_text(encoding="utf-8")))
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _exempt(path: str) -> bool:
+    return path.startswith(READERS) or path in RAW_DOCUMENTS
+
+
 def counts() -> dict[str, int]:
-    """Each module's string-key reads (those with any)."""
-    paths = sorted(PACKAGE.rglob("*.py"))
-    trees = {module_name(p, PACKAGE.parent): ast.parse(p.read_text(encoding="utf-8"))
-             for p in paths}
-    where = {module_name(p, PACKAGE.parent): str(p.relative_to(PACKAGE.parent))
-             for p in paths}
-    walked = {m: t for m, t in trees.items() if m.split(".")[1:2] and m.split(".")[1] in FOLDERS}
-    return {where[m]: len(found) for m, found in reads(walked, index(trees)).items() if found}
+    """Each module's string-key reads (those with any), outside READERS and RAW_DOCUMENTS."""
+    trees = _trees()
+    walked = {m: tree for m, (path, tree) in trees.items() if not _exempt(path)}
+    found = reads(walked, index({m: tree for m, (_, tree) in trees.items()}))
+    return {trees[m][0]: len(nodes) for m, nodes in found.items() if nodes}
+
+
+def _shrinks_only(got: dict[str, int], allowed: dict[str, int], what: str) -> None:
+    more = {m: (n, allowed.get(m, 0)) for m, n in got.items() if n > allowed.get(m, 0)}
+    fewer = {m: (got.get(m, 0), n) for m, n in allowed.items() if got.get(m, 0) < n}
+    assert not more, f"{what} (found, allowed): {more}; read the typed fields " \
+        "(evalkit.analysis.summary.Summary.sections, the Scorecard's) instead"
+    assert not fewer, f"fewer {what} than allowed (found, allowed): {fewer}; lower (or " \
+        "drop) their entries: the list only shrinks"
 
 
 def test_the_summary_and_scorecard_are_read_by_field_outside_analysis() -> None:
-    got = counts()
-    more = {m: (n, ALLOWED.get(m, 0)) for m, n in got.items() if n > ALLOWED.get(m, 0)}
-    fewer = {m: (got.get(m, 0), n) for m, n in ALLOWED.items() if got.get(m, 0) < n}
-    assert not more, f"string-key reads of the summary or scorecard (read, allowed): {more}; " \
-        "read the typed fields (evalkit.analysis.summary.Summary.sections) instead"
-    assert not fewer, f"fewer string-key reads than ALLOWED lists (read, allowed): {fewer}; " \
-        "lower (or drop) their entries: the list only shrinks"
+    _shrinks_only(counts(), ALLOWED, "string-key reads of the summary or scorecard")
+
+
+def as_mapping_uses(tree: ast.AST) -> int:
+    """How many times a module names `as_mapping` (imports and calls)."""
+    return sum(1 for n in ast.walk(tree)
+               if (isinstance(n, ast.Name) and n.id == "as_mapping")
+               or (isinstance(n, ast.Attribute) and n.attr == "as_mapping")
+               or (isinstance(n, ast.alias) and n.name == "as_mapping"))
+
+
+def test_as_mapping_is_where_json_is_read() -> None:
+    """`as_mapping` (a JSON value taken as a mapping, whatever it is) belongs where JSON is
+    read into types: analysis/, the importers, the raw-document checks. Anywhere else it
+    is a payload still travelling as a dict."""
+    got = {path: n for path, tree in _trees().values()
+           if not _exempt(path) and (n := as_mapping_uses(tree))}
+    _shrinks_only(got, AS_MAPPING_RETYPING, "as_mapping uses")
+    assert as_mapping_uses(ast.parse("from x import as_mapping\nas_mapping(a).get('b')\n"
+                                     "y.as_mapping(c)\n")) == 3
+    for path in RAW_DOCUMENTS:  # a named exception is a module that exists
+        assert (PACKAGE.parent / path).is_file(), path
 
 
 def test_the_walk_finds_reads_through_locals_and_not_typed_fields() -> None:
