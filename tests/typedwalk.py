@@ -7,25 +7,33 @@ A value holds a summary or scorecard (is *tainted*) when it is one by name (`sum
 - in the scope it is bound in: a function's locals are its own (a parameter or local
   `o` in one function is not another function's `o`); a closure sees the names of the
   scope around it that it does not bind itself;
-- into a call: a parameter is tainted when some call in the walked folders passes a
-  tainted argument to a function of that name (by position or keyword), so a helper
-  handed a summary's part (`prefill_text(pre)`) is walked as reading it;
-- out of a call, unless every function of the callee's name in the package returns a
-  typed value (no `Mapping`, `dict`, `Any` or `Summary` in its return annotation): a
-  `Page` built from the scorecard is read by field, and so is what is drawn from it;
+- into a call: a parameter is tainted when some call in the walked modules passes a
+  tainted argument to that function (resolved by module: a function the module defines
+  or imports, or `module.function`), so a helper handed a summary's part
+  (`prefill_text(pre)`) is walked as reading it;
+- out of a call, unless the function returns a typed value: no `Mapping`, `dict`, `Any`
+  in its return annotation, only scalars and the package's classes whose every field is
+  typed too (a method, which the walk cannot resolve, by every method of its name): a
+  `str` of HTML is typed, a `Page` (its cost is a dict) is not;
 - out of a lookup, from what is looked in, not from the key: `cache.pop(digest)` holds
-  the cache's value, not the digest's source.
+  the cache's value, not the digest's source; `i` of `enumerate` is a count;
+- a write (`x["k"] = v`) is no read.
 
-Function names are matched across modules by name alone: a name two modules share is
-walked as either, which can only count more, never less.
+What it cannot see: a method's parameters (`obj.helper(part)`: which class's helper is
+not known without types), a value stored on an object and read back elsewhere, and a
+function called through a variable. A read that way is missed, so a helper that reads a
+payload by key is best a module's function (or the payload typed).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 #: the names a summary or scorecard goes by where it enters a function (`card`: the
 #: typed Scorecard, as `Review.card` and the renderer call it)
@@ -122,9 +130,25 @@ def index(trees: dict[str, ast.Module]) -> Package:
     return pkg
 
 
-def _own(scope: ast.AST) -> Iterator[ast.AST]:
+#: each scope's own nodes, bound names and bindings, by the scope (kept with it, so an
+#: id is never another node's): the walk reads each scope many times to its fixpoint
+_MEMO: dict[tuple[str, int], tuple[ast.AST, object]] = {}
+
+
+def _memo(kind: str, scope: ast.AST, make: Callable[[ast.AST], Iterable[T]]) -> list[T]:
+    key = (kind, id(scope))
+    if key not in _MEMO:
+        _MEMO[key] = (scope, list(make(scope)))
+    return _MEMO[key][1]  # type: ignore[return-value]
+
+
+def _own(scope: ast.AST) -> list[ast.AST]:
     """The nodes that run in `scope`: not a nested function's body (its own scope), but
     a nested function's defaults and decorators, which run where it is defined."""
+    return _memo("own", scope, _own_nodes)
+
+
+def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     if isinstance(scope, ast.Lambda):
         todo: list[ast.AST] = [scope.body]
     elif isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -146,6 +170,10 @@ def _own(scope: ast.AST) -> Iterator[ast.AST]:
 
 def _bound(scope: ast.AST) -> set[str]:
     """The names local to `scope`: its parameters and every name bound in it."""
+    return set(_memo("bound", scope, _bound_names))
+
+
+def _bound_names(scope: ast.AST) -> set[str]:
     names: set[str] = set()
     if isinstance(scope, SCOPE):
         a = scope.args
@@ -161,9 +189,13 @@ def _bound(scope: ast.AST) -> set[str]:
     return names
 
 
-def _targets(scope: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
+def _targets(scope: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
     """(target, value) of each binding made in `scope`, a tuple's element by element
     where both sides are written out (`a, b = x, y`; `for s, label in ((x, "a"), ...)`)."""
+    return _memo("targets", scope, _bindings)
+
+
+def _bindings(scope: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
     for n in _own(scope):
         if isinstance(n, ast.Assign):
             for t in n.targets:
