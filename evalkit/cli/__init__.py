@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,9 @@ from evalkit.cli.verify import signing_key, signing_options, verify
 from evalkit.demo import VENDORS as DEMO_VENDORS
 from evalkit.errors import UsageError
 from evalkit.sanitize import clean
+
+if TYPE_CHECKING:  # the renderer loads when a report is asked for, not for --help
+    from evalkit.render.report import ReportResult
 
 
 class _Commands(click.Group):
@@ -197,7 +200,7 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
         sys.exit(1)
 
 
-def _register_report(result: Any, run_dir: str | None, catalog: str | None) -> None:
+def _register_report(result: ReportResult, run_dir: str | None, catalog: str | None) -> None:
     """Index a written scorecard in the catalog (a problem there is only a warning)."""
     from pathlib import Path
 
