@@ -14,10 +14,12 @@ from typing import Any
 
 from evalkit.analysis.summary import as_mapping, measurements, ramp_levels
 from evalkit.analysis.summary import as_number as _num
-from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
+from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate
 from evalkit.provenance import short
+from evalkit.questionnaire.model import Answer
 from evalkit.render import words
 from evalkit.render.pdf import clip
+from evalkit.review.claimed import PanelClaim
 from evalkit.review.fit import Fit
 from evalkit.review.scorecard import RunCard, fit_from_json
 from evalkit.rundir.digest import RecordDigest
@@ -246,75 +248,6 @@ def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     ]
 
 
-def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) -> str:
-    """A question's measured figures in words, with the 95 % interval and n of each where
-    the summary has them (the appendix prints every field)."""
-    m = as_mapping(measured)
-    if not m:
-        return fmt_value(measured, SHORT_TEXT)
-    levels = {lv.get("concurrency"): lv for lv in ramp_levels(summary)}
-    lv = as_mapping(levels.get(m.get("concurrency")))
-    at = f" at {fmt_value(m.get('concurrency'))} streams" if "concurrency" in m else ""
-    if qid == "Q1" and lv:
-        ttft = as_mapping(lv.get("ttft_s"))
-        said = (f"TTFT {fmt_pct_ci(ttft, 'p50', n=False)} · "
-                f"{fmt_pct_ci(ttft, 'p90', n=False)}{at}{n_mark(ttft)}")
-        if "reasoning_first" not in m:
-            return said
-        ttfa = as_mapping(lv.get("ttfa_s"))
-        return (f"TTFA (judged: reasoning came first) {fmt_pct_ci(ttfa, 'p50', n=False)} · "
-                f"{fmt_pct_ci(ttfa, 'p90', n=False)}{n_mark(ttfa)}; {said}")
-    if qid == "Q2" and lv:
-        rate = as_mapping(lv.get("stream_tokens_per_s"))
-        return (f"per stream {fmt_pct_ci(rate, 'p50', fmt_rate, n=False)}; all streams "
-                f"{fmt_rate(lv.get('aggregate_tokens_per_s'))}"
-                f"{ci_text(lv.get('aggregate_tokens_per_s_ci'), fmt_rate)}{at}{n_mark(rate)}")
-    if qid == "Q3":
-        pre = as_mapping(as_mapping(summary).get("prefill"))
-        base = as_mapping(as_mapping(summary).get("baseline"))
-        alone = as_mapping(base.get("stream_tokens_per_s"))
-        parts = []
-        if "prefill_tokens_per_s" in m:
-            ci = m.get("prefill_tokens_per_s_ci", pre.get("tokens_per_s_ci"))
-            parts.append(f"prefill {fmt_rate(m['prefill_tokens_per_s'])}{ci_text(ci, fmt_rate)}")
-        if "decode_tokens_per_s_per_stream_p50" in m:
-            ci = m.get("decode_tokens_per_s_per_stream_p50_ci", alone.get("p50_ci"))
-            parts.append(f"decode one stream alone p50 "
-                         f"{fmt_rate(m['decode_tokens_per_s_per_stream_p50'])}"
-                         f"{ci_text(ci, fmt_rate)}{n_mark(alone)}")
-        rest = {k: v for k, v in m.items() if not k.startswith(
-            ("prefill_tokens_per_s", "decode_tokens_per_s_per_stream_p50"))}
-        return "; ".join(parts + ([words.mapping(rest, _short)] if rest else [])) or "—"
-    if qid == "Q4":
-        ramp = as_mapping(as_mapping(summary).get("ramp"))
-        text = words.mapping({k: v for k, v in m.items() if k != "first_degraded"}, _short)
-        if "max_sustained_concurrency" in m and m["max_sustained_concurrency"] is None:
-            text = "max sustained: not established; " + text
-        if m.get("first_degraded"):
-            text += (f"; first to degrade: "
-                     f"{words.degraded(m['first_degraded'], ramp.get('first_degraded_tied'))}")
-        return text
-    if qid == "Q5" and "per_stream_itl" in m:
-        has = "a per-stream inter-token histogram" if m.get("per_stream_itl") else \
-            "no per-stream inter-token histogram"
-        return (f"{has} in the endpoint's metrics ({_short(m.get('engine') or 'unknown')} "
-                f"names): {fmt_value(m.get('itl_observations'))} observations over "
-                f"{fmt_value(m.get('scrapes_ok'))} scrapes")
-    if qid == "Q6":
-        parts = []
-        for key, value in m.items():
-            if key == "baseline_stream_tokens_per_s":
-                parts.append(words.stream_distribution(value, "alone"))
-            elif key == "our_panel":
-                parts.append(words.our_panel(value))
-            elif words.at_level(key):
-                parts.append(words.stream_distribution(value, str(words.at_level(key))))
-            else:
-                parts.append(words.field(key, value, _short, m))
-        return "; ".join(parts)
-    return words.mapping(m, _short)
-
-
 def _short(text: Any) -> str:
     return clip(text, 60)
 
@@ -323,15 +256,17 @@ def _long(text: Any) -> str:
     return clip(text, LONG_TEXT)
 
 
-def claim_text(claimed: Any, brief: bool) -> str:
-    """A vendor's answer in words: page one's brief form leaves out provenance detail
-    (evidence, notes, links) and cuts each string short; the appendix prints it all."""
-    if not isinstance(claimed, Mapping):
-        return fmt_value(claimed, SHORT_TEXT if brief else LONG_TEXT)
+def claim_text(claimed: Answer | None, brief: bool) -> str:
+    """A vendor's answer in words, every field it filled in by its name: page one's brief
+    form leaves out provenance detail (evidence, notes, links) and cuts each string
+    short; the appendix prints it all."""
+    if claimed is None:
+        return "—"
+    said = claimed.to_dict()
     skip = BRIEF_SKIP if brief else frozenset()
-    if brief and "output_tokens_per_s" in claimed:
+    if brief and isinstance(claimed, PanelClaim) and claimed.panel_numbers:
         skip = skip | {"panel"}  # the same panel under its alias
-    text = words.mapping(claimed, _short if brief else _long, skip=skip)
+    text = words.mapping(said, _short if brief else _long, skip=skip)
     return clip(text, SHORT_TEXT if brief else LONG_TEXT) if brief else text
 
 

@@ -47,10 +47,10 @@ from evalkit.render.costtext import cost_context, cost_line
 from evalkit.render.drawn import PageStamp, page_context
 from evalkit.render.evidence import evidence_files
 from evalkit.render.findings import beside_outcomes, configuration_figures
+from evalkit.render.measuredtext import measured_long, measured_text
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
-    _long,
     baseline_heading,
     check_rows,
     claim_text,
@@ -59,7 +59,6 @@ from evalkit.render.pagetext import (
     fmt_outcomes,
     fmt_value,
     key_figures,
-    measured_text,
     prefill_text,
     provenance_text,
     rules,
@@ -78,6 +77,7 @@ from evalkit.render.prompttext import prompt_text_box
 from evalkit.render.ratelimits import rate_limits_text
 from evalkit.render.sign import SigningKey, sign_pdf
 from evalkit.render.workload import workload_context
+from evalkit.review.measured import RateLimitsMeasured
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.review.scorecard import QuestionCard, Scorecard
@@ -156,7 +156,8 @@ def chart_svgs(card: Scorecard, summary: Summary | None,
     their digest (what `open_run` keeps)."""
     digest = records if isinstance(records, RecordDigest) else RecordDigest.of(records)
     out: list[tuple[str, str | None]] = []
-    claimed = card.question("Q6").claimed or {}  # free-form: the vendor's Q6 answer
+    q6 = card.question("Q6").claimed  # the vendor's Q6 answer, as scorecard.json says it
+    claimed = q6.to_dict() if q6 is not None else {}
     panel = as_mapping(claimed.get("panel")) or claimed
     sections = summary.sections if summary is not None else Sections()
     out.append((captions.CLAIMS_CAPTION,
@@ -211,7 +212,7 @@ def _cost_section(card: Scorecard) -> dict[str, Any]:
     """The "What it costs" section: its tables, and its chart (None without costs)."""
     labels = {name: str(p.get("label") or name.replace("_", " "))
               for name, p in slo_limits(card).items() if not p.get("throughput_only")}
-    svg = cost_chart.cost_vs_concurrency(card.cost, labels) if card.cost else None
+    svg = cost_chart.cost_vs_concurrency(card.cost.to_json(), labels) if card.cost else None
     return {"cost": cost_context(card.cost, labels) if card.cost else None,
             "cost_chart": Markup(kit.namespaced(svg, "cost")) if svg else None,
             "cost_caption": cost_chart.COST_CAPTION}
@@ -236,8 +237,7 @@ def _row(qid: str, q: QuestionCard, measured: str) -> dict[str, Any]:
         "measured": measured,
         "reason": clip(q.reason, 3 * SHORT_TEXT),
         "claimed_long": claim_text(q.claimed, brief=False),
-        "measured_long": (words.mapping(q.measured, _long) if q.measured is not None
-                          else fmt_value(q.measured, LONG_TEXT)),
+        "measured_long": measured_long(q.measured),
         "reason_long": clip(q.reason, LONG_TEXT),
         "tolerance": words.tolerance(clip(q.tolerance, SHORT_TEXT)) if q.tolerance else "",
     }
@@ -254,10 +254,11 @@ def build_context(card: Scorecard, run: RunDir | None,
     summary = run.summary if run else None
     digest = run.stats if run else RecordDigest()
     questions = [_row(qid, card.question(qid), measured_text(
-        qid, card.question(qid).measured, summary)) for qid in QUESTION_IDS]
+        card.question(qid).measured, summary)) for qid in QUESTION_IDS]
     limits = card.rate_limits  # shown when claimed or met: no claim and no 429 is no news
     rate_limits = None if limits is None or not (
-        limits.status != "unanswered" or _num(as_mapping(limits.measured).get("rejected_429"))
+        limits.status != "unanswered" or (isinstance(limits.measured, RateLimitsMeasured)
+                                          and limits.measured.rejected_429)
     ) else _row("rate-limits", limits, rate_limits_text(limits.measured))
     use_cases = []
     for name, uc in card.use_cases.items():

@@ -21,8 +21,9 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
-from evalkit.analysis.summary import Level, Pct, Summary, as_mapping, as_text
+from evalkit.analysis.summary import Level, Summary, as_mapping, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
+from evalkit.review.measured import Measured
 from evalkit.review.ourpanel import OurPanel
 from evalkit.rundir.meta import PromptsFile, RunMeta
 
@@ -38,8 +39,10 @@ class Judgement:
 
     status: Status
     reason: str
-    claimed: dict[str, Any]
-    measured: dict[str, Any] | None
+    #: the vendor's answer (Q6's with its headline: `evalkit.review.claimed.PanelClaim`)
+    claimed: Answer
+    #: what the run measured for it (`evalkit.review.measured`); None: nothing to show
+    measured: Measured | None
     tolerance: str
     #: "gap" when an honest answer shows the endpoint does not serve the streaming regime
     finding: Finding | None = None
@@ -216,19 +219,6 @@ def blank(answer: Answer) -> bool:
 def dist_numbers(d: Distribution | None) -> list[float]:
     """A claimed distribution's percentiles that were given, in p50, p90, p99 order."""
     return [v for v in (d.p50, d.p90, d.p99) if v is not None] if d else []
-
-
-#: the figures of a distribution scorecard.json shows (its keys are a contract: the
-#: summary's mean, min, max and low tail stay out of it)
-SHOWN_FIGURES = ("p50", "p90", "p99")
-
-
-def dist_dict(p: Pct) -> dict[str, Any] | None:
-    """A measured distribution as the scorecard shows it: its given keys (None: none)."""
-    ci = {k: v for k, v in p.ci.items() if k in SHOWN_FIGURES}
-    out = {k: v for k, v in (*((k, p.get(k)) for k in SHOWN_FIGURES), ("n", p.n), ("ci", ci))
-           if v is not None}
-    return out or None
 
 
 # ------------------------------------------------------- the one-sided tolerance rule
