@@ -70,4 +70,6 @@ def claimed_from_json(row: str, doc: object) -> Answer | None:
     kind = CLAIM_TYPES.get(row)
     if kind is None or not isinstance(doc, Mapping):
         return None
+    if kind is PanelClaim and "output_tokens_per_s" not in doc and "panel" in doc:
+        doc = {**doc, "output_tokens_per_s": doc["panel"]}  # an older scorecard's name
     return read_as_written(kind, doc)
