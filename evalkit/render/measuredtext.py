@@ -6,14 +6,13 @@ interval and n of each figure where the summary has them; the appendix prints ev
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
 from evalkit.analysis.summary import Level, Pct, Summary
-from evalkit.fmt import ci_text, fmt_ms, fmt_rate
+from evalkit.fmt import ci_text, fmt_rate
 from evalkit.render import words
-from evalkit.render.pagetext import LONG_TEXT, fmt_value
+from evalkit.render.pagetext import LONG_TEXT, fmt_value, n_text, pct_text
 from evalkit.render.pdf import clip
 from evalkit.review.measured import (
     ConcurrencyMeasured,
@@ -49,18 +48,6 @@ def measured_long(measured: Measured | None) -> str:
     return words.mapping(measured.to_json(), _long) if measured is not None else "—"
 
 
-def _pct(p: Pct, pct: str, fmt: Callable[[Any], str] = fmt_ms, n: bool = True) -> str:
-    """One percentile of a summary distribution with its 95 % interval and n (`fmt_pct_ci`
-    of a typed `Pct`)."""
-    return f"{pct} {fmt(p.get(pct))}{ci_text(p.interval(pct), fmt)}{_n(p) if n else ''}"
-
-
-def _n(p: Pct) -> str:
-    """The sample count behind a distribution, marked when too few to lean on (`n_mark`)."""
-    return "" if p.n is None else f" (n={p.n}, low confidence)" if p.n < 100 else \
-        f" (n={p.n})"
-
-
 def _at(c: int | None) -> str:
     return f" at {fmt_value(c)} streams"
 
@@ -82,12 +69,13 @@ def _(m: TtftMeasured, ramp: tuple[Level, ...], summary: Summary | None) -> str:
         return words.mapping(m.to_json(), _short)
     at = _at(m.concurrency) if m.concurrency is not None else ""
     ttft = lv.ttft_s
-    said = f"TTFT {_pct(ttft, 'p50', n=False)} · {_pct(ttft, 'p90', n=False)}{at}{_n(ttft)}"
+    said = (f"TTFT {pct_text(ttft, 'p50', n=False)} · {pct_text(ttft, 'p90', n=False)}{at}"
+            f"{n_text(ttft)}")
     if m.reasoning_first is None:
         return said
     ttfa = lv.ttfa_s
-    return (f"TTFA (judged: reasoning came first) {_pct(ttfa, 'p50', n=False)} · "
-            f"{_pct(ttfa, 'p90', n=False)}{_n(ttfa)}; {said}")
+    return (f"TTFA (judged: reasoning came first) {pct_text(ttfa, 'p50', n=False)} · "
+            f"{pct_text(ttfa, 'p90', n=False)}{n_text(ttfa)}; {said}")
 
 
 @_words.register
@@ -96,9 +84,9 @@ def _(m: ThroughputMeasured, ramp: tuple[Level, ...], summary: Summary | None) -
     if lv is None:
         return words.mapping(m.to_json(), _short)
     rate = lv.stream_tokens_per_s
-    return (f"per stream {_pct(rate, 'p50', fmt_rate, n=False)}; all streams "
+    return (f"per stream {pct_text(rate, 'p50', fmt_rate, n=False)}; all streams "
             f"{fmt_rate(lv.aggregate_tokens_per_s)}{ci_text(lv.aggregate_ci, fmt_rate)}"
-            f"{_at(m.concurrency)}{_n(rate)}")
+            f"{_at(m.concurrency)}{n_text(rate)}")
 
 
 @_words.register
@@ -108,7 +96,7 @@ def _(m: PrefillDecodeMeasured, ramp: tuple[Level, ...], summary: Summary | None
     return (f"prefill {fmt_rate(m.prefill_tokens_per_s)}"
             f"{ci_text(m.prefill_tokens_per_s_ci, fmt_rate)}; decode one stream alone p50 "
             f"{fmt_rate(m.decode_tokens_per_s_per_stream_p50)}"
-            f"{ci_text(m.decode_tokens_per_s_per_stream_p50_ci, fmt_rate)}{_n(alone)}")
+            f"{ci_text(m.decode_tokens_per_s_per_stream_p50_ci, fmt_rate)}{n_text(alone)}")
 
 
 @_words.register

@@ -391,8 +391,8 @@ def build_context(card: Scorecard, run: RunDir | None,
         "rules": rules(summary),
         "precision_rows": precision_rows(summary),
         "precision_intro": precision_intro(summary),
-        "prefill_line": prefill_text(as_mapping(as_mapping(summary).get("prefill"))),
-        "baseline_heading": baseline_heading(as_mapping(as_mapping(summary).get("baseline"))),
+        "prefill_line": prefill_text(summary.sections.prefill if summary else None),
+        "baseline_heading": baseline_heading(summary.sections.baseline if summary else None),
         "title_date": clip(started or stamp.drawn_at, 40)[:10],
     }
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
-from evalkit.analysis.summary import Level, Summary, as_mapping, as_text
+from evalkit.analysis.jsonread import Json, read_as
+from evalkit.analysis.summary import Level, Summary, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
 from evalkit.review.measured import Measured
 from evalkit.review.ourpanel import OurPanel
@@ -76,20 +77,29 @@ class RunTarget:
         """From run.json as `open_run` read it (`RunDir.meta`)."""
         tokens = meta.settings.prompt_tokens
         return cls(as_text(meta.target.model), as_text(meta.target.base_url),
-                   as_mapping(meta.stands_in_for) or None, as_text(meta.profile),
+                   meta.stands_in_for if isinstance(meta.stands_in_for, Mapping)
+                   and meta.stands_in_for else None, as_text(meta.profile),
                    tokens if tokens is not None and tokens >= 1 else None,
                    _prompts_file(meta.prompts_file), _ttft_not_ours(meta.imported))
+
+
+@dataclass(frozen=True)
+class _Imported:
+    """run.json's `imported`: the tool a run was imported from, and where its figures mean
+    other things than ours, by figure."""
+
+    tool: str | None = field(default=None, metadata={"strip": True})
+    differs: Mapping[str, Json | None] = field(default_factory=dict)
 
 
 def _ttft_not_ours(imported: object) -> str | None:
     """Whose TTFT an imported run holds when it means something else than ours (run.json's
     `imported.differs.TTFT`, any value: it says so), with the tool's word on why."""
-    doc = as_mapping(imported)
-    differs = as_mapping(doc.get("differs")).get("TTFT")
-    if not doc or differs is None:
+    doc = read_as(_Imported, imported)
+    differs = doc.differs.get("TTFT")
+    if differs is None:
         return None
-    tool = as_text(doc.get("tool")) or "another tool"
-    return f"{tool}'s: {as_text(differs) or 'its meaning differs from ours'}"
+    return f"{doc.tool or 'another tool'}'s: {as_text(differs) or 'its meaning differs from ours'}"
 
 
 def _prompts_file(f: PromptsFile | None) -> str | None:

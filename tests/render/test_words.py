@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from evalkit.analysis.summary import read_level
 from evalkit.questionnaire.model import (
     ConcurrencyAnswer,
     Distribution,
@@ -55,9 +56,10 @@ class TestWords:
     def test_a_baseline_of_no_requests_says_so(self) -> None:
         """'Baseline (concurrency 1, 6 requests)' when none succeeded misled: the heading
         says how many were measured and how many were ok."""
-        assert pagetext.baseline_heading({"requests": 0}) == \
+        assert pagetext.baseline_heading(read_level({"requests": 0}, 1)) == \
             "Baseline: one stream at a time (no request measured)"
-        assert pagetext.baseline_heading({"requests": 6, "outcomes": {"ok": 4}}) == \
+        assert pagetext.baseline_heading(read_level({"requests": 6, "outcomes": {"ok": 4}},
+                                                    1)) == \
             "Baseline: one stream at a time, 6 requests, 4 ok"
 
 
