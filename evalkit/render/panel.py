@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
 import evalkit
-from evalkit.analysis.jsonread import Interval, Json, read_as
+from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.panel_doc import PanelDoc, PanelGroup
 from evalkit.analysis.summary import Pct
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_count, fmt_ms, fmt_num, fmt_pct, fmt_rate
@@ -40,72 +41,7 @@ class PanelResult:
     json: Path
 
 
-@dataclass(frozen=True)
-class _Group:
-    """An hour's or a day's pooled figures (panel.json's `by_hour`, `by_day`)."""
-
-    hour: int | None = None
-    day: str | None = None
-    ttft_s: Pct = field(default_factory=Pct)
-    stream_tokens_per_s: Pct = field(default_factory=Pct)
-
-
-@dataclass(frozen=True)
-class _Failures:
-    value: float | None = None
-    requests: int | None = None
-    ci: Interval | None = None
-
-
-@dataclass(frozen=True)
-class _Length:
-    output_tokens: Pct = field(default_factory=Pct)
-    requested_tokens_p50: float | None = None
-    short_share: float | None = None
-
-
-@dataclass(frozen=True)
-class _Coverage:
-    samples: int | None = None
-    pooled: int | None = None
-    valid: int | None = None
-    degraded: int | None = None
-    invalid: int | None = None
-    missing: int | None = None
-    edited: int | None = None
-    interval_s: float | None = None
-    interval_basis: str | None = None
-    gap_count: int | None = None
-    #: free-form rows the page lists as they are (the template reads their keys)
-    gaps: tuple[Mapping[str, Json | None], ...] = ()
-    list: tuple[Mapping[str, Json | None], ...] = ()
-
-
-@dataclass(frozen=True)
-class _Window:
-    start: str | None = None
-    end: str | None = None
-
-
-@dataclass(frozen=True)
-class PanelDoc:
-    """panel.json (`evalkit.analysis.panel.pool_panel`) as the panel page reads it, field
-    by field; anything missing or malformed reads as not stated."""
-
-    vendor: str | None = None
-    model: str | None = None
-    window: _Window = field(default_factory=_Window)
-    samples: int | None = None
-    ttft_s: Pct = field(default_factory=Pct)
-    stream_tokens_per_s: Pct = field(default_factory=Pct)
-    failure_rate: _Failures = field(default_factory=_Failures)
-    achieved_length: _Length = field(default_factory=_Length)
-    by_hour: tuple[_Group, ...] = ()
-    by_day: tuple[_Group, ...] = ()
-    coverage: _Coverage = field(default_factory=_Coverage)
-
-
-def _points(rows: Sequence[_Group], figure: Callable[[_Group], Pct], pct: str, scale: float
+def _points(rows: Sequence[PanelGroup], figure: Callable[[PanelGroup], Pct], pct: str, scale: float
             ) -> list[tuple[int, float, float, float]]:
     """(x, value, down, up) of each row that has the percentile; an open interval end is
     drawn as no error bar on that side."""
@@ -121,7 +57,7 @@ def _points(rows: Sequence[_Group], figure: Callable[[_Group], Pct], pct: str, s
     return out
 
 
-def _by_chart(rows: Sequence[_Group], labels: Sequence[str], what: str) -> str | None:
+def _by_chart(rows: Sequence[PanelGroup], labels: Sequence[str], what: str) -> str | None:
     """TTFT p50/p90 (left) and per-stream rate p50 (right) per hour or per day."""
     if not rows:
         return None

@@ -6,36 +6,12 @@ back: the type a judge's `Evidence` carries. It sits below `rules` (which names 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.panel_doc import PanelDoc
 from evalkit.analysis.summary import Pct
-
-
-@dataclass(frozen=True)
-class _Window:
-    start: str | None = None
-    end: str | None = None
-
-
-@dataclass(frozen=True)
-class _Coverage:
-    pooled: int | None = None
-    invalid: int | None = None
-    gap_count: int | None = None
-
-
-@dataclass(frozen=True)
-class _PanelDoc:
-    """The parts of panel.json that `OurPanel` reads."""
-
-    window: _Window = field(default_factory=_Window)
-    samples: int | None = None
-    coverage: _Coverage = field(default_factory=_Coverage)
-    concurrency: tuple[int, ...] = ()
-    stream_tokens_per_s: Pct = field(default_factory=Pct)
-    ttft_s: Pct = field(default_factory=Pct)
 
 
 @dataclass(frozen=True)
@@ -57,7 +33,7 @@ class OurPanel:
     @classmethod
     def from_panel(cls, doc: Mapping[str, Any]) -> OurPanel:
         """panel.json's dict (`evalkit.analysis.panel.pool_panel`) read defensively."""
-        d = read_as(_PanelDoc, doc)
+        d = read_as(PanelDoc, doc)
         return cls(d.window.start or "", d.window.end or "", d.samples or 0,
                    d.coverage.pooled or 0, d.stream_tokens_per_s, d.ttft_s, d.concurrency,
                    d.coverage.invalid or 0, d.coverage.gap_count or 0)
