@@ -17,7 +17,7 @@ from tests.analysis.helpers import closed_loop
 
 
 class _BrokenVendor:
-    url = "http://vendor.example/metrics"
+    shown_url = "http://vendor.example/metrics"
 
     def summary(self, records: Sequence[Any]) -> dict[str, Any]:
         raise RuntimeError("a counter went backwards")
