@@ -42,7 +42,7 @@ def test_a_run_is_written_up_with_its_end(tmp_path: Path) -> None:
     assert summary == on_disk and on_disk["run_status"] == "interrupted"
     assert on_disk["ramp"]["levels"][0]["requests"] == 6
     # the vendor's page failed: said in the summary, which is still written
-    assert on_disk["vendor_metrics"] == {"url": _BrokenVendor.url,
+    assert on_disk["vendor_metrics"] == {"url": _BrokenVendor.shown_url,
                                          "error": "RuntimeError: a counter went backwards"}
     assert len(pd.read_parquet(store.dir / "requests.parquet")) == 6
 
