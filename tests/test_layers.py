@@ -26,7 +26,7 @@ README = PACKAGE.parent / "README.md"
 MAY_IMPORT = {
     "probe": {"rundir", "analysis", "questionnaire", "corpus", "workload", "reference",
               "voice"},
-    "rundir": {"analysis", "questionnaire", "corpus", "workload"},
+    "rundir": {"analysis", "questionnaire", "corpus", "workload", "voice"},
     "analysis": {"corpus", "workload", "voice"},
     "questionnaire": {"corpus"},
     "corpus": {"catalog"},

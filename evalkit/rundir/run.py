@@ -31,6 +31,7 @@ from evalkit.rundir.store import (
     iter_records,
     read_json_object,
 )
+from evalkit.rundir.voicecheck import TURNS_FILE, check_voice_summary
 from evalkit.sanitize import clean
 
 
@@ -147,9 +148,11 @@ def open_run(run_dir: Path) -> RunDir:
     if scan.torn_tail:
         notes.append(f"{REQUESTS_FILE}: its last line was cut mid-write (the probe stopped "
                      "while writing it); that request is not counted")
-    checked = check_summary(summary, run=run, digest=digest, scan=scan, records=records,
-                            req_file=req_file, run_dir=run_dir, root=root, notes=notes,
-                            evidence=evidence)
+    voice = check_voice_summary(summary, _inside(run_dir, root, TURNS_FILE), raw) \
+        if summary is not None and digest.n == 0 else None  # a voice run: its turns
+    checked = voice or check_summary(summary, run=run, digest=digest, scan=scan,
+                                     records=records, req_file=req_file, run_dir=run_dir,
+                                     root=root, notes=notes, evidence=evidence)
     del records  # held from here only as checked.records: none over the cap
     summary = checked.summary
     if checked.rebuilt_json is not None:

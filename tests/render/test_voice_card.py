@@ -7,6 +7,9 @@ shared by the module's tests."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,10 +22,12 @@ from evalkit.analysis.summary_voice import VoiceSection, VoiceValidity
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.analysis.voice import VoiceFacts, VoiceLimits, voice_section
 from evalkit.cli import cli
+from evalkit.fmt import fmt_ms
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.review.fit import use_case_fit
 from evalkit.review.reconcile import reconcile
 from evalkit.review.voicefit import JUDGED_ON, voice_fit
+from evalkit.rundir.run import open_run
 from evalkit.voice.records import TURNS_FILE, read_turns
 from tests.probe.realtime.test_voice_cli import relaxed_profile, voice_args
 from tests.probe.realtime.test_voice_run import write_tones
@@ -119,3 +124,92 @@ def test_a_text_run_keeps_its_text_judged_voice_fit() -> None:
     fits = use_case_fit(summary, Tolerances())
     assert reconcile(None, summary).use_cases == fits
     assert JUDGED_ON not in fits["voice_agent"].reason
+
+
+@pytest.fixture(scope="module")
+def voice_report(voice_run: Path) -> Path:
+    """The voice run reported, without a questionnaire."""
+    pdf = voice_run.parent / "voice.pdf"
+    result = CliRunner().invoke(cli, ["report", "--run", str(voice_run), "--out", str(pdf)])
+    assert result.exit_code == 0, result.output
+    return pdf
+
+
+def pdf_text(pdf: Path, *pages: str) -> str:
+    out = subprocess.run(["pdftotext", *pages, str(pdf), "-"], capture_output=True,
+                         check=True, timeout=60).stdout.decode()
+    return re.sub(r"\s+", " ", out)
+
+
+def with_interval(p: object, name: str) -> str:
+    """A percentile as the page prints it: ms, then its interval (open ends 'open')."""
+    from evalkit.analysis.summary_levels import Pct
+    assert isinstance(p, Pct)
+    lo, hi = p.ci.get(name) or (None, None)
+    ends = [fmt_ms(v) if v is not None else "open" for v in (lo, hi)]
+    return f"{fmt_ms(p.get(name))} [95 %: {ends[0]}–{ends[1]}]"
+
+
+def test_the_report_of_a_voice_run_judges_and_shows_its_calls(voice_run: Path,
+                                                              voice_report: Path) -> None:
+    one = pdf_text(voice_report, "-f", "1", "-l", "1").replace("– ", "–")
+    # page one says what the voice-agent fit was judged on
+    assert "Voice-agent fit not decided. " + JUDGED_ON in one
+    voice = voice_of(voice_run)  # summary.json's figures, as the probe wrote them
+    base = voice.level(1)
+    assert base is not None
+    assert f"{with_interval(base.ttfa_s, 'p50')} p50" in one
+    text = pdf_text(voice_report)
+    assert "no record" not in text and "Realtime voice calls" in text
+    assert "turn detection: the client committing each turn" in text
+    # the table's cells wrap, and pdftotext interleaves wrapped neighbours line by line:
+    # each figure is looked for whole in the text without its white space
+    bare = re.sub(r"\s+", "", text)
+    for lv in voice.levels:
+        for p, name in ((lv.ttfa_s, "p50"), (lv.ttfa_s, "p90"), (lv.ttfa_judged_s, "p90")):
+            figure, interval = with_interval(p, name).replace(" ", "").split("[95%:")
+            assert f"{figure}[95" in bare and f"{interval}" in bare, (figure, interval)
+        assert (f"{lv.with_underrun.count}of{lv.with_underrun.of}answersrandry;noticeably"
+                f"{lv.noticeable_underrun.count}of{lv.noticeable_underrun.of}") in bare
+        assert (f"{lv.failures.count}of{lv.failures.of}turns;refused{lv.admission.count}of"
+                f"{lv.admission.of}calls") in bare
+    assert voice.first_degraded_level is None
+    assert "Nothing degraded at the levels measured" in text
+    assert "Most concurrent calls within the voice SLO (judged TTFA p90 at most 500 ms, " \
+        "no answer's playback dry for more than 300 ms): none established." in text
+    assert "What a caller hears: judged TTFA p90 and underruns by concurrent calls" in text
+
+
+def test_the_voice_report_verifies(voice_report: Path) -> None:
+    result = CliRunner().invoke(cli, ["verify", str(voice_report)])
+    assert result.exit_code == 0, result.output
+    assert "verified:" in result.output and "draw what the evidence draws" in result.output
+
+
+def test_a_voice_summary_is_checked_against_its_turns(voice_run: Path,
+                                                      tmp_path: Path) -> None:
+    """An edited voice figure is re-derived from turns.jsonl; without turns.jsonl a voice
+    summary has no measurement behind it and none is shown."""
+    copy = tmp_path / "run"
+    shutil.copytree(voice_run, copy)
+    doc = json.loads((copy / "summary.json").read_text())
+    doc["voice"]["levels"][0]["ttfa_s"]["p50"] = 0.001  # a vendor's wish
+    (copy / "summary.json").write_text(json.dumps(doc))
+    run = open_run(copy)
+    assert run.rebuilt and "does not agree with turns.jsonl" in run.rebuilt
+    assert run.summary.voice is not None
+    assert run.summary.voice.levels == voice_of(voice_run).levels
+    assert run.summary.validity == "degraded"
+    assert open_run(voice_run).rebuilt is None  # the probe's own summary stands
+    (copy / TURNS_FILE).unlink()
+    assert "holds no record" in (open_run(copy).rebuilt or "")
+
+
+def test_the_voice_chart_marks_the_first_degradation(voice_run: Path) -> None:
+    from evalkit.render.charts.voice import voice_chart
+    voice = voice_of(voice_run)
+    plain = voice_chart(voice)
+    assert plain is not None and "first degraded" not in plain
+    marked = voice_chart(replace(voice, first_degraded="ttfa", first_degraded_level=3))
+    assert marked is not None and "first degraded: ttfa at 3 calls" in marked
+    assert voice_chart(replace(voice, levels=())) is None
