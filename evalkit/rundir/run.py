@@ -148,7 +148,7 @@ def open_run(run_dir: Path) -> RunDir:
     if scan.torn_tail:
         notes.append(f"{REQUESTS_FILE}: its last line was cut mid-write (the probe stopped "
                      "while writing it); that request is not counted")
-    voice = check_voice_summary(summary, _inside(run_dir, root, TURNS_FILE), raw) \
+    voice = check_voice_summary(summary, _inside(run_dir, root, TURNS_FILE), raw, notes) \
         if summary is not None and digest.n == 0 else None  # a voice run: its turns
     checked = voice or check_summary(summary, run=run, digest=digest, scan=scan,
                                      records=records, req_file=req_file, run_dir=run_dir,

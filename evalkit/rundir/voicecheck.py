@@ -46,11 +46,11 @@ def _rederived(summary: Mapping[str, Any], turns_path: Path) -> tuple[VoiceSecti
 
 
 def check_voice_summary(summary: dict[str, Any], turns_path: Path | None,
-                        raw: dict[str, bytes]) -> Checked | None:
+                        raw: dict[str, bytes], notes: list[str]) -> Checked | None:
     """The voice summary to show, checked against turns.jsonl; None when there is no turn
     to check it against (the summary then has no measurement behind it). The turns'
     bytes go into `raw` (the report attaches them, `verify` reads them back) when they are
-    within ATTACH_CAP."""
+    within ATTACH_CAP; what was re-derived leads `notes` (page one's notices)."""
     if turns_path is None or not isinstance(summary.get("voice"), Mapping):
         return None
     derived, count = _rederived(summary, turns_path)
@@ -64,6 +64,7 @@ def check_voice_summary(summary: dict[str, Any], turns_path: Path | None,
         return Checked(summary, None, None, None)
     rebuilt = (f"summary.json's voice section does not agree with {TURNS_FILE}: every voice "
                f"figure was re-derived from the {count:,} turn records")
+    notes.insert(0, rebuilt)
     validity = summary.get("validity")
     given = validity.get("reasons") if isinstance(validity, Mapping) else None
     reasons = [rebuilt, *derived.validity.reasons,

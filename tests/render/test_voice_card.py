@@ -197,6 +197,7 @@ def test_a_voice_summary_is_checked_against_its_turns(voice_run: Path,
     (copy / "summary.json").write_text(json.dumps(doc))
     run = open_run(copy)
     assert run.rebuilt and "does not agree with turns.jsonl" in run.rebuilt
+    assert run.notes[0] == run.rebuilt  # page one's first notice
     assert run.summary.voice is not None
     assert run.summary.voice.levels == voice_of(voice_run).levels
     assert run.summary.validity == "degraded"
