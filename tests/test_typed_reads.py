@@ -2,144 +2,136 @@
 (issue 42): renaming a summary figure must be one field that mypy follows, not a grep
 through four folders.
 
-The test walks the AST of review/, render/, verify/, catalog/ and cli/ for string-key
-reads (`x["key"]`, `x.get("key")`) of a summary or scorecard: an expression rooted at
-a name or attribute called `summary`, `scorecard` or `card`, or at a local name assigned
-from one (`ramp = as_mapping(summary.get("ramp"))`, `for lv in ramp_levels(summary)`), followed
-within each function. `ALLOWED` is what is not yet moved to typed fields, module by
-module: the counts must match exactly, so the list pins progress and only shrinks (a
-module that reads fewer lowers its entry; a module not listed reads none).
+The test walks the AST of every module but the readers (analysis/, the importers) and
+the raw-document checks (`RAW_DOCUMENTS`, each with why) for string-key reads
+(`x["key"]`, `x.get("key")`) of a summary or scorecard: an expression rooted at a name or
+attribute called `summary`, `scorecard` or `card`, or at a name that holds what was read
+from one (`ramp = as_mapping(summary.get("ramp"))`, `for lv in ramp_levels(summary)`),
+followed by Python's scopes and into the functions it is passed to (`tests/typedwalk.py`
+says how). `ALLOWED` is what is not yet moved to typed fields, module by module: the
+counts must match exactly, so the list pins progress and only shrinks (a module that
+reads fewer lowers its entry; a module not listed reads none). `as_mapping` is pinned the
+same way (`AS_MAPPING_RETYPING`).
 
 What the page's modules still read by key, and why: render/page.py the dict
 `render.workload.workload_context` returns (6), each SLO profile's free-form `label` and
 `throughput_only` (2) and run.json's free-form `stands_in_for` (2); render/charts/listed.py
 the vendor's free-form Q6 answer (3); render/questions.py the rate limits' `measured` (1).
-Each goes when the scorecard's payloads are typed (issue 42). verify/redraw.py's 3 are
-not summary reads: the walk follows the scorecard's digest into the PDF reader's pages
-(`o.geometry["mediabox"]`).
+Each goes when the scorecard's payloads are typed (issue 42).
+
+The walk follows a summary's part into the helper it is handed to (`prefill_text(pre)`):
+the entries for render/charts/{cost,figures,ramp}.py, render/{connections,costtext,
+ratelimits,words,workload}.py, review/{cost,rates,scorecard}.py and fmt.py are reads
+that were there before it did (the cost, rate-limit, connection and panel payloads, the vendor's
+metrics and the tolerances, read by key in the helpers they are passed to), not new ones.
+It no longer follows a value through a function that returns a typed one (a `Page`, the
+`str` of its HTML) nor from a key into what it looks up, so verify/redraw.py's PDF
+reader (`o.geometry["mediabox"]`, reached through the scorecard's digest) is not counted.
+probe/ (walked since the walk covers the package) prints its progress from the summary
+dict it has just built (probe/run/progress.py, probe/suite.py): issue 42's probe/ part.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import functools
 from pathlib import Path
 
+from tests.typedwalk import index, module_name, reads
+
 PACKAGE = Path(__file__).resolve().parent.parent / "evalkit"
-FOLDERS = ("review", "render", "verify", "catalog", "cli")
-#: the names a summary or scorecard goes by where it enters a function (`card`: the
-#: typed Scorecard, as `Review.card` and the renderer call it; verify/'s two entries are
-#: reads that were there before `card` was counted, not new ones)
-SUBJECTS = frozenset({"summary", "scorecard", "card"})
-#: a `Summary`'s fields that still hold summary.json as written (`raw`: a level's or the
-#: whole document; `run.raw` is the run directory's files, not the summary)
-RAW_FIELDS = frozenset({"raw", "precision", "vendor_metrics"})
+#: where JSON is read into typed values: the one place `as_mapping` and string keys
+#: belong (the summary's readers, and the importers reading a peer tool's files)
+READERS = ("evalkit/analysis/", "evalkit/rundir/importers/")
+#: the raw-document integrity checks: they read summary.json and run.json as written,
+#: before anything is typed, because their job is the document's bytes (a summary
+#: checked against the records, a run.json repaired field by field, the summary derived
+#: again from the records, the schema checked before the reading)
+RAW_DOCUMENTS = {
+    "evalkit/rundir/audit.py": "summary.json checked as untrusted against the records",
+    "evalkit/rundir/checked.py": "run.json and summary.json checked and repaired as read",
+    "evalkit/rundir/rederive.py": "the summary derived again from the records, as JSON",
+    "evalkit/rundir/run.py": "summary.json's schema checked before it is read as one",
+}
 
 #: string-key reads of the summary or scorecard not yet moved to typed fields, by module
 ALLOWED: dict[str, int] = {
-    "evalkit/catalog/entries.py": 27,
+    "evalkit/probe/run/progress.py": 64,
+    "evalkit/probe/suite.py": 2,
+    "evalkit/render/charts/cost.py": 12,
+    "evalkit/render/charts/figures.py": 3,
     "evalkit/render/charts/listed.py": 3,
-    "evalkit/render/comparison.py": 5,
-    "evalkit/render/findings.py": 7,
+    "evalkit/render/charts/ramp.py": 10,
     "evalkit/render/page.py": 10,
-    "evalkit/render/pagetext.py": 104,
-    "evalkit/render/questions.py": 1,
-    "evalkit/review/compare.py": 3,
-    "evalkit/review/reconcile.py": 1,
-    "evalkit/verify/redraw.py": 3,
+    "evalkit/render/words.py": 3,
+    "evalkit/render/workload.py": 2,
+    "evalkit/review/rates.py": 4,
 }
-
-
-def _reads_key(node: ast.AST) -> ast.expr | None:
-    """The expression read by a string key (`x` of `x["k"]` or `x.get("k", ...)`)."""
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-            and isinstance(node.slice.value, str):
-        return node.value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr == "get" and node.args \
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-        return node.func.value
-    return None
-
-
-def _touches(expr: ast.AST, tainted: set[str]) -> bool:
-    """`expr` holds a summary or scorecard, or something read from one."""
-    for n in ast.walk(expr):
-        if isinstance(n, ast.Name) and (n.id in tainted or n.id in SUBJECTS):
-            return True
-        if isinstance(n, ast.Attribute) and (n.attr in SUBJECTS or (
-                n.attr in RAW_FIELDS and _owner(n) != "run")):
-            return True
-    return False
-
-
-def _owner(attribute: ast.Attribute) -> str | None:
-    """The name an attribute is read from (`run` of `run.raw` or `self.run.raw`)."""
-    value = attribute.value
-    return value.id if isinstance(value, ast.Name) else \
-        value.attr if isinstance(value, ast.Attribute) else None
-
-
-def _targets(node: ast.AST) -> Iterator[tuple[ast.AST, ast.AST]]:
-    """(target, value) of each binding in `node`'s scope."""
-    for n in ast.walk(node):
-        if isinstance(n, ast.Assign):
-            for t in n.targets:
-                yield t, n.value
-        elif isinstance(n, ast.AnnAssign | ast.AugAssign | ast.NamedExpr) and n.value is not None:
-            yield n.target, n.value
-        elif isinstance(n, ast.For | ast.comprehension):
-            yield n.target, n.iter
-
-
-def _tainted(scope: ast.AST) -> set[str]:
-    """The local names that hold what was read from a summary or scorecard (to a fixpoint:
-    `ramp` from `summary`, then `lv` from `ramp`)."""
-    tainted: set[str] = set()
-    while True:
-        grown = {n.id for target, value in _targets(scope) if _touches(value, tainted)
-                 for n in ast.walk(target) if isinstance(n, ast.Name)}
-        if grown <= tainted:
-            return tainted
-        tainted |= grown
+#: modules outside READERS and RAW_DOCUMENTS that still call `as_mapping`, by how many
+#: times they name it: none is left (issue 42); a new one fails the test
+AS_MAPPING_RETYPING: dict[str, int] = {}
 
 
 def string_key_reads(source: str) -> int:
-    """How many string-key reads of a summary or scorecard `source` makes."""
+    """How many string-key reads of a summary or scorecard one module's `source` makes
+    (its own functions the only ones the walk knows)."""
     tree = ast.parse(source)
-    scopes = [n for n in ast.walk(tree)
-              if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
-    count = 0
-    counted: set[int] = set()
-    for scope in [*scopes[::-1], tree]:  # innermost first: a read counts in its own scope
-        tainted = _tainted(scope)
-        for n in ast.walk(scope):
-            base = _reads_key(n)
-            if base is not None and id(n) not in counted and _touches(base, tainted):
-                counted.add(id(n))
-                count += 1
-    return count
+    pkg = index({"m": tree})
+    return len(reads({"m": tree}, pkg)["m"])
+
+
+@functools.cache
+def _trees() -> dict[str, tuple[str, ast.Module]]:
+    """Every module of the package: its name -> (its path from the repository, its AST)."""
+    return {module_name(p, PACKAGE.parent): (str(p.relative_to(PACKAGE.parent)),
+                                             ast.parse(p.read_text(encoding="utf-8")))
+            for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _exempt(path: str) -> bool:
+    return path.startswith(READERS) or path in RAW_DOCUMENTS
 
 
 def counts() -> dict[str, int]:
-    """Each module's string-key reads (those with any)."""
-    out = {}
-    for folder in FOLDERS:
-        for path in sorted((PACKAGE / folder).rglob("*.py")):
-            n = string_key_reads(path.read_text(encoding="utf-8"))
-            if n:
-                out[str(path.relative_to(PACKAGE.parent))] = n
-    return out
+    """Each module's string-key reads (those with any), outside READERS and RAW_DOCUMENTS."""
+    trees = _trees()
+    walked = {m: tree for m, (path, tree) in trees.items() if not _exempt(path)}
+    found = reads(walked, index({m: tree for m, (_, tree) in trees.items()}))
+    return {trees[m][0]: len(nodes) for m, nodes in found.items() if nodes}
+
+
+def _shrinks_only(got: dict[str, int], allowed: dict[str, int], what: str) -> None:
+    more = {m: (n, allowed.get(m, 0)) for m, n in got.items() if n > allowed.get(m, 0)}
+    fewer = {m: (got.get(m, 0), n) for m, n in allowed.items() if got.get(m, 0) < n}
+    assert not more, f"{what} (found, allowed): {more}; read the typed fields " \
+        "(evalkit.analysis.summary.Summary.sections, the Scorecard's) instead"
+    assert not fewer, f"fewer {what} than allowed (found, allowed): {fewer}; lower (or " \
+        "drop) their entries: the list only shrinks"
 
 
 def test_the_summary_and_scorecard_are_read_by_field_outside_analysis() -> None:
-    got = counts()
-    more = {m: (n, ALLOWED.get(m, 0)) for m, n in got.items() if n > ALLOWED.get(m, 0)}
-    fewer = {m: (got.get(m, 0), n) for m, n in ALLOWED.items() if got.get(m, 0) < n}
-    assert not more, f"string-key reads of the summary or scorecard (read, allowed): {more}; " \
-        "read the typed fields (evalkit.analysis.summary.Summary.sections) instead"
-    assert not fewer, f"fewer string-key reads than ALLOWED lists (read, allowed): {fewer}; " \
-        "lower (or drop) their entries: the list only shrinks"
+    _shrinks_only(counts(), ALLOWED, "string-key reads of the summary or scorecard")
+
+
+def as_mapping_uses(tree: ast.AST) -> int:
+    """How many times a module names `as_mapping` (imports and calls)."""
+    return sum(1 for n in ast.walk(tree)
+               if (isinstance(n, ast.Name) and n.id == "as_mapping")
+               or (isinstance(n, ast.Attribute) and n.attr == "as_mapping")
+               or (isinstance(n, ast.alias) and n.name == "as_mapping"))
+
+
+def test_as_mapping_is_where_json_is_read() -> None:
+    """`as_mapping` (a JSON value taken as a mapping, whatever it is) belongs where JSON is
+    read into types: analysis/, the importers, the raw-document checks. Anywhere else it
+    is a payload still travelling as a dict."""
+    got = {path: n for path, tree in _trees().values()
+           if not _exempt(path) and (n := as_mapping_uses(tree))}
+    _shrinks_only(got, AS_MAPPING_RETYPING, "as_mapping uses")
+    assert as_mapping_uses(ast.parse("from x import as_mapping\nas_mapping(a).get('b')\n"
+                                     "y.as_mapping(c)\n")) == 3
+    for path in RAW_DOCUMENTS:  # a named exception is a module that exists
+        assert (PACKAGE.parent / path).is_file(), path
 
 
 def test_the_walk_finds_reads_through_locals_and_not_typed_fields() -> None:
@@ -154,6 +146,48 @@ def test_the_walk_finds_reads_through_locals_and_not_typed_fields() -> None:
                 "    ramp = summary.sections.ramp\n"
                 "    return [lv.ttft_s.p50 for lv in ramp.levels], scores['Q1']\n")
     assert string_key_reads(by_key) == 5 and string_key_reads(by_field) == 0
+
+
+def test_the_walk_counts_what_flows_not_what_shares_a_name() -> None:
+    """verify/redraw.py's shape: a digest of the scorecard keys a cache, and a Page built
+    from it is drawn into a PDF that a reader walks by key. None of that reads the
+    scorecard: what a cache holds is not its key, a `str` of HTML is typed, and another
+    function's parameter `o` is not this one's `o`. The reads that do flow still count:
+    through a closure, a module global, a helper's parameter, a comprehension."""
+    redraw_shape = (
+        "def page_html(page: Page) -> str: ...\n"
+        "def redraw(card, cache):\n"
+        "    key = hashlib.sha256(json.dumps(card.to_json()).encode()).digest()\n"
+        "    drawn = cache.pop(key, None)\n"
+        "    if drawn is None:\n"
+        "        drawn = render(page_html(build(card)))\n"
+        "    for o in card.to_json().values():\n"
+        "        pass\n"
+        "    return compare(reader(drawn))\n"
+        "def compare(o):\n"
+        "    return o.geometry['mediabox'], [p['/Contents'] for p in o.pages]\n"
+        "class Page: ...\n")
+    assert string_key_reads(redraw_shape) == 0
+    flowing = (
+        "RAMP = load().summary['ramp']\n"                  # 1: a module global
+        "def levels():\n"
+        "    return RAMP['levels']\n"                       # 2: read through the global
+        "def prefill_text(pre):\n"
+        "    return pre.get('tokens_per_s')\n"              # 3: a parameter handed a part
+        "def f(summary):\n"
+        "    pre = as_mapping(summary.get('prefill'))\n"    # 4
+        "    text = prefill_text(pre)\n"
+        "    def inner():\n"
+        "        return pre['reason']\n"                    # 5: a closure
+        "    return [lv['n'] for lv in as_list(summary.get('levels'))]\n")  # 6, 7
+    assert string_key_reads(flowing) == 7
+    # each rule of the walk matters: the old walk (names pooled across a module) counted
+    # `o` here, and with it verify/redraw.py's 3 false reads
+    pooled = ("def f(summary):\n    for o in summary.values():\n        pass\n"
+              "def g(o):\n    return o['x']\n")
+    assert string_key_reads(pooled) == 0
+    assert string_key_reads(pooled.replace("def g(o)", "def g(o=None)").replace(
+        "        pass\n", "        g(o)\n")) == 1  # unless f hands its `o` to g
 
 
 def test_no_stage_takes_a_scorecard_or_a_mapping() -> None:

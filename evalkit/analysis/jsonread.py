@@ -26,6 +26,7 @@ So a new figure in a document is one field in its dataclass. These readers (and 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import types
@@ -69,6 +70,12 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def number_entries(value: Any) -> dict[str, float]:
+    """The entries of a JSON object whose values are numbers, as floats, in order ({} for
+    anything else): a free-form part read for its figures (a vendor's headers)."""
+    return {str(k): n for k, v in as_mapping(value).items() if (n := as_number(v)) is not None}
+
+
 def as_text(value: Any) -> str | None:
     """A string stripped, None when empty or not a string."""
     return value.strip() or None if isinstance(value, str) else None
@@ -94,6 +101,27 @@ def read_as(cls: type[T], value: object) -> T:
         if got is not _INVALID:
             kwargs[name] = got
     return cls(**kwargs)
+
+
+def read_as_written(cls: type[T], value: object) -> T:
+    """`read_as`, with each whole number the document wrote kept an int where the field is
+    a float (2 stays 2, 2.0 stays 2.0): a part that is written back (a vendor's answer, a
+    price as quoted) gives the same bytes again."""
+    return _as_written(read_as(cls, value), as_mapping(value))
+
+
+def _as_written(typed: T, doc: Mapping[str, Any]) -> T:
+    if not is_dataclass(typed) or isinstance(typed, type):
+        return typed
+    changed: dict[str, Any] = {}
+    for f in fields(typed):
+        got, given = getattr(typed, f.name), doc.get(str(f.metadata.get("key", f.name)))
+        if isinstance(got, float) and isinstance(given, int) and not isinstance(given, bool) \
+                and got == given:
+            changed[f.name] = given
+        elif is_dataclass(got) and isinstance(given, Mapping):
+            changed[f.name] = _as_written(got, given)
+    return dataclasses.replace(typed, **changed) if changed else typed
 
 
 #: what `_read` gives for a value that is not of the type asked for

@@ -294,6 +294,11 @@ class Level:
         return read_level(value)
 
     @property
+    def ok(self) -> int | None:
+        """Its requests that ended ok (None: its outcomes name none)."""
+        return self.outcomes.get("ok")
+
+    @property
     def reasoning_came_first(self) -> bool:
         """Some request sent reasoning before its answer: its TTFT is no answer's time."""
         return bool(self.reasoning_first)

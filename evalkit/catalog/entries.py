@@ -12,13 +12,15 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from evalkit.analysis.summary import as_mapping
+from evalkit.analysis.summary import Sections, Summary
 from evalkit.catalog.paths import catalog_path
 from evalkit.catalog.store import Catalog, Entry, utc_iso
+from evalkit.rundir.meta import RunMeta
 from evalkit.rundir.store import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE, read_json_object
 from evalkit.sanitize import clean
 
@@ -82,70 +84,68 @@ def _text(value: Any, limit: int = 200) -> str | None:
     return clean(value, limit) if isinstance(value, str) and value else None
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
-
-
-def headline_figures(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The few figures a listing shows of a run's summary (None where not measured)."""
-    base = as_mapping(summary.get("baseline"))
-    ramp = as_mapping(summary.get("ramp"))
-
-    def p50(section: Mapping[str, Any], key: str) -> float | None:
-        dist = section.get(key)
-        return _number(dist.get("p50")) if isinstance(dist, Mapping) else None
-
-    top = ramp.get("max_sustained_concurrency")
-    return {"requests": summary.get("requests") if isinstance(summary.get("requests"), int)
-            else None,
-            "baseline_ttft_p50_s": p50(base, "ttft_s"),
-            "baseline_stream_tokens_per_s_p50": p50(base, "stream_tokens_per_s"),
-            "max_sustained_concurrency": top if isinstance(top, int) else None}
+def headline_figures(summary: Summary | None) -> dict[str, Any]:
+    """The few figures a listing shows of a run's summary (None where not measured, or
+    when the run has no summary)."""
+    sections = summary.sections if summary is not None else Sections()
+    base = sections.baseline
+    ramp = sections.ramp
+    return {"requests": sections.requests,
+            "baseline_ttft_p50_s": base.ttft_s.p50 if base else None,
+            "baseline_stream_tokens_per_s_p50": base.stream_tokens_per_s.p50 if base else None,
+            "max_sustained_concurrency": ramp.max_sustained_concurrency if ramp else None}
 
 
 def run_entry(run_dir: Path, kind: str, vendor: str | None = None) -> Entry:
     """The entry of a run directory (`probe`, `import` or `panel`), read from its run.json
-    and summary.json (bounded reads; the records are only hashed)."""
+    and summary.json (bounded reads, read as `RunMeta` and `Summary`; the records are only
+    hashed). A run without a summary measured nothing: it is listed `invalid`."""
     folder = Path(run_dir).resolve()
-    run, _ = read_json_object(folder / RUN_FILE, "a run's metadata")
-    summary: Mapping[str, Any] = {}
+    doc, _ = read_json_object(folder / RUN_FILE, "a run's metadata")
+    run = RunMeta.from_json(doc)
+    summary = None
     if (folder / SUMMARY_FILE).is_file():
-        summary, _ = read_json_object(folder / SUMMARY_FILE, "a run summary")
-    target = as_mapping(run.get("target"))
-    validity = summary.get("validity")
+        summary = Summary.from_json(read_json_object(folder / SUMMARY_FILE, "a run summary")[0])
     return Entry(
         kind=kind, path=str(folder),
-        vendor=_text(vendor) or _text(run.get("vendor"), 100), model=_text(target.get("model")),
-        endpoint=public_endpoint(target.get("base_url")),
-        suite_version=_text(run.get("suite_version"), 20),
-        tool_version=_text(run.get("tool_version"), 40),
-        started=utc_iso(run.get("started_at")), ended=utc_iso(run.get("ended_at")),
-        status=_text(run.get("status"), 40),
-        validity=_text(validity.get("status"), 20) if isinstance(validity, Mapping)
-        else "invalid",
+        vendor=_text(vendor) or _text(run.vendor, 100), model=_text(run.target.model),
+        endpoint=public_endpoint(run.target.base_url),
+        suite_version=_text(run.suite_version, 20), tool_version=_text(run.tool_version, 40),
+        started=utc_iso(run.started_at), ended=utc_iso(run.ended_at),
+        status=_text(run.status, 40),
+        # as the summary states it (`unknown`: it states none that is one), never judged
+        # here: a listing of a run never reads better than its summary says
+        validity=summary.sections.validity.status if summary is not None else "invalid",
         figures=headline_figures(summary),
         files=digests(folder, (RUN_FILE, SUMMARY_FILE, REQUESTS_FILE)))
 
 
-def report_entry(pdf: Path, scorecard: Mapping[str, Any], run_dir: Path | None,
+@dataclass(frozen=True)
+class ReportFacts:
+    """What the catalog records of a scorecard (the caller reads them off its typed
+    `Scorecard`: the catalog comes before the review and does not import it)."""
+
+    vendor: str | None
+    model: str | None
+    endpoint: str | None
+    #: the run's validity as the scorecard judged it (None: no run)
+    validity: str | None
+    streaming_ready: bool
+    #: each question's status, by question
+    statuses: Mapping[str, str]
+
+
+def report_entry(pdf: Path, facts: ReportFacts, run_dir: Path | None,
                  started: str | None) -> Entry:
     """The entry of a scorecard: the PDF and its JSON, of the vendor it names."""
     pdf = Path(pdf).resolve()
-    run = as_mapping(scorecard.get("run"))
-    verdict = as_mapping(scorecard.get("verdict"))
-    questions = as_mapping(scorecard.get("questions"))
-    vendor = scorecard.get("vendor")
     return Entry(
         kind="report", path=str(pdf),
-        vendor=_text(vendor, 100) if vendor != "(vendor not named)" else None,
-        model=_text(scorecard.get("model")) or _text(run.get("model")),
-        endpoint=public_endpoint(scorecard.get("endpoint") or run.get("endpoint")),
+        vendor=_text(facts.vendor, 100) if facts.vendor != "(vendor not named)" else None,
+        model=_text(facts.model), endpoint=public_endpoint(facts.endpoint),
         started=started, ended=started, status="complete",
-        validity=_text(run.get("validity"), 20),
-        figures={"streaming_ready": bool(verdict.get("streaming_ready")),
-                 "statuses": {str(q): str(v.get("status")) for q, v in questions.items()
-                              if isinstance(v, Mapping)}},
+        validity=_text(facts.validity, 20),
+        figures={"streaming_ready": facts.streaming_ready, "statuses": dict(facts.statuses)},
         files=digests(pdf.parent, (pdf.name, pdf.with_suffix(".json").name)),
         source=str(Path(run_dir).resolve()) if run_dir else None)
 

@@ -4,13 +4,13 @@ without a path to remember)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from evalkit.analysis.summary import as_mapping
 from evalkit.catalog.entries import state
 from evalkit.catalog.paths import catalog_path
 from evalkit.catalog.store import Catalog, Row, utc_iso
+from evalkit.rundir.meta import RunMeta
 from evalkit.rundir.store import RUN_FILE, read_json_object
 
 #: the kinds of entry that are evaluations of an endpoint (a report is of a run; a panel
@@ -41,14 +41,23 @@ def vendor_runs(vendor: str, model: str | None = None, since: str | None = None,
     return kept, left
 
 
-def run_identity(run_dir: Path) -> dict[str, Any]:
-    """What the catalog knows a run by: its vendor label, model and start (run.json)."""
-    run, _ = read_json_object(Path(run_dir) / RUN_FILE, "a run's metadata")
-    vendor = run.get("vendor")
-    model = as_mapping(run.get("target")).get("model")
-    return {"vendor": vendor if isinstance(vendor, str) and vendor else None,
-            "model": model if isinstance(model, str) and model else None,
-            "started": utc_iso(run.get("started_at"))}
+@dataclass(frozen=True)
+class RunIdentity:
+    """What the catalog knows a run by (run.json): its vendor label, model and start (UTC
+    ISO 8601), each None when run.json has none that can be one."""
+
+    vendor: str | None
+    model: str | None
+    started: str | None
+
+
+def run_identity(run_dir: Path) -> RunIdentity:
+    """What the catalog knows a run by, read from its run.json (as `RunMeta`)."""
+    doc, _ = read_json_object(Path(run_dir) / RUN_FILE, "a run's metadata")
+    run = RunMeta.from_json(doc)
+    vendor = run.vendor
+    return RunIdentity(vendor if isinstance(vendor, str) and vendor else None,
+                       run.target.model or None, utc_iso(run.started_at))
 
 
 def last_valid(run_dir: Path, vendor: str, model: str | None,
@@ -56,7 +65,7 @@ def last_valid(run_dir: Path, vendor: str, model: str | None,
     """The last valid evaluation of `vendor` and `model` before `run_dir` started, whose
     files are as registered (None: there is none)."""
     me = Path(run_dir).resolve()
-    started = run_identity(me)["started"]
+    started = run_identity(me).started
     rows = [r for r in _evaluations(Catalog(catalog_path(catalog)), vendor, model, None)
             if r.entry.validity == "valid" and Path(r.entry.path) != me
             and (started is None or (r.entry.started or r.registered) < started)

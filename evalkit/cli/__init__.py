@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,9 @@ from evalkit.cli.verify import signing_key, signing_options, verify
 from evalkit.demo import VENDORS as DEMO_VENDORS
 from evalkit.errors import UsageError
 from evalkit.sanitize import clean
+
+if TYPE_CHECKING:  # the renderer loads when a report is asked for, not for --help
+    from evalkit.render.report import ReportResult
 
 
 class _Commands(click.Group):
@@ -199,16 +202,22 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
         sys.exit(1)
 
 
-def _register_report(result: Any, run_dir: str | None, catalog: str | None) -> None:
+def _register_report(result: ReportResult, run_dir: str | None, catalog: str | None) -> None:
     """Index a written scorecard in the catalog (a problem there is only a warning)."""
     from pathlib import Path
 
-    from evalkit.catalog.entries import register_quietly, report_entry
+    from evalkit.catalog.entries import ReportFacts, register_quietly, report_entry
     from evalkit.catalog.store import now_iso
 
+    card = result.scorecard
+    run = card.run
+    facts = ReportFacts(
+        vendor=card.vendor, model=card.model or (run.model if run else None),
+        endpoint=card.endpoint or (run.endpoint if run else None),
+        validity=run.validity if run else None, streaming_ready=card.verdict.streaming_ready,
+        statuses={str(q): str(c.status) for q, c in card.questions.items()})
     register_quietly(catalog, lambda: report_entry(
-        Path(result.pdf), result.scorecard.to_json(), Path(run_dir) if run_dir else None,
-        now_iso()),
+        Path(result.pdf), facts, Path(run_dir) if run_dir else None, now_iso()),
         lambda m: click.echo(m, err=True))
 
 
@@ -388,15 +397,15 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
         from evalkit.questionnaire.load import load_questionnaire
 
         name = load_questionnaire(only.questionnaire).vendor
-    name = name or me["vendor"]
+    name = name or me.vendor
     if name is None:
         raise UsageError(f"--fail-on regression with one run: {only.run_dir} names no vendor "
                          "(probe --vendor NAME, a questionnaire, or --vendor NAME here), so "
                          "its last evaluation cannot be found")
-    last = last_valid(Path(only.run_dir), name, model or me["model"], catalog)
+    last = last_valid(Path(only.run_dir), name, model or me.model, catalog)
     if last is None:
         raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
-                         f"evaluation of {name!r} ({model or me['model']}) to hold "
+                         f"evaluation of {name!r} ({model or me.model}) to hold "
                          f"{only.run_dir} against, so no regression could be found or ruled "
                          "out")
     click.echo(f"against the last valid evaluation of {clean(name, 120)}: catalog entry "

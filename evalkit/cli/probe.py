@@ -79,7 +79,9 @@ from evalkit.probe.plan.voice import REALTIME_API
               help="Environment variable holding the API key (sent as --auth says; "
                    "never written anywhere). Default: the API's own: OPENAI_API_KEY; "
                    "GEMINI_API_KEY for --api gemini, ANTHROPIC_API_KEY for "
-                   "anthropic-messages (no vendor is sent another's key by default).")
+                   "anthropic-messages, AZURE_OPENAI_API_KEY with --api-version (Azure "
+                   "OpenAI); none for Bedrock or Vertex, which sign with their own "
+                   "chains (no vendor is sent another's key by default).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
               help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
                    "OpenAI), x-api-key (Anthropic). Default: the --api's own.")

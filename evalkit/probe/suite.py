@@ -238,7 +238,7 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
     planned = config if isinstance(config, ProbePlan) else plan_run(config)
     config, settings, plan = planned.config, planned.settings, planned.plan
     if not config.api_key_env:  # the API's own variable: no vendor is sent another's key
-        config = replace(config, api_key_env=key_env(config.api))
+        config = replace(config, api_key_env=key_env(config.api, config.api_version))
     user_prompts = (load_prompts(config.prompts_file, settings.output_tokens)
                     if config.prompts_file else [])
     text = run_text(config)  # chosen by the plan: the buyer's corpus, else the public text

@@ -14,7 +14,7 @@ import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 from markupsafe import Markup
 
 import evalkit
-from evalkit.analysis.summary import as_mapping, as_number, ramp_levels
+from evalkit.analysis.summary import Level
 from evalkit.errors import UsageError
 from evalkit.fmt import fmt_unit, level_span
 from evalkit.render.charts.kit import (
@@ -171,28 +171,27 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _series(view: RunView, *path: str) -> list[tuple[float, float]]:
-    points = []
-    for lv in ramp_levels(view.summary):
-        value: Any = lv
-        for key in path:
-            value = as_mapping(value).get(key)
-        if (number := as_number(value)) is not None:
-            points.append((float(lv["concurrency"]), number))
-    return points
+#: a figure of a ramp level a chart draws (None: the level did not measure it)
+Reading = Callable[[Level], float | None]
 
 
-def _overlay(views: Sequence[RunView], panels: Sequence[tuple[str, tuple[str, ...], float]],
+def _series(view: RunView, read: Reading) -> list[tuple[float, float]]:
+    """(concurrency, figure) of each ramp level of the run that measured the figure."""
+    ramp = view.measured.ramp if view.measured is not None else ()
+    return [(float(lv.concurrency), number) for lv in ramp if (number := read(lv)) is not None]
+
+
+def _overlay(views: Sequence[RunView], panels: Sequence[tuple[str, Reading, float]],
              ylabel: Sequence[str]) -> str | None:
     """One panel per metric, one line per run, styles that survive greyscale printing."""
-    if not any(_series(v, *panels[0][1]) for v in views):
+    if not any(_series(v, panels[0][1]) for v in views):
         return None
     fig = new_figure(6.6, 2.6, ncols=len(panels))
     axes = fig.axes
-    all_levels = sorted({c for v in views for c, _ in _series(v, *panels[0][1])})
-    for ax, (title, path, scale), label in zip(axes, panels, ylabel, strict=True):
+    all_levels = sorted({c for v in views for c, _ in _series(v, panels[0][1])})
+    for ax, (title, read, scale), label in zip(axes, panels, ylabel, strict=True):
         for i, view in enumerate(views):
-            pts = _series(view, *path)
+            pts = _series(view, read)
             if pts:
                 xs, ys = zip(*pts, strict=True)
                 ax.plot(xs, [y * scale for y in ys], label=_plain(view.label),
@@ -270,13 +269,13 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
     charts += [
         ("TTFT p50 and p90 at each concurrency level, one line per run; lower is better. A "
          "line turning up steeply is a queue filling at that level.",
-         _overlay(views, [("TTFT p50 (ms)", ("ttft_s", "p50"), 1000.0),
-                          ("TTFT p90 (ms)", ("ttft_s", "p90"), 1000.0)], ["ms", "ms"])),
+         _overlay(views, [("TTFT p50 (ms)", lambda lv: lv.ttft_s.p50, 1000.0),
+                          ("TTFT p90 (ms)", lambda lv: lv.ttft_s.p90, 1000.0)], ["ms", "ms"])),
         ("Output tokens per second at each concurrency level, one line per run: per stream "
          "p50 (left; higher is better) and all streams together (right), which rises until "
          "the endpoint is saturated.", _overlay(
-            views, [("per stream p50 (tokens/s)", ("stream_tokens_per_s", "p50"), 1.0),
-                    ("all streams (tokens/s)", ("aggregate_tokens_per_s",), 1.0)],
+            views, [("per stream p50 (tokens/s)", lambda lv: lv.stream_tokens_per_s.p50, 1.0),
+                    ("all streams (tokens/s)", lambda lv: lv.aggregate_tokens_per_s, 1.0)],
             ["tokens/s per stream", "tokens/s, all streams"])),
     ]
     for target, idx in cmp.trends.items():

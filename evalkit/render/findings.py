@@ -11,41 +11,47 @@ made printable here, escaped by the template like all text.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from evalkit.analysis.summary import as_count, as_mapping
+from evalkit.analysis.jsonread import Json
+from evalkit.analysis.summary import Level, Summary, read_level
+from evalkit.analysis.summary_sections import Configuration
 from evalkit.sanitize import clean
 
 #: page one names at most this many findings (summary.json keeps up to ten)
 SHOWN = 3
 
 
-def configuration_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def configuration_figures(summary: Summary | None) -> list[tuple[str, str]]:
     """Page one's rows for the configuration findings: what was refused, how often and
     where, that it was left out of the degradation order, and what to change."""
-    findings = as_mapping(as_mapping(summary).get("configuration")).get("findings")
+    config = (summary.sections.configuration if summary is not None else None) \
+        or Configuration()
     rows = []
-    for f in (findings if isinstance(findings, list) else [])[:SHOWN]:
-        f = as_mapping(f)
-        phases = ", ".join(f"{clean(str(p), 20)} {n}" for p, n in
-                           as_mapping(f.get("phases")).items() if as_count(n))
+    for f in config.findings[:SHOWN]:
+        phases = ", ".join(f"{clean(str(p), 20)} {n}" for p, n in f.phases.items() if n)
         rows.append(("Configuration finding",
-                     f"HTTP {as_count(f.get('status')) or '?'} “{_text(f.get('message'), 160)}” "
-                     f"for {as_count(f.get('requests')) or 0} requests ({phases}), alone as "
+                     f"HTTP {f.status or '?'} “{_text(f.message, 160)}” "
+                     f"for {f.requests or 0} requests ({phases}), alone as "
                      "under load: a shape the endpoint never serves, left out of the "
-                     f"degradation order. To change: {_text(f.get('change'), 320)}"))
+                     f"degradation order. To change: {_text(f.change, 320)}"))
     return rows
 
 
-def _text(value: Any, limit: int) -> str:
-    """A summary's text field as one printable line (anything else: nothing)."""
-    return clean(value, limit) if isinstance(value, str) else ""
+def _text(value: str | None, limit: int) -> str:
+    """A summary's text field as one printable line (none: nothing)."""
+    return clean(value, limit) if value is not None else ""
 
 
-def beside_outcomes(group: Mapping[str, Any]) -> str:
+def beside_level(level: Level) -> str:
     """What stands beside a level's outcomes: its requests sent again on a fresh
     connection, and those refused as a configuration finding ('' when neither)."""
-    said = [f"{n} {what}" for key, what in (("reconnects", "reconnects"),
-                                            ("configuration_failures", "configuration"))
-            if (n := as_count(as_mapping(group).get(key), least=1))]
+    said = [f"{n} {what}" for n, what in ((level.reconnects, "reconnects"),
+                                          (level.configuration_failures, "configuration"))
+            if n >= 1]
     return f" ({', '.join(said)})" if said else ""
+
+
+def beside_outcomes(group: Json | None) -> str:
+    """`beside_level` of a level as summary.json writes it: what the page's template holds
+    (it reads the document as written), read here as a `Level`."""
+    return beside_level(read_level(group)) if isinstance(group, Mapping) else ""

@@ -8,16 +8,23 @@ words (`evalkit.render.words`), the run's self-checks, use-case badges. Numbers 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from evalkit.analysis.summary import as_mapping, measurements, ramp_levels
+from evalkit.analysis.jsonread import Json, read_as
+from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.analysis.summary import as_number as _num
-from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_pct_ci, fmt_rate, n_mark
+from evalkit.analysis.summary_checks import CacheCheck, Checks, Client, HonestyCheck, NetworkCheck
+from evalkit.analysis.summary_levels import OutputLength
+from evalkit.analysis.summary_sections import Prefill, Ramp
+from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_rate
 from evalkit.provenance import short
+from evalkit.questionnaire.model import Answer
 from evalkit.render import words
 from evalkit.render.pdf import clip
+from evalkit.review.claimed import PanelClaim
 from evalkit.review.fit import Fit
 from evalkit.review.scorecard import RunCard, fit_from_json
 from evalkit.rundir.digest import RecordDigest
@@ -26,9 +33,9 @@ from evalkit.rundir.digest import RecordDigest
 SHORT_TEXT, LONG_TEXT = 110, 4000
 
 
-def fmt_outcomes(outcomes: Any) -> str:
+def fmt_outcomes(outcomes: Mapping[str, Any] | None) -> str:
     """Outcome counts without the zeros: 'ok 12 · rejected 3'."""
-    parts = [f"{k} {fmt_value(v)}" for k, v in as_mapping(outcomes).items() if v]
+    parts = [f"{k} {fmt_value(v)}" for k, v in (outcomes or {}).items() if v]
     return " · ".join(parts) or "—"
 
 
@@ -77,157 +84,177 @@ def fmt_value(value: Any, limit: int = SHORT_TEXT, brief: bool = False) -> str:
 # --------------------------------------------------------------------------- context
 
 
-def key_figures(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def pct_text(p: Pct, pct: str, fmt: Callable[[Any], str] = fmt_ms, n: bool = True) -> str:
+    """One percentile of a distribution with its 95 % interval and n: 'p90 324 ms
+    [95 %: 300–350 ms] (n=32, low confidence)'; the interval is left out when the
+    summary carries none (an older run), the figure reads '—' when it is missing; `n`
+    False leaves the count to a figure printed beside it."""
+    return f"{pct} {fmt(p.get(pct))}{ci_text(p.interval(pct), fmt)}{n_text(p) if n else ''}"
+
+
+def n_text(p: Pct) -> str:
+    """The sample count behind a distribution, marked when too few to lean on."""
+    if p.n is None:
+        return ""
+    return f" (n={p.n}, low confidence)" if p.n < 100 else f" (n={p.n})"
+
+
+def key_figures(summary: Summary | None) -> list[tuple[str, str]]:
     """Page one's key figures, each a (label, value) pair with its 95 % interval and n
     where the summary carries them; unmeasured ones say so."""
-    if not summary:
+    if summary is None:
         return [("Measurement", "none: this is a claims-only review")]
-    base = as_mapping(summary.get("baseline"))
-    pre = as_mapping(summary.get("prefill"))
-    measured = measurements(summary)
-    load = measured.under_load() if measured else None
-    lv = load[0].raw if load else {}
-    conc = lv.get("concurrency")
-    at = f" at {fmt_value(conc)} streams" if conc is not None else ""
-    ttft = as_mapping(lv.get("ttft_s"))
-    rate = as_mapping(lv.get("stream_tokens_per_s"))
-    r2 = f" (fit r² {fmt_num(pre.get('r2'))})" if _num(pre.get("r2")) is not None else ""
-    client = as_mapping(summary.get("client"))
+    sections = summary.sections
+    base, pre = sections.baseline, sections.prefill or Prefill()
+    load = summary.under_load() if summary.measured else None
+    lv = load[0] if load else None
+    at = f" at {fmt_value(lv.concurrency)} streams" if lv is not None else ""
+    ttft = lv.ttft_s if lv is not None else Pct()
+    rate = lv.stream_tokens_per_s if lv is not None else Pct()
+    r2 = f" (fit r² {fmt_num(pre.r2)})" if pre.r2 is not None else ""
     # SPEC: tokens we counted ourselves (no server usage) are marked wherever they show
-    est = " (tokens estimated)" if lv.get("output_tokens_estimated") is True else ""
-    base_est = " (tokens estimated)" if base.get("output_tokens_estimated") is True else ""
-    alone = as_mapping(base.get("stream_tokens_per_s"))
+    est = " (tokens estimated)" if lv is not None and lv.output_tokens_estimated else ""
+    base_est = " (tokens estimated)" if base is not None and base.output_tokens_estimated \
+        else ""
+    alone = base.stream_tokens_per_s if base is not None else Pct()
     figs = [
-        (f"TTFT under load{at}",
-         f"{fmt_pct_ci(ttft, 'p50', n=False)} · {fmt_pct_ci(ttft, 'p90')}"),
+        (f"TTFT under load{at}", f"{pct_text(ttft, 'p50', n=False)} · {pct_text(ttft, 'p90')}"),
         (f"Stream rate{at}",
-         f"{fmt_pct_ci(rate, 'p50', fmt_rate, n=False)} · {fmt_pct_ci(rate, 'p90', fmt_rate)}"
+         f"{pct_text(rate, 'p50', fmt_rate, n=False)} · {pct_text(rate, 'p90', fmt_rate)}"
          + est),
-        ("Aggregate throughput" + at, fmt_rate(lv.get("aggregate_tokens_per_s"))
-         + ci_text(lv.get("aggregate_tokens_per_s_ci"), fmt_rate) + est),
+        ("Aggregate throughput" + at,
+         fmt_rate(lv.aggregate_tokens_per_s if lv is not None else None)
+         + ci_text(lv.aggregate_ci if lv is not None else None, fmt_rate) + est),
         ("Max sustained concurrency", max_sustained_text(summary)),
         (goodput_label(summary), goodput_text(summary)),
         ("Prefill rate", prefill_text(pre, r2)),
         ("Decode rate, one stream alone (1 ÷ TPOT)",
-         fmt_pct_ci(alone, "p50", fmt_rate).removeprefix("p50 ") + base_est),
+         pct_text(alone, "p50", fmt_rate).removeprefix("p50 ") + base_est),
     ]
-    answer = answer_first_text(lv)
+    answer = answer_first_text(lv) if lv is not None else None
     if answer is not None:
         figs.insert(1, (f"TTFA under load{at} (first answer token)", answer))
-    if client.get("client_bound"):
+    client = sections.client
+    if client is not None and client.client_bound:
         figs.append(("Client check", client_verdict(client)))
     return figs
 
 
-def answer_first_text(lv: Mapping[str, Any]) -> str | None:
+def answer_first_text(lv: Level) -> str | None:
     """TTFA beside TTFT, and why it is what latency is judged on, when reasoning came
     before the answer at this level (None otherwise): TTFT then times a reasoning chunk,
     which a vendor can send at once, so Q1 and the latency fits use TTFA."""
-    first = _num(lv.get("reasoning_first"))
+    first = lv.reasoning_first
     if not first:
         return None
-    ttfa = as_mapping(lv.get("ttfa_s"))
-    n = _num(as_mapping(lv.get("ttft_s")).get("n"))
+    n = lv.ttft_s.n
     of = f" of {fmt_value(n)}" if n else ""
-    return (f"{fmt_pct_ci(ttfa, 'p50', n=False)} · {fmt_pct_ci(ttfa, 'p90')}; reasoning "
-            f"came first in {fmt_value(first)}{of} requests, so Q1 and the use-case fits "
-            "judge TTFA (the answer's time), not TTFT (a reasoning chunk's)")
+    return (f"{pct_text(lv.ttfa_s, 'p50', n=False)} · {pct_text(lv.ttfa_s, 'p90')}; "
+            f"reasoning came first in {fmt_value(first)}{of} requests, so Q1 and the use-case "
+            "fits judge TTFA (the answer's time), not TTFT (a reasoning chunk's)")
 
 
-def max_sustained_text(summary: Mapping[str, Any]) -> str:
+def _ramp(summary: Summary | None) -> Ramp:
+    """The summary's ramp section (an empty one when it has none)."""
+    ramp = summary.sections.ramp if summary is not None else None
+    return ramp or Ramp()
+
+
+def _levels(summary: Summary) -> tuple[Level, ...]:
+    """The ramp's levels, lowest first, of a summary that measured anything."""
+    return summary.ramp if summary.measured else ()
+
+
+def max_sustained_text(summary: Summary) -> str:
     """The ramp's answer in words: the level, where it broke and on what (TPOT, not `itl`)."""
-    ramp = as_mapping(summary.get("ramp"))
-    best = ramp.get("max_sustained_concurrency")
-    first = words.degraded(ramp.get("first_degraded"), ramp.get("first_degraded_tied"))
-    broke = ramp.get("first_breach_concurrency")
-    where = f" at {fmt_value(broke)} streams" if _num(broke) is not None else ""
+    ramp = _ramp(summary)
+    best = ramp.max_sustained_concurrency
+    first = words.degraded(ramp.first_degraded, ramp.first_degraded_tied)
+    broke = ramp.first_breach_concurrency
+    where = f" at {fmt_value(broke)} streams" if broke is not None else ""
     tie = tie_text(summary) + underload_text(summary)
     if best is None:
         return "not established by this run" + (
-            f"; {first} degraded first{where}" if ramp.get("first_degraded") else "") + tie
-    if ramp.get("max_sustained_is_lower_bound"):
-        stopped = summary.get("run_status") not in (None, "complete", "merged")
+            f"; {first} degraded first{where}" if ramp.first_degraded else "") + tie
+    if ramp.max_sustained_is_lower_bound:
+        stopped = summary.sections.run_status not in (None, "complete", "merged")
         return (f"≥ {fmt_value(best)} streams (a lower bound: no level tried breached, "
                 + ("the run stopped before any level above)" if stopped
                    else "none above was tried)") + tie)
     return f"{fmt_value(best)} streams; {first} degraded first{where}{tie}"
 
 
-def goodput_label(summary: Mapping[str, Any]) -> str:
+def goodput_label(summary: Summary) -> str:
     """The goodput row's label, with the run's target share."""
-    target = _num(as_mapping(summary.get("ramp")).get("goodput_target"))
+    target = _ramp(summary).goodput_target
     return f"Highest level within each SLO (≥ {fmt_pct(target if target else 0.99)} of " \
         "requests meeting it)"
 
 
-def goodput_text(summary: Mapping[str, Any]) -> str:
+def goodput_text(summary: Summary) -> str:
     """The highest ramp level within each latency SLO, beside max sustained concurrency:
     "voice agent 4 · live suggestions none · interactive chat ≥ 16 streams"; a summary
     without goodput says it was not measured."""
-    ramp = as_mapping(summary.get("ramp"))
-    best = as_mapping(ramp.get("max_goodput_concurrency"))
+    ramp = _ramp(summary)
+    best = ramp.max_goodput_concurrency
     if not best:
         return "not measured (no ramp, or a summary written before goodput)"
-    lower = as_mapping(ramp.get("max_goodput_is_lower_bound"))
-    limits = as_mapping(ramp.get("goodput_limits"))
     parts = []
     for name, level in best.items():
-        if name not in limits or not any(v is not None for v in as_mapping(
-                limits[name]).values()):
+        limits = ramp.goodput_limits.get(name)
+        if limits is None or not limits.any:
             continue  # batch: no latency limit, its goodput is the ok share
-        label = words.name(str(name))
-        if _num(level) is None:
+        label = words.name(name)
+        if level is None:
             parts.append(f"{label}: none (not even the lowest level)")
         else:
-            bound = "≥ " if lower.get(name) is True else ""
+            bound = "≥ " if ramp.max_goodput_is_lower_bound.get(name) is True else ""
             parts.append(f"{label}: {bound}{fmt_value(level)} stream"
                          + ("s" if level != 1 else ""))
     return " · ".join(parts) if parts else "not measured"
 
 
-def underload_text(summary: Mapping[str, Any]) -> str:
+def underload_text(summary: Summary) -> str:
     """Ramp levels that held fewer streams in flight than their name, in words: which
     were not judged, and which breached all the same (a breach under less load stands);
     "" when every level held its load."""
     parts = []
-    for lv in ramp_levels(summary):
-        got = as_mapping(lv.get("achieved_concurrency"))
-        mean, c = _num(got.get("mean")), lv.get("concurrency")
-        if got.get("underloaded") is not True or mean is None:
+    for lv in _levels(summary):
+        mean, c = lv.achieved_mean, lv.concurrency
+        if not lv.underloaded or mean is None:
             continue
         held = f"level {fmt_value(c)} held a mean of {mean:.1f} streams in flight"
         parts.append(f"{held}: not judged at {fmt_value(c)}"
-                     if lv.get("status") == "underloaded" else
+                     if lv.status == "underloaded" else
                      f"{held} and breached all the same, so it is judged at its breach")
     return "".join(f"; {p}" for p in parts)
 
 
-def tie_text(summary: Mapping[str, Any]) -> str:
+def tie_text(summary: Summary) -> str:
     """A ramp level whose 95 % interval straddled a limit (neither held nor breached),
     in words, with about how many requests there would decide it; "" when none."""
-    ramp = as_mapping(summary.get("ramp"))
-    at = ramp.get("first_tie_concurrency")
-    if _num(at) is None:
+    at = _ramp(summary).first_tie_concurrency
+    if at is None:
         return ""
-    level = next((lv for lv in ramp_levels(summary) if lv.get("concurrency") == at), {})
-    ties = [t for t in level.get("ties") or [] if isinstance(t, str)]
+    level = next((lv for lv in _levels(summary) if lv.concurrency == at), None)
+    ties = level.ties if level is not None else ()
     on = f" on {' and '.join(words.DEGRADED.get(t, words.name(t)) for t in ties)}" if ties \
         else ""
-    n = level.get("tie_requests")
-    more = f"; about {n:,} requests there would decide it" if isinstance(n, int) else ""
+    n = level.tie_requests if level is not None else None
+    more = f"; about {n:,} requests there would decide it" if n is not None else ""
     return (f"; at {fmt_value(at)} streams a tie{on} (its 95 % interval straddles the limit, "
             f"so the max sustained level may be higher{more})")
 
 
-def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def rules(summary: Summary | None) -> list[tuple[str, str]]:
     """The two rules a reader needs to check page one: how a level is judged degraded
     (with this run's thresholds) and when a vendor is streaming-ready."""
-    ramp = as_mapping(as_mapping(summary).get("ramp"))
-    th = as_mapping(ramp.get("thresholds"))
-    ttft = words.plain(th["ttft_p90_ratio"]) if _num(th.get("ttft_p90_ratio")) else "2"
-    tpot = words.plain(th["tpot_p90_ratio"]) if _num(th.get("tpot_p90_ratio")) else "2"
-    fail = fmt_pct(th.get("admission_failure_rate")) if _num(
-        th.get("admission_failure_rate")) is not None else "1%"
+    ramp = _ramp(summary)
+    th = ramp.thresholds
+    ttft = words.plain(th.ttft_p90_ratio) if th.ttft_p90_ratio else "2"
+    tpot = words.plain(th.tpot_p90_ratio) if th.tpot_p90_ratio else "2"
+    fail = fmt_pct(th.admission_failure_rate) if th.admission_failure_rate is not None \
+        else "1%"
     return [
         ("Verdict rule", "Streaming-ready only when Q2 (throughput per stream), Q4 (max "
          "concurrent streams) and Q6 (production figures) are all ok, meaning verified by "
@@ -238,81 +265,12 @@ def rules(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
             f"latency) wholly above {tpot}× the baseline's, or that of its failure rate "
             f"wholly above {fail}; an interval that straddles a limit is a tie, neither "
             "held nor degraded. The highest level held below the first degraded one is the "
-            "max sustained concurrency.") if ramp.get("breach_rule")
+            "max sustained concurrency.") if ramp.breach_rule
          else (f"A concurrency level is degraded when its TTFT p90 exceeds {ttft}× the "
                f"baseline's, its TPOT p90 (per-token latency) exceeds {tpot}× the "
                f"baseline's, or more than {fail} of its requests fail. The highest level "
                "below the first degraded one is the max sustained concurrency.")),
     ]
-
-
-def measured_text(qid: str, measured: Any, summary: Mapping[str, Any] | None) -> str:
-    """A question's measured figures in words, with the 95 % interval and n of each where
-    the summary has them (the appendix prints every field)."""
-    m = as_mapping(measured)
-    if not m:
-        return fmt_value(measured, SHORT_TEXT)
-    levels = {lv.get("concurrency"): lv for lv in ramp_levels(summary)}
-    lv = as_mapping(levels.get(m.get("concurrency")))
-    at = f" at {fmt_value(m.get('concurrency'))} streams" if "concurrency" in m else ""
-    if qid == "Q1" and lv:
-        ttft = as_mapping(lv.get("ttft_s"))
-        said = (f"TTFT {fmt_pct_ci(ttft, 'p50', n=False)} · "
-                f"{fmt_pct_ci(ttft, 'p90', n=False)}{at}{n_mark(ttft)}")
-        if "reasoning_first" not in m:
-            return said
-        ttfa = as_mapping(lv.get("ttfa_s"))
-        return (f"TTFA (judged: reasoning came first) {fmt_pct_ci(ttfa, 'p50', n=False)} · "
-                f"{fmt_pct_ci(ttfa, 'p90', n=False)}{n_mark(ttfa)}; {said}")
-    if qid == "Q2" and lv:
-        rate = as_mapping(lv.get("stream_tokens_per_s"))
-        return (f"per stream {fmt_pct_ci(rate, 'p50', fmt_rate, n=False)}; all streams "
-                f"{fmt_rate(lv.get('aggregate_tokens_per_s'))}"
-                f"{ci_text(lv.get('aggregate_tokens_per_s_ci'), fmt_rate)}{at}{n_mark(rate)}")
-    if qid == "Q3":
-        pre = as_mapping(as_mapping(summary).get("prefill"))
-        base = as_mapping(as_mapping(summary).get("baseline"))
-        alone = as_mapping(base.get("stream_tokens_per_s"))
-        parts = []
-        if "prefill_tokens_per_s" in m:
-            ci = m.get("prefill_tokens_per_s_ci", pre.get("tokens_per_s_ci"))
-            parts.append(f"prefill {fmt_rate(m['prefill_tokens_per_s'])}{ci_text(ci, fmt_rate)}")
-        if "decode_tokens_per_s_per_stream_p50" in m:
-            ci = m.get("decode_tokens_per_s_per_stream_p50_ci", alone.get("p50_ci"))
-            parts.append(f"decode one stream alone p50 "
-                         f"{fmt_rate(m['decode_tokens_per_s_per_stream_p50'])}"
-                         f"{ci_text(ci, fmt_rate)}{n_mark(alone)}")
-        rest = {k: v for k, v in m.items() if not k.startswith(
-            ("prefill_tokens_per_s", "decode_tokens_per_s_per_stream_p50"))}
-        return "; ".join(parts + ([words.mapping(rest, _short)] if rest else [])) or "—"
-    if qid == "Q4":
-        ramp = as_mapping(as_mapping(summary).get("ramp"))
-        text = words.mapping({k: v for k, v in m.items() if k != "first_degraded"}, _short)
-        if "max_sustained_concurrency" in m and m["max_sustained_concurrency"] is None:
-            text = "max sustained: not established; " + text
-        if m.get("first_degraded"):
-            text += (f"; first to degrade: "
-                     f"{words.degraded(m['first_degraded'], ramp.get('first_degraded_tied'))}")
-        return text
-    if qid == "Q5" and "per_stream_itl" in m:
-        has = "a per-stream inter-token histogram" if m.get("per_stream_itl") else \
-            "no per-stream inter-token histogram"
-        return (f"{has} in the endpoint's metrics ({_short(m.get('engine') or 'unknown')} "
-                f"names): {fmt_value(m.get('itl_observations'))} observations over "
-                f"{fmt_value(m.get('scrapes_ok'))} scrapes")
-    if qid == "Q6":
-        parts = []
-        for key, value in m.items():
-            if key == "baseline_stream_tokens_per_s":
-                parts.append(words.stream_distribution(value, "alone"))
-            elif key == "our_panel":
-                parts.append(words.our_panel(value))
-            elif words.at_level(key):
-                parts.append(words.stream_distribution(value, str(words.at_level(key))))
-            else:
-                parts.append(words.field(key, value, _short, m))
-        return "; ".join(parts)
-    return words.mapping(m, _short)
 
 
 def _short(text: Any) -> str:
@@ -323,31 +281,33 @@ def _long(text: Any) -> str:
     return clip(text, LONG_TEXT)
 
 
-def claim_text(claimed: Any, brief: bool) -> str:
-    """A vendor's answer in words: page one's brief form leaves out provenance detail
-    (evidence, notes, links) and cuts each string short; the appendix prints it all."""
-    if not isinstance(claimed, Mapping):
-        return fmt_value(claimed, SHORT_TEXT if brief else LONG_TEXT)
+def claim_text(claimed: Answer | None, brief: bool) -> str:
+    """A vendor's answer in words, every field it filled in by its name: page one's brief
+    form leaves out provenance detail (evidence, notes, links) and cuts each string
+    short; the appendix prints it all."""
+    if claimed is None:
+        return "—"
+    said = claimed.to_dict()
     skip = BRIEF_SKIP if brief else frozenset()
-    if brief and "output_tokens_per_s" in claimed:
+    if brief and isinstance(claimed, PanelClaim) and claimed.panel_numbers:
         skip = skip | {"panel"}  # the same panel under its alias
-    text = words.mapping(claimed, _short if brief else _long, skip=skip)
+    text = words.mapping(said, _short if brief else _long, skip=skip)
     return clip(text, SHORT_TEXT if brief else LONG_TEXT) if brief else text
 
 
-def prefill_text(pre: Mapping[str, Any], r2: str = "") -> str:
+def prefill_text(pre: Prefill | None, r2: str = "") -> str:
     """The prefill rate as a reader may lean on it: a rate with its interval, or only a
     lower bound when the fit's slope could be zero, or why it was not measured."""
-    at_least = _num(pre.get("tokens_per_s_at_least"))
-    if at_least is not None:
-        return (f"≥ {fmt_rate(at_least)} (a lower bound: no measurable prefill cost, the "
-                "fit's slope could be zero)")
-    ci = pre.get("tokens_per_s_ci")
-    span = (f" [95 %: {fmt_num(ci[0])}–{fmt_num(ci[1])}]" if isinstance(ci, list)
-            and len(ci) == 2 and all(_num(v) is not None for v in ci) else "")
-    why = (f" ({clip(pre['reason'], 90)})" if _num(pre.get("tokens_per_s")) is None
-           and isinstance(pre.get("reason"), str) else "")
-    return fmt_rate(pre.get("tokens_per_s")) + span + r2 + why
+    pre = pre or Prefill()
+    if pre.tokens_per_s_at_least is not None:
+        return (f"≥ {fmt_rate(pre.tokens_per_s_at_least)} (a lower bound: no measurable "
+                "prefill cost, the fit's slope could be zero)")
+    ci = pre.tokens_per_s_ci
+    span = (f" [95 %: {fmt_num(ci[0])}–{fmt_num(ci[1])}]" if ci is not None
+            and ci[0] is not None and ci[1] is not None else "")
+    why = (f" ({clip(pre.reason, 90)})" if pre.tokens_per_s is None and pre.reason is not None
+           else "")
+    return fmt_rate(pre.tokens_per_s) + span + r2 + why
 
 
 def validity_text(run: RunCard | None) -> str:
@@ -359,86 +319,112 @@ def validity_text(run: RunCard | None) -> str:
     return label + (": " + "; ".join(reasons[:3]) if reasons else "")
 
 
-def provenance_text(prov: Any) -> str:
+@dataclass(frozen=True)
+class _Git:
+    commit: str | None = None
+    dirty: bool = False
+
+
+@dataclass(frozen=True)
+class _Prompts:
+    seed: float | None = None
+
+
+@dataclass(frozen=True)
+class _Platform:
+    cpu_model: str | None = None
+
+
+@dataclass(frozen=True)
+class _Provenance:
+    """The parts of run.json's `provenance` the page prints (free-form JSON as written:
+    `evalkit.provenance`), read field by field."""
+
+    package_sha256: Json | None = None
+    git: _Git = field(default_factory=_Git)
+    prompts: _Prompts = field(default_factory=_Prompts)
+    platform: _Platform = field(default_factory=_Platform)
+    command_line: tuple[Json, ...] = ()
+
+
+def provenance_text(prov: Json | None) -> str:
     """run.json's `provenance` in a line: the measuring evalkit's package digest, its
     checkout, the prompt seed (run.json is editable: every part is clipped)."""
     if not isinstance(prov, Mapping):
         return "not recorded (a run from before the suite recorded its provenance)"
-    parts = [f"package {short(prov.get('package_sha256'))}"]
-    git = as_mapping(prov.get("git"))
-    if isinstance(git.get("commit"), str):
-        parts.append(f"git {clip(git['commit'], 12)}"
-                     + (" (dirty tree)" if git.get("dirty") is True else ""))
-    seed = as_mapping(prov.get("prompts")).get("seed")
-    if _num(seed) is not None:
-        parts.append(f"prompt seed {fmt_value(seed)}")
-    cpu = as_mapping(prov.get("platform")).get("cpu_model")
-    if isinstance(cpu, str) and cpu:
-        parts.append(clip(cpu, 60))
+    p = read_as(_Provenance, prov)
+    parts = [f"package {short(p.package_sha256)}"]
+    if p.git.commit is not None:
+        parts.append(f"git {clip(p.git.commit, 12)}" + (" (dirty tree)" if p.git.dirty else ""))
+    if p.prompts.seed is not None:
+        parts.append(f"prompt seed {fmt_value(p.prompts.seed)}")
+    if p.platform.cpu_model:
+        parts.append(clip(p.platform.cpu_model, 60))
     return "; ".join(parts)
 
 
-def command_text(prov: Any) -> str:
+def command_text(prov: Json | None) -> str:
     """The command line the run was probed with (secrets removed when it was recorded)."""
-    argv = as_mapping(prov).get("command_line")
-    if not isinstance(argv, list) or not argv:
+    argv = read_as(_Provenance, prov).command_line
+    if not argv:
         return "—"
     return clip(" ".join(str(a) for a in argv), 600)
 
 
-def client_verdict(client: Mapping[str, Any]) -> str:
+def client_verdict(client: Client) -> str:
     """Whether the client set the pace, and whether that voids the capacity judgement.
 
     A bound confined to a phase or level the judgement does not rest on is named, not
     shouted: `capacity_judgement_affected` says which (older runs lack it: assume so).
     """
-    bound = client.get("client_bound")
-    if client.get("capacity_judgement_affected", bound):
+    bound = client.client_bound
+    if client.judgement_affected:
         return "CLIENT-BOUND: no capacity judgement is drawn from this run"
     if bound:
-        where = ", ".join([str(p) for p in client.get("client_bound_phases") or []]
-                          + [f"level {c}" for c in client.get("client_bound_levels") or []])
+        where = ", ".join([*client.client_bound_phases,
+                           *(f"level {c}" for c in client.client_bound_levels)])
         return f"client-bound in {where} only; the capacity judgement is unaffected"
     return "the client was not the bottleneck" if bound is False else "not checked"
 
 
-def _flag(flagged: Any) -> str:
+def _flag(flagged: bool | None) -> str:
     return "FLAGGED" if flagged is True else ("ok" if flagged is False else "not checked")
 
 
-def check_rows(summary: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+def check_rows(summary: Summary | None) -> list[tuple[str, str]]:
     """The run's self-checks (client, network, cache, output length, usage) as table rows."""
-    if not summary:
+    if summary is None:
         return []
-    checks, client = as_mapping(summary.get("checks")), as_mapping(summary.get("client"))
+    checks, client = summary.sections.checks or Checks(), summary.sections.client
     rows = []
-    if client:
+    if client is not None and client != Client():
         rows.append(("Client self-check",
-                     f"event-loop lag p99 {fmt_ms(client.get('loop_lag_p99_s'))}, CPU max "
-                     f"{fmt_pct(client.get('cpu_fraction_max'))}; {client_verdict(client)}"))
-    net = as_mapping(checks.get("network"))
-    if net:
-        rows.append(("Network round trip", f"{fmt_ms(net.get('rtt_s'))}, "
-                     f"{fmt_pct(net.get('share_of_ttft'))} of baseline TTFT p50"))
-    cache = as_mapping(checks.get("cache"))
-    if cache:
-        seen = cache.get("prefix_cache")
+                     f"event-loop lag p99 {fmt_ms(client.loop_lag_p99_s)}, CPU max "
+                     f"{fmt_pct(client.cpu_fraction_max)}; {client_verdict(client)}"))
+    net = checks.network
+    if net is not None and net != NetworkCheck():
+        rows.append(("Network round trip", f"{fmt_ms(net.rtt_s)}, "
+                     f"{fmt_pct(net.share_of_ttft)} of baseline TTFT p50"))
+    cache = checks.cache
+    if cache is not None and cache != CacheCheck():
+        seen = cache.prefix_cache
         rows.append(("Prefix-cache check",
-                     f"repeat/first TTFT {fmt_num(cache.get('repeat_over_first'))} over "
-                     f"{fmt_value(cache.get('pairs'))} pairs: "
+                     f"repeat/first TTFT {fmt_num(cache.repeat_over_first)} over "
+                     f"{fmt_value(cache.pairs)} pairs: "
                      + ("a prefix cache serves repeats" if seen is True
                         else "no prefix cache seen" if seen is False else "not measured")))
-    for key, label, count, what in (
-            ("output_length", "Output length check", "short", "requests short by"),
-            ("usage_honesty", "Usage honesty (billed vs streamed tokens)", "disagreeing",
-             "disagree by"),
-            ("prompt_honesty", "Prompt honesty (billed vs sent prompt tokens)", "disagreeing",
-             "disagree by")):
-        check = as_mapping(checks.get(key))
-        if check:
-            rows.append((label, f"{fmt_value(check.get(count))} of "
-                         f"{fmt_value(check.get('checked'))} {what} > "
-                         f"{fmt_pct(check.get('tolerance'))}: {_flag(check.get('flagged'))}"))
+    length = checks.output_length
+    if length is not None and length != OutputLength():
+        rows.append(("Output length check", f"{fmt_value(length.short)} of "
+                     f"{fmt_value(length.checked)} requests short by > "
+                     f"{fmt_pct(length.tolerance)}: {_flag(length.flagged)}"))
+    for check, label in ((checks.usage_honesty, "Usage honesty (billed vs streamed tokens)"),
+                         (checks.prompt_honesty,
+                          "Prompt honesty (billed vs sent prompt tokens)")):
+        if check is not None and check != HonestyCheck():
+            rows.append((label, f"{fmt_value(check.disagreeing)} of "
+                         f"{fmt_value(check.checked)} disagree by > "
+                         f"{fmt_pct(check.tolerance)}: {_flag(check.flagged)}"))
     return rows
 
 
@@ -485,12 +471,12 @@ def stopped_at(started: str | None, digest: RecordDigest) -> str | None:
 
 
 
-def baseline_heading(base: Mapping[str, Any]) -> str:
+def baseline_heading(base: Level | None) -> str:
     """The appendix's baseline heading: how many requests, and how many succeeded (a
     baseline of 0 requests says so rather than "6 requests")."""
-    total = base.get("requests")
-    ok = as_mapping(base.get("outcomes")).get("ok")
-    if not isinstance(total, int) or total == 0:
+    total = base.requests if base is not None else None
+    if total is None or total == 0:
         return "Baseline: one stream at a time (no request measured)"
-    done = f", {ok:,} ok" if isinstance(ok, int) and ok != total else ""
+    ok = base.ok if base is not None else None
+    done = f", {ok:,} ok" if ok is not None and ok != total else ""
     return f"Baseline: one stream at a time, {total:,} requests{done}"

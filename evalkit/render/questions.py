@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalkit.analysis.summary import Summary, as_number
+from evalkit.analysis.summary import Summary
 from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.render import words
+from evalkit.render.measuredtext import measured_long, measured_text
 from evalkit.render.pagetext import (
     LONG_TEXT,
     SHORT_TEXT,
-    _long,
     claim_text,
     fit_badge,
-    fmt_value,
-    measured_text,
 )
 from evalkit.render.pdf import clip
 from evalkit.render.ratelimits import rate_limits_text
+from evalkit.review.measured import RateLimitsMeasured
 from evalkit.review.scorecard import QuestionCard, Scorecard
 
 #: Badge glyphs: a shape and a word per status, so greyscale print still tells them apart.
@@ -67,8 +66,7 @@ def question_row(qid: str, q: QuestionCard, measured: str) -> QuestionRow:
         measured=measured,
         reason=clip(q.reason, 3 * SHORT_TEXT),
         claimed_long=claim_text(q.claimed, brief=False),
-        measured_long=(words.mapping(q.measured, _long) if q.measured is not None
-                       else fmt_value(q.measured, LONG_TEXT)),
+        measured_long=measured_long(q.measured),
         reason_long=clip(q.reason, LONG_TEXT),
         tolerance=words.tolerance(clip(q.tolerance, SHORT_TEXT)) if q.tolerance else "")
 
@@ -76,7 +74,7 @@ def question_row(qid: str, q: QuestionCard, measured: str) -> QuestionRow:
 def question_rows(card: Scorecard, summary: Summary | None) -> tuple[QuestionRow, ...]:
     """The six questions, in order, each measured column in the page's words."""
     return tuple(question_row(qid, card.question(qid), measured_text(
-        qid, card.question(qid).measured, summary)) for qid in QUESTION_IDS)
+        card.question(qid).measured, summary)) for qid in QUESTION_IDS)
 
 
 def rate_limits_row(card: Scorecard) -> QuestionRow | None:
@@ -84,8 +82,7 @@ def rate_limits_row(card: Scorecard) -> QuestionRow | None:
     limits = card.rate_limits
     if limits is None:
         return None
-    # free-form as review writes it (typed by the scorecard's payloads, issue 42)
-    rejected = as_number((limits.measured or {}).get("rejected_429"))
+    rejected = isinstance(limits.measured, RateLimitsMeasured) and limits.measured.rejected_429
     if limits.status == "unanswered" and not rejected:
         return None
     return question_row("rate-limits", limits, rate_limits_text(limits.measured))

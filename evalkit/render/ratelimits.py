@@ -3,49 +3,44 @@ the limit the endpoint's headers state (the appendix prints every field)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from evalkit.analysis.summary import as_mapping
-from evalkit.analysis.summary import as_number as _num
 from evalkit.fmt import fmt_count, number
+from evalkit.review.measured import Measured, RateLimitsMeasured
 
 
-def _figure(x: Any) -> str:
+def _figure(x: float | None) -> str:
     """A figure as reasons say it (`evalkit.fmt.number`: 30, 2.5, 1,200); "—" if none."""
-    v = _num(x)
-    return "—" if v is None else number(v)
+    return "—" if x is None else number(x)
 
 
-def rate_limits_text(measured: Any) -> str:
+def rate_limits_text(measured: Measured | None) -> str:
     """What the run met, briefly: the first 429's figures per minute over the window before
-    it (partial windows said so), Retry-After, the headers' limits; "—" for nothing."""
-    m = as_mapping(measured)
-    if not m:
+    it (partial windows said so), Retry-After, the headers' limits; "—" for nothing (or
+    for another row's figures)."""
+    m = measured
+    if not isinstance(m, RateLimitsMeasured):
         return "—"
     parts = []
-    at = as_mapping(m.get("at_rejection"))
-    window = _figure(m.get("sliding_window_s"))
-    if at:
-        said = f"first 429 at {_figure(at.get('requests_per_minute'))} requests/min"
-        tokens = _num(at.get("tokens_per_minute"))
-        if tokens is not None:
-            said += f", {fmt_count(tokens)} tokens/min"
+    at = m.at_rejection
+    window = _figure(m.sliding_window_s)
+    if at is not None:
+        said = f"first 429 at {_figure(at.requests_per_minute)} requests/min"
+        if at.tokens_per_minute is not None:
+            said += f", {fmt_count(at.tokens_per_minute)} tokens/min"
         said += f" (over the {window} s before it"
-        if at.get("full_window") is not True:
-            said += (f"; the run saw {_figure(at.get('window_s'))} s of it, "
-                     f"{_figure(at.get('offered_requests_per_minute'))} requests/min offered")
+        if not at.full_window:
+            said += (f"; the run saw {_figure(at.window_s)} s of it, "
+                     f"{_figure(at.offered_requests_per_minute)} requests/min offered")
         parts.append(said + ")")
-        parts.append(f"{fmt_count(m.get('rejected_429'))} × 429")
+        parts.append(f"{fmt_count(m.rejected_429)} × 429")
     else:
-        peak = as_mapping(m.get("peak"))
-        parts.append("no 429" + (f"; at most {_figure(peak.get('requests_per_minute'))} "
-                                 "requests/min sent" if peak else ""))
-    retry = as_mapping(m.get("retry_after_s"))
-    if retry:
-        lo, hi = _figure(retry.get("min")), _figure(retry.get("max"))
+        peak = m.peak
+        parts.append("no 429" + (f"; at most {_figure(peak.requests_per_minute)} "
+                                 "requests/min sent" if peak is not None else ""))
+    retry = m.retry_after_s
+    if retry is not None:
+        lo, hi = _figure(retry.min), _figure(retry.max)
         parts.append(f"Retry-After {lo} s" if lo == hi else f"Retry-After {lo}–{hi} s")
-    limits = {k: v for k, v in as_mapping(m.get("header_limits")).items()
-              if _num(v) is not None}
+    limits = m.stated_limits
     if limits:
         parts.append("headers: " + ", ".join(f"{_figure(v)} {k.replace('_', ' ')}/min"
                                              for k, v in limits.items()))

@@ -2,14 +2,14 @@
 timings beside ours, the prefill fit. Pure: the run's typed `Summary` in, strings out.
 
 The words some rows share with page one come from `evalkit.render.pagetext`,
-`evalkit.render.findings` and `evalkit.render.connections`; those still take summary.json's
-entries as written, so the typed sections are handed to them in that shape (`_as_written`,
-`_prefill_as_written`): one place to drop when they take the typed sections too.
+`evalkit.render.findings` and `evalkit.render.connections`; the last two still take a
+level's connections and outcomes as written (`asdict`, `Level.raw`): the places to change
+when they take the typed sections too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -97,17 +97,6 @@ def _connections(c: Connections | None) -> str | None:
     return connection_text(asdict(c)) if c is not None else None
 
 
-def _as_written(level: Level) -> Mapping[str, Any]:
-    """A level in summary.json's shape, for the helpers that read that shape."""
-    return {"requests": level.requests, "outcomes": dict(level.outcomes)}
-
-
-def _prefill_as_written(pre: Prefill) -> Mapping[str, Any]:
-    ci = pre.tokens_per_s_ci
-    return {"tokens_per_s_at_least": pre.tokens_per_s_at_least, "reason": pre.reason,
-            "tokens_per_s": pre.tokens_per_s, "tokens_per_s_ci": list(ci) if ci else None}
-
-
 def metric_names(metrics: tuple[str, ...]) -> str:
     """The metrics a tie straddled, in the methodology's names."""
     return ", ".join(METRIC_NAMES.get(m, clip(m, 20)) for m in metrics)
@@ -158,12 +147,12 @@ def raw_tables(summary: Summary | None) -> RawTables:
         return RawTables()
     s = summary.sections
     base, pre = s.baseline, s.prefill
-    prefill = (f"Prefill {prefill_text(_prefill_as_written(pre))}, overhead "
+    prefill = (f"Prefill {prefill_text(pre)}, overhead "
                f"{fmt_ms(pre.overhead_s)}, r² {fmt_num(pre.r2)}."
                if pre is not None and pre != Prefill() else "")
     return RawTables(
         connect=_connect_rows(s.connect) if s.connect and s.connect != Connect() else (),
-        baseline_heading=baseline_heading(_as_written(base)) if base else "",
+        baseline_heading=baseline_heading(base) if base else "",
         baseline=_baseline_rows(base) if base else (),
         levels=tuple(level_row(lv) for lv in summary.ramp),
         engine=tuple(_engine_row(lv, lv.engine_timings) for lv in summary.ramp

@@ -17,8 +17,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from evalkit.analysis.jsonread import Interval
 from evalkit.analysis.summary import as_number
-from evalkit.fmt import ci_text, fmt_count, fmt_ms, fmt_num, fmt_pct, fmt_rate, n_mark
+from evalkit.fmt import ci_text, fmt_count, fmt_ms, fmt_num, fmt_pct, fmt_rate
+from evalkit.review.measured import OurPanelMeasured, Shown
 
 #: What degraded first on the ramp (`ramp.first_degraded`), in the methodology's words.
 DEGRADED = {"ttft": "TTFT p90", "itl": "TPOT p90 (per-token latency)",
@@ -226,7 +228,7 @@ def _interval(key: str, ci: Any) -> str:
 
 def degraded(value: Any, tied: Any = None) -> str:
     """What degraded first on the ramp, in words; several at once are named together."""
-    if isinstance(tied, list) and len(tied) > 1:
+    if isinstance(tied, list | tuple) and len(tied) > 1:
         return " and ".join(DEGRADED.get(str(t), name(t)) for t in tied) + " together"
     return DEGRADED.get(str(value), name(value)) if value else "—"
 
@@ -254,36 +256,37 @@ def client_host(client: Any) -> str:
     return ", ".join(parts) or "—"
 
 
-def percentile(p: Any, pct: str, unit: str = "rate") -> str:
-    """One percentile of a summary distribution with its 95 % interval and n."""
-    p = p if isinstance(p, Mapping) else {}
-    v = as_number(p.get(pct))
+def percentile(value: float | None, ci: Interval | None, pct: str, unit: str = "rate") -> str:
+    """One percentile of a distribution with its 95 % interval: "p90 52.0 tok/s [95 %: …]"."""
     fmt = fmt_rate if unit == "rate" else fmt_ms
-    if v is None:
+    if value is None:
         return f"{pct} —"
-    return f"{pct} {fmt(v)}{ci_text(p.get(pct + '_ci'), fmt)}"
+    return f"{pct} {fmt(value)}{ci_text(ci, fmt)}"
 
 
-def stream_distribution(p: Any, where: str) -> str:
+def _n(n: int | None) -> str:
+    """The sample count behind a percentile, marked when it is too few to lean on."""
+    if n is None:
+        return ""
+    return f" (n={n}, low confidence)" if n < 100 else f" (n={n})"
+
+
+def stream_distribution(p: Shown | None, where: str) -> str:
     """A per-stream rate distribution (Q6's measured figures) with intervals and n."""
-    p = p if isinstance(p, Mapping) else {}
-    ci = p.get("ci") if isinstance(p.get("ci"), Mapping) else {}
-    flat = {**p, **{f"{k}_ci": v for k, v in ci.items()}}
-    return (f"{where}: {percentile(flat, 'p50')} · {percentile(flat, 'p90')}"
-            f"{n_mark(flat)}")
+    p = p or Shown()
+    return (f"{where}: {percentile(p.p50, p.ci.get('p50'), 'p50')} · "
+            f"{percentile(p.p90, p.ci.get('p90'), 'p90')}{_n(p.n)}")
 
 
-def our_panel(panel: Any) -> str:
+def our_panel(panel: OurPanelMeasured | None) -> str:
     """Our own production panel beside the vendor's (Q6's `measured.our_panel`): the
     per-stream rate and TTFT pooled over its samples, with intervals and n."""
-    p: Mapping[str, Any] = panel if isinstance(panel, Mapping) else {}
-    ttft: Mapping[str, Any] = p["ttft_s"] if isinstance(p.get("ttft_s"), Mapping) else {}
-    ci: Mapping[str, Any] = ttft["ci"] if isinstance(ttft.get("ci"), Mapping) else {}
-    flat = {**ttft, **{f"{k}_ci": v for k, v in ci.items()}}
-    where = (f"our own panel ({fmt_count(p.get('pooled'))} of {fmt_count(p.get('samples'))} "
-             f"samples, {p.get('window') or 'window not stated'})")
-    return (f"{stream_distribution(p.get('stream_tokens_per_s'), where)}; TTFT "
-            f"{percentile(flat, 'p50', 'ms')}")
+    p = panel or OurPanelMeasured()
+    ttft = p.ttft_s or Shown()
+    where = (f"our own panel ({fmt_count(p.pooled)} of {fmt_count(p.samples)} "
+             f"samples, {p.window or 'window not stated'})")
+    return (f"{stream_distribution(p.stream_tokens_per_s, where)}; TTFT "
+            f"{percentile(ttft.p50, ttft.ci.get('p50'), 'p50', 'ms')}")
 
 
 def share(value: Any) -> str:

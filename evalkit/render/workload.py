@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from evalkit.analysis.jsonread import Interval, as_mapping
+from evalkit.analysis.jsonread import Interval
 from evalkit.fmt import fmt_count, fmt_ms, fmt_num, fmt_pct
 from evalkit.render.charts import kit
 from evalkit.render.charts.workload import WORKLOAD_CAPTION, turns_chart
@@ -101,7 +101,7 @@ def workload_context(workload: WorkloadCard | None, trace: TraceCard | None,
                      charts: bool = True) -> dict[str, Any]:
     """Everything "Your workload" and page one show of it, from the scorecard's blocks."""
     labels = _labels(profiles)
-    slos = [k for k in labels if not as_mapping(profiles.get(k)).get("throughput_only")]
+    slos = [k for k in labels if not profiles[k].get("throughput_only")]
     w = workload
     levels = []
     for lv in w.levels if w else ():

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar
 
-from evalkit.analysis.summary import Level, Summary, as_mapping, measurements
+from evalkit.analysis.summary import Level, Summary, measurements
 from evalkit.analysis.summary import as_number as _num
 from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
 from evalkit.review.compare_workload import DIFFERENT, different_workload, workload_rows
+from evalkit.review.costcard import LevelCost
 from evalkit.review.scorecard import Scorecard
 from evalkit.sanitize import clean
 
@@ -275,8 +276,9 @@ def unstarred(run: RunView) -> str | None:
     return None
 
 
-def _currency(run: RunView) -> Any:
-    return run.scorecard.cost.get("currency") if run.scorecard is not None else None
+def _currency(run: RunView) -> str | None:
+    card = run.scorecard
+    return card.cost.currency if card is not None and card.cost is not None else None
 
 
 def cost_figures(ref: RunView) -> list[Figure]:
@@ -287,18 +289,19 @@ def cost_figures(ref: RunView) -> list[Figure]:
     session of another shape is another price."""
     cur = clean(str(_currency(ref) or "quote currency"), 12)  # vendor text
 
-    def cost(key: str) -> Callable[[Scorecard], float | None]:
-        return lambda card: _num(card.cost.get(key))
+    def cost(pick: Callable[[LevelCost], float | None]) -> Callable[[Scorecard], float | None]:
+        return lambda card: pick(card.cost.at) if card.cost and card.cost.at else None
 
     def at_slo(name: str) -> Callable[[Scorecard], float | None]:
-        return lambda card: _num(as_mapping(as_mapping(card.cost.get("at_slo")).get(
-            name)).get("per_million_slo_tokens"))
+        return lambda card: (slo.per_million_slo_tokens if card.cost and (
+            slo := card.cost.at_slo.get(name)) else None)
 
     figs = [Figure(f"cost.{key}", f"{title} at the concurrency sold ({cur})", "money",
                    "lower", lambda m: None, ("prompt_tokens", "output_tokens"),
-                   from_card=cost(key), star=False)
-            for key, title in (("per_session", "Cost per session"),
-                               ("per_stream_hour", "Cost per stream-hour"))]
+                   from_card=cost(pick), star=False)
+            for key, title, pick in (
+                ("per_session", "Cost per session", lambda lv: lv.per_session),
+                ("per_stream_hour", "Cost per stream-hour", lambda lv: lv.per_stream_hour))]
     figs += [Figure(f"cost.at_slo.{name}", f"Cost per million tokens within the "
                     f"{profile.label} SLO, at its highest level ({cur})", "money", "lower",
                     lambda m: None, ("prompt_tokens", "output_tokens"), from_card=at_slo(name))

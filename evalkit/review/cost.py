@@ -30,22 +30,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from evalkit.analysis.intervals import t975
 from evalkit.analysis.summary import Level, Summary, TokenSums
 from evalkit.analysis.summary_workload import WorkloadSection
 from evalkit.questionnaire.model import PricingAnswer, ThroughputAnswer
+from evalkit.review.costcard import BlendedRow, BlendedTable, Cost, LevelCost, SloCost, UnitCost
 from evalkit.review.rules import run_blocker
 
 #: input:output token ratios a blended price is shown across (prompt-heavy at the end)
 RATIOS: tuple[tuple[int, int], ...] = ((1, 4), (1, 2), (1, 1), (2, 1), (4, 1), (8, 1),
                                        (16, 1))
 MTOK = 1e6
-#: the figures a level's cost gives, as scorecard.json names them
-FIGURES = ("per_million_output_tokens", "per_session", "per_stream_hour")
-
-Interval = list[float | None] | None
+#: a 95 % interval, an end None where the measurement cannot bound it (None: none)
+Interval = tuple[float | None, float | None] | None
 
 
 @dataclass(frozen=True)
@@ -84,7 +82,8 @@ class Prices:
 
 
 def _scale(ci: Interval, factor: float) -> Interval:
-    return None if ci is None else [None if v is None else v * factor for v in ci]
+    return None if ci is None else (None if ci[0] is None else ci[0] * factor,
+                                    None if ci[1] is None else ci[1] * factor)
 
 
 def _inverse(point: float, rate: float, ci: Sequence[float | None] | None) -> Interval:
@@ -92,8 +91,8 @@ def _inverse(point: float, rate: float, ci: Sequence[float | None] | None) -> In
     if ci is None:
         return None
     lo, hi = ci
-    return [None if hi is None or hi <= 0 else point * rate / hi,
-            None if lo is None or lo <= 0 else point * rate / lo]
+    return (None if hi is None or hi <= 0 else point * rate / hi,
+            None if lo is None or lo <= 0 else point * rate / lo)
 
 
 def mean_cost(t: TokenSums, a: float, b: float) -> tuple[float, Interval]:
@@ -105,10 +104,10 @@ def mean_cost(t: TokenSums, a: float, b: float) -> tuple[float, Interval]:
         return mean, None
     sq = a * a * t.input_sq + b * b * t.output_sq + 2 * a * b * t.input_output
     half = t975(n - 1) * math.sqrt(max(sq / n - mean ** 2, 0.0) * n / (n - 1) / n)
-    return mean, [max(mean - half, 0.0), mean + half]
+    return mean, (max(mean - half, 0.0), mean + half)
 
 
-def unit_costs(workload: WorkloadSection | None, p: Prices) -> list[dict[str, Any]]:
+def unit_costs(workload: WorkloadSection | None, p: Prices) -> list[UnitCost]:
     """What one session, agent task or conversation of the buyer's workload costs, per
     level and shape: the mean over its complete units (each summed over its turns), with
     the interval; none for a GPU-hour price (a session holds no GPU to itself).
@@ -119,7 +118,7 @@ def unit_costs(workload: WorkloadSection | None, p: Prices) -> list[dict[str, An
     carried (`per_unit_with_failed`): what the buyer pays for each session that worked.
     A summary written before failed units were summed gives None for all three."""
     a, b = p.input_per_token, p.output_per_token
-    out: list[dict[str, Any]] = []
+    out: list[UnitCost] = []
     if a is None or b is None:
         return out
     for lv in workload.levels if workload is not None else ():
@@ -130,19 +129,14 @@ def unit_costs(workload: WorkloadSection | None, p: Prices) -> list[dict[str, An
             mean, ci = mean_cost(t, a, b)
             f = shape.unit_tokens_failed
             spent = a * f.input + b * f.output if f is not None else None
-            out.append({"users": lv.users, "shape": name,
-                        "units": t.requests, "per_unit": mean, "per_unit_ci": ci,
-                        "input_tokens_per_unit": t.input / t.requests,
-                        "output_tokens_per_unit": t.output / t.requests,
-                        "failed_units": f.requests if f is not None else None,
-                        "spent_failed": spent,
-                        "per_unit_with_failed": (mean + spent / t.requests
-                                                 if spent is not None else None),
-                        "client_bound": bool(lv.client_bound)})
+            out.append(UnitCost(lv.users, name, t.requests, mean, ci, t.input / t.requests,
+                                t.output / t.requests, f.requests if f is not None else None,
+                                spent, (mean + spent / t.requests if spent is not None
+                                        else None), bool(lv.client_bound)))
     return out
 
 
-def _token_level(lv: Level, p: Prices) -> dict[str, Any] | None:
+def _token_level(lv: Level, p: Prices) -> LevelCost | None:
     """Per-token prices at one level, from its ok requests' token sums; None without them."""
     t = lv.ok_tokens
     a, b = p.input_per_token, p.output_per_token
@@ -159,35 +153,34 @@ def _token_level(lv: Level, p: Prices) -> dict[str, Any] | None:
         cross = a * t.input_output + b * t.output_sq
         resid = max(sq - 2 * per_out * cross + per_out ** 2 * t.output_sq, 0.0)
         se = math.sqrt(resid / (n - 1) / n) / (t.output / n)
-        out_ci = [max(per_out - t975(n - 1) * se, 0.0) * MTOK,
-                  (per_out + t975(n - 1) * se) * MTOK]
+        out_ci = (max(per_out - t975(n - 1) * se, 0.0) * MTOK,
+                  (per_out + t975(n - 1) * se) * MTOK)
     rate = lv.stream_tokens_per_s.p50
     hour = rate * 3600 * per_out if rate is not None else None
-    slo, slo_ci = {}, {}
+    slo: dict[str, float | None] = {}
+    slo_ci: dict[str, Interval] = {}
     for name, g in lv.goodput.items():
         met = g.output_tokens
         slo[name] = total / met * MTOK if met else None
         slo_ci[name] = _share_ci(slo[name], g.fraction, g.fraction_ci)
-    return {"per_million_output_tokens": per_out * MTOK, "per_million_output_tokens_ci": out_ci,
-            "per_session": mean, "per_session_ci": session_ci,
-            "per_stream_hour": hour,
-            "per_stream_hour_ci": _scale(list(lv.stream_tokens_per_s.interval("p50") or ())
-                                         or None, 3600 * per_out) if hour is not None else None,
-            "prefill_share": a * t.input / total if total > 0 else None,
-            "per_million_slo_tokens": slo, "per_million_slo_tokens_ci": slo_ci,
-            "input_per_output": t.input / t.output}
+    return LevelCost(
+        lv.concurrency, per_out * MTOK, out_ci, mean, session_ci, hour,
+        _scale(lv.stream_tokens_per_s.interval("p50") or None, 3600 * per_out)
+        if hour is not None else None,
+        a * t.input / total if total > 0 else None, slo, slo_ci,
+        input_per_output=t.input / t.output)
 
 
-def _share_ci(point: float | None, share: float | None, ci: Any) -> Interval:
+def _share_ci(point: float | None, share: float | None, ci: Interval) -> Interval:
     """A cost over the tokens that met an SLO, with the goodput share's interval: a
     smaller share, a dearer token (an end None where the share's low end is 0)."""
     if point is None or not share or ci is None:
         return None
     lo, hi = ci
-    return [None if not hi else point * share / hi, None if not lo else point * share / lo]
+    return (None if not hi else point * share / hi, None if not lo else point * share / lo)
 
 
-def _gpu_level(lv: Level, p: Prices) -> dict[str, Any] | None:
+def _gpu_level(lv: Level, p: Prices) -> LevelCost | None:
     """A GPU-hour price at one level: the GPUs' hour over its measured aggregate rate."""
     rate, hourly = lv.aggregate_tokens_per_s, p.gpu_hour_total
     if rate is None or rate <= 0 or hourly is None:
@@ -196,33 +189,31 @@ def _gpu_level(lv: Level, p: Prices) -> dict[str, Any] | None:
     t = lv.ok_tokens
     mean_out = t.output / t.requests if t is not None and t.requests else None
     session = per_m * mean_out / MTOK if mean_out is not None else None
-    slo, slo_ci = {}, {}
+    slo: dict[str, float | None] = {}
+    slo_ci: dict[str, Interval] = {}
     for name, g in lv.goodput.items():
         good = g.tokens_per_s  # the output tokens/s of the requests that met it
         slo[name] = hourly / (good * 3600) * MTOK if good else None
         slo_ci[name] = _share_ci(slo[name], g.fraction, g.fraction_ci)
     per_m_ci = _inverse(per_m, rate, lv.aggregate_ci)
     gpus = p.gpus or 1
-    return {"per_million_output_tokens": per_m, "per_million_output_tokens_ci": per_m_ci,
-            "per_session": session,
-            "per_session_ci": _scale(per_m_ci, mean_out / MTOK) if mean_out is not None
-            else None,
-            "per_stream_hour": hourly / lv.concurrency,
-            "per_stream_hour_ci": None,  # the GPUs' hour shared: no measurement in it
-            "prefill_share": None,
-            "per_million_slo_tokens": slo, "per_million_slo_tokens_ci": slo_ci,
-            "aggregate_tokens_per_s_per_gpu": rate / gpus,
-            "aggregate_tokens_per_s_per_gpu_ci": _scale(
-                list(lv.aggregate_ci) if lv.aggregate_ci else None, 1 / gpus)}
+    return LevelCost(
+        lv.concurrency, per_m, per_m_ci, session,
+        _scale(per_m_ci, mean_out / MTOK) if mean_out is not None else None,
+        hourly / lv.concurrency,
+        None,  # the GPUs' hour shared: no measurement in it
+        None, slo, slo_ci,
+        aggregate_tokens_per_s_per_gpu=rate / gpus,
+        aggregate_tokens_per_s_per_gpu_ci=_scale(lv.aggregate_ci or None, 1 / gpus),
+        per_gpu=True)
 
 
-def level_cost(lv: Level, p: Prices) -> dict[str, Any] | None:
+def level_cost(lv: Level, p: Prices) -> LevelCost | None:
     """One level's costs under these prices (None: the level lacks what they need)."""
-    figures = _gpu_level(lv, p) if p.pricing == "gpu_hour" else _token_level(lv, p)
-    return None if figures is None else {"concurrency": lv.concurrency, **figures}
+    return _gpu_level(lv, p) if p.pricing == "gpu_hour" else _token_level(lv, p)
 
 
-def blended_table(m: Summary, lv: Level, p: Prices) -> dict[str, Any] | None:
+def blended_table(m: Summary, lv: Level, p: Prices) -> BlendedTable | None:
     """What a blended price hides: the cost of a session of the measured output length
     over input:output ratios from 1:4 to 16:1, beside what separate prices would charge.
     Those are the questionnaire's own where it gives them; else prices in proportion to
@@ -253,39 +244,28 @@ def blended_table(m: Summary, lv: Level, p: Prices) -> dict[str, Any] | None:
     rows = []
     for i, o in RATIOS:
         inp = out * i / o
-        rows.append({"ratio": f"{i}:{o}", "input_tokens": inp, "output_tokens": out,
-                     "blended": bl / MTOK * (inp + out),
-                     "separate": None if a is None or b is None else a * inp + b * out})
-    return {"per_million_tokens": bl, "rows": rows, "separate_basis": basis,
-            "measured_ratio": t.input / t.output,
-            "separate_input_per_mtok": None if a is None else a * MTOK,
-            "separate_output_per_mtok": None if b is None else b * MTOK}
+        rows.append(BlendedRow(f"{i}:{o}", inp, out, bl / MTOK * (inp + out),
+                               None if a is None or b is None else a * inp + b * out))
+    return BlendedTable(bl, tuple(rows), basis, t.input / t.output,
+                        None if a is None else a * MTOK, None if b is None else b * MTOK)
 
 
-def _empty(currency: str | None, basis: str) -> dict[str, Any]:
-    return {"currency": currency, "per_million_output_tokens": None, "per_session": None,
-            "per_stream_hour": None, "prefill_share": None, "per_million_slo_tokens": {},
-            "basis": basis, "pricing": None, "concurrency": None, "levels": [],
-            "at_slo": {}, "blended": None, "workload": []}
-
-
-def _at_slo(m: Summary, costs: Mapping[int, dict[str, Any]],
-            fit_max: Mapping[str, int | None]) -> dict[str, Any]:
+def _at_slo(m: Summary, costs: Mapping[int, LevelCost],
+            fit_max: Mapping[str, int | None]) -> dict[str, SloCost]:
     """Each use case's highest level within its SLO (goodput's, else the use-case fit's),
     and the costs there."""
-    out: dict[str, Any] = {}
+    out: dict[str, SloCost] = {}
     best = dict(m.max_goodput) or dict(fit_max)
     for name, c in best.items():
-        lv = costs.get(c) if c is not None else None
-        out[name] = {"concurrency": c, "source": "goodput" if m.max_goodput else "use-case fit",
-                     **{k: lv.get(k) if lv else None for k in FIGURES},
-                     "per_million_slo_tokens": (lv or {}).get(
-                         "per_million_slo_tokens", {}).get(name)}
+        lv = (costs.get(c) if c is not None else None) or LevelCost()
+        out[name] = SloCost(c, "goodput" if m.max_goodput else "use-case fit",
+                            lv.per_million_output_tokens, lv.per_session, lv.per_stream_hour,
+                            lv.per_million_slo_tokens.get(name))
     return out
 
 
 def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
-                 fit_max: Mapping[str, int | None] | None = None) -> dict[str, Any]:
+                 fit_max: Mapping[str, int | None] | None = None) -> Cost:
     """scorecard.json's `cost`: at the concurrency sold (Q2's), else at the level the
     'under load' figures come from, and at each use case's highest level within its SLO.
     `fit_max` is the use-case fit's per-profile maximum, used where the summary has no
@@ -293,17 +273,17 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
     what the ramp's single requests cannot say."""
     p = Prices.of(q3, q2)
     if p.pricing is None:
-        return _empty(p.currency, p.missing or "no prices")
+        return Cost(p.currency, p.missing or "no prices")
     blocker = run_blocker(m)
     if m is None or blocker:
-        return {**_empty(p.currency, f"not costed: {blocker}"), "pricing": p.pricing}
+        return Cost(p.currency, f"not costed: {blocker}", p.pricing)
     costs = {lv.concurrency: c for lv in m.ramp if (c := level_cost(lv, p)) is not None}
     if not costs:
         why = ("no ramp level measured an aggregate rate" if p.pricing == "gpu_hour" else
                "no ramp level has token counts of ok requests (a summary written before "
                "costs, or no request ended ok)")
-        return {**_empty(p.currency, f"not costed: {why}"), "pricing": p.pricing,
-                "workload": unit_costs(m.sections.workload, p)}
+        return Cost(p.currency, f"not costed: {why}", p.pricing,
+                    workload=tuple(unit_costs(m.sections.workload, p)))
     sold = q2.at_concurrency
     if sold in costs:
         at, where = sold, f"at the {sold} streams Q2 sells"
@@ -320,17 +300,11 @@ def session_cost(m: Summary | None, q3: PricingAnswer, q2: ThroughputAnswer,
                           "rate"}[p.pricing]
     cur = p.currency or "the quote's currency (Q3 names none)"
     basis = (f"{prices}, in {cur}, never converted; {where}; input at the measured "
-             f"{here.get('input_per_output') or 0:.2f} input tokens per output token"
+             f"{here.input_per_output or 0:.2f} input tokens per output token"
              if p.pricing != "gpu_hour" else
              f"{prices}, in {cur}, never converted; {where}")
     level = m.level(at)
-    return {"currency": p.currency, **{k: here[k] for k in FIGURES},
-            **{f"{k}_ci": here[f"{k}_ci"] for k in FIGURES},
-            "prefill_share": here["prefill_share"],
-            "per_million_slo_tokens": here["per_million_slo_tokens"],
-            "per_million_slo_tokens_ci": here["per_million_slo_tokens_ci"],
-            "basis": basis, "pricing": p.pricing, "concurrency": at, "concurrency_sold": sold,
-            "levels": [costs[c] for c in sorted(costs)],
-            "at_slo": _at_slo(m, costs, fit_max or {}),
-            "workload": unit_costs(m.sections.workload, p),
-            "blended": blended_table(m, level, p) if level is not None else None}
+    return Cost(p.currency, basis, p.pricing, here, sold,
+                tuple(costs[c] for c in sorted(costs)), _at_slo(m, costs, fit_max or {}),
+                tuple(unit_costs(m.sections.workload, p)),
+                blended_table(m, level, p) if level is not None else None)

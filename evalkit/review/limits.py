@@ -4,7 +4,6 @@ customer observe (Q6, the production panel, is `evalkit.review.panel`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from evalkit.analysis.summary import Level, Summary
 from evalkit.analysis.summary_checks import VendorMetrics
@@ -14,6 +13,7 @@ from evalkit.questionnaire.model import (
     ConcurrencyAnswer,
     ObservabilityAnswer,
 )
+from evalkit.review.measured import ConcurrencyMeasured, ObservabilityMeasured
 from evalkit.review.rules import (
     SOURCE_WORDS,
     Evidence,
@@ -49,8 +49,9 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     tolerance = tolerance_words(tol.concurrency_rel, "concurrency_rel", at_most=True,
                                 value="claimed", reference="breaking level")
 
-    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance, gap)
+    def j(status: Status, reason: str, measured: ConcurrencyMeasured | None = None
+          ) -> Judgement:
+        return Judgement(status, reason, a, measured, tolerance, gap)
 
     gap: Finding | None = None
     if blank(a):
@@ -82,10 +83,8 @@ def judge_q4(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
     if mu is None:
         return j("unverified", f"Claimed {said}; not verified: {ev.blocker}{gap_text}.")
     breaking = _breaking_level(mu)
-    shown = {"max_sustained_concurrency": mu.max_sustained, "first_degraded": mu.first_degraded,
-             "breaking_concurrency": breaking}
+    shown = ConcurrencyMeasured(mu.max_sustained, mu.first_degraded, breaking, mu.first_tie)
     tie = next((lv for lv in mu.levels if lv.concurrency == mu.first_tie), None)
-    shown["first_tie_concurrency"] = mu.first_tie
     if mu.first_degraded is None:
         held = mu.max_sustained
         if tie is not None:
@@ -181,12 +180,10 @@ def judge_q5(a: ObservabilityAnswer, ev: Evidence, tol: Tolerances) -> Judgement
     vm = None if vm == VendorMetrics() else vm  # an empty scrape section says nothing
 
     def j(status: Status, reason: str, finding: Finding | None = None) -> Judgement:
-        measured = None if vm is None else {
-            "url": vm.url, "engine": vm.engine, "families": dict(vm.families),
-            "per_stream_itl": vm.per_stream_itl, "itl_observations": vm.itl_observations,
-            "scrapes_ok": vm.scrapes_ok}
-        return Judgement(status, reason, a.to_dict(), measured, "none (categorical answer)",
-                         finding)
+        measured = None if vm is None else ObservabilityMeasured(
+            vm.url, vm.engine, dict(vm.families), vm.per_stream_itl, vm.itl_observations,
+            vm.scrapes_ok)
+        return Judgement(status, reason, a, measured, "none (categorical answer)", finding)
 
     if blank(a):
         return j("unanswered", "Q5 is not answered: no observability level was given.")

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.analysis.summary import Pct, as_count, as_mapping, read_pct
+from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.panel_doc import PanelDoc
+from evalkit.analysis.summary import Pct
 
 
 @dataclass(frozen=True)
@@ -31,14 +33,10 @@ class OurPanel:
     @classmethod
     def from_panel(cls, doc: Mapping[str, Any]) -> OurPanel:
         """panel.json's dict (`evalkit.analysis.panel.pool_panel`) read defensively."""
-        window, cov = as_mapping(doc.get("window")), as_mapping(doc.get("coverage"))
-        given = doc.get("concurrency")
-        levels: list[Any] = given if isinstance(given, list) else []
-        return cls(str(window.get("start") or ""), str(window.get("end") or ""),
-                   as_count(doc.get("samples")) or 0, as_count(cov.get("pooled")) or 0,
-                   read_pct(doc.get("stream_tokens_per_s")), read_pct(doc.get("ttft_s")),
-                   tuple(c for c in levels if isinstance(c, int)),
-                   as_count(cov.get("invalid")) or 0, as_count(cov.get("gap_count")) or 0)
+        d = read_as(PanelDoc, doc)
+        return cls(d.window.start or "", d.window.end or "", d.samples or 0,
+                   d.coverage.pooled or 0, d.stream_tokens_per_s, d.ttft_s, d.concurrency,
+                   d.coverage.invalid or 0, d.coverage.gap_count or 0)
 
     @property
     def window(self) -> str:

@@ -10,13 +10,14 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
 from evalkit.fmt import number
 from evalkit.questionnaire.model import PanelAnswer
+from evalkit.review.claimed import PanelClaim
+from evalkit.review.measured import AtLevel, OurPanelMeasured, PanelMeasured, Shown
 from evalkit.review.ourpanel import OurPanel
 from evalkit.review.rules import (
     SOURCE_WORDS,
@@ -26,7 +27,6 @@ from evalkit.review.rules import (
     Status,
     blank,
     decide,
-    dist_dict,
     dist_numbers,
     meets,
     quote,
@@ -41,13 +41,11 @@ _RATE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(?:output\s+)?(?:tokens?|tok)\s*"
 _MEDIAN = re.compile(r"\b(median|p50)\b", re.IGNORECASE)
 
 
-def _our_measured(ours: OurPanel) -> dict[str, Any]:
+def _our_measured(ours: OurPanel) -> OurPanelMeasured:
     """Our panel as the scorecard's Q6 `measured.our_panel` shows it."""
-    return {"window": ours.window, "samples": ours.samples, "pooled": ours.pooled,
-            "invalid": ours.invalid, "gaps": ours.gaps,
-            "concurrency": list(ours.concurrency),
-            "stream_tokens_per_s": dist_dict(ours.stream_tokens_per_s),
-            "ttft_s": dist_dict(ours.ttft_s)}
+    return OurPanelMeasured(ours.window, ours.samples, ours.pooled, ours.invalid, ours.gaps,
+                            ours.concurrency, Shown.of(ours.stream_tokens_per_s),
+                            Shown.of(ours.ttft_s))
 
 
 def start_panel_hint(vendor: str | None, model: str | None) -> str:
@@ -82,22 +80,19 @@ def contradiction(text: str | None, figures: list[float], median: float | None) 
     return None
 
 
-def _ours(m: Summary | None, at: Level | None) -> dict[str, Any] | None:
+def _ours(m: Summary | None, at: Level | None) -> PanelMeasured:
     """Our own distributions beside the panel: one stream alone, at max sustained load and
     at the concurrency sold (per-stream rate and TTFT)."""
     if m is None:
-        return None
-    out: dict[str, Any] = {}
+        return PanelMeasured()
     base = m.baseline if m.baseline and not m.baseline.client_bound else None
-    if base is not None:
-        out["baseline_stream_tokens_per_s"] = dist_dict(base.stream_tokens_per_s)
     top = m.sustained()
-    if top is not None:
-        out[f"stream_tokens_per_s_at_{top.concurrency}"] = dist_dict(top.stream_tokens_per_s)
-    if at is not None:
-        out[f"stream_tokens_per_s_at_{at.concurrency}"] = dist_dict(at.stream_tokens_per_s)
-        out[f"ttft_s_at_{at.concurrency}"] = dist_dict(at.ttft_s)
-    return out or None
+    return PanelMeasured(
+        Shown.of(base.stream_tokens_per_s) if base is not None else None,
+        AtLevel(top.concurrency, Shown.of(top.stream_tokens_per_s))
+        if top is not None and (at is None or top.concurrency != at.concurrency) else None,
+        AtLevel(at.concurrency, Shown.of(at.stream_tokens_per_s)) if at is not None else None,
+        Shown.of(at.ttft_s) if at is not None else None)
 
 
 def _sold_level(m: Summary | None, sold: int | None) -> Level | None:
@@ -162,21 +157,16 @@ def judge_q6(a: PanelAnswer, headline_value: float | None, headline_unit: str | 
                  "reconciliation (headline_panel_ratio); two-sided: our per-stream p50 at the "
                  f"concurrency sold, and our own panel's, within panel p50 × {1 - rel:g}–"
                  f"{1 + rel:g} (throughput_rel)")
-    claimed = a.to_dict()
-    if headline_value is not None:
-        claimed["headline"] = headline_value
-        claimed["headline_unit"] = headline_unit or "output_tokens_per_s"
-    if a.output_tokens_per_s is not None and dist_numbers(a.output_tokens_per_s):
-        claimed["panel"] = claimed.get("output_tokens_per_s")
+    claimed = PanelClaim.of(a, headline_value, headline_unit)
     m = ev.usable
     level = _sold_level(m, sold)
 
     ours = _ours(m, level)
     if ev.panel is not None and ev.panel.pooled:
-        ours = {**(ours or {}), "our_panel": _our_measured(ev.panel)}
+        ours = replace(ours, our_panel=_our_measured(ev.panel))
 
     def j(status: Status, reason: str) -> Judgement:
-        return Judgement(status, reason, claimed, ours, tolerance)
+        return Judgement(status, reason, claimed, None if ours.empty else ours, tolerance)
 
     early = _answer_problem(a, headline_value)
     if early is not None:

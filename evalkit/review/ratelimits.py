@@ -22,14 +22,13 @@ only when even the rate the run offered, scaled to the part observed, stays belo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict
-from typing import Any
 
-from evalkit.analysis.jsonread import as_mapping, as_number
+from evalkit.analysis.jsonread import number_entries
 from evalkit.analysis.summary_sections import RateFigures, RateLimits, RateWindow
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import number
 from evalkit.questionnaire.model import RateLimitsAnswer
+from evalkit.review.measured import AtRejection, RateLimitsMeasured
 from evalkit.review.rules import (
     SOURCE_WORDS,
     Judgement,
@@ -67,7 +66,7 @@ def judge_rate_limits(a: RateLimitsAnswer, section: RateLimits | None,
                  f"(rate_limit_rel {tol.rate_limit_rel * 100:.0f}%)")
 
     def j(status: Status, reason: str) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+        return Judgement(status, reason, a, measured, tolerance)
 
     claims = {k: v for k in LIMITS if (v := getattr(a, k)) is not None}
     streams = a.concurrent_streams_per_key
@@ -86,7 +85,7 @@ def judge_rate_limits(a: RateLimitsAnswer, section: RateLimits | None,
                  "rate_limits section (an older evalkit wrote it); re-run the probe with this "
                  "version.")
     window = section.window_s or 60.0
-    problems = _header_problems(claims, as_mapping(section.header_limits), tol)
+    problems = _header_problems(claims, number_entries(section.header_limits), tol)
     w = section.window
     if w is None:
         if problems:
@@ -141,27 +140,14 @@ def judge_rate_limits(a: RateLimitsAnswer, section: RateLimits | None,
              f"{retry}.")
 
 
-def _measured(section: RateLimits | None) -> dict[str, Any] | None:
+def _measured(section: RateLimits | None) -> RateLimitsMeasured | None:
     """What scorecard.json shows as measured: the onset, the Retry-After, the headers."""
     if section is None or section == RateLimits():
         return None
     w = section.window
-    return {"rejected_429": section.rejected_429,
-            "first_rejection_s": section.first_rejection_s,
-            "sliding_window_s": section.window_s,
-            "at_rejection": None if w is None else {
-                "at_s": w.at_s, "window_s": w.window_s, "full_window": w.full_window,
-                "requests": w.requests, "requests_per_minute": w.requests_per_minute,
-                "input_tokens_per_minute": w.input_tokens_per_minute,
-                "output_tokens_per_minute": w.output_tokens_per_minute,
-                "tokens_per_minute": w.tokens_per_minute,
-                "offered_requests_per_minute": w.offered_requests_per_minute,
-                "offered_tokens_per_minute": w.offered_tokens_per_minute,
-                "in_flight": w.in_flight},
-            "peak": None if section.peak is None else asdict(section.peak),
-            "retry_after_s": None if section.retry_after_s is None
-            else asdict(section.retry_after_s),
-            "header_limits": section.header_limits}
+    return RateLimitsMeasured(section.rejected_429, section.first_rejection_s,
+                              section.window_s, None if w is None else AtRejection.of(w),
+                              section.peak, section.retry_after_s, section.header_limits)
 
 
 def _said(a: RateLimitsAnswer, claims: Mapping[str, int]) -> str:
@@ -231,13 +217,13 @@ def _below(claims: Mapping[str, int], figures: Mapping[str, float | None],
     return (join(said) or "no measured rate") + held_words
 
 
-def _header_problems(claims: Mapping[str, int], limits: Mapping[str, Any],
+def _header_problems(claims: Mapping[str, int], limits: Mapping[str, float],
                      tol: Tolerances) -> list[str]:
     """Where the endpoint's own x-ratelimit-limit-* headers state another limit (±tol)."""
     out = []
     for k, v in claims.items():
         key = LIMITS[k][2]
-        said = as_number(limits.get(key))
+        said = limits.get(key)
         if said is None:
             continue
         if abs(said - v) > tol.rate_limit_rel * v:

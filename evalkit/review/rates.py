@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
-from evalkit.analysis.summary import Level, Summary
+from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import fmt_s, number, price, times
 from evalkit.fmt import fmt_tokens_per_s as fmt_rate
@@ -15,6 +14,11 @@ from evalkit.questionnaire.model import (
     PricingAnswer,
     ThroughputAnswer,
     TtftAnswer,
+)
+from evalkit.review.measured import (
+    PrefillDecodeMeasured,
+    ThroughputMeasured,
+    TtftMeasured,
 )
 from evalkit.review.rules import (
     QUANTILES,
@@ -41,8 +45,8 @@ def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     """TTFT p50/p90 under load vs our TTFT at the claimed concurrency."""
     tolerance = tolerance_words(tol.ttft_rel, "ttft_rel", at_most=True)
 
-    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+    def j(status: Status, reason: str, measured: TtftMeasured | None = None) -> Judgement:
+        return Judgement(status, reason, a, measured, tolerance)
 
     if blank(a):
         return j("unanswered", "Q1 is not answered: no TTFT figures were given.")
@@ -108,18 +112,18 @@ def _ttft_beside(level: Level, key: str) -> str:
             f"{fmt_s(first)} is a reasoning chunk's)")
 
 
-def _q1_measured(level: Level, claims: dict[str, float]) -> dict[str, Any]:
+def _q1_measured(level: Level, claims: dict[str, float]) -> TtftMeasured:
     """Q1's measured figures: TTFT always, and TTFA (what was judged) where reasoning came
-    first."""
-    shown: dict[str, Any] = {"concurrency": level.concurrency}
-    names = (("ttft", level.ttft_s), ("ttfa", level.ttfa_s)) if level.reasoning_came_first \
-        else (("ttft", level.ttft_s),)
-    for name, pct in names:
-        shown |= {f"{name}_{k}_ms": round(v * 1000, 1) for k in claims
-                  if (v := pct.get(k)) is not None}
-    if level.reasoning_came_first:
-        shown["reasoning_first"] = level.reasoning_first
-    return shown
+    first; a percentile only where it was claimed."""
+    def ms(pct: Pct, k: str) -> float | None:
+        v = pct.get(k) if k in claims else None
+        return round(v * 1000, 1) if v is not None else None
+
+    first = level.reasoning_came_first
+    return TtftMeasured(level.concurrency, ms(level.ttft_s, "p50"), ms(level.ttft_s, "p90"),
+                        ms(level.ttfa_s, "p50") if first else None,
+                        ms(level.ttfa_s, "p90") if first else None,
+                        level.reasoning_first if first else None)
 
 
 def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
@@ -136,8 +140,9 @@ def judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
 def _judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     tolerance = tolerance_words(tol.throughput_rel, "throughput_rel", at_most=False)
 
-    def j(status: Status, reason: str, measured: dict[str, Any] | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance)
+    def j(status: Status, reason: str, measured: ThroughputMeasured | None = None
+          ) -> Judgement:
+        return Judgement(status, reason, a, measured, tolerance)
 
     if blank(a):
         return j("unanswered", "Q2 is not answered: no throughput per GPU was given.")
@@ -202,10 +207,8 @@ def _judge_q2(a: ThroughputAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
         return "holds", f"measured {said}", "holds"
 
     status, level, text = in_regime(ev.usable, c, check, ev.command)
-    shown = None if level is None else {
-        "concurrency": level.concurrency,
-        "stream_tokens_per_s_p50": level.stream_tokens_per_s.p50,
-        "aggregate_tokens_per_s": level.aggregate_tokens_per_s}
+    shown = None if level is None else ThroughputMeasured(
+        level.concurrency, level.stream_tokens_per_s.p50, level.aggregate_tokens_per_s)
     return j(status, f"Claimed {claim} {text}.", shown)
 
 
@@ -213,9 +216,9 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     """Separate input/output prices and a capacity model that names prefill and decode."""
     tolerance = tolerance_words(tol.rate_rel, "rate_rel", at_most=False)
 
-    def j(status: Status, reason: str, measured: dict[str, Any] | None = None,
+    def j(status: Status, reason: str, measured: PrefillDecodeMeasured | None = None,
           finding: Finding | None = None) -> Judgement:
-        return Judgement(status, reason, a.to_dict(), measured, tolerance, finding)
+        return Judgement(status, reason, a, measured, tolerance, finding)
 
     if blank(a):
         return j("unanswered", "Q3 is not answered: no prices or capacity model were given.")
@@ -257,10 +260,8 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     cis = {"prefill": m.prefill_ci if m.prefill_ci is not None else
            (None, None) if m.prefill_ci_missing else None,
            "decode per stream": decode.interval("p50") if decode else None}
-    shown = {"prefill_tokens_per_s": ours["prefill"],
-             "decode_tokens_per_s_per_stream_p50": ours["decode per stream"],
-             "prefill_tokens_per_s_ci": _listed(m.prefill_ci),
-             "decode_tokens_per_s_per_stream_p50_ci": _listed(cis["decode per stream"])}
+    shown = PrefillDecodeMeasured(ours["prefill"], ours["decode per stream"], m.prefill_ci,
+                                  cis["decode per stream"])
     checks = [(name, rate, got) for name, rate in claimed if (got := ours[name]) is not None]
     unmeasured = [name for name, _ in claimed if ours[name] is None]
     compared = "; ".join(f"{name} claimed {fmt_rate(cl)} vs measured {fmt_rate(got)}"
@@ -290,10 +291,6 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
                f"decode per stream (the baseline's p50): {decided[name][1]}" for name in open_]
         return j("unverified", f"{head}; not verified: {'; '.join(why)}.", shown)
     return j("ok", f"{head}: holds.", shown)
-
-
-def _listed(ci: tuple[float | None, float | None] | None) -> list[float | None] | None:
-    return None if ci is None else list(ci)
 
 
 def _ci_words(ci: tuple[float | None, float | None] | None,

@@ -29,9 +29,7 @@ together into a `Reconciliation`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from evalkit.analysis.summary import Summary, measurements
 from evalkit.analysis.thresholds import Tolerances
@@ -43,6 +41,7 @@ from evalkit.questionnaire.model import (
 )
 from evalkit.review.answers import answers_sentence, answers_unchecked, reported_swap
 from evalkit.review.cost import session_cost
+from evalkit.review.costcard import Cost
 from evalkit.review.fit import Fit, streams_at_reading_speed, use_case_fit
 from evalkit.review.ourpanel import OurPanel
 from evalkit.review.panel import start_panel_hint
@@ -87,7 +86,7 @@ class Reconciliation:
     #: outside the verdict; None only when built by hand
     rate_limits: Judgement | None = None
     #: what a session costs at Q3's prices (`evalkit.review.cost.session_cost`)
-    cost: Mapping[str, Any] = field(default_factory=dict)
+    cost: Cost = field(default_factory=Cost)
     #: the buyer's workload and trace, judged, and which workload each part's figures
     #: come from (`evalkit.review.workload`; None: not run)
     workload: WorkloadCard | None = None
@@ -131,8 +130,8 @@ def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,
                         q.q2 or ThroughputAnswer(),
                         {k: f.max_concurrency for k, f in fits.items()
                          if not tol.slo_profiles[k].throughput_only})
-    if mismatch and cost.get("pricing"):
-        cost = {**cost, "basis": f"not costed: {mismatch}"}
+    if mismatch and cost.pricing:
+        cost = replace(cost, basis=f"not costed: {mismatch}")
     void = (f"the run is invalid: {'; '.join(m.validity_reasons) or 'see its validity'}"
             if m is not None and m.validity == "invalid" else None)
     return Reconciliation(

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
-from evalkit.analysis.summary import Level, Pct, Summary, as_mapping, as_text
+from evalkit.analysis.jsonread import Json, read_as
+from evalkit.analysis.summary import Level, Summary, as_text
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
+from evalkit.review.measured import Measured
 from evalkit.review.ourpanel import OurPanel
 from evalkit.rundir.meta import PromptsFile, RunMeta
 
@@ -38,8 +40,10 @@ class Judgement:
 
     status: Status
     reason: str
-    claimed: dict[str, Any]
-    measured: dict[str, Any] | None
+    #: the vendor's answer (Q6's with its headline: `evalkit.review.claimed.PanelClaim`)
+    claimed: Answer
+    #: what the run measured for it (`evalkit.review.measured`); None: nothing to show
+    measured: Measured | None
     tolerance: str
     #: "gap" when an honest answer shows the endpoint does not serve the streaming regime
     finding: Finding | None = None
@@ -73,20 +77,29 @@ class RunTarget:
         """From run.json as `open_run` read it (`RunDir.meta`)."""
         tokens = meta.settings.prompt_tokens
         return cls(as_text(meta.target.model), as_text(meta.target.base_url),
-                   as_mapping(meta.stands_in_for) or None, as_text(meta.profile),
+                   meta.stands_in_for if isinstance(meta.stands_in_for, Mapping)
+                   and meta.stands_in_for else None, as_text(meta.profile),
                    tokens if tokens is not None and tokens >= 1 else None,
                    _prompts_file(meta.prompts_file), _ttft_not_ours(meta.imported))
+
+
+@dataclass(frozen=True)
+class _Imported:
+    """run.json's `imported`: the tool a run was imported from, and where its figures mean
+    other things than ours, by figure."""
+
+    tool: str | None = field(default=None, metadata={"strip": True})
+    differs: Mapping[str, Json | None] = field(default_factory=dict)
 
 
 def _ttft_not_ours(imported: object) -> str | None:
     """Whose TTFT an imported run holds when it means something else than ours (run.json's
     `imported.differs.TTFT`, any value: it says so), with the tool's word on why."""
-    doc = as_mapping(imported)
-    differs = as_mapping(doc.get("differs")).get("TTFT")
-    if not doc or differs is None:
+    doc = read_as(_Imported, imported)
+    differs = doc.differs.get("TTFT")
+    if differs is None:
         return None
-    tool = as_text(doc.get("tool")) or "another tool"
-    return f"{tool}'s: {as_text(differs) or 'its meaning differs from ours'}"
+    return f"{doc.tool or 'another tool'}'s: {as_text(differs) or 'its meaning differs from ours'}"
 
 
 def _prompts_file(f: PromptsFile | None) -> str | None:
@@ -216,19 +229,6 @@ def blank(answer: Answer) -> bool:
 def dist_numbers(d: Distribution | None) -> list[float]:
     """A claimed distribution's percentiles that were given, in p50, p90, p99 order."""
     return [v for v in (d.p50, d.p90, d.p99) if v is not None] if d else []
-
-
-#: the figures of a distribution scorecard.json shows (its keys are a contract: the
-#: summary's mean, min, max and low tail stay out of it)
-SHOWN_FIGURES = ("p50", "p90", "p99")
-
-
-def dist_dict(p: Pct) -> dict[str, Any] | None:
-    """A measured distribution as the scorecard shows it: its given keys (None: none)."""
-    ci = {k: v for k, v in p.ci.items() if k in SHOWN_FIGURES}
-    out = {k: v for k, v in (*((k, p.get(k)) for k in SHOWN_FIGURES), ("n", p.n), ("ci", ci))
-           if v is not None}
-    return out or None
 
 
 # ------------------------------------------------------- the one-sided tolerance rule

@@ -11,22 +11,27 @@ The SPEC's keys (`schema`, `vendor`, `verdict`, `questions`, `use_cases`) are a 
 the extra keys (`review`, `streams_at_reading_speed`, `tolerances`, `rate_limits` (a row
 beside the six questions, outside the verdict), per-question `title`
 and `tolerance`) let the report print every judgement beside the threshold it used.
-What a vendor claimed and what we measured are free-form per question, so they stay
-JSON mappings here.
+What a vendor claimed is the questionnaire's own answer type (`evalkit.review.claimed`),
+what we measured one type per question (`evalkit.review.measured`), and the cost its own
+(`evalkit.review.costcard`): each writes its part of the document and reads it back.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from evalkit.analysis.summary import Summary, as_mapping, as_number
+from evalkit.analysis.jsonread import Json, read_as
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.questionnaire.model import Questionnaire
+from evalkit.questionnaire.model import Answer, Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
+from evalkit.review.claimed import claimed_from_json
+from evalkit.review.costcard import Cost
 from evalkit.review.fit import Fit
+from evalkit.review.measured import Measured, measured_from_json
 from evalkit.review.ourpanel import OurPanel
 from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import STATUSES, RunTarget
@@ -57,44 +62,56 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _text(value: Any, default: str = "") -> str:
-    """A string field of a document read back: any truthy value as text, else `default`."""
-    return str(value) if value else default
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _mapping_or_none(value: Any) -> Mapping[str, Any] | None:
-    """A free-form part read back: a mapping as it is (even empty), else None."""
-    return value if isinstance(value, Mapping) else None
-
-
 def fit_to_json(f: Fit) -> dict[str, Any]:
     """A `Fit` as scorecard.json writes it (the start of every use case's entry)."""
     return {"fit": f.fit, "reason": f.reason, "max_concurrency": f.max_concurrency,
             "lower_bound": f.lower_bound}
 
 
-def fit_from_json(doc: Any) -> Fit:
-    """A use case's fit read back: only True or False is a verdict, only an int a level."""
-    d = as_mapping(doc)
-    fit, top = d.get("fit"), d.get("max_concurrency")
-    return Fit(fit if isinstance(fit, bool) else None, _text(d.get("reason")),
-               top if isinstance(top, int) else None, bool(d.get("lower_bound")))
+@dataclass(frozen=True)
+class _FitDoc:
+    """A use case's fit as scorecard.json writes it: only True or False is a verdict,
+    only a whole number a level."""
+
+    fit: bool | None = None
+    reason: str = ""
+    max_concurrency: int | None = None
+    lower_bound: bool = False
+
+
+def fit_from_json(doc: object) -> Fit:
+    """A use case's fit read back (a malformed part as not stated)."""
+    d = read_as(_FitDoc, doc)
+    return Fit(d.fit, d.reason, d.max_concurrency, d.lower_bound)
+
+
+@dataclass(frozen=True)
+class _QuestionDoc:
+    """A question's entry as scorecard.json writes it; its claim and measurement are read
+    by the question's own types (`evalkit.review.claimed`, `evalkit.review.measured`)."""
+
+    title: str | None = None
+    status: str | None = None
+    finding: str | None = None
+    claimed: Json | None = None
+    measured: Json | None = None
+    reason: str = ""
+    tolerance: str = ""
 
 
 @dataclass(frozen=True)
 class QuestionCard:
-    """One question as the scorecard states it; `claimed`/`measured` are free-form JSON."""
+    """One question as the scorecard states it: the vendor's answer and what we measured,
+    each in the question's own type."""
 
     title: str
     #: one of `rules.STATUSES`; "unknown" only in a document read back that had none
     status: str
     finding: str | None
-    claimed: Mapping[str, Any] | None
-    measured: Mapping[str, Any] | None
+    #: the vendor's answer (`evalkit.review.claimed`; None: a document without one)
+    claimed: Answer | None
+    #: what the run measured for it (`evalkit.review.measured`; None: nothing to show)
+    measured: Measured | None
     reason: str
     tolerance: str
 
@@ -104,20 +121,26 @@ class QuestionCard:
         return cls(QUESTION_TITLES.get(qid, qid), "unknown", None, None, None, "", "")
 
     @classmethod
-    def from_json(cls, qid: str, doc: Any) -> QuestionCard:
+    def from_json(cls, qid: str, doc: object) -> QuestionCard:
         """An entry read back; a status we do not know is "unknown" (safe as a CSS class)."""
-        d = as_mapping(doc)
-        status = d.get("status")
-        return cls(_text(d.get("title"), QUESTION_TITLES.get(qid, qid)),
-                   status if status in STATUSES else "unknown", _str_or_none(d.get("finding")),
-                   _mapping_or_none(d.get("claimed")), _mapping_or_none(d.get("measured")),
-                   _text(d.get("reason")), _text(d.get("tolerance")))
+        d = read_as(_QuestionDoc, doc)
+        return cls(d.title or QUESTION_TITLES.get(qid, qid),
+                   d.status if d.status in STATUSES else "unknown", d.finding,
+                   claimed_from_json(qid, d.claimed), measured_from_json(qid, d.measured),
+                   d.reason, d.tolerance)
 
     def to_json(self) -> dict[str, Any]:
         """This part of scorecard.json, keys in the contract's order."""
         return {"title": self.title, "status": self.status, "finding": self.finding,
-                "claimed": self.claimed, "measured": self.measured, "reason": self.reason,
-                "tolerance": self.tolerance}
+                "claimed": self.claimed.to_dict() if self.claimed is not None else None,
+                "measured": self.measured.to_json() if self.measured is not None else None,
+                "reason": self.reason, "tolerance": self.tolerance}
+
+
+@dataclass(frozen=True)
+class _UseCaseDoc:
+    label: str | None = None
+    profile: Mapping[str, Json | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -129,15 +152,21 @@ class UseCaseCard:
     profile: Mapping[str, Any] | None
 
     @classmethod
-    def from_json(cls, doc: Any) -> UseCaseCard:
+    def from_json(cls, doc: object) -> UseCaseCard:
         """An entry read back; no label means the page names it from its key."""
-        d = as_mapping(doc)
-        return cls(fit_from_json(d), _text(d.get("label")) or None,
-                   _mapping_or_none(d.get("profile")))
+        d = read_as(_UseCaseDoc, doc)
+        return cls(fit_from_json(doc), d.label or None, d.profile)
 
     def to_json(self) -> dict[str, Any]:
         """This part of scorecard.json, keys in the contract's order."""
         return {**fit_to_json(self.fit), "label": self.label, "profile": self.profile}
+
+
+@dataclass(frozen=True)
+class _ReadingDoc:
+    value: int | None = None
+    reading_speed_tokens_per_s: float | None = None
+    percentile: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,13 +180,11 @@ class ReadingSpeedCard:
     percentile: str
 
     @classmethod
-    def from_json(cls, doc: Any) -> ReadingSpeedCard:
+    def from_json(cls, doc: object) -> ReadingSpeedCard:
         """The entry read back; the percentile defaults to the Tolerances' own (p90)."""
-        d = as_mapping(doc)
-        value, pct = d.get("value"), d.get("percentile")
-        return cls(fit_from_json(d), value if isinstance(value, int) else None,
-                   as_number(d.get("reading_speed_tokens_per_s")),
-                   pct if isinstance(pct, str) and pct else "p90")
+        d = read_as(_ReadingDoc, doc)
+        return cls(fit_from_json(doc), d.value, d.reading_speed_tokens_per_s,
+                   d.percentile or "p90")
 
     def to_json(self) -> dict[str, Any]:
         """This part of scorecard.json, keys in the contract's order."""
@@ -170,33 +197,62 @@ class ReadingSpeedCard:
 class RunCard:
     """What the scorecard says of the run: its validity, and what it probed."""
 
-    validity: str | None
-    validity_reasons: tuple[str, ...]
-    model: str | None
-    endpoint: str | None
-    profile: str | None
+    validity: str | None = None
+    validity_reasons: tuple[str, ...] = ()
+    model: str | None = None
+    endpoint: str | None = None
+    profile: str | None = None
     #: the model and endpoint a demonstration run stood in for (free-form, from run.json)
-    stands_in_for: Mapping[str, Any] | None
+    stands_in_for: Mapping[str, Json | None] | None = None
     #: why the questionnaire's model/endpoint and the run's differ (None: they match)
-    target_mismatch: str | None
+    target_mismatch: str | None = None
 
     @classmethod
-    def from_json(cls, doc: Any) -> RunCard:
+    def from_json(cls, doc: object) -> RunCard:
         """The entry read back; only strings count as reasons (each is printed)."""
-        d = as_mapping(doc)
-        reasons = d.get("validity_reasons")
-        return cls(_str_or_none(d.get("validity")),
-                   tuple(r for r in reasons if isinstance(r, str))
-                   if isinstance(reasons, list | tuple) else (),
-                   _str_or_none(d.get("model")), _str_or_none(d.get("endpoint")),
-                   _str_or_none(d.get("profile")), _mapping_or_none(d.get("stands_in_for")),
-                   _text(d.get("target_mismatch")) or None)
+        read = read_as(cls, doc)
+        return replace(read, target_mismatch=read.target_mismatch or None)
 
     def to_json(self) -> dict[str, Any]:
         """This part of scorecard.json, keys in the contract's order."""
         return {"validity": self.validity, "validity_reasons": list(self.validity_reasons),
                 "model": self.model, "endpoint": self.endpoint, "profile": self.profile,
                 "stands_in_for": self.stands_in_for, "target_mismatch": self.target_mismatch}
+
+
+@dataclass(frozen=True)
+class _VerdictDoc:
+    streaming_ready: bool = False
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class _PrecisionDoc:
+    answers: str | None = None
+    swap: str | None = None
+
+
+@dataclass(frozen=True)
+class _CardDoc:
+    """scorecard.json's top level as written; each part is read by its own type."""
+
+    vendor: str | None = None
+    model: str | None = None
+    endpoint: str | None = None
+    review: str | None = None
+    client_bound: bool = False
+    run: Mapping[str, Json | None] | None = None
+    verdict: _VerdictDoc = field(default_factory=_VerdictDoc)
+    questions: Mapping[str, Json | None] = field(default_factory=dict)
+    use_cases: Mapping[str, UseCaseCard] = field(default_factory=dict)
+    streams_at_reading_speed: Mapping[str, Json | None] | None = None
+    tolerances: Mapping[str, Json | None] = field(default_factory=dict)
+    precision: _PrecisionDoc = field(default_factory=_PrecisionDoc)
+    rate_limits: Mapping[str, Json | None] | None = None
+    cost: Mapping[str, Json | None] | None = None
+    workload: WorkloadCard | None = None
+    trace: TraceCard | None = None
+    sources: Sources = field(default_factory=Sources)
 
 
 @dataclass(frozen=True)
@@ -225,9 +281,9 @@ class Scorecard:
     #: the rate limits' row (not one of the six questions; outside the verdict): None
     #: only in a document read back that has none
     rate_limits: QuestionCard | None = None
-    #: what a session costs at Q3's prices (`evalkit.review.cost`), as scorecard.json
-    #: writes it; {} in a document read back that has none
-    cost: Mapping[str, Any] = field(default_factory=dict)
+    #: what a session costs at Q3's prices (`evalkit.review.cost`); None only in a
+    #: document read back that has none (scorecard.json then writes {})
+    cost: Cost | None = None
     #: the buyer's workload and trace as judged (`evalkit.review.workload`; None: not
     #: run), and which workload each part's figures come from
     workload: WorkloadCard | None = None
@@ -241,8 +297,10 @@ class Scorecard:
     @property
     def slo_profiles(self) -> dict[str, Mapping[str, Any]]:
         """The tolerances' SLO profiles, by use case, as scorecard.json writes them."""
-        profiles = as_mapping(self.tolerances.get("slo_profiles"))
-        return {str(name): as_mapping(p) for name, p in profiles.items()}
+        profiles = self.tolerances.get("slo_profiles")
+        if not isinstance(profiles, Mapping):
+            return {}
+        return {str(name): p if isinstance(p, Mapping) else {} for name, p in profiles.items()}
 
     @classmethod
     def of(cls, review: Reconciliation, questionnaire: Questionnaire | None,
@@ -264,8 +322,7 @@ class Scorecard:
                 review.target_mismatch),
             verdict=review.verdict,
             questions={qid: QuestionCard(QUESTION_TITLES[qid], j.status, j.finding,
-                                         _json_safe(j.claimed), _json_safe(j.measured),
-                                         j.reason, j.tolerance)
+                                         j.claimed, j.measured, j.reason, j.tolerance)
                        for qid, j in review.judgements.items()},
             use_cases={name: UseCaseCard(fit, tol.slo_profiles[name].label,
                                          _json_safe(asdict(tol.slo_profiles[name])))
@@ -276,9 +333,10 @@ class Scorecard:
             tolerances=_json_safe(tol.to_dict()),
             answers=review.answers, swap=review.swap,
             rate_limits=None if (rl := review.rate_limits) is None else QuestionCard(
-                RATE_LIMITS_TITLE, rl.status, rl.finding, _json_safe(rl.claimed),
-                _json_safe(rl.measured), rl.reason, rl.tolerance),
-            cost=_json_safe(dict(review.cost)),
+                RATE_LIMITS_TITLE, rl.status, rl.finding, rl.claimed, rl.measured,
+                rl.reason, rl.tolerance),
+            # as scorecard.json will say it: a figure that is no number is None in both
+            cost=Cost.from_json(_json_safe(review.cost.to_json())),
             workload=review.workload, trace=review.trace, sources=review.sources,
         )
 
@@ -286,34 +344,25 @@ class Scorecard:
     def from_json(cls, doc: Mapping[str, Any]) -> Scorecard:
         """A scorecard.json document read back, whatever it holds: a missing or malformed
         part reads as not stated (a dash on the page), never as a crash."""
-        verdict = as_mapping(doc.get("verdict"))
-        run, reading = doc.get("run"), doc.get("streams_at_reading_speed")
-        kind = doc.get("review")
-        questions = as_mapping(doc.get("questions"))
+        d = read_as(_CardDoc, doc)
+        limits = d.rate_limits
         return cls(
-            vendor=_text(doc.get("vendor"), NO_VENDOR),
-            model=_str_or_none(doc.get("model")), endpoint=_str_or_none(doc.get("endpoint")),
-            review=next((k for k in REVIEW_KINDS if k == kind), None),
-            client_bound=bool(doc.get("client_bound")),
-            run=RunCard.from_json(run) if isinstance(run, Mapping) and run else None,
-            verdict=Verdict(bool(verdict.get("streaming_ready")), _text(verdict.get("text"))),
-            questions={qid: QuestionCard.from_json(qid, questions[qid])
-                       for qid in QUESTION_IDS if isinstance(questions.get(qid), Mapping)},
-            use_cases={str(name): UseCaseCard.from_json(uc)
-                       for name, uc in as_mapping(doc.get("use_cases")).items()},
-            reading_speed=ReadingSpeedCard.from_json(reading)
-            if isinstance(reading, Mapping) and reading else None,
-            tolerances=dict(as_mapping(doc.get("tolerances"))),
-            answers=_str_or_none(as_mapping(doc.get("precision")).get("answers")),
-            swap=_str_or_none(as_mapping(doc.get("precision")).get("swap")),
+            vendor=d.vendor or NO_VENDOR, model=d.model, endpoint=d.endpoint,
+            review=next((k for k in REVIEW_KINDS if k == d.review), None),
+            client_bound=d.client_bound,
+            run=RunCard.from_json(d.run) if d.run else None,
+            verdict=Verdict(d.verdict.streaming_ready, d.verdict.text),
+            questions={qid: QuestionCard.from_json(qid, entry) for qid in QUESTION_IDS
+                       if isinstance(entry := d.questions.get(qid), Mapping)},
+            use_cases=dict(d.use_cases),
+            reading_speed=ReadingSpeedCard.from_json(d.streams_at_reading_speed)
+            if d.streams_at_reading_speed else None,
+            tolerances=dict(d.tolerances),
+            answers=d.precision.answers, swap=d.precision.swap,
             rate_limits=QuestionCard.from_json("rate_limits", limits)
-            if isinstance(limits := doc.get("rate_limits"), Mapping) else None,
-            cost=dict(as_mapping(doc.get("cost"))),
-            workload=WorkloadCard.from_json(workload)
-            if isinstance(workload := doc.get("workload"), Mapping) else None,
-            trace=TraceCard.from_json(trace)
-            if isinstance(trace := doc.get("trace"), Mapping) else None,
-            sources=Sources.from_json(doc.get("sources")),
+            if limits is not None else None,
+            cost=Cost.from_json(d.cost) if d.cost else None,
+            workload=d.workload, trace=d.trace, sources=d.sources,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -331,7 +380,7 @@ class Scorecard:
             "tolerances": self.tolerances,
             "precision": {"answers": self.answers, "swap": self.swap},
             "rate_limits": self.rate_limits.to_json() if self.rate_limits else None,
-            "cost": dict(self.cost),
+            "cost": self.cost.to_json() if self.cost is not None else {},
             "sources": self.sources.to_json(),
             "workload": self.workload.to_json() if self.workload else None,
             "trace": self.trace.to_json() if self.trace else None,

@@ -66,8 +66,15 @@ class TurnRecord:
     response_id: str | None = None
     status: str | None = None
     error: str | None = None
-    #: the latest any frame of the utterance went out after its time (the client's pace)
+    #: the latest any frame of the utterance went out after its time through our own
+    #: lateness (the client's pace: a frame's send began late past its tick and past the
+    #: moment the socket took the frame before it)
     pace_late_max_s: float | None = None
+    #: the longest the vendor kept a frame waiting by not reading the caller's audio (its
+    #: socket full: the send before it blocked past this frame's tick). The vendor's, not
+    #: the client's: it never makes a level client-bound, and the audio it delayed reaches
+    #: its VAD late, which its TTFA then carries
+    intake_blocked_max_s: float | None = None
 
     def to_json(self) -> str:
         """One JSONL line."""

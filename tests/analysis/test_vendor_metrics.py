@@ -188,7 +188,7 @@ class TestQ5:
         j = _q5(_vm())
         assert j.status == "ok" and "vllm:inter_token_latency_seconds" in j.reason
         assert "120 inter-token intervals" in j.reason
-        assert j.measured is not None and j.measured["itl_observations"] == 120
+        assert j.measured is not None and j.measured.itl_observations == 120
 
     def test_no_per_stream_metric_is_unreconciled(self) -> None:
         j = _q5(_vm(per_stream_itl=False, itl_observations=0,

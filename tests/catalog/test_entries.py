@@ -138,3 +138,27 @@ def test_a_report_registers_its_scorecard(tmp_path: Path) -> None:
                                             str(RUN.resolve()))
     assert e.figures["statuses"] == {k: v["status"] for k, v in card["questions"].items()}
     assert set(e.files) == {"acme.pdf", "acme.json"} and state(e)[0] == "present"
+
+
+def test_a_hand_edited_run_lists_what_its_typed_reading_holds(tmp_path: Path) -> None:
+    """run.json and summary.json are read as `RunMeta` and `Summary`: a field of the wrong
+    type is absent, never a crash or a value; a validity the summary does not state as one
+    lists `unknown` (never the text written there), and a run without a summary `invalid`."""
+    from evalkit.catalog.pick import run_identity
+
+    run = _copy(tmp_path)
+    doc = json.loads((run / "run.json").read_text())
+    doc.update(vendor=7, target={"model": 3, "base_url": ["x"]}, started_at=12, status=None)
+    (run / "run.json").write_text(json.dumps(doc))
+    summary = json.loads((run / "summary.json").read_text())
+    summary.update(requests="246", baseline={"ttft_s": {"p50": "0.2"}},
+                   validity={"status": "fine"})
+    (run / "summary.json").write_text(json.dumps(summary))
+    e = run_entry(run, "probe")
+    assert (e.vendor, e.model, e.endpoint, e.started, e.status) == (None,) * 5
+    assert e.validity == "unknown" and e.figures["requests"] is None
+    assert e.figures["baseline_ttft_p50_s"] is None
+    assert e.figures["max_sustained_concurrency"] == 8  # the rest of the summary still reads
+    assert (run_identity(run).vendor, run_identity(run).model) == (None, None)
+    (run / "summary.json").unlink()
+    assert run_entry(run, "probe").validity == "invalid"

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from evalkit.analysis.summary import Summary
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.run.progress import summary_lines
 from evalkit.probe.suite import run_probe
@@ -147,7 +148,7 @@ def test_long_prompts_refused_at_every_level_are_a_configuration_finding(
     assert "configuration: HTTP 400 \"request (" in said and "not counted as load" in said
     assert "configuration)" not in said and f"; {levels[1]['configuration_failures']} " \
         "configuration" in said
-    (label, text), = configuration_figures(summary)
+    (label, text), = configuration_figures(Summary.from_json(summary))
     assert label == "Configuration finding" and "To change: requests of" in text
     assert beside_outcomes(levels[1]) == f" ({levels[1]['configuration_failures']} " \
         "configuration)"

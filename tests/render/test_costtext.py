@@ -6,11 +6,16 @@ from typing import Any
 
 from evalkit.render.charts.cost import cost_vs_concurrency
 from evalkit.render.costtext import blended_rows, cost_context, cost_line
+from evalkit.review.costcard import Cost
 
 LABELS = {"voice_agent": "voice agent", "live_suggestions": "live suggestions"}
 
 
-def _cost(**kw: Any) -> dict[str, Any]:
+def _cost(**kw: Any) -> Cost:
+    return Cost.from_json(_doc(**kw))
+
+
+def _doc(**kw: Any) -> dict[str, Any]:
     level = {"per_session": 2e-5, "per_million_output_tokens": 0.6,
              "per_million_slo_tokens": {"voice_agent": 1.2, "live_suggestions": 0.6}}
     return {"currency": "USD", "per_million_output_tokens": 0.6,
@@ -33,11 +38,12 @@ def test_page_one_line_at_the_concurrency_sold() -> None:
     label, text = cost_line(_cost(concurrency_sold=8)) or ("", "")
     assert label.startswith("Cost at 4 streams (not the concurrency sold")
     assert text.endswith("a stream-hour")
-    assert cost_line({}) is None
+    assert cost_line(None) is None
 
 
 def test_no_prices_say_why_and_show_no_table() -> None:
-    cost = {"currency": None, "per_session": None, "basis": "Q3 gives no price"}
+    cost = Cost.from_json({"currency": None, "per_session": None,
+                           "basis": "Q3 gives no price"})
     assert cost_line(cost) == ("Cost", "not costed: Q3 gives no price")
     ctx = cost_context(cost, LABELS)
     assert ctx["rows"] == [] and ctx["at_slo"] == [] and ctx["basis"] == "Q3 gives no price"
@@ -61,7 +67,7 @@ def test_blended_rows() -> None:
 
 
 def test_the_chart_draws_each_slo_and_its_highest_level() -> None:
-    svg = cost_vs_concurrency(_cost(), LABELS) or ""
+    svg = cost_vs_concurrency(_doc(), LABELS) or ""
     assert "a session within the voice agent SLO" in svg
     assert "highest level within the voice agent SLO" in svg
     # live suggestions has no level within it: no vertical for it

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import evalkit
 from evalkit import errors, fmt
+from evalkit.analysis.summary import Summary
 from evalkit.questionnaire import schema
 from evalkit.render import pagetext, pdf, report
 from evalkit.render.charts import figures, ramp
@@ -432,7 +433,8 @@ class TestPartialReviews:
 
     def test_missing_metrics_are_dashes_not_numbers(self) -> None:
         """A summary without a ramp shows em dashes, not zeros."""
-        figs = dict(pagetext.key_figures({"schema": "evalkit.summary/1", "baseline": {}}))
+        figs = dict(pagetext.key_figures(Summary.from_json({"schema": "evalkit.summary/1",
+                                                            "baseline": {}})))
         assert figs["Prefill rate"] == "—"
         assert figs["Max sustained concurrency"] == "not established by this run"
         assert figs["TTFT under load"] == "p50 — · p90 —"
@@ -442,9 +444,10 @@ class TestPartialReviews:
     def test_estimated_tokens_are_marked(self) -> None:
         """Rates from tokens we counted ourselves say so; server-reported ones do not."""
         summary = json.loads((RUN_DIR / "summary.json").read_text())
-        assert "estimated" not in " ".join(v for _, v in pagetext.key_figures(summary))
+        assert "estimated" not in " ".join(
+            v for _, v in pagetext.key_figures(Summary.from_json(summary)))
         summary["ramp"]["levels"][3]["output_tokens_estimated"] = True  # the 8-stream level
-        figs = dict(pagetext.key_figures(summary))
+        figs = dict(pagetext.key_figures(Summary.from_json(summary)))
         assert figs["Stream rate at 8 streams"].endswith("(tokens estimated)")
         agg = summary["ramp"]["levels"][3]["aggregate_tokens_per_s"]
         shown = figs["Aggregate throughput at 8 streams"]
@@ -656,7 +659,7 @@ class TestPagination:
         summary = json.loads((RUN_DIR / "summary.json").read_text())
         summary["ramp"]["first_tie_concurrency"] = 16
         summary["ramp"]["levels"][4].update(status="tie", ties=["itl"], tie_requests=120)
-        assert pagetext.max_sustained_text(summary).endswith(
+        assert pagetext.max_sustained_text(Summary.from_json(summary)).endswith(
             "; at 16 streams a tie on TPOT p90 (per-token latency) (its 95 % interval "
             "straddles the limit, so the max sustained level may be higher; about 120 "
             "requests there would decide it)")

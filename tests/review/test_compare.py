@@ -142,7 +142,7 @@ def test_hostile_vendor_names_stay_literal_chart_text() -> None:
 
     for name in ["$\\frac{1}{0}$ <b>x</b> &", "a$b", "$$", "\\$x$"]:
         svg = _overlay([_run(name, "A", "1", _summary(0.2, 50, 4, 800))],
-                       [("TTFT p50", ("ttft_s", "p50"), 1000.0)], ["ms"])
+                       [("TTFT p50", lambda lv: lv.ttft_s.p50, 1000.0)], ["ms"])
         assert svg is not None and "<b>" not in svg
 
 

@@ -86,8 +86,9 @@ class TestSeparatePrices:
     def test_the_scorecard_reads_cost_back(self) -> None:
         card = _card(SEPARATE)
         again = Scorecard.from_json(card.to_json())
-        assert again.cost == card.to_json()["cost"]
-        assert Scorecard.from_json({}).cost == {}
+        assert again.cost == card.cost and again.to_json()["cost"] == card.to_json()["cost"]
+        assert Scorecard.from_json({}).cost is None and Scorecard.from_json({}).to_json()[
+            "cost"] == {}
 
 
 class TestBlended:
@@ -230,12 +231,12 @@ def test_a_session_costs_its_survivors_and_then_its_failures_too() -> None:
         "levels": [{"users": 4, "shapes": {"chat": shape}}]}), prices)
     one, two, broke = ((600 * 0.05 + 15 * 0.20) / 1e6, (200 * 0.05 + 5 * 0.20) / 1e6,
                        (100 * 0.05 + 5 * 0.20) / 1e6)
-    assert row["units"] == 2 and row["failed_units"] == 1
-    assert row["per_unit"] == pytest.approx((one + two) / 2, rel=1e-12)
-    assert row["spent_failed"] == pytest.approx(broke, rel=1e-12)
-    assert row["per_unit_with_failed"] == pytest.approx((one + two + broke) / 2, rel=1e-12)
+    assert row.units == 2 and row.failed_units == 1
+    assert row.per_unit == pytest.approx((one + two) / 2, rel=1e-12)
+    assert row.spent_failed == pytest.approx(broke, rel=1e-12)
+    assert row.per_unit_with_failed == pytest.approx((one + two + broke) / 2, rel=1e-12)
     # a summary from before failed units were summed: no figure, not a zero
     del shape["unit_tokens_failed"]
     (old,) = unit_costs(read_as(WorkloadSection, {
         "levels": [{"users": 4, "shapes": {"chat": shape}}]}), prices)
-    assert old["failed_units"] is None and old["per_unit_with_failed"] is None
+    assert old.failed_units is None and old.per_unit_with_failed is None

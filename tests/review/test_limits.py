@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from evalkit.analysis.thresholds import Tolerances, tolerances_from_dict
+from evalkit.review.measured import ConcurrencyMeasured, ObservabilityMeasured
 from evalkit.review.rules import Judgement
 from tests.review.helpers import PANEL, PANEL_RUN, SUMMARY, WRITTEN, _tied, judge
 
@@ -64,7 +65,7 @@ class TestQ4FailureKinds:
         j = judge(text, _tied(None, first=kind)).judgements["Q4"]
         assert j.status == "unreconciled", j.reason
         assert "did not disclose" in j.reason and undisclosed in j.reason, j.reason
-        assert j.measured is not None and j.measured["first_degraded"] == kind
+        assert j.measured is not None and j.measured.first_degraded == kind
 
     def test_rejections_claimed_as_admission_hold(self) -> None:
         text = ("Q4: {max_concurrent_streams_per_node: 30, first_degrades: admission, "
@@ -103,10 +104,9 @@ class TestQ5AgainstTheScrape:
         assert j.status == "ok"
         assert "our scrape of https://scrape.example/metrics found" in j.reason
         assert "counted 120 inter-token intervals" in j.reason
-        assert j.measured == {"url": "https://scrape.example/metrics", "engine": "vllm",
-                              "families": {"itl": "vllm:inter_token_latency_seconds"},
-                              "per_stream_itl": True, "itl_observations": 120,
-                              "scrapes_ok": 6}
+        assert j.measured == ObservabilityMeasured(
+            "https://scrape.example/metrics", "vllm",
+            {"itl": "vllm:inter_token_latency_seconds"}, True, 120, 6)
 
     def test_a_failed_scrape_names_the_page_the_probe_scraped_and_why(self) -> None:
         vm = SCRAPE | {"scrapes_ok": 0, "scrape_errors": ["HTTP 404", "HTTP 500"]}
@@ -150,7 +150,7 @@ class TestQ5AgainstTheScrape:
         j = judge(Q5_PER_STREAM, _scraped(SCRAPE, validity)).judgements["Q5"]
         assert j.status == "unverified"
         assert f"not verified: {why}" in j.reason and "--metrics-url" not in j.reason
-        assert j.measured is not None and j.measured["itl_observations"] == 120
+        assert j.measured is not None and j.measured.itl_observations == 120
 
 
 class TestQ5Families:
@@ -199,10 +199,9 @@ class TestQ4Details:
     def test_the_nodes_are_counted_in_words(self, nodes: int, said: str) -> None:
         j = _q4(f"max_concurrent_streams_per_node: 8, nodes: {nodes}")
         assert j.status == "ok" and j.reason.startswith(f"Claimed {said} TPOT first vs the ramp")
-        assert j.claimed == {"source": "production", "max_concurrent_streams_per_node": 8,
+        assert j.claimed.to_dict() == {"source": "production", "max_concurrent_streams_per_node": 8,
                              "nodes": nodes, "first_degrades": "itl"}
-        assert j.measured == {"max_sustained_concurrency": 16, "first_degraded": "itl",
-                              "breaking_concurrency": 32, "first_tie_concurrency": None}
+        assert j.measured == ConcurrencyMeasured(16, "itl", 32, None)
 
     def test_the_tolerance_names_concurrency_rel(self) -> None:
         j = _q4("max_concurrent_streams_per_node: 8",
@@ -216,8 +215,7 @@ class TestQ4Details:
         assert j.status == "unverified"
         assert "; not verified: no level was confirmed sustained or breached: level 16 is a tie " \
             "on TTFT" in j.reason
-        assert j.measured == {"max_sustained_concurrency": None, "first_degraded": None,
-                              "breaking_concurrency": None, "first_tie_concurrency": 16}
+        assert j.measured == ConcurrencyMeasured(None, None, None, 16)
 
     def test_a_ramp_that_judged_no_level_names_the_run_that_would(self) -> None:
         s = json.loads(json.dumps(SUMMARY))
@@ -235,8 +233,7 @@ class TestQ4Edges:
             self) -> None:
         s = json.loads(json.dumps(SUMMARY))
         s["ramp"] |= {"first_degraded": None, "max_sustained_concurrency": 16}
-        shown = {"max_sustained_concurrency": 16, "first_degraded": None,
-                 "breaking_concurrency": None, "first_tie_concurrency": None}
+        shown = ConcurrencyMeasured(16, None, None, None)
         at = _q4("max_concurrent_streams_per_node: 16", s)
         assert at.status == "unverified" and at.measured == shown
         assert "not verified: the ramp held 16 streams, at least the claim, and nothing " \
@@ -253,8 +250,7 @@ class TestQ4Edges:
         assert j.status == "unreconciled"
         assert "vs the ramp, which sustained no level and broke at 1 on TPOT: the claim is 8.0× " \
             "the level at which it broke." in j.reason
-        assert j.measured == {"max_sustained_concurrency": None, "first_degraded": "itl",
-                              "breaking_concurrency": 1, "first_tie_concurrency": None}
+        assert j.measured == ConcurrencyMeasured(None, "itl", 1, None)
 
     def test_without_a_breaking_level_the_limit_is_one_above_what_held(self) -> None:
         """Degraded, but no level above the 512 it sustained: the limit is 513 × 1.25."""
@@ -273,8 +269,7 @@ class TestQ4Edges:
         assert ok.status == "ok"
         open_ = _q4("max_concurrent_streams_per_node: 21", _tied(16, ("itl",)))
         assert open_.status == "unverified" and "but level 16 is a tie on TPOT" in open_.reason
-        assert open_.measured == {"max_sustained_concurrency": 8, "first_degraded": "itl",
-                                  "breaking_concurrency": 32, "first_tie_concurrency": 16}
+        assert open_.measured == ConcurrencyMeasured(8, "itl", 32, 16)
 
 
 def _q6(text: str, summary: Any = PANEL_RUN) -> Judgement:
@@ -296,10 +291,10 @@ class TestQ6Details:
                             "a written reconciliation explains the gap" + ONE_STREAM +
                             ", and our best aggregate was 1,829 tokens/s at 512 streams, "
                             "which reaches the headline.")
-        assert j.claimed["panel"] == {"p50": 170, "p90": 520, "p99": 767}
-        assert j.measured is not None and sorted(j.measured) == [
+        assert j.claimed.to_dict()["panel"] == {"p50": 170, "p90": 520, "p99": 767}
+        assert j.measured is not None and sorted(j.measured.to_json()) == [
             "baseline_stream_tokens_per_s", "stream_tokens_per_s_at_16", "ttft_s_at_16"]
-        assert j.measured["stream_tokens_per_s_at_16"]["p50"] == 170
+        assert j.measured.sold is not None and j.measured.sold.shown.p50 == 170
 
     def test_twice_the_panel_is_within_the_limit(self) -> None:
         j = _q6("headline: {value: 340}\n" + PANEL)
@@ -340,7 +335,7 @@ class TestQ6Details:
     def test_latency_alone_is_a_panel_and_its_order_is_checked(self) -> None:
         j = _q6("headline: {value: 1107}\nQ6:\n  latency_s: {p50: 1.3, p90: 8.4}\n  window: w\n"
                 "  source: production\n")
-        assert j.status == "unreconciled" and "panel" not in j.claimed
+        assert j.status == "unreconciled" and "panel" not in j.claimed.to_dict()
         assert "cannot be compared (the panel has no per-request p50)" in j.reason
         j = _q6(PANEL + "  latency_s: {p50: 9, p90: 7}\n")
         assert j.reason == ("The panel's latency percentiles 9/7 are not in increasing order, "
@@ -361,12 +356,12 @@ class TestQ6Details:
 class TestQ5Kept:
     def test_what_the_scrape_said_is_kept_under_its_own_names(self) -> None:
         j = judge(Q5_PER_STREAM, _scraped(SCRAPE | {"scrapes_ok": 0})).judgements["Q5"]
-        assert j.measured == {"url": "https://scrape.example/metrics", "engine": "vllm",
-                              "families": {"itl": "vllm:inter_token_latency_seconds"},
-                              "per_stream_itl": True, "itl_observations": 120,
-                              "scrapes_ok": 0}
-        assert j.claimed == {"observability": "per_stream", "export": "Prometheus itl histogram",
-                             "metrics_url": "https://claimed.example/metrics"}
+        assert j.measured == ObservabilityMeasured(
+            "https://scrape.example/metrics", "vllm",
+            {"itl": "vllm:inter_token_latency_seconds"}, True, 120, 0)
+        assert j.claimed.to_dict() == {"observability": "per_stream",
+                                       "export": "Prometheus itl histogram",
+                                       "metrics_url": "https://claimed.example/metrics"}
 
     def test_an_export_said_beside_none_is_quoted_up_to_80_characters(self) -> None:
         export = "x" * 81
@@ -378,7 +373,8 @@ class TestQ6Edges:
     def test_a_panel_without_numbers_is_not_claimed_as_a_panel(self) -> None:
         j = _q6("Q6:\n  output_tokens_per_s: {window: w}\n  latency_s: {p50: 1.3, p90: 8.4}\n"
                 "  source: production\n")
-        assert "panel" not in j.claimed and j.claimed["output_tokens_per_s"] == {"window": "w"}
+        assert "panel" not in j.claimed.to_dict()
+        assert j.claimed.to_dict()["output_tokens_per_s"] == {"window": "w"}
 
     def test_without_our_own_p50_at_the_level_sold_nothing_is_verified(self) -> None:
         s = json.loads(json.dumps(PANEL_RUN))

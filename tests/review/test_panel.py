@@ -3,6 +3,8 @@ panel we keep, pooled from the catalog and passed in as data."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalkit.analysis.summary import Pct
 from evalkit.review.ourpanel import OurPanel
 from evalkit.review.reconcile import reconcile
@@ -25,7 +27,7 @@ def ours(p50: float | None, ci: tuple[float, float] | None, pooled: int = 8,
                     (16,))
 
 
-def q6(panel: OurPanel | None) -> tuple[str, str, dict | None]:  # type: ignore[type-arg]
+def q6(panel: OurPanel | None) -> tuple[str, str, Any]:
     j = reconcile(q(CLAIM), None, None, None, panel).judgements["Q6"]
     return j.status, j.reason, j.measured
 
@@ -37,7 +39,7 @@ def test_our_panel_that_agrees_verifies_the_vendors() -> None:
            "samples pooled, 400 requests at 16 streams, 2026-11-17 00:00 to 2026-11-24 " \
            "00:00 UTC)" in reason
     assert measured is not None
-    assert measured["our_panel"]["stream_tokens_per_s"]["p50"] == 165.0
+    assert measured.our_panel.stream_tokens_per_s.p50 == 165.0
 
 
 def test_our_panel_far_below_is_unreconciled_with_both_figures() -> None:
@@ -58,7 +60,7 @@ def test_no_samples_say_how_to_start_a_panel_and_no_catalog_says_nothing() -> No
     assert "Our own panel: the catalog holds no sample of ours of this vendor and model in " \
            "2026-11-17 00:00 to 2026-11-24 00:00 UTC (8 samples, none readable); start one " \
            "with `evalkit panel sample --base-url URL --model m-7b --vendor Acme`" in reason
-    assert "our_panel" not in (measured or {})
+    assert measured is None or measured.our_panel is None
     status, reason, _ = q6(None)
     assert status == "unverified" and "panel sample" not in reason
 
@@ -77,7 +79,7 @@ def test_a_panel_without_a_median_rate_is_said_without_a_hint_to_start_one() -> 
     assert "Our own panel: our own panel (8 of 8 samples pooled" in j.reason
     assert "the vendor's panel gives no median rate." in j.reason
     assert "panel sample" not in j.reason
-    assert j.measured is not None and "our_panel" in j.measured
+    assert j.measured is not None and j.measured.our_panel is not None
 
 
 def test_a_run_that_refutes_the_panel_is_not_outvoted_by_ours() -> None:

@@ -73,8 +73,8 @@ class TestStatuses:
         assert j.status == "unreconciled"
         assert j.reason.startswith("Rejected from 30 requests/min; claimed 600 requests/min")
         assert j.measured is not None
-        assert j.measured["at_rejection"]["requests_per_minute"] == 30.0
-        assert j.measured["at_rejection"]["full_window"] is True
+        at = j.measured.at_rejection
+        assert at is not None and at.requests_per_minute == 30.0 and at.full_window is True
 
     def test_an_honest_claim_within_tolerance_holds(self) -> None:
         for claim in (30, 36, 40):  # 30 ≥ 40 × 0.75
@@ -111,7 +111,7 @@ class TestStatuses:
         six = _rl("rate_limits: {requests_per_minute: 600, concurrent_streams_per_key: 6}",
                   recs)
         assert six.status == "ok" and "concurrent streams limit" in six.reason
-        assert six.measured is not None and six.measured["at_rejection"]["in_flight"] == 6
+        assert six.measured is not None and six.measured.at_rejection.in_flight == 6
 
 
 class TestPartialWindow:
@@ -336,15 +336,16 @@ class TestAgainstTheReference:
         assert j.status == "unreconciled", j.reason
         assert "30 requests/min" in j.reason and "600 requests/min" in j.reason
         assert j.measured is not None
-        at = j.measured["at_rejection"]
+        at = j.measured.at_rejection
         # the truth log's admitted requests in the 4 s before that 429: the allowance, 2
-        assert at["full_window"] is True and at["requests"] == 2
-        assert at["requests_per_minute"] == 30.0
+        assert at is not None and at.full_window is True and at.requests == 2
+        assert at.requests_per_minute == 30.0
         # ...and the header said so too
-        assert j.measured["header_limits"]["requests"] == 30.0
+        assert j.measured.stated_limits["requests"] == 30.0
         assert "x-ratelimit-limit-requests header says 30" in j.reason
-        retry = j.measured["retry_after_s"]
-        assert 1 <= retry["min"] <= retry["max"] <= 4
+        retry = j.measured.retry_after_s
+        assert retry is not None and retry.min is not None and retry.max is not None
+        assert 1 <= retry.min <= retry.max <= 4
 
     def test_an_honest_claim_is_ok(self, limited: Any) -> None:
         srv, recs = limited

@@ -10,6 +10,7 @@ import pytest
 
 from evalkit.analysis.intervals import samples_for
 from evalkit.analysis.thresholds import Tolerances, tolerances_from_dict
+from evalkit.review.measured import PrefillDecodeMeasured, TtftMeasured
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import Judgement
 from tests.review.helpers import SUMMARY, _at, _tied, judge, q
@@ -51,7 +52,7 @@ class TestQ3OnIntervals:
         j = judge(Q3_PRICES + claim + "}\n", summary).judgements["Q3"]
         assert j.status == status and says in j.reason, j.reason
         assert j.measured is not None
-        assert j.measured["prefill_tokens_per_s_ci"] == prefill_ci
+        assert j.measured.prefill_tokens_per_s_ci == (tuple(prefill_ci) if prefill_ci else None)
 
     @pytest.mark.parametrize(("claim", "ci", "status", "says"), [
         (150, [90.0, 100.0], "ok", "holds."),                    # 75 ≤ 90
@@ -157,9 +158,9 @@ class TestQ1Details:
     def test_what_was_claimed_and_measured_is_kept(self) -> None:
         j = _q1("ttft_p50_ms: 300, ttft_p90_ms: 300, at_concurrency: 16",
                 _at(16, ttft_s={"p90": 0.33046}))
-        assert j.claimed == {"source": "production", "ttft_p50_ms": 300, "ttft_p90_ms": 300,
-                             "at_concurrency": 16}
-        assert j.measured == {"concurrency": 16, "ttft_p50_ms": 230.0, "ttft_p90_ms": 330.5}
+        assert j.claimed.to_dict() == {"source": "production", "ttft_p50_ms": 300,
+                                       "ttft_p90_ms": 300, "at_concurrency": 16}
+        assert j.measured == TtftMeasured(16, 230.0, 330.5)
 
     def test_two_streams_are_load(self) -> None:
         j = _q1("ttft_p90_ms: 300, at_concurrency: 2")
@@ -179,7 +180,7 @@ def test_q2_keeps_the_claim_and_names_its_tolerance() -> None:
               "source: production}\n", SUMMARY,
               tolerances_from_dict({"throughput_rel": 0.9})).judgements["Q2"]
     assert j.tolerance == "one-sided: measured ≥ claimed × 0.1 (throughput_rel 90%)"
-    assert j.claimed == {"source": "production", "output_tokens_per_s_per_gpu": 80,
+    assert j.claimed.to_dict() == {"source": "production", "output_tokens_per_s_per_gpu": 80,
                          "at_concurrency": 16, "gpus": 1}
 
 
@@ -264,7 +265,8 @@ class TestQ3Details:
         assert (j.status, j.reason) == (
             "unanswerable", "Q3 does not give separate input and output prices per million "
             "tokens.")
-        assert j.claimed == {"input_price_per_mtok": 0.1, "capacity_model": "prefill and decode"}
+        assert j.claimed.to_dict() == {"input_price_per_mtok": 0.1,
+                                     "capacity_model": "prefill and decode"}
 
     @pytest.mark.parametrize("blended", [0.1, 0.4])
     def test_a_blended_price_at_either_separate_price_is_a_possible_mix(
@@ -287,7 +289,7 @@ class TestQ3Details:
                                  f"75.0 tokens/s; at least {samples_for(0.5)} requests there "
                                  "would decide it.")
         assert j.measured is not None
-        assert j.measured["decode_tokens_per_s_per_stream_p50_ci"] == [60.0, None]
+        assert j.measured.decode_tokens_per_s_per_stream_p50_ci == (60.0, None)
 
     def test_the_larger_shortfall_is_named(self) -> None:
         """Prefill 12,000 claimed vs 4,900 (2.4×) and decode 300 vs 95.2 (3.2×)."""
@@ -314,15 +316,13 @@ def test_a_flat_prefill_fit_decides_no_prefill_claim_and_only_prefill() -> None:
     assert j.status == "unverified"
     assert "this run saw no measurable prefill cost (above 20,000 tokens/s" in j.reason
     assert j.measured is not None
-    assert round(j.measured["decode_tokens_per_s_per_stream_p50"], 1) == 95.2
+    assert round(j.measured.decode_tokens_per_s_per_stream_p50, 1) == 95.2
     s["baseline"] = None
     j = _q3("input_price_per_mtok: 0.1, output_price_per_mtok: 0.4, "
             "decode_tokens_per_s_per_stream: 150", s)
     assert j.reason.endswith("not verified: the run did not measure the decode per stream rate "
                              "(run the prefill and baseline phases).")
-    assert j.measured == {"prefill_tokens_per_s": None, "decode_tokens_per_s_per_stream_p50": None,
-                          "prefill_tokens_per_s_ci": None,
-                          "decode_tokens_per_s_per_stream_p50_ci": None}
+    assert j.measured == PrefillDecodeMeasured()  # every key written, each null
 
 
 def test_a_measured_ttft_of_zero_is_not_the_figure_nearest_its_limit() -> None:

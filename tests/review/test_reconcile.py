@@ -14,6 +14,7 @@ import pytest
 from evalkit.analysis.summary import measurements
 from evalkit.analysis.thresholds import tolerances_from_dict
 from evalkit.questionnaire.load import load_questionnaire
+from evalkit.review.measured import ConcurrencyMeasured
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import RunTarget
 from tests.review.helpers import (
@@ -407,9 +408,8 @@ class TestClientBound:
         summary["ramp"]["first_breach_concurrency"] = 64
         text = "Q4: {max_concurrent_streams_per_node: 64, first_degrades: itl, source: lab}\n"
         j = judge(text, summary).judgements["Q4"]
-        assert (j.status, j.measured) == ("ok", {"max_sustained_concurrency": 16,
-                                                 "first_degraded": "itl",
-                                                 "breaking_concurrency": 64,
+        assert (j.status, j.measured and j.measured.to_json()) == ("ok", {
+            "max_sustained_concurrency": 16, "first_degraded": "itl", "breaking_concurrency": 64,
                                                  "first_tie_concurrency": None})
 
 
@@ -504,21 +504,20 @@ class TestWhatWasMeasured:
                 "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n"
                 "headline: {value: 300}\n" + PANEL.replace("Q2: {at_concurrency: 16}\n", ""))
         j = judge(text).judgements
-        assert j["Q1"].measured == {"concurrency": 16, "ttft_p50_ms": 230.0,
+        assert j["Q1"].measured.to_json() == {"concurrency": 16, "ttft_p50_ms": 230.0,
                                     "ttft_p90_ms": 330.0}
-        assert j["Q2"].measured == {"concurrency": 16,
+        assert j["Q2"].measured.to_json() == {"concurrency": 16,
                                     "stream_tokens_per_s_p50": pytest.approx(1 / 0.018),
                                     "aggregate_tokens_per_s": pytest.approx(0.95 * 16 / 0.018)}
-        assert j["Q3"].measured == {"prefill_tokens_per_s": 4900.0,
+        assert j["Q3"].measured.to_json() == {"prefill_tokens_per_s": 4900.0,
                                     "decode_tokens_per_s_per_stream_p50": pytest.approx(
                                         1 / 0.0105),
                                     # a summary without intervals: none shown
                                     "prefill_tokens_per_s_ci": None,
                                     "decode_tokens_per_s_per_stream_p50_ci": None}
-        assert j["Q4"].measured == {"max_sustained_concurrency": 16, "first_degraded": "itl",
-                                    "breaking_concurrency": 32, "first_tie_concurrency": None}
-        assert j["Q6"].claimed["headline_unit"] == "output_tokens_per_s"
-        assert set(j["Q6"].measured or {}) == {"baseline_stream_tokens_per_s",
+        assert j["Q4"].measured == ConcurrencyMeasured(16, "itl", 32, None)
+        assert j["Q6"].claimed.headline_unit == "output_tokens_per_s"
+        assert set(j["Q6"].measured.to_json()) == {"baseline_stream_tokens_per_s",
                                                "stream_tokens_per_s_at_16", "ttft_s_at_16"}
 
     def test_a_level_reads_requests_before_its_outcomes(self) -> None:
@@ -539,9 +538,8 @@ class TestWhatWasMeasured:
         summary = make_summary()
         summary["ramp"]["first_breach_concurrency"] = None
         text = "Q4: {max_concurrent_streams_per_node: 24, first_degrades: itl, source: lab}\n"
-        assert judge(text, summary).judgements["Q4"].measured == {
-            "max_sustained_concurrency": 16, "first_degraded": "itl",
-            "breaking_concurrency": 32, "first_tie_concurrency": None}
+        assert judge(text, summary).judgements["Q4"].measured == ConcurrencyMeasured(
+            16, "itl", 32, None)
 
 
 class TestNeighbouringLevels:
@@ -556,13 +554,13 @@ class TestNeighbouringLevels:
     def test_the_level_below_contradicts_it(self) -> None:
         text = "Q1: {ttft_p90_ms: 190, at_concurrency: 16, source: production}\n"
         j = judge(text, self._without_ttft_at_16()).judgements["Q1"]  # 250 ms at 8
-        assert (j.status, (j.measured or {}).get("concurrency")) == ("unreconciled", 8)
+        assert (j.status, j.measured and j.measured.concurrency) == ("unreconciled", 8)
         assert "already at 8 streams" in j.reason
 
     def test_the_level_above_holds_it(self) -> None:
         text = "Q1: {ttft_p90_ms: 400, at_concurrency: 16, source: production}\n"
         j = judge(text, self._without_ttft_at_16()).judgements["Q1"]
-        assert (j.status, (j.measured or {}).get("concurrency")) == ("ok", 32)
+        assert (j.status, j.measured and j.measured.concurrency) == ("ok", 32)
         assert "even at 32 streams" in j.reason
 
 
@@ -582,13 +580,13 @@ class TestShownFigures:
         summary["ramp"]["max_sustained_concurrency"] = 512
         text = "Q4: {max_concurrent_streams_per_node: 600, first_degrades: itl, source: lab}\n"
         j = judge(text, summary).judgements["Q4"]
-        assert j.measured is not None and j.measured["breaking_concurrency"] is None
+        assert j.measured is not None and j.measured.breaking_concurrency is None
         assert j.status == "ok"  # 600 ≤ (512 + 1) × 1.25
 
     def test_our_distribution_beside_the_panel(self) -> None:
         j = judge("headline: {value: 300}\n" + PANEL).judgements["Q6"]
         base = _level(1)["stream_tokens_per_s"]
-        ours = (j.measured or {})["baseline_stream_tokens_per_s"]
+        ours = j.measured.baseline.to_json()
         assert {k: v for k, v in ours.items() if k != "ci"} == {
             k: pytest.approx(v) for k, v in base.items()}
 

@@ -13,6 +13,7 @@ import pytest
 from evalkit.analysis.summary import Summary
 from evalkit.analysis.thresholds import tolerances_from_dict
 from evalkit.review.fit import use_case_fit
+from evalkit.review.measured import TtftMeasured
 from evalkit.review.panel import contradiction
 from tests.review.helpers import PANEL_RUN, SUMMARY, forthright_run, judge, sample, typed
 
@@ -183,8 +184,8 @@ class TestTtfaWhereReasoningComesFirst:
         assert j.status == "unreconciled"
         assert "measured TTFA p50 600 ms (time to the first answer token: reasoning came " \
             "first in 200 of 200 requests, so TTFT p50 0 ms is a reasoning chunk's)" in j.reason
-        assert j.measured == {"concurrency": 16, "ttft_p50_ms": 0.4, "ttfa_p50_ms": 600.0,
-                              "reasoning_first": 200}
+        assert j.measured == TtftMeasured(16, ttft_p50_ms=0.4, ttfa_p50_ms=600.0,
+                                          reasoning_first=200)
 
     def test_an_answer_in_time_still_holds(self) -> None:
         j = judge(Q1, _reasoning(0.05, 0.2)).judgements["Q1"]

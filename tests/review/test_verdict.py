@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evalkit.questionnaire.model import Answer
 from evalkit.review.rules import Judgement
 from evalkit.review.verdict import STREAMING_QUESTIONS, verdict
 
@@ -17,7 +18,7 @@ QIDS = ("Q1", "Q2", "Q3", "Q4", "Q5", "Q6")
 
 def _judged(finding: str | None = None, **status: str) -> dict[str, Judgement]:
     """Q1..Q6 all `ok` but for the statuses given (and a finding on each of those)."""
-    return {qid: Judgement(status.get(qid, "ok"), "r.", {}, None, "t",
+    return {qid: Judgement(status.get(qid, "ok"), "r.", Answer(), None, "t",
                            finding if qid in status else None)  # type: ignore[arg-type]
             for qid in QIDS}
 

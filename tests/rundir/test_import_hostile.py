@@ -210,6 +210,8 @@ def test_vllms_ttft_never_decides_q1_either() -> None:
     """vLLM's TTFT (to a role-only first chunk: earlier than ours) would let a claim hold
     that ours might break; its run names no endpoint today, so the rule is shown on the
     run.json its import writes, with the endpoint a careless hand might add."""
+    from evalkit.questionnaire.model import TtftAnswer
+    from evalkit.review.measured import TtftMeasured
     from evalkit.review.reconcile import ttft_not_ours
     from evalkit.review.rules import Judgement, RunTarget
     from evalkit.rundir.importers.common import DIFFERS
@@ -219,9 +221,9 @@ def test_vllms_ttft_never_decides_q1_either() -> None:
     target = RunTarget.from_run(run)
     assert target is not None and target.ttft_not_ours is not None
     ok = Judgement("ok", "Claimed TTFT p50 400 ms at 2 streams vs measured 220 ms: holds.",
-                   {}, {"ttft_p50_ms": 220}, "")
+                   TtftAnswer(), TtftMeasured(ttft_p50_ms=220.0), "")
     judged = ttft_not_ours(ok, target.ttft_not_ours)
-    assert judged.status == "unverified" and judged.measured == {"ttft_p50_ms": 220}
+    assert judged.status == "unverified" and judged.measured == TtftMeasured(ttft_p50_ms=220.0)
     assert "vllm's: vllm bench serve stops its TTFT clock" in judged.reason
     assert RunTarget.from_run({"target": {}}).ttft_not_ours is None  # type: ignore[union-attr]
 

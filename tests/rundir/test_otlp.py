@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from evalkit.cli import cli
 from evalkit.errors import UsageError
 from evalkit.records import RequestRecord
-from evalkit.rundir.otlp.send import export_run, otlp_target
+from evalkit.rundir.otlp.send import blank, export_run, otlp_target
 from evalkit.rundir.otlp.trace import CHUNK_TIMES_MAX, RunFacts, build_trace
 from evalkit.rundir.run import open_run
 
@@ -369,6 +369,16 @@ def test_a_secret_header_reaches_the_collector_and_nowhere_else(
 
 class TestTarget:
     """Where an export goes, from --otlp-endpoint and the standard variables."""
+
+    def test_a_short_header_value_is_still_blanked(self) -> None:
+        """A 6-character key is a key: blanked whole where a collector echoes it; so is a
+        token echoed without its "Bearer ", while the word "Bearer" alone is not (it
+        would blank the message's own words)."""
+        t = otlp_target("http://c:4318", {"OTEL_EXPORTER_OTLP_HEADERS":
+                                          "api-key=ab12cd,authorization=Bearer%20tok3n-9f8e7d"})
+        assert t is not None
+        assert blank("Bearer refused: api-key ab12cd, token tok3n-9f8e7d", t.secrets) == \
+            "Bearer refused: api-key ***, token ***"
 
     def test_nothing_asked_nothing_sent(self) -> None:
         assert otlp_target(None, {}) is None

@@ -119,12 +119,21 @@ def get_adapter(name: str) -> Adapter:
         raise UsageError(f"unknown --api {name!r}; choose one of {', '.join(ADAPTERS)}") from None
 
 
-def key_env(name: str) -> str:
+#: the key variable of Azure OpenAI (an OpenAI wire format with --api-version; a voice
+#: run's is `evalkit.probe.plan.voice.voice_key_env`)
+AZURE_KEY_ENV = "AZURE_OPENAI_API_KEY"
+
+
+def key_env(name: str, api_version: str | None = None) -> str:
     """The environment variable an API's key is read from when --api-key-env names none:
-    the API's own (`key_env`, Gemini's GEMINI_API_KEY), else OPENAI_API_KEY. Per API, so
-    that one vendor's key is never sent to another by default."""
+    the API's own (`key_env`, Gemini's GEMINI_API_KEY), Azure OpenAI's for an OpenAI
+    format with an `api_version` (Azure's marker), else OPENAI_API_KEY. Per API and
+    vendor, so that one vendor's key is never sent to another by default (an OpenAI key
+    to a Microsoft endpoint)."""
     own = getattr(ADAPTERS.get(name), "key_env", None)
-    return own if isinstance(own, str) else "OPENAI_API_KEY"
+    if isinstance(own, str):
+        return own
+    return AZURE_KEY_ENV if api_version else "OPENAI_API_KEY"
 
 
 def bound_adapter(name: str, model: str) -> Adapter:

@@ -23,6 +23,14 @@ from evalkit.voice.audio import Utterance, load_utterances
 REALTIME_API = "openai-realtime"
 
 
+def voice_key_env(api_key_env: str, api_version: str | None) -> str:
+    """The variable a voice run's key is read from: --api-key-env's, else Azure OpenAI's
+    own with --api-version (Azure's marker), else OPENAI_API_KEY, as the text APIs'
+    (`evalkit.probe.apis.base.key_env`): an OpenAI key is never sent to Microsoft's
+    endpoint by default."""
+    return api_key_env or ("AZURE_OPENAI_API_KEY" if api_version else "OPENAI_API_KEY")
+
+
 @dataclass(frozen=True)
 class VoiceOptions:
     """The voice run's own settings (the CLI's flags; a notebook's)."""

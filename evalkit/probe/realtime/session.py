@@ -250,6 +250,9 @@ class Call:
         step = plan.frame_ms * 1_000_000
         quiet = openai.append(silence(plan.frame_ms))
         tick = time.perf_counter_ns()
+        #: when the socket took the last frame (its send returned): a frame whose tick
+        #: passed while that send was blocked was held by the vendor, not by us
+        taken = tick
         frames: list[bytes] = []
         voiced_start = voiced_end = -1
         k = 0
@@ -267,7 +270,9 @@ class Call:
                 if k == 0 and self.speaking is not None and turn.first_sent_ns is None:
                     tick = max(tick, time.perf_counter_ns())
                 sent = await conn.send_text(openai.append(frames[k]), plan.connect_timeout_s)
-                turn.pace_late_max_ns = max(turn.pace_late_max_ns, sent - tick)
+                turn.pace_late_max_ns = max(turn.pace_late_max_ns, sent - max(tick, taken))
+                turn.intake_blocked_max_ns = max(turn.intake_blocked_max_ns, taken - tick)
+                taken = time.perf_counter_ns()
                 if k == 0:
                     turn.first_sent_ns = sent
                     turn.voiced_audio_end_s = (self.audio_pos_s
@@ -280,10 +285,12 @@ class Call:
                     if not plan.server_vad:
                         await conn.send_text(openai.COMMIT, plan.connect_timeout_s)
                         await conn.send_text(openai.CREATE, plan.connect_timeout_s)
+                        taken = time.perf_counter_ns()
                     self.spoke.set()
                 k += 1
             elif plan.server_vad:
                 await conn.send_text(quiet, plan.connect_timeout_s)
+                taken = time.perf_counter_ns()
                 self.audio_pos_s += plan.frame_ms / 1000
             tick += step
             await sleep_until(tick)

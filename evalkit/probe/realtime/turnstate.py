@@ -32,6 +32,7 @@ class TurnState:
         self.first_sent_ns: int | None = None
         self.voiced_end_ns: int | None = None
         self.pace_late_max_ns = 0
+        self.intake_blocked_max_ns = 0
         self.response_id: str | None = None
         self.speech_stopped_ns: int | None = None
         self.audio_end_ms: int | None = None
@@ -155,7 +156,8 @@ class TurnState:
             interrupted_by=self.interrupted_by, barge_in_s=barge,
             end_s=run_s(self.end_ns), response_id=self.response_id, status=self.status,
             error=error,
-            pace_late_max_s=round(self.pace_late_max_ns / 1e9, 6))
+            pace_late_max_s=round(self.pace_late_max_ns / 1e9, 6),
+            intake_blocked_max_s=round(self.intake_blocked_max_ns / 1e9, 6))
 
     def playback_end_ns(self) -> int | None:
         """When the simulated player finishes this answer (None: no audio came)."""

@@ -36,7 +36,7 @@ from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.client.clients import Target
 from evalkit.probe.client.loopmonitor import LoopMonitor
 from evalkit.probe.plan.runplan import ProbePlan
-from evalkit.probe.plan.voice import REALTIME_API, VoicePlan
+from evalkit.probe.plan.voice import REALTIME_API, VoicePlan, voice_key_env
 from evalkit.probe.realtime import openai
 from evalkit.probe.realtime.ramp import LevelRun, VoiceClientLimits, run_level
 from evalkit.probe.realtime.session import Call, CallPlan
@@ -179,7 +179,7 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
     """Everything before the first call: the target checked, run.json 'running'."""
     config, plan = planned.config, planned.voice
     assert plan is not None
-    env = config.api_key_env or "OPENAI_API_KEY"
+    env = voice_key_env(config.api_key_env, config.api_version)
     secret = os.environ.get(env) or None
     auth = config.auth or ("api-key" if config.api_version else "bearer")
     if auth not in _AUTH:

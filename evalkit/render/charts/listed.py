@@ -54,7 +54,8 @@ Drawing = tuple[str, str | None]
 
 def claims(i: ChartInputs) -> Drawing:
     """The vendor's headline and panel beside our per-stream rates."""
-    claimed = i.card.question("Q6").claimed or {}  # free-form: the vendor's Q6 answer
+    q6 = i.card.question("Q6").claimed  # the vendor's Q6 answer, as scorecard.json says it
+    claimed: Mapping[str, Any] = q6.to_dict() if q6 is not None else {}
     panel = claimed.get("panel")
     return (captions.CLAIMS_CAPTION, figures.claims_vs_measured(
         as_number(claimed.get("headline")), panel if isinstance(panel, Mapping) else claimed,

@@ -154,14 +154,17 @@ def otlp_target(endpoint: str | None, env: Mapping[str, str]) -> OtlpTarget | No
 
 
 def _header_values(text: str) -> list[str]:
-    """The values of a `k=v,k2=v2` header list, to blank: each as written, decoded, and
-    each long word of it (a collector that echoes the token without its "Bearer ")."""
+    """The values of a `k=v,k2=v2` header list, to blank: each whole, as written and
+    decoded, from 4 characters (a short key is still a key), and each word of 8 or more
+    of it (a collector that echoes the token without its "Bearer "; a shorter word, like
+    "Bearer" itself, would blank the message's own words)."""
     out: list[str] = []
     for item in text.split(","):
         _, _, value = item.partition("=")
         decoded = urllib.parse.unquote(value.strip())
-        for v in (value.strip(), decoded, *decoded.split()):
-            if len(v) >= 8 and v not in out:
+        wholes = [v for v in (value.strip(), decoded) if len(v) >= 4]
+        for v in (*wholes, *(w for w in decoded.split() if len(w) >= 8)):
+            if v not in out:
                 out.append(v)
     return out
 

@@ -11,7 +11,11 @@ documented event, pure, is in tests/probe/wire/test_sse.py (in `make mutation`'s
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,6 +148,26 @@ class TestAuth:
                              params=(("api-version", "2024-10-21"),))
         assert rec.outcome == "ok"
         assert truth["auth_headers"] == ["api-key"] and truth["api_version"] == "2024-10-21"
+
+    def test_azure_reads_its_own_key_variable_never_openais(self, reference: Any,
+                                                             tmp_path: Path) -> None:
+        """`--api-version` (Azure OpenAI) without --api-key-env reads AZURE_OPENAI_API_KEY:
+        an OpenAI key in the shell is not sent to Microsoft's endpoint (the reference takes
+        any key, so the truth log says whether one came)."""
+        srv = reference("gpu", mode="thread")
+        env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
+        sent = []
+        for extra in ({}, {"AZURE_OPENAI_API_KEY": "az-key-for-azure"}):
+            proc = subprocess.run(
+                [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
+                 "--model", srv.model, "--api-version", "2024-10-21", "--auth", "api-key",
+                 "--out", str(tmp_path / f"run{len(sent)}"), "--phases", "connect"],
+                env={**env, "OPENAI_API_KEY": "sk-openai-not-for-azure", **extra},
+                capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            sent.append({tuple(t["auth_headers"]) for t in srv.truth()
+                         if t.get("path", "").endswith("/completions")})
+        assert sent[0] == {()} and sent[1] == {(), ("api-key",)}, sent
 
     def test_an_explicit_header_still_wins(self, reference: Any) -> None:
         srv = reference("gpu", mode="thread")

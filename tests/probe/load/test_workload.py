@@ -259,13 +259,14 @@ def test_later_turns_are_faster_by_what_the_prefix_cache_saved(reference: Any,
                              "output_price_per_mtok: 0.20, currency: USD}\n").encode(), "q.yaml")
     cost = reconcile(q, typed(res.summary), None, RunTarget(model=srv.model,
                                                      endpoint=srv.base_url)).cost
-    (row,) = cost["workload"]
+    (row,) = cost.workload
     per = {}
     for r in recs:
         t = truth[r["id"]]
         per[r["session"]] = per.get(r["session"], 0.0) + (
             t["prompt_tokens"] * 0.05 + t["completion_tokens"] * 0.20) / 1e6
-    assert row["shape"] == "chat" and row["units"] == 2
-    assert row["per_unit"] == pytest.approx(sum(per.values()) / 2, rel=1e-9)
-    lo, hi = row["per_unit_ci"]
-    assert lo <= row["per_unit"] <= hi
+    assert row.shape == "chat" and row.units == 2
+    assert row.per_unit == pytest.approx(sum(per.values()) / 2, rel=1e-9)
+    assert row.per_unit_ci is not None
+    lo, hi = row.per_unit_ci
+    assert lo is not None and hi is not None and lo <= row.per_unit <= hi

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -19,6 +20,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from evalkit.probe.realtime import session, turnstate
+from evalkit.probe.wire.transport import StampedBackend
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.voice.records import TurnRecord
 from tests.probe.realtime.helpers import plan_for, run_calls, tone
@@ -28,9 +30,9 @@ DELTA = base64.b64encode(bytes(4800)).decode()  # 0.1 s of audio
 
 
 @contextlib.contextmanager
-def hostile(handler: Handler | None) -> Iterator[str]:
+def hostile(handler: Handler | None, **serving: Any) -> Iterator[str]:
     """A server running `handler` per session (None: a TCP listener that never answers
-    the handshake); yields its base URL."""
+    the handshake; `serving`: more of websockets' `serve` options); yields its base URL."""
     ready = threading.Event()
     state: dict[str, object] = {}
 
@@ -50,7 +52,8 @@ def hostile(handler: Handler | None) -> Iterator[str]:
             async with server:
                 await stop.wait()
             return
-        async with serve(handler, "127.0.0.1", 0, max_size=None) as ws_server:
+        where = {} if "sock" in serving else {"host": "127.0.0.1", "port": 0}
+        async with serve(handler, max_size=None, **where, **serving) as ws_server:
             state["port"] = next(iter(ws_server.sockets)).getsockname()[1]
             ready.set()
             await stop.wait()
@@ -258,3 +261,40 @@ def test_a_request_that_was_no_upgrade_holds_no_session_slot() -> None:
         time.sleep(0.2)  # the server sees the first call's close
         second, _ = one_turn(ref.base_url)  # the first call's slot came back too
     assert (first.outcome, second.outcome) == ("ok", "ok"), (first, second)
+
+
+def test_a_vendor_that_stops_reading_the_caller_is_not_our_late_pace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vendor that stops reading the caller's audio for 1.5 s, so our sends block: the
+    frames it held are the vendor's, counted as `intake_blocked_max_s`, not as our pace,
+    so a level cannot read as client-bound (no verdict) through the vendor's own stall;
+    its TTFA still carries the delay. Both sockets' buffers are made small, as a long
+    path's window would be (loopback's autotuning would hold seconds of audio)."""
+    connect_tcp = StampedBackend.connect_tcp
+
+    async def small_buffers(self: StampedBackend, *args: Any, **kwargs: Any) -> Any:
+        stream = await connect_tcp(self, *args, **kwargs)
+        stream.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        return stream
+
+    monkeypatch.setattr(StampedBackend, "connect_tcp", small_buffers)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before listen: inherited
+    listener.bind(("127.0.0.1", 0))
+
+    async def handler(ws: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await ws.recv()  # session.update; then nothing is read for 1.5 s
+            await asyncio.sleep(1.5)
+            await until_asked(ws)
+            await ws.send(json.dumps({"type": "response.output_audio.delta",
+                                      "response_id": "r0", "delta": DELTA}))
+            await ws.send(json.dumps({"type": "response.done",
+                                      "response": {"id": "r0", "status": "completed"}}))
+            await ws.wait_closed()
+
+    with hostile(handler, sock=listener, max_queue=1) as url:
+        record, _ = one_turn(url, utterances=(tone("long", voiced_s=1.5),))
+    assert record.outcome == "ok", record
+    assert record.intake_blocked_max_s is not None and record.intake_blocked_max_s > 0.5
+    assert record.pace_late_max_s is not None and record.pace_late_max_s < 0.1, record

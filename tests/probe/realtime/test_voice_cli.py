@@ -154,17 +154,24 @@ def recorder() -> Iterator[Recorder]:
     server.close()
 
 
-@pytest.mark.parametrize("azure", [False, True], ids=["openai-bearer", "azure-api-key"])
+@pytest.mark.parametrize("mode", ["openai", "azure", "azure-default"],
+                         ids=["openai-bearer", "azure-api-key", "azure-own-variable"])
 def test_the_key_goes_in_its_header_and_nowhere_else(tmp_path: Path, recorder: Recorder,
-                                                     azure: bool) -> None:
+                                                     mode: str) -> None:
     """The gate's call is refused (401) by a server that echoes the key: exit 2, the
     vendor's words said with the key blanked; the request carried it in the API's own
-    header, at the API's own URL; the run directory holds it nowhere."""
+    header, at the API's own URL; the run directory holds it nowhere. Azure without
+    --api-key-env reads AZURE_OPENAI_API_KEY: an OpenAI key in the shell is not sent to
+    Microsoft's endpoint."""
     out = tmp_path / "run"
-    more = (["--api-version", "2025-04-01-preview", "--api-key-env", "AZURE_KEY"]
-            if azure else [])
+    azure = mode != "openai"
+    more = ["--api-version", "2025-04-01-preview"] if azure else []
+    if mode == "azure":
+        more += ["--api-key-env", "AZURE_KEY"]
     base = recorder.base_url + ("" if azure else "/v1")
-    env = {"AZURE_KEY" if azure else "OPENAI_API_KEY": SECRET}
+    env = {"openai": {"OPENAI_API_KEY": SECRET}, "azure": {"AZURE_KEY": SECRET},
+           "azure-default": {"AZURE_OPENAI_API_KEY": SECRET,
+                             "OPENAI_API_KEY": "sk-openai-not-for-azure"}}[mode]
     result = CliRunner().invoke(cli, voice_args(base, out, write_tones(tmp_path / "a"),
                                                 "--levels", "1", *more), env=env)
     assert result.exit_code == 2, result.output
