@@ -59,7 +59,7 @@ def pct_ci(p: Pct, name: str) -> str:
     value = p.get(name)
     if value is None:
         return "—"
-    ci = p.ci.get(name)
+    ci = p.interval(name)
     return f"{fmt_ms(value)}{ci_text(list(ci) if ci else None, fmt_ms)}"
 
 

@@ -29,7 +29,7 @@ VOICE_CAPTION = (
 def _ends(lv: VoiceLevel) -> tuple[float, float, float]:
     """The p90 and its interval's ends (the point where an end is open)."""
     p90 = lv.ttfa_judged_s.p90 or 0.0
-    lo, hi = lv.ttfa_judged_s.ci.get("p90") or (None, None)
+    lo, hi = lv.ttfa_judged_s.interval("p90") or (None, None)
     return p90, p90 if lo is None else lo, p90 if hi is None else hi
 
 
