@@ -154,8 +154,10 @@ def report(run_dir: str | None, questionnaire_file: str | None, out_pdf: str, ht
     The PDF (PDF/A-3b) embeds run.json, summary.json, the records (requests.jsonl.gz),
     scorecard.json, the questionnaire and a manifest of them, and prints their SHA-256;
     `evalkit verify FILE.pdf` re-derives it from them. With --sign it is signed (PAdES),
-    a visible block on page one naming the signer and the time. Exit 0; 1 when
-    --fail-on statuses are present; 2 for bad input.
+    a visible block on page one naming the signer and the time. A voice run (`probe
+    --api openai-realtime`) is checked against its turns.jsonl, which is attached, and its
+    voice-agent fit is judged on the calls' time to first audio and underruns. Exit 0; 1
+    when --fail-on statuses are present; 2 for bad input.
 
     \b
     Examples:

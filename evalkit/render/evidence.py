@@ -51,6 +51,7 @@ WHAT = {
     "run.json": "the run's metadata, as the probe wrote it",
     "summary.json": "the run's summary, as the probe wrote it",
     "summary.rebuilt.json": "the summary the report re-derived from the records (and judged)",
+    "turns.jsonl": "a voice run's turn records (its evidence: it has no request record)",
     "scorecard.json": "the scorecard: every status, figure and tolerance judged",
     RECORDS_FILE: "the request records: gzip (mtime 0) of requests.jsonl's exact bytes",
     PANEL_FILE: "our own production panel Q6 was judged beside, pooled from the catalog "

@@ -17,6 +17,7 @@ from evalkit.render.findings import configuration_figures
 from evalkit.render.pagetext import fmt_value
 from evalkit.render.pagetext import key_figures as summary_figures
 from evalkit.render.precision import answers_figure
+from evalkit.render.voice import voice_key_figures
 from evalkit.review.scorecard import ReadingSpeedCard, Scorecard
 
 Row = tuple[str, str]
@@ -50,7 +51,8 @@ def key_figures(card: Scorecard, summary: Summary | None, lead: Sequence[Row],
                 workload_line: Row | None) -> tuple[Row, ...]:
     """Page one's key figures; `lead` the run's own rows, `workload_line` the workload's
     row (None: no run, so no workload was measured)."""
-    figures = [*lead, *summary_figures(summary), *configuration_figures(summary)]
+    figures = [*lead, *voice_key_figures(card, summary.voice if summary else None),
+               *summary_figures(summary), *configuration_figures(summary)]
     precision = summary.sections.precision if summary is not None else None
     if (row := answers_figure(precision, card.answers, card.swap)) is not None:
         figures.append(row)

@@ -44,6 +44,7 @@ from evalkit.render.questions import (
     use_case_rows,
 )
 from evalkit.render.rawtables import RawTables, raw_tables
+from evalkit.render.voice import VoicePage, voice_page
 from evalkit.render.workload import workload_context
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir.digest import RecordDigest
@@ -87,6 +88,8 @@ class Page:
     workload_caption: str
     charts: tuple[Chart, ...]
     precision: PrecisionSection | None
+    #: "Realtime voice calls" (`evalkit.render.voice`; None: no voice run)
+    voice: VoicePage | None
     appendix: Appendix
     raw_tables: RawTables
     #: page one's reserved signature box (mm), None on a page that will not be signed
@@ -202,6 +205,7 @@ def build_page(card: Scorecard, run: RunDir | None,
         workload_chart=work["workload_chart"], workload_caption=work["workload_caption"],
         charts=draw_charts(ChartInputs(card, summary, digest, profiles)) if charts else (),
         precision=precision_section(summary.sections.precision) if summary else None,
+        voice=voice_page(summary.voice) if summary else None,
         appendix=appendix(card, run, evidence or {}, stamp, when, attached),
         raw_tables=raw_tables(summary),
         signature_box=SIGNATURE_BOX_MM if stamp.signature_box else None,

@@ -56,6 +56,7 @@ from evalkit.review.rules import (
     target_mismatch,
 )
 from evalkit.review.verdict import Verdict, verdict
+from evalkit.review.voicefit import with_voice_fit
 from evalkit.review.workload import sources, trace_block, workload_block
 from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
 from evalkit.sanitize import clean
@@ -123,7 +124,7 @@ def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,
                       for qid, j in judgements.items()}
     sold = questionnaire.q2.at_concurrency if questionnaire else None
     answers = answers_sentence(m, sold) if m is not None and m.validity != "invalid" else None
-    fits = use_case_fit(m, tol)
+    fits = with_voice_fit(use_case_fit(m, tol), m)
     q = questionnaire or Questionnaire()
     cost = session_cost(None if mismatch else m, q.q3 or PricingAnswer(),
                         q.q2 or ThroughputAnswer(),

@@ -31,6 +31,7 @@ from evalkit.rundir.store import (
     iter_records,
     read_json_object,
 )
+from evalkit.rundir.voicecheck import TURNS_FILE, check_voice_summary
 from evalkit.sanitize import clean
 
 
@@ -135,7 +136,8 @@ def open_run(run_dir: Path) -> RunDir:
     scan = RecordScan(req_file or run_dir / REQUESTS_FILE)
     evidence = RecordCheck(run)
     digest, records = scan_records(req_file, scan, keep_all=summary is None, check=evidence)
-    if summary is None and digest.n == 0:
+    turns_file = _inside(run_dir, root, TURNS_FILE) if digest.n == 0 else None
+    if summary is None and digest.n == 0 and turns_file is None:
         raise RunDirError(
             f"{run_dir}: no {SUMMARY_FILE} and no request record in {REQUESTS_FILE}"
             + (f" ({evidence.total:,} lines that are not evidence of this run)"
@@ -147,9 +149,16 @@ def open_run(run_dir: Path) -> RunDir:
     if scan.torn_tail:
         notes.append(f"{REQUESTS_FILE}: its last line was cut mid-write (the probe stopped "
                      "while writing it); that request is not counted")
-    checked = check_summary(summary, run=run, digest=digest, scan=scan, records=records,
-                            req_file=req_file, run_dir=run_dir, root=root, notes=notes,
-                            evidence=evidence)
+    # a voice run (no request record): its summary checked against its turns
+    voice = check_voice_summary(summary, run, turns_file, raw, notes) \
+        if turns_file is not None else None
+    if voice is None and summary is None and digest.n == 0:
+        raise RunDirError(f"{run_dir}: no {SUMMARY_FILE}, no request record in "
+                          f"{REQUESTS_FILE} and no turn in {TURNS_FILE}: nothing was "
+                          "measured, or this is not a run directory")
+    checked = voice or check_summary(summary, run=run, digest=digest, scan=scan,
+                                     records=records, req_file=req_file, run_dir=run_dir,
+                                     root=root, notes=notes, evidence=evidence)
     del records  # held from here only as checked.records: none over the cap
     summary = checked.summary
     if checked.rebuilt_json is not None:

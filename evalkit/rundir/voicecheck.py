@@ -1,13 +1,16 @@
-"""A voice run's summary checked against its turns: summary.json re-derived from
-turns.jsonl and run.json, and trusted only where the two agree.
+"""A voice run's summary checked against its turn records (turns.jsonl), as a text run's
+is against requests.jsonl (`evalkit.rundir.checked`).
 
-The text path re-derives its summary from requests.jsonl (`evalkit.rundir.checked`); a
-voice run's verdict (the voice-agent fit, the most calls within the SLO) stands on its
-`voice` section, so that section is held to the same rule: an edited summary.json (a
-level's TTFA lowered, `max_calls_within_slo` raised, a validity turned valid) is replaced
-by what the turns say, and the run is at best degraded, its reason first. The probe wrote
-the summary with the same function from the same files (`voice_summary`), so a run left
-as written re-derives to the same document, key for key.
+A voice run (`evalkit probe --api openai-realtime`) writes no request record: its
+evidence is turns.jsonl. Its summary is derived again, whole, as the probe wrote it
+(`evalkit.analysis.voice.voice_summary`), from those turns and run.json (the levels' client
+self-checks, the call's settings, the audio, how the run ended), with the voice SLO's
+limits as evalkit sets them: never from the summary being checked, so an edited
+summary.json (a level's TTFA lowered, `max_calls_within_slo` raised, the SLO's limits
+loosened, a validity turned valid) cannot vouch for itself. Where the two differ the
+re-derived summary is the one judged, the run is at best degraded, and page one says so.
+A voice run without a readable turn is no voice run to show: the caller falls back to the
+no-record path (nothing shown).
 """
 
 from __future__ import annotations
@@ -18,14 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import evalkit
 from evalkit.analysis.jsonread import read_as
 from evalkit.analysis.summarize import SummaryMeta
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_voice import VoiceAudio, VoiceClient
 from evalkit.analysis.validity import worst
 from evalkit.analysis.voice import VoiceFacts, voice_summary
+from evalkit.rundir.audit import summary_problems
+from evalkit.rundir.checked import Checked
 from evalkit.rundir.digest import RUN_STATUSES
 from evalkit.voice.records import TURNS_FILE, read_turns
 
+__all__ = ["ATTACH_CAP", "TURNS_FILE", "check_voice_summary", "derive_voice_summary"]
+
+#: turn records above this are not attached to a report (nor verified from it)
+ATTACH_CAP = 32 << 20
 #: the API a voice run's run.json names
 VOICE_API = "openai-realtime"
 
@@ -49,28 +60,11 @@ class _Audio:
     utterances: tuple[Any, ...] = ()
 
 
-@dataclass(frozen=True)
-class VoiceCheck:
-    """The summary to show, and what the check found (None: it agreed)."""
-
-    summary: dict[str, Any]
-    #: why the summary was replaced (for the run's notes and validity), None when not
-    rebuilt: str | None
-
-
-def is_voice_run(run: Mapping[str, Any], run_dir: Path) -> bool:
-    """A realtime voice run: run.json names the API, or turns.jsonl is there."""
-    target = run.get("target")
-    api = target.get("api") if isinstance(target, Mapping) else None
-    return api == VOICE_API or (run_dir / TURNS_FILE).is_file()
-
-
-def derive_voice_summary(run: Mapping[str, Any], run_dir: Path) -> tuple[dict[str, Any], int]:
+def derive_voice_summary(run: Mapping[str, Any], turns_path: Path | None
+                         ) -> tuple[dict[str, Any], int]:
     """summary.json as the probe wrote it at the end of a voice run, from turns.jsonl and
-    run.json (the levels' self-checks, the call's settings, the audio, how it ended),
-    and how many lines of turns.jsonl were no record."""
-    path = run_dir / TURNS_FILE
-    records, skipped = read_turns(path) if path.is_file() else ([], 0)
+    run.json, and how many turn records it rests on."""
+    records, _skipped = read_turns(turns_path) if turns_path is not None else ([], 0)
     checks_doc = run.get("client_checks")
     levels = checks_doc.get("voice_levels") if isinstance(checks_doc, Mapping) else None
     checks = {int(k): read_as(VoiceClient, v) for k, v in levels.items()
@@ -84,40 +78,64 @@ def derive_voice_summary(run: Mapping[str, Any], run_dir: Path) -> tuple[dict[st
                        audio=VoiceAudio(audio.source, len(audio.utterances), audio.public))
     status = run.get("status")
     run_status = status if status in RUN_STATUSES else "running"
-    error = run.get("error") if isinstance(run.get("error"), str) else None
-    summary = voice_summary(records, checks, facts,
-                            SummaryMeta(run_status=run_status, run_error=error))
+    error = run.get("error")
+    meta = SummaryMeta(
+        tool_version=str(run.get("tool_version") or evalkit.__version__),
+        suite_version=str(run.get("suite_version") or evalkit.SUITE_VERSION),
+        run_status=run_status, run_error=error if isinstance(error, str) else None)
+    summary = voice_summary(records, checks, facts, meta)
     summary["run_status"] = run_status
-    # as the probe wrote it: through JSON (tuples become lists, keys strings)
-    return json.loads(json.dumps(summary, allow_nan=False)), skipped
+    # as the probe wrote it: through JSON (tuples become lists, level keys strings)
+    return json.loads(json.dumps(summary, allow_nan=False)), len(records)
 
 
-def check_voice_summary(written: Mapping[str, Any] | None, run: Mapping[str, Any],
-                        run_dir: Path) -> VoiceCheck:
-    """The written summary if it is what the turns say; else the re-derived one, its
-    validity at best degraded with the reason first."""
-    derived, _ = derive_voice_summary(run, run_dir)
-    if written is not None and _same(written, derived):
-        return VoiceCheck(dict(written), None)
-    if written is None:
-        why = (f"summary.json is missing: every figure was re-derived from {TURNS_FILE}")
+def check_voice_summary(summary: dict[str, Any] | None, run: Mapping[str, Any],
+                        turns_path: Path | None, raw: dict[str, bytes],
+                        notes: list[str]) -> Checked | None:
+    """The voice summary to show, checked against turns.jsonl; None when there is no turn
+    to check it against, or when the summary is malformed or states text figures a voice
+    run has no request record for (the summary then has no measurement behind it). A
+    voice run killed before its write-up (no summary.json) has it derived from its turns.
+    The turns' bytes go into `raw` (the report attaches them, `verify` reads them back)
+    when they are within ATTACH_CAP; what was re-derived leads `notes` (page one's
+    notices)."""
+    if turns_path is None:
+        return None
+    if summary is not None:
+        typed = Summary.from_json(summary)
+        if typed.voice is None or summary_problems(summary):
+            return None
+        if typed.levels or typed.prefill_tokens_per_s is not None:
+            return None  # text figures with no request record behind them: none is shown
+    derived, count = derive_voice_summary(run, turns_path)
+    if count == 0:
+        return None
+    with turns_path.open("rb") as fh:
+        data = fh.read(ATTACH_CAP + 1)
+    if len(data) <= ATTACH_CAP:
+        raw[TURNS_FILE] = data
+    if summary is None:
+        rebuilt = (f"summary.json is missing (the probe stopped before writing it): every "
+                   f"figure was derived from the {count:,} turn records and run.json")
+    elif _same(summary, derived):
+        return Checked(summary, None, None, None)
     else:
-        differ = sorted(k for k in set(written) | set(derived)
-                        if written.get(k) != derived.get(k))
+        differ = sorted(k for k in set(summary) | set(derived)
+                        if summary.get(k) != derived.get(k))
         shown = ", ".join(differ[:3]) + (f" (and {len(differ) - 3} more)"
                                          if len(differ) > 3 else "")
-        why = (f"summary.json does not agree with {TURNS_FILE} ({shown} differ from a "
-               f"re-derivation): every figure was re-derived from its turns")
-    validity = dict(derived["validity"])
-    validity["status"] = worst(validity.get("status") or "degraded", "degraded")
-    validity["reasons"] = [why, *validity.get("reasons", [])]
-    derived["validity"] = validity
-    voice = derived.get("voice")
-    if isinstance(voice, dict) and isinstance(voice.get("validity"), dict):
-        inner = voice["validity"]
-        inner["status"] = worst(inner.get("status") or "degraded", "degraded")
-        inner["reasons"] = [why, *inner.get("reasons", [])]
-    return VoiceCheck(derived, why)
+        rebuilt = (f"summary.json does not agree with {TURNS_FILE} ({shown} differ): every "
+                   f"figure was re-derived from the {count:,} turn records and run.json")
+    notes.insert(0, rebuilt)
+    for part in (derived, derived.get("voice")):  # the run's validity, and its calls'
+        if isinstance(part, dict) and isinstance(part.get("validity"), dict):
+            validity = part["validity"]
+            given = validity.get("status")
+            validity["status"] = worst(given if given in ("valid", "degraded", "invalid")
+                                       else "invalid", "degraded")
+            validity["reasons"] = list(dict.fromkeys([rebuilt, *validity.get("reasons", [])]))
+    return Checked(derived, rebuilt,
+                   (json.dumps(derived, indent=2, allow_nan=False) + "\n").encode(), None)
 
 
 def _same(written: Mapping[str, Any], derived: Mapping[str, Any]) -> bool:

@@ -251,7 +251,7 @@ def _rederive(doc: Document, written: dict[str, Any], manifest: Mapping[str, Any
     run = None
     if run_doc is not None:
         (tmp / "run").mkdir()
-        for name in ("run.json", "summary.json"):
+        for name in ("run.json", "summary.json", "turns.jsonl"):  # a voice run's turns
             if name in doc.files:
                 (tmp / "run" / name).write_bytes(doc.files[name])
         _records(doc, manifest, run_dir, tmp / "run", out)

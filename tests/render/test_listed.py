@@ -32,4 +32,4 @@ def test_a_new_chart_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_pages_order() -> None:
     assert [c.__name__ for c in CHARTS] == ["claims", "latency", "throughput", "prefill",
-                                            "streams", "use_cases", "precision"]
+                                            "streams", "use_cases", "precision", "voice"]

@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from evalkit.cli import cli
 from evalkit.reference.realtime.process import RealtimeReference
-from evalkit.rundir.voicecheck import check_voice_summary, is_voice_run
+from evalkit.rundir.run import open_run
+from evalkit.rundir.voicecheck import TURNS_FILE, check_voice_summary
 from tests.probe.realtime.test_voice_cli import SECRET, voice_args
 from tests.probe.realtime.test_voice_run import write_tones
 
@@ -42,12 +43,17 @@ def _copy(run: Path, to: Path) -> tuple[Path, dict, dict]:  # type: ignore[type-
 def test_a_run_as_written_re_derives_to_the_same_summary(voice_run: Path,
                                                          tmp_path: Path) -> None:
     folder, run, written = _copy(voice_run, tmp_path / "run")
-    assert is_voice_run(run, folder) and written["voice"]["levels"]
-    checked = check_voice_summary(written, run, folder)
-    assert checked.rebuilt is None and checked.summary == written
+    assert written["voice"]["levels"]
+    raw: dict[str, bytes] = {}
+    checked = check_voice_summary(written, run, folder / TURNS_FILE, raw, [])
+    assert checked is not None and checked.rebuilt is None and checked.summary == written
+    assert raw[TURNS_FILE] == (folder / TURNS_FILE).read_bytes()  # attached to the report
+    # and so through open_run, as report and verify read it
+    opened = open_run(folder)
+    assert opened.rebuilt is None and opened.summary.voice is not None
 
 
-@pytest.mark.parametrize("edit", ["verdict", "ttfa", "slo"])
+@pytest.mark.parametrize("edit", ["verdict", "ttfa", "slo", "limits", "client"])
 def test_an_edited_summary_is_replaced_by_what_the_turns_say(voice_run: Path, tmp_path: Path,
                                                              edit: str) -> None:
     folder, run, written = _copy(voice_run, tmp_path / "run")
@@ -56,11 +62,17 @@ def test_an_edited_summary_is_replaced_by_what_the_turns_say(voice_run: Path, tm
         forged["voice"]["max_calls_within_slo"] = 512
     elif edit == "ttfa":
         forged["voice"]["levels"][-1]["ttfa_s"]["p90"] = 0.001
-    else:  # every level said to be within the voice SLO
+    elif edit == "slo":  # every level said to be within the voice SLO
         for level in forged["voice"]["levels"]:
             level["slo"] = "within"
-    checked = check_voice_summary(forged, run, folder)
-    assert checked.rebuilt is not None and "turns.jsonl" in checked.rebuilt
+    elif edit == "limits":  # the SLO the levels were held to loosened, in the summary
+        forged["voice"]["slo"]["ttfa_p90_s"] = 10.0
+    else:  # a level said to be client-bound: not judged, so no verdict against the vendor
+        forged["voice"]["levels"][-1]["client"]["client_bound"] = True
+    notes: list[str] = []
+    checked = check_voice_summary(forged, run, folder / TURNS_FILE, {}, notes)
+    assert checked is not None and checked.rebuilt is not None
+    assert "turns.jsonl" in checked.rebuilt and notes[0] == checked.rebuilt
     voice = checked.summary["voice"]
     assert voice["max_calls_within_slo"] == written["voice"]["max_calls_within_slo"]
     assert voice["levels"] == written["voice"]["levels"]
@@ -72,8 +84,11 @@ def test_an_edited_summary_is_replaced_by_what_the_turns_say(voice_run: Path, tm
 
 def test_a_missing_summary_is_re_derived_from_the_turns(voice_run: Path,
                                                          tmp_path: Path) -> None:
+    """A voice run killed before its write-up: open_run derives its summary from the
+    turns (it has no request record, and refused such a run before)."""
     folder, run, written = _copy(voice_run, tmp_path / "run")
     (folder / "summary.json").unlink()
-    checked = check_voice_summary(None, run, folder)
-    assert checked.rebuilt is not None and "missing" in checked.rebuilt
-    assert checked.summary["voice"]["levels"] == written["voice"]["levels"]
+    opened = open_run(folder)
+    assert opened.rebuilt is not None and "missing" in opened.rebuilt
+    voice = opened.summary.voice
+    assert voice is not None and voice.to_json()["levels"] == written["voice"]["levels"]

@@ -25,6 +25,7 @@ from evalkit.analysis.summary_sections import Prefill, Ramp
 from evalkit.fmt import fmt_num
 from evalkit.render.charts import captions, figures, kit, ramp, raster
 from evalkit.render.charts.precision import precision_chart
+from evalkit.render.charts.voice import VOICE_CAPTION, voice_chart
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir.digest import RecordDigest
 
@@ -118,9 +119,15 @@ def precision(i: ChartInputs) -> Drawing:
     return captions.PRECISION_CAPTION, precision_chart(section)
 
 
+def voice(i: ChartInputs) -> Drawing | None:
+    """A voice run's calls: judged TTFA p90 and underruns by concurrent calls."""
+    section = i.summary.voice if i.summary is not None else None
+    return None if section is None else (VOICE_CAPTION, voice_chart(section))
+
+
 #: the page's charts, in order: a new chart joins with one line
 CHARTS: tuple[Callable[[ChartInputs], Drawing | None], ...] = (
-    claims, latency, throughput, prefill, streams, use_cases, precision)
+    claims, latency, throughput, prefill, streams, use_cases, precision, voice)
 
 
 def draw_charts(inputs: ChartInputs) -> tuple[Chart, ...]:
