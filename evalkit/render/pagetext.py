@@ -436,8 +436,9 @@ def fit_badge(uc: Fit | Mapping[str, Any]) -> tuple[str, str]:
     if f.fit is True:
         if top is None:
             return "ok", "✓ fits"
-        return "ok", (f"✓ fits ≥ {top} streams" if f.lower_bound
-                      else f"✓ fits up to {top} streams")
+        noun = f.unit.removesuffix("s") if top == 1 else f.unit  # 1 call, 2 calls
+        return "ok", (f"✓ fits ≥ {top} {noun}" if f.lower_bound
+                      else f"✓ fits up to {top} {noun}")
     if f.fit is False:
         return "unreconciled", "✗ does not fit"
     return "unanswered", "○ not judged"

@@ -25,6 +25,8 @@ class Fit:
     max_concurrency: int | None = None
     #: it held at every level tried: `max_concurrency` is a lower bound, not a limit
     lower_bound: bool = False
+    #: what `max_concurrency` counts: concurrent streams, or a voice run's calls
+    unit: str = "streams"
 
 
 #: a level's check: (holds? None when it cannot tell, what we measured, the outcome)

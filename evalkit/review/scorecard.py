@@ -65,7 +65,7 @@ def _json_safe(value: Any) -> Any:
 def fit_to_json(f: Fit) -> dict[str, Any]:
     """A `Fit` as scorecard.json writes it (the start of every use case's entry)."""
     return {"fit": f.fit, "reason": f.reason, "max_concurrency": f.max_concurrency,
-            "lower_bound": f.lower_bound}
+            "lower_bound": f.lower_bound, **({"unit": f.unit} if f.unit != "streams" else {})}
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,13 @@ class _FitDoc:
     reason: str = ""
     max_concurrency: int | None = None
     lower_bound: bool = False
+    unit: Literal["streams", "calls"] = "streams"
 
 
 def fit_from_json(doc: object) -> Fit:
     """A use case's fit read back (a malformed part as not stated)."""
     d = read_as(_FitDoc, doc)
-    return Fit(d.fit, d.reason, d.max_concurrency, d.lower_bound)
+    return Fit(d.fit, d.reason, d.max_concurrency, d.lower_bound, d.unit)
 
 
 @dataclass(frozen=True)

@@ -72,11 +72,11 @@ def voice_fit(voice: VoiceSection) -> Fit:
     if first_out is None or voice.within_slo_lower_bound:
         return Fit(True, f"{JUDGED_ON}: holds the voice-agent limits ({limits}) at every level "
                    f"tried, up to {_calls(within)} ({_held(held)}); not tried above {within}, "
-                   "so that is a lower bound.", within, lower_bound=True)
+                   "so that is a lower bound.", within, lower_bound=True, unit="calls")
     return Fit(True, f"{JUDGED_ON}: holds the voice-agent limits ({limits}) up to "
                f"{_calls(within)} ({_held(held)}); at {first_out.concurrency}: "
                f"{join([quote(r, 200) for r in first_out.slo_reasons]) or 'not judged'}.",
-               within)
+               within, unit="calls")
 
 
 def with_voice_fit(fits: Mapping[str, Fit], summary: Summary | None) -> dict[str, Fit]:

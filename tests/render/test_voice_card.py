@@ -24,8 +24,10 @@ from evalkit.analysis.voice import VoiceFacts, VoiceLimits, voice_section
 from evalkit.cli import cli
 from evalkit.fmt import fmt_ms
 from evalkit.reference.realtime.process import RealtimeReference
+from evalkit.render.pagetext import fit_badge
 from evalkit.review.fit import use_case_fit
 from evalkit.review.reconcile import reconcile
+from evalkit.review.scorecard import fit_from_json, fit_to_json
 from evalkit.review.voicefit import JUDGED_ON, voice_fit
 from evalkit.rundir.run import open_run
 from evalkit.voice.records import TURNS_FILE, read_turns
@@ -108,6 +110,9 @@ def test_calls_within_the_slo_fit_up_to_the_most_calls_within_it(voice_run: Path
     fit = voice_fit(within)
     assert fit.fit is True and fit.max_concurrency == 3 and fit.lower_bound
     assert "up to 3 calls" in fit.reason and "lower bound" in fit.reason
+    # its badge counts calls, not streams, and says so through scorecard.json too
+    assert fit_badge(fit) == ("ok", "✓ fits ≥ 3 calls")
+    assert fit_badge(fit_from_json(fit_to_json(fit))) == ("ok", "✓ fits ≥ 3 calls")
     top = voice.levels[-1]
     capped = replace(within, levels=(*within.levels[:-1], replace(
         top, slo="outside", slo_reasons=("turns failed: 2 of 6",))),
@@ -115,6 +120,7 @@ def test_calls_within_the_slo_fit_up_to_the_most_calls_within_it(voice_run: Path
     fit = voice_fit(capped)
     assert fit.fit is True and fit.max_concurrency == 1 and not fit.lower_bound
     assert "at 3: turns failed: 2 of 6" in fit.reason
+    assert fit_badge(fit) == ("ok", "✓ fits up to 1 call")
 
 
 def test_a_text_run_keeps_its_text_judged_voice_fit() -> None:

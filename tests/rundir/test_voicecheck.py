@@ -86,7 +86,7 @@ def test_a_missing_summary_is_re_derived_from_the_turns(voice_run: Path,
                                                          tmp_path: Path) -> None:
     """A voice run killed before its write-up: open_run derives its summary from the
     turns (it has no request record, and refused such a run before)."""
-    folder, run, written = _copy(voice_run, tmp_path / "run")
+    folder, _, written = _copy(voice_run, tmp_path / "run")
     (folder / "summary.json").unlink()
     opened = open_run(folder)
     assert opened.rebuilt is not None and "missing" in opened.rebuilt
