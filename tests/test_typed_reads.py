@@ -52,6 +52,8 @@ RAW_DOCUMENTS = {
     "evalkit/rundir/checked.py": "run.json and summary.json checked and repaired as read",
     "evalkit/rundir/rederive.py": "the summary derived again from the records, as JSON",
     "evalkit/rundir/run.py": "summary.json's schema checked before it is read as one",
+    "evalkit/rundir/voicecheck.py": "a voice run's summary.json compared, key by key, with "
+                                    "its re-derivation from the turns",
 }
 
 #: string-key reads of the summary or scorecard not yet moved to typed fields, by module

@@ -13,6 +13,7 @@ these tests share one drawing of the session's scorecard.
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import pypdf
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from evalkit.cli import cli
@@ -208,6 +209,7 @@ _TEXT = st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=10).map(" ".join
 
 @settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(vendor=_TEXT, model=_TEXT, reconciliation=_TEXT)
+@example(vendor="ok", model="ok", reconciliation="-3e9")  # a text that reads as a number
 def test_vendor_text_of_status_words_badges_and_markup_verifies(
         vendor: str, model: str, reconciliation: str) -> None:
     """A claims-only scorecard (quick to draw) of a questionnaire whose vendor, model and
@@ -227,7 +229,10 @@ def test_vendor_text_of_status_words_badges_and_markup_verifies(
     doc["Q6"]["reconciliation"] = reconciliation
     with tempfile.TemporaryDirectory() as tmp:
         questionnaire = Path(tmp) / "forthright.yaml"
-        questionnaire.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+        # as JSON (YAML 1.2 reads it): PyYAML's 1.1 dumper leaves a text like "-3e9"
+        # unquoted, which our YAML 1.2 reader then rightly reads as a number
+        questionnaire.write_text(json.dumps(doc, ensure_ascii=False, default=str),
+                                 encoding="utf-8")
         out = Path(tmp) / "card.pdf"
         write_review(review(None, questionnaire), out)
         result = verify_pdf(out)
