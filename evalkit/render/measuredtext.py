@@ -20,6 +20,7 @@ from evalkit.review.measured import (
     ObservabilityMeasured,
     PanelMeasured,
     PrefillDecodeMeasured,
+    Shown,
     ThroughputMeasured,
     TtftMeasured,
 )
@@ -132,9 +133,12 @@ def _(m: PanelMeasured, ramp: tuple[Level, ...], summary: Summary | None) -> str
     for at in (m.sustained, m.sold):
         if at is not None:
             parts.append(words.stream_distribution(at.shown, f"at {at.concurrency} streams"))
-    if m.sold is not None:  # said by its name, as every other field
-        parts.append(words.field(f"ttft_s_at_{m.sold.concurrency}",
-                                 m.sold_ttft.to_json() if m.sold_ttft else None, _short))
+    if m.sold is not None:  # the TTFT at the level sold, in ms with its intervals and n
+        t = m.sold_ttft or Shown()
+        parts.append(f"TTFT at {m.sold.concurrency} streams: "
+                     f"{words.percentile(t.p50, t.ci.get('p50'), 'p50', 'ms')} · "
+                     f"{words.percentile(t.p90, t.ci.get('p90'), 'p90', 'ms')}"
+                     f"{words.sample_count(t.n)}")
     if m.our_panel is not None:
         parts.append(words.our_panel(m.our_panel))
     return "; ".join(parts)

@@ -264,7 +264,7 @@ def percentile(value: float | None, ci: Interval | None, pct: str, unit: str = "
     return f"{pct} {fmt(value)}{ci_text(ci, fmt)}"
 
 
-def _n(n: int | None) -> str:
+def sample_count(n: int | None) -> str:
     """The sample count behind a percentile, marked when it is too few to lean on."""
     if n is None:
         return ""
@@ -275,7 +275,7 @@ def stream_distribution(p: Shown | None, where: str) -> str:
     """A per-stream rate distribution (Q6's measured figures) with intervals and n."""
     p = p or Shown()
     return (f"{where}: {percentile(p.p50, p.ci.get('p50'), 'p50')} · "
-            f"{percentile(p.p90, p.ci.get('p90'), 'p90')}{_n(p.n)}")
+            f"{percentile(p.p90, p.ci.get('p90'), 'p90')}{sample_count(p.n)}")
 
 
 def our_panel(panel: OurPanelMeasured | None) -> str:

@@ -40,7 +40,7 @@ def test_each_type_says_its_own_words_with_the_summary_beside() -> None:
                           Shown(0.2, 0.3))
     assert measured_text(panel, RUN) == (
         "at 8 streams: p50 40.0 tok/s · p90 50.0 tok/s (n=30, low confidence); at 16 "
-        "streams: p50 30.0 tok/s · p90 —; TTFT s at 16 (p50 0.200 · p90 0.300)")
+        "streams: p50 30.0 tok/s · p90 —; TTFT at 16 streams: p50 200 ms · p90 300 ms")
 
 
 def test_without_the_level_or_words_of_its_own_every_field_is_said() -> None:
