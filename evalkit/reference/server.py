@@ -32,9 +32,10 @@ from typing import Any, Literal
 import httpx
 
 from evalkit.errors import EvalkitError, UsageError
-from evalkit.kernelclock import ANC_SIZE, SO_TIMESTAMPNS, KernelClock
+from evalkit.kernelclock import SO_TIMESTAMPNS
 from evalkit.reference.app import ARRIVAL_EXTENSION, ReferenceApp
 from evalkit.reference.child import first_line, stop_child
+from evalkit.reference.kernelsocket import KernelStampedSocket, kernel_stamped
 from evalkit.reference.params import DEFAULT_PROFILE, get_profile
 from evalkit.reference.parse import MODEL, count_tokens
 from evalkit.reference.tlssocket import TLSSocket, server_context
@@ -96,64 +97,6 @@ def _polls(loop: asyncio.AbstractEventLoop) -> _Polls | None:
     return found
 
 
-class _KernelStampedSocket:
-    """An accepted socket whose `recv` also keeps the kernel's receive stamp of the bytes.
-
-    asyncio's transport reads with `sock.recv`, which drops the ancillary data; this
-    stands in for the socket inside the transport (everything else is the socket's own)
-    and reads with `recvmsg` instead, so `kernel_ns` is when the kernel queued the last
-    packet of the latest read (SO_TIMESTAMPNS, put on the monotonic clock by its age,
-    as the prober's reader does). On loopback the kernel stamps a packet inside the
-    sender's `send`: the stamp says when the request reached the server's machine,
-    however long the server's process then took to get a CPU and read it.
-    """
-
-    __slots__ = ("_clock", "_sock", "kernel_ns", "send")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self._clock = KernelClock()
-        self.kernel_ns: int | None = None
-        self.send = sock.send  # every write's: not through `__getattr__`
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-
-    def recv_into(self, buffer: Any, nbytes: int = 0) -> int:
-        """asyncio's read for a buffered protocol (its SSL transport's is one)."""
-        view = memoryview(buffer)
-        if nbytes:
-            view = view[:nbytes]
-        n, anc, _flags, _addr = self._sock.recvmsg_into((view,), ANC_SIZE)
-        self.kernel_ns = self._clock.arrival(anc, time.perf_counter_ns(), n == len(view))
-        return int(n)
-
-    def recv(self, size: int) -> bytes:
-        data, anc, _flags, _addr = self._sock.recvmsg(size, ANC_SIZE)
-        # None: no stamp, or one across a step of the wall clock (not a time to log)
-        self.kernel_ns = self._clock.arrival(anc, time.perf_counter_ns(), len(data) == size)
-        return data
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-def _kernel_stamped(transport: asyncio.Transport) -> _KernelStampedSocket | None:
-    """Swap the transport's socket for one that keeps kernel stamps (None: not possible).
-
-    Over HTTPS the transport is asyncio's SSL one, over the socket's own transport: that
-    one's socket is swapped, so a request's stamp is that of the read that completed its
-    TLS record (decrypted and handed over in the same callback)."""
-    inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
-    sock = getattr(inner if inner is not None else transport, "_sock", None)
-    if not isinstance(sock, socket.socket) or sock.type != socket.SOCK_STREAM:
-        return None
-    try:
-        stamped = _KernelStampedSocket(sock)
-    except OSError:
-        return None
-    (inner if inner is not None else transport)._sock = stamped  # type: ignore[union-attr]
-    return stamped
-
-
 def arrival_stamped_protocol(tls: ssl.SSLContext | None = None) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol, stamping when the event loop first sees each request.
 
@@ -175,11 +118,11 @@ def arrival_stamped_protocol(tls: ssl.SSLContext | None = None) -> type[asyncio.
     class ArrivalStampedProtocol(HttpToolsProtocol):
         _arrived: dict[object, object] = {}  # noqa: RUF012  (replaced per read)
         _polls: _Polls | None = None
-        _kernel: _KernelStampedSocket | None = None
+        _kernel: KernelStampedSocket | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             self._polls = _polls(self.loop)
-            self._kernel = _kernel_stamped(transport)
+            self._kernel = kernel_stamped(transport)
             if tls is not None:
                 _tls_inside(transport, self._kernel, tls)
             super().connection_made(transport)
@@ -209,7 +152,7 @@ TLSFiles = tuple[Path, Path]
 LEAN_TLS = True
 
 
-def _tls_inside(transport: asyncio.Transport, stamped: _KernelStampedSocket | None,
+def _tls_inside(transport: asyncio.Transport, stamped: KernelStampedSocket | None,
                 context: ssl.SSLContext) -> None:
     """TLS on the transport's own socket (`tlssocket.TLSSocket`, over the stamped one)."""
     raw = stamped if stamped is not None else getattr(transport, "_sock", None)

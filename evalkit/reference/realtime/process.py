@@ -42,6 +42,12 @@ class RealtimeReference:
                  tb: TracebackType | None) -> None:
         self.stop()
 
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (tests stop it to prove the truth log's
+        stamps are the kernel's)."""
+        return self._proc.pid if self._proc is not None else None
+
     def start(self) -> None:
         """Start the process; return once it listens."""
         atexit.register(self.stop)

@@ -16,14 +16,15 @@ audio `cancel_delay_s` later.
 
 Truth log: one JSON line per response (and per refusal), times absolute
 `time.perf_counter_ns()` (CLOCK_MONOTONIC, shared with the prober on the machine):
-`voiced_end_ns` (the last voiced frame's message arrived, stamped in `data_received`
-before any parsing), `decided_ns` (speech_stopped sent, or response.create arrived),
-`first_text_ns`, `first_audio_ns`, `audio` ([[sent_ns, bytes], ...]: stamped as each
-delta went to the transport), `interrupt_ns` (the cancel or the speech arrived),
-`last_audio_ns`, `status`, `active` (sessions in flight), `rate`, `ttfa_drawn_s`,
-`silence_ms` (the session's VAD window), `audio_end_ms` (speech_stopped's), `commit_ns`
-(the client's commit arrived). When a session ends, a line with `session`, `ended` and
-`appends_ns` (each append message's arrival, the first `MAX_APPENDS`): the caller's pace.
+`voiced_end_ns` (the last voiced frame's message arrived), `decided_ns` (speech_stopped
+sent, or response.create arrived), `first_text_ns`, `first_audio_ns`, `audio`
+([[sent_ns, bytes], ...]: stamped as each delta went to the transport), `interrupt_ns`
+(the cancel or the speech arrived), `last_audio_ns`, `status`, `active` (sessions in
+flight), `rate`, `ttfa_drawn_s`, `silence_ms` (the session's VAD window), `audio_end_ms`
+(speech_stopped's), `commit_ns` (the client's commit arrived). When a session ends, a
+line with `session`, `ended` and `appends_ns` (each append message's arrival, the first
+`MAX_APPENDS`): the caller's pace. A message "arrived" when its bytes reached the
+machine: the kernel's receive stamp of the read that carried it (`StampedConnection`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 
+from evalkit.reference.kernelsocket import KernelStampedSocket, kernel_stamped
 from evalkit.reference.realtime.params import RealtimeParams
 from evalkit.voice.audio import SPEECH_FLOOR_DB, audio_seconds, is_voiced, level_db
 
@@ -54,15 +56,30 @@ MAX_APPENDS = 30_000
 
 
 class StampedConnection(ServerConnection):
-    """A server connection that knows when each message's bytes arrived."""
+    """A server connection that knows when each message's bytes reached the machine.
+
+    The stamp is the kernel's receive stamp of the socket read that carried the message
+    (SO_TIMESTAMPNS, as the HTTP reference logs `kernel_ns`), so the truth log does not
+    carry this server's own lateness: with sixteen sessions on a loaded 2-core machine its
+    loop reached a read up to 5 ms after the bytes came, and a `data_received` stamp
+    charged those 5 ms to the prober's TTFA. Where the kernel gives no stamp, the loop's
+    (`data_received`, before websockets parses a byte)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.arrivals: deque[int] = deque()
         self._at = 0
+        self._kernel: KernelStampedSocket | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if isinstance(transport, asyncio.Transport):
+            self._kernel = kernel_stamped(transport)
+        super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        self._at = time.perf_counter_ns()  # the stamp: before websockets parses a byte
+        now = time.perf_counter_ns()
+        kernel = self._kernel.kernel_ns if self._kernel is not None else None
+        self._at = kernel if kernel is not None else now
         super().data_received(data)
 
     def process_event(self, event: Any) -> None:

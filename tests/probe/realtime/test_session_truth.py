@@ -121,8 +121,12 @@ def test_frames_go_at_real_time_pace(tmp_path: Path, frame_ms: int) -> None:
 
 
 def test_ttfa_holds_to_the_truth_at_16_concurrent_calls(tmp_path: Path) -> None:
-    """Sixteen calls at once on one event loop: each turn's TTFA within 5 ms of the truth
-    log's (the reader stamps at the socket read, so a neighbour's work is not ours)."""
+    """Sixteen calls at once on one event loop: each turn's TTFA within 2 ms of the truth
+    log's (the issue asks 5). Both ends are the kernel's: our send stamp as the bytes go
+    to the socket and the reader's SO_TIMESTAMPNS, the server's arrival stamp likewise, so
+    neither loop's lateness on a loaded machine is in either figure (measured 0.03-0.11 ms
+    with two busy processes beside; with the server stamping in `data_received` it was
+    up to 5.2 ms in CI, the server's own lateness charged to us)."""
     with RealtimeReference({"ttfa_s": 0.15, "answer_s": 0.3, "audio_rate": 2.0},
                            truth_log=tmp_path / "t.jsonl", seed=5) as ref:
         records = run_calls(plan_for(ref.base_url, turns=1, server_vad=False), calls=16,
@@ -134,7 +138,7 @@ def test_ttfa_holds_to_the_truth_at_16_concurrent_calls(tmp_path: Path) -> None:
         assert rec.response_id is not None and rec.ttfa_s is not None
         tr = truth[rec.response_id]
         errors.append(abs(rec.ttfa_s - (tr["first_audio_ns"] - tr["voiced_end_ns"]) / 1e9))
-    assert max(errors) < 0.005, errors
+    assert max(errors) < 0.002, errors
 
 
 def test_a_shipped_utterance_ends_where_the_reference_vad_hears_it_end(
