@@ -64,6 +64,21 @@ class TtftAnswer(Answer):
     at_concurrency: int | None = None
     prompt_tokens: int | None = None
     window: str | None = None
+    #: a voice product's claim: time to first audio (from the end of the caller's speech,
+    #: less the VAD silence window), at concurrent realtime calls, with who ends the
+    #: caller's turn and the silence window the VAD waits (`evalkit.review.voiceclaims`)
+    voice_ttfa_p50_ms: float | None = None
+    voice_ttfa_p90_ms: float | None = None
+    voice_at_calls: int | None = None
+    voice_turn_detection: str | None = None
+    voice_silence_ms: int | None = None
+
+    @property
+    def voice(self) -> bool:
+        """Any voice claim is made."""
+        return any(v is not None for v in (
+            self.voice_ttfa_p50_ms, self.voice_ttfa_p90_ms, self.voice_at_calls,
+            self.voice_turn_detection, self.voice_silence_ms))
 
 
 @dataclass(frozen=True)
@@ -86,6 +101,14 @@ class PricingAnswer(Answer):
     blended_price_per_mtok: float | None = None
     #: a price per GPU-hour of the GPUs behind the endpoint (Q2's `gpus`)
     price_per_gpu_hour: float | None = None
+    #: audio (a realtime voice product): per minute of audio sent and received, or per
+    #: million audio tokens with the audio tokens a second of audio counts as
+    audio_input_price_per_minute: float | None = None
+    audio_output_price_per_minute: float | None = None
+    audio_input_price_per_mtok: float | None = None
+    audio_output_price_per_mtok: float | None = None
+    audio_input_tokens_per_s: float | None = None
+    audio_output_tokens_per_s: float | None = None
     currency: str | None = None
     capacity_model: str | None = None
     prefill_tokens_per_s: float | None = None
@@ -100,6 +123,15 @@ class ConcurrencyAnswer(Answer):
     nodes: int | None = None
     first_degrades: str | None = None
     window: str | None = None
+    #: a voice product's limit: concurrent realtime calls per node, and what a caller
+    #: suffers first near it (ttfa | underruns | admission | failures)
+    voice_max_calls_per_node: int | None = None
+    voice_first_degrades: str | None = None
+
+    @property
+    def voice(self) -> bool:
+        """Any voice claim is made."""
+        return self.voice_max_calls_per_node is not None or self.voice_first_degrades is not None
 
 
 @dataclass(frozen=True)
@@ -227,6 +259,9 @@ def disorders(answer: Answer) -> list[str]:
         p50, p90 = answer.ttft_p50_ms, answer.ttft_p90_ms
         if p50 is not None and p90 is not None and p50 > p90:
             found.append(f"TTFT p50 {_figure(p50)} ms is above p90 {_figure(p90)} ms")
+        p50, p90 = answer.voice_ttfa_p50_ms, answer.voice_ttfa_p90_ms
+        if p50 is not None and p90 is not None and p50 > p90:
+            found.append(f"voice TTFA p50 {_figure(p50)} ms is above p90 {_figure(p90)} ms")
     for name in sorted(_DISTRIBUTION_FIELDS):
         d = getattr(answer, name, None)
         if not isinstance(d, Distribution):

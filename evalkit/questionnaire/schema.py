@@ -27,6 +27,11 @@ QUESTION_TITLES = {
 #: not one of the six questions: an optional section, reconciled on its own row
 RATE_LIMITS_TITLE = "Rate limits: requests and tokens per minute, concurrent streams per key"
 RATE_LIMIT_SCOPES = ("per_key", "per_organisation")
+#: a voice claim's turn detection (the probe's --turn-detection, server-vad | client)
+VOICE_TURN_DETECTION = ("server_vad", "client")
+#: what a voice claim says degrades first: the voice run's own signals
+#: (`evalkit.analysis.summary_voice.VOICE_METRICS`, which a test keeps equal)
+VOICE_FIRST_DEGRADES = ("ttfa", "underruns", "admission", "failures")
 
 
 def _nullable(type_: str, **extra: Any) -> dict[str, Any]:
@@ -114,6 +119,15 @@ SCHEMA: dict[str, Any] = {
             "prompt_tokens": _COUNT,
             "source": _SOURCE,
             "window": _SHORT,
+            # a voice product's claim (realtime speech sessions): what a caller waits
+            "voice_ttfa_p50_ms": _NUM,
+            "voice_ttfa_p90_ms": _NUM,
+            "voice_at_calls": _COUNT,
+            "voice_turn_detection": {
+                "enum": [*VOICE_TURN_DETECTION, None],
+                "description": "who ends the caller's turn in the claim: your server VAD "
+                               "(server_vad) or the client committing the audio (client)"},
+            "voice_silence_ms": _COUNT,
             "evidence": _EVIDENCE,
             "notes": _TEXT,
         }),
@@ -132,6 +146,14 @@ SCHEMA: dict[str, Any] = {
             "output_price_per_mtok": _PRICE,
             "blended_price_per_mtok": _PRICE,
             "price_per_gpu_hour": _PRICE,
+            # audio, for a realtime voice product: per minute of audio, or per million
+            # audio tokens with the audio tokens one second of audio counts as
+            "audio_input_price_per_minute": _PRICE,
+            "audio_output_price_per_minute": _PRICE,
+            "audio_input_price_per_mtok": _PRICE,
+            "audio_output_price_per_mtok": _PRICE,
+            "audio_input_tokens_per_s": _NUM,
+            "audio_output_tokens_per_s": _NUM,
             "currency": _SHORT,
             "capacity_model": _TEXT,
             "prefill_tokens_per_s": _NUM,
@@ -144,6 +166,10 @@ SCHEMA: dict[str, Any] = {
             "max_concurrent_streams_per_node": _COUNT,
             "nodes": _COUNT,
             "first_degrades": {"enum": ["itl", "ttft", "admission", None]},
+            # a voice product's limit: concurrent realtime calls, and what a caller
+            # suffers first near it
+            "voice_max_calls_per_node": _COUNT,
+            "voice_first_degrades": {"enum": [*VOICE_FIRST_DEGRADES, None]},
             "source": _SOURCE,
             "window": _SHORT,
             "evidence": _EVIDENCE,

@@ -58,6 +58,16 @@ Q1:
   prompt_tokens:   # typical prompt length behind the figures
   source:          # production | lab | estimate
   window:          # e.g. "2026-11-16 to 2026-11-22"
+  # For a voice product (realtime speech sessions), optional: time to first audio, from
+  # the end of the caller's speech to the first answer audio, LESS the silence window
+  # your VAD waits to decide the caller stopped (we subtract the window we asked for the
+  # same way). Checked against our realtime calls (evalkit probe --api openai-realtime)
+  # at the same turn detection and silence window; a text run never checks it.
+  voice_ttfa_p50_ms:     # milliseconds
+  voice_ttfa_p90_ms:     # milliseconds
+  voice_at_calls:        # concurrent calls the figures hold at
+  voice_turn_detection:  # server_vad (your VAD ends the turn) | client (the client commits)
+  voice_silence_ms:      # the VAD silence window the figures assume (server_vad)
   evidence: []     # links or document names
   notes:
 
@@ -86,6 +96,15 @@ Q3:
   output_price_per_mtok:    # price per million output tokens
   blended_price_per_mtok:   # only if you also quote one
   price_per_gpu_hour:       # if you price dedicated GPUs by the hour (Q2's gpus are used)
+  # Audio, for a voice product (optional): per minute of audio, or per million audio
+  # tokens with the audio tokens one second of audio counts as. We cost a call-minute
+  # from the audio our realtime calls sent and received.
+  audio_input_price_per_minute:    # per minute of the caller's audio
+  audio_output_price_per_minute:   # per minute of answer audio
+  audio_input_price_per_mtok:      # per million input audio tokens
+  audio_output_price_per_mtok:     # per million output audio tokens
+  audio_input_tokens_per_s:        # input audio tokens per second of audio
+  audio_output_tokens_per_s:       # output audio tokens per second of audio
   currency:                 # e.g. USD
   capacity_model:           # how prefill and decode each consume capacity, in words
   prefill_tokens_per_s:     # input tokens/s one request is prefilled at
@@ -102,6 +121,13 @@ Q4:
   max_concurrent_streams_per_node:
   nodes:           # nodes behind the endpoint we measure
   first_degrades:  # itl | ttft | admission
+  # For a voice product (optional): concurrent realtime calls per node, and what a caller
+  # suffers first near it: ttfa (time to first audio grows), underruns (answer audio
+  # falls behind playback), admission (calls refused), failures (calls cut or erroring).
+  # Without it we read first_degrades for calls only where it means the same thing
+  # (ttft as ttfa, admission as admission; never itl: docs/questionnaire.md).
+  voice_max_calls_per_node:
+  voice_first_degrades:  # ttfa | underruns | admission | failures
   source:          # production | lab | estimate
   window:
   evidence: []
