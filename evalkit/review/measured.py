@@ -72,6 +72,14 @@ class TtftMeasured:
     ttfa_p90_ms: float | None = None
     #: requests whose first chunk was reasoning (None: the answer came first)
     reasoning_first: int | None = None
+    #: a voice claim's check: the realtime calls' level judged, its judged time to first
+    #: audio (less the silence window asked of the VAD) where claimed, and the run's turn
+    #: detection and silence window (written only for a voice claim)
+    voice_calls: int | None = None
+    voice_ttfa_judged_p50_ms: float | None = None
+    voice_ttfa_judged_p90_ms: float | None = None
+    voice_turn_detection: str | None = None
+    voice_silence_ms: int | None = None
 
     @classmethod
     def from_json(cls, doc: object) -> TtftMeasured:
@@ -80,7 +88,12 @@ class TtftMeasured:
     def to_json(self) -> dict[str, Any]:
         return _present(tuple((f, getattr(self, f)) for f in (
             "concurrency", "ttft_p50_ms", "ttft_p90_ms", "ttfa_p50_ms", "ttfa_p90_ms",
-            "reasoning_first")))
+            "reasoning_first", *VOICE_TTFA_KEYS)))
+
+
+#: Q1's voice figures, in the order scorecard.json writes them
+VOICE_TTFA_KEYS = ("voice_calls", "voice_ttfa_judged_p50_ms", "voice_ttfa_judged_p90_ms",
+                   "voice_turn_detection", "voice_silence_ms")
 
 
 @dataclass(frozen=True)
@@ -136,6 +149,11 @@ class ConcurrencyMeasured:
     first_degraded: str | None = None
     breaking_concurrency: int | None = None
     first_tie_concurrency: int | None = None
+    #: a voice claim's check: the realtime calls' ramp (most calls sustained, the voice
+    #: signal that degraded first and where); written only for a voice claim
+    voice_max_sustained_calls: int | None = None
+    voice_first_degraded: str | None = None
+    voice_breaking_calls: int | None = None
 
     @classmethod
     def from_json(cls, doc: object) -> ConcurrencyMeasured:
@@ -145,7 +163,13 @@ class ConcurrencyMeasured:
         return {"max_sustained_concurrency": self.max_sustained_concurrency,
                 "first_degraded": self.first_degraded,
                 "breaking_concurrency": self.breaking_concurrency,
-                "first_tie_concurrency": self.first_tie_concurrency}
+                "first_tie_concurrency": self.first_tie_concurrency,
+                **_present(tuple((f, getattr(self, f)) for f in VOICE_LIMIT_KEYS))}
+
+
+#: Q4's voice figures, in the order scorecard.json writes them
+VOICE_LIMIT_KEYS = ("voice_max_sustained_calls", "voice_first_degraded",
+                    "voice_breaking_calls")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from evalkit.review.rules import (
     Judgement,
     join,
 )
+from evalkit.review.voiceclaims import judge_q1_with_voice, judge_q4_with_voice
 
 
 def _with_disorders(j: Judgement, answer: Answer) -> Judgement:
@@ -39,13 +40,16 @@ def _with_disorders(j: Judgement, answer: Answer) -> Judgement:
 
 def judge_questions(q: Questionnaire | None, ev: Evidence,
                     tol: Tolerances) -> dict[str, Judgement]:
-    """Q1..Q6 judgements; with no questionnaire every one is `unanswered`."""
+    """Q1..Q6 judgements; with no questionnaire every one is `unanswered`. Q1 and Q4 judge
+    a voice product's claims against the run's realtime calls as well
+    (`evalkit.review.voiceclaims`)."""
     q = q or Questionnaire()
     judged = {
-        "Q1": judge_q1(q.q1, ev, tol),
+        "Q1": judge_q1_with_voice(lambda: judge_q1(q.q1, ev, tol), q.q1, ev, tol, q),
         "Q2": judge_q2(q.q2, ev, tol),
         "Q3": judge_q3(q.q3, ev, tol),
-        "Q4": judge_q4(q.q4, ev, tol, q.q2.at_concurrency),
+        "Q4": judge_q4_with_voice(lambda: judge_q4(q.q4, ev, tol, q.q2.at_concurrency),
+                                  q.q4, ev, tol, q),
         "Q5": judge_q5(q.q5, ev, tol),
         "Q6": judge_q6(q.q6, q.headline.value, q.headline.unit, ev, tol,
                        q.q2.at_concurrency),
