@@ -67,6 +67,22 @@ class VoiceWindow:
 
 
 @dataclass(frozen=True)
+class VoiceAudioTotals:
+    """What a level's admitted calls sent and heard, in all their turns: what a call
+    costs at Q3's audio prices (`evalkit.review.voicecost`). None: not measured (a
+    summary or turn records written before evalkit kept the caller's audio)."""
+
+    calls: int | None = field(default=None, metadata={"least": 0})
+    #: the calls' time on the line in all: each from its first frame sent to its last
+    #: answer byte (or failure)
+    call_s: float | None = None
+    #: the caller's audio sent (every frame of the utterances, silence in them included)
+    input_audio_s: float | None = None
+    #: the answer audio received
+    output_audio_s: float | None = None
+
+
+@dataclass(frozen=True)
 class VoiceLevel:
     """One level of concurrent calls: its figures, and its judgement."""
 
@@ -117,6 +133,8 @@ class VoiceLevel:
     #: SLO_CALLS, and why where not within
     slo: str | None = None
     slo_reasons: tuple[str, ...] = ()
+    #: the audio its admitted calls sent and heard, and their time on the line
+    audio_totals: VoiceAudioTotals = field(default_factory=VoiceAudioTotals)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from evalkit.analysis.summary_voice import (
     VOICE_METRICS,
     Share,
     VoiceAudio,
+    VoiceAudioTotals,
     VoiceClient,
     VoiceLevel,
     VoiceSection,
@@ -164,6 +165,19 @@ def _window(turns: Sequence[TurnRecord], level: int
     return (inside, window) if inside else (list(turns), replace(window, basis="whole"))
 
 
+def audio_totals(by_call: Mapping[int, Sequence[TurnRecord]]) -> VoiceAudioTotals:
+    """What the admitted calls (those not refused outright) sent and heard in all their
+    turns, and their time on the line; the caller's audio is None where no turn kept it
+    (records written before evalkit did)."""
+    admitted = [ts for ts in by_call.values() if not all(t.outcome == "rejected" for t in ts)]
+    line = sum(max(max(t.end_s or t.t0_s, t.t0_s) for t in ts) - min(t.t0_s for t in ts)
+               for ts in admitted)
+    sent = [t.input_audio_s for ts in admitted for t in ts if t.input_audio_s is not None]
+    heard = sum(t.answer_audio_s or 0.0 for ts in admitted for t in ts)
+    return VoiceAudioTotals(len(admitted), round(line, 6), round(sum(sent), 6) if sent
+                            else None, round(heard, 6))
+
+
 def judged_ttfa(turn: TurnRecord, asked_window_s: float | None) -> float | None:
     """The vendor's part of a turn's TTFA: less the silence window we asked its VAD to
     wait (our setting, not its delay), but never more than its speech_stopped says it
@@ -216,7 +230,8 @@ def level_figures(level: int, turns: Sequence[TurnRecord], check: VoiceClient | 
                        for o in ("rejected", *FAILED)},
         top_error=errors.most_common(1)[0][0] if errors else None,
         client=replace(check, cpu_per_call=None if cpu is None else round(cpu / level, 5),
-                       client_bound=bool(check.client_bound)))
+                       client_bound=bool(check.client_bound)),
+        audio_totals=audio_totals(by_call))
 
 
 def _ttfa_against(lvl: VoiceLevel, base_p90: float | None, limit: float

@@ -46,6 +46,20 @@ def cost_line(cost: Cost | None) -> tuple[str, str] | None:
             f" · {_amount(cost, at.per_stream_hour, at.per_stream_hour_ci)} a stream-hour")
 
 
+def call_cost_line(cost: Cost | None) -> tuple[str, str] | None:
+    """Page one's line for a realtime call at Q3's audio prices (None: the scorecard says
+    nothing of calls: a text run with no audio price)."""
+    voice = cost.voice if cost is not None else None
+    if cost is None or voice is None:
+        return None
+    at = voice.at
+    if at is None or at.per_call_minute is None:
+        return ("Cost of a call", f"{clip(voice.basis or 'not computed', 300)}")
+    return (f"Cost of a call at {at.calls} concurrent calls",
+            f"{_amount(cost, at.per_call_minute)} a call-minute"
+            f" · {_amount(cost, at.per_call)} a call of the measured shape")
+
+
 def cost_rows(cost: Cost, labels: Mapping[str, str]) -> list[tuple[str, str]]:
     """The section's small table: each cost at the concurrency it was read at, with its
     interval; then the cost per million tokens that met each use case's SLO."""

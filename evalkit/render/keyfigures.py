@@ -12,7 +12,7 @@ from typing import Any
 from evalkit.analysis.summary import Summary, as_number
 from evalkit.fmt import fmt_rate
 from evalkit.render import words
-from evalkit.render.costtext import cost_line
+from evalkit.render.costtext import call_cost_line, cost_line
 from evalkit.render.findings import configuration_figures
 from evalkit.render.pagetext import fmt_value
 from evalkit.render.pagetext import key_figures as summary_figures
@@ -57,6 +57,8 @@ def key_figures(card: Scorecard, summary: Summary | None, lead: Sequence[Row],
     if (row := answers_figure(precision, card.answers, card.swap)) is not None:
         figures.append(row)
     if summary and (line := cost_line(card.cost)) is not None:
+        figures.append(line)
+    if summary and (line := call_cost_line(card.cost)) is not None:
         figures.append(line)
     if workload_line is not None:
         figures.append(workload_line)

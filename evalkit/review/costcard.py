@@ -152,6 +152,51 @@ class BlendedTable:
 
 
 @dataclass(frozen=True)
+class VoiceLevelCost:
+    """What a realtime call costs at one level of concurrent calls, at Q3's audio prices:
+    per minute on the line and per call, from the audio its calls sent and heard."""
+
+    calls: int | None = None
+    per_call_minute: float | None = None
+    per_call: float | None = None
+    #: per call of the measured shape: its minutes on the line, the caller's audio sent
+    #: and the answer audio heard (seconds)
+    call_s: float | None = None
+    input_audio_s: float | None = None
+    output_audio_s: float | None = None
+
+    @classmethod
+    def from_json(cls, doc: object) -> VoiceLevelCost:
+        return read_as(cls, doc)
+
+
+@dataclass(frozen=True)
+class VoiceCost:
+    """A realtime call's cost (`evalkit.review.voicecost`): at the level costed and at
+    each level, or why it was not computed (`basis`)."""
+
+    currency: str | None = None
+    basis: str = ""
+    #: Q3's audio prices per minute of audio, input and output, as costed (a price per
+    #: audio token converted at Q3's tokens per second); None: not stated
+    input_per_minute: float | None = None
+    output_per_minute: float | None = None
+    at: VoiceLevelCost | None = None
+    levels: tuple[VoiceLevelCost, ...] = ()
+
+    @classmethod
+    def from_json(cls, doc: object) -> VoiceCost:
+        return read_as(cls, doc)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"currency": self.currency, "basis": self.basis,
+                "input_per_minute": self.input_per_minute,
+                "output_per_minute": self.output_per_minute,
+                "at": asdict(self.at) if self.at is not None else None,
+                "levels": [asdict(lv) for lv in self.levels]}
+
+
+@dataclass(frozen=True)
 class Cost:
     """scorecard.json's `cost`: at the level costed (the concurrency sold, else the
     'under load' level), at each level, at each use case's highest level within its SLO,
@@ -168,6 +213,9 @@ class Cost:
     at_slo: Mapping[str, SloCost] = field(default_factory=dict)
     workload: tuple[UnitCost, ...] = ()
     blended: BlendedTable | None = None
+    #: a realtime call's cost at Q3's audio prices (None: a text run and no audio price:
+    #: the key is not written)
+    voice: VoiceCost | None = None
 
     @classmethod
     def from_json(cls, doc: object) -> Cost:
@@ -185,6 +233,12 @@ class Cost:
         return replace(read, at=at if same else top)
 
     def to_json(self) -> dict[str, Any]:
+        out = self._text_json()
+        if self.voice is not None:
+            out["voice"] = self.voice.to_json()
+        return out
+
+    def _text_json(self) -> dict[str, Any]:
         tail = {"levels": [lv.to_json() for lv in self.levels],
                 "at_slo": {k: v.to_json() for k, v in self.at_slo.items()}}
         workload = [u.to_json() for u in self.workload]

@@ -56,6 +56,7 @@ from evalkit.review.rules import (
     target_mismatch,
 )
 from evalkit.review.verdict import Verdict, verdict
+from evalkit.review.voicecost import call_cost
 from evalkit.review.voicefit import with_voice_fit
 from evalkit.review.workload import sources, trace_block, workload_block
 from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
@@ -132,6 +133,10 @@ def reconcile(questionnaire: Questionnaire | None, summary: Summary | None,
                          if not tol.slo_profiles[k].throughput_only})
     if mismatch and cost.pricing:
         cost = replace(cost, basis=f"not costed: {mismatch}")
+    calls = call_cost(m, q.q3 or PricingAnswer())
+    if mismatch and calls is not None and calls.at is not None:
+        calls = replace(calls, basis=f"not computed: {mismatch}", at=None, levels=())
+    cost = replace(cost, voice=calls)
     void = (f"the run is invalid: {'; '.join(m.validity_reasons) or 'see its validity'}"
             if m is not None and m.validity == "invalid" else None)
     return Reconciliation(

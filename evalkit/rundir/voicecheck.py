@@ -117,7 +117,7 @@ def check_voice_summary(summary: dict[str, Any] | None, run: Mapping[str, Any],
     if summary is None:
         rebuilt = (f"summary.json is missing (the probe stopped before writing it): every "
                    f"figure was derived from the {count:,} turn records and run.json")
-    elif _same(summary, derived):
+    elif _same(summary, _as_old_as(summary, derived)):
         return Checked(summary, None, None, None)
     else:
         differ = sorted(k for k in set(summary) | set(derived)
@@ -136,6 +136,29 @@ def check_voice_summary(summary: dict[str, Any] | None, run: Mapping[str, Any],
             validity["reasons"] = list(dict.fromkeys([rebuilt, *validity.get("reasons", [])]))
     return Checked(derived, rebuilt,
                    (json.dumps(derived, indent=2, allow_nan=False) + "\n").encode(), None)
+
+
+#: a voice level's keys newer than some summaries: one written before a key existed
+#: agrees without it (it only leaves a judge less evidence: a call's cost not computed,
+#: never a green mark); a summary that has the key must agree on it
+_NEWER_LEVEL_KEYS = ("audio_totals",)
+
+
+def _as_old_as(written: Mapping[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    """`derived` without the newer level keys the written summary's levels all lack."""
+    voice, mine = written.get("voice"), derived.get("voice")
+    if not isinstance(voice, Mapping) or not isinstance(mine, dict):
+        return derived
+    levels = voice.get("levels")
+    if not isinstance(levels, list) or not isinstance(mine.get("levels"), list):
+        return derived
+    lacking = [k for k in _NEWER_LEVEL_KEYS
+               if not any(isinstance(lv, Mapping) and k in lv for lv in levels)]
+    if not lacking:
+        return derived
+    trimmed = [{k: v for k, v in lv.items() if k not in lacking}
+               if isinstance(lv, dict) else lv for lv in mine["levels"]]
+    return {**derived, "voice": {**mine, "levels": trimmed}}
 
 
 def _same(written: Mapping[str, Any], derived: Mapping[str, Any]) -> bool:

@@ -52,6 +52,10 @@ class TurnRecord:
     text_ttft_s: float | None = None
     answer_audio_s: float | None = None
     audio_deltas: int = 0
+    #: seconds of the caller's audio sent in this turn: the utterance's frames, silence
+    #: inside it included (what a vendor bills as input audio); None: a record written
+    #: before evalkit kept it, or a turn that sent nothing
+    input_audio_s: float | None = None
     underruns: int | None = None
     underrun_s: float | None = None
     ahead_ratio: float | None = None

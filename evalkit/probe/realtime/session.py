@@ -280,6 +280,7 @@ class Call:
                 if k == voiced_start and self.interrupting is not None:
                     self.interrupting.interrupt_ns, self.interrupting = sent, None
                 self.audio_pos_s += len(frames[k]) / frame_bytes(1000)
+                turn.sent_audio_s += len(frames[k]) / frame_bytes(1000)
                 if k == voiced_end:
                     turn.voiced_end_ns = sent
                     if not plan.server_vad:

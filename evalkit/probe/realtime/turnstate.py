@@ -30,6 +30,8 @@ class TurnState:
         #: audio_end_ms minus this is the silence the vendor waited for
         self.voiced_audio_end_s = voiced_audio_end_s
         self.first_sent_ns: int | None = None
+        #: seconds of the utterance's audio sent (every frame, silence in it included)
+        self.sent_audio_s = 0.0
         self.voiced_end_ns: int | None = None
         self.pace_late_max_ns = 0
         self.intake_blocked_max_ns = 0
@@ -150,6 +152,8 @@ class TurnState:
             answer_audio_s=round(sum(audio_seconds(b) for _, b in audio), 6) if audio
             else (0.0 if ok else None),
             audio_deltas=len(audio),
+            input_audio_s=round(self.sent_audio_s, 6) if self.first_sent_ns is not None
+            else None,
             underruns=playback.underruns if audio else None,
             underrun_s=round(playback.underrun_s, 6) if audio else None,
             ahead_ratio=None if playback.ahead_ratio is None else round(playback.ahead_ratio, 4),
