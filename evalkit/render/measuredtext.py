@@ -63,8 +63,33 @@ def _words(measured: Measured, ramp: tuple[Level, ...], summary: Summary | None)
     return words.mapping(measured.to_json(), _short)
 
 
+def _voice_ttfa(m: TtftMeasured, summary: Summary | None) -> str | None:
+    """A voice claim's figures: the calls' judged TTFA at the level judged, with its
+    intervals, and the turn detection the calls used (None: no voice claim judged)."""
+    if m.voice_turn_detection is None:
+        return None
+    how = (f"server VAD, {m.voice_silence_ms} ms window asked"
+           if m.voice_turn_detection == "server_vad" else "client turn detection")
+    voice = summary.voice if summary is not None else None
+    lv = voice.level(m.voice_calls) if voice is not None and m.voice_calls else None
+    if lv is None:
+        return f"realtime calls ({_short(how)}): no level judged the claim"
+    ttfa = lv.ttfa_judged_s
+    return (f"judged time to first audio {pct_text(ttfa, 'p50', n=False)} · "
+            f"{pct_text(ttfa, 'p90', n=False)} at {fmt_value(m.voice_calls)} calls"
+            f"{n_text(ttfa)} ({_short(how)})")
+
+
 @_words.register
 def _(m: TtftMeasured, ramp: tuple[Level, ...], summary: Summary | None) -> str:
+    voice = _voice_ttfa(m, summary)
+    if voice is not None and m.concurrency is None:
+        return voice
+    text = _ttft(m, ramp)
+    return text if voice is None else f"{text}; {voice}"
+
+
+def _ttft(m: TtftMeasured, ramp: tuple[Level, ...]) -> str:
     lv = _level(ramp, m.concurrency)
     if lv is None:
         return words.mapping(m.to_json(), _short)
@@ -113,6 +138,13 @@ def _(m: ConcurrencyMeasured, ramp: tuple[Level, ...], summary: Summary | None) 
         ramp_section = summary.sections.ramp if summary is not None else None
         tied = ramp_section.first_degraded_tied if ramp_section is not None else ()
         text += f"; first to degrade: {words.degraded(m.first_degraded, tied)}"
+    if m.voice_first_degraded is not None or m.voice_max_sustained_calls is not None:
+        calls = (f"realtime calls: most sustained {fmt_value(m.voice_max_sustained_calls)}"
+                 + (f"; broke at {fmt_value(m.voice_breaking_calls)} calls on "
+                    f"{_short(m.voice_first_degraded)}" if m.voice_first_degraded else
+                    "; nothing degraded"))
+        text = calls if m.max_sustained_concurrency is None and m.first_degraded is None \
+            else f"{text}; {calls}"
     return text
 
 

@@ -29,6 +29,8 @@ from evalkit.questionnaire.model import Questionnaire
 from evalkit.questionnaire.schema import VOICE_FIRST_DEGRADES
 from evalkit.questionnaire.template import TEMPLATE
 from evalkit.reference.realtime.process import RealtimeReference
+from evalkit.render.costtext import call_cost_line
+from evalkit.render.measuredtext import measured_text
 from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import RunTarget
 from evalkit.review.scorecard import Scorecard, build_card
@@ -374,3 +376,23 @@ def test_the_template_asks_the_voice_questions_and_answers_none() -> None:
         assert f"\n  {name}:" in TEMPLATE
     q = parse_questionnaire(TEMPLATE.encode(), "t.yaml")
     assert not q.q1.voice and not q.q4.voice
+
+
+def test_page_one_says_the_calls_figures(voice_run: Path) -> None:
+    """The measured column and the cost line read the voice figures, not field names."""
+    q = questionnaire(voice_run, **q1(voice_ttfa_p50_ms=200), Q3=PER_MINUTE,
+                      **q4(voice_first_degrades="admission"))
+    summary = summary_of(voice_run)
+    card = build_card(q, summary, Tolerances(), target(voice_run))
+    said = measured_text(card.questions["Q1"].measured, summary)
+    assert said.startswith("judged time to first audio p50 ") and " at 2 calls (n=" in said
+    assert said.endswith("(server VAD, 200 ms window asked)")
+    assert measured_text(card.questions["Q4"].measured, summary) == \
+        "realtime calls: most sustained 2; broke at 4 calls on admission"
+    label, value = call_cost_line(card.cost) or ("", "")
+    assert label == "Cost of a call at 2 concurrent calls"
+    assert value.endswith(" USD a call of the measured shape") and "USD a call-minute" in value
+    none = build_card(questionnaire(voice_run), summary, Tolerances(), target(voice_run))
+    assert call_cost_line(none.cost) == ("Cost of a call", "not computed: Q3 states no audio "
+                                         "price (per minute of audio or per million audio "
+                                         "tokens), so a call's cost does not follow")
