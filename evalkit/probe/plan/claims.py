@@ -79,6 +79,8 @@ class Plan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: the interval width every level was sized for (None: only the claims' floors)
     interval_width: float | None = None
+    #: what a level counts: streams, or a voice run's calls
+    unit: str = "streams"
 
     @property
     def unreachable(self) -> list[Claim]:
@@ -142,9 +144,18 @@ def _bracket(c: int) -> tuple[int, ...]:
     return tuple(sorted({max(1, c // 2), c, 2 * c}))
 
 
-def claims_of(q: Questionnaire) -> list[tuple[str, int, str]]:
-    """(question, concurrency, highest percentile) for every concurrency a claim names."""
+def claims_of(q: Questionnaire, voice: bool = False) -> list[tuple[str, int, str]]:
+    """(question, concurrency, highest percentile) for every concurrency a claim names;
+    for a voice run (`voice`), the calls its voice claims name (Q1's `voice_at_calls`,
+    Q4's `voice_max_calls_per_node`): the streams of its text claims are not calls."""
     out: list[tuple[str, int, str]] = []
+    if voice:
+        if q.q1.voice_at_calls and q.q1.voice_at_calls > 1:
+            pct = "p90" if q.q1.voice_ttfa_p90_ms is not None else "p50"
+            out.append(("Q1", q.q1.voice_at_calls, pct))
+        if q.q4.voice_max_calls_per_node:
+            out.append(("Q4", q.q4.voice_max_calls_per_node * (q.q4.nodes or 1), "p90"))
+        return out
     if q.q1.at_concurrency and q.q1.at_concurrency > 1:
         pct = "p90" if q.q1.ttft_p90_ms is not None else "p50"
         out.append(("Q1", q.q1.at_concurrency, pct))
@@ -160,7 +171,7 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
                levels_given: bool, processes: int = 1, prompt_given: bool = False,
                budget_requests: int | None = None, default_requests: int = 0,
                interval_width: float | None = None,
-               per_process: int = CLIENT_STREAMS_PER_PROCESS) -> Plan:
+               per_process: int = CLIENT_STREAMS_PER_PROCESS, voice: bool = False) -> Plan:
     """The levels, request floors and prompt length that check the questionnaire's claims.
 
     `base_levels` are the profile's ramp levels; `max_concurrency` is the user's cap
@@ -170,11 +181,12 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
     `interval_width` (a share, 0.05 for 5 points): every level sized for it
     (`size_levels`), each claim for its own percentile. `per_process`: the streams one
     client process holds (`client_streams_per_process`: fewer over HTTPS), times
-    `processes` (Ray's workers) the client's ceiling.
+    `processes` (Ray's workers) the client's ceiling. `voice`: a voice run's plan, from
+    the calls the voice claims name (`claims_of`).
     """
     ceiling = per_process * max(processes, 1)
     claims: list[Claim] = []
-    for question, c, pct in claims_of(q):
+    for question, c, pct in claims_of(q, voice):
         need = samples_for(QUANTILES[pct])
         if interval_width is not None:
             need = max(need, requests_for_width(QUANTILES[pct], interval_width))
@@ -213,9 +225,11 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
         if dropped:
             notes.append(f"levels {', '.join(map(str, dropped))} left out to stay within "
                          f"--budget {budget_requests} requests")
-    prompt = q.q1.prompt_tokens if (q.q1.prompt_tokens and not prompt_given) else None
+    prompt = q.q1.prompt_tokens if (q.q1.prompt_tokens and not prompt_given
+                                    and not voice) else None
     return Plan(tuple(levels), max(levels) if levels else cap, floors, tuple(claims), prompt,
-                q.q2.at_concurrency, tuple(notes), interval_width)
+                None if voice else q.q2.at_concurrency, tuple(notes), interval_width,
+                "calls" if voice else "streams")
 
 
 def _reached(cl: Claim, levels: Iterable[int]) -> Claim:
@@ -245,9 +259,10 @@ def describe(plan: Plan) -> list[str]:
     """The plan in lines a user reads before the run starts."""
     lines = [f"plan: ramp levels {', '.join(map(str, plan.levels)) or 'none'}"]
     for cl in plan.claims:
-        state = (f"level {cl.concurrency}, at least {cl.min_requests} requests for its "
+        state = (f"level {cl.concurrency}, at least {cl.min_requests} "
+                 f"{'turns' if plan.unit == 'calls' else 'requests'} for its "
                  f"{cl.percentile}" if cl.reachable else f"UNREACHABLE: {cl.why_not}")
-        lines.append(f"  {cl.question} claims {cl.concurrency} streams: {state}")
+        lines.append(f"  {cl.question} claims {cl.concurrency} {plan.unit}: {state}")
     if plan.prompt_tokens:
         lines.append(f"  prompt length {plan.prompt_tokens} tokens (as Q1 states)")
     lines += [f"  note: {n}" for n in plan.notes]

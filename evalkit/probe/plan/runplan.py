@@ -17,7 +17,12 @@ from evalkit.errors import UsageError
 from evalkit.probe.plan.claims import Plan, client_streams_per_process, plan_probe, size_levels
 from evalkit.probe.plan.prompttext import with_text
 from evalkit.probe.plan.settings import ProbeConfig, SuiteSettings, resolve_settings
-from evalkit.probe.plan.voice import REALTIME_API, VoicePlan, plan_voice
+from evalkit.probe.plan.voice import (
+    REALTIME_API,
+    VoicePlan,
+    plan_voice,
+    voice_setting_notes,
+)
 from evalkit.probe.plan.workloads import with_workload
 
 
@@ -94,7 +99,10 @@ def _settings_and_plan(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]
                       prompt_given=config.prompt_tokens is not None,
                       budget_requests=config.budget_requests, default_requests=per_level,
                       interval_width=width,
-                      per_process=client_streams_per_process(config.base_url))
+                      per_process=client_streams_per_process(config.base_url),
+                      voice=config.api == REALTIME_API)
+    if config.api == REALTIME_API:
+        plan = replace(plan, notes=plan.notes + tuple(voice_setting_notes(q, config.voice)))
     settings = replace(settings, ramp=replace(
         ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,
         min_requests=dict(plan.min_requests),

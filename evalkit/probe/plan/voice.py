@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.errors import UsageError
+from evalkit.questionnaire.model import Questionnaire
 from evalkit.voice.audio import Utterance, load_utterances
 
 #: the `--api` name of the realtime protocol
@@ -113,3 +114,26 @@ def plan_voice(options: VoiceOptions | None, levels: tuple[int, ...],
     return VoicePlan(o, utterances, tuple(levels),
                      {c: max(o.min_turns, int(floors.get(c, 0))) for c in levels},
                      confirm_levels, claimed)
+
+
+def voice_setting_notes(q: Questionnaire, options: VoiceOptions | None) -> list[str]:
+    """Where the questionnaire's voice TTFA claim assumes another turn detection or
+    silence window than the run will ask: the run will not verify it (the scorecard
+    compares only like with like, `evalkit.review.voiceclaims`), said before it starts."""
+    a = q.q1
+    claimed = a.voice_turn_detection or ("server_vad" if a.voice_silence_ms else None)
+    if not a.voice or claimed is None:
+        return []
+    run = options or VoiceOptions()
+    asked = "server_vad" if run.server_vad else "client"
+    if claimed == asked and (claimed == "client" or a.voice_silence_ms == run.silence_ms):
+        return []
+    said = (f"server VAD with a {a.voice_silence_ms} ms silence window"
+            if claimed == "server_vad" else "client turn detection")
+    runs = (f"server VAD with {run.silence_ms} ms" if run.server_vad
+            else "client turn detection")
+    flags = ("--turn-detection client" if claimed == "client" else
+             "--turn-detection server-vad"
+             + (f" --silence-ms {a.voice_silence_ms}" if a.voice_silence_ms else ""))
+    return [f"Q1's voice claim assumes {said}; this run asks {runs}, so it will not verify "
+            f"that claim ({flags} would)"]

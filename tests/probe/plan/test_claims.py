@@ -265,3 +265,42 @@ class TestSizedForWidth:
                                        "--model", "m", "--out", str(tmp_path / "r"),
                                        "--interval-width", "50", "--dry-run"])
         assert bad.exit_code == 2 and "between 0 and 50" in bad.output
+
+
+class TestVoicePlan:
+    """A voice run (`--api openai-realtime`) planned from the calls its voice claims name,
+    never from the streams of the text claims beside them."""
+
+    VOICE = """
+Q1: {ttft_p50_ms: 300, at_concurrency: 32, voice_ttfa_p90_ms: 500, voice_at_calls: 6,
+     voice_silence_ms: 300, source: production}
+Q2: {output_tokens_per_s_per_gpu: 900, at_concurrency: 24, gpus: 1, source: production,
+     distribution: {p50: 850, p90: 950}}
+Q4: {max_concurrent_streams_per_node: 48, voice_max_calls_per_node: 5, nodes: 2,
+     voice_first_degrades: ttfa, source: lab}
+"""
+
+    def test_the_calls_claimed_are_planned(self) -> None:
+        plan = plan_probe(_q(self.VOICE), [1, 2, 4], max_concurrency=None,
+                          levels_given=False, voice=True)
+        assert [(c.question, c.concurrency, c.percentile) for c in plan.claims] == [
+            ("Q1", 6, "p90"), ("Q4", 10, "p90")]
+        assert plan.levels == (1, 2, 3, 4, 5, 6, 10, 12, 20)
+        assert plan.unit == "calls" and plan.soak_concurrency is None
+        assert plan.prompt_tokens is None
+
+    def test_the_dry_run_says_a_claim_at_another_window_will_not_be_verified(
+            self, tmp_path: Path) -> None:
+        q = tmp_path / "acme.yaml"
+        q.write_text("schema: evalkit.questionnaire/1\n" + self.VOICE)
+        args = ["probe", "--api", "openai-realtime", "--base-url", "http://127.0.0.1:9/v1",
+                "--model", "m", "--questionnaire", str(q), "--dry-run", "--out",
+                str(tmp_path / "run")]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert "  Q1 claims 6 calls: level 6, at least 36 turns for its p90" in result.output
+        assert ("note: Q1's voice claim assumes server VAD with a 300 ms silence window; "
+                "this run asks server VAD with 500 ms, so it will not verify that claim "
+                "(--turn-detection server-vad --silence-ms 300 would)") in result.output
+        same = CliRunner().invoke(cli, [*args, "--silence-ms", "300"])
+        assert same.exit_code == 0 and "will not verify" not in same.output
