@@ -396,3 +396,17 @@ def test_page_one_says_the_calls_figures(voice_run: Path) -> None:
     assert call_cost_line(none.cost) == ("Cost of a call", "not computed: Q3 states no audio "
                                          "price (per minute of audio or per million audio "
                                          "tokens), so a call's cost does not follow")
+
+
+def test_calls_to_another_endpoint_verify_nothing_and_cost_nothing(voice_run: Path) -> None:
+    doc = {"schema": "evalkit.questionnaire/1", "model": "other",
+           "endpoint": "https://voice.example/v1", **q1(voice_ttfa_p50_ms=200),
+           **q4(voice_first_degrades="admission"), "Q3": PER_MINUTE}
+    q = parse_questionnaire(yaml.safe_dump(doc).encode(), "acme.yaml")
+    r = reconcile(q, summary_of(voice_run), Tolerances(), target(voice_run))
+    for qid in ("Q1", "Q4"):
+        assert r.judgements[qid].status == "unverified"
+        assert ("re-run `evalkit probe --api openai-realtime --base-url "
+                "https://voice.example/v1 --model other ") in r.judgements[qid].reason
+    assert r.cost.voice is not None and r.cost.voice.at is None
+    assert r.cost.voice.basis.startswith("not computed: the run probed model evalkit-realtime")
