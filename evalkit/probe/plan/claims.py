@@ -144,12 +144,19 @@ def _bracket(c: int) -> tuple[int, ...]:
     return tuple(sorted({max(1, c // 2), c, 2 * c}))
 
 
+def voice_claimed(q: Questionnaire) -> bool:
+    """The questionnaire names concurrent calls (a voice product's claims)."""
+    return bool(q.q1.voice_at_calls and q.q1.voice_at_calls > 1) or bool(
+        q.q4.voice_max_calls_per_node)
+
+
 def claims_of(q: Questionnaire, voice: bool = False) -> list[tuple[str, int, str]]:
     """(question, concurrency, highest percentile) for every concurrency a claim names;
     for a voice run (`voice`), the calls its voice claims name (Q1's `voice_at_calls`,
-    Q4's `voice_max_calls_per_node`): the streams of its text claims are not calls."""
+    Q4's `voice_max_calls_per_node`) where it makes any: the streams of its text claims
+    are not calls, and are bracketed only when nothing else names a level."""
     out: list[tuple[str, int, str]] = []
-    if voice:
+    if voice and voice_claimed(q):
         if q.q1.voice_at_calls and q.q1.voice_at_calls > 1:
             pct = "p90" if q.q1.voice_ttfa_p90_ms is not None else "p50"
             out.append(("Q1", q.q1.voice_at_calls, pct))
@@ -225,11 +232,12 @@ def plan_probe(q: Questionnaire, base_levels: Sequence[int], *, max_concurrency:
         if dropped:
             notes.append(f"levels {', '.join(map(str, dropped))} left out to stay within "
                          f"--budget {budget_requests} requests")
+    calls = voice and voice_claimed(q)
     prompt = q.q1.prompt_tokens if (q.q1.prompt_tokens and not prompt_given
-                                    and not voice) else None
+                                    and not calls) else None
     return Plan(tuple(levels), max(levels) if levels else cap, floors, tuple(claims), prompt,
-                None if voice else q.q2.at_concurrency, tuple(notes), interval_width,
-                "calls" if voice else "streams")
+                None if calls else q.q2.at_concurrency, tuple(notes), interval_width,
+                "calls" if calls else "streams")
 
 
 def _reached(cl: Claim, levels: Iterable[int]) -> Claim:
