@@ -311,11 +311,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     # problem named), bad options, a bad questionnaire or a damaged corpus fail here
     planned = plan_run(config)
     if planned.voice is not None:
-        if otlp is not None:
-            click.echo("note: a voice run is not exported over OTLP (yet): its turns are in "
-                       "turns.jsonl", err=True)
         run_voice(planned, Path(out_dir), dry_run, quiet,
-                  lambda out: register_run(out, "probe", catalog))
+                  lambda out: register_run(out, "probe", catalog),
+                  lambda out: export_after_run(out, otlp))
         return
     config, settings, plan = planned.config, planned.settings, planned.plan
     _say_prompt_text(config, settings)

@@ -71,9 +71,11 @@ def read_voice_options(given: dict[str, Any]) -> VoiceOptions | None:
 
 
 def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
-              register: Callable[[Path], Any]) -> None:
+              register: Callable[[Path], Any], export: Callable[[Path], Any]) -> None:
     """Print the plan, run it (unless --dry-run), say what it found; exit 2 when the run
-    is invalid."""
+    is invalid. `export` sends the run directory on (OTLP) once it is written and said,
+    as the text probe does: a failed gate call and an interrupted run are measurements
+    too."""
     from evalkit.analysis.summary import Summary
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.suite import run_probe
@@ -96,10 +98,12 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
     try:
         result = run_probe(planned, out_dir, say)
     except EndpointError as exc:
+        export(out_dir)
         raise EndpointError(f"{exc}\n(the failed call is recorded in {out_dir})") from None
     except KeyboardInterrupt:
         click.echo(f"interrupted: the turns measured and their summary are in {out_dir}",
                    err=True)
+        export(out_dir)
         sys.exit(130)
     finally:
         register(out_dir)
@@ -112,6 +116,7 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
     if summary is not None:
         for reason in summary.validity_reasons:
             click.echo(f"  {reason}")
+    export(out_dir)
     if result.validity == "invalid":
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest "
                    "on; see the reasons above", err=True)
