@@ -84,7 +84,8 @@ from evalkit.probe.plan.voice import REALTIME_API
                    "chains (no vendor is sent another's key by default).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
               help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
-                   "OpenAI), x-api-key (Anthropic). Default: the --api's own.")
+                   "OpenAI), x-api-key (Anthropic). Default: the --api's own; api-key "
+                   "with --api-version (Azure OpenAI).")
 @click.option("--api-version", help="api-version query parameter sent with every request "
                                     "(Azure OpenAI, e.g. 2024-10-21).")
 @click.option("--metrics-url", help="The vendor's Prometheus metrics page (vLLM, SGLang, "
@@ -273,7 +274,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           --model gpt-realtime --out runs/voice --levels 1,4,16 --audio callers/
       AZURE_OPENAI_API_KEY=... evalkit probe --api openai-realtime \\
           --base-url https://acme.openai.azure.com --model my-realtime-deployment \\
-          --api-version 2025-04-01-preview --api-key-env AZURE_OPENAI_API_KEY --out runs/az
+          --api-version 2025-04-01-preview --out runs/az
     """
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.plan.runplan import plan_run

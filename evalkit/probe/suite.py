@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
-from evalkit.probe.apis.base import key_env
+from evalkit.probe.apis.base import default_auth, key_env
 from evalkit.probe.apis.sampling import Sampling
 from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
 from evalkit.probe.client.cloudauth import CLOUD_AUTHS
@@ -251,7 +251,8 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     user_agent=config.user_agent, tag_requests=config.tag_requests,
                     sampling=Sampling(temperature=config.temperature, seed=config.request_seed,
                                       logprobs=config.logprobs),
-                    auth=config.auth, params=(("api-version", config.api_version),)
+                    auth=config.auth or default_auth(config.api, config.api_version),
+                    params=(("api-version", config.api_version),)
                     if config.api_version else ())
     # a cloud's signer authenticates (the AWS chain, Google's ADC): no key variable is
     # read, so another vendor's key set in the shell is neither checked nor carried
