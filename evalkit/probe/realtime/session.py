@@ -98,6 +98,8 @@ class Call:
         self.emitted: set[int] = set()
         #: the answer the caller is speaking over (server VAD barge-in)
         self.interrupting: TurnState | None = None
+        #: the last turn the caller talked over
+        self.barged: TurnState | None = None
         self.reader: Reader = plan.dialect.reader()
         #: the server's goAway (its time left), said with the close that follows it
         self.go_away: str | None = None
@@ -223,7 +225,7 @@ class Call:
         turn.interrupted_by = "speech"
         # its interrupt_ns: the next utterance's first voiced frame, or the turn start
         # sent before it when the client detects turns (Gemini Live's activityStart)
-        self.interrupting = turn
+        self.interrupting = self.barged = turn
         nxt = self._turn(next_number)
         utterance = plan.utterances[(self.number + next_number) % len(plan.utterances)]
         self.speaking = (nxt, utterance)
@@ -377,6 +379,11 @@ class Call:
             turn = self.awaiting if ev.kind == "speech_stopped" else None
         elif ev.response_id and ev.response_id in self.by_response:
             turn = self.by_response[ev.response_id]
+        elif ev.kind in ("audio", "text", "done") and self.barged is not None \
+                and not self.barged.finished.is_set():
+            # an answer without an id (Gemini Live) is the interrupted turn's until it
+            # ends: what came before `interrupted` is not the next turn's answer
+            turn = self.barged
         else:
             turn = self.awaiting
         if turn is not None:
