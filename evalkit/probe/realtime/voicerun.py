@@ -1,4 +1,5 @@
-"""A voice run: `evalkit probe --api openai-realtime` from its plan to its run directory.
+"""A voice run: `evalkit probe --api openai-realtime|gemini-live` from its plan to its run
+directory.
 
 `prepare_voice` checks the target (the key from the environment only, the base URL, the
 headers: `evalkit.probe.client.clients.Target`'s checks) and writes run.json
@@ -12,8 +13,10 @@ run killed hard loses only the turns in flight; `finish` writes summary.json
 run, and run.json's end.
 
 The API key is read from the environment variable named (never from a flag, never
-written): sent as `Authorization: Bearer` (OpenAI), or `api-key` (Azure OpenAI: with
---api-version, whose URL is `…/openai/realtime?api-version=V&deployment=M`).
+written): sent as `Authorization: Bearer` (OpenAI), `api-key` (Azure OpenAI: with
+--api-version, whose URL is `…/openai/realtime?api-version=V&deployment=M`) or
+`x-goog-api-key` (Gemini Live, GEMINI_API_KEY or GOOGLE_API_KEY: a header, never the
+URL's `?key=`). The session URL is written to run.json as `url_as_written` gives it.
 """
 
 from __future__ import annotations
@@ -36,19 +39,21 @@ from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.client.clients import Target
 from evalkit.probe.client.loopmonitor import LoopMonitor
 from evalkit.probe.plan.runplan import ProbePlan
-from evalkit.probe.plan.voice import REALTIME_API, VoicePlan, voice_key_env
-from evalkit.probe.realtime import openai
+from evalkit.probe.plan.voice import GEMINI_LIVE_API, VoicePlan, voice_key_env
+from evalkit.probe.realtime import gemini, openai
+from evalkit.probe.realtime.protocol import Dialect
 from evalkit.probe.realtime.ramp import LevelRun, VoiceClientLimits, run_level
 from evalkit.probe.realtime.session import Call, CallPlan
-from evalkit.provenance import provenance
+from evalkit.provenance import provenance, url_as_written
 from evalkit.rundir.store import RunStore
 from evalkit.rundir.writeup import now_iso
 from evalkit.voice.audio import Utterance
 from evalkit.voice.records import TURNS_FILE, TurnRecord, TurnWriter, read_turns
 
-#: how each auth style sends the key (`evalkit.probe.apis.base.AUTH_STYLES`' two that a
+#: how each auth style sends the key (`evalkit.probe.apis.base.AUTH_STYLES`' three that a
 #: realtime endpoint takes)
-_AUTH = {"bearer": ("Authorization", "Bearer {key}"), "api-key": ("api-key", "{key}")}
+_AUTH = {"bearer": ("Authorization", "Bearer {key}"), "api-key": ("api-key", "{key}"),
+         "x-goog-api-key": ("x-goog-api-key", "{key}")}
 
 
 @dataclass
@@ -179,12 +184,20 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
     """Everything before the first call: the target checked, run.json 'running'."""
     config, plan = planned.config, planned.voice
     assert plan is not None
-    env = voice_key_env(config.api_key_env, config.api_version)
+    env = voice_key_env(config.api_key_env, config.api_version, config.api, os.environ)
     secret = os.environ.get(env) or None
-    auth = config.auth or ("api-key" if config.api_version else "bearer")
+    dialect: Dialect
+    if config.api == GEMINI_LIVE_API:
+        url = gemini.session_url(config.base_url, config.api_version)
+        dialect = gemini.GeminiLive(config.model)
+        auth = config.auth or "x-goog-api-key"
+    else:
+        url = openai.session_url(config.base_url, config.model, config.api_version)
+        dialect = openai.OPENAI
+        auth = config.auth or ("api-key" if config.api_version else "bearer")
     if auth not in _AUTH:
-        raise UsageError(f"--auth {auth}: a realtime endpoint takes bearer (OpenAI) or "
-                         "api-key (Azure OpenAI)")
+        raise UsageError(f"--auth {auth}: a realtime endpoint takes bearer (OpenAI), "
+                         "api-key (Azure OpenAI) or x-goog-api-key (Gemini Live)")
     # Target's checks (the base URL carries no key, the key and headers are sendable)
     # and its redaction of the key in every form a vendor may echo it
     target = Target(base_url=config.base_url, model=config.model, api="openai-chat",
@@ -193,7 +206,6 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
     if secret is not None and target.credential == "environment":
         name, form = _AUTH[auth]
         headers.append((name, form.format(key=secret)))
-    url = openai.session_url(config.base_url, config.model, config.api_version)
     origin_ns = time.perf_counter_ns()
     tag = secrets.token_hex(3)
     o = plan.options
@@ -204,8 +216,9 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
                     frame_ms=o.frame_ms, server_vad=o.server_vad, silence_ms=o.silence_ms,
                     barge_in_every=o.barge_in_every, pause_s=o.pause_s,
                     connect_timeout_s=o.connect_timeout_s,
-                    answer_timeout_s=o.answer_timeout_s, run_id=tag, origin_ns=origin_ns)
-    facts = VoiceFacts(api=REALTIME_API, detection="server_vad" if o.server_vad else "client",
+                    answer_timeout_s=o.answer_timeout_s, run_id=tag, origin_ns=origin_ns,
+                    dialect=dialect)
+    facts = VoiceFacts(api=config.api, detection="server_vad" if o.server_vad else "client",
                        frame_ms=o.frame_ms, silence_ms=o.silence_ms, turns_per_call=o.turns,
                        audio=VoiceAudio("shipped" if plan.public else "buyer",
                                         len(utterances), plan.public))
@@ -216,8 +229,9 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
         "clock": {"origin_ns": origin_ns, "wall_ns": time.time_ns(),
                   "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in turns.jsonl are offsets from origin_ns"},
-        "target": {"base_url": config.base_url, "model": config.model, "api": REALTIME_API,
-                   "session_url": url, "api_version": config.api_version,
+        "target": {"base_url": config.base_url, "model": config.model, "api": config.api,
+                   "session_url": url_as_written(url), "api_version": config.api_version,
+                   "input_rate_hz": dialect.rate_hz,
                    "header_names": [k for k, _ in config.headers],
                    "api_key_set": secret is not None, "credential": target.credential,
                    "auth": auth},
