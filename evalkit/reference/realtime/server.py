@@ -22,8 +22,9 @@ sent, or response.create arrived), `first_text_ns`, `first_audio_ns`, `audio`
 (the cancel or the speech arrived), `last_audio_ns`, `status`, `active` (sessions in
 flight), `rate`, `ttfa_drawn_s`, `silence_ms` (the session's VAD window), `audio_end_ms`
 (speech_stopped's), `commit_ns` (the client's commit arrived). When a session ends, a
-line with `session`, `ended` and `appends_ns` (each append message's arrival, the first
-`MAX_APPENDS`): the caller's pace. A message "arrived" when its bytes reached the
+line with `session`, `ended`, `path` (the upgrade's, its query included) and
+`appends_ns` (each append message's arrival, the first `MAX_APPENDS`): the caller's
+pace. A message "arrived" when its bytes reached the
 machine: the kernel's receive stamp of the read that carried it (`StampedConnection`).
 """
 
@@ -212,7 +213,9 @@ class Session:
                 self.response.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self.response.task
+            request = self.conn.request
             self.ep.truth.write({"session": self.number, "ended": time.perf_counter_ns(),
+                                 "path": request.path if request is not None else None,
                                  "appends_ns": self.appends_ns})
 
     async def on_message(self, at: int, message: str | bytes) -> None:
