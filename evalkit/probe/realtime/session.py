@@ -148,12 +148,16 @@ class Call:
         an error said instead ends the first turn in those words."""
         assert self.conn is not None
         deadline = time.perf_counter_ns() + int(self.plan.connect_timeout_s * 1e9)
+        unconfirmed = WireError("timeout", "the server did not confirm the session's setup "
+                                f"in {self.plan.connect_timeout_s:g} s")
         while True:
             left = (deadline - time.perf_counter_ns()) / 1e9
             if left <= 0:
-                raise WireError("timeout", "the server did not confirm the session's setup "
-                                f"in {self.plan.connect_timeout_s:g} s")
-            message = await self.conn.receive(left)
+                raise unconfirmed
+            try:
+                message = await self.conn.receive(left)
+            except WireError as exc:
+                raise unconfirmed if exc.kind == "timeout" else exc from None
             for ev in self.reader(message.text):
                 if ev.kind == "ready":
                     return

@@ -5,7 +5,11 @@ reader's rules for what a server message means."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
+import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from evalkit.probe.realtime.session import CallPlan
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.voice.audio import RATE_HZ
 from tests.probe.realtime.helpers import plan_for, run_calls
+from tests.probe.realtime.test_hostile_sessions import hostile
 
 GEMINI = GeminiLive("evalkit-realtime")
 
@@ -121,8 +126,6 @@ class TestReader:
     """What one server message means to the figures."""
 
     def read(self, *docs: Any) -> list[list[tuple[Any, ...]]]:
-        import json
-
         reader = GEMINI.reader()
         return [[(e.kind, e.audio_bytes, e.status, e.audio_end_ms) for e in
                  reader(d if isinstance(d, str) else json.dumps(d))] for d in docs]
@@ -165,3 +168,52 @@ def test_the_url_and_setup_are_the_apis() -> None:
     assert '"silenceDurationMs":300' in GEMINI.setup(True, 300)
     assert '"model":"models/evalkit-realtime"' in GEMINI.setup(False, 300)
     assert '"disabled":true' in GEMINI.setup(False, 300)
+
+
+def test_no_audio_goes_before_the_setup_is_confirmed() -> None:
+    """A server slow to confirm its setup hears nothing but the setup until it does; one
+    that never confirms it times the call out on the connect deadline."""
+    seen: list[tuple[float, str]] = []
+
+    async def slow(ws: Any) -> None:
+        first = json.loads(await ws.recv())
+        seen.append((time.monotonic(), next(iter(first))))
+        with contextlib.suppress(TimeoutError):  # anything sent before the confirmation
+            early = json.loads(await asyncio.wait_for(ws.recv(), 0.3))
+            seen.append((0.0, "early " + next(iter(early))))
+        confirmed = time.monotonic()
+        await ws.send(json.dumps({"setupComplete": {}}))
+        second = json.loads(await ws.recv())
+        seen.append((time.monotonic() - confirmed, next(iter(second))))
+        await ws.close(1011, "RESOURCE_EXHAUSTED: \x1b[2Jquota")
+
+    with hostile(slow) as url:
+        (record,) = run_calls(gemini_plan(url, turns=1, server_vad=False))
+    assert [kind for _, kind in seen] == ["setup", "realtimeInput"]
+    assert seen[1][0] >= 0  # the first input came after the confirmation
+    assert record.outcome == "incomplete" and "code 1011" in (record.error or "")
+    assert "\x1b" not in (record.error or "")
+
+    async def mute(ws: Any) -> None:
+        await ws.recv()
+        await ws.wait_closed()
+
+    with hostile(mute) as url:
+        (record,) = run_calls(gemini_plan(url, turns=1, connect_timeout_s=0.5))
+    assert record.outcome == "timeout" and "setup" in (record.error or "")
+
+
+def test_a_go_away_is_named_beside_the_close_that_follows_it() -> None:
+    async def leaving(ws: Any) -> None:
+        await ws.recv()
+        await ws.send(json.dumps({"setupComplete": {}}))
+        async for message in ws:  # until the caller's turn ends
+            if "activityEnd" in json.loads(message).get("realtimeInput", {}):
+                break
+        await ws.send(json.dumps({"goAway": {"timeLeft": "0.5s"}}))
+        await ws.close(1000, "")
+
+    with hostile(leaving) as url:
+        (record,) = run_calls(gemini_plan(url, turns=1, server_vad=False))
+    assert record.outcome == "incomplete"
+    assert "goAway, time left 0.5s" in (record.error or "")
