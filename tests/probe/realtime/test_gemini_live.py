@@ -19,7 +19,7 @@ import pytest
 from evalkit.probe.realtime.gemini import GeminiLive, session_url
 from evalkit.probe.realtime.session import CallPlan
 from evalkit.reference.realtime.process import RealtimeReference
-from evalkit.voice.audio import RATE_HZ
+from evalkit.voice.audio import RATE_HZ, load_utterances
 from tests.probe.realtime.helpers import plan_for, run_calls
 from tests.probe.realtime.test_hostile_sessions import hostile
 
@@ -217,3 +217,19 @@ def test_a_go_away_is_named_beside_the_close_that_follows_it() -> None:
         (record,) = run_calls(gemini_plan(url, turns=1, server_vad=False))
     assert record.outcome == "incomplete"
     assert "goAway, time left 0.5s" in (record.error or "")
+
+
+def test_a_shipped_utterance_resampled_ends_where_the_reference_vad_hears_it_end(
+        tmp_path: Path) -> None:
+    """Real speech at 16 kHz (the shipped espeak-ng recording through our resampler),
+    the server's VAD deciding with a 500 ms window: our last voiced frame is the one its
+    VAD heard last, so TTFA agrees with the truth log and the window reads 0.5 s."""
+    (utterance,) = [u for u in load_utterances(None) if u.name == "2-number"]
+    with RealtimeReference({"ttfa_s": 0.1, "answer_s": 0.3, "audio_rate": 2.0},
+                           truth_log=tmp_path / "t.jsonl") as ref:
+        (rec,) = run_calls(gemini_plan(ref.base_url, turns=1, utterances=(utterance,),
+                                       silence_ms=500))
+        (truth,) = responses(ref.truth())
+    assert rec.outcome == "ok" and rec.ttfa_s is not None
+    assert abs(rec.ttfa_s - (truth["first_audio_ns"] - truth["voiced_end_ns"]) / 1e9) < 0.002
+    assert rec.vad_window_s == pytest.approx(0.5, abs=0.021)
