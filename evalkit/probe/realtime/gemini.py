@@ -164,7 +164,7 @@ class _Reader:
         if away is not None:
             left = _get(away, "timeLeft", "time_left") if isinstance(away, dict) else None
             events.append(Event("goaway", error=clean(str(left), 40) if left else "unsaid"))
-        if "error" in doc:
+        if doc.get("error") is not None:
             events.append(Event("error", error=_words(doc["error"])))
         return events or [Event("other")]
 

@@ -156,6 +156,8 @@ class TestReader:
             "not json", audio_part("%%%"))
         assert stopped == [("speech_stopped", 0, None, 1250)]
         assert error[0][0] == junk[0][0] == bad[0][0] == "error"
+        (ready,) = self.read({"setupComplete": {}, "error": None})
+        assert ready == [("ready", 0, None, None)]  # a null error is no error
 
 
 def test_the_url_and_setup_are_the_apis() -> None:
