@@ -75,8 +75,8 @@ from evalkit.voice.records import VOICE_APIS
                    "'evalkit[google]'); openai-realtime: voice calls over WebSocket "
                    "(OpenAI's Realtime API; Azure OpenAI's with --api-version, the "
                    "deployment as --model); gemini-live: the same calls in Google's "
-                   "Gemini Live API (its key in GEMINI_API_KEY or GOOGLE_API_KEY): see "
-                   "'Voice' below.")
+                   "Gemini Live API (its key in GEMINI_API_KEY or GOOGLE_API_KEY; a Vertex "
+                   "base URL takes application default credentials): see 'Voice' below.")
 @click.option("--api-key-env",
               help="Environment variable holding the API key (sent as --auth says; "
                    "never written anywhere). Default: the API's own: OPENAI_API_KEY; "

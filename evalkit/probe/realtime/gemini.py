@@ -8,7 +8,12 @@ search on 2026-12-05. The shape, mapped onto a call:
     (VERSION `v1beta` unless --api-version or the base URL's last segment says another);
     the key in the `x-goog-api-key` header, as the SDK sends it (the `?key=` form the
     reference shows would put it in a URL: never done, and blanked wherever a URL is
-    written).
+    written). Vertex AI's form, for a Vertex base URL as `--api gemini` takes it
+    (`https://REGION-aiplatform.googleapis.com/v1/projects/P/locations/L`):
+    `wss://HOST/ws/google.cloud.aiplatform.VERSION.LlmBidiService/BidiGenerateContent`,
+    the model as `projects/P/locations/L/publishers/google/models/M`, and an OAuth bearer
+    token from application default credentials (`evalkit.probe.client.cloudauth`),
+    refreshed when due before each call connects.
   - setup: the first message, `{"setup": {"model": "models/M", "generationConfig":
     {"responseModalities": ["AUDIO"]}, "realtimeInputConfig": {...},
     "outputAudioTranscription": {}}}`; audio goes only after the server's `setupComplete`
@@ -49,6 +54,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from evalkit.errors import UsageError
+from evalkit.probe.apis.gemini import is_vertex
 from evalkit.probe.realtime.protocol import Event, Reader
 from evalkit.sanitize import clean
 from evalkit.voice.audio import RATE_HZ, Utterance
@@ -63,6 +69,10 @@ _VERSION = re.compile(r"^v\d+(?:alpha|beta)?\d*$")
 _RATE = re.compile(r"rate=(\d{4,6})")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 _METHOD = "google.ai.generativelanguage.{version}.GenerativeService.BidiGenerateContent"
+_VERTEX_METHOD = "google.cloud.aiplatform.{version}.LlmBidiService/BidiGenerateContent"
+#: a Vertex base URL's path: /VERSION/projects/P/locations/L[/publishers/google]
+_VERTEX_PATH = re.compile(r"^(.*?)/(v1[a-z0-9]*)/projects/([^/]+)/locations/([^/]+)"
+                          r"(?:/publishers/google)?/?$")
 
 
 def session_url(base_url: str, api_version: str | None) -> str:
@@ -70,11 +80,15 @@ def session_url(base_url: str, api_version: str | None) -> str:
     or without its `/v1beta`): the version from --api-version, else the base URL's last
     segment, else v1beta; the rest of its path kept (a gateway's prefix)."""
     parts = urlsplit(base_url.rstrip("/"))
-    if "aiplatform.googleapis.com" in (parts.hostname or "") or "/projects/" in parts.path:
-        raise UsageError("--api gemini-live speaks the Gemini API (an API key); Vertex AI's "
-                         "Live API (an OAuth token) is not probed yet: use the Gemini API's "
-                         "base URL, https://generativelanguage.googleapis.com")
     scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
+    if is_vertex(base_url):
+        prefix, version, _project, _location = vertex_path(base_url)
+        version = api_version or version
+        if not _VERSION.match(version):
+            raise UsageError(f"--api-version {clean(version, 40)}: Vertex AI's versions are "
+                             "v1, v1beta1")
+        return urlunsplit((scheme, parts.netloc,
+                           f"{prefix}/ws/{_VERTEX_METHOD.format(version=version)}", "", ""))
     path, _, last = parts.path.rpartition("/")
     if not _VERSION.match(last):
         path, last = parts.path, ""
@@ -86,14 +100,35 @@ def session_url(base_url: str, api_version: str | None) -> str:
                        "", ""))
 
 
-def model_name(model: str) -> str:
-    """The setup's model: `models/M` (given with or without the prefix)."""
+def vertex_path(base_url: str) -> tuple[str, str, str, str]:
+    """(path prefix, version, project, location) of a Vertex base URL; a usage error
+    naming the form when it is not one."""
+    found = _VERTEX_PATH.match(urlsplit(base_url.rstrip("/")).path)
+    if found is None:
+        raise UsageError("a Vertex AI base URL names its version, project and region: "
+                         "https://REGION-aiplatform.googleapis.com/v1/projects/PROJECT/"
+                         "locations/REGION")
+    prefix, version, project, location = found.groups()
+    return prefix, version, project, location
+
+
+def model_name(model: str, base_url: str = "") -> str:
+    """The setup's model: `models/M` for the Gemini API (given with or without the
+    prefix); Vertex AI's `projects/P/locations/L/publishers/google/models/M` for a Vertex
+    base URL (a full resource name is kept as given)."""
+    if model.startswith("projects/"):
+        return model
+    if base_url and is_vertex(base_url):
+        _prefix, _version, project, location = vertex_path(base_url)
+        return (f"projects/{project}/locations/{location}/publishers/google/models/"
+                f"{model.removeprefix('models/')}")
     return model if model.startswith("models/") else f"models/{model}"
 
 
 @dataclass(frozen=True)
 class GeminiLive:
-    """The Gemini Live protocol as a call's dialect, for one model."""
+    """The Gemini Live protocol as a call's dialect, for one model (as the setup names
+    it: `model_name`)."""
 
     model: str
     name: str = GEMINI_LIVE_API

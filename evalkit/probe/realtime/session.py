@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.errors import UsageError
@@ -62,6 +62,10 @@ class CallPlan:
     origin_ns: int = 0
     #: the protocol spoken (`protocol.Dialect`: OpenAI's Realtime, Gemini Live)
     dialect: Dialect = OPENAI
+    #: a cloud's OAuth token, fresh, sent as `Authorization: Bearer` when each call
+    #: connects (Vertex AI's; None: `headers` carry the credential). It may block to
+    #: refresh, so it runs in a thread; its failure is ours and stops the run
+    token: Callable[[], str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         """A plan that cannot be a phone call is refused before any socket opens."""
@@ -110,7 +114,11 @@ class Call:
         plan = self.plan
         first = self._turn(0)
         try:
-            self.conn, _ = await connect(plan.url, list(plan.headers), plan.connect_timeout_s)
+            headers = list(plan.headers)
+            if plan.token is not None:
+                headers.append(("Authorization",
+                                f"Bearer {await asyncio.to_thread(plan.token)}"))
+            self.conn, _ = await connect(plan.url, headers, plan.connect_timeout_s)
             await self.conn.send_text(plan.dialect.setup(plan.server_vad, plan.silence_ms),
                                       plan.connect_timeout_s)
             if plan.dialect.awaits_setup:

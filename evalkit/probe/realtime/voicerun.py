@@ -36,7 +36,9 @@ from evalkit.analysis.summarize import SummaryMeta
 from evalkit.analysis.summary_voice import VoiceAudio, VoiceClient
 from evalkit.analysis.voice import VoiceFacts, voice_section, voice_summary
 from evalkit.errors import EndpointError, UsageError
-from evalkit.probe.client.clients import Target
+from evalkit.probe.apis.gemini import is_vertex
+from evalkit.probe.client.clients import Target, ready_target
+from evalkit.probe.client.cloudauth import GoogleADC
 from evalkit.probe.client.loopmonitor import LoopMonitor
 from evalkit.probe.plan.runplan import ProbePlan
 from evalkit.probe.plan.voice import GEMINI_LIVE_API, VoicePlan, voice_key_env
@@ -179,6 +181,14 @@ class VoiceRun:
         return summary
 
 
+def _fresh_token(adc: GoogleADC) -> Callable[[], str]:
+    """The ADC token, refreshed when due (blocking: a call runs it in a thread)."""
+    def token() -> str:
+        adc.refresh()
+        return str(adc.credentials().token)
+    return token
+
+
 def prepare_voice(planned: ProbePlan, out_dir: Path,
                   say: Callable[[str], None] | None = None) -> VoiceRun:
     """Everything before the first call: the target checked, run.json 'running'."""
@@ -189,23 +199,28 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
     dialect: Dialect
     if config.api == GEMINI_LIVE_API:
         url = gemini.session_url(config.base_url, config.api_version)
-        dialect = gemini.GeminiLive(config.model)
-        auth = config.auth or "x-goog-api-key"
+        dialect = gemini.GeminiLive(gemini.model_name(config.model, config.base_url))
+        auth = config.auth or ("google-adc" if is_vertex(config.base_url)
+                               else "x-goog-api-key")
     else:
         url = openai.session_url(config.base_url, config.model, config.api_version)
         dialect = openai.OPENAI
         auth = config.auth or ("api-key" if config.api_version else "bearer")
-    if auth not in _AUTH:
+    if auth not in _AUTH and auth != "google-adc":
         raise UsageError(f"--auth {auth}: a realtime endpoint takes bearer (OpenAI), "
-                         "api-key (Azure OpenAI) or x-goog-api-key (Gemini Live)")
+                         "api-key (Azure OpenAI), x-goog-api-key (Gemini Live) or, for "
+                         "Vertex AI, its application default credentials")
     # Target's checks (the base URL carries no key, the key and headers are sendable)
     # and its redaction of the key in every form a vendor may echo it
-    target = Target(base_url=config.base_url, model=config.model, api="openai-chat",
-                    headers=config.headers, secret=secret, auth=auth)
+    target = ready_target(Target(base_url=config.base_url, model=config.model,
+                                 api="openai-chat", headers=config.headers, secret=secret,
+                                 auth=auth))
     headers = list(config.headers)
-    if secret is not None and target.credential == "environment":
+    if target.secret is not None and target.credential == "environment":
         name, form = _AUTH[auth]
-        headers.append((name, form.format(key=secret)))
+        headers.append((name, form.format(key=target.secret)))
+    adc = target.request_auth  # Vertex AI: its token, fresh as each call connects
+    token = _fresh_token(adc) if isinstance(adc, GoogleADC) else None
     origin_ns = time.perf_counter_ns()
     tag = secrets.token_hex(3)
     o = plan.options
@@ -217,7 +232,7 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
                     barge_in_every=o.barge_in_every, pause_s=o.pause_s,
                     connect_timeout_s=o.connect_timeout_s,
                     answer_timeout_s=o.answer_timeout_s, run_id=tag, origin_ns=origin_ns,
-                    dialect=dialect)
+                    dialect=dialect, token=token)
     facts = VoiceFacts(api=config.api, detection="server_vad" if o.server_vad else "client",
                        frame_ms=o.frame_ms, silence_ms=o.silence_ms, turns_per_call=o.turns,
                        audio=VoiceAudio("shipped" if plan.public else "buyer",
@@ -233,7 +248,7 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
                    "session_url": url_as_written(url), "api_version": config.api_version,
                    "input_rate_hz": dialect.rate_hz,
                    "header_names": [k for k, _ in config.headers],
-                   "api_key_set": secret is not None, "credential": target.credential,
+                   "api_key_set": target.secret is not None, "credential": target.credential,
                    "auth": auth},
         "api_key_env": env, "vendor": config.vendor, "profile": config.profile,
         "voice": {**asdict(replace(o, audio_dir=None)),

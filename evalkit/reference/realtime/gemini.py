@@ -29,8 +29,10 @@ from typing import Any
 
 from evalkit.reference.realtime.server import MAX_APPENDS, Session
 
-#: the model a Gemini Live session must name
+#: the model a Gemini Live session must name (Vertex AI's form: any project and region)
 MODEL = "models/evalkit-realtime"
+_VERTEX_MODEL = re.compile(r"^projects/[^/]+/locations/[^/]+/publishers/google/models/"
+                           r"evalkit-realtime$")
 _RATE = re.compile(r"rate=(\d{4,6})")
 
 
@@ -78,7 +80,7 @@ class GeminiSession(Session):
 
     async def on_setup(self, setup: dict[str, Any]) -> None:
         model = _get(setup, "model")
-        if model != MODEL:
+        if model != MODEL and not (isinstance(model, str) and _VERTEX_MODEL.match(model)):
             name = model if isinstance(model, str) else "(none)"
             await self.refuse(1008, f"{name[:80]} is not found for API version v1beta, or "
                                     "is not supported for bidiGenerateContent.")

@@ -86,3 +86,45 @@ def test_the_gemini_key_goes_in_its_header_and_nowhere_else(tmp_path: Path,
     assert names["x-goog-api-key"] == SECRET and "authorization" not in names
     assert SECRET not in result.output and SECRET not in everything_written(out)
     assert "sk-openai-not-for-google" not in request
+
+
+VERTEX_PATH = "/ws/google.cloud.aiplatform.v1.LlmBidiService/BidiGenerateContent"
+TOKEN = "ya29.test-VERTEX-token-5d1c"
+
+
+class FakeCredentials:
+    """Application default credentials as google-auth gives them, already fresh: the
+    one thing that cannot run here (no credentials, no token server)."""
+
+    token = TOKEN
+    valid = True
+
+
+def test_vertex_takes_its_url_model_and_adc_token_and_writes_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Vertex base URL: the LlmBidiService path, the token from application default
+    credentials as a bearer header (no API key from the environment rides along), and
+    neither the token nor the key written anywhere."""
+    google_auth = pytest.importorskip("google.auth")
+    monkeypatch.setattr(google_auth, "default", lambda scopes=None: (FakeCredentials(), "p1"))
+    recorder = Recorder()
+    try:
+        out = tmp_path / "run"
+        base = recorder.base_url + "/v1/projects/p1/locations/us-central1/publishers/google"
+        result = CliRunner().invoke(cli, gemini_args(
+            base, out, write_tones(tmp_path / "a"), "--levels", "1"),
+            env={"GEMINI_API_KEY": SECRET})
+    finally:
+        recorder.close()
+    assert result.exit_code == 2, result.output
+    (request,) = recorder.requests
+    line, *headers = request.split("\r\n")
+    names = {h.split(":", 1)[0].lower(): h.split(":", 1)[1].strip() for h in headers if ":" in h}
+    assert line == f"GET {VERTEX_PATH} HTTP/1.1"
+    assert names["authorization"] == f"Bearer {TOKEN}" and "x-goog-api-key" not in names
+    assert "HTTP 401" in result.output and "***" in result.output  # the echo, blanked
+    written = everything_written(out)
+    assert TOKEN not in written and TOKEN not in result.output and SECRET not in written
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["target"]["credential"] == "Google application default credentials"
+    assert meta["target"]["session_url"].endswith(VERTEX_PATH)

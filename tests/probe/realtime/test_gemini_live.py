@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from evalkit.probe.realtime.gemini import GeminiLive, session_url
+from evalkit.errors import UsageError
+from evalkit.probe.realtime.gemini import GeminiLive, model_name, session_url
 from evalkit.probe.realtime.session import CallPlan
 from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.voice.audio import RATE_HZ, load_utterances
@@ -235,3 +236,24 @@ def test_a_shipped_utterance_resampled_ends_where_the_reference_vad_hears_it_end
     assert rec.outcome == "ok" and rec.ttfa_s is not None
     assert abs(rec.ttfa_s - (truth["first_audio_ns"] - truth["voiced_end_ns"]) / 1e9) < 0.002
     assert rec.vad_window_s == pytest.approx(0.5, abs=0.021)
+
+
+def test_vertex_ais_form_is_its_path_and_model_and_the_reference_answers_it() -> None:
+    base = ("https://us-central1-aiplatform.googleapis.com/v1/projects/p1/locations/"
+            "us-central1/publishers/google")
+    assert session_url(base, None) == (
+        "wss://us-central1-aiplatform.googleapis.com/ws/google.cloud.aiplatform.v1."
+        "LlmBidiService/BidiGenerateContent")
+    assert session_url(base, "v1beta1").endswith("aiplatform.v1beta1.LlmBidiService/"
+                                                 "BidiGenerateContent")
+    assert model_name("gemini-live-2.5-flash", base) == (
+        "projects/p1/locations/us-central1/publishers/google/models/gemini-live-2.5-flash")
+    assert model_name("gemini-live-2.5-flash") == "models/gemini-live-2.5-flash"
+    with pytest.raises(UsageError, match="names its version, project and region"):
+        session_url("https://us-central1-aiplatform.googleapis.com/v1", None)
+    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0}) as ref:
+        vertex = ref.base_url + "/projects/p1/locations/l1"
+        (record,) = run_calls(gemini_plan(vertex, turns=1, server_vad=False,
+                                          dialect=GeminiLive(model_name("evalkit-realtime",
+                                                                        vertex))))
+    assert record.outcome == "ok"
