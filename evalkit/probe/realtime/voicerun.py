@@ -182,9 +182,15 @@ class VoiceRun:
 
 
 def _fresh_token(adc: GoogleADC) -> Callable[[], str]:
-    """The ADC token, refreshed when due (blocking: a call runs it in a thread)."""
+    """The ADC token, refreshed when due (blocking: a call runs it in a thread). A refresh
+    that fails stops the run, said as ours: counted as the vendor's refusal it would
+    charge the vendor with our expired credentials."""
     def token() -> str:
-        adc.refresh()
+        try:
+            adc.refresh()
+        except UsageError as exc:
+            raise EndpointError(f"the run stopped: {exc} (our credentials, not a refusal "
+                                "of the vendor's)") from None
         return str(adc.credentials().token)
     return token
 

@@ -128,3 +128,43 @@ def test_vertex_takes_its_url_model_and_adc_token_and_writes_none(
     meta = json.loads((out / "run.json").read_text())
     assert meta["target"]["credential"] == "Google application default credentials"
     assert meta["target"]["session_url"].endswith(VERTEX_PATH)
+
+
+class ExpiringCredentials:
+    """Fresh for the first two looks (the run's check and the gate's call), then expired,
+    and the token server refuses to refresh them."""
+
+    token = TOKEN
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    @property
+    def valid(self) -> bool:
+        self.looks += 1
+        return self.looks <= 2
+
+    def refresh(self, request: object) -> None:
+        from google.auth.exceptions import RefreshError
+
+        raise RefreshError("invalid_grant: token expired")
+
+
+def test_a_vertex_token_that_cannot_be_refreshed_stops_the_run_as_ours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mid-run, our credentials expire and cannot be refreshed: the run stops, failed,
+    saying so; no call is counted as refused by the vendor."""
+    google_auth = pytest.importorskip("google.auth")
+    monkeypatch.setattr(google_auth, "default",
+                        lambda scopes=None: (ExpiringCredentials(), "p1"))
+    out = tmp_path / "run"
+    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.2, "audio_rate": 2.0}) as ref:
+        result = CliRunner().invoke(cli, gemini_args(
+            ref.base_url + "/projects/p1/locations/l1", out, write_tones(tmp_path / "a"),
+            "--levels", "1"))
+    assert result.exit_code == 2, result.output
+    assert "our credentials, not a refusal" in result.output
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["status"] == "failed" and "invalid_grant" in meta["error"]
+    records, _ = read_turns(out / TURNS_FILE)
+    assert [(r.level, r.outcome) for r in records] == [(0, "ok")]  # the gate's, and no more
