@@ -1,16 +1,20 @@
 """One call: a realtime session of several turns, the caller's audio sent at real-time pace.
 
-Three coroutines share a call. The **line** sends the caller's audio one frame every
-`frame_ms` (as a phone does, never a burst): the utterance when the caller speaks, and,
-under server VAD, digital silence between utterances, because a phone line carries
-silence and the vendor's VAD needs it to hear the speech end. With client turn detection
-it sends only the utterance up to its last voiced frame, then commits the buffer and asks
-for a response at once. The **reader** takes every server event with its arrival stamp
-and hands it to the turn it belongs to (by response id, else the turn that spoke last).
+The protocol's messages come from the plan's `protocol.Dialect` (OpenAI's Realtime, Gemini
+Live); everything here is the same for each. Three coroutines share a call. The **line**
+sends the caller's audio one frame every `frame_ms` (as a phone does, never a burst): the
+utterance when the caller speaks, and, under server VAD, digital silence between
+utterances, because a phone line carries silence and the vendor's VAD needs it to hear the
+speech end. With client turn detection it sends the dialect's turn start, the utterance up
+to its last voiced frame, then the turn's end (OpenAI: commit and response.create; Gemini
+Live: activityEnd) at once. The **reader** takes every server message with its arrival
+stamp, reads it into events, and hands each to the turn it belongs to (by response id;
+else the turn being interrupted until its answer ends; else the turn that spoke last).
 The **caller** runs the turns: speak, wait for the answer (with a deadline), listen to it
 play out (the simulated player), pause, speak again; on a barge-in turn it interrupts the
-answer once audio has played for `barge_after_s`, by `response.cancel` (client detection)
-or by starting its next utterance over the answer (server VAD).
+answer once audio has played for `barge_after_s`, by the dialect's cancel (client
+detection, OpenAI's `response.cancel`) or by starting its next utterance over the answer
+(server VAD, and Gemini Live always: it has no cancel).
 """
 
 from __future__ import annotations
@@ -124,10 +128,11 @@ class Call:
             if plan.dialect.awaits_setup:
                 await self._setup(first)
         except WireError as exc:
-            # a session closed before its setup was confirmed was refused, in the
-            # vendor's words (Gemini Live says no by closing)
+            # a session closed before the setup it waits for was confirmed was refused,
+            # in the vendor's words (Gemini Live says no by closing)
+            refused = exc.kind == "cut" and plan.dialect.awaits_setup
             kind = {"refused": "rejected", "timeout": "timeout"}.get(
-                exc.kind, "rejected" if exc.kind == "cut" else "error")
+                exc.kind, "rejected" if refused else "error")
             first.finish(time.perf_counter_ns(), kind, str(exc))
         if first.finished.is_set() or self.conn is None:
             if self.conn is not None:

@@ -234,7 +234,8 @@ def test_a_shipped_utterance_resampled_ends_where_the_reference_vad_hears_it_end
                                        silence_ms=500))
         (truth,) = responses(ref.truth())
     assert rec.outcome == "ok" and rec.ttfa_s is not None
-    assert abs(rec.ttfa_s - (truth["first_audio_ns"] - truth["voiced_end_ns"]) / 1e9) < 0.002
+    true_ttfa = (truth["first_audio_ns"] - truth["voiced_end_ns"]) / 1e9
+    assert abs(rec.ttfa_s - true_ttfa) < 0.005, (rec.ttfa_s, true_ttfa)
     assert rec.vad_window_s == pytest.approx(0.5, abs=0.021)
 
 
