@@ -45,7 +45,10 @@ def test_the_cli_runs_gemini_live_calls_whose_summary_is_the_truth_logs(
                                                   "GEMINI_API_KEY": "", "OPENAI_API_KEY": ""})
         truth = sorted((t["first_audio_ns"] - t["voiced_end_ns"]) / 1e9
                        for t in ref.truth() if "response" in t)
-    assert result.exit_code == 0, result.output
+    # a loaded machine may find our client too slow to judge the level (its frames late):
+    # then the run is rightly invalid, and its figures still the truth log's
+    assert result.exit_code == 0 or (result.exit_code == 2 and "client_bound" in
+                                     result.output), result.output
     records, _ = read_turns(out / TURNS_FILE)
     ours = sorted(r.ttfa_s or 0.0 for r in records if r.outcome == "ok")
     assert len(ours) == len(truth) == len(records) >= 3  # the gate's turn and a level's
