@@ -1,4 +1,4 @@
-"""`evalkit probe --api openai-realtime`: the voice run's options, its plan printed, the
+"""`evalkit probe --api openai-realtime|gemini-live`: the voice run's options, its plan printed, the
 run, and its summary said (typed: the `voice` section of the `Summary`)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import click
 
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.plan.voice import VoiceOptions
+from evalkit.voice.records import VOICE_APIS
 
 if TYPE_CHECKING:  # the summary's reader loads pandas: not for `probe --help`
     from evalkit.analysis.summary_voice import VoiceSection
@@ -24,10 +25,10 @@ VOICE_OPTIONS = ("audio", "turn_detection", "silence_ms", "call_turns", "barge_i
 
 
 def voice_options(func: F) -> F:
-    """The options of a voice run (`--api openai-realtime`)."""
+    """The options of a voice run (`--api openai-realtime|gemini-live`)."""
     for option in reversed((
         click.option("--audio", type=click.Path(file_okay=False), metavar="DIR",
-                     help="Voice (--api openai-realtime): your callers' recordings, "
+                     help="Voice (--api openai-realtime, gemini-live): your callers' recordings, "
                           "*.wav at 24 kHz 16-bit mono, at most 64 files of at most 30 s "
                           "each, sent in name order. Default: the utterances shipped with "
                           "evalkit, which a vendor reading its source can recognise (the "
@@ -161,6 +162,6 @@ def voice_lines(section: VoiceSection | None) -> list[str]:
 
 def refuse_voice_flags(api: str, options: VoiceOptions | None) -> None:
     """The voice options belong to a voice run."""
-    if options is not None and api != "openai-realtime":
+    if options is not None and api not in VOICE_APIS:
         raise UsageError("--audio, --turn-detection, --silence-ms, --call-* and "
-                         "--barge-in-every are for --api openai-realtime")
+                         "--barge-in-every are for --api openai-realtime or gemini-live")
