@@ -67,6 +67,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     # a realtime call's turn: the conventions name no operation for it (v1.41); a custom
     # value, as they allow, rather than "chat" for what is not a chat completion
     "openai-realtime": ("realtime", "openai"),
+    "gemini-live": ("realtime", "gcp.gemini"),
 }
 
 
