@@ -1,0 +1,190 @@
+"""`evalkit compare` on voice runs (`probe --api openai-realtime`): two real runs against
+the realtime reference endpoint, a fast vendor and one that falls behind playback and
+refuses a call past its limit (two levels, two turns a call: seconds), compared through
+the command, and each figure read back from compare.json and the page against that run's
+own summary.json, so a voice figure dropped or set under the other vendor fails."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.analysis.summary import Summary
+from evalkit.analysis.summary_voice import VoiceClient, VoiceSection, VoiceValidity
+from evalkit.cli import cli
+from evalkit.fmt import fmt_ms, fmt_pct
+from evalkit.reference.realtime.process import RealtimeReference
+from evalkit.render.comparerows import voice_table
+from evalkit.review.compare import NO_STREAMS, RunView, compare_runs
+from evalkit.review.compare_voice import NO_CALLS
+from tests.probe.realtime.test_voice_cli import relaxed_profile, voice_args
+from tests.probe.realtime.test_voice_run import write_tones
+
+TEXT_RUN = Path(__file__).parents[1] / "data" / "report_run"
+#: the fast vendor, and the slow one: its audio falls to half real time past one call in
+#: flight (every answer runs dry at 3 calls) and a third call is refused
+FAST = {"ttfa_s": 0.12, "ttfa_jitter_s": 0.02, "answer_s": 0.3, "audio_rate": 2.0}
+SLOW = {"ttfa_s": 0.3, "ttfa_jitter_s": 0.02, "answer_s": 0.6, "audio_rate": 2.0,
+        "limit": 1, "over_rate": 0.5, "max_sessions": 2}
+
+
+@pytest.fixture(scope="module")
+def voice_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    folder = tmp_path_factory.mktemp("voicecmp")
+    audio = write_tones(folder / "audio")  # both vendors hear the same callers
+    runs = {}
+    for name, params in (("fast", FAST), ("slow", SLOW)):
+        with RealtimeReference(params, seed=3) as ref:
+            result = CliRunner().invoke(cli, voice_args(
+                ref.base_url, folder / name, audio, "--levels", "1,3", "--profile",
+                str(relaxed_profile(folder))), env={"OPENAI_API_KEY": "sk-test"})
+        assert result.exit_code == 0, result.output
+        runs[name] = folder / name
+    yield runs
+
+
+def voice_of(run: Path) -> VoiceSection:
+    voice = Summary.from_json(json.loads((run / "summary.json").read_text())).voice
+    assert voice is not None and voice.validity.status == "valid", voice
+    return voice
+
+
+def html_row(html: str, title: str) -> list[str]:
+    """The cells of the voice table's row titled `title`, as printed, column by column."""
+    voice = html.split("Realtime voice calls, side by side", 1)[1]
+    row = re.search(r"<tr><th class=\"fig\">" + re.escape(title) + r" <span.*?</tr>",
+                    voice, re.S)
+    assert row is not None, title
+    return [re.sub(r"<[^>]+>|\s+", " ", c).strip()
+            for c in re.findall(r"<td>(.*?)</td>", row.group(0), re.S)]
+
+
+def test_compare_carries_each_runs_voice_figures_in_its_column(
+        voice_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "voice.pdf"
+    result = CliRunner().invoke(cli, ["compare", str(voice_runs["fast"]),
+                                      str(voice_runs["slow"]), "--out", str(out), "--html"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.with_suffix(".json").read_text())
+    html = out.with_suffix(".html").read_text()
+    fast, slow = voice_of(voice_runs["fast"]), voice_of(voice_runs["slow"])
+    figures = data["figures"]
+    for level in (1, 3):
+        mine = [v.level(level) for v in (fast, slow)]
+        assert all(lv is not None for lv in mine)
+        for p in ("p50", "p90"):
+            row = figures[f"voice.ttfa_judged_{p}_s.at_{level}"]
+            want = [lv.ttfa_judged_s.get(p) for lv in mine if lv is not None]
+            assert row["values"] == want and None not in want
+            cells = html_row(html, f"Time to first audio {p} (judged) at "
+                                   f"{level} call{'s' if level > 1 else ''}")
+            assert cells == [fmt_ms(v) for v in want]
+        for key, pick, what in (("noticeable_underrun_share", "noticeable_underrun",
+                                 "answers"), ("failed_turn_share", "failures", "turns"),
+                                ("refused_call_share", "admission", "calls")):
+            shares = [getattr(lv, pick) for lv in mine if lv is not None]
+            row = figures[f"voice.{key}.at_{level}"]
+            assert row["values"] == [s.count / s.of for s in shares]
+            assert row["detail"] == [
+                f"{s.count} of {s.of} {what if s.of != 1 else what[:-1]}" for s in shares]
+    # the slow vendor's calls ran dry and one was refused at 3 calls; the fast one's not
+    assert figures["voice.noticeable_underrun_share.at_3"]["values"] == [0.0, 1.0]
+    assert figures["voice.refused_call_share.at_3"]["values"] == [0.0, 1 / 3]
+    assert html_row(html, "Calls refused at 3 calls") == [
+        "0% (0 of 3 calls)", f"{fmt_pct(1 / 3)} (1 of 3 calls)"]
+    # what degraded first, and where; the most calls within the SLO, as each run found
+    first = figures["voice.first_degraded_calls"]
+    assert slow.first_degraded == "underruns" and fast.first_degraded_level is None
+    assert first["values"] == [None, 3]
+    assert first["detail"] == ["nothing degraded up to 3 calls: a lower bound", "underruns"]
+    assert html_row(html, "First degraded at (concurrent calls)") == [
+        "nothing degraded up to 3 calls: a lower bound", "3 (underruns)"]
+    within = figures["voice.max_calls_within_slo"]
+    # two turns a level cannot bound a p90 from above: nothing established, never 0
+    assert [v.max_calls_within_slo for v in (fast, slow)] == [None, None]
+    assert within["values"] == [None, None]
+    assert all(d.startswith("none established: 1 call a tie") for d in within["detail"])
+    assert [r["validity"] for r in data["voice_runs"]] == ["valid", "valid"]
+    # no text stream was measured: no wall of text rows reading "not measured"
+    assert "TTFT p50, alone" not in html
+    assert "no text streams: their figures" in " ".join(html.split())
+
+
+def test_a_text_run_beside_a_voice_run_reads_not_measured_never_zero(
+        voice_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "mixed.pdf"
+    result = CliRunner().invoke(cli, ["compare", str(TEXT_RUN), str(voice_runs["fast"]),
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.with_suffix(".json").read_text())
+    for key, row in data["figures"].items():
+        if key.startswith("voice."):
+            assert row["values"][0] is None and row["detail"][0] == NO_CALLS, key
+        elif row["values"][0] is not None:  # the text run's measured figures
+            assert row["values"][1] is None and row["detail"][1] == NO_STREAMS, key
+    assert data["voice_runs"][0] is None and data["voice_runs"][1]["validity"] == "valid"
+    assert data["figures"]["baseline_ttft_p50_s"]["values"][0] is not None
+
+
+def _view(run: Path, label: str, voice: VoiceSection, audio: tuple[str, ...] = ("a", "b")
+          ) -> RunView:
+    doc = {**json.loads((run / "summary.json").read_text()), "voice": voice.to_json()}
+    return RunView(label, label, "2026-12-05", "1", {}, Summary.from_json(doc),
+                   voice_audio=audio)
+
+
+def test_a_client_bound_level_or_an_invalid_run_is_not_judged(
+        voice_runs: dict[str, Path]) -> None:
+    """Our client's pause is never the vendor's figure: a client-bound level's figures
+    are withheld (its refusals stay: the vendor's word), an invalid run's all are; a
+    degraded run's show but win no ★; other callers' audio is left out."""
+    fast, slow = voice_of(voice_runs["fast"]), voice_of(voice_runs["slow"])
+    bound = replace(slow, levels=tuple(
+        replace(lv, client=VoiceClient(client_bound=True)) if lv.concurrency == 3 else lv
+        for lv in slow.levels), client_bound_levels=(3,),
+        validity=VoiceValidity("degraded", ("the client was the bottleneck at level 3",)))
+    invalid = replace(fast, validity=VoiceValidity("invalid", ("no level could be judged",)))
+    runs = [_view(voice_runs["fast"], "fast", fast), _view(voice_runs["slow"], "slow", bound),
+            _view(voice_runs["fast"], "gone", invalid),
+            _view(voice_runs["fast"], "other", fast, audio=("c",))]
+    cmp = compare_runs(runs)
+    rows = {r.figure.key: r for r in cmp.voice_rows}
+    p90 = rows["voice.ttfa_judged_p90_s.at_3"].cells
+    assert p90[0].value == (fast.level(3) or fast.levels[0]).ttfa_judged_s.p90
+    assert p90[1].value is None and p90[1].withheld == (
+        "client-bound at 3 calls: our client was the bottleneck")
+    assert p90[2].value is None and p90[2].withheld == "voice run invalid"
+    assert p90[3].value is None and (p90[3].excluded or "").startswith("caller audio")
+    assert rows["voice.ttfa_judged_p90_s.at_1"].cells[1].value is not None
+    assert rows["voice.ttfa_judged_p90_s.at_1"].cells[1].unstarred == "voice run degraded"
+    refused = rows["voice.refused_call_share.at_3"].cells
+    assert refused[1].value == pytest.approx(1 / 3) and refused[1].withheld is None
+    assert all(c.withheld == "voice run invalid" for r in cmp.voice_rows
+               for c in [r.cells[2]])
+    table = voice_table(cmp)
+    assert table is not None
+    assert table.standings[1].startswith("DEGRADED: the client was the bottleneck")
+    assert "client-bound (not judged) at 3 calls" in table.standings[1]
+    assert table.standings[2].startswith("INVALID: no level could be judged")
+    texts = {r.title: [c.text for c in r.cells] for r in table.rows}
+    assert texts["Time to first audio p90 (judged) at 3 calls"][1:3] == [
+        "not judged: client-bound at 3 calls: our client was the bottleneck",
+        "not judged: voice run invalid"]
+
+
+def test_a_slower_quarter_of_one_voice_vendor_is_a_regression(
+        voice_runs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "trend.pdf"
+    result = CliRunner().invoke(cli, [
+        "compare", str(voice_runs["fast"]), str(voice_runs["slow"]), "--same-vendor",
+        "Acme Voice", "--out", str(out), "--fail-on", "regression"])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "Time to first audio p50 (judged) at 1 call:" in said
+    assert "Time to first audio p90 (judged) at 3 calls:" in said
