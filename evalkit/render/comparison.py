@@ -37,6 +37,7 @@ from evalkit.render.charts.kit import (
     style,
     to_svg,
 )
+from evalkit.render.charts.voice import COMPARE_CAPTION, voice_overlay
 from evalkit.render.comparerows import key_rows, voice_table
 from evalkit.render.pagetext import claim_text, fit_badge
 from evalkit.render.pdf import clip, render_html, render_pdf_box, sha256
@@ -278,6 +279,7 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
                     ("all streams (tokens/s)", lambda lv: lv.aggregate_tokens_per_s, 1.0)],
             ["tokens/s per stream", "tokens/s, all streams"])),
     ]
+    charts.append((COMPARE_CAPTION, voice_overlay([(v.label, v.voice) for v in views])))
     for target, idx in cmp.trends.items():
         charts.append((f"Trend: {target}: each key figure as a percentage of its value in the "
                        "vendor's first run, oldest run first; a figure moving the bad way is a "

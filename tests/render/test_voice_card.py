@@ -301,3 +301,21 @@ def test_the_voice_tables_header_is_never_left_alone_at_a_pages_foot(
     # the sweep crossed the foot both ways: the table broke (its header repeated), and
     # the whole of it went over to the next page
     assert split and moved, (split, moved)
+
+
+def test_page_one_does_not_judge_a_level_where_our_client_was_the_bottleneck(
+        voice_run: Path) -> None:
+    from evalkit.analysis.summary_voice import VoiceClient
+    from evalkit.render.voice import voice_key_figures
+    from evalkit.review.pipeline import review
+
+    voice = voice_of(voice_run)
+    bound = replace(voice, levels=(*voice.levels[:-1], replace(
+        voice.levels[-1], client=VoiceClient(client_bound=True))))
+    card = review(voice_run, None, None).card
+    rows = dict(voice_key_figures(card, bound))
+    said = rows["Calls at 3 calls (the highest level measured)"]
+    assert said.startswith("not judged: our client was the bottleneck; calls refused 0 of 3")
+    assert not any(label.startswith("Time to first audio (judged)") for label in rows)
+    assert "Time to first audio (judged), 3 calls (the highest level measured)" in dict(
+        voice_key_figures(card, voice))

@@ -188,3 +188,19 @@ def test_a_slower_quarter_of_one_voice_vendor_is_a_regression(
     said = " ".join(result.output.split())
     assert "Time to first audio p50 (judged) at 1 call:" in said
     assert "Time to first audio p90 (judged) at 3 calls:" in said
+
+
+def test_the_voice_chart_draws_no_level_that_is_not_the_vendors(
+        voice_runs: dict[str, Path]) -> None:
+    from evalkit.render.charts.voice import voice_overlay
+
+    fast, slow = voice_of(voice_runs["fast"]), voice_of(voice_runs["slow"])
+    svg = voice_overlay([("Fastvoice", fast), ("Slowvoice", slow), ("Textco", None)])
+    assert svg is not None and "Fastvoice" in svg and "Slowvoice" in svg
+    assert "Textco" not in svg
+    invalid = replace(slow, validity=VoiceValidity("invalid", ("no level",)))
+    svg = voice_overlay([("Fastvoice", fast), ("Slowvoice", invalid)])
+    assert svg is not None and "Slowvoice" not in svg
+    bound = replace(fast, levels=tuple(replace(lv, client=VoiceClient(client_bound=True))
+                                       for lv in fast.levels))
+    assert voice_overlay([("Fastvoice", bound)]) is None
