@@ -51,9 +51,15 @@ def voice_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, P
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env={**os.environ, "OPENAI_API_KEY": "sk-test"})
             for name, ref in (("fast", fast), ("slow", slow))}
-        for name, proc in probes.items():
-            said, _ = proc.communicate(timeout=120)
-            assert proc.returncode == 0, said.decode(errors="replace")
+        try:
+            for proc in probes.values():
+                said, _ = proc.communicate(timeout=120)
+                assert proc.returncode == 0, said.decode(errors="replace")
+        finally:  # a probe left running when the other failed is stopped
+            for proc in probes.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(10)
     yield {name: folder / name for name in probes}
 
 
