@@ -128,8 +128,11 @@ def _level_withheld(level: int, vendors_word: bool) -> Callable[[Summary], str |
         if (invalid := _invalid(voice)) is not None:
             return invalid
         lv = voice.level(level)
-        if lv is not None and lv.client.client_bound and not vendors_word:
-            return f"client-bound at {calls(level)}: our client was the bottleneck"
+        if lv is not None and lv.client.client_bound is not False and not vendors_word:
+            # None: the self-check is missing, which judges nothing either
+            return (f"client-bound at {calls(level)}: our client was the bottleneck"
+                    if lv.client.client_bound else
+                    f"no client self-check at {calls(level)}: our pace is not known")
         return None
     return why
 
