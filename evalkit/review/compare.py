@@ -41,6 +41,12 @@ NO_STREAMS = "not measured: a voice run (realtime calls, no text streams)"
 
 #: Relative worsening beyond which a later run of the same target is a regression.
 DEFAULT_REGRESSION_TOLERANCE = 0.10
+#: A share (underruns, refused calls, failed turns: 0 to 1) worsens in points, not
+#: relatively: from 0 a relative change has no size, and a share that went from none to
+#: every answer must not pass a `--fail-on regression` pipeline. A rise counts when it is
+#: more than the tolerance relative to where it was, and at least this much: one point,
+#: the voice SLO's own limit on noticeable underruns and on failures
+SHARE_FLOOR = 0.01
 
 
 def _sustained_level(measured: Summary) -> Level | None:
@@ -116,8 +122,13 @@ class Regression:
 
     @property
     def sentence(self) -> str:
-        """One sentence a reviewer can read aloud, each figure in its unit."""
+        """One sentence a reviewer can read aloud, each figure in its unit (a share's
+        change and tolerance in points: `change` and `tolerance` are then absolute)."""
         before, after = fmt_unit(self.before, self.unit), fmt_unit(self.after, self.unit)
+        if self.unit == "share":
+            return (f"{self.figure}: {before} ({self.before_label}) → {after} "
+                    f"({self.after_label}), {self.change * 100:+.1f} points against a "
+                    f"tolerance of {self.tolerance * 100:.1f} points.")
         return (f"{self.figure}: {before} ({self.before_label}) → {after} "
                 f"({self.after_label}), {self.change:+.0%} against a tolerance of "
                 f"{self.tolerance:.0%}.")
@@ -358,6 +369,13 @@ def _regressions(rows: Sequence[Row], runs: Sequence[RunView], trends: dict[str,
             points = [(i, row.cells[i].value) for i in idx if row.cells[i].value is not None]
             for (i, a), (j, b) in itertools.pairwise(points):
                 assert a is not None and b is not None
+                if row.figure.unit == "share":  # in points (SHARE_FLOOR says why)
+                    allowed = max(tolerance * abs(a), SHARE_FLOOR)
+                    if _worse_by(row.figure, b - a) > allowed:
+                        found.append(Regression(target, row.figure.title, runs[i].label,
+                                                runs[j].label, a, b, b - a, allowed,
+                                                row.figure.unit))
+                    continue
                 if a == 0:
                     continue
                 change = (b - a) / abs(a)

@@ -227,6 +227,17 @@ def test_a_slower_quarter_of_one_voice_vendor_is_a_regression(
     assert judged_in_both
     for title in judged_in_both:
         assert f"regression: Acme Voice: {title}:" in said, title
+    # a share that was none and is now most answers (underruns, refused calls) is a
+    # regression in points: from 0 a relative change has no size, and it must not pass
+    doc = json.loads(out.with_suffix(".json").read_text())
+    rose = [row["title"] for key, row in doc["figures"].items()
+            if key.startswith("voice.") and row.get("unit") == "share"
+            and None not in row["values"] and row["values"][0] == 0 and row["values"][1] >= 0.1]
+    assert rose, doc["figures"].keys()
+    for title in rose:
+        (found,) = [g for g in doc["regressions"] if g["figure"] == title]
+        assert found["before"] == 0 and found["change"] == found["after"] >= 0.1
+        assert "points against a tolerance of 1.0 points" in found["text"], found
 
 
 def test_the_voice_chart_draws_no_level_that_is_not_the_vendors(
