@@ -112,7 +112,7 @@ def fmt_unit(value: float | None, unit: str) -> str:
         return "—"
     if unit == "s":
         return fmt_ms(value)
-    if unit == "streams":
+    if unit in ("streams", "calls"):
         return fmt_count(value)
     if unit == "tok/s":
         return fmt_rate(value)

@@ -48,7 +48,7 @@ PROBE_ROOMS: dict[str, set[str]] = {
     "client": {"wire", "apis", "plan"},
     "load": {"wire", "apis", "plan", "client"},
     "run": {"wire", "apis", "plan", "client", "load"},
-    "realtime": {"wire", "client", "plan"},
+    "realtime": {"wire", "apis", "plan", "client"},
 }
 PROBE_TOP = {"suite"}
 #: the most floors probe/'s import graph may stand on (issue 42: it stood on 11)

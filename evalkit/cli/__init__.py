@@ -317,7 +317,10 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     same prompt/output lengths and levels): the report lists what it left out and why.
     Vendors head the columns; a star marks a row's best value only where it is earned
     (values that compare, from a streaming-ready run, never a peak above the run's own
-    sustained level). --sign signs the comparison as `report --sign` does.
+    sustained level). Voice runs (`probe --api openai-realtime`) get a table of their
+    calls: judged time to first audio, underruns, failures and refusals per level, the
+    most calls within the voice SLO and what degraded first; a client-bound level or an
+    invalid run is not judged. --sign signs the comparison as `report --sign` does.
 
     With --fail-on regression: exit 1 on a regression; exit 2 when no two runs are of one
     vendor, or no vendor has two runs with a comparable key figure (nothing was judged,

@@ -21,7 +21,7 @@ from evalkit.cli.otlp import export_after_run, otlp_option, resolve
 from evalkit.cli.voice import read_voice_options, refuse_voice_flags, run_voice, voice_options
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
-from evalkit.probe.plan.voice import REALTIME_API
+from evalkit.voice.records import VOICE_APIS
 
 
 @click.command()
@@ -66,7 +66,7 @@ from evalkit.probe.plan.voice import REALTIME_API
 @click.option("--users", help="Users in flight per workload level, e.g. 1,4,8 (default: "
                               "the workload file's levels; 1 for --conversations alone).")
 @click.option("--api", default="openai-chat", show_default=True,
-              type=click.Choice([*ADAPTERS, REALTIME_API]),
+              type=click.Choice([*ADAPTERS, *VOICE_APIS]),
               help="The API's wire format (an adapter of evalkit.probe.apis): OpenAI chat, "
                    "completions or Responses, Anthropic Messages, AWS Bedrock ConverseStream "
                    "(SigV4 from the AWS credential chain: env, profile, role; pip install "
@@ -74,17 +74,21 @@ from evalkit.probe.plan.voice import REALTIME_API
                    "base URLs take Google application default credentials, "
                    "'evalkit[google]'); openai-realtime: voice calls over WebSocket "
                    "(OpenAI's Realtime API; Azure OpenAI's with --api-version, the "
-                   "deployment as --model): see 'Voice' below.")
+                   "deployment as --model); gemini-live: the same calls in Google's "
+                   "Gemini Live API (its key in GEMINI_API_KEY or GOOGLE_API_KEY; a Vertex "
+                   "base URL takes application default credentials): see 'Voice' below.")
 @click.option("--api-key-env",
               help="Environment variable holding the API key (sent as --auth says; "
                    "never written anywhere). Default: the API's own: OPENAI_API_KEY; "
-                   "GEMINI_API_KEY for --api gemini, ANTHROPIC_API_KEY for "
+                   "GEMINI_API_KEY for --api gemini and gemini-live (there GOOGLE_API_KEY "
+                   "when only it is set), ANTHROPIC_API_KEY for "
                    "anthropic-messages, AZURE_OPENAI_API_KEY with --api-version (Azure "
                    "OpenAI); none for Bedrock or Vertex, which sign with their own "
                    "chains (no vendor is sent another's key by default).")
 @click.option("--auth", type=click.Choice(list(AUTH_STYLES)),
               help="How the key is sent: bearer (Authorization: Bearer), api-key (Azure "
-                   "OpenAI), x-api-key (Anthropic). Default: the --api's own.")
+                   "OpenAI), x-api-key (Anthropic). Default: the --api's own; api-key "
+                   "with --api-version (Azure OpenAI).")
 @click.option("--api-version", help="api-version query parameter sent with every request "
                                     "(Azure OpenAI, e.g. 2024-10-21).")
 @click.option("--metrics-url", help="The vendor's Prometheus metrics page (vLLM, SGLang, "
@@ -248,7 +252,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
 
     \b
     \b
-    Voice (--api openai-realtime): calls of several turns over WebSocket, the caller's
+    Voice (--api openai-realtime, or gemini-live: Google's Gemini Live API, its input
+    resampled to 16 kHz, no cancel message, its VAD's word only where it sends
+    voiceActivity): calls of several turns over WebSocket, the caller's
     audio sent at real-time pace in 20 ms frames, levels of concurrent calls planned as
     the ramp's (--levels, --max-concurrency, --questionnaire). Per level: TTFA (from the
     last voiced frame sent to the first answer audio, never from the vendor's
@@ -271,9 +277,11 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
           --out runs/chat --workload chat.yaml --phases connect,baseline,prefill,workload
       evalkit probe --api openai-realtime --base-url https://api.openai.com/v1 \\
           --model gpt-realtime --out runs/voice --levels 1,4,16 --audio callers/
+      GEMINI_API_KEY=... evalkit probe --api gemini-live --model gemini-live-2.5-flash \\
+          --base-url https://generativelanguage.googleapis.com/v1beta --out runs/gl
       AZURE_OPENAI_API_KEY=... evalkit probe --api openai-realtime \\
           --base-url https://acme.openai.azure.com --model my-realtime-deployment \\
-          --api-version 2025-04-01-preview --api-key-env AZURE_OPENAI_API_KEY --out runs/az
+          --api-version 2025-04-01-preview --out runs/az
     """
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.plan.runplan import plan_run
@@ -311,11 +319,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     # problem named), bad options, a bad questionnaire or a damaged corpus fail here
     planned = plan_run(config)
     if planned.voice is not None:
-        if otlp is not None:
-            click.echo("note: a voice run is not exported over OTLP (yet): its turns are in "
-                       "turns.jsonl", err=True)
         run_voice(planned, Path(out_dir), dry_run, quiet,
-                  lambda out: register_run(out, "probe", catalog))
+                  lambda out: register_run(out, "probe", catalog),
+                  lambda out: export_after_run(out, otlp))
         return
     config, settings, plan = planned.config, planned.settings, planned.plan
     _say_prompt_text(config, settings)

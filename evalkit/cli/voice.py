@@ -1,4 +1,4 @@
-"""`evalkit probe --api openai-realtime`: the voice run's options, its plan printed, the
+"""`evalkit probe --api openai-realtime|gemini-live`: the voice run's options, its plan printed, the
 run, and its summary said (typed: the `voice` section of the `Summary`)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import click
 
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.plan.voice import VoiceOptions
+from evalkit.voice.records import VOICE_APIS
 
 if TYPE_CHECKING:  # the summary's reader loads pandas: not for `probe --help`
     from evalkit.analysis.summary_voice import VoiceSection
@@ -24,10 +25,10 @@ VOICE_OPTIONS = ("audio", "turn_detection", "silence_ms", "call_turns", "barge_i
 
 
 def voice_options(func: F) -> F:
-    """The options of a voice run (`--api openai-realtime`)."""
+    """The options of a voice run (`--api openai-realtime|gemini-live`)."""
     for option in reversed((
         click.option("--audio", type=click.Path(file_okay=False), metavar="DIR",
-                     help="Voice (--api openai-realtime): your callers' recordings, "
+                     help="Voice (--api openai-realtime, gemini-live): your callers' recordings, "
                           "*.wav at 24 kHz 16-bit mono, at most 64 files of at most 30 s "
                           "each, sent in name order. Default: the utterances shipped with "
                           "evalkit, which a vendor reading its source can recognise (the "
@@ -71,9 +72,11 @@ def read_voice_options(given: dict[str, Any]) -> VoiceOptions | None:
 
 
 def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
-              register: Callable[[Path], Any]) -> None:
+              register: Callable[[Path], Any], export: Callable[[Path], Any]) -> None:
     """Print the plan, run it (unless --dry-run), say what it found; exit 2 when the run
-    is invalid."""
+    is invalid. `export` sends the run directory on (OTLP) once it is written and said,
+    as the text probe does: a failed gate call and an interrupted run are measurements
+    too."""
     from evalkit.analysis.summary import Summary
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.suite import run_probe
@@ -96,10 +99,12 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
     try:
         result = run_probe(planned, out_dir, say)
     except EndpointError as exc:
+        export(out_dir)
         raise EndpointError(f"{exc}\n(the failed call is recorded in {out_dir})") from None
     except KeyboardInterrupt:
         click.echo(f"interrupted: the turns measured and their summary are in {out_dir}",
                    err=True)
+        export(out_dir)
         sys.exit(130)
     finally:
         register(out_dir)
@@ -112,6 +117,7 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
     if summary is not None:
         for reason in summary.validity_reasons:
             click.echo(f"  {reason}")
+    export(out_dir)
     if result.validity == "invalid":
         click.echo("Error: the run is invalid: it measured nothing a judgement could rest "
                    "on; see the reasons above", err=True)
@@ -156,6 +162,6 @@ def voice_lines(section: VoiceSection | None) -> list[str]:
 
 def refuse_voice_flags(api: str, options: VoiceOptions | None) -> None:
     """The voice options belong to a voice run."""
-    if options is not None and api != "openai-realtime":
+    if options is not None and api not in VOICE_APIS:
         raise UsageError("--audio, --turn-detection, --silence-ms, --call-* and "
-                         "--barge-in-every are for --api openai-realtime")
+                         "--barge-in-every are for --api openai-realtime or gemini-live")

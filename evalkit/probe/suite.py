@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
-from evalkit.probe.apis.base import key_env
+from evalkit.probe.apis.base import default_auth, key_env
 from evalkit.probe.apis.sampling import Sampling
 from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
 from evalkit.probe.client.cloudauth import CLOUD_AUTHS
@@ -39,13 +39,13 @@ from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
 from evalkit.probe.plan.runplan import ProbePlan, plan_run
 from evalkit.probe.plan.settings import ProbeConfig
-from evalkit.probe.plan.voice import REALTIME_API
 from evalkit.probe.plan.workloads import workload_meta
 from evalkit.probe.run.phases import SuiteRun
 from evalkit.probe.wire.framing import SENDABLE
 from evalkit.provenance import provenance, url_as_written
 from evalkit.rundir.store import RunStore
 from evalkit.rundir.writeup import RunEnd, now_iso, write_up
+from evalkit.voice.records import VOICE_APIS
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,11 @@ def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = No
 
 
 def _voice_plan(config: ProbeConfig | ProbePlan) -> ProbePlan | None:
-    """The plan of a voice run (`--api openai-realtime`), None for any other run."""
+    """The plan of a voice run (`--api openai-realtime|gemini-live`), None for any other
+    run."""
     if isinstance(config, ProbePlan):
         return config if config.voice is not None else None
-    return plan_run(config) if config.api == REALTIME_API else None
+    return plan_run(config) if config.api in VOICE_APIS else None
 
 
 def _run_voice(planned: ProbePlan, out_dir: Path, say: Any) -> RunResult:
@@ -251,7 +252,8 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
                     user_agent=config.user_agent, tag_requests=config.tag_requests,
                     sampling=Sampling(temperature=config.temperature, seed=config.request_seed,
                                       logprobs=config.logprobs),
-                    auth=config.auth, params=(("api-version", config.api_version),)
+                    auth=config.auth or default_auth(config.api, config.api_version),
+                    params=(("api-version", config.api_version),)
                     if config.api_version else ())
     # a cloud's signer authenticates (the AWS chain, Google's ADC): no key variable is
     # read, so another vendor's key set in the shell is neither checked nor carried

@@ -24,7 +24,7 @@ from markupsafe import Markup
 import evalkit
 from evalkit.analysis.summary import Level
 from evalkit.errors import UsageError
-from evalkit.fmt import fmt_unit, level_span
+from evalkit.fmt import level_span
 from evalkit.render.charts.kit import (
     STYLES,
     figure_title,
@@ -37,6 +37,8 @@ from evalkit.render.charts.kit import (
     style,
     to_svg,
 )
+from evalkit.render.charts.voice import COMPARE_CAPTION, voice_overlay
+from evalkit.render.comparerows import key_rows, voice_table
 from evalkit.render.pagetext import claim_text, fit_badge
 from evalkit.render.pdf import clip, render_html, render_pdf_box, sha256
 from evalkit.render.sign import SigningKey, box_context, sign_pdf
@@ -45,7 +47,6 @@ from evalkit.review.compare import (
     Comparison,
     RunView,
     compare_runs,
-    left_out_words,
 )
 from evalkit.review.fit import Fit
 from evalkit.review.pipeline import Review, review
@@ -151,7 +152,7 @@ def load_view(item: CompareInput, tolerances: Any = None,
                   "levels": list(meta.settings.ramp.levels) if meta.settings.ramp else None,
                   "profile": meta.profile},
         summary=run.summary, scorecard=scorecard, ttft_by_level=ttft_by_level,
-        grouped_by=grouped_by)
+        grouped_by=grouped_by, voice_audio=meta.audio.digests if meta.audio else ())
 
 
 def _unique_labels(views: list[RunView]) -> list[RunView]:
@@ -278,6 +279,7 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
                     ("all streams (tokens/s)", lambda lv: lv.aggregate_tokens_per_s, 1.0)],
             ["tokens/s per stream", "tokens/s, all streams"])),
     ]
+    charts.append((COMPARE_CAPTION, voice_overlay([(v.label, v.voice) for v in views])))
     for target, idx in cmp.trends.items():
         charts.append((f"Trend: {target}: each key figure as a percentage of its value in the "
                        "vendor's first run, oldest run first; a figure moving the bad way is a "
@@ -289,15 +291,6 @@ def _drawn_charts(cmp: Comparison) -> list[tuple[str, Markup]]:
 
 
 # --------------------------------------------------------------------------- document
-
-
-def _cell_text(value: float | None, unit: str, level: int | None, what: str = "stream"
-               ) -> str:
-    """A figure in its unit, with the load it was read at: "215 ms at 4 streams" (a
-    workload's rows: "at 4 users")."""
-    text = fmt_unit(value, unit)
-    return f"{text} at {level} {what}{'s' if level != 1 else ''}" if (
-        value is not None and level is not None) else text
 
 
 def vendor_heads(views: Sequence[RunView]) -> list[dict[str, str]]:
@@ -380,13 +373,8 @@ def build_context(cmp: Comparison, inputs: Sequence[CompareInput],
                   "dir": str(item.run_dir), "questionnaire": str(item.questionnaire or "—"),
                   "verdict": v.scorecard.verdict.text if v.scorecard is not None else ""}
                  for v, item in zip(cmp.runs, inputs, strict=True)],
-        "rows": [{"title": r.figure.title, "better": r.figure.better, "no_star": r.no_star,
-                  "cells": [{"text": _cell_text(c.value, r.figure.unit, c.level,
-                                                "user" if r.figure.workload else "stream"),
-                             "best": c.best, "excluded": left_out_words(c.excluded)
-                             if c.excluded else None,
-                             "unstarred": c.unstarred} for c in r.cells]}
-                 for r in cmp.rows],
+        "rows": key_rows(cmp.rows),
+        "voice": voice_table(cmp),
         "statuses": sorted(cmp.statuses.items()),
         # each fit as the scorecard words it: how far it was tried ("fits up to 8 streams")
         "use_cases": [(k.replace("_", " ").capitalize(),

@@ -1,5 +1,6 @@
 """Page one's key figures, in order: the run's lead (validity, status, profile; built by
-`evalkit.render.page`), the summary's figures (`evalkit.render.pagetext.key_figures`),
+`evalkit.render.page`), the summary's figures (`evalkit.render.pagetext.key_figures`; a
+voice run's calls instead, `evalkit.render.voice.voice_key_figures`),
 configuration findings, the answers under load, what a session costs, the workload, and
 how many streams stay above reading speed. Pure: the typed `Scorecard` and `Summary` in.
 """
@@ -51,8 +52,13 @@ def key_figures(card: Scorecard, summary: Summary | None, lead: Sequence[Row],
                 workload_line: Row | None) -> tuple[Row, ...]:
     """Page one's key figures; `lead` the run's own rows, `workload_line` the workload's
     row (None: no run, so no workload was measured)."""
-    figures = [*lead, *voice_key_figures(card, summary.voice if summary else None),
-               *summary_figures(summary), *configuration_figures(summary)]
+    if summary is not None and summary.voice is not None:
+        # a voice run: its calls' figures, and no text figure (all would read "—")
+        figures = [*lead, *voice_key_figures(card, summary.voice)]
+        if (line := cost_line(card.cost)) is not None:
+            figures.append(line)
+        return tuple(figures)
+    figures = [*lead, *summary_figures(summary), *configuration_figures(summary)]
     precision = summary.sections.precision if summary is not None else None
     if (row := answers_figure(precision, card.answers, card.swap)) is not None:
         figures.append(row)

@@ -44,7 +44,7 @@ from evalkit.render.questions import (
     use_case_rows,
 )
 from evalkit.render.rawtables import RawTables, raw_tables
-from evalkit.render.voice import VoicePage, voice_page
+from evalkit.render.voice import VoicePage, voice_page, voice_rules
 from evalkit.render.workload import workload_context
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir.digest import RecordDigest
@@ -192,7 +192,8 @@ def build_page(card: Scorecard, run: RunDir | None,
         run_invalid=card.run is not None and card.run.validity == "invalid",
         notices=_notices(card, run, records),
         prompt_text=prompt_text_box(summary.sections.prompt_text) if summary else None,
-        rules=tuple(rules(summary)),
+        rules=(rules(summary)[0], *voice_rules(summary.voice)) if summary and summary.voice
+        else tuple(rules(summary)),
         key_figures=key_figures(card, summary, lead, work["workload_line"] if run else None),
         questions=questions, rate_limits=limits,
         not_verified=not_verified(questions, limits),

@@ -132,9 +132,35 @@ def voice_page(voice: VoiceSection | None) -> VoicePage | None:
                      note=clip(voice.note or "", 600))
 
 
+def _level_rows(lv: VoiceLevel, top: bool) -> list[Row]:
+    """Page one's rows of one level of calls: judged TTFA, underruns, failures; a level
+    where our client was the bottleneck says so instead of a figure of the vendor's."""
+    at = f"{lv.concurrency} call{'s' if lv.concurrency != 1 else ''}"
+    at += " (the highest level measured)" if top else ""
+    row = _row(lv)
+    if lv.client.client_bound is not False:
+        why = ("our client was the bottleneck" if lv.client.client_bound
+               else "the client's self-check is missing")
+        return [(f"Calls at {at}", f"not judged: {why}; calls refused "
+                 f"{_share(lv.admission)} (the vendor's word, whatever our pace)")]
+    return [(f"Time to first audio (judged), {at}",
+             f"{pct_ci(lv.ttfa_judged_s, 'p50')} p50 · {pct_ci(lv.ttfa_judged_s, 'p90')} p90 "
+             f"(n={lv.ttfa_judged_s.n if lv.ttfa_judged_s.n is not None else 0})"),
+            (f"Underruns and failures, {at}", f"{row.underruns}; {row.failures}")]
+
+
+#: page one's row that stands where a text run's TTFT, stream rate and throughput go
+TEXT_STREAMS_ROW = ("Text streams", "none: a voice run (realtime calls over WebSocket). "
+                    "TTFT, stream rate and throughput do not apply; its calls are judged "
+                    "on what a caller hears, above and under \"Realtime voice calls\"")
+
+
 def voice_key_figures(card: Scorecard, voice: VoiceSection | None) -> tuple[Row, ...]:
     """Page one's rows for a voice run (none for a text run): the voice-agent fit and
-    what it was judged on, the base level's TTFA, the most calls within the voice SLO."""
+    what it was judged on, the base level's TTFA, the highest level's judged TTFA,
+    underruns and failures, what degraded first, the most calls within the voice SLO,
+    and a row saying the run measured calls, not text streams (in place of the text
+    figures, whose dashes would read as nothing measured)."""
     if voice is None:
         return ()
     uc = card.use_cases.get(VOICE_USE_CASE)
@@ -152,5 +178,32 @@ def voice_key_figures(card: Scorecard, voice: VoiceSection | None) -> tuple[Row,
                      f"{'s' if base.concurrency != 1 else ''}",
                      f"{pct_ci(base.ttfa_s, 'p50')} p50 · "
                      f"{pct_ci(base.ttfa_s, 'p90')} p90 (n={base.ttfa_s.n})"))
+    top = voice.levels[-1] if voice.levels else None
+    if top is not None:
+        rows += _level_rows(top, top is not base and len(voice.levels) > 1)
+    else:
+        rows.append(("Calls", "not measured: no level of calls"))
+    rows.append(("First degraded", _first(voice).removeprefix("First degraded: ")))
     rows.append(("Most calls within the voice SLO", _within(voice).split(": ", 1)[-1]))
+    rows.append(TEXT_STREAMS_ROW)
     return tuple(rows)
+
+
+def voice_rules(voice: VoiceSection) -> tuple[Row, Row]:
+    """Page one's degradation rule and the voice SLO for a voice run, in place of the
+    text ramp's (TTFT and TPOT, which a voice run does not measure)."""
+    slo = voice.slo
+    ratio = f"{slo.ttfa_p90_ratio:g}" if slo.ttfa_p90_ratio is not None else "?"
+    share = f"{slo.underrun_share * 100:g}%" if slo.underrun_share is not None else "?"
+    fail = f"{slo.failure_rate * 100:g}%" if slo.failure_rate is not None else "?"
+    return (("Degradation rule",
+             "A level of concurrent calls is degraded when the 95 % interval of its judged "
+             f"time to first audio p90 lies wholly above {ratio}× the base level's p90, or "
+             "that of its share of answers whose playback ran dry for more than "
+             f"{fmt_ms(slo.stall_s)} wholly above {share}, or of its calls refused or turns "
+             f"failed wholly above {fail}; an interval that straddles a limit is a tie. A "
+             "level where our client was the bottleneck is judged on refusals only."),
+            ("Voice SLO", f"A level is within it when its judged TTFA p90's interval lies "
+             f"wholly at or under {fmt_ms(slo.ttfa_p90_s)} and those shares are within their "
+             "limits; the most calls within it is the top of the unbroken run of such "
+             "levels from the lowest."))

@@ -10,69 +10,43 @@ What is left out is listed with the reason, because a silent omission reads as a
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
-from evalkit.analysis.summary import Level, Summary, measurements
+from evalkit.analysis.summary import Level, Summary
 from evalkit.analysis.summary import as_number as _num
 from evalkit.analysis.thresholds import default_slo_profiles
 from evalkit.fmt import fmt_unit
+
+# RunView is where a caller builds a run for `compare_runs`: named here too
+from evalkit.review.compare_model import Cell, Figure, Row
+from evalkit.review.compare_model import RunView as RunView
+from evalkit.review.compare_voice import (
+    NO_CALLS,
+    VOICE_SETTING_WORDS,
+    VoiceStanding,
+    voice_figures,
+    voice_standing,
+    voice_unstarred,
+)
 from evalkit.review.compare_workload import DIFFERENT, different_workload, workload_rows
 from evalkit.review.costcard import LevelCost
 from evalkit.review.scorecard import Scorecard
 from evalkit.sanitize import clean
 
-Better = Literal["lower", "higher"]
 T = TypeVar("T")
+#: a text figure of a run that made realtime calls, not text streams
+NO_STREAMS = "not measured: a voice run (realtime calls, no text streams)"
 
 #: Relative worsening beyond which a later run of the same target is a regression.
 DEFAULT_REGRESSION_TOLERANCE = 0.10
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One run as the comparison needs it; `label` is what a reader calls it."""
-
-    label: str
-    target: str
-    started: str
-    suite_version: str | None
-    settings: dict[str, Any]
-    summary: Mapping[str, Any]
-    scorecard: Scorecard | None = None
-    #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
-    ttft_by_level: dict[int, list[float]] = field(default_factory=dict)
-    #: how `target` was found (questionnaire, probe-time vendor label, model and endpoint…),
-    #: so a run that landed in no trend can be explained
-    grouped_by: str = ""
-    #: the summary read once (`Summary`), which every figure reads; None: nothing measured
-    measured: Summary | None = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "measured", measurements(self.summary))
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A key figure: how to read it from a summary, which way is better, what it needs."""
-
-    key: str
-    title: str
-    unit: str
-    better: Better
-    read: Callable[[Summary], float | None]
-    #: settings that must be equal for two runs' values to mean the same thing
-    needs: tuple[str, ...] = ("prompt_tokens", "output_tokens")
-    #: the concurrency level a run's value was read at (None: not a load figure)
-    level: Callable[[Summary], int | None] | None = None
-    #: a figure of the run's scorecard instead of its summary (the costs, the buyer's
-    #: workload); its values compare only in the same currency
-    from_card: Callable[[Scorecard], float | None] | None = None
-    #: whether the row may star its best value
-    star: bool = True
-    #: a row of the buyer's workload: compares only runs of the same workload file
-    workload: bool = False
+#: A share (underruns, refused calls, failed turns: 0 to 1) worsens in points, not
+#: relatively: from 0 a relative change has no size, and a share that went from none to
+#: every answer must not pass a `--fail-on regression` pipeline. A rise counts when it is
+#: more than the tolerance relative to where it was, and at least this much: one point,
+#: the voice SLO's own limit on noticeable underruns and on failures
+SHARE_FLOOR = 0.01
 
 
 def _sustained_level(measured: Summary) -> Level | None:
@@ -132,27 +106,6 @@ FIGURES: tuple[Figure, ...] = (
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One run's value of one figure, and whether it is the best of its row (★)."""
-
-    value: float | None
-    best: bool = False
-    excluded: str | None = None
-    #: the concurrency the value was read at, for a load figure
-    level: int | None = None
-    #: why this run can win no ★ (not streaming-ready, read above its sustained level)
-    unstarred: str | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    figure: Figure
-    cells: list[Cell]
-    #: why the row has no ★ although two runs have a value (measured at different loads)
-    no_star: str | None = None
-
-
-@dataclass(frozen=True)
 class Regression:
     """A later run of the same target worse than the run before it beyond tolerance."""
 
@@ -169,8 +122,13 @@ class Regression:
 
     @property
     def sentence(self) -> str:
-        """One sentence a reviewer can read aloud, each figure in its unit."""
+        """One sentence a reviewer can read aloud, each figure in its unit (a share's
+        change and tolerance in points: `change` and `tolerance` are then absolute)."""
         before, after = fmt_unit(self.before, self.unit), fmt_unit(self.after, self.unit)
+        if self.unit == "share":
+            return (f"{self.figure}: {before} ({self.before_label}) → {after} "
+                    f"({self.after_label}), {self.change * 100:+.1f} points against a "
+                    f"tolerance of {self.tolerance * 100:.1f} points.")
         return (f"{self.figure}: {before} ({self.before_label}) → {after} "
                 f"({self.after_label}), {self.change:+.0%} against a tolerance of "
                 f"{self.tolerance:.0%}.")
@@ -194,6 +152,14 @@ class Comparison:
     left_out: list[str] = field(default_factory=list)
     judged: list[str] = field(default_factory=list)
     not_judged: dict[str, str] = field(default_factory=dict)
+    #: each run's realtime calls, as the voice table heads them (None: a run that made
+    #: none); empty when no run made any
+    voice: list[VoiceStanding | None] = field(default_factory=list)
+
+    @property
+    def voice_rows(self) -> list[Row]:
+        """The rows of realtime voice calls (their own table)."""
+        return [row for row in self.rows if row.figure.voice]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON written beside the comparison PDF (schema `evalkit.compare/1`)."""
@@ -210,6 +176,8 @@ class Comparison:
                     "excluded": [c.excluded for c in row.cells],
                     "levels": [c.level for c in row.cells],
                     "unstarred": [c.unstarred for c in row.cells],
+                    "withheld": [c.withheld for c in row.cells],
+                    "detail": [c.detail for c in row.cells],
                     "no_star": row.no_star,
                 } for row in self.rows
             },
@@ -223,6 +191,12 @@ class Comparison:
             "left_out": self.left_out,
             "judged_trends": self.judged,
             "not_judged": self.not_judged,
+            **({"voice_runs": [None if v is None else {
+                "validity": v.validity, "reasons": list(v.reasons),
+                "client_bound_levels": list(v.client_bound_levels),
+                "detection": v.detection, "turns_per_call": v.turns_per_call,
+                "audio_source": v.audio_source} for v in self.voice]}
+               if self.voice else {}),
         }
 
 
@@ -257,7 +231,8 @@ def left_out_words(reason: str | None) -> str:
         return "left out"
     if reason.startswith(DIFFERENT):
         return f"left out: {DIFFERENT}"
-    for words in ("suite version", "currency", *SETTING_WORDS.values()):
+    for words in ("suite version", "currency", *SETTING_WORDS.values(),
+                  *VOICE_SETTING_WORDS):
         if reason.startswith(words):
             return f"left out: other {words.split(' (')[0]}"
     return "left out"
@@ -317,28 +292,40 @@ def workload_figures(ref: RunView) -> list[Figure]:
             for key, title, unit, better, users, read in workload_rows(ref.scorecard)]
 
 
+def _cell(fig: Figure, run: RunView, ref: RunView) -> Cell:
+    """One run's value of `fig`, or why it has none: left out (not comparable), withheld
+    (not the vendor's: our client was the bottleneck, the run invalid) or not measured."""
+    why = _comparable(run, ref, fig.needs)
+    if why is None and fig.comparable is not None:
+        why = fig.comparable(run)
+    if why is None and fig.workload:
+        why = different_workload(run.scorecard, ref.scorecard)
+    elif why is None and fig.from_card is not None and _currency(run) != _currency(ref):
+        why = f"currency {_currency(run)} differs from {_currency(ref)} ({ref.label})"
+    m = run.measured
+    withheld = fig.withheld(m) if why is None and fig.withheld and m is not None else None
+    if fig.from_card is not None:
+        value = fig.from_card(run.scorecard) if why is None and run.scorecard else None
+    else:
+        value = fig.read(m) if why is None and withheld is None and m is not None else None
+    detail = fig.detail(m) if fig.detail and m is not None and why is None else None
+    if value is None and detail is None and why is None and withheld is None:
+        detail = (NO_STREAMS if run.voice is not None and not fig.voice
+                  else NO_CALLS if fig.voice else "not measured")
+    level = fig.level(m) if fig.level and m is not None and value is not None else None
+    barred = (voice_unstarred(run) if fig.voice else None) or unstarred(run)
+    sustained = fig.sustained(m) if m is not None else None
+    if barred is None and level is not None and not fig.workload and (
+            sustained is None or level > sustained):
+        barred = (f"read at {level} {fig.load_unit}s, above its max sustained level")
+    return Cell(value, excluded=why, level=level, unstarred=barred, withheld=withheld,
+                detail=detail)
+
+
 def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
     """One figure across the runs; ★ on the best value only where the values compare
     (two or more, at the same load for a load figure) and only for a run that earned it."""
-    cells = []
-    for run in runs:
-        why = _comparable(run, ref, fig.needs)
-        if why is None and fig.workload:
-            why = different_workload(run.scorecard, ref.scorecard)
-        elif why is None and fig.from_card is not None and _currency(run) != _currency(ref):
-            why = f"currency {_currency(run)} differs from {_currency(ref)} ({ref.label})"
-        m = run.measured
-        if fig.from_card is not None:
-            value = fig.from_card(run.scorecard) if why is None and run.scorecard else None
-        else:
-            value = fig.read(m) if why is None and m is not None else None
-        level = fig.level(m) if fig.level and m is not None and value is not None else None
-        barred = unstarred(run)
-        sustained = m.max_sustained if m is not None else None
-        if barred is None and level is not None and not fig.workload and (
-                sustained is None or level > sustained):
-            barred = f"read at {level} streams, above its max sustained level"
-        cells.append(Cell(value, excluded=why, level=level, unstarred=barred))
+    cells = [_cell(fig, run, ref) for run in runs]
     known = [c for c in cells if c.value is not None]
     no_star = None
     if len(known) < 2 or not fig.star:
@@ -346,7 +333,7 @@ def _row(fig: Figure, runs: Sequence[RunView], ref: RunView) -> Row:
     levels = sorted({c.level for c in known if c.level is not None})
     if fig.level is not None and fig.key != "peak_aggregate_tokens_per_s" and len(levels) > 1:
         no_star = ("no ★: measured at different loads ("
-                   + ", ".join(f"{c.level} streams" for c in known) + ")")
+                   + ", ".join(f"{c.level} {fig.load_unit}s" for c in known) + ")")
         return Row(fig, cells, no_star)
     values = [c.value for c in known if c.value is not None]
     best = min(values) if fig.better == "lower" else max(values)
@@ -382,6 +369,13 @@ def _regressions(rows: Sequence[Row], runs: Sequence[RunView], trends: dict[str,
             points = [(i, row.cells[i].value) for i in idx if row.cells[i].value is not None]
             for (i, a), (j, b) in itertools.pairwise(points):
                 assert a is not None and b is not None
+                if row.figure.unit == "share":  # in points (SHARE_FLOOR says why)
+                    allowed = max(tolerance * abs(a), SHARE_FLOOR)
+                    if _worse_by(row.figure, b - a) > allowed:
+                        found.append(Regression(target, row.figure.title, runs[i].label,
+                                                runs[j].label, a, b, b - a, allowed,
+                                                row.figure.unit))
+                    continue
                 if a == 0:
                     continue
                 change = (b - a) / abs(a)
@@ -399,7 +393,8 @@ def compare_runs(runs: Sequence[RunView],
         raise ValueError("compare_runs needs at least one run")
     ref = _reference_run(runs)
     rows = [_row(fig, runs, ref)
-            for fig in (*FIGURES, *cost_figures(ref), *workload_figures(ref))]
+            for fig in (*FIGURES, *cost_figures(ref), *workload_figures(ref),
+                        *voice_figures(runs, ref))]
     left_out = sorted({f"{runs[i].label}: {c.excluded}" for row in rows
                        for i, c in enumerate(row.cells) if c.excluded})
     by_target: dict[str, list[int]] = {}
@@ -420,4 +415,6 @@ def compare_runs(runs: Sequence[RunView],
     return Comparison(list(runs), rows, statuses, use_cases, trends,
                       _regressions(rows, runs, trends, tolerance), left_out,
                       judged=[t for t, why in why_not.items() if why is None],
-                      not_judged={t: why for t, why in why_not.items() if why is not None})
+                      not_judged={t: why for t, why in why_not.items() if why is not None},
+                      voice=([voice_standing(r) for r in runs]
+                             if any(r.voice is not None for r in runs) else []))

@@ -46,6 +46,7 @@ for minutes) and are never read as them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -83,12 +84,18 @@ _SEVERITY: tuple[Status, ...] = ("unreconciled", "unanswerable", "unverified", "
 
 
 def voice_command(q: Questionnaire | None, detection: str | None = None,
-                  silence_ms: int | None = None, calls: int | None = None) -> str:
-    """The voice run that would check a claim: its endpoint and model, its turn detection
-    and silence window, levels below, at and above its calls."""
+                  silence_ms: int | None = None, calls: int | None = None,
+                  api: str | None = None) -> str:
+    """The voice run that would check a claim: its API (the run's, else OpenAI's
+    Realtime), endpoint and model, its turn detection and silence window, levels below,
+    at and above its calls."""
     endpoint = quote(q.endpoint, 80) if q is not None and q.endpoint else "URL"
     model = quote(q.model, 60) if q is not None and q.model else "MODEL"
-    parts = [f"evalkit probe --api openai-realtime --base-url {endpoint} --model {model}"]
+    # the run's own word, read from summary.json (a file that may be edited): only a
+    # name that is an --api value is repeated
+    api = api if api is not None and re.fullmatch(r"[a-z][a-z-]{0,30}", api) \
+        else "openai-realtime"
+    parts = [f"evalkit probe --api {api} --base-url {endpoint} --model {model}"]
     if detection == "client":
         parts.append("--turn-detection client")
     elif detection == "server_vad":
@@ -120,6 +127,12 @@ def _no_voice_run(ev: Evidence, command: str) -> str | None:
 
 def _voice_section(ev: Evidence) -> VoiceSection | None:
     return ev.m.voice if ev.m is not None else None
+
+
+def _api(ev: Evidence) -> str | None:
+    """The voice run's API (None: no voice run)."""
+    voice = _voice_section(ev)
+    return voice.api if voice is not None else None
 
 
 # ------------------------------------------------------------------------------ Q1
@@ -174,7 +187,7 @@ def judge_q1_voice(a: TtftAnswer, ev: Evidence, tol: Tolerances,
         return j("unreconciled", f"Claimed time to first audio p50 {number(claims['p50'])} ms "
                  f"is above its own p90 {number(claims['p90'])} ms: the two cannot both hold.")
     claim = f"Claimed time to first audio {said} at {c} calls, {_assumes(detection, window)}"
-    command = voice_command(q, detection, window, c)
+    command = voice_command(q, detection, window, c, _api(ev))
     blocked = _no_voice_run(ev, command)
     voice = _voice_section(ev)
     if blocked is not None or voice is None:
@@ -313,7 +326,7 @@ def judge_q4_voice(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
         f"{a.first_degrades} first (not read for calls)")
     said = (f"{n} calls per node × {a.nodes} node{'s' if nodes > 1 else ''} = {claimed}, "
             f"{first_words}" if a.nodes else f"{n} calls per node, {first_words}")
-    command = voice_command(q, calls=claimed)
+    command = voice_command(q, calls=claimed, api=_api(ev))
     blocked = _no_voice_run(ev, command)
     voice = _voice_section(ev)
     if blocked is not None or voice is None:
@@ -326,7 +339,8 @@ def judge_q4_voice(a: ConcurrencyAnswer, ev: Evidence, tol: Tolerances,
         return j("unverified", f"Claimed {said}; not verified: the calls' ramp "
                  + (f"held up to {held} calls and nothing degraded, so what degrades first "
                     f"was not seen" if held is not None else "judged no level")
-                 + f"; re-run `{voice_command(q, calls=max(claimed, held or 1))}`.", shown)
+                 + f"; re-run `{voice_command(q, calls=max(claimed, held or 1), api=_api(ev))}`.",
+                 shown)
     head = (f"Claimed {said} vs the calls' ramp, which sustained "
             f"{voice.max_sustained_calls if voice.max_sustained_calls is not None else 'no level'}"
             f" and broke at {breaking} calls on {_signal(seen)}")

@@ -107,6 +107,28 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class UtteranceMeta:
+    """One utterance a voice run's callers said: its SHA-256 (of the PCM sent)."""
+
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class AudioMeta:
+    """A voice run's caller audio (run.json's `audio`): whose recordings, and each
+    utterance's SHA-256, so two runs' calls are known to be the same calls."""
+
+    source: str | None = None
+    utterances: tuple[UtteranceMeta, ...] = ()
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        """Each utterance's SHA-256 in the order sent; empty when any is not recorded."""
+        found = tuple(u.sha256 for u in self.utterances if u.sha256)
+        return found if len(found) == len(self.utterances) else ()
+
+
+@dataclass(frozen=True)
 class RunMeta:
     """run.json's keys the stages after the probe read, each typed."""
 
@@ -139,6 +161,8 @@ class RunMeta:
     imported: Json | None = None
     #: the run's clock (its origin on the wall clock)
     clock: Clock = field(default_factory=Clock)
+    #: a voice run's caller audio (None: not a voice run)
+    audio: AudioMeta | None = None
 
     @property
     def imported_from(self) -> Imported | None:

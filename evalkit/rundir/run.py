@@ -69,6 +69,9 @@ class RunDir:
     #: attaches exactly those bytes, compressed (`evalkit.render.evidence`)
     requests_path: Path | None = None
     requests_bytes: int = 0
+    #: a voice run's turns.jsonl, whose turns the summary was checked against (None: no
+    #: voice run, or its turns were not what was shown)
+    turns_path: Path | None = None
     #: run.json read once, typed (`evalkit.rundir.meta`)
     meta: RunMeta = field(init=False, repr=False, compare=False)
 
@@ -178,4 +181,5 @@ def open_run(run_dir: Path) -> RunDir:
                   scan.sha256 if req_file else None, digest,
                   tuple(clean(n, 800) for n in notes),
                   checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed, evidence,
-                  requests_path=req_file, requests_bytes=scan.bytes)
+                  requests_path=req_file, requests_bytes=scan.bytes,
+                  turns_path=turns_file if voice is not None else None)

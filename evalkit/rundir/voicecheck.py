@@ -31,13 +31,14 @@ from evalkit.analysis.voice import VoiceFacts, voice_summary
 from evalkit.rundir.audit import summary_problems
 from evalkit.rundir.checked import Checked
 from evalkit.rundir.digest import RUN_STATUSES
-from evalkit.voice.records import TURNS_FILE, read_turns
+from evalkit.voice.records import TURNS_FILE, VOICE_APIS, read_turns
 
 __all__ = ["ATTACH_CAP", "TURNS_FILE", "check_voice_summary", "derive_voice_summary"]
 
 #: turn records above this are not attached to a report (nor verified from it)
 ATTACH_CAP = 32 << 20
-#: the API a voice run's run.json names
+#: the API a voice run's run.json names when it names none we know (runs before Gemini
+#: Live was spoken)
 VOICE_API = "openai-realtime"
 
 
@@ -71,7 +72,9 @@ def derive_voice_summary(run: Mapping[str, Any], turns_path: Path | None
               if str(k).isdigit()} if isinstance(levels, Mapping) else {}
     options = read_as(_Options, run.get("voice"))
     audio = read_as(_Audio, run.get("audio"))
-    facts = VoiceFacts(api=VOICE_API,
+    target = run.get("target")
+    named = target.get("api") if isinstance(target, Mapping) else None
+    facts = VoiceFacts(api=named if named in VOICE_APIS else VOICE_API,
                        detection="server_vad" if options.server_vad else "client",
                        frame_ms=options.frame_ms, silence_ms=options.silence_ms,
                        turns_per_call=options.turns,

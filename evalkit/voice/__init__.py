@@ -1,6 +1,7 @@
 """A caller's voice, as both sides of a realtime call read it: the wire format (16-bit
 mono PCM at 24 kHz), the one rule for a voiced frame that the prober and the reference
-endpoint's VAD share (`audio`), the utterances shipped with evalkit and the buyer's own
+endpoint's VAD share (`audio`), an utterance framed at a protocol's input rate (`wire`:
+16 kHz for Gemini Live, resampled), the utterances shipped with evalkit and the buyer's own
 (`--audio DIR`), the simulated 1x player (`player`) and one turn's record (`records`).
 
 Pure data and arithmetic, no socket: the prober (`evalkit.probe.realtime`) and the

@@ -2,8 +2,10 @@
 
 The realtime APIs take `pcm16` at 24 kHz (OpenAI's and Azure's default input format), so
 that is the one format read: a WAV file of another rate, width or channel count is refused
-with the `sox` line that converts it, never resampled here (a resampler of ours would be
-one more thing between the buyer's recording and what the vendor hears).
+with the `sox` line that converts it, never resampled on reading (a resampler of ours would
+be one more thing between the buyer's recording and what the vendor hears). Only a
+protocol whose input is another rate (Gemini Live: 16 kHz) has its frames resampled, by
+`evalkit.voice.wire`.
 
 Each utterance knows its **last voiced frame**: the last frame whose level is within
 `VOICED_DB` of the utterance's loudest. TTFA is timed from the moment that frame is sent

@@ -17,6 +17,10 @@ from typing import IO, Any
 
 from evalkit.sanitize import clean
 
+#: the realtime protocols a voice run speaks (`evalkit probe --api NAME`): OpenAI's (and
+#: Azure OpenAI's) Realtime API, Google's Gemini Live
+VOICE_APIS = ("openai-realtime", "gemini-live")
+
 #: how a turn ended: ok, or refused (the session was not admitted), error (an error event
 #: or a failed response), incomplete (the session was cut), timeout (no answer in time)
 TURN_OUTCOMES = ("ok", "rejected", "error", "incomplete", "timeout")

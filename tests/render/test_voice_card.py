@@ -186,6 +186,34 @@ def test_the_report_of_a_voice_run_judges_and_shows_its_calls(voice_run: Path,
     assert "What a caller hears: judged TTFA p90 and underruns by concurrent calls" in text
 
 
+def test_page_one_of_a_voice_run_shows_its_calls_not_a_row_of_text_dashes(
+        voice_run: Path, voice_report: Path) -> None:
+    """A voice run has no text TTFT: page one gives the calls' figures at the highest
+    level (judged TTFA, underruns, failures), what degraded first, the voice rules, and
+    says the run was voice, never a text figure reading "—" as if nothing was measured."""
+    one = pdf_text(voice_report, "-f", "1", "-l", "1").replace("– ", "–")
+    for text_row in ("TTFT under load", "Stream rate", "Aggregate throughput",
+                     "Max sustained concurrency", "Prefill rate", "Streams at reading speed",
+                     "Your workload", "TTFT p90 exceeds"):
+        assert text_row not in one, text_row
+    figures = one.split("Key figures", 1)[1].split("The six capacity questions", 1)[0]
+    assert "—" not in figures, figures
+    assert "Text streams none: a voice run (realtime calls over WebSocket)" in one
+    top = voice_of(voice_run).level(3)
+    assert top is not None and top.ttfa_judged_s.n
+    # the label wraps, and pdftotext sets its second line after the value
+    assert "Time to first audio (judged), 3 calls (the" in one
+    assert (f"{with_interval(top.ttfa_judged_s, 'p50')} p50 · "
+            f"{with_interval(top.ttfa_judged_s, 'p90')} p90 (n={top.ttfa_judged_s.n})") in one
+    assert (f"{top.with_underrun.count} of {top.with_underrun.of} answers ran dry; "
+            f"noticeably {top.noticeable_underrun.count} of {top.noticeable_underrun.of}; "
+            f"{top.failures.count} of {top.failures.of} turns; refused "
+            f"{top.admission.count} of {top.admission.of} calls") in one
+    assert "First degraded Nothing degraded at the levels measured" in one
+    assert "Degradation rule A level of concurrent calls is degraded when" in one
+    assert "Voice SLO A level is within it when its judged TTFA p90" in one
+
+
 def test_the_voice_report_verifies(voice_report: Path) -> None:
     result = CliRunner().invoke(cli, ["verify", str(voice_report)])
     assert result.exit_code == 0, result.output
@@ -228,3 +256,66 @@ def test_the_voice_chart_marks_the_first_degradation(voice_run: Path) -> None:
     marked = voice_chart(replace(voice, first_degraded="ttfa", first_degraded_level=3))
     assert marked is not None and "first degraded: ttfa at 3 calls" in marked
     assert voice_chart(replace(voice, levels=())) is None
+
+
+def _pages(pdf: bytes, folder: Path) -> list[str]:
+    """Each page's text as laid out (pdftotext -layout)."""
+    path = folder / "sweep.pdf"
+    path.write_bytes(pdf)
+    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True,
+                          check=True, timeout=60).stdout.decode()
+    return text.split("\f")[:-1]
+
+
+def test_the_voice_tables_header_is_never_left_alone_at_a_pages_foot(
+        voice_run: Path, tmp_path: Path) -> None:
+    """The section set lower and lower down a page (a spacer before it), until it crosses
+    the page's foot: on every page that prints the table's header a level's row follows
+    it (the header repeats where the table breaks, and goes with its first row)."""
+    import weasyprint
+
+    from evalkit.render.page import build_page, page_fields
+    from evalkit.render.pdf import render_html
+    from evalkit.review.pipeline import review
+
+    done = review(voice_run, None, None)
+    html = render_html(page_fields(build_page(done.card, done.run, charts=False)))
+    head = html[:html.index("<body")]
+    match = re.search(r'<section class="voice".*?</section>', html, re.S)
+    assert match is not None
+    header = re.compile(r"^\s*Calls\s+Turns\s+TTFA")
+    row = re.compile(r"^\s*\d+\s+\d+\s+\d+ ms")
+    split = moved = 0
+    for mm in range(206, 238, 4):
+        doc = f'{head}<body><div style="height: {mm}mm"></div>{match.group(0)}</body></html>'
+        pages = _pages(weasyprint.HTML(string=doc).write_pdf(), tmp_path)
+        with_header = []
+        for k, page in enumerate(pages):
+            lines = page.splitlines()
+            at = [i for i, line in enumerate(lines) if header.match(line)]
+            for i in at:
+                assert any(row.match(line) for line in lines[i + 1:]), (mm, k, page)
+            with_header += [k] * len(at)
+        split += with_header == [0, 1]
+        moved += with_header == [1]
+    # the sweep crossed the foot both ways: the table broke (its header repeated), and
+    # the whole of it went over to the next page
+    assert split and moved, (split, moved)
+
+
+def test_page_one_does_not_judge_a_level_where_our_client_was_the_bottleneck(
+        voice_run: Path) -> None:
+    from evalkit.analysis.summary_voice import VoiceClient
+    from evalkit.render.voice import voice_key_figures
+    from evalkit.review.pipeline import review
+
+    voice = voice_of(voice_run)
+    bound = replace(voice, levels=(*voice.levels[:-1], replace(
+        voice.levels[-1], client=VoiceClient(client_bound=True))))
+    card = review(voice_run, None, None).card
+    rows = dict(voice_key_figures(card, bound))
+    said = rows["Calls at 3 calls (the highest level measured)"]
+    assert said.startswith("not judged: our client was the bottleneck; calls refused 0 of 3")
+    assert not any(label.startswith("Time to first audio (judged)") for label in rows)
+    assert "Time to first audio (judged), 3 calls (the highest level measured)" in dict(
+        voice_key_figures(card, voice))

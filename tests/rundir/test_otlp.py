@@ -500,3 +500,10 @@ def test_the_clouds_apis_name_their_providers() -> None:
                                                                     "gcp.gemini")
     assert _facts(api="gemini", auth="google-adc").operation == ("generate_content",
                                                                 "gcp.vertex_ai")
+    # a realtime call's turns: "realtime", the provider's flavour by its auth as above
+    assert _facts(api="openai-realtime", auth="api-key").operation == ("realtime",
+                                                                      "azure.ai.openai")
+    assert _facts(api="gemini-live", auth="x-goog-api-key").operation == ("realtime",
+                                                                         "gcp.gemini")
+    assert _facts(api="gemini-live", auth="google-adc").operation == ("realtime",
+                                                                     "gcp.vertex_ai")

@@ -136,6 +136,15 @@ def key_env(name: str, api_version: str | None = None) -> str:
     return AZURE_KEY_ENV if api_version else "OPENAI_API_KEY"
 
 
+def default_auth(name: str, api_version: str | None = None) -> str | None:
+    """How the key is sent when --auth says nothing: Azure OpenAI's `api-key` header for
+    an OpenAI format with an `api_version` (Azure's marker, as `key_env` reads it: Azure
+    refuses a bearer key, so a run would stop at its gate on a 401 the buyer did not
+    cause), else None: the adapter's own."""
+    own = getattr(ADAPTERS.get(name), "key_env", None)
+    return "api-key" if api_version and not isinstance(own, str) else None
+
+
 def bound_adapter(name: str, model: str) -> Adapter:
     """The adapter for an `--api` name and one model: an API whose path names the model
     (Bedrock's, Gemini's) binds it, a model id it cannot take a usage error; the others

@@ -17,13 +17,9 @@ from evalkit.errors import UsageError
 from evalkit.probe.plan.claims import Plan, client_streams_per_process, plan_probe, size_levels
 from evalkit.probe.plan.prompttext import with_text
 from evalkit.probe.plan.settings import ProbeConfig, SuiteSettings, resolve_settings
-from evalkit.probe.plan.voice import (
-    REALTIME_API,
-    VoicePlan,
-    plan_voice,
-    voice_setting_notes,
-)
+from evalkit.probe.plan.voice import VoicePlan, plan_voice, voice_setting_notes
 from evalkit.probe.plan.workloads import with_workload
+from evalkit.voice.records import VOICE_APIS
 
 
 @dataclass(frozen=True)
@@ -48,10 +44,10 @@ _NOT_FOR_VOICE = (("prompts_file", "--prompts"), ("workload_file", "--workload")
 def plan_run(config: ProbeConfig) -> ProbePlan:
     """Decide the run `config` asks for; nothing is sent. A config already planned (its
     workload and text read) is planned again from what it holds, not from the files."""
-    if config.api == REALTIME_API:
+    if config.api in VOICE_APIS:
         given = [flag for name, flag in _NOT_FOR_VOICE if getattr(config, name)]
         if given:
-            raise UsageError(f"{', '.join(given)}: not for --api {REALTIME_API} (a voice run "
+            raise UsageError(f"{', '.join(given)}: not for --api {config.api} (a voice run "
                              "sends the caller's audio in calls; --audio DIR gives yours)")
         settings, plan = _settings_and_plan(config)
         ramp = settings.ramp
@@ -59,7 +55,8 @@ def plan_run(config: ProbeConfig) -> ProbePlan:
             config.voice, ramp.levels, dict(ramp.min_requests), ramp.confirm_levels,
             ramp.claimed))
     if config.voice is not None:
-        raise UsageError(f"--audio and the call options are for --api {REALTIME_API}")
+        raise UsageError(f"--audio and the call options are for --api "
+                         f"{' or '.join(VOICE_APIS)}")
     config = with_workload(config)
     settings, plan = _settings_and_plan(config)
     return ProbePlan(with_text(config), settings, plan)
@@ -100,8 +97,8 @@ def _settings_and_plan(config: ProbeConfig) -> tuple[SuiteSettings, Plan | None]
                       budget_requests=config.budget_requests, default_requests=per_level,
                       interval_width=width,
                       per_process=client_streams_per_process(config.base_url),
-                      voice=config.api == REALTIME_API)
-    if config.api == REALTIME_API:
+                      voice=config.api in VOICE_APIS)
+    if config.api in VOICE_APIS:
         plan = replace(plan, notes=plan.notes + tuple(voice_setting_notes(q, config.voice)))
     settings = replace(settings, ramp=replace(
         ramp, levels=tuple(plan.levels), max_concurrency=plan.max_concurrency,

@@ -1,4 +1,4 @@
-"""What a voice run (`evalkit probe --api openai-realtime`) will do, decided before any
+"""What a voice run (`evalkit probe --api openai-realtime|gemini-live`) will do, decided before any
 socket opens: the caller's audio read and checked, the levels of concurrent calls, how
 long each runs and how many turns it needs (`VoicePlan`, printed by the CLI and run by
 `evalkit.probe.realtime.voicerun`).
@@ -13,23 +13,34 @@ time, so a level 1 of 36 turns of the shipped 2.5 s utterances takes minutes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.errors import UsageError
 from evalkit.questionnaire.model import Questionnaire
 from evalkit.voice.audio import Utterance, load_utterances
+from evalkit.voice.records import VOICE_APIS
 
-#: the `--api` name of the realtime protocol
-REALTIME_API = "openai-realtime"
+#: the `--api` names of the OpenAI Realtime protocol and of Gemini Live
+REALTIME_API, GEMINI_LIVE_API = VOICE_APIS
+#: Google's names for a Gemini API key, in the order read (google-genai's two)
+GEMINI_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
-def voice_key_env(api_key_env: str, api_version: str | None) -> str:
-    """The variable a voice run's key is read from: --api-key-env's, else Azure OpenAI's
+def voice_key_env(api_key_env: str, api_version: str | None, api: str = REALTIME_API,
+                  environ: Mapping[str, str] | None = None) -> str:
+    """The variable a voice run's key is read from: --api-key-env's; for Gemini Live
+    GEMINI_API_KEY, else GOOGLE_API_KEY when only that one is set; else Azure OpenAI's
     own with --api-version (Azure's marker), else OPENAI_API_KEY, as the text APIs'
-    (`evalkit.probe.apis.base.key_env`): an OpenAI key is never sent to Microsoft's
-    endpoint by default."""
-    return api_key_env or ("AZURE_OPENAI_API_KEY" if api_version else "OPENAI_API_KEY")
+    (`evalkit.probe.apis.base.key_env`): no vendor is sent another's key by default (an
+    OpenAI key to Microsoft's endpoint or Google's)."""
+    if api_key_env:
+        return api_key_env
+    if api == GEMINI_LIVE_API:
+        env = environ if environ is not None else {}
+        return next((n for n in GEMINI_KEY_ENVS if env.get(n)), GEMINI_KEY_ENVS[0])
+    return "AZURE_OPENAI_API_KEY" if api_version else "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)

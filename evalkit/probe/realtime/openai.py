@@ -6,11 +6,8 @@ deployments still send (`response.audio.delta`) read the same. Vendor payloads a
 untrusted: every field is read defensively, and an unexpected shape is a protocol error
 of that turn, never a crash.
 
-Gemini Live is not spoken (yet): its turn end is the client's `activityEnd` or a server
-VAD that sends the client no `speech_stopped` (so no silence window to report), its input
-is 16 kHz and output 24 kHz, and no registry-installable implementation of it takes audio
-input (aimock's Gemini Live takes text turns only), so our reading of it could be checked
-only against ourselves. A dialect is one module with these functions.
+`OpenAIRealtime` is this protocol as the call's `protocol.Dialect`; Gemini Live is
+`gemini.GeminiLive`.
 """
 
 from __future__ import annotations
@@ -18,11 +15,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from evalkit.probe.realtime.protocol import Event, Reader
 from evalkit.sanitize import clean
-from evalkit.voice.audio import RATE_HZ
+from evalkit.voice.audio import RATE_HZ, Utterance
+from evalkit.voice.wire import WireUtterance, wire_utterance
 
 #: server event types, GA and beta, by what they mean here
 _AUDIO = frozenset({"response.output_audio.delta", "response.audio.delta"})
@@ -32,23 +32,6 @@ _TRANSCRIPT = frozenset({"response.output_audio_transcript.delta",
 _KNOWN = frozenset({"session.created", "session.updated", "response.created",
                     "response.done", "error", "input_audio_buffer.speech_started",
                     "input_audio_buffer.speech_stopped", "input_audio_buffer.committed"})
-
-
-class Event(NamedTuple):
-    """One server event reduced to what the figures need (a named tuple: one per event)."""
-
-    #: audio | text | speech_started | speech_stopped | committed | created | done |
-    #: error | session | other
-    kind: str
-    response_id: str | None = None
-    audio_bytes: int = 0
-    text: str = ""
-    #: speech_stopped's audio_end_ms (ms of audio the server had when it decided)
-    audio_end_ms: int | None = None
-    #: response.done's status (completed | cancelled | failed | incomplete)
-    status: str | None = None
-    #: an error event's (or a failed response's) words, cleaned
-    error: str | None = None
 
 
 def session_url(base_url: str, model: str, api_version: str | None) -> str:
@@ -86,6 +69,43 @@ def append(pcm: bytes) -> str:
 COMMIT = '{"type":"input_audio_buffer.commit"}'
 CREATE = '{"type":"response.create"}'
 CANCEL = '{"type":"response.cancel"}'
+
+
+@dataclass(frozen=True)
+class OpenAIRealtime:
+    """The OpenAI (and Azure OpenAI) Realtime protocol as a call's dialect."""
+
+    name: str = "openai-realtime"
+    rate_hz: int = RATE_HZ
+    cancel: str | None = CANCEL
+    awaits_setup: bool = False
+
+    def setup(self, server_vad: bool, silence_ms: int) -> str:
+        """session.update, serialised."""
+        return json.dumps(session_update(server_vad, silence_ms), separators=(",", ":"))
+
+    def audio(self, pcm: bytes) -> str:
+        """input_audio_buffer.append."""
+        return append(pcm)
+
+    def turn_start(self) -> tuple[str, ...]:
+        """Nothing: the buffer takes audio whenever it comes."""
+        return ()
+
+    def turn_end(self) -> tuple[str, ...]:
+        """Commit the buffer and ask for the answer at once."""
+        return COMMIT, CREATE
+
+    def reader(self) -> Reader:
+        """Each message is one event; nothing carries over."""
+        return lambda text: [read_event(text)]
+
+    def wire(self, utterance: Utterance, frame_ms: int) -> WireUtterance:
+        """The utterance as it is (24 kHz)."""
+        return wire_utterance(utterance.pcm, frame_ms)
+
+
+OPENAI = OpenAIRealtime()
 
 
 def read_event(text: str) -> Event:

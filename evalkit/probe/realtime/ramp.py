@@ -1,6 +1,7 @@
 """Calls under load: levels of concurrent calls, closed loop, each watched by the client's
-self-check. A library for `evalkit probe --api openai-realtime` (not wired yet: no
-summary section, no page); `run_ramp` hands back one frozen `LevelRun` a level.
+self-check, for `evalkit probe --api openai-realtime` and `--api gemini-live`
+(`evalkit.probe.realtime.voicerun` runs it and writes the run up); `run_ramp` hands back
+one frozen `LevelRun` a level.
 
 A level of c keeps c calls in flight: c slots, each starting a new call when its last one
 ends, until the level has run `duration_s` and `min_turns` turns have ended (bounded at

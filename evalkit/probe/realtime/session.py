@@ -1,16 +1,20 @@
 """One call: a realtime session of several turns, the caller's audio sent at real-time pace.
 
-Three coroutines share a call. The **line** sends the caller's audio one frame every
-`frame_ms` (as a phone does, never a burst): the utterance when the caller speaks, and,
-under server VAD, digital silence between utterances, because a phone line carries
-silence and the vendor's VAD needs it to hear the speech end. With client turn detection
-it sends only the utterance up to its last voiced frame, then commits the buffer and asks
-for a response at once. The **reader** takes every server event with its arrival stamp
-and hands it to the turn it belongs to (by response id, else the turn that spoke last).
+The protocol's messages come from the plan's `protocol.Dialect` (OpenAI's Realtime, Gemini
+Live); everything here is the same for each. Three coroutines share a call. The **line**
+sends the caller's audio one frame every `frame_ms` (as a phone does, never a burst): the
+utterance when the caller speaks, and, under server VAD, digital silence between
+utterances, because a phone line carries silence and the vendor's VAD needs it to hear the
+speech end. With client turn detection it sends the dialect's turn start, the utterance up
+to its last voiced frame, then the turn's end (OpenAI: commit and response.create; Gemini
+Live: activityEnd) at once. The **reader** takes every server message with its arrival
+stamp, reads it into events, and hands each to the turn it belongs to (by response id;
+else the turn being interrupted until its answer ends; else the turn that spoke last).
 The **caller** runs the turns: speak, wait for the answer (with a deadline), listen to it
 play out (the simulated player), pause, speak again; on a barge-in turn it interrupts the
-answer once audio has played for `barge_after_s`, by `response.cancel` (client detection)
-or by starting its next utterance over the answer (server VAD).
+answer once audio has played for `barge_after_s`, by the dialect's cancel (client
+detection, OpenAI's `response.cancel`) or by starting its next utterance over the answer
+(server VAD, and Gemini Live always: it has no cancel).
 """
 
 from __future__ import annotations
@@ -19,15 +23,17 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.errors import UsageError
-from evalkit.probe.realtime import openai
+from evalkit.probe.realtime.openai import OPENAI
+from evalkit.probe.realtime.protocol import Dialect, Event, Reader
 from evalkit.probe.realtime.turnstate import TurnState
 from evalkit.probe.realtime.websocket import Connection, WireError, connect
-from evalkit.voice.audio import MAX_UTTERANCE_S, Utterance, frame_bytes, silence
+from evalkit.voice.audio import MAX_UTTERANCE_S, Utterance
 from evalkit.voice.records import TurnRecord
+from evalkit.voice.wire import WireUtterance, silent_frame
 
 #: the longest the caller waits for an answer to play out before it speaks again (an
 #: answer of two minutes is no turn of a phone call; a vendor's flood of audio must not
@@ -58,6 +64,12 @@ class CallPlan:
     answer_timeout_s: float = 30.0
     run_id: str = ""
     origin_ns: int = 0
+    #: the protocol spoken (`protocol.Dialect`: OpenAI's Realtime, Gemini Live)
+    dialect: Dialect = OPENAI
+    #: a cloud's OAuth token, fresh, sent as `Authorization: Bearer` when each call
+    #: connects (Vertex AI's; None: `headers` carry the credential). It may block to
+    #: refresh, so it runs in a thread; its failure is ours and stops the run
+    token: Callable[[], str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         """A plan that cannot be a phone call is refused before any socket opens."""
@@ -94,6 +106,11 @@ class Call:
         self.emitted: set[int] = set()
         #: the answer the caller is speaking over (server VAD barge-in)
         self.interrupting: TurnState | None = None
+        #: the last turn the caller talked over
+        self.barged: TurnState | None = None
+        self.reader: Reader = plan.dialect.reader()
+        #: the server's goAway (its time left), said with the close that follows it
+        self.go_away: str | None = None
 
     # ------------------------------------------------------------------ the caller
     async def run(self) -> None:
@@ -101,13 +118,25 @@ class Call:
         plan = self.plan
         first = self._turn(0)
         try:
-            self.conn, _ = await connect(plan.url, list(plan.headers), plan.connect_timeout_s)
-            await self.conn.send_text(_json(openai.session_update(
-                plan.server_vad, plan.silence_ms)), plan.connect_timeout_s)
+            headers = list(plan.headers)
+            if plan.token is not None:
+                headers.append(("Authorization",
+                                f"Bearer {await asyncio.to_thread(plan.token)}"))
+            self.conn, _ = await connect(plan.url, headers, plan.connect_timeout_s)
+            await self.conn.send_text(plan.dialect.setup(plan.server_vad, plan.silence_ms),
+                                      plan.connect_timeout_s)
+            if plan.dialect.awaits_setup:
+                await self._setup(first)
         except WireError as exc:
-            first.finish(time.perf_counter_ns(),
-                         {"refused": "rejected", "timeout": "timeout"}.get(exc.kind, "error"),
-                         str(exc))
+            # a session closed before the setup it waits for was confirmed was refused,
+            # in the vendor's words (Gemini Live says no by closing)
+            refused = exc.kind == "cut" and plan.dialect.awaits_setup
+            kind = {"refused": "rejected", "timeout": "timeout"}.get(
+                exc.kind, "rejected" if refused else "error")
+            first.finish(time.perf_counter_ns(), kind, str(exc))
+        if first.finished.is_set() or self.conn is None:
+            if self.conn is not None:
+                await self.conn.close()
             self._emit(first)
             return
         self.awaiting = first  # a refusal said in an error event before any speech
@@ -126,6 +155,28 @@ class Call:
                 if not turn.finished.is_set():
                     turn.finish(now, *self._unfinished())
                 self._emit(turn)
+
+    async def _setup(self, first: TurnState) -> None:
+        """Wait for the server's word that the session is set up (deadline: connect's);
+        an error said instead ends the first turn in those words."""
+        assert self.conn is not None
+        deadline = time.perf_counter_ns() + int(self.plan.connect_timeout_s * 1e9)
+        unconfirmed = WireError("timeout", "the server did not confirm the session's setup "
+                                f"in {self.plan.connect_timeout_s:g} s")
+        while True:
+            left = (deadline - time.perf_counter_ns()) / 1e9
+            if left <= 0:
+                raise unconfirmed
+            try:
+                message = await self.conn.receive(left)
+            except WireError as exc:
+                raise unconfirmed if exc.kind == "timeout" else exc from None
+            for ev in self.reader(message.text):
+                if ev.kind == "ready":
+                    return
+                if ev.kind == "error":
+                    first.finish(message.at_ns, "error", ev.error)
+                    return
 
     async def _turns(self, turn: TurnState) -> None:
         plan = self.plan
@@ -149,7 +200,7 @@ class Call:
 
     def _turn(self, number: int) -> TurnState:
         utterance = self.plan.utterances[(self.number + number) % len(self.plan.utterances)]
-        voiced = utterance.last_voiced(self.plan.frame_ms)
+        voiced = self._wire(utterance).last_voiced
         turn = TurnState(number, utterance.name,
                          self.audio_pos_s + (voiced + 1) * self.plan.frame_ms / 1000)
         self.turns.append(turn)
@@ -183,12 +234,15 @@ class Call:
         await sleep_until(turn.deltas[0][0] + int(plan.barge_after_s * 1e9))
         if turn.finished.is_set():
             return False
-        if not plan.server_vad:
+        cancel = plan.dialect.cancel
+        if not plan.server_vad and cancel is not None:
             turn.interrupted_by = "cancel"
-            turn.interrupt_ns = await self.conn.send_text(openai.CANCEL, plan.connect_timeout_s)
+            turn.interrupt_ns = await self.conn.send_text(cancel, plan.connect_timeout_s)
             return False
         turn.interrupted_by = "speech"
-        self.interrupting = turn  # its interrupt_ns: the next utterance's first voiced frame
+        # its interrupt_ns: the next utterance's first voiced frame, or the turn start
+        # sent before it when the client detects turns (Gemini Live's activityStart)
+        self.interrupting = self.barged = turn
         nxt = self._turn(next_number)
         utterance = plan.utterances[(self.number + next_number) % len(plan.utterances)]
         self.speaking = (nxt, utterance)
@@ -225,7 +279,9 @@ class Call:
     def _unfinished(self) -> tuple[str, str]:
         if self.cut is None:
             return "timeout", "the call ended before the answer did"
-        return ("timeout" if self.cut.kind == "timeout" else "incomplete"), str(self.cut)
+        said = str(self.cut) + (f" (after the server's goAway, time left {self.go_away})"
+                                if self.go_away else "")
+        return ("timeout" if self.cut.kind == "timeout" else "incomplete"), said
 
     def _emit_finished(self) -> None:
         """Hand on every turn that has ended, in order, so a record leaves as it is
@@ -246,46 +302,50 @@ class Call:
     async def _line(self) -> None:
         """Send a frame every frame_ms: the utterance's, else silence (server VAD)."""
         assert self.conn is not None
-        plan, conn = self.plan, self.conn
+        plan, conn, dialect = self.plan, self.conn, self.plan.dialect
         step = plan.frame_ms * 1_000_000
-        quiet = openai.append(silence(plan.frame_ms))
+        quiet = dialect.audio(silent_frame(dialect.rate_hz, plan.frame_ms))
         tick = time.perf_counter_ns()
         #: when the socket took the last frame (its send returned): a frame whose tick
         #: passed while that send was blocked was held by the vendor, not by us
         taken = tick
-        frames: list[bytes] = []
-        voiced_start = voiced_end = -1
+        wire: WireUtterance | None = None
+        last = -1  # the last frame this turn sends
         k = 0
         turn: TurnState | None = None
         while True:
             if self.speaking is not None and (turn is None or self.speaking[0] is not turn):
                 turn, utterance = self.speaking
-                frames = utterance.frames(plan.frame_ms)
-                voiced_start = utterance.first_voiced(plan.frame_ms)
-                voiced_end = utterance.last_voiced(plan.frame_ms)
-                if not plan.server_vad:
-                    frames = frames[:voiced_end + 1]
+                wire = self._wire(utterance)
+                last = len(wire.frames) - 1 if plan.server_vad else wire.last_voiced
                 k = 0
-            if turn is not None and k < len(frames):
+            if turn is not None and wire is not None and k <= last:
                 if k == 0 and self.speaking is not None and turn.first_sent_ns is None:
                     tick = max(tick, time.perf_counter_ns())
-                sent = await conn.send_text(openai.append(frames[k]), plan.connect_timeout_s)
+                    if not plan.server_vad:  # the client's own turn start, if it has one
+                        for message in dialect.turn_start():
+                            started = await conn.send_text(message, plan.connect_timeout_s)
+                            if self.interrupting is not None:
+                                self.interrupting.interrupt_ns = started
+                                self.interrupting = None
+                sent = await conn.send_text(dialect.audio(wire.frames[k]),
+                                            plan.connect_timeout_s)
                 turn.pace_late_max_ns = max(turn.pace_late_max_ns, sent - max(tick, taken))
                 turn.intake_blocked_max_ns = max(turn.intake_blocked_max_ns, taken - tick)
                 taken = time.perf_counter_ns()
                 if k == 0:
                     turn.first_sent_ns = sent
-                    turn.voiced_audio_end_s = (self.audio_pos_s
-                                               + (voiced_end + 1) * plan.frame_ms / 1000)
-                if k == voiced_start and self.interrupting is not None:
+                    turn.voiced_audio_end_s = self.audio_pos_s + sum(
+                        wire.seconds(i) for i in range(wire.last_voiced + 1))
+                if k == wire.first_voiced and self.interrupting is not None:
                     self.interrupting.interrupt_ns, self.interrupting = sent, None
-                self.audio_pos_s += len(frames[k]) / frame_bytes(1000)
-                turn.sent_audio_s += len(frames[k]) / frame_bytes(1000)
-                if k == voiced_end:
+                self.audio_pos_s += wire.seconds(k)
+                turn.sent_audio_s += wire.seconds(k)
+                if k == wire.last_voiced:
                     turn.voiced_end_ns = sent
                     if not plan.server_vad:
-                        await conn.send_text(openai.COMMIT, plan.connect_timeout_s)
-                        await conn.send_text(openai.CREATE, plan.connect_timeout_s)
+                        for message in dialect.turn_end():
+                            await conn.send_text(message, plan.connect_timeout_s)
                         taken = time.perf_counter_ns()
                     self.spoke.set()
                 k += 1
@@ -296,6 +356,9 @@ class Call:
             tick += step
             await sleep_until(tick)
 
+    def _wire(self, utterance: Utterance) -> WireUtterance:
+        return self.plan.dialect.wire(utterance, self.plan.frame_ms)
+
     # ------------------------------------------------------------------ the reader
     async def _read(self) -> None:
         """Every server event, stamped at arrival, to the turn it belongs to."""
@@ -303,7 +366,8 @@ class Call:
         try:
             while True:
                 message = await self.conn.receive(self._idle_deadline_s())
-                self._dispatch(message.at_ns, openai.read_event(message.text))
+                for ev in self.reader(message.text):
+                    self._dispatch(message.at_ns, ev)
         except WireError as exc:
             self.cut = exc
             now = time.perf_counter_ns()
@@ -317,18 +381,27 @@ class Call:
         rightly say nothing for the longest of them."""
         return self.plan.answer_timeout_s + MAX_UTTERANCE_S + MAX_PLAYOUT_WAIT_S + 5.0
 
-    def _dispatch(self, at: int, ev: openai.Event) -> None:
+    def _dispatch(self, at: int, ev: Event) -> None:
         turn: TurnState | None
+        if ev.kind == "goaway":
+            self.go_away = ev.error
+            return
         if ev.kind == "created":
             turn = self.awaiting
             if turn is not None and ev.response_id and turn.response_id is None:
                 turn.response_id = ev.response_id
                 self.by_response[ev.response_id] = turn
             return
-        if ev.kind in ("speech_stopped", "speech_started", "committed", "session", "other"):
+        if ev.kind in ("speech_stopped", "speech_started", "committed", "session", "ready",
+                       "other"):
             turn = self.awaiting if ev.kind == "speech_stopped" else None
         elif ev.response_id and ev.response_id in self.by_response:
             turn = self.by_response[ev.response_id]
+        elif ev.kind in ("audio", "text", "done") and self.barged is not None \
+                and not self.barged.finished.is_set():
+            # an answer without an id (Gemini Live) is the interrupted turn's until it
+            # ends: what came before `interrupted` is not the next turn's answer
+            turn = self.barged
         else:
             turn = self.awaiting
         if turn is not None:
@@ -342,9 +415,3 @@ async def sleep_until(ns: int) -> None:
     call would spend the client's CPU on nothing."""
     delay = (ns - time.perf_counter_ns()) / 1e9
     await asyncio.sleep(max(delay, 0.0))
-
-
-def _json(doc: object) -> str:
-    import json
-
-    return json.dumps(doc, separators=(",", ":"))

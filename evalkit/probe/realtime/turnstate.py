@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from evalkit.probe.realtime.openai import Event
+from evalkit.probe.realtime.protocol import Event
 from evalkit.sanitize import clean
 from evalkit.voice.audio import audio_seconds
 from evalkit.voice.player import play

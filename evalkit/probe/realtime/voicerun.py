@@ -1,4 +1,5 @@
-"""A voice run: `evalkit probe --api openai-realtime` from its plan to its run directory.
+"""A voice run: `evalkit probe --api openai-realtime|gemini-live` from its plan to its run
+directory.
 
 `prepare_voice` checks the target (the key from the environment only, the base URL, the
 headers: `evalkit.probe.client.clients.Target`'s checks) and writes run.json
@@ -12,8 +13,10 @@ run killed hard loses only the turns in flight; `finish` writes summary.json
 run, and run.json's end.
 
 The API key is read from the environment variable named (never from a flag, never
-written): sent as `Authorization: Bearer` (OpenAI), or `api-key` (Azure OpenAI: with
---api-version, whose URL is `…/openai/realtime?api-version=V&deployment=M`).
+written): sent as `Authorization: Bearer` (OpenAI), `api-key` (Azure OpenAI: with
+--api-version, whose URL is `…/openai/realtime?api-version=V&deployment=M`) or
+`x-goog-api-key` (Gemini Live, GEMINI_API_KEY or GOOGLE_API_KEY: a header, never the
+URL's `?key=`). The session URL is written to run.json as `url_as_written` gives it.
 """
 
 from __future__ import annotations
@@ -33,22 +36,26 @@ from evalkit.analysis.summarize import SummaryMeta
 from evalkit.analysis.summary_voice import VoiceAudio, VoiceClient
 from evalkit.analysis.voice import VoiceFacts, voice_section, voice_summary
 from evalkit.errors import EndpointError, UsageError
-from evalkit.probe.client.clients import Target
+from evalkit.probe.apis.gemini import is_vertex
+from evalkit.probe.client.clients import Target, ready_target
+from evalkit.probe.client.cloudauth import GoogleADC
 from evalkit.probe.client.loopmonitor import LoopMonitor
 from evalkit.probe.plan.runplan import ProbePlan
-from evalkit.probe.plan.voice import REALTIME_API, VoicePlan, voice_key_env
-from evalkit.probe.realtime import openai
+from evalkit.probe.plan.voice import GEMINI_LIVE_API, VoicePlan, voice_key_env
+from evalkit.probe.realtime import gemini, openai
+from evalkit.probe.realtime.protocol import Dialect
 from evalkit.probe.realtime.ramp import LevelRun, VoiceClientLimits, run_level
 from evalkit.probe.realtime.session import Call, CallPlan
-from evalkit.provenance import provenance
+from evalkit.provenance import provenance, url_as_written
 from evalkit.rundir.store import RunStore
 from evalkit.rundir.writeup import now_iso
 from evalkit.voice.audio import Utterance
 from evalkit.voice.records import TURNS_FILE, TurnRecord, TurnWriter, read_turns
 
-#: how each auth style sends the key (`evalkit.probe.apis.base.AUTH_STYLES`' two that a
+#: how each auth style sends the key (`evalkit.probe.apis.base.AUTH_STYLES`' three that a
 #: realtime endpoint takes)
-_AUTH = {"bearer": ("Authorization", "Bearer {key}"), "api-key": ("api-key", "{key}")}
+_AUTH = {"bearer": ("Authorization", "Bearer {key}"), "api-key": ("api-key", "{key}"),
+         "x-goog-api-key": ("x-goog-api-key", "{key}")}
 
 
 @dataclass
@@ -174,26 +181,52 @@ class VoiceRun:
         return summary
 
 
+def _fresh_token(adc: GoogleADC) -> Callable[[], str]:
+    """The ADC token, refreshed when due (blocking: a call runs it in a thread). A refresh
+    that fails stops the run, said as ours: counted as the vendor's refusal it would
+    charge the vendor with our expired credentials."""
+    def token() -> str:
+        try:
+            adc.refresh()
+        except UsageError as exc:
+            raise EndpointError(f"the run stopped: {exc} (our credentials, not a refusal "
+                                "of the vendor's)") from None
+        return str(adc.credentials().token)
+    return token
+
+
 def prepare_voice(planned: ProbePlan, out_dir: Path,
                   say: Callable[[str], None] | None = None) -> VoiceRun:
     """Everything before the first call: the target checked, run.json 'running'."""
     config, plan = planned.config, planned.voice
     assert plan is not None
-    env = voice_key_env(config.api_key_env, config.api_version)
+    env = voice_key_env(config.api_key_env, config.api_version, config.api, os.environ)
     secret = os.environ.get(env) or None
-    auth = config.auth or ("api-key" if config.api_version else "bearer")
-    if auth not in _AUTH:
-        raise UsageError(f"--auth {auth}: a realtime endpoint takes bearer (OpenAI) or "
-                         "api-key (Azure OpenAI)")
+    dialect: Dialect
+    if config.api == GEMINI_LIVE_API:
+        url = gemini.session_url(config.base_url, config.api_version)
+        dialect = gemini.GeminiLive(gemini.model_name(config.model, config.base_url))
+        auth = config.auth or ("google-adc" if is_vertex(config.base_url)
+                               else "x-goog-api-key")
+    else:
+        url = openai.session_url(config.base_url, config.model, config.api_version)
+        dialect = openai.OPENAI
+        auth = config.auth or ("api-key" if config.api_version else "bearer")
+    if auth not in _AUTH and auth != "google-adc":
+        raise UsageError(f"--auth {auth}: a realtime endpoint takes bearer (OpenAI), "
+                         "api-key (Azure OpenAI), x-goog-api-key (Gemini Live) or, for "
+                         "Vertex AI, its application default credentials")
     # Target's checks (the base URL carries no key, the key and headers are sendable)
     # and its redaction of the key in every form a vendor may echo it
-    target = Target(base_url=config.base_url, model=config.model, api="openai-chat",
-                    headers=config.headers, secret=secret, auth=auth)
+    target = ready_target(Target(base_url=config.base_url, model=config.model,
+                                 api="openai-chat", headers=config.headers, secret=secret,
+                                 auth=auth))
     headers = list(config.headers)
-    if secret is not None and target.credential == "environment":
+    if target.secret is not None and target.credential == "environment":
         name, form = _AUTH[auth]
-        headers.append((name, form.format(key=secret)))
-    url = openai.session_url(config.base_url, config.model, config.api_version)
+        headers.append((name, form.format(key=target.secret)))
+    adc = target.request_auth  # Vertex AI: its token, fresh as each call connects
+    token = _fresh_token(adc) if isinstance(adc, GoogleADC) else None
     origin_ns = time.perf_counter_ns()
     tag = secrets.token_hex(3)
     o = plan.options
@@ -204,8 +237,9 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
                     frame_ms=o.frame_ms, server_vad=o.server_vad, silence_ms=o.silence_ms,
                     barge_in_every=o.barge_in_every, pause_s=o.pause_s,
                     connect_timeout_s=o.connect_timeout_s,
-                    answer_timeout_s=o.answer_timeout_s, run_id=tag, origin_ns=origin_ns)
-    facts = VoiceFacts(api=REALTIME_API, detection="server_vad" if o.server_vad else "client",
+                    answer_timeout_s=o.answer_timeout_s, run_id=tag, origin_ns=origin_ns,
+                    dialect=dialect, token=token)
+    facts = VoiceFacts(api=config.api, detection="server_vad" if o.server_vad else "client",
                        frame_ms=o.frame_ms, silence_ms=o.silence_ms, turns_per_call=o.turns,
                        audio=VoiceAudio("shipped" if plan.public else "buyer",
                                         len(utterances), plan.public))
@@ -216,10 +250,11 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
         "clock": {"origin_ns": origin_ns, "wall_ns": time.time_ns(),
                   "source": "time.perf_counter_ns (CLOCK_MONOTONIC)",
                   "note": "t0_s in turns.jsonl are offsets from origin_ns"},
-        "target": {"base_url": config.base_url, "model": config.model, "api": REALTIME_API,
-                   "session_url": url, "api_version": config.api_version,
+        "target": {"base_url": config.base_url, "model": config.model, "api": config.api,
+                   "session_url": url_as_written(url), "api_version": config.api_version,
+                   "input_rate_hz": dialect.rate_hz,
                    "header_names": [k for k, _ in config.headers],
-                   "api_key_set": secret is not None, "credential": target.credential,
+                   "api_key_set": target.secret is not None, "credential": target.credential,
                    "auth": auth},
         "api_key_env": env, "vendor": config.vendor, "profile": config.profile,
         "voice": {**asdict(replace(o, audio_dir=None)),

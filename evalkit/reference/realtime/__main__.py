@@ -15,7 +15,7 @@ from pathlib import Path
 
 from evalkit.errors import EvalkitError
 from evalkit.reference.realtime.params import RealtimeParams
-from evalkit.reference.realtime.server import serve_realtime
+from evalkit.reference.realtime.serve import serve_realtime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[],
                         metavar="NAME=VALUE")
     parser.add_argument("--truth-log", type=Path, default=None)
+    parser.add_argument("--tls-cert", type=Path, default=None)
+    parser.add_argument("--tls-key", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
         params = RealtimeParams.of(dict(s.split("=", 1) for s in args.sets if "=" in s))
@@ -39,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve_realtime(args.host, args.port, params, args.truth_log, args.seed,
-                                   ready))
+                                   ready, (args.tls_cert, args.tls_key)
+                                   if args.tls_cert and args.tls_key else None))
     return 0
 
 

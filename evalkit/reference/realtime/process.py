@@ -25,11 +25,14 @@ class RealtimeReference:
     """The realtime reference endpoint on a free loopback port."""
 
     def __init__(self, overrides: Mapping[str, Any] | None = None,
-                 truth_log: Path | None = None, seed: int = 0) -> None:
+                 truth_log: Path | None = None, seed: int = 0,
+                 tls: tuple[Path, Path] | None = None) -> None:
         RealtimeParams.of(overrides)  # a bad name or value fails here, in the caller
         self.overrides = dict(overrides or {})
         self.truth_log = truth_log
         self.seed = seed
+        #: a certificate and its key: serve wss:// (google-genai's client speaks no ws://)
+        self.tls = tls
         self.base_url = ""
         self.model = "evalkit-realtime"
         self._proc: subprocess.Popen[str] | None = None
@@ -56,6 +59,8 @@ class RealtimeReference:
             cmd += ["--set", f"{name}={value}"]
         if self.truth_log is not None:
             cmd += ["--truth-log", str(self.truth_log)]
+        if self.tls is not None:
+            cmd += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
         proc = self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         url = first_line(proc, STARTUP_TIMEOUT_S)
         if not url.startswith("http"):

@@ -22,8 +22,9 @@ sent, or response.create arrived), `first_text_ns`, `first_audio_ns`, `audio`
 (the cancel or the speech arrived), `last_audio_ns`, `status`, `active` (sessions in
 flight), `rate`, `ttfa_drawn_s`, `silence_ms` (the session's VAD window), `audio_end_ms`
 (speech_stopped's), `commit_ns` (the client's commit arrived). When a session ends, a
-line with `session`, `ended` and `appends_ns` (each append message's arrival, the first
-`MAX_APPENDS`): the caller's pace. A message "arrived" when its bytes reached the
+line with `session`, `ended`, `path` (the upgrade's, its query included) and
+`appends_ns` (each append message's arrival, the first `MAX_APPENDS`): the caller's
+pace. A message "arrived" when its bytes reached the
 machine: the kernel's receive stamp of the read that carried it (`StampedConnection`).
 """
 
@@ -42,14 +43,14 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import IO, Any
 
-from websockets.asyncio.server import ServerConnection, serve
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 
 from evalkit.reference.kernelsocket import KernelStampedSocket, kernel_stamped
 from evalkit.reference.realtime.params import RealtimeParams
-from evalkit.voice.audio import SPEECH_FLOOR_DB, audio_seconds, is_voiced, level_db
+from evalkit.voice.audio import SPEECH_FLOOR_DB, is_voiced, level_db
 
 #: append arrivals kept in a session's truth line (10 minutes of 20 ms frames)
 MAX_APPENDS = 30_000
@@ -109,6 +110,8 @@ class Endpoint:
         self.sessions = 0
         self.rng = random.Random(seed)
         self._releases: set[asyncio.Future[None]] = set()
+        #: (a path's marker, the session class that speaks its protocol); else OpenAI's
+        self.dialects: tuple[tuple[str, type[Session]], ...] = ()
 
     def admit(self, conn: ServerConnection, request: Request) -> Response | None:
         """Refuse the upgrade past max_sessions (429, as an overloaded vendor does)."""
@@ -138,13 +141,23 @@ class Endpoint:
             self.active -= 1
 
     async def handle(self, conn: ServerConnection) -> None:
+        """One session, in the protocol its path names (Gemini Live's method, else
+        OpenAI's Realtime)."""
         assert isinstance(conn, StampedConnection)
         self.sessions += 1
-        await Session(self, conn, self.sessions).run()
+        path = conn.request.path if conn.request is not None else ""
+        kind = next((session for marker, session in self.dialects if marker in path),
+                    Session)
+        await kind(self, conn, self.sessions).run()
 
 
 class Session:
-    """One realtime session on the server."""
+    """One realtime session on the server, in the OpenAI Realtime protocol; the events
+    an answer and the VAD send are methods (`say_*`) a protocol's subclass speaks in its
+    own words (`evalkit.reference.realtime.gemini`)."""
+
+    #: the input audio's sample rate
+    rate_hz = 24_000
 
     def __init__(self, endpoint: Endpoint, conn: StampedConnection, number: int) -> None:
         self.ep, self.conn, self.number = endpoint, conn, number
@@ -183,8 +196,12 @@ class Session:
         """The id of the input audio item being spoken."""
         return f"item_in_{self.number}_{self.items}"
 
-    async def run(self) -> None:
+    async def greet(self) -> None:
+        """What the server says first."""
         await self.send({"type": "session.created", "session": self.session()})
+
+    async def run(self) -> None:
+        await self.greet()
         try:
             async for message in self.conn:
                 at = self.conn.arrivals.popleft() if self.conn.arrivals else time.perf_counter_ns()
@@ -196,7 +213,9 @@ class Session:
                 self.response.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self.response.task
+            request = self.conn.request
             self.ep.truth.write({"session": self.number, "ended": time.perf_counter_ns(),
+                                 "path": request.path if request is not None else None,
                                  "appends_ns": self.appends_ns})
 
     async def on_message(self, at: int, message: str | bytes) -> None:
@@ -240,15 +259,13 @@ class Session:
     async def hear(self, at: int, frame: bytes) -> None:
         """One frame through the VAD (the prober's rule: within VOICED_DB of the peak)."""
         level = level_db(frame)
-        self.pos_ms += audio_seconds(len(frame)) * 1000
+        self.pos_ms += len(frame) / (self.rate_hz * 2) * 1000
         if not self.in_speech:
             if level < SPEECH_FLOOR_DB:
                 return
             self.in_speech, self.peak = True, level
             if self.server_vad:
-                await self.send({"type": "input_audio_buffer.speech_started",
-                                 "item_id": self.item(),
-                                 "audio_start_ms": int(self.pos_ms)})
+                await self.say_speech_started()
                 if self.response is not None and not self.response.task.done():
                     self.response.interrupt(at, "speech")
         self.peak = max(self.peak, level)
@@ -257,11 +274,43 @@ class Session:
         elif self.server_vad and self.pos_ms - self.last_voiced_end_ms >= self.silence_ms:
             self.in_speech, self.peak = False, -math.inf
             end_ms = round(self.pos_ms)
-            decided = await self.send({"type": "input_audio_buffer.speech_stopped",
-                                       "item_id": self.item(),
-                                       "audio_end_ms": end_ms})
+            decided = await self.say_speech_stopped(end_ms)
             self.items += 1
             self.start(decided, decided, end_ms)
+
+    async def say_speech_started(self) -> None:
+        """The VAD heard speech begin."""
+        await self.send({"type": "input_audio_buffer.speech_started",
+                         "item_id": self.item(), "audio_start_ms": int(self.pos_ms)})
+
+    async def say_speech_stopped(self, end_ms: int) -> int:
+        """The VAD decided the speech ended; returns the send's stamp."""
+        return await self.send({"type": "input_audio_buffer.speech_stopped",
+                                "item_id": self.item(), "audio_end_ms": end_ms})
+
+    async def say_created(self, rid: str) -> None:
+        """An answer begins."""
+        await self.send({"type": "response.created", "response": {
+            "id": rid, "object": "realtime.response", "status": "in_progress"}})
+
+    def _part(self, rid: str) -> dict[str, Any]:
+        return {"response_id": rid, "item_id": f"item_{rid}", "output_index": 0,
+                "content_index": 0}
+
+    async def say_text(self, rid: str, text: str) -> int:
+        """A transcript delta; returns the send's stamp."""
+        return await self.send({"type": "response.output_audio_transcript.delta",
+                                **self._part(rid), "delta": text})
+
+    async def say_audio(self, rid: str, b64: str) -> int:
+        """An audio delta (24 kHz PCM, base64); returns the send's stamp."""
+        return await self.send({"type": "response.output_audio.delta", **self._part(rid),
+                                "delta": b64})
+
+    async def say_done(self, rid: str, status: str) -> None:
+        """The answer ended: completed or cancelled."""
+        await self.send({"type": "response.done", "response": {
+            "id": rid, "object": "realtime.response", "status": status}})
 
     def start(self, decided_ns: int, stopped_ns: int | None, end_ms: int | None = None
               ) -> None:
@@ -306,10 +355,7 @@ class Response_:
         s, p = self.session, self.session.params
         status = "completed"
         try:
-            await s.send({"type": "response.created", "response": {
-                "id": self.rid, "object": "realtime.response", "status": "in_progress"}})
-            part = {"response_id": self.rid, "item_id": f"item_{self.rid}",
-                    "output_index": 0, "content_index": 0}
+            await s.say_created(self.rid)
             chunk = bytes(int(p.chunk_s * 24_000) * 2)
             b64 = base64.b64encode(chunk).decode("ascii")
             n = max(1, round(p.answer_s / p.chunk_s))
@@ -325,18 +371,14 @@ class Response_:
                     break
                 await _sleep_until(due)
                 if k == 0:
-                    self.truth["first_text_ns"] = await s.send({
-                        "type": "response.output_audio_transcript.delta",
-                        **part, "delta": "Sure, "})
-                at = await s.send({"type": "response.output_audio.delta", **part,
-                                   "delta": b64})
+                    self.truth["first_text_ns"] = await s.say_text(self.rid, "Sure, ")
+                at = await s.say_audio(self.rid, b64)
                 if k == 0:
                     self.truth["first_audio_ns"] = at
                 self.truth["audio"].append([at, len(chunk)])
                 self.truth["last_audio_ns"] = at
             self.truth["status"] = status
-            await s.send({"type": "response.done", "response": {
-                "id": self.rid, "object": "realtime.response", "status": status}})
+            await s.say_done(self.rid, status)
         except ConnectionClosed:
             self.truth["status"] = "cut"
         finally:
@@ -350,18 +392,3 @@ async def _sleep_until(ns: int) -> None:
         await asyncio.sleep(coarse)
     while time.perf_counter_ns() < ns:
         await asyncio.sleep(0)
-
-
-async def serve_realtime(host: str, port: int, params: RealtimeParams,
-                         truth_log: Path | None, seed: int,
-                         ready: Any = None) -> None:
-    """Serve until cancelled; `ready(url)` is called once listening."""
-    endpoint = Endpoint(params, Truth(truth_log), seed)
-    async with serve(endpoint.handle, host, port, process_request=endpoint.admit,
-                     process_response=endpoint.counted,
-                     create_connection=StampedConnection, max_size=4 * 1024 * 1024,
-                     compression=None) as server:
-        bound = next(iter(server.sockets)).getsockname()
-        if ready is not None:
-            ready(f"http://{host}:{bound[1]}/v1")
-        await asyncio.Future()

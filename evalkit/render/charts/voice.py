@@ -5,15 +5,21 @@ second axis, and the level that degraded first marked."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib
 
 from evalkit.analysis.summary_voice import VoiceLevel, VoiceSection
 from evalkit.render.charts.kit import (
     _RC,
     _handles,
+    figure_title,
     legend_below,
     levels_axis,
     new_figure,
+    number_ticks,
+    plain,
+    series_style,
     to_svg,
 )
 
@@ -72,4 +78,56 @@ def voice_chart(voice: VoiceSection | None) -> str | None:
         legend_below(fig, *_handles(ax, share))
         ax.set_title("What a caller hears: judged TTFA p90 and underruns by concurrent "
                      "calls", loc="left")
+        return to_svg(fig)
+
+
+COMPARE_CAPTION = (
+    "Realtime calls, one line per run: the judged time to first audio p90 (left; lower is "
+    "better; the dashed line is the voice SLO's limit) and the share of answers whose "
+    "playback ran dry noticeably (right) at each level of concurrent calls. A level where "
+    "our client was the bottleneck, and a run judged invalid, are not drawn: their "
+    "figures are not the vendor's.")
+
+
+def _judged(voice: VoiceSection) -> list[VoiceLevel]:
+    """The levels a comparison may draw: of a run not judged invalid, where our client
+    was not the bottleneck, with an answered turn."""
+    if voice.validity.status not in ("valid", "degraded"):
+        return []
+    return [lv for lv in voice.levels if lv.concurrency is not None
+            and lv.client.client_bound is False and lv.ttfa_judged_s.p90 is not None]
+
+
+def voice_overlay(runs: Sequence[tuple[str, VoiceSection | None]]) -> str | None:
+    """The comparison's voice chart (None: no run has a level to draw)."""
+    drawn = [(label, levels) for label, voice in runs
+             if voice is not None and (levels := _judged(voice))]
+    if not drawn:
+        return None
+    limit = next((v.slo.ttfa_p90_s for _, v in runs if v is not None
+                  and v.slo.ttfa_p90_s is not None), None)
+    with matplotlib.rc_context(_RC):
+        fig = new_figure(6.6, 2.6, ncols=2)
+        ttfa, under = fig.axes
+        every = sorted({float(lv.concurrency or 0) for _, levels in drawn for lv in levels})
+        for i, (label, levels) in enumerate(drawn):
+            xs = [float(lv.concurrency or 0) for lv in levels]
+            ttfa.plot(xs, [(lv.ttfa_judged_s.p90 or 0.0) * 1000 for lv in levels],
+                      label=plain(label), **series_style(i))
+            shares = [(float(lv.concurrency or 0), lv.noticeable_underrun.share * 100)
+                      for lv in levels if lv.noticeable_underrun.share is not None]
+            if shares:
+                under.plot([x for x, _ in shares], [v for _, v in shares], **series_style(i))
+        if limit is not None:
+            ttfa.axhline(limit * 1000, color="0.2", linestyle="--", linewidth=1.0)
+        for ax, title, unit in ((ttfa, "judged TTFA p90 (ms)", "ms"),
+                                (under, "answers with a noticeable underrun (%)", "%")):
+            levels_axis(ax, every)
+            ax.set_xlabel("concurrent calls")
+            number_ticks(ax.yaxis)
+            ax.set_ylim(bottom=0)
+            ax.set_title(title, loc="left")
+            ax.set_ylabel(unit)
+        figure_title(fig, "Realtime calls, one line per run")
+        legend_below(fig, *ttfa.get_legend_handles_labels())
         return to_svg(fig)

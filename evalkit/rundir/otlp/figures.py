@@ -86,7 +86,7 @@ class RunMetrics:
         return sum(len(f.points) for f in self.families)
 
 
-class _Counted:
+class Counted:
     """Values counted into buckets, per series."""
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
@@ -116,8 +116,8 @@ def build_metrics(facts: RunFacts, records: Iterable[RequestRecord], summary: Su
                                   **facts.server()}
     if facts.model:
         base["gen_ai.request.model"] = facts.model
-    duration, tokens = _Counted(SECONDS_BOUNDS), _Counted(TOKEN_BOUNDS)
-    first, per_chunk = _Counted(SECONDS_BOUNDS), _Counted(SECONDS_BOUNDS)
+    duration, tokens = Counted(SECONDS_BOUNDS), Counted(TOKEN_BOUNDS)
+    first, per_chunk = Counted(SECONDS_BOUNDS), Counted(SECONDS_BOUNDS)
     for rec in records:
         attrs = {**base, "evalkit.phase": phase_name(rec),
                  **({"evalkit.level": rec.level} if rec.level is not None else {})}
@@ -183,7 +183,7 @@ def _gauges(facts: RunFacts, summary: Summary | None,
     out: list[MetricFamily] = []
     for name, unit, what, attr in _DISTRIBUTIONS:
         points = [GaugePoint({**g, "evalkit.stat": stat}, value)
-                  for g, lv in groups for stat, value in _stats(getattr(lv, attr))]
+                  for g, lv in groups for stat, value in pct_stats(getattr(lv, attr))]
         out.append(MetricFamily(name, unit, what, "gauge", tuple(points)))
     scalars: tuple[tuple[str, str, str, list[GaugePoint]], ...] = (
         ("evalkit.aggregate_throughput", "{token}/s",
@@ -216,5 +216,5 @@ def _gauges(facts: RunFacts, summary: Summary | None,
     return out
 
 
-def _stats(pct: Pct) -> list[tuple[str, float]]:
+def pct_stats(pct: Pct) -> list[tuple[str, float]]:
     return [(stat, v) for stat in ("p50", "p90", "p99") if (v := pct.get(stat)) is not None]

@@ -244,22 +244,28 @@ def export_run(run_dir: Path, target: OtlpTarget) -> ExportOutcome:
     """Send a run directory's trace and metrics; never raises for the collector's sake.
 
     The run is read as any reader reads it (`open_run`: bounded, checked), so an
-    imported or handed-over run is sent as faithfully as a probe's own. EvalkitError
-    when the run directory cannot be read or the SDK is not installed.
+    imported or handed-over run is sent as faithfully as a probe's own; a voice run's
+    turns (turns.jsonl, as its summary was checked against them) go as its spans.
+    EvalkitError when the run directory cannot be read or the SDK is not installed.
     """
     from evalkit.analysis.summary import measurements
+    from evalkit.rundir.otlp.voicetrace import build_voice_metrics, build_voice_trace
     from evalkit.rundir.run import open_run
+    from evalkit.voice.records import read_turns
 
     require_sdk()
     rd = open_run(run_dir)
     facts = run_facts(rd.meta, rd.summary)
+    turns = read_turns(rd.turns_path)[0] if rd.turns_path is not None else None
     try:
-        trace = build_trace(facts, rd.records)
+        trace = (build_trace(facts, rd.records) if turns is None
+                 else build_voice_trace(facts, turns, rd.summary.voice))
     except ValueError as exc:
         raise EvalkitError(f"{run_dir}: {exc}") from None
     top = trace.spans[0]
-    metrics = build_metrics(facts, rd.records, measurements(rd.summary), top.start_ns,
-                            top.end_ns)
+    metrics = (build_metrics(facts, rd.records, measurements(rd.summary), top.start_ns,
+                             top.end_ns) if turns is None else
+               build_voice_metrics(facts, turns, rd.summary.voice, top.start_ns, top.end_ns))
     return send(trace, metrics, target, {
         "service.version": facts.suite_version or "", **(
             {"evalkit.run.id": facts.run_id} if facts.run_id else {})})

@@ -64,6 +64,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "bedrock-converse": ("chat", "aws.bedrock"),
     "bedrock-invoke": ("chat", "aws.bedrock"),
     "gemini": ("generate_content", "gcp.gemini"),
+    # a realtime call's turn: the conventions name no operation for it (v1.41); a custom
+    # value, as they allow, rather than "chat" for what is not a chat completion
+    "openai-realtime": ("realtime", "openai"),
+    "gemini-live": ("realtime", "gcp.gemini"),
 }
 
 
@@ -202,7 +206,7 @@ class RunTrace:
     requests: int
 
 
-def _id(identity: str, key: str, bits: int) -> int:
+def stable_id(identity: str, key: str, bits: int) -> int:
     """A stable non-zero id of `bits` bits from the run's identity and a key."""
     digest = hashlib.sha256(f"{identity}\x00{key}".encode()).digest()
     return int.from_bytes(digest[: bits // 8], "big") or 1
@@ -215,32 +219,32 @@ def build_trace(facts: RunFacts, records: Iterable[RequestRecord]) -> RunTrace:
         raise ValueError("run.json places the run at no time (no clock.wall_ns, no "
                          "started_at): its spans cannot be put on a timeline")
     origin = facts.wall_origin_ns
-    trace_id = _id(facts.identity, "trace", 128)
-    run_span = _id(facts.identity, "run", 64)
+    trace_id = stable_id(facts.identity, "trace", 128)
+    run_span = stable_id(facts.identity, "run", 64)
     requests: list[PlannedSpan] = []
     groups: dict[str, list[PlannedSpan]] = defaultdict(list)
     levels: dict[tuple[str, int], list[PlannedSpan]] = defaultdict(list)
     for i, rec in enumerate(records):
         phase = phase_name(rec)
-        parent = (_id(facts.identity, f"level:{phase}:{rec.level}", 64)
+        parent = (stable_id(facts.identity, f"level:{phase}:{rec.level}", 64)
                   if phase in LEVELLED and rec.level is not None
-                  else _id(facts.identity, f"phase:{phase}", 64))
-        span = request_span(facts, rec, origin, _id(facts.identity, f"request:{i}:{rec.id}",
+                  else stable_id(facts.identity, f"phase:{phase}", 64))
+        span = request_span(facts, rec, origin, stable_id(facts.identity, f"request:{i}:{rec.id}",
                                                    64), parent)
         requests.append(span)
         groups[phase].append(span)
         if phase in LEVELLED and rec.level is not None:
             levels[(phase, rec.level)].append(span)
-    level_spans = [_group_span(
-        facts, f"evalkit {phase} level {level}", _id(facts.identity, f"level:{phase}:{level}",
+    level_spans = [group_span(
+        facts, f"evalkit {phase} level {level}", stable_id(facts.identity, f"level:{phase}:{level}",
                                                      64),
-        _id(facts.identity, f"phase:{phase}", 64), children,
+        stable_id(facts.identity, f"phase:{phase}", 64), children,
         {"evalkit.phase": phase, "evalkit.level": level,
          **_validity(facts, f"level:{level}" if phase == "ramp" else None)})
         for (phase, level), children in sorted(levels.items(), key=lambda kv: kv[0][1])]
     order = {p: i for i, p in enumerate(PHASE_ORDER)}
-    phase_spans = [_group_span(
-        facts, f"evalkit phase {phase}", _id(facts.identity, f"phase:{phase}", 64), run_span,
+    phase_spans = [group_span(
+        facts, f"evalkit phase {phase}", stable_id(facts.identity, f"phase:{phase}", 64), run_span,
         children, {"evalkit.phase": phase, **_validity(facts, f"phase:{phase}")})
         for phase, children in sorted(groups.items(), key=lambda kv: (
             order.get(kv[0], len(order)), min(s.start_ns for s in kv[1])))]
@@ -254,7 +258,7 @@ def build_trace(facts: RunFacts, records: Iterable[RequestRecord]) -> RunTrace:
                        ("gen_ai.request.model", facts.model)):
         if value is not None:
             run_attrs[key] = value
-    top = _group_span(facts, f"evalkit {what} {facts.model or ''}".strip(), run_span, None,
+    top = group_span(facts, f"evalkit {what} {facts.model or ''}".strip(), run_span, None,
                       phase_spans, run_attrs)
     return RunTrace(trace_id, (top, *phase_spans, *level_spans, *requests), len(requests))
 
@@ -270,7 +274,7 @@ def _validity(facts: RunFacts, scope: str | None) -> dict[str, AttrValue]:
     return {"evalkit.validity": status} if status else {}
 
 
-def _group_span(facts: RunFacts, name: str, span_id: int, parent: int | None,
+def group_span(facts: RunFacts, name: str, span_id: int, parent: int | None,
                 children: Sequence[PlannedSpan], attrs: dict[str, AttrValue]) -> PlannedSpan:
     """A span over its children's time (a run with no request is an instant)."""
     start = min((c.start_ns for c in children), default=facts.wall_origin_ns or 0)

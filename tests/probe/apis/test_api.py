@@ -153,14 +153,15 @@ class TestAuth:
                                                              tmp_path: Path) -> None:
         """`--api-version` (Azure OpenAI) without --api-key-env reads AZURE_OPENAI_API_KEY:
         an OpenAI key in the shell is not sent to Microsoft's endpoint (the reference takes
-        any key, so the truth log says whether one came)."""
+        any key, so the truth log says whether one came); without --auth it goes in Azure's
+        `api-key` header, which Azure takes, not as a bearer token, which it refuses."""
         srv = reference("gpu", mode="thread")
         env = {k: v for k, v in os.environ.items() if "API_KEY" not in k}
         sent = []
         for extra in ({}, {"AZURE_OPENAI_API_KEY": "az-key-for-azure"}):
             proc = subprocess.run(
                 [sys.executable, "-m", "evalkit.cli", "probe", "--base-url", srv.base_url,
-                 "--model", srv.model, "--api-version", "2024-10-21", "--auth", "api-key",
+                 "--model", srv.model, "--api-version", "2024-10-21",
                  "--out", str(tmp_path / f"run{len(sent)}"), "--phases", "connect"],
                 env={**env, "OPENAI_API_KEY": "sk-openai-not-for-azure", **extra},
                 capture_output=True, text=True, timeout=120)

@@ -136,7 +136,8 @@ class Recorder:
                 head = data.decode("latin-1")
                 self.requests.append(head)
                 said = next((line.split(":", 1)[1].strip() for line in head.split("\r\n")
-                             if line.lower().startswith(("api-key:", "authorization:"))), "")
+                             if line.lower().startswith(("api-key:", "authorization:",
+                                                         "x-goog-api-key:"))), "")
                 body = json.dumps({"error": {"message": f"Incorrect API key: {said}",
                                              "type": "invalid_request_error"}}).encode()
                 conn.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json"
