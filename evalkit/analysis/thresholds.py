@@ -136,6 +136,12 @@ class ClientLimits:
     send_lag_fraction: float | None = None
     #: merged reads below this count are two close server writes, not a late client
     coalesced_min: int = 5
+    #: a realtime call's frames late past their tick, p99 over a level's turns, in
+    #: frames, past which the level is client-bound (None: one frame,
+    #: `evalkit.probe.realtime.ramp.VoiceClientLimits`). A caller's audio that left late
+    #: reaches the vendor's VAD late; TTFA is timed from the frame's real send, so a test
+    #: or a known-busy host that widens this still times the vendor's part alone
+    voice_pace_late_frames: float | None = None
 
 
 @dataclass(frozen=True)

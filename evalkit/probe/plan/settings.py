@@ -332,7 +332,8 @@ class RateSettings:
 #: threshold (`evalkit.analysis.thresholds`), its checks here with every other profile value's.
 _CLIENT_LIMITS: dict[str, Callable[[str, Any], Any]] = {
     "loop_lag_p99_s": _seconds, "cpu_fraction": _positive, "coalesced_fraction": _positive,
-    "send_lag_fraction": _optional(_positive), "coalesced_min": _count(0)}
+    "send_lag_fraction": _optional(_positive), "coalesced_min": _count(0),
+    "voice_pace_late_frames": _optional(_positive)}
 
 
 @dataclass(frozen=True, kw_only=True)

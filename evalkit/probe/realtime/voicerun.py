@@ -276,6 +276,8 @@ def prepare_voice(planned: ProbePlan, out_dir: Path,
     profile = planned.settings.client_check
     limits = VoiceClientLimits(
         loop_lag_p99_s=o.client_loop_lag_p99_s or profile.loop_lag_p99_s,
-        cpu_fraction=o.client_cpu_fraction or profile.cpu_fraction)
+        cpu_fraction=o.client_cpu_fraction or profile.cpu_fraction,
+        **({"pace_late_frames": profile.voice_pace_late_frames}
+           if profile.voice_pace_late_frames is not None else {}))
     return VoiceRun(plan, call, store, TurnWriter(store.dir / TURNS_FILE), target.redact,
                     limits, say, facts)

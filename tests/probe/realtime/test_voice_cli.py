@@ -32,11 +32,14 @@ SECRET = "sk-test-VOICE-7f3a9c1e5b"
 
 
 def relaxed_profile(folder: Path) -> Path:
-    """The quick profile with the self-check's loop-lag limit at 0.2 s: the CI host is
-    shared, and a level found client-bound would be judged on nothing."""
+    """The quick profile with the self-check's loop-lag limit at 0.2 s, and a caller's
+    frames allowed 25 late (0.5 s) before a level is client-bound: the CI host is shared
+    (the review and render tests run at nice 10 beside the timing tests), and a level
+    found client-bound would be judged on nothing. TTFA is timed from each frame's real
+    send, so what these tests judge is still the vendor's part alone."""
     path = folder / "profile.json"
     path.write_text(json.dumps({"extends": "quick", "client_check": {
-        "loop_lag_p99_s": 0.2, "cpu_fraction": 2.0}}))
+        "loop_lag_p99_s": 0.2, "cpu_fraction": 2.0, "voice_pace_late_frames": 25}}))
     return path
 
 
