@@ -74,7 +74,6 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
               register: Callable[[Path], Any]) -> None:
     """Print the plan, run it (unless --dry-run), say what it found; exit 2 when the run
     is invalid."""
-    from evalkit.analysis.summary import Summary
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.suite import run_probe
 
@@ -103,7 +102,7 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
         sys.exit(130)
     finally:
         register(out_dir)
-    summary = Summary.from_json(result.summary) if result.summary else None
+    summary = result.summary  # typed by the run's write-up, read once there
     section = summary.voice if summary is not None else None
     for line in voice_lines(section):
         click.echo(line)
