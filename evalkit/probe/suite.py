@@ -26,10 +26,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit import SUITE_VERSION, __version__
-from evalkit.analysis.summary import Summary
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
 from evalkit.probe.apis.base import key_env
 from evalkit.probe.apis.sampling import Sampling
@@ -47,6 +46,9 @@ from evalkit.probe.wire.framing import SENDABLE
 from evalkit.provenance import provenance, url_as_written
 from evalkit.rundir.store import RunStore
 from evalkit.rundir.writeup import RunEnd, now_iso, write_up
+
+if TYPE_CHECKING:  # the analysis (pandas) loads after the connect gate's first stream
+    from evalkit.analysis.summary import Summary
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
@@ -18,11 +19,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from evalkit.analysis.intervals import quantile_ranks
-from evalkit.analysis.summary import Level, Sections, Summary
-from evalkit.analysis.summary_checks import Client, Validity
-from evalkit.analysis.summary_sections import Prefill, Ramp
 from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
+
+if TYPE_CHECKING:  # the typed summary's modules load pandas: not before the first stream
+    from evalkit.analysis.summary import Level, Sections, Summary
+    from evalkit.analysis.summary_checks import Client, Validity
+    from evalkit.analysis.summary_sections import Prefill, Ramp
 
 
 class LiveProgress:
