@@ -77,7 +77,6 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
     is invalid. `export` sends the run directory on (OTLP) once it is written and said,
     as the text probe does: a failed gate call and an interrupted run are measurements
     too."""
-    from evalkit.analysis.summary import Summary
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.suite import run_probe
 
@@ -108,7 +107,7 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
         sys.exit(130)
     finally:
         register(out_dir)
-    summary = Summary.from_json(result.summary) if result.summary else None
+    summary = result.summary  # typed by the run's write-up, read once there
     section = summary.voice if summary is not None else None
     for line in voice_lines(section):
         click.echo(line)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.errors import EndpointError, ScaleOutError, UsageError
@@ -47,20 +47,29 @@ from evalkit.rundir.store import RunStore
 from evalkit.rundir.writeup import RunEnd, now_iso, write_up
 from evalkit.voice.records import VOICE_APIS
 
+if TYPE_CHECKING:  # the analysis (pandas) loads after the connect gate's first stream
+    from evalkit.analysis.summary import Summary
+
 
 @dataclass(frozen=True)
 class RunResult:
-    """Where a run went and how it ended."""
+    """Where a run went and how it ended.
+
+    `summary` is the typed reading of the summary.json the run wrote (None: none could
+    be made): the caller reads its fields, and summary.json itself is the contract.
+    """
 
     out_dir: Path
     status: str
     requests: int
-    summary: dict[str, Any] | None
+    summary: Summary | None
 
     @property
     def validity(self) -> str:
-        """valid | degraded | invalid; a run without a summary measured nothing."""
-        return str(((self.summary or {}).get("validity") or {}).get("status", "invalid"))
+        """valid | degraded | invalid; a run without a summary, or whose summary states no
+        validity it knows, measured nothing a judgement may rest on (fail closed)."""
+        status = self.summary.sections.validity.status if self.summary is not None else None
+        return status if status in ("valid", "degraded") else "invalid"
 
 
 def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None
@@ -315,7 +324,7 @@ class _Ended:
         self.suite = suite
         self.status = "crashed"
         self.error: str | None = None
-        self.summary: dict[str, Any] | None = None
+        self.summary: Summary | None = None
 
     def result(self) -> RunResult:
         return RunResult(self.suite.store.dir, self.status, self.suite.store.count,
@@ -353,9 +362,10 @@ def _recording(suite: SuiteRun) -> Iterator[_Ended]:
                 suite.progress.close()
 
 
-def _finish(suite: SuiteRun, status: str, error: str | None) -> dict[str, Any] | None:
+def _finish(suite: SuiteRun, status: str, error: str | None) -> Summary | None:
     """Write the run up (`evalkit.rundir.writeup`): the records closed, the summary, the
-    Parquet file, the final run.json with what the run's own checks measured.
+    Parquet file, the final run.json with what the run's own checks measured; the
+    summary comes back typed.
 
     Safe to call twice (a second call after an interrupted first rewrites the same files).
     """

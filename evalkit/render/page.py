@@ -180,7 +180,7 @@ def build_page(card: Scorecard, run: RunDir | None,
         endpoint = clip(meta.target.base_url or "—", SHORT_TEXT)
     labels = {name: str(p.get("label") or name.replace("_", " "))
               for name, p in profiles.items() if not p.get("throughput_only")}
-    svg = cost_chart.cost_vs_concurrency(card.cost.to_json(), labels) if card.cost else None
+    svg = cost_chart.cost_vs_concurrency(card.cost, labels) if card.cost else None
     records = (manifest or {}).get("records")
     attached = records.get("attached_as") if isinstance(records, Mapping) else None
     date = clip(meta.started_at or stamp.drawn_at, 40)

@@ -5,6 +5,11 @@ The probe hands over how the run ended and what the write-up needs beyond the re
 Parquet file share the read), so a run directory is completed here whatever ended it:
 a finished run, Ctrl-C, a crash, an endpoint that failed. Each step that fails says so
 in run.json and loses nothing else: the JSONL is the evidence, the rest derives from it.
+
+The probe gets the summary back as the frozen `Summary` every later stage reads (read
+once, from the document just written): summary.json's bytes are the dict `summarize`
+made, unchanged, and the probe's closing lines read its typed fields, so a renamed figure
+is one field that mypy follows into the terminal's words too.
 """
 
 from __future__ import annotations
@@ -12,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
+
+if TYPE_CHECKING:
+    from evalkit.analysis.summary import Summary
 
 
 class VendorMetrics(Protocol):
@@ -42,7 +50,7 @@ class RunEnd:
     vendor: VendorMetrics | None = None
 
 
-def write_up(store: RunStore, end: RunEnd) -> dict[str, Any] | None:
+def write_up(store: RunStore, end: RunEnd) -> Summary | None:
     """Close the records and write the run up: summary.json (None: it could not be
     made, and why is in run.json), requests.parquet, run.json's end.
 
@@ -61,10 +69,12 @@ def write_up(store: RunStore, end: RunEnd) -> dict[str, Any] | None:
 
 
 def final_summary(store: RunStore, end: RunEnd,
-                  records: list[RequestRecord] | None = None) -> dict[str, Any] | None:
+                  records: list[RequestRecord] | None = None) -> Summary | None:
     """Summarise whatever exists (`records`, read back from requests.jsonl; None: read
-    them here); a failure here must not hide the run's own error."""
+    them here), write summary.json, and give it back typed (None: it could not be made,
+    and why is in run.json); a failure here must not hide the run's own error."""
     from evalkit.analysis.summarize import SummaryMeta, summarize
+    from evalkit.analysis.summary import Summary
 
     try:
         if records is None:
@@ -84,7 +94,7 @@ def final_summary(store: RunStore, end: RunEnd,
             summary["vendor_metrics"] = {"url": end.vendor.shown_url,
                                          "error": f"{type(exc).__name__}: {exc}"[:300]}
     store.write_summary(summary)
-    return summary
+    return Summary.from_json(summary)
 
 
 def write_parquet_beside(store: RunStore, records: list[RequestRecord] | None = None) -> None:

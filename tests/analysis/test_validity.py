@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from evalkit.analysis.summarize import summarize
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.validity import group_validity, run_validity
 from evalkit.probe.run.progress import summary_lines
 from evalkit.records import RequestRecord
@@ -166,7 +167,7 @@ class TestSummary:
         assert ramp["max_sustained_is_lower_bound"] is False
         assert s["validity"]["levels"]["8"]["status"] == "invalid"
         assert s["validity"]["status"] == "valid"  # the run measured that finding well
-        assert not any("no level breached" in line for line in summary_lines(s))
+        assert not any("no level breached" in line for line in summary_lines(Summary.from_json(s)))
 
     def test_errors_beyond_the_limit_breach_as_errors(self) -> None:
         """A 500 is a failure to serve: 4 of 40 (10 %, exact interval 2.8-24 %) breaches
@@ -183,7 +184,7 @@ class TestSummary:
         assert s["validity"]["status"] == "invalid"
         assert s["baseline"]["validity"]["status"] == "invalid"
         assert s["ramp"]["max_sustained_concurrency"] is None
-        lines = summary_lines(s)
+        lines = summary_lines(Summary.from_json(s))
         assert any(line.startswith("RUN INVALID") for line in lines)
         assert not any("no level breached" in line for line in lines)
 

@@ -144,7 +144,7 @@ def test_long_prompts_refused_at_every_level_are_a_configuration_finding(
     assert summary["ramp"]["first_degraded"] != "error"
     assert summary["validity"]["phases"]["baseline"]["status"] == "degraded"
     # said where a reader looks: the probe's closing lines and the scorecard's page one
-    said = "\n".join(summary_lines(summary))
+    said = "\n".join(summary_lines(Summary.from_json(summary)))
     assert "configuration: HTTP 400 \"request (" in said and "not counted as load" in said
     assert "configuration)" not in said and f"; {levels[1]['configuration_failures']} " \
         "configuration" in said

@@ -16,7 +16,6 @@ from evalkit.questionnaire.load import parse_questionnaire
 from evalkit.reference.faults import sticky_draw
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import RunTarget
-from tests.review.helpers import typed
 
 #: four levels, each at least 12 requests, every 2nd a canary (6 a level); the baseline
 #: answers each of the 4 canaries twice
@@ -50,7 +49,7 @@ def _sold_at_4(srv: Any, res: Any) -> Any:
     q = parse_questionnaire((f"schema: evalkit.questionnaire/1\nmodel: {srv.model}\n"
                              f"endpoint: {srv.base_url}\nQ2: {{at_concurrency: 4}}\n").encode(),
                             "q.yaml")
-    return reconcile(q, typed(res.summary), None, RunTarget(model=srv.model, endpoint=srv.base_url))
+    return reconcile(q, res.summary, None, RunTarget(model=srv.model, endpoint=srv.base_url))
 
 
 def test_a_silent_swap_above_3_streams_is_caught_at_the_first_level_above(

@@ -67,12 +67,13 @@ def test_blended_rows() -> None:
 
 
 def test_the_chart_draws_each_slo_and_its_highest_level() -> None:
-    svg = cost_vs_concurrency(_doc(), LABELS) or ""
+    svg = cost_vs_concurrency(_cost(), LABELS) or ""
     assert "a session within the voice agent SLO" in svg
     assert "highest level within the voice agent SLO" in svg
     # live suggestions has no level within it: no vertical for it
     assert "highest level within the live suggestions SLO" not in svg
-    assert cost_vs_concurrency({"levels": []}, LABELS) is None
+    assert cost_vs_concurrency(_cost(levels=[]), LABELS) is None
+    assert cost_vs_concurrency(Cost(), LABELS) is None
 
 
 def test_a_workload_session_shows_its_cost_with_its_failures_carried() -> None:

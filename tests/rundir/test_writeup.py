@@ -39,7 +39,10 @@ def test_a_run_is_written_up_with_its_end(tmp_path: Path) -> None:
     assert meta["status"] == "interrupted" and meta["requests"] == 6
     assert meta["connect"] == {"ok": True} and meta["ended_at"]
     on_disk = json.loads((store.dir / "summary.json").read_text())
-    assert summary == on_disk and on_disk["run_status"] == "interrupted"
+    # handed back typed, read from the very document written (its keys in their order)
+    assert summary is not None and summary.sections.run_status == "interrupted"
+    assert list(summary.to_json().items()) == list(on_disk.items())
+    assert on_disk["run_status"] == "interrupted"
     assert on_disk["ramp"]["levels"][0]["requests"] == 6
     # the vendor's page failed: said in the summary, which is still written
     assert on_disk["vendor_metrics"] == {"url": _BrokenVendor.shown_url,

@@ -33,6 +33,7 @@ from typing import Any
 
 from evalkit import SUITE_VERSION, __version__
 from evalkit.analysis.summarize import SummaryMeta
+from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_voice import VoiceAudio, VoiceClient
 from evalkit.analysis.voice import VoiceFacts, voice_section, voice_summary
 from evalkit.errors import EndpointError, UsageError
@@ -76,7 +77,7 @@ class VoiceRun:
     interrupted: bool = False
     #: how the run ended and its summary.json (`finish`)
     status: str = "running"
-    summary: dict[str, Any] | None = None
+    summary: Summary | None = None
 
     def emit(self, record: TurnRecord) -> None:
         """A turn ended: on disk now, the vendor's words with the key blanked (a vendor's
@@ -154,9 +155,10 @@ class VoiceRun:
             pace_late_p99_s=lv.pace_late_p99_s, client_bound=bool(lv.client_bound),
             reasons=lv.client_bound) for lv in self.levels}
 
-    def finish(self, status: str, error: str | None) -> dict[str, Any] | None:
+    def finish(self, status: str, error: str | None) -> Summary | None:
         """summary.json from the records read back, and run.json's end; safe to call
-        twice."""
+        twice. The summary comes back typed (read once from the document written), as
+        the text suite's does (`evalkit.rundir.writeup`)."""
         self.turns.close()
         self.store.close()
         self.status, self.summary = status, None
@@ -177,8 +179,8 @@ class VoiceRun:
             status=status, ended_at=now_iso(), error=error, turns=self.turns.count,
             client_checks={"voice_levels": {str(c): asdict(v) for c, v in
                                             self.checks().items()}}, **extra)
-        self.summary = summary
-        return summary
+        self.summary = None if summary is None else Summary.from_json(summary)
+        return self.summary
 
 
 def _fresh_token(adc: GoogleADC) -> Callable[[], str]:

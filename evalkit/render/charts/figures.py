@@ -33,6 +33,11 @@ from evalkit.render.charts.kit import (
     to_svg,
 )
 from evalkit.render.charts.ramp import BOUND_LABEL, _hollow
+from evalkit.review.scorecard import ReadingSpeedCard
+
+#: the reading speed a use case's streams must stay above (tokens/s; None: not known)
+#: and the percentile it is judged at
+ReadingSpeed = tuple[float | None, str]
 
 # --------------------------------------------------------------------------- charts
 
@@ -170,9 +175,11 @@ FIT_PANELS = (("ttft_s", "p90", "ttft_p90_s", "TTFT p90"),
 
 
 def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
-                 tolerances: Mapping[str, Any]) -> list[tuple[str, float, Mapping[str, Any]]]:
+                 reading: ReadingSpeed) -> list[tuple[str, float, Mapping[str, Any]]]:
     """(label, ms, line style) of each limit a panel draws, highest first; use cases that
-    share a limit share a line, and a use case has one style in every panel."""
+    share a limit share a line, and a use case has one style in every panel. The TPOT
+    panel's reading-speed line is the reading speed the review judged by (`reading`),
+    drawn when it is judged at p90, the percentile the panel shows."""
     by_value: dict[float, list[tuple[int, str]]] = {}
     for i, (name, profile) in enumerate(limits.items()):
         value = profile.get(limit_key)
@@ -183,8 +190,8 @@ def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
             LIMIT_STYLES[names[0][0] % (len(LIMIT_STYLES) - 2)])
            for v, names in by_value.items()]
     if limit_key == "tpot_p90_s":
-        speed = tolerances.get("reading_speed_tokens_per_s", 5.5)
-        if (_positive(speed) and tolerances.get("reading_speed_percentile", "p90") == "p90"):
+        speed, percentile = reading
+        if _positive(speed) and percentile == "p90":
             readers = [plain(str(p.get("label") or str(n).replace("_", " ")))
                        for n, p in limits.items() if p.get("above_reading_speed")]
             if readers:
@@ -195,18 +202,25 @@ def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
 
 def use_case_fit(levels: Sequence[Level],
                  limits: Mapping[str, Mapping[str, Any]],
-                 tolerances: Mapping[str, Any] | None = None) -> str | None:
+                 tolerances: Mapping[str, Any] | None = None,
+                 reading: ReadingSpeedCard | None = None) -> str | None:
     """Every limit a use case sets, per level: TTFT p90, TPOT p90 (and the reading
     speed), ITL p99 (the voice agent's no-stall limit) and the share of failed requests.
 
     `limits` maps a use case to its SLO profile (`ttft_p90_s`, `tpot_p90_s`,
-    `itl_p99_s`, `above_reading_speed`, `label`); `tolerances` gives the reading speed
-    and the failure limit (the defaults otherwise). A level fits a use case where the
-    measured line stays under every one of that use case's lines.
+    `itl_p99_s`, `above_reading_speed`, `label`); `tolerances` (scorecard.json's) gives
+    the failure limit, and `reading` (the scorecard's typed reading-speed card) the
+    reading speed and the percentile it is judged at (the defaults otherwise). A level
+    fits a use case where the measured line stays under every one of that use case's
+    lines.
     """
     from evalkit.analysis.thresholds import Tolerances
 
     tol = tolerances or {}
+    speed: ReadingSpeed = ((reading.reading_speed_tokens_per_s, reading.percentile)
+                           if reading is not None else
+                           (Tolerances().reading_speed_tokens_per_s,
+                            Tolerances().reading_speed_percentile))
     panels: list[tuple[list[tuple[float, float, bool]],
                        list[tuple[str, float, Mapping[str, Any]]], str, bool]] = []
     conc = [lv.concurrency for lv in levels]
@@ -214,7 +228,7 @@ def use_case_fit(levels: Sequence[Level],
         pts = [(float(lv.concurrency), float(v) * 1000, lv.client_bound) for lv in levels
                if _positive(v := getattr(lv, key).get(q))]
         if pts:
-            panels.append((pts, _limit_lines(limits, limit_key, tol), label, True))
+            panels.append((pts, _limit_lines(limits, limit_key, speed), label, True))
     failed = [(float(lv.concurrency), rate * 100, lv.client_bound) for lv in levels
               if (rate := lv.failure_rate) is not None]
     if failed:

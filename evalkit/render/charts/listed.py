@@ -110,7 +110,8 @@ def streams(i: ChartInputs) -> Drawing | None:
 def use_cases(i: ChartInputs) -> Drawing:
     """Each use case's limits against the ramp."""
     return (captions.USE_CASE_CAPTION,
-            figures.use_case_fit(_levels(i), i.slo_limits, i.card.tolerances))
+            figures.use_case_fit(_levels(i), i.slo_limits, i.card.tolerances,
+                                i.card.reading_speed))
 
 
 def precision(i: ChartInputs) -> Drawing:

@@ -257,10 +257,12 @@ def test_a_dense_trace_against_a_stalled_vendor_holds_no_waiting_prompt(vendor: 
 
 
 def test_a_trace_cut_short_says_so_on_the_terminal() -> None:
+    from evalkit.analysis.summary import Summary
     from evalkit.probe.run.progress import workload_lines
 
     def line(**tr: Any) -> str:
-        return workload_lines({"trace": {"requests": 1, "outcomes": {"ok": 1}, **tr}})[0]
+        doc = {"trace": {"requests": 1, "outcomes": {"ok": 1}, **tr}}
+        return workload_lines(Summary.from_json(doc).sections)[0]
 
     assert line(planned=2, complete=False).startswith("trace: 1 of 2 (cut short) requests")
     assert line(planned=1, complete=True).startswith("trace: 1 requests")

@@ -19,7 +19,6 @@ import pytest
 
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
-from tests.review.helpers import typed
 
 QUICK: dict[str, Any] = {"connect": {"rtt_samples": 2}, "baseline": {"requests": 2},
                          "output_tokens": 8}
@@ -257,7 +256,7 @@ def test_later_turns_are_faster_by_what_the_prefix_cache_saved(reference: Any,
     q = parse_questionnaire((f"schema: evalkit.questionnaire/1\nmodel: {srv.model}\n"
                              f"endpoint: {srv.base_url}\nQ3: {{input_price_per_mtok: 0.05, "
                              "output_price_per_mtok: 0.20, currency: USD}\n").encode(), "q.yaml")
-    cost = reconcile(q, typed(res.summary), None, RunTarget(model=srv.model,
+    cost = reconcile(q, res.summary, None, RunTarget(model=srv.model,
                                                      endpoint=srv.base_url)).cost
     (row,) = cost.workload
     per = {}

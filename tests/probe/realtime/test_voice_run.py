@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_voice import VoiceSection
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.plan.voice import VoiceOptions
@@ -73,7 +72,8 @@ def test_a_ramp_names_where_a_limit_of_8_degrades_first(tmp_path: Path, case: st
                            tmp_path / "run")
         truth = truth_by_response(ref)
     assert result.status == "complete"
-    summary = Summary.from_json(result.summary)
+    summary = result.summary
+    assert summary is not None
     voice = summary.voice
     assert isinstance(voice, VoiceSection)
     assert [lv.concurrency for lv in voice.levels] == [1, 8, 16]  # 24 never ran
@@ -123,7 +123,8 @@ def test_a_vendor_that_refuses_calls_degrades_on_admission(tmp_path: Path) -> No
         result = asyncio.run(arun_probe(voice_config(ref.base_url, audio, (4,)),
                                         tmp_path / "run"))
     assert result.status == "complete" and (tmp_path / "run" / "summary.json").is_file()
-    voice = Summary.from_json(result.summary).voice
+    assert result.summary is not None
+    voice = result.summary.voice
     assert voice is not None
     (level,) = voice.levels
     assert level.admission.count and level.admission.count >= 3
