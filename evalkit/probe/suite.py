@@ -34,6 +34,7 @@ from evalkit.probe.apis.base import default_auth, key_env
 from evalkit.probe.apis.sampling import Sampling
 from evalkit.probe.client.clients import CREDENTIAL_HEADERS, Target, ready_target
 from evalkit.probe.client.cloudauth import CLOUD_AUTHS
+from evalkit.probe.client.loopmonitor import frozen_heap
 from evalkit.probe.load.shard import warm_up
 from evalkit.probe.plan.prompts import load_prompts, prompt_provenance
 from evalkit.probe.plan.prompttext import public_phases, run_text, text_meta
@@ -83,14 +84,16 @@ def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = No
     through after the run directory was completed with what was measured (SIGTERM, a
     scheduler's or `kill`'s stop, ends the run the same way as Ctrl-C).
     """
-    if (voice := _voice_plan(config)) is not None:
-        return _run_voice(voice, Path(out_dir), progress if callable(progress) else None)
-    with _terminate_as_interrupt():
-        suite = _prepare(config, Path(out_dir), progress)
-        with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
-            suite.pool = pool
-            _run_until_interrupted(suite)
-        return ended.result()
+    with frozen_heap():  # no full collection walks the caller's heap mid-measurement
+        if (voice := _voice_plan(config)) is not None:
+            return _run_voice(voice, Path(out_dir),
+                              progress if callable(progress) else None)
+        with _terminate_as_interrupt():
+            suite = _prepare(config, Path(out_dir), progress)
+            with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
+                suite.pool = pool
+                _run_until_interrupted(suite)
+            return ended.result()
 
 
 def _voice_plan(config: ProbeConfig | ProbePlan) -> ProbePlan | None:

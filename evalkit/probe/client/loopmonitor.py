@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 
@@ -107,3 +108,24 @@ def _pct(sorted_values: Sequence[float], q: float) -> float | None:
     if not sorted_values:
         return None
     return sorted_values[min(int(q * len(sorted_values)), len(sorted_values) - 1)]
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep the garbage collector off what existed before a run while the run measures.
+
+    A full collection walks every tracked object: in a notebook or a long-lived process
+    that has loaded pandas, a PDF renderer and earlier runs, that is a stall of hundreds
+    of milliseconds on the thread that stamps and sends, landing on whatever the run was
+    timing (seen: a trace replay's requests 0.23-0.33 s late in CI's long test process).
+    `gc.freeze()` moves what exists now to a generation no collection scans (the
+    reference endpoint does the same at start); the run's own garbage is still collected
+    as it goes. Afterwards the heap is handed back to the collector, unless the caller
+    had frozen it already (then it stays as the caller left it)."""
+    ours = gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if ours:
+            gc.unfreeze()

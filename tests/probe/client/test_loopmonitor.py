@@ -1,15 +1,23 @@
-"""The loop monitor's sample store: the newest samples, exactly, in memory that never grows."""
+"""The loop monitor's sample store: the newest samples, exactly, in memory that never grows;
+and a run's frozen heap: no full collection walks the caller's objects while it measures."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import random
+import time
 import tracemalloc
 from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from evalkit.probe.client.loopmonitor import LoopMonitor, Ring
+from evalkit.probe.client.loopmonitor import LoopMonitor, Ring, frozen_heap
+from evalkit.probe.plan.settings import ProbeConfig
+from evalkit.probe.suite import run_probe
 
 
 @pytest.mark.parametrize("size", [1, 3, 10])
@@ -40,3 +48,53 @@ def test_its_samples_take_no_memory_beyond_what_it_took_at_the_start() -> None:
         tracemalloc.stop()
     assert grown < 64 * 1024
     assert ring.last(2, 1) == [47_998 / 1e6, 47_999 / 1e6]
+
+
+class _Collects:
+    """A run's progress that, at its first record, runs a full collection and times it."""
+
+    def __init__(self) -> None:
+        self.took_s: float | None = None
+        self.frozen: int | None = None
+
+    def record(self, rec: object) -> None:
+        if self.took_s is None:
+            self.frozen = gc.get_freeze_count()
+            began = time.perf_counter()
+            gc.collect()
+            self.took_s = time.perf_counter() - began
+
+    def phase(self, *args: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_full_collection_mid_run_does_not_walk_the_callers_heap(
+        reference: Callable[..., Any], tmp_path: Path) -> None:
+    """A caller holding a million objects (a notebook with pandas and earlier runs): a
+    full collection during the run walks the run's own objects only (the caller's heap is
+    frozen while it measures), and the heap goes back to the collector after."""
+    srv = reference("gpu", mode="thread")
+    held = [[i] for i in range(1_000_000)]
+    began = time.perf_counter()
+    gc.collect()
+    unfrozen_s = time.perf_counter() - began  # what one full collection costs this heap
+    assert gc.get_freeze_count() == 0
+    seen = _Collects()
+    run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect",),
+                          overrides={"connect": {"rtt_samples": 2}}), tmp_path / "run", seen)
+    assert seen.frozen is not None and seen.frozen >= len(held)
+    assert seen.took_s is not None and seen.took_s < unfrozen_s / 4, (seen.took_s, unfrozen_s)
+    assert gc.get_freeze_count() == 0  # handed back
+
+
+def test_a_heap_the_caller_froze_stays_frozen() -> None:
+    gc.freeze()
+    try:
+        with frozen_heap():
+            pass
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
