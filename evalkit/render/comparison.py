@@ -15,7 +15,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,9 @@ class CompareInput:
 
     run_dir: Path
     questionnaire: Path | None = None
+    #: the run directory already read (`open_run`) by a caller that reviewed it (the demo,
+    #: after its report): compared as read, not parsed again; None: read here
+    run: RunDir | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, text: str) -> CompareInput:
@@ -452,7 +455,8 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
         if one_vendor is None:
             raise UsageError(f"--same-vendor {_quoted(same_vendor)}: give a vendor name of "
                              f"one line, at most {VENDOR_NAME_MAX} characters")
-    reviews = [review(item.run_dir, item.questionnaire, tolerances) for item in inputs]
+    reviews = [review(item.run_dir, item.questionnaire, tolerances, run=item.run)
+               for item in inputs]
     runs = [done.run or open_run(item.run_dir) for done, item in zip(reviews, inputs,
                                                                       strict=True)]
     views = _unique_labels([load_view(item, tolerances, one_vendor, done)
