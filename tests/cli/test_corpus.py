@@ -1,4 +1,6 @@
-"""The corpus on disk and `evalkit corpus`: add, list, remove, check (issue 40)."""
+"""`evalkit corpus`: add, list, remove, check (issue 40), and the probe saying where its
+prompt text comes from (moved from tests/corpus/test_store.py: all but its two tests of the
+store alone run the command; those stay there)."""
 
 from __future__ import annotations
 
