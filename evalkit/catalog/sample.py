@@ -115,10 +115,13 @@ def take_sample(config: ProbeConfig, out_dir: Path | None = None,
         raise UsageError("a panel sample needs --vendor: the panel is pooled by vendor")
     where = catalog_path(catalog)
     out = Path(out_dir) if out_dir is not None else default_out(where, config.vendor)
+    written = None  # the write-up's typed summary, when the run got that far
     try:
         result = run_probe(config, out, progress)
+        written = result.summary
     finally:
         catalog_id = None
         if (out / "run.json").is_file():
-            catalog_id = register_quietly(where, lambda: run_entry(out, "panel"), warn)
+            catalog_id = register_quietly(
+                where, lambda: run_entry(out, "panel", summary=written), warn)
     return Sample(out, result.status, result.validity, result.requests, catalog_id)

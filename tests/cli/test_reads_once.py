@@ -1,9 +1,9 @@
 """Each command reads a run's summary.json once (issue 42): `Summary.from_json` is counted
 while a command runs, and so is `RunMeta.from_json` (run.json). A stage that has the typed
-reading hands it on instead of parsing the file again: the probe's write-up hands its
-`Summary` to the catalog, a voice check its reading to `open_run`, a report the run it
-read to the demo's comparison, and a regression gate the run it identified to the
-catalog's search. Where a count is more than one, the case says why.
+reading hands it on instead of parsing the file again: the probe's write-up (and a panel
+sample's) hands its `Summary` to the catalog, a voice check its reading to `open_run`, a
+report the run it read to the demo's comparison, and a regression gate the run it
+identified to the catalog's search. Where a count is more than one, the case says why.
 
 The runs are the fixture under tests/data (report_run, an AIPerf export) and short runs
 against the reference endpoints (in-process, a few requests): seconds in all."""
@@ -186,6 +186,21 @@ def test_a_probe_hands_its_written_summary_to_the_catalog(tmp_path: Path, refere
     written = Summary.from_json(json.loads((out / "summary.json").read_text()))
     assert row.entry.validity == written.sections.validity.status
     assert row.entry.figures["requests"] == written.sections.requests
+
+
+def test_a_panel_sample_hands_its_written_summary_to_the_catalog(tmp_path: Path,
+                                                                 reference: Any,
+                                                                 reads: Reads) -> None:
+    """`panel sample` as the probe: 1 (the write-up's, registered as kind panel)."""
+    srv = reference("gpu", mode="thread", decode_base_ms=1, request_overhead_ms=0)
+    res = CliRunner().invoke(cli, ["panel", "sample", "--base-url", srv.base_url, "--model",
+                                   srv.model, "--vendor", "Acme", "--out", str(tmp_path / "s"),
+                                   "--budget", "6", "--output-tokens", "8", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert (len(reads.summaries), len(reads.metas)) == (1, 1)
+    [row] = Catalog(catalog_path()).rows(kind="panel")
+    assert row.entry.validity == Summary.from_json(
+        json.loads((tmp_path / "s" / "summary.json").read_text())).sections.validity.status
 
 
 def test_a_voice_run_is_read_once_by_its_probe_and_its_report(tmp_path: Path,
