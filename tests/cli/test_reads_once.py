@@ -72,15 +72,6 @@ def _report(run: Path, pdf: Path) -> list[str]:
     return ["report", "--run", str(run), "--questionnaire", str(HEADLINE), "--out", str(pdf)]
 
 
-@pytest.fixture(scope="module")
-def card_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A scorecard of the fixture run, for `verify` (made before the counting starts)."""
-    pdf = tmp_path_factory.mktemp("verify") / "card.pdf"
-    res = CliRunner().invoke(cli, _report(RUN_DIR, pdf))
-    assert res.exit_code in (0, 1), res.output
-    return pdf
-
-
 @pytest.fixture
 def collector() -> Iterator[Receiver]:
     """An OTLP/HTTP collector that takes everything (for `export otlp`)."""
@@ -93,8 +84,8 @@ def collector() -> Iterator[Receiver]:
 class Case:
     """A command, the summaries and run.json documents it may parse, and why so many."""
 
-    #: the command line, from a scratch folder (set-up done there, uncounted)
-    args: Callable[[Path, Any], list[str]]
+    #: the command line, from a scratch folder and a collector (set-up, uncounted)
+    args: Callable[[Path, Receiver], list[str]]
     summaries: int
     metas: int
     why: str
@@ -123,10 +114,6 @@ def _shown(tmp: Path, _: Any) -> list[str]:
 
 
 CASES = {
-    "report": Case(
-        lambda tmp, _: _report(_run_copy(tmp, "a"), tmp / "card.pdf"), 1, 1,
-        "open_run reads the run; review, pages and charts take its typed Summary",
-        (0, 1)),  # 1: the headline sample is built to be flagged
     "compare": Case(
         lambda tmp, _: ["compare", str(_run_copy(tmp, "a")), str(_run_copy(tmp, "b")),
                         "--out", str(tmp / "cmp.pdf")], 2, 2,
@@ -136,9 +123,6 @@ CASES = {
         "two runs, one each; run.json of the run held is read once more, first, to find "
         "its vendor's last evaluation in the catalog (the search is handed that reading)",
         (0, 1)),
-    "verify": Case(
-        lambda tmp, pdf: ["verify", str(pdf)], 1, 1,
-        "open_run reads the attached run once; the re-drawn pages take that reading"),
     "runs": Case(
         _listed, 0, 0,
         "the catalog stores each run's headline figures and validity when it is "
@@ -156,10 +140,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_command_reads_each_run_once(name: str, tmp_path: Path, card_pdf: Path,
-                                       collector: Receiver, reads: Reads) -> None:
+def test_a_command_reads_each_run_once(name: str, tmp_path: Path, collector: Receiver,
+                                       reads: Reads) -> None:
     case = CASES[name]
-    args = case.args(tmp_path, collector if name == "export" else card_pdf)
+    args = case.args(tmp_path, collector)
     reads.summaries.clear()
     reads.metas.clear()  # the set-up's own readings (registering a run) are not counted
     res = CliRunner().invoke(cli, args)
@@ -169,6 +153,23 @@ def test_a_command_reads_each_run_once(name: str, tmp_path: Path, card_pdf: Path
         f"{len(reads.metas)} (expected {case.summaries} and {case.metas}: {case.why})")
     assert all(isinstance(d, dict) and d.get("schema") == "evalkit.summary/1"
                for d in reads.summaries)
+
+
+def test_a_report_and_its_verification_each_read_the_run_once(tmp_path: Path,
+                                                               reads: Reads) -> None:
+    """`report`: 1 (`open_run`; the review, the pages and the charts take its typed
+    Summary). `verify` of that PDF: 1 (`open_run` of the attached run; the re-drawn pages
+    take that reading)."""
+    pdf = tmp_path / "card.pdf"
+    res = CliRunner().invoke(cli, _report(_run_copy(tmp_path, "a"), pdf))
+    assert res.exit_code in (0, 1), res.output  # 1: the headline sample is built to be flagged
+    assert pdf.is_file() and pdf.with_suffix(".json").is_file()
+    assert (len(reads.summaries), len(reads.metas)) == (1, 1), "report"
+    reads.summaries.clear()
+    reads.metas.clear()
+    res = CliRunner().invoke(cli, ["verify", str(pdf)])
+    assert res.exit_code == 0, res.output
+    assert (len(reads.summaries), len(reads.metas)) == (1, 1), "verify"
 
 
 def test_a_probe_hands_its_written_summary_to_the_catalog(tmp_path: Path, reference: Any,
