@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.analysis.jsonread import Json
+
 #: every source a record may name, and those a vendor that read evalkit could recognise
 SOURCES = ("public", "generated", "corpus", "prompts", "conversations")
 RECOGNISABLE = ("public", "generated")
@@ -55,7 +57,7 @@ class CorpusFacts:
                    _count(value.get("drawn_tokens")), _count(value.get("task_templates")),
                    origin if origin in ("buyer", "generated") else "buyer")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return asdict(self)
 
 

@@ -338,7 +338,7 @@ def read_level(value: Any, concurrency: int | None = None) -> Level:
     refused = min(as_count(d.get("configuration_failures"), least=0) or 0, requests or 0)
     failed = (max(requests - counts.get("ok", 0) - refused, 0)
               if counts and requests is not None else None)
-    status = d.get("status") if isinstance(d.get("status"), str) else None
+    status = given if isinstance(given := d.get("status"), str) else None
     bound = d.get("client_bound") is True or status == "client_bound"
     achieved = as_mapping(d.get("achieved_concurrency"))
     ties, breaches = d.get("ties"), d.get("breaches")

@@ -50,7 +50,7 @@ class Answer:
     evidence: tuple[str, ...] = ()
     notes: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The fields the vendor filled in (empty ones left out), for scorecard.json."""
         return dict(_prune(asdict(self)))
 

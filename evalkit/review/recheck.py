@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
+
 _SHOWN = 80
 #: the statuses `verify` counts: the six questions' (a scorecard's verdicts)
 _QUESTION_STATUS = re.compile(r"^questions\.[^.]+\.status$")
@@ -43,7 +45,7 @@ class Difference:
         return (f"{self.where}: the document says {self.attached or 'nothing'}, the "
                 f"evidence gives {self.derived or 'nothing'}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """For `verify --json`."""
         return {"where": self.where, "attached": self.attached, "derived": self.derived,
                 "what": self.sentence()}

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.records import RequestRecord
 from evalkit.rundir.digest import MAX_LEVEL
 from evalkit.rundir.store import REQUESTS_FILE, RecordScan, read_lines
@@ -78,7 +79,7 @@ class Finding:
     record_id: str | None
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """The finding as plain data (`verify --json`)."""
         return {"kind": self.kind, "line": self.line, "record_id": self.record_id,
                 "message": self.message}
@@ -270,7 +271,7 @@ class RecordCheck:
                        "suite): a record appended from another run cannot be told apart")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """The check as plain data: counts per kind and the findings kept."""
         return {"run_id": self.run_id, "records": self.records,
                 "counts": dict(self.counts), "findings": [f.to_json() for f in self.findings],
