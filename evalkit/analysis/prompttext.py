@@ -44,7 +44,7 @@ class CorpusFacts:
     origin: str
 
     @classmethod
-    def from_json(cls, value: Any) -> CorpusFacts | None:
+    def from_json(cls, value: Json) -> CorpusFacts | None:
         """The facts from run.json (an editable file: a field of the wrong kind is left
         out; without a digest there are none)."""
         if not isinstance(value, Mapping):
