@@ -135,7 +135,7 @@ class Summary(Mapping[str, Any]):
     prefill_at_least: float | None = None
     #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
     #: probe ran without --metrics-url)
-    vendor_metrics: Mapping[str, Any] | None = None
+    vendor_metrics: Mapping[str, Json] | None = None
     #: the prefill rate's 95 % interval (from the fit's slope); None where the summary
     #: gives none, and `prefill_ci_missing` when a current summary could not compute one
     #: (fewer than 3 prompt lengths): then the rate decides nothing
@@ -146,7 +146,7 @@ class Summary(Mapping[str, Any]):
     #: the ramp's lowest tie between the max sustained level and the first breach
     first_tie: int | None = None
     #: summary.json's `precision` (evalkit.analysis.precision; None: no canary was sent)
-    precision: Mapping[str, Any] | None = None
+    precision: Mapping[str, Json] | None = None
     #: the highest ramp level within each use case's SLO (goodput at or above the target
     #: from the lowest level up), None where not even the first; {} for an older summary
     max_goodput: Mapping[str, int | None] = field(default_factory=dict)
@@ -156,7 +156,7 @@ class Summary(Mapping[str, Any]):
     #: every top-level key of the document, typed
     sections: Sections = field(default_factory=Sections, repr=False, compare=False)
     #: the document as written, every key kept (`to_json`), including those not read here
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: Mapping[str, Json] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, doc: object) -> Summary:

@@ -286,7 +286,7 @@ class Level:
     #: the connections its requests opened in their sends (None: none did)
     connections: Connections | None = None
     #: the entry as written (for readers not yet moved to the fields above)
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: Mapping[str, Json] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, value: object) -> Level:
@@ -327,7 +327,7 @@ class Level:
         return self.status == "failed" or (rate is not None and rate > 0.5)
 
 
-def read_level(value: Any, concurrency: int | None = None) -> Level:
+def read_level(value: Json, concurrency: int | None = None) -> Level:
     """A phase's or level's entry; `concurrency` for a phase that names none (the baseline
     is level 1), else the entry's own (0 when it names none)."""
     d = as_mapping(value)

@@ -87,7 +87,7 @@ class PageStamp:
                 "renderer": dict(self.renderer)}
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any], signed: bool
+    def from_manifest(cls, manifest: Mapping[str, Json], signed: bool
                       ) -> tuple[PageStamp, list[str]]:
         """The stamp a document's manifest records, and what in it is not of its shape
         (each a sentence; the value is then this evalkit's own, so the page differs where

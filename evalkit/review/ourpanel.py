@@ -31,7 +31,7 @@ class OurPanel:
     gaps: int = 0
 
     @classmethod
-    def from_panel(cls, doc: Mapping[str, Any]) -> OurPanel:
+    def from_panel(cls, doc: Mapping[str, Json]) -> OurPanel:
         """panel.json's dict (`evalkit.analysis.panel.pool_panel`) read defensively."""
         d = read_as(PanelDoc, doc)
         return cls(d.window.start or "", d.window.end or "", d.samples or 0,

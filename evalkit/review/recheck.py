@@ -82,7 +82,7 @@ def _is_figure(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def compare_tree(attached: Any, derived: Any, where: str, *, both_ways: bool = True,
+def compare_tree(attached: Json, derived: Json, where: str, *, both_ways: bool = True,
                  skip: frozenset[str] = frozenset()) -> Recheck:
     """`attached` against `derived`: every leaf counted (numbers as figures, a key named
     `status` as a status) and every disagreement named by its path under `where`.
@@ -130,7 +130,7 @@ def _walk(a: Any, d: Any, path: str, where: str, both: bool, skip: frozenset[str
         out.figures += 1
 
 
-def manifest_differences(manifest: Mapping[str, Any], files: Mapping[str, bytes],
+def manifest_differences(manifest: Mapping[str, Json], files: Mapping[str, bytes],
                          digests: Mapping[str, str]) -> list[Difference]:
     """Each attachment against manifest.json's entry for it (SHA-256 and size), and every
     attachment it does not list or lists but the PDF lacks. `digests` are the files'

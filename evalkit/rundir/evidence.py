@@ -167,7 +167,7 @@ class RecordCheck:
     decides the same (a second pass over a file re-reads exactly what the first kept).
     """
 
-    def __init__(self, run: Mapping[str, Any]) -> None:
+    def __init__(self, run: Mapping[str, Json]) -> None:
         run_id = run.get("run_id")
         #: the run's id: run.json's, else the first record's that carries one
         self.run_id: str | None = run_id if isinstance(run_id, str) and run_id else None

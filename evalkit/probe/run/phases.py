@@ -168,7 +168,7 @@ class SuiteRun:
         return judge_client(check, self.s.client_check)
 
     def _note(self, text: str) -> None:
-        self.store.meta.setdefault("notes", []).append(text)
+        self.store.add_note(text)
         if self.progress is not None:
             self.progress.note(text)
 
