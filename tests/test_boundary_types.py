@@ -3,9 +3,10 @@ another is typed, so mypy follows a renamed field from the writer to every reade
 
 A stage is a top-level package or module under evalkit/ (`analysis`, `probe`, `rundir`,
 `fmt`, `provenance`, ...). The test reads the source with `ast` (nothing is imported) and
-finds every public function, and every public method, property and field of a public
-class, whose annotations name `Any` (`Any`, `dict[str, Any]`, `Mapping[str, Any]`, a
-quoted annotation too) and that another stage uses:
+finds every public function, and every public method, property and field (a dataclass's,
+or `self.x: T` in a method) of a public class, whose annotations name `Any` (`Any`,
+`dict[str, Any]`, `Mapping[str, Any]`, a quoted annotation too) and that another stage
+uses:
 
 - a function or class another stage imports (`from evalkit.x import f`, under
   `TYPE_CHECKING` too, or `import evalkit` then `evalkit.f`), followed through a
@@ -104,10 +105,17 @@ def signatures(module: str, tree: ast.Module) -> Iterator[tuple[str, Signature]]
         elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
             for item in node.body:
                 qual = f"{module}.{node.name}"
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) \
-                        and _public(item.name):
-                    yield node.name, Signature(f"{qual}.{item.name}", module,
-                                               _function_annotations(item))
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if _public(item.name):
+                        yield node.name, Signature(f"{qual}.{item.name}", module,
+                                                   _function_annotations(item))
+                    for n in ast.walk(item):  # an attribute its methods declare
+                        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Attribute) \
+                                and isinstance(n.target.value, ast.Name) \
+                                and n.target.value.id == "self" \
+                                and not n.target.attr.startswith("_"):
+                            yield node.name, Signature(f"{qual}.{n.target.attr}", module,
+                                                       (n.annotation,))
                 elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
                         and not item.target.id.startswith("_"):
                     yield node.name, Signature(f"{qual}.{item.target.id}", module,
@@ -235,6 +243,10 @@ def test_the_walk_sees_what_crosses() -> None:
     assert any_in("def f(x: int) -> 'dict[str, Any]': ...")
     assert any_in("def f(*a: typing.Any) -> None: ...")
     assert not any_in("def f(x: Mapping[str, Json], y: object) -> Anything: ...")
+    cls = ast.parse("class C:\n    def __init__(self) -> None:\n"
+                    "        self.meta: dict[str, Any] = {}\n        self._own: Any = 1\n")
+    assert [(owner, sig.qualname) for owner, sig in signatures("m", cls)
+            if any(names_any(a) for a in sig.annotations)] == [("C", "m.C.meta")]
     assert defining("evalkit", "summarize") == ("evalkit.analysis.summarize", "summarize")
     crossing = used_across()
     # imported by rundir and probe; and RunDir crosses because open_run returns it
