@@ -8,7 +8,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalkit.analysis.jsonread import as_list
 from evalkit.analysis.summary import as_mapping, as_number
 from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
@@ -22,6 +21,7 @@ from evalkit.rundir.importers.common import (
     _status_of,
     _text,
     _url,
+    listed,
 )
 from evalkit.sanitize import clean
 
@@ -61,7 +61,7 @@ def read_aiperf(path: Path) -> Imported:
                          f"{version}); evalkit reads schema {AIPERF_SCHEMA_MAJOR}.x "
                          "(AIPerf 0.13)")
     config = as_mapping(agg.get("input_config"))
-    phases = {str(p.get("name")): p for p in as_list(config.get("phases"))
+    phases = {str(p.get("name")): p for p in listed(config.get("phases"))
               if isinstance(p, Mapping)}
     open_loop = [n for n, p in phases.items() if p.get("kind") != "warmup"
                  and p.get("type") not in (None, "concurrency")]
@@ -100,10 +100,10 @@ def read_aiperf(path: Path) -> Imported:
                      "skipped")
     if not records:
         raise InputError(f"{rec_path}: no profiling record: nothing to import")
-    url = next(iter(as_list(as_mapping(config.get("endpoint")).get("urls"))), None)
-    model = next((m.get("name") for m in as_list(as_mapping(config.get("models")).get("items"))
+    url = next(iter(listed(as_mapping(config.get("endpoint")).get("urls"))), None)
+    model = next((m.get("name") for m in listed(as_mapping(config.get("models")).get("items"))
                   if isinstance(m, Mapping)), None)
-    prompts = next((as_mapping(d.get("prompts")) for d in as_list(config.get("datasets"))
+    prompts = next((as_mapping(d.get("prompts")) for d in listed(config.get("datasets"))
                     if isinstance(d, Mapping)), {})
     levels = sorted({r.level for r in records if r.level is not None})
     return Imported(

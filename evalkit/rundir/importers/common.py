@@ -209,6 +209,17 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def listed(value: object) -> list[Json]:
+    """A list the tool writes (null or absent: none): any other value is a TypeError, which
+    refuses the import naming the file (`evalkit.rundir.importers.run.import_run`), never
+    a list read out of a number, a text's letters or an object's keys."""
+    if isinstance(value, list):
+        return value
+    if not value:
+        return []
+    raise TypeError(f"a JSON {type(value).__name__} where a list belongs")
+
+
 def differs_notes(imported: Mapping[str, Json]) -> list[str]:
     """One sentence for each figure of an imported run whose meaning differs from ours
     (run.json's `imported.differs`; a hostile file's text cleaned, at most 8)."""
