@@ -37,6 +37,11 @@ EXCEPTIONS: dict[str, str] = {
     "evalkit.render.page.Page.cost": "typed-reads branch (the page's payloads typed there)",
     "evalkit.render.page.Page.workload": "typed-reads branch (the page's payloads typed there)",
     "evalkit.render.page.Page.trace": "typed-reads branch (the page's payloads typed there)",
+    "evalkit.analysis.summary.Summary.vendor_metrics": "typed-reads branch (VendorMetrics)",
+    "evalkit.review.rules.RunTarget.stands_in_for": "typed-reads branch (a typed StandIn)",
+    "evalkit.review.scorecard.UseCaseCard.profile": "typed-reads branch (a typed SloProfile)",
+    "evalkit.review.scorecard.Scorecard.tolerances": "typed-reads branch (Tolerances)",
+    "evalkit.review.scorecard.Scorecard.slo_profiles": "typed-reads branch (SloProfile)",
 }
 
 

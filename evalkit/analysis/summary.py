@@ -135,7 +135,7 @@ class Summary(Mapping[str, Any]):
     prefill_at_least: float | None = None
     #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
     #: probe ran without --metrics-url)
-    vendor_metrics: Mapping[str, Json] | None = None
+    vendor_metrics: Mapping[str, Any] | None = None
     #: the prefill rate's 95 % interval (from the fit's slope); None where the summary
     #: gives none, and `prefill_ci_missing` when a current summary could not compute one
     #: (fewer than 3 prompt lengths): then the rate decides nothing

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
@@ -56,7 +56,7 @@ class RunTarget:
     model: str | None = None
     endpoint: str | None = None
     #: the model and endpoint this run stood in for (the demo's reference endpoint)
-    stands_in_for: Mapping[str, Json] | None = None
+    stands_in_for: Mapping[str, Any] | None = None
     #: the suite profile (quick / standard / a file)
     profile: str | None = None
     #: the ramp's prompts: the suite's synthetic length, or the buyer's prompts file

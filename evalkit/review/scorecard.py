@@ -150,7 +150,7 @@ class UseCaseCard:
 
     fit: Fit
     label: str | None
-    profile: Mapping[str, Json] | None
+    profile: Mapping[str, Any] | None
 
     @classmethod
     def from_json(cls, doc: object) -> UseCaseCard:
@@ -274,7 +274,7 @@ class Scorecard:
     #: None only in a document read back that has none
     reading_speed: ReadingSpeedCard | None
     #: the tolerances as judged, in scorecard.json's form: the page prints every setting
-    tolerances: Mapping[str, Json]
+    tolerances: Mapping[str, Any]
     #: how the answers changed under load at or below the concurrency sold, and a swap the
     #: responses reported (evalkit.review.answers; None: the answers held, or no canaries)
     answers: str | None = None
@@ -296,7 +296,7 @@ class Scorecard:
         return self.questions.get(qid) or QuestionCard.missing(qid)
 
     @property
-    def slo_profiles(self) -> dict[str, Mapping[str, Json]]:
+    def slo_profiles(self) -> dict[str, Mapping[str, Any]]:
         """The tolerances' SLO profiles, by use case, as scorecard.json writes them."""
         profiles = self.tolerances.get("slo_profiles")
         if not isinstance(profiles, Mapping):
