@@ -15,10 +15,14 @@ mechanism; a buyer's own documents (`evalkit corpus add`) are what a vendor cann
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalkit.analysis.jsonread import Json
+    from evalkit.probe.run.progress import Progress
 
 
 def sample_dir() -> Path:
@@ -112,10 +116,10 @@ def demo_corpus(folder: Path, seed: int = 0) -> Path:
     return folder / "corpus"
 
 
-def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
+def run_demo(out_dir: Path, progress_for: Callable[[str], Progress | None] | None = None,
              vendors: tuple[DemoVendor, ...] = VENDORS, suite_profile: str = "quick",
              on_written: Callable[[Path], None] | None = None,
-             suite_overrides: dict[str, Any] | None = None) -> DemoResult:
+             suite_overrides: Mapping[str, Json] | None = None) -> DemoResult:
     """Probe a reference endpoint per sample vendor, then write its scorecard.
 
     `suite_overrides` are deep-merged over the suite profile (tests shorten the ramp).

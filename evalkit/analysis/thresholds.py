@@ -106,7 +106,7 @@ class Thresholds:
                              f"got {self.goodput_target!r}")
 
     @classmethod
-    def from_dict(cls, d: Any) -> Thresholds:
+    def from_dict(cls, d: object) -> Thresholds:
         """Overrides as plain data. An unknown key is a UsageError naming it (a misspelt
         threshold would otherwise leave the default in force unnoticed), and so is a value
         that is not a number (true, "2")."""
@@ -206,7 +206,7 @@ class Tolerances:
     rate_limit_rel: float = 0.25
     slo_profiles: dict[str, SloProfile] = field(default_factory=default_slo_profiles)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """Plain data for scorecard.json."""
         return asdict(self)
 
@@ -254,7 +254,7 @@ def _profile(name: str, base: SloProfile | None, data: Any) -> SloProfile:
     return replace(profile, **changes)
 
 
-def tolerances_from_dict(data: Any, base: Tolerances | None = None) -> Tolerances:
+def tolerances_from_dict(data: object, base: Tolerances | None = None) -> Tolerances:
     """Apply an override mapping to the defaults; every bad key or value is an InputError."""
     base = base or Tolerances()
     if data is None:

@@ -99,11 +99,11 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
     from pathlib import Path
 
     from evalkit.demo import run_demo
+    from evalkit.probe.run.progress import LiveProgress
 
-    def progress_for(vendor: str) -> object | None:
+    def progress_for(vendor: str) -> LiveProgress | None:
         if quiet:
             return None
-        from evalkit.probe.run.progress import LiveProgress
 
         click.echo(f"probing the reference endpoint playing '{vendor}'…")
         return LiveProgress()

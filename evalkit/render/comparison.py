@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 import evalkit
 from evalkit.analysis.summary import Level
+from evalkit.analysis.thresholds import Tolerances
 from evalkit.errors import UsageError
 from evalkit.fmt import level_span
 from evalkit.render.charts.kit import (
@@ -112,7 +113,7 @@ def vendor_name(value: Any) -> str | None:
     return name
 
 
-def load_view(item: CompareInput, tolerances: Any = None,
+def load_view(item: CompareInput, tolerances: Tolerances | str | Path | None = None,
               same_vendor: str | None = None, done: Review | None = None,
               run: RunDir | None = None) -> RunView:
     """A run as the comparison sees it; its scorecard comes from the same review pipeline
@@ -435,7 +436,7 @@ def require_judged_trend(cmp: Comparison, inputs: Sequence[CompareInput]) -> Non
 
 def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
                       tolerance: float = DEFAULT_REGRESSION_TOLERANCE,
-                      tolerances: Any = None, html: bool = False,
+                      tolerances: Tolerances | str | Path | None = None, html: bool = False,
                       same_vendor: str | None = None, require_trend: bool = False,
                       signing: SigningKey | None = None) -> CompareResult:
     """Compare runs and write `out_pdf` with `out_pdf.json` beside it (and HTML if asked).

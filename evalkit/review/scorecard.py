@@ -130,7 +130,7 @@ class QuestionCard:
                    claimed_from_json(qid, d.claimed), measured_from_json(qid, d.measured),
                    d.reason, d.tolerance)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return {"title": self.title, "status": self.status, "finding": self.finding,
                 "claimed": self.claimed.to_dict() if self.claimed is not None else None,
@@ -158,7 +158,7 @@ class UseCaseCard:
         d = read_as(_UseCaseDoc, doc)
         return cls(fit_from_json(doc), d.label or None, d.profile)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return {**fit_to_json(self.fit), "label": self.label, "profile": self.profile}
 
@@ -187,7 +187,7 @@ class ReadingSpeedCard:
         return cls(fit_from_json(doc), d.value, d.reading_speed_tokens_per_s,
                    d.percentile or "p90")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return {**fit_to_json(self.fit), "value": self.value,
                 "reading_speed_tokens_per_s": self.reading_speed_tokens_per_s,
@@ -214,7 +214,7 @@ class RunCard:
         read = read_as(cls, doc)
         return replace(read, target_mismatch=read.target_mismatch or None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return {"validity": self.validity, "validity_reasons": list(self.validity_reasons),
                 "model": self.model, "endpoint": self.endpoint, "profile": self.profile,
@@ -342,7 +342,7 @@ class Scorecard:
         )
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Scorecard:
+    def from_json(cls, doc: Mapping[str, Json]) -> Scorecard:
         """A scorecard.json document read back, whatever it holds: a missing or malformed
         part reads as not stated (a dash on the page), never as a crash."""
         d = read_as(_CardDoc, doc)
@@ -366,7 +366,7 @@ class Scorecard:
             workload=d.workload, trace=d.trace, sources=d.sources,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """scorecard.json's dict, key for key and in order (schema evalkit.scorecard/1)."""
         card = {
             "schema": SCHEMA_ID, "vendor": self.vendor, "model": self.model,

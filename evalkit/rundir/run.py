@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import Summary
 from evalkit.errors import InputError, RunDirError
 from evalkit.records import RequestRecord
@@ -47,7 +48,7 @@ class RunDir:
     """
 
     #: run.json as written (for the importers and the evidence checks; `meta` reads it)
-    run: dict[str, Any]
+    run: dict[str, Json]
     #: summary.json read once (`open_run`; re-derived or capped as `rebuilt`/notes say):
     #: its exact bytes stay in `raw` for the digests and attachments
     summary: Summary
