@@ -374,7 +374,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
     the last valid one before a single run under a regression gate."""
     from pathlib import Path
 
-    from evalkit.catalog.pick import last_valid, run_identity, vendor_runs
+    from evalkit.catalog.pick import baseline, run_identity, vendor_runs
     from evalkit.cli.catalog import parse_since
     from evalkit.render.comparison import CompareInput
 
@@ -405,15 +405,16 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
         raise UsageError(f"--fail-on regression with one run: {only.run_dir} names no vendor "
                          "(probe --vendor NAME, a questionnaire, or --vendor NAME here), so "
                          "its last evaluation cannot be found")
-    last = last_valid(Path(only.run_dir), name, model or me.model, catalog, identity=me)
+    found = baseline(Path(only.run_dir), name, model or me.model, catalog, identity=me)
+    last = found.row
     if last is None:
         raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
-                         f"evaluation of {name!r} ({model or me.model}) to hold "
+                         f"{found.sought.words()} of {name!r} ({model or me.model}) to hold "
                          f"{only.run_dir} against, so no regression could be found or ruled "
                          "out")
-    click.echo(f"against the last valid evaluation of {clean(name, 120)}: catalog entry "
-               f"{last.id}, {clean(str(last.entry.started), 40)}, "
-               f"{clean(str(last.entry.path), 300)}")
+    click.echo(f"against the last valid {found.sought.kind} evaluation of "
+               f"{clean(name, 120)}: catalog entry {last.id}, "
+               f"{clean(str(last.entry.started), 40)}, {clean(str(last.entry.path), 300)}")
     return [CompareInput(Path(last.entry.path)), only], name
 
 
