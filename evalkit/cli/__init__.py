@@ -294,7 +294,8 @@ def questionnaire_validate(file: str) -> None:
 @click.option("--vendor", "catalog_vendor", metavar="NAME",
               help="Without RUN_DIRs: compare this vendor's evaluations (probes and imports) "
                    "from the catalog, oldest first; with one RUN_DIR and --fail-on regression: "
-                   "the vendor whose last valid evaluation it is held against.")
+                   "the vendor whose last valid evaluation of the run's kind (voice or "
+                   "text) it is held against.")
 @click.option("--model", "catalog_model", help="With --vendor: only this model's runs.")
 @click.option("--since", metavar="DATE", help="With --vendor: only runs started since DATE.")
 @signing_options
@@ -329,7 +330,9 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     From the catalog: with no RUN_DIR, --vendor NAME [--model M] [--since DATE] compares
     that vendor's evaluations (missing or edited ones are named and left out). With one
     RUN_DIR and --fail-on regression, the run is held against the last valid evaluation
-    of its vendor and model before it; when the catalog has none, exit 2.
+    of its vendor and model before it, of the same kind (a voice run against a voice
+    run, with the same turn detection and turns per call; a text run against a text
+    run); when the catalog has none, exit 2, naming the kind it looked for.
 
     \b
     Examples:

@@ -41,7 +41,9 @@ def row_json(row: Any) -> dict[str, Any]:
     e = row.entry
     now, why = state(e)
     return {"id": row.id, "vendor": e.vendor, "model": e.model, "endpoint": e.endpoint,
-            "path": e.path, "kind": e.kind, "run_kind": run_kind(e.figures),
+            "path": e.path, "kind": e.kind,
+            # a report's figures are its statuses: they do not say what its run measured
+            "run_kind": run_kind(e.figures) if e.kind != "report" else None,
             "started": e.started, "ended": e.ended,
             "status": e.status, "validity": e.validity, "state": now,
             "state_reason": why or None, "suite_version": e.suite_version,
