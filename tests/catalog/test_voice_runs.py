@@ -185,3 +185,19 @@ def test_an_entry_registered_before_the_kind_was_recorded(quarters: dict[str, Pa
     assert lines[old + 1].startswith("    4  ")  # listed as it was: no line of calls
     found = baseline(quarters["t1"], "Acme", MODEL, catalog)
     assert found.row is not None and Path(found.row.entry.path) == quarters["t0"]
+
+
+def test_an_invalid_voice_runs_calls_are_not_listed_as_figures(quarters: dict[str, Path],
+                                                                tmp_path: Path) -> None:
+    """Calls judged invalid are not the vendor's figures: the listing withholds them, and
+    the gate passes the run over as a baseline."""
+    bad = _copy(quarters["v1"], tmp_path / "bad", "2026-06-01T07:00:00Z")
+    _edit(bad / "summary.json", lambda doc: doc["voice"]["validity"].update(status="invalid"))
+    catalog = tmp_path / "c.sqlite"
+    Catalog(catalog).register(run_entry(bad, "probe"))
+    lines = CliRunner().invoke(cli, ["runs", "--catalog", str(catalog)]).stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("    5  "))
+    assert lines[row + 1].endswith("figures withheld, the calls are invalid")
+    assert "within the voice SLO" not in lines[row + 1]
+    found = baseline(quarters["v1"], "Acme", MODEL, catalog)
+    assert found.row is not None and Path(found.row.entry.path) == quarters["v0"]
