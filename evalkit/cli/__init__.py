@@ -412,7 +412,8 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
     last = found.row
     if last is None:
         raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
-                         f"{found.sought.words()} of {name!r} ({model or me.model}) to hold "
+                         f"{found.sought.words()} of {clean(name, 120)!r} "
+                         f"({clean(str(model or me.model), 120)}) to hold "
                          f"{only.run_dir} against, so no regression could be found or ruled "
                          "out")
     click.echo(f"against the last valid {found.sought.kind} evaluation of "
