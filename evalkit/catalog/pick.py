@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import Summary
 from evalkit.catalog.entries import headline_figures, state
 from evalkit.catalog.paths import catalog_path
@@ -85,7 +85,7 @@ class Sought:
         return "voice evaluation (realtime calls" + (f", {self.calls}" if self.calls
                                                     else "") + ")"
 
-    def fits(self, figures: Mapping[str, Any]) -> bool:
+    def fits(self, figures: Mapping[str, Json]) -> bool:
         """An entry's figures are of what is sought (and, for voice, judged valid)."""
         if run_kind(figures) != self.kind:
             return False
@@ -104,7 +104,7 @@ class Baseline:
     sought: Sought
 
 
-def _figures(row: Row) -> Mapping[str, Any]:
+def _figures(row: Row) -> Mapping[str, Json]:
     """The entry's figures with its kind: an entry registered before the kind was recorded
     is read again from its summary (its files are as registered), so an older voice run
     is not taken for a text one."""

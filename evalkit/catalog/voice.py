@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.jsonread import Json, read_as
 from evalkit.analysis.summary_voice import VoiceSection
 from evalkit.fmt import fmt_ms
 from evalkit.sanitize import clean
@@ -73,13 +73,13 @@ class VoiceHeadline:
                    highest_calls=max(tops, default=None))
 
     @classmethod
-    def from_figures(cls, figures: Mapping[str, Any]) -> VoiceHeadline | None:
+    def from_figures(cls, figures: Mapping[str, Json]) -> VoiceHeadline | None:
         """An entry's voice headline (None: a text run's entry, or an older one),
         read defensively: the catalog file is anyone's to edit."""
         doc = figures.get(VOICE_KEY)
         return read_as(cls, doc) if isinstance(doc, Mapping) else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return asdict(self)
 
     @property
@@ -141,12 +141,12 @@ def _calls(n: int) -> str:
     return f"{n} call{'' if n == 1 else 's'}"
 
 
-def voice_figures(voice: VoiceSection) -> dict[str, Any]:
+def voice_figures(voice: VoiceSection) -> dict[str, Json]:
     """The catalog's figures of a voice run: its kind and its calls' headline."""
     return {KIND_KEY: "voice", VOICE_KEY: VoiceHeadline.of(voice).to_json()}
 
 
-def run_kind(figures: Mapping[str, Any]) -> RunKind:
+def run_kind(figures: Mapping[str, Json]) -> RunKind:
     """The traffic an entry's run measured: as recorded, else (an entry registered before
     the kind was) voice when it carries voice figures, text when it does not."""
     recorded = figures.get(KIND_KEY)
