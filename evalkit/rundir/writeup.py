@@ -23,6 +23,7 @@ from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
 
 if TYPE_CHECKING:
+    from evalkit.analysis.jsonread import Json
     from evalkit.analysis.summary import Summary
 
 
@@ -32,7 +33,7 @@ class VendorMetrics(Protocol):
     #: the page's URL as the run may write it (a token in its query blanked)
     shown_url: str
 
-    def summary(self, records: Sequence[Any]) -> dict[str, Any]: ...
+    def summary(self, records: Sequence[RequestRecord]) -> dict[str, Json]: ...
 
 
 @dataclass(frozen=True)
