@@ -187,7 +187,7 @@ def _q5(vm: dict[str, Any] | None, validity: str = "valid") -> Any:
     answer = ObservabilityAnswer(observability="per_stream",
                                  export="Prometheus inter-token histogram",
                                  metrics_url="https://vendor.example/metrics")
-    m = Summary((), None, None, None, None, False, validity=validity, vendor_metrics=vm,
+    m = Summary((), None, None, None, None, False, validity=validity,
                 sections=Sections.from_json({"vendor_metrics": vm}))
     return judge_q5(answer, Evidence(m), Tolerances())
 
@@ -237,7 +237,7 @@ class TestQ5:
     def test_request_level_stays_an_honest_gap(self) -> None:
         answer = ObservabilityAnswer(observability="request_level", export="Prometheus")
         m = Summary((), None, None, None, None, False, validity="valid",
-                    vendor_metrics=_vm())
+                    sections=Sections.from_json({"vendor_metrics": _vm()}))
         j = judge_q5(answer, Evidence(m), Tolerances())
         assert (j.status, j.finding) == ("ok", "gap")
 
