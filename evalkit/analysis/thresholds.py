@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from evalkit.analysis.jsonread import read_as_written
+from evalkit.analysis.jsonread import Json, read_as_written
 from evalkit.errors import EvalkitError, InputError, UsageError
 
 #: Bound on an override file: it holds a dozen numbers.
@@ -107,7 +107,7 @@ class Thresholds:
                              f"got {self.goodput_target!r}")
 
     @classmethod
-    def from_dict(cls, d: Any) -> Thresholds:
+    def from_dict(cls, d: object) -> Thresholds:
         """Overrides as plain data. An unknown key is a UsageError naming it (a misspelt
         threshold would otherwise leave the default in force unnoticed), and so is a value
         that is not a number (true, "2")."""
@@ -230,7 +230,7 @@ class Tolerances:
     rate_limit_rel: float = 0.25
     slo_profiles: dict[str, SloProfile] = field(default_factory=default_slo_profiles)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """Plain data for scorecard.json."""
         return asdict(self)
 
@@ -285,7 +285,7 @@ def _profile(name: str, base: SloProfile | None, data: Any) -> SloProfile:
     return replace(profile, **changes)
 
 
-def tolerances_from_dict(data: Any, base: Tolerances | None = None) -> Tolerances:
+def tolerances_from_dict(data: object, base: Tolerances | None = None) -> Tolerances:
     """Apply an override mapping to the defaults; every bad key or value is an InputError."""
     base = base or Tolerances()
     if data is None:
