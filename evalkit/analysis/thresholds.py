@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from evalkit.analysis.jsonread import Json, read_as_written
+from evalkit.analysis.jsonread import read_as_written
 from evalkit.errors import EvalkitError, InputError, UsageError
 
 #: Bound on an override file: it holds a dozen numbers.
@@ -230,7 +230,7 @@ class Tolerances:
     rate_limit_rel: float = 0.25
     slo_profiles: dict[str, SloProfile] = field(default_factory=default_slo_profiles)
 
-    def to_dict(self) -> dict[str, Json]:
+    def to_dict(self) -> dict[str, object]:
         """Plain data for scorecard.json."""
         return asdict(self)
 
