@@ -15,10 +15,14 @@ mechanism; a buyer's own documents (`evalkit corpus add`) are what a vendor cann
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalkit.analysis.jsonread import Json
+    from evalkit.probe.run.progress import Progress
 
 
 def sample_dir() -> Path:
@@ -112,10 +116,10 @@ def demo_corpus(folder: Path, seed: int = 0) -> Path:
     return folder / "corpus"
 
 
-def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
+def run_demo(out_dir: Path, progress_for: Callable[[str], Progress | None] | None = None,
              vendors: tuple[DemoVendor, ...] = VENDORS, suite_profile: str = "quick",
              on_written: Callable[[Path], None] | None = None,
-             suite_overrides: dict[str, Any] | None = None) -> DemoResult:
+             suite_overrides: Mapping[str, Json] | None = None) -> DemoResult:
     """Probe a reference endpoint per sample vendor, then write its scorecard.
 
     `suite_overrides` are deep-merged over the suite profile (tests shorten the ramp).
@@ -124,12 +128,16 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
     from evalkit.probe.suite import run_probe
     from evalkit.questionnaire.load import load_questionnaire
     from evalkit.reference import ReferenceServer
-    from evalkit.render.report import render_report
+    from evalkit.render.report import write_review
+    from evalkit.review.pipeline import review
+    from evalkit.rundir.run import RunDir
 
     samples = sample_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     runs: dict[str, Path] = {}
     reports: dict[str, Path] = {}
+    #: each run directory as its report read it: the comparison compares it as read
+    opened: dict[str, RunDir | None] = {}
     # the demo's own corpus, outside every run directory and gone when it ends
     with tempfile.TemporaryDirectory(prefix="evalkit-demo-corpus-") as scratch:
         corpus = demo_corpus(Path(scratch))
@@ -154,16 +162,18 @@ def run_demo(out_dir: Path, progress_for: Callable[[str], object] | None = None,
                 progress = progress_for(vendor.name) if progress_for else None
                 run_probe(config, run_dir, progress=progress)
             runs[vendor.name] = run_dir
-            result = render_report(run_dir, samples / vendor.questionnaire,
-                                   out_dir / vendor.name / "scorecard.pdf")
-            reports[vendor.name] = result.pdf
+            # as `evalkit report` reviews it: the run directory read and checked once
+            done = review(run_dir, samples / vendor.questionnaire)
+            result = write_review(done, out_dir / vendor.name / "scorecard.pdf")
+            reports[vendor.name], opened[vendor.name] = result.pdf, done.run
             if on_written:
                 on_written(result.pdf)
     comparison = None
     if len(vendors) > 1:
         from evalkit.render.comparison import CompareInput, render_comparison
 
-        inputs = [CompareInput(runs[v.name], samples / v.questionnaire) for v in vendors]
+        inputs = [CompareInput(runs[v.name], samples / v.questionnaire, opened[v.name])
+                  for v in vendors]
         comparison = render_comparison(inputs, out_dir / "comparison.pdf").pdf
         if on_written:
             on_written(comparison)

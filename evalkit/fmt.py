@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from evalkit.analysis.summary import as_number
 
 #: A formatter of one number (or anything, shown as "—" when it is not a number).
-Formatter = Callable[[Any], str]
+Formatter = Callable[[object], str]
 
 
-def fmt_num(x: Any, digits: int = 3) -> str:
+def fmt_num(x: object, digits: int = 3) -> str:
     """A number with about `digits` significant figures; missing is an em dash."""
     v = as_number(x)
     if v is None:
@@ -43,19 +42,19 @@ def fmt_num(x: Any, digits: int = 3) -> str:
     return f"{v:,.{decimals}f}"
 
 
-def fmt_ms(seconds: Any) -> str:
+def fmt_ms(seconds: object) -> str:
     """Seconds shown as milliseconds."""
     v = as_number(seconds)
     return "—" if v is None else f"{fmt_num(v * 1000)} ms"
 
 
-def fmt_rate(x: Any) -> str:
+def fmt_rate(x: object) -> str:
     """Tokens per second."""
     v = as_number(x)
     return "—" if v is None else f"{fmt_num(v)} tok/s"
 
 
-def fmt_pct(share: Any) -> str:
+def fmt_pct(share: object) -> str:
     """A share (0.25) as a percentage (25%)."""
     v = as_number(share)
     if v is None:
@@ -64,13 +63,13 @@ def fmt_pct(share: Any) -> str:
     return f"{round(pct)}%" if abs(pct - round(pct)) < 1e-9 else f"{fmt_num(pct, 2)}%"
 
 
-def fmt_count(x: Any) -> str:
+def fmt_count(x: object) -> str:
     """A whole number with thousands separators ("—" when it is not a number)."""
     v = as_number(x)
     return "—" if v is None else f"{round(v):,}"
 
 
-def fmt_p(p: Any, fmt: Formatter = fmt_ms) -> str:
+def fmt_p(p: object, fmt: Formatter = fmt_ms) -> str:
     """p50 / p90 / p99 with the sample count; a p99 from fewer than 100 samples is marked."""
     if not isinstance(p, Mapping):
         return "—"
@@ -81,7 +80,7 @@ def fmt_p(p: Any, fmt: Formatter = fmt_ms) -> str:
     return f"p50 {fmt(p.get('p50'))} · p90 {fmt(p.get('p90'))} · p99 {p99} · n={count}"
 
 
-def ci_text(ci: Any, fmt: Formatter = fmt_num) -> str:
+def ci_text(ci: object, fmt: Formatter = fmt_num) -> str:
     """' [95 %: low–high]' for an interval; an end n cannot bound reads 'open'."""
     if not isinstance(ci, list | tuple) or len(ci) != 2:
         return ""
@@ -89,7 +88,7 @@ def ci_text(ci: Any, fmt: Formatter = fmt_num) -> str:
     return f" [95 %: {lo}–{hi}]"
 
 
-def n_mark(p: Mapping[str, Any]) -> str:
+def n_mark(p: Mapping[str, object]) -> str:
     """The sample count behind a percentile, marked when it is too few to lean on."""
     n = p.get("n")
     if not isinstance(n, int):
@@ -97,7 +96,7 @@ def n_mark(p: Mapping[str, Any]) -> str:
     return f" (n={n}, low confidence)" if n < 100 else f" (n={n})"
 
 
-def fmt_pct_ci(p: Any, pct: str, fmt: Formatter = fmt_ms, n: bool = True) -> str:
+def fmt_pct_ci(p: object, pct: str, fmt: Formatter = fmt_ms, n: bool = True) -> str:
     """One percentile of a distribution with its 95 % interval and n: 'p90 324 ms
     [95 %: 300–350 ms] (n=32, low confidence)'; the interval is left out when the
     summary carries none (an older run), the figure reads '—' when it is missing; `n`
@@ -201,7 +200,7 @@ def times(ratio: float) -> str:
     return f"{ratio:.1f}×" if abs(ratio) < 1e6 else f"{ratio:.1e}×"
 
 
-def fmt_money(x: Any, currency: str | None) -> str:
+def fmt_money(x: object, currency: str | None) -> str:
     """An amount in the questionnaire's currency (never converted), three significant
     figures: a session can cost 0.0000384 USD; no currency stated says so."""
     v = as_number(x)

@@ -200,14 +200,14 @@ def command_line(argv: Sequence[str], redact: Callable[[str], str] = str) -> lis
     return out
 
 
-def current() -> dict[str, Any]:
+def current() -> dict[str, object]:
     """The running evalkit: version, suite version, package digest, checkout."""
     return {"evalkit_version": evalkit.__version__, "suite_version": evalkit.SUITE_VERSION,
             "package_sha256": installed_digest(), "git": git_state()}
 
 
 def provenance(*, argv: Sequence[str] | None = None, redact: Callable[[str], str] = str,
-               prompts: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               prompts: Mapping[str, object] | None = None) -> dict[str, object]:
     """run.json's `provenance`: `current()`, the machine, the command line (`argv`,
     default the interpreter's own, secrets removed: `command_line`) and how the prompts
     were made (`prompts`: the seed, and what else re-makes them)."""
@@ -223,12 +223,12 @@ def provenance(*, argv: Sequence[str] | None = None, redact: Callable[[str], str
     }
 
 
-def short(digest: Any) -> str:
+def short(digest: object) -> str:
     """A digest as a page prints it (`a1b2c3d4e5f6`), or `—`."""
     return digest[:SHORT] if isinstance(digest, str) and digest else "—"
 
 
-def provenance_findings(run: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+def provenance_findings(run: Mapping[str, object], now: Mapping[str, object]) -> list[str]:
     """Where a run.json's `provenance` and the evalkit now running (`now`: `current()`)
     part ways, one sentence each; [] when they agree. A run from before the suite
     recorded its provenance says so. Pure: what `verify` reports."""

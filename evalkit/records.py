@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, overload
 
@@ -228,9 +228,9 @@ class RequestRecord:
                 f'{json.dumps(tail, separators=(",", ":"))[1:]}')
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
+    def from_dict(cls, d: Mapping[str, object]) -> RequestRecord:
         """Rebuild a record from a parsed JSON line; unknown keys are ignored."""
-        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        known: dict[str, Any] = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         known["chunks"] = Chunks.of((float(t), int(n)) for t, n in known.get("chunks") or [])
         return cls(**known)
 

@@ -20,13 +20,24 @@ import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 ENCODING = "o200k_base"
 #: the package's own bounds (its `_encode_plain` and o200k's chunk limit): past them its
 #: encode raises, so a text past them goes to it and raises the same
 _MAX_CHARS = 1_000_000
 _MAX_TOKENS = 200_000
+
+
+class Encoding(Protocol):
+    """What evalkit asks of an encoding: `O200k` on the Rust extension, or the package's
+    own `bpe_openai.Encoding`, whichever `encoding()` could load."""
+
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+    def decode(self, tokens: Sequence[int]) -> str: ...
+
+    def decode_single_token_bytes(self, token: int) -> bytes: ...
 
 
 class O200k:
@@ -73,10 +84,10 @@ def _sanitize(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _package() -> Any:
-    import bpe_openai
+def _package() -> Encoding:
+    import bpe_openai  # untyped: its Encoding has these methods (tests/test_tokenizer.py)
 
-    return bpe_openai.get_encoding(ENCODING)
+    return cast(Encoding, bpe_openai.get_encoding(ENCODING))
 
 
 def _extension() -> Any:
@@ -102,7 +113,7 @@ def _extension() -> Any:
 
 
 @lru_cache(maxsize=1)
-def encoding() -> Any:
+def encoding() -> Encoding:
     """o200k_base: on the Rust extension alone where it loads, else the package's own."""
     try:
         return O200k(_extension().tokenizer_for_encoding(ENCODING))

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from evalkit.analysis.intervals import proportion_interval
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.thresholds import Thresholds
 
 #: why a ramp level's canary sample stopped growing (run.json's `canaries.ended`, by
@@ -17,6 +19,29 @@ from evalkit.analysis.thresholds import Thresholds
 #: more (absent), grew until its interval decided, grew to its budget still a tie, or the
 #: level's time ran out (or the run stopped) first
 GROWTH_ENDS = ("decided", "budget", "time")
+
+#: one canary answer's fields by name: a frame's row, or a prober's record as it comes
+#: (the values are the record's: text, digests, a list of pieces, numbers, None)
+Row = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Alone:
+    """The baseline's canary answers alone, as summary.json's `precision.alone` has them."""
+
+    answers: int
+    canaries_answered: int
+    #: the share of the other answers alone that match their canary's reference (None:
+    #: no canary was answered twice alone)
+    match_rate: float | None
+    distinct: int
+    models_seen: list[str]
+    fingerprints_seen: list[str]
+
+    def to_json(self) -> dict[str, Json]:
+        return {"answers": self.answers, "canaries_answered": self.canaries_answered,
+                "match_rate": self.match_rate, "distinct": self.distinct,
+                "models_seen": self.models_seen, "fingerprints_seen": self.fingerprints_seen}
 
 
 def distinct_names(values: Iterable[Any]) -> list[str]:
@@ -29,12 +54,12 @@ def distinct_names(values: Iterable[Any]) -> list[str]:
     return sorted(seen)
 
 
-def answer_pieces(row: Mapping[str, Any]) -> list[str] | None:
+def answer_pieces(row: Row) -> list[str] | None:
     tokens = row.get("answer_tokens")
     return list(tokens) if isinstance(tokens, list) and tokens else None
 
 
-def digested_pieces(reference: Mapping[str, Any], answer: Mapping[str, Any]
+def digested_pieces(reference: Row, answer: Row
               ) -> tuple[list[str], list[str]] | None:
     """Both answers' pieces when neither kept its text: a corpus canary's answer is kept
     as keyed digests of its pieces (`evalkit.probe.plan.privacy`), compared piece by piece."""
@@ -45,7 +70,7 @@ def digested_pieces(reference: Mapping[str, Any], answer: Mapping[str, Any]
     return (ref, got) if ref is not None and got is not None else None
 
 
-def _cut_short(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
+def _cut_short(reference: Row, answer: Row) -> bool:
     """The answer is the reference's text cut short (a non-empty strict prefix; for
     answers kept as digests, of its pieces)."""
     if (both := digested_pieces(reference, answer)) is not None:
@@ -56,8 +81,7 @@ def _cut_short(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> bool:
             and ref_text.startswith(text))
 
 
-def alone_answers(rows: Iterable[Mapping[str, Any]]
-                  ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+def alone_answers(rows: Iterable[Row]) -> tuple[dict[str, dict[str, object]], Alone]:
     """Each canary's reference answer alone (its modal digest, the first answer that has
     it), and the alone summary, from the baseline's ok canary answers (a record's fields
     by name: a frame's rows, or the prober's records as they come).
@@ -67,10 +91,10 @@ def alone_answers(rows: Iterable[Mapping[str, Any]]
     never repeats an answer read 50 % (two repeats) where it agrees with itself 0 % of
     the time, and every level of it a precision breach, level 1 included. Canaries
     answered once alone say nothing of the engine's own variation."""
-    by_canary: dict[str, list[Mapping[str, Any]]] = {}
+    by_canary: dict[str, list[Row]] = {}
     for row in rows:
         by_canary.setdefault(str(row["canary"]), []).append(row)
-    refs: dict[str, dict[str, Any]] = {}
+    refs: dict[str, dict[str, object]] = {}
     matched = others = answered = distinct = 0
     for canary in sorted(by_canary):
         sub = by_canary[canary]
@@ -84,21 +108,19 @@ def alone_answers(rows: Iterable[Mapping[str, Any]]
         answered += sum(digests.values())
         distinct += len(digests)
     every = [r for sub in by_canary.values() for r in sub]
-    summary = {"answers": answered, "canaries_answered": len(refs),
-               "match_rate": matched / others if others else None,
-               "distinct": distinct, "models_seen": distinct_names(r.get("model") for r in every),
-               "fingerprints_seen": distinct_names(r.get("system_fingerprint") for r in every)}
-    return refs, summary
+    return refs, Alone(answered, len(refs), matched / others if others else None, distinct,
+                       distinct_names(r.get("model") for r in every),
+                       distinct_names(r.get("system_fingerprint") for r in every))
 
 
-def floor_of(alone: Mapping[str, Any], th: Thresholds) -> float:
+def floor_of(alone: Alone, th: Thresholds) -> float:
     """The match rate a level may fall to before its interval can breach: the rate alone
     (1 when nothing was answered alone) less the tolerance."""
-    rate = alone.get("match_rate")
+    rate = alone.match_rate
     return (float(rate) if rate is not None else 1.0) - th.precision_match_tolerance
 
 
-def compare_answer(reference: Mapping[str, Any], answer: Mapping[str, Any]) -> str:
+def compare_answer(reference: Row, answer: Row) -> str:
     """`match` (the same digest), `cut_short` (the answer alone stopped early: the same
     words as far as they go; precision is about what was said, how much of it is the
     `length` limit's to judge) or `differs`."""

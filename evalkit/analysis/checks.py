@@ -160,7 +160,7 @@ def network_share(req: pd.DataFrame, baseline_ttft_p50: float | None,
     """Round trip apart from generation, so TTFT can be told apart from the network path."""
     sub = req[(req["phase"] == "rtt") & req["ok"]]
     rtts = sub["e2e_s"].where(sub["e2e_s"].notna(), sub["ttft_s"]).to_numpy()
-    dist = percentiles(rtts)
+    dist: dict[str, Any] = percentiles(rtts)  # its figures read here, where it is made
     rtt = dist["p50"] if dist["n"] else _num(rtt_s)
     if rtt is None:
         return None
@@ -195,8 +195,10 @@ def drift(req: pd.DataFrame, parts: int = 3) -> dict[str, Any] | None:
     t = ok["t0_s"].to_numpy()
     edges = np.linspace(t.min(), t.max(), parts + 1)
     part = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, parts - 1)
-    ttft = [percentiles(ok["ttft_s"].to_numpy()[part == i]) for i in range(parts)]
-    tpot = [percentiles(ok["tpot_s"].to_numpy()[part == i]) for i in range(parts)]
+    ttft: list[dict[str, Any]] = [percentiles(ok["ttft_s"].to_numpy()[part == i])
+                                  for i in range(parts)]
+    tpot: list[dict[str, Any]] = [percentiles(ok["tpot_s"].to_numpy()[part == i])
+                                  for i in range(parts)]
     windows = [{"start_s": float(edges[i]), "end_s": float(edges[i + 1]),
                 "ttft_s": ttft[i], "tpot_s": tpot[i]} for i in range(parts)]
     return {"windows": windows,

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalkit.analysis.jsonread import Json
 from evalkit.records import ALONE_PHASES
 from evalkit.sanitize import clean
 
@@ -88,7 +89,7 @@ def alone_mask(req: pd.DataFrame) -> np.ndarray:
     return mask
 
 
-def configuration_failures(req: pd.DataFrame) -> tuple[np.ndarray, list[dict[str, Any]]]:
+def configuration_failures(req: pd.DataFrame) -> tuple[np.ndarray, list[dict[str, Json]]]:
     """(which rows of `req` failed as a configuration finding, the findings), by the rule
     in the module's docstring. A finding: its status and message (one request's, cleaned),
     the requests it covers in all, alone and under load, by phase and by ramp level,

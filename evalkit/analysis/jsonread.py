@@ -44,7 +44,7 @@ Interval = tuple[float | None, float | None]
 Json = object
 
 
-def as_number(value: Any) -> float | None:
+def as_number(value: object) -> float | None:
     """A finite float, or None: bool is not a number here (although Python says it is),
     nor is a string of digits, NaN, an infinity or an int beyond float range."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -56,7 +56,7 @@ def as_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def as_count(value: Any, least: int | None = None) -> int | None:
+def as_count(value: object, least: int | None = None) -> int | None:
     """A whole number (3 or 3.0; not True, "3" or 3.5), None below `least` when given:
     an imported file's negative token count is no count."""
     number = as_number(value)
@@ -65,23 +65,29 @@ def as_count(value: Any, least: int | None = None) -> int | None:
     return int(number)
 
 
-def as_mapping(value: Any) -> Mapping[str, Any]:
+def as_mapping(value: object) -> Mapping[str, Json]:
     """value if it is a mapping, else an empty one: input JSON may hold anything anywhere."""
     return value if isinstance(value, Mapping) else {}
 
 
-def number_entries(value: Any) -> dict[str, float]:
+def as_list(value: object) -> list[Json]:
+    """value if it is a JSON list, else an empty one: a list where an object or a number
+    stands is not iterated (a number would raise, a string would give its letters)."""
+    return value if isinstance(value, list) else []
+
+
+def number_entries(value: Json) -> dict[str, float]:
     """The entries of a JSON object whose values are numbers, as floats, in order ({} for
     anything else): a free-form part read for its figures (a vendor's headers)."""
     return {str(k): n for k, v in as_mapping(value).items() if (n := as_number(v)) is not None}
 
 
-def as_text(value: Any) -> str | None:
+def as_text(value: object) -> str | None:
     """A string stripped, None when empty or not a string."""
     return value.strip() or None if isinstance(value, str) else None
 
 
-def read_interval(value: Any) -> Interval | None:
+def read_interval(value: object) -> Interval | None:
     """[low, high] as summary.json writes it (ends may be null); None when absent."""
     if not isinstance(value, list | tuple) or len(value) != 2:
         return None

@@ -24,6 +24,7 @@ import numpy as np
 
 from evalkit.analysis.frames import records_frame
 from evalkit.analysis.intervals import proportion_interval
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.stats import percentiles
 from evalkit.records import RequestRecord
 
@@ -162,7 +163,7 @@ def _grouped(samples: Sequence[PanelSample], key: Callable[[PanelSample], Any]
 
 def pool_panel(samples: Sequence[PanelSample], *, vendor: str, model: str | None,
                start_s: float, end_s: float, interval_s: float | None = None
-               ) -> dict[str, Any]:
+               ) -> dict[str, Json]:
     """panel.json's dict: the pooled figures over [start_s, end_s), by hour of day and by
     day, and the coverage (every sample listed; none dropped)."""
     inside = sorted((s for s in samples if start_s <= s.started_s < end_s),

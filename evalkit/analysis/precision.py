@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from evalkit.analysis.canarycall import (
     GROWTH_ENDS,
+    Alone,
     alone_answers,
     answer_pieces,
     compare_answer,
@@ -112,7 +114,7 @@ def _kind(models_new: Sequence[str], where: Sequence[int], th: Thresholds) -> st
 
 
 def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, Mapping[str, Any]],
-                alone: Mapping[str, Any], th: Thresholds, budget: int | None = None,
+                alone: Alone, th: Thresholds, budget: int | None = None,
                 ended: str | None = None) -> dict[str, Any]:
     """One load level's canary answers against the answers alone. `everyone` is every
     request of the level: a model named on any of them counts. `budget`: the most canary
@@ -136,7 +138,7 @@ def judge_group(rows: pd.DataFrame, everyone: pd.DataFrame, refs: Mapping[str, M
     n = len(compared)
     models = distinct_names(everyone.loc[everyone["ok"], "model"])
     fingerprints = distinct_names(everyone.loc[everyone["ok"], "system_fingerprint"])
-    new_models = [m for m in models if alone["models_seen"] and m not in alone["models_seen"]]
+    new_models = [m for m in models if alone.models_seen and m not in alone.models_seen]
     floor = floor_of(alone, th)
     status, ci = precision_call(matches, n, floor, new_models)
     first = statistics.median(where) if where else None
@@ -168,7 +170,9 @@ def precision_section(req: pd.DataFrame, th: Thresholds, budget: int | None = No
     alone_rows = req[canary & (phase == "baseline") & req["ok"].to_numpy()]
     refs, alone = alone_answers(alone_rows.to_dict("records"))
     ok = req["ok"].to_numpy()
-    alone["models_seen"] = distinct_names(req.loc[(phase == "baseline") & ok, "model"])
+    # every model that answered the baseline, canary or not
+    alone = replace(alone, models_seen=distinct_names(req.loc[(phase == "baseline") & ok,
+                                                              "model"]))
     levels: list[dict[str, Any]] = []
     held: dict[str, dict[str, Any]] = {}
     # dropna=False: the open loop's requests have no level, and are judged all the same
@@ -189,7 +193,8 @@ def precision_section(req: pd.DataFrame, th: Thresholds, budget: int | None = No
     logprobs = bool(req.loc[canary, "answer_logprobs"].notna().any())
     degraded = next((lv["concurrency"] for lv in levels if lv["status"] == "breach"), None)
     return {
-        "canaries": len(set(req.loc[canary, "canary"])), "alone": alone, "levels": levels,
+        "canaries": len(set(req.loc[canary, "canary"])), "alone": alone.to_json(),
+        "levels": levels,
         "soak": held.get("soak"), "rate": held.get("rate"), "degraded_at": degraded,
         "divergence_unit": "vendor tokens (logprobs)" if logprobs else "streamed chunks",
         "logprobs": logprobs,

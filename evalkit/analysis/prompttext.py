@@ -18,6 +18,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.analysis.jsonread import Json
+
 #: every source a record may name, and those a vendor that read evalkit could recognise
 SOURCES = ("public", "generated", "corpus", "prompts", "conversations")
 RECOGNISABLE = ("public", "generated")
@@ -42,7 +44,7 @@ class CorpusFacts:
     origin: str
 
     @classmethod
-    def from_json(cls, value: Any) -> CorpusFacts | None:
+    def from_json(cls, value: Json) -> CorpusFacts | None:
         """The facts from run.json (an editable file: a field of the wrong kind is left
         out; without a digest there are none)."""
         if not isinstance(value, Mapping):
@@ -55,7 +57,7 @@ class CorpusFacts:
                    _count(value.get("drawn_tokens")), _count(value.get("task_templates")),
                    origin if origin in ("buyer", "generated") else "buyer")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return asdict(self)
 
 

@@ -12,6 +12,7 @@ from evalkit.analysis.intervals import (
     proportion_interval,
     samples_for,
 )
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.analysis.validity import MOSTLY_FAILED_OK_SHARE
 
@@ -356,9 +357,9 @@ def _ramp_conclusion(judged: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] | None,
+def judge_ramp(levels: Sequence[Mapping[str, Json]], baseline: Mapping[str, Json] | None,
                thresholds: Thresholds | None = None,
-               client_bound: Iterable[int] = ()) -> dict[str, Any]:
+               client_bound: Iterable[int] = ()) -> dict[str, Json]:
     """Which level first degrades, on which metric, and the highest level held before it.
 
     A client-bound level (or one with no data) gives no capacity conclusion: it is neither
@@ -369,10 +370,13 @@ def judge_ramp(levels: Sequence[Mapping[str, Any]], baseline: Mapping[str, Any] 
     limits = {"ttft": th.ttft_p90_ratio, "itl": th.tpot_p90_ratio,
               "admission": th.admission_failure_rate, "length": 1 - th.length_tolerance}
     base_ttft, base_tpot = _p90(baseline, "ttft_s"), _p90(baseline, "tpot_s")
-    base_length = (baseline or {}).get("achieved_output_tokens")
+    base: Mapping[str, Any] = baseline or {}
+    base_length = base.get("achieved_output_tokens")
+    # summary.json's level entries, read here where they are judged
+    entries: Sequence[Mapping[str, Any]] = levels
     judged = [_judge_level(lvl, base_ttft, base_tpot, limits, int(lvl["concurrency"]) in bound,
                            base_length)
-              for lvl in sorted(levels, key=lambda d: d["concurrency"])]
+              for lvl in sorted(entries, key=lambda d: d["concurrency"])]
     return {
         "levels": judged,
         **_ramp_conclusion(judged),

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from evalkit.analysis.frames import _lookup_size, _num, _rows_mask
@@ -16,6 +17,7 @@ from evalkit.analysis.intervals import (
     quantile_interval,
     rate_interval,
 )
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.thresholds import Thresholds
 from evalkit.records import OUTCOMES
 
@@ -47,7 +49,7 @@ class Window:
         return self.end_s - self.start_s
 
 
-def percentiles(values: Any, extra: Sequence[float] = ()) -> dict[str, Any]:
+def percentiles(values: npt.ArrayLike, extra: Sequence[float] = ()) -> dict[str, Json]:
     """p50/p90/p99 with the count beside them, so a thin tail is never read as solid, and
     each with its 95 % interval (`p90_ci`: [low, high], distribution-free; an end is None
     where n cannot bound it, evalkit.analysis.intervals)."""
@@ -144,7 +146,7 @@ def achieved_length(ok_req: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def phase_stats(req: pd.DataFrame, chunks: pd.DataFrame, target: int | None = None,
-                thresholds: Thresholds | None = None) -> dict[str, Any]:
+                thresholds: Thresholds | None = None) -> dict[str, Json]:
     """Latency, rhythm, throughput and outcomes of one group of requests (a phase or level).
 
     `req` is a row subset of the request frame (its index = row ids); `chunks` may be the

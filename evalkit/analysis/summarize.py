@@ -34,6 +34,7 @@ from evalkit.analysis.checks import (
 from evalkit.analysis.configuration import CONFIGURATION_RULE, configuration_failures
 from evalkit.analysis.frames import frames
 from evalkit.analysis.goodput import GOODPUT_RULE, level_goodput, max_goodput, profile_limits
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.precision import level_precision, precision_section
 from evalkit.analysis.prefill import prefill_fit
 from evalkit.analysis.prompttext import CorpusFacts, prompt_text_section
@@ -99,7 +100,7 @@ class SummaryMeta:
     #: the client's self-check of each workload level (users in flight), and what the
     #: workload and trace phases ran (run.json `workload`), for summary.json to name
     workload_levels: Mapping[int, ClientCheck] = field(default_factory=dict)
-    workload: Mapping[str, Any] | None = None
+    workload: Mapping[str, Json] | None = None
     #: the corpus the run's prompts were cut from (run.json `prompt_text.corpus`): its
     #: digest and size, for summary.json's `prompt_text` to name
     corpus: CorpusFacts | None = None
@@ -110,8 +111,9 @@ class SummaryMeta:
     canary_ends: Mapping[int, str] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> SummaryMeta:
+    def from_dict(cls, given_meta: Mapping[str, Json]) -> SummaryMeta:
         """Build from plain data (level keys may be strings, as after a JSON round trip)."""
+        d: Mapping[str, Any] = given_meta  # run.json's plain data, read field by field here
 
         given = d.get("canaries")
         canaries: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
@@ -197,7 +199,7 @@ def _check_dict(check: ClientCheck) -> dict[str, Any]:
 
 
 def summarize(records: Iterable[RequestRecord],
-              meta: SummaryMeta | Mapping[str, Any] | None = None) -> dict[str, Any]:
+              meta: SummaryMeta | Mapping[str, Json] | None = None) -> dict[str, Json]:
     """The whole `summary.json` dict (schema evalkit.summary/1), JSON-safe."""
     m = meta if isinstance(meta, SummaryMeta) else SummaryMeta.from_dict(meta or {})
     req, chunks = frames(records)
@@ -229,7 +231,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
         return sub if len(sub) else None
 
     baseline_req = rows("baseline")
-    baseline = None if baseline_req is None else {
+    baseline: dict[str, Any] | None = None if baseline_req is None else {
         **phase_stats(baseline_req, chunks, 1, th), "client_bound": bound("baseline")}
     network = network_share(req, (baseline or {}).get("ttft_s", {}).get("p50"), meta.rtt_s)
     rtt = None if network is None else network["rtt_s"]
@@ -254,7 +256,7 @@ def summarize_frames(req: pd.DataFrame, chunks: pd.DataFrame, meta: SummaryMeta
     rate = None if rate_req is None else {**_rate_section(rate_req, chunks, th),
                                           "client_bound": bound("rate")}
 
-    described = meta.workload or {}
+    described: Mapping[str, Any] = meta.workload or {}
     slo, speed = meta.slo_profiles, meta.reading_speed_tokens_per_s
     workload = workload_section(
         req, chunks, prefill=prefill, described=described.get("workload"),
@@ -356,7 +358,7 @@ def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
     th, profiles = meta.thresholds, meta.slo_profiles
     levels = []
     for lv, sub in ramp_req.groupby("level", sort=True):
-        stats = phase_stats(sub, chunks, int(lv), th)
+        stats: dict[str, Any] = phase_stats(sub, chunks, int(lv), th)
         goodput = level_goodput(sub, chunks, stats["steady_state"], profiles,
                                 meta.reading_speed_tokens_per_s, th.goodput_target)
         levels.append({"concurrency": int(lv), **stats, "goodput": goodput,
@@ -368,7 +370,7 @@ def _ramp_section(ramp_req: pd.DataFrame, chunks: pd.DataFrame,
         source = "ramp level 1"
     bound = meta.phases.get("baseline")
     client_bound = [lv for lv, c in meta.levels.items() if c.client_bound]
-    judged = judge_ramp(levels, base, th, client_bound)
+    judged: dict[str, Any] = judge_ramp(levels, base, th, client_bound)
     return {**judged, **max_goodput(judged["levels"], list(profiles)),
             "goodput_target": th.goodput_target,
             "goodput_limits": {name: profile_limits(p, meta.reading_speed_tokens_per_s)

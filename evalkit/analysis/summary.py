@@ -24,6 +24,7 @@ from evalkit.analysis.buffering import buffered_words
 from evalkit.analysis.jsonread import (
     Json,
     as_count,
+    as_list,
     as_mapping,
     as_number,
     as_text,
@@ -142,7 +143,7 @@ class Summary(Mapping[str, Any]):
     #: the ramp's lowest tie between the max sustained level and the first breach
     first_tie: int | None = None
     #: summary.json's `precision` (evalkit.analysis.precision; None: no canary was sent)
-    precision: Mapping[str, Any] | None = None
+    precision: Mapping[str, Json] | None = None
     #: the highest ramp level within each use case's SLO (goodput at or above the target
     #: from the lowest level up), None where not even the first; {} for an older summary
     max_goodput: Mapping[str, int | None] = field(default_factory=dict)
@@ -152,7 +153,7 @@ class Summary(Mapping[str, Any]):
     #: every top-level key of the document, typed
     sections: Sections = field(default_factory=Sections, repr=False, compare=False)
     #: the document as written, every key kept (`to_json`), including those not read here
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: Mapping[str, Json] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, doc: object) -> Summary:
@@ -163,7 +164,7 @@ class Summary(Mapping[str, Any]):
             raise ValueError(f"a summary is a JSON object, not {type(doc).__name__}")
         return _read(doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """The document this was read from, unchanged: readers never rewrite the contract."""
         return dict(self.raw)
 
@@ -238,9 +239,7 @@ def read_validity(summary: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
     from its baseline's outcomes, and one with neither is `unknown` (verifies nothing)."""
     v = as_mapping(summary.get("validity"))
     if v.get("status") in ("valid", "degraded", "invalid"):
-        reasons = v.get("reasons")
-        return str(v["status"]), tuple(str(r) for r in reasons or [] if isinstance(
-            reasons, list))
+        return str(v["status"]), tuple(str(r) for r in as_list(v.get("reasons")))
     outcomes = as_mapping(as_mapping(summary.get("baseline")).get("outcomes"))
     counts = {str(k): as_count(n) or 0 for k, n in outcomes.items()}
     if not counts:

@@ -286,7 +286,7 @@ class Level:
     #: the connections its requests opened in their sends (None: none did)
     connections: Connections | None = None
     #: the entry as written (for readers not yet moved to the fields above)
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: Mapping[str, Json] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, value: object) -> Level:
@@ -327,7 +327,7 @@ class Level:
         return self.status == "failed" or (rate is not None and rate > 0.5)
 
 
-def read_level(value: Any, concurrency: int | None = None) -> Level:
+def read_level(value: Json, concurrency: int | None = None) -> Level:
     """A phase's or level's entry; `concurrency` for a phase that names none (the baseline
     is level 1), else the entry's own (0 when it names none)."""
     d = as_mapping(value)
@@ -338,7 +338,7 @@ def read_level(value: Any, concurrency: int | None = None) -> Level:
     refused = min(as_count(d.get("configuration_failures"), least=0) or 0, requests or 0)
     failed = (max(requests - counts.get("ok", 0) - refused, 0)
               if counts and requests is not None else None)
-    status = d.get("status") if isinstance(d.get("status"), str) else None
+    status = given if isinstance(given := d.get("status"), str) else None
     bound = d.get("client_bound") is True or status == "client_bound"
     achieved = as_mapping(d.get("achieved_concurrency"))
     ties, breaches = d.get("ties"), d.get("breaches")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
-from evalkit.analysis.jsonread import Interval, read_as
+from evalkit.analysis.jsonread import Interval, Json, read_as
 from evalkit.analysis.summary_levels import PERCENTILES, Pct
 
 #: the things a caller suffers, in the order two that breach together are named
@@ -207,7 +207,7 @@ class VoiceSection:
         """Read defensively: anything missing or malformed is its default."""
         return read_as(cls, value)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """summary.json's `voice` value (distributions as `stats.percentiles` writes them)."""
         out: dict[str, Any] = _plain(self)
         return out

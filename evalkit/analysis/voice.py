@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.analysis.intervals import proportion_interval
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.stats import percentiles, steady_state_window
 from evalkit.analysis.summarize import SummaryMeta, summarize
 from evalkit.analysis.summary_levels import Pct, read_pct
@@ -439,12 +440,12 @@ def audio_note(audio: VoiceAudio) -> str:
 
 
 def voice_summary(turns: Sequence[TurnRecord], checks: Mapping[int, VoiceClient],
-                  facts: VoiceFacts, meta: SummaryMeta) -> dict[str, Any]:
+                  facts: VoiceFacts, meta: SummaryMeta) -> dict[str, Json]:
     """The whole summary.json of a voice run: the text sections as a run of no request
     writes them, the `voice` section, and the run's validity, client and prompt-text
     verdicts taken from the calls (a reader of `validity` or `prompt_text` alone reads
     the voice run's, never "no request succeeded" or "unknown")."""
-    doc = summarize([], meta)
+    doc: dict[str, Any] = summarize([], meta)  # the text sections, completed here
     audio = replace(facts.audio, note=audio_note(facts.audio))
     section = voice_section(turns, checks, replace(facts, audio=audio), meta.run_status,
                             VoiceLimits.defaults(meta.thresholds))

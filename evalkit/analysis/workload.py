@@ -65,7 +65,7 @@ def _turns(sub: pd.DataFrame, column: str, prefill: Mapping[str, Any] | None
     for k, grp in sub.groupby(column, sort=True):
         ok = grp[grp["ok"]]
         tokens = _median(ok["counted_prompt_tokens"])
-        ttft = percentiles(ok["ttft_s"])
+        ttft: dict[str, Any] = percentiles(ok["ttft_s"])
         cold = _cold(prefill, tokens)
         out.append({column: int(k), "requests": len(grp),
                     "outcomes": outcome_counts(grp["outcome"]),

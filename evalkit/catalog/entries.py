@@ -96,15 +96,19 @@ def headline_figures(summary: Summary | None) -> dict[str, Any]:
             "max_sustained_concurrency": ramp.max_sustained_concurrency if ramp else None}
 
 
-def run_entry(run_dir: Path, kind: str, vendor: str | None = None) -> Entry:
+def run_entry(run_dir: Path, kind: str, vendor: str | None = None,
+              summary: Summary | None = None) -> Entry:
     """The entry of a run directory (`probe`, `import` or `panel`), read from its run.json
     and summary.json (bounded reads, read as `RunMeta` and `Summary`; the records are only
-    hashed). A run without a summary measured nothing: it is listed `invalid`."""
+    hashed). A run without a summary measured nothing: it is listed `invalid`.
+
+    `summary` is the typed reading of the summary.json the caller has just written (the
+    probe's write-up hands it on), so a command parses its summary once; without it,
+    summary.json is read here."""
     folder = Path(run_dir).resolve()
     doc, _ = read_json_object(folder / RUN_FILE, "a run's metadata")
     run = RunMeta.from_json(doc)
-    summary = None
-    if (folder / SUMMARY_FILE).is_file():
+    if summary is None and (folder / SUMMARY_FILE).is_file():
         summary = Summary.from_json(read_json_object(folder / SUMMARY_FILE, "a run summary")[0])
     return Entry(
         kind=kind, path=str(folder),

@@ -7,8 +7,8 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.panel import PanelSample, pool_panel, sample_figures
 from evalkit.catalog.entries import state
 from evalkit.catalog.paths import catalog_path
@@ -63,7 +63,7 @@ def panel_samples(vendor: str, model: str | None, start: datetime, end: datetime
 
 def read_panel(vendor: str, model: str | None = None, window: timedelta = DEFAULT_WINDOW,
                end: datetime | None = None, catalog: str | Path | None = None,
-               interval: timedelta | None = None) -> dict[str, Any]:
+               interval: timedelta | None = None) -> dict[str, Json]:
     """panel.json's dict for the vendor over the window ending at `end` (default: now)."""
     end = end or datetime.now(UTC)
     start = end - window

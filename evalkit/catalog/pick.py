@@ -61,11 +61,13 @@ def run_identity(run_dir: Path) -> RunIdentity:
 
 
 def last_valid(run_dir: Path, vendor: str, model: str | None,
-               catalog: str | Path | None = None) -> Row | None:
+               catalog: str | Path | None = None,
+               identity: RunIdentity | None = None) -> Row | None:
     """The last valid evaluation of `vendor` and `model` before `run_dir` started, whose
-    files are as registered (None: there is none)."""
+    files are as registered (None: there is none). `identity` is the run's, when the
+    caller has read it already (`run_identity`): run.json is then not read again."""
     me = Path(run_dir).resolve()
-    started = run_identity(me).started
+    started = (identity or run_identity(me)).started
     rows = [r for r in _evaluations(Catalog(catalog_path(catalog)), vendor, model, None)
             if r.entry.validity == "valid" and Path(r.entry.path) != me
             and (started is None or (r.entry.started or r.registered) < started)

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
+from evalkit.analysis.jsonread import Json
 from evalkit.catalog.entries import register_quietly, run_entry
 from evalkit.catalog.paths import catalog_path, panel_dir
 from evalkit.errors import UsageError
-from evalkit.probe.plan.settings import ProbeConfig, load_profile
+from evalkit.probe.plan.settings import ProbeConfig, profile_settings
+
+if TYPE_CHECKING:
+    from evalkit.probe.run.progress import Progress
 
 #: the most a sample may hold its level: a panel sample is minutes at most
 MAX_SAMPLE_S = 600.0
 #: requests before the level: the connect gate's one stream and the baseline's
-_BEFORE_LEVEL = 1 + int(load_profile("panel")["baseline"]["requests"])
+_BEFORE_LEVEL = 1 + profile_settings("panel").baseline.requests
 
 
 @dataclass(frozen=True)
@@ -75,14 +80,27 @@ def default_out(catalog: Path, vendor: str, now: datetime | None = None) -> Path
         now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2))
 
 
+class EndpointOptions(TypedDict, total=False):
+    """The endpoint's own options a sample passes through to its `ProbeConfig`."""
+
+    api: str
+    api_key_env: str
+    auth: str | None
+    api_version: str | None
+    headers: tuple[tuple[str, str], ...]
+    prompt_tokens: int | None
+    output_tokens: int | None
+
+
 def sample_config(base_url: str, model: str, vendor: str, concurrency: int = 1,
-                  budget: Budget | None = None, **probe: Any) -> ProbeConfig:
+                  budget: Budget | None = None, **probe: Unpack[EndpointOptions]
+                  ) -> ProbeConfig:
     """The ProbeConfig of one sample: the panel profile at `concurrency`, within `budget`
     (`probe` passes the endpoint's options through: api, api_key_env, headers, ...)."""
     if concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
     budget = budget or Budget()
-    ramp: dict[str, Any] = {}
+    ramp: dict[str, Json] = {}
     if budget.requests is not None:
         ramp["level_max_requests"] = budget.requests - _BEFORE_LEVEL
     if budget.seconds is not None:
@@ -104,8 +122,8 @@ class Sample:
 
 
 def take_sample(config: ProbeConfig, out_dir: Path | None = None,
-                catalog: str | Path | None = None, progress: Any = None,
-                warn: Any = None) -> Sample:
+                catalog: str | Path | None = None, progress: Progress | None = None,
+                warn: Callable[[str], None] | None = None) -> Sample:
     """Run one sample and register it (kind `panel`) whatever it measured: an invalid
     sample is part of the panel's coverage, counted, never dropped. EndpointError (the
     connect gate failed) is raised after the run directory is registered."""
@@ -115,10 +133,13 @@ def take_sample(config: ProbeConfig, out_dir: Path | None = None,
         raise UsageError("a panel sample needs --vendor: the panel is pooled by vendor")
     where = catalog_path(catalog)
     out = Path(out_dir) if out_dir is not None else default_out(where, config.vendor)
+    written = None  # the write-up's typed summary, when the run got that far
     try:
         result = run_probe(config, out, progress)
+        written = result.summary
     finally:
         catalog_id = None
         if (out / "run.json").is_file():
-            catalog_id = register_quietly(where, lambda: run_entry(out, "panel"), warn)
+            catalog_id = register_quietly(
+                where, lambda: run_entry(out, "panel", summary=written), warn)
     return Sample(out, result.status, result.validity, result.requests, catalog_id)

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.errors import UsageError
 
 #: how long a connection waits for another writer's lock before it gives up
@@ -92,9 +93,9 @@ class Entry:
     status: str | None = None
     validity: str | None = None
     #: headline figures (JSON numbers), e.g. baseline TTFT p50
-    figures: Mapping[str, Any] = field(default_factory=dict)
+    figures: Mapping[str, Json] = field(default_factory=dict)
     #: file name -> {"sha256", "size", "mtime_ns"}: what `edited` is checked against
-    files: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    files: Mapping[str, Mapping[str, Json]] = field(default_factory=dict)
     #: for a report: the run directory it reviewed
     source: str | None = None
 

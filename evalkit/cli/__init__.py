@@ -99,11 +99,11 @@ def demo(out_dir: str, vendor_names: tuple[str, ...], quiet: bool) -> None:
     from pathlib import Path
 
     from evalkit.demo import run_demo
+    from evalkit.probe.run.progress import LiveProgress
 
-    def progress_for(vendor: str) -> object | None:
+    def progress_for(vendor: str) -> LiveProgress | None:
         if quiet:
             return None
-        from evalkit.probe.run.progress import LiveProgress
 
         click.echo(f"probing the reference endpoint playing '{vendor}'…")
         return LiveProgress()
@@ -405,7 +405,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
         raise UsageError(f"--fail-on regression with one run: {only.run_dir} names no vendor "
                          "(probe --vendor NAME, a questionnaire, or --vendor NAME here), so "
                          "its last evaluation cannot be found")
-    last = last_valid(Path(only.run_dir), name, model or me.model, catalog)
+    last = last_valid(Path(only.run_dir), name, model or me.model, catalog, identity=me)
     if last is None:
         raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
                          f"evaluation of {name!r} ({model or me.model}) to hold "

@@ -172,7 +172,7 @@ def corpus_check(sample: int, lengths: str, no_corpus: bool, corpus: str | None)
     folder = corpus_dir(corpus)
     text = None if no_corpus else load_text(folder)
     found = check(text or public_text(), sample, parse_int_list(lengths, "--prompt-tokens"))
-    where = (f"your corpus {(text.facts or {}).get('sha256', '')[:12]}" if text is not None
+    where = (f"your corpus {str((text.facts or {}).get('sha256', ''))[:12]}" if text is not None
              else "the public text that ships with evalkit")
     click.echo(f"checked {found.sampled:,} prompts as the probe would make them (lengths "
                f"{', '.join(map(str, found.lengths))}) from {where}")

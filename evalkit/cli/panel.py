@@ -136,6 +136,8 @@ def panel_report(vendor: str, model: str | None, window: str, end: str | None,
     Example:
       evalkit panel report --vendor Acme --window 7d --out acme-panel.pdf
     """
+    from evalkit.analysis.jsonread import read_as
+    from evalkit.analysis.panel_doc import PanelDoc
     from evalkit.catalog.panel import parse_span, read_panel
     from evalkit.cli.catalog import parse_since
     from evalkit.fmt import fmt_ms
@@ -151,10 +153,11 @@ def panel_report(vendor: str, model: str | None, window: str, end: str | None,
     result = render_panel(doc, Path(out_pdf), html=html)
     click.echo(f"wrote {result.pdf}")
     click.echo(f"wrote {result.json}")
-    cov = doc["coverage"]
-    click.echo(f"{doc['samples']} samples ({cov['pooled']} pooled, {cov['invalid']} invalid, "
-               f"{cov['missing']} missing, {cov['edited']} edited, {cov['gap_count']} gaps); "
-               f"TTFT p50 {fmt_ms(doc['ttft_s']['p50'])} over {doc['ttft_s']['n']} requests")
-    if not doc["samples"]:
+    pooled = read_as(PanelDoc, doc)  # the figures printed, read as the page reads them
+    cov = pooled.coverage
+    click.echo(f"{pooled.samples} samples ({cov.pooled} pooled, {cov.invalid} invalid, "
+               f"{cov.missing} missing, {cov.edited} edited, {cov.gap_count} gaps); "
+               f"TTFT p50 {fmt_ms(pooled.ttft_s.p50)} over {pooled.ttft_s.n} requests")
+    if not pooled.samples:
         click.echo(f"note: no panel sample of {vendor!r} in the window: start one with "
                    "`evalkit panel sample` (docs/panel.md)", err=True)

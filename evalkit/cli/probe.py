@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from evalkit.cli.voice import read_voice_options, refuse_voice_flags, run_voice,
 from evalkit.errors import EndpointError, UsageError
 from evalkit.probe.apis.base import ADAPTERS, AUTH_STYLES
 from evalkit.voice.records import VOICE_APIS
+
+if TYPE_CHECKING:  # the summary's reader loads pandas: not for `probe --help`
+    from evalkit.analysis.summary import Summary
 
 
 @click.command()
@@ -320,7 +323,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     planned = plan_run(config)
     if planned.voice is not None:
         run_voice(planned, Path(out_dir), dry_run, quiet,
-                  lambda out: register_run(out, "probe", catalog),
+                  lambda out, summary: register_run(out, "probe", catalog, summary=summary),
                   lambda out: export_after_run(out, otlp))
         return
     config, settings, plan = planned.config, planned.settings, planned.plan
@@ -352,6 +355,7 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
             click.echo("dry run: nothing was sent")
         return
     progress = None if quiet else LiveProgress()
+    result = None
     try:
         result = run_probe(planned, Path(out_dir), progress)
     except EndpointError as exc:
@@ -365,7 +369,9 @@ def probe(base_url: str, model: str, out_dir: str, profile: str, phases: str | N
     finally:
         if progress is not None:
             progress.close()  # restore the terminal even when the probe fails early
-        register_run(Path(out_dir), "probe", catalog)
+        # the write-up's typed summary, when the run got that far (else read from disk)
+        register_run(Path(out_dir), "probe", catalog,
+                     summary=result.summary if result is not None else None)
     for line in summary_lines(result.summary):
         click.echo(line)
     # how the run ended and what it is worth, side by side: a run that finished is not a
@@ -394,15 +400,16 @@ def _say_prompt_text(config: Any, settings: Any) -> None:
 
 
 def register_run(out_dir: Path, kind: str, catalog: str | None,
-                 vendor: str | None = None) -> int | None:
+                 vendor: str | None = None, summary: Summary | None = None) -> int | None:
     """Index a run directory that was written (however its run ended) in the catalog; a
-    catalog problem is a warning on stderr, never the command's failure."""
+    catalog problem is a warning on stderr, never the command's failure. `summary` is the
+    typed summary the run's write-up made (None: summary.json is read, if there is one)."""
     from evalkit.catalog.entries import register_quietly, run_entry
     from evalkit.rundir.store import RUN_FILE
 
     if not (out_dir / RUN_FILE).is_file():  # stopped before the run directory existed
         return None
-    return register_quietly(catalog, lambda: run_entry(out_dir, kind, vendor),
+    return register_quietly(catalog, lambda: run_entry(out_dir, kind, vendor, summary),
                             lambda m: click.echo(m, err=True))
 
 

@@ -15,6 +15,7 @@ from evalkit.probe.plan.voice import VoiceOptions
 from evalkit.voice.records import VOICE_APIS
 
 if TYPE_CHECKING:  # the summary's reader loads pandas: not for `probe --help`
+    from evalkit.analysis.summary import Summary
     from evalkit.analysis.summary_voice import VoiceSection
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -72,11 +73,13 @@ def read_voice_options(given: dict[str, Any]) -> VoiceOptions | None:
 
 
 def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
-              register: Callable[[Path], Any], export: Callable[[Path], Any]) -> None:
+              register: Callable[[Path, Summary | None], Any],
+              export: Callable[[Path], Any]) -> None:
     """Print the plan, run it (unless --dry-run), say what it found; exit 2 when the run
     is invalid. `export` sends the run directory on (OTLP) once it is written and said,
     as the text probe does: a failed gate call and an interrupted run are measurements
-    too."""
+    too. `register` indexes the run directory, with the typed summary its write-up made
+    (None: the run stopped before handing one back; summary.json is read)."""
     from evalkit.probe.plan.claims import describe
     from evalkit.probe.suite import run_probe
 
@@ -95,6 +98,7 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
         click.echo("dry run: nothing was sent")
         return
     say = None if quiet else (lambda line: click.echo(line, err=True))
+    result = None
     try:
         result = run_probe(planned, out_dir, say)
     except EndpointError as exc:
@@ -105,8 +109,8 @@ def run_voice(planned: Any, out_dir: Path, dry_run: bool, quiet: bool,
                    err=True)
         export(out_dir)
         sys.exit(130)
-    finally:
-        register(out_dir)
+    finally:  # the write-up's typed summary, when the run got that far
+        register(out_dir, result.summary if result is not None else None)
     summary = result.summary  # typed by the run's write-up, read once there
     section = summary.voice if summary is not None else None
     for line in voice_lines(section):

@@ -23,7 +23,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from evalkit.corpus.readers import SUFFIXES, kind_of, read_document
 from evalkit.corpus.text import Passages, PromptText, paragraphs
@@ -113,7 +112,7 @@ class Corpus:
         """`generated` when any document is evalkit's own, else `buyer`."""
         return "generated" if any(d.origin == "generated" for d in self.documents) else "buyer"
 
-    def facts(self, drawn_tokens: int | None = None) -> dict[str, Any]:
+    def facts(self, drawn_tokens: int | None = None) -> dict[str, object]:
         """What a run records of the corpus (run.json `prompt_text.corpus`): its digest and
         size, never a name or a word of it."""
         return {"sha256": self.digest, "files": len(self.documents), "tokens": self.tokens,

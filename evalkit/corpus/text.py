@@ -20,9 +20,12 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from evalkit.corpus.tasks import compose_task
+
+if TYPE_CHECKING:
+    from evalkit.tokenizer import Encoding
 
 #: where a run's prompt text came from: the text that ships with evalkit, a corpus
 #: evalkit generated (the demo's), or the buyer's own corpus
@@ -40,7 +43,7 @@ _STOP = frozenset(_STOP_WORDS.split())
 
 
 @lru_cache(maxsize=1)
-def _encoding() -> Any:
+def _encoding() -> Encoding:
     from evalkit.tokenizer import encoding  # ~0.1 s to build: not at import
 
     return encoding()
@@ -155,7 +158,7 @@ class PromptText:
     tasks: tuple[str, ...] = ()
     #: what run.json records of the corpus: digest, files, tokens, templates (None: the
     #: public text, named by the package's own digest)
-    facts: Mapping[str, Any] | None = field(default=None)
+    facts: Mapping[str, object] | None = field(default=None)
 
     @property
     def private(self) -> bool:

@@ -50,6 +50,7 @@ from evalkit.voice.records import VOICE_APIS
 
 if TYPE_CHECKING:  # the analysis (pandas) loads after the connect gate's first stream
     from evalkit.analysis.summary import Summary
+    from evalkit.probe.run.progress import ProgressArg
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class RunResult:
         return status if status in ("valid", "degraded") else "invalid"
 
 
-def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None
+def run_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: ProgressArg = None
               ) -> RunResult:
     """Run the suite against `config.base_url`; write the run directory; return how it ended.
 
@@ -220,7 +221,8 @@ async def _until_interrupted(suite: _Runs) -> None:
                 signal.signal(s, previous[s])
 
 
-async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any = None
+async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path,
+                     progress: ProgressArg = None
                      ) -> RunResult:
     """`run_probe` on the caller's event loop (a notebook, an async service).
 
@@ -242,7 +244,8 @@ async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path, progress: A
     return ended.result()
 
 
-def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> SuiteRun:
+def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: ProgressArg
+             ) -> SuiteRun:
     """Everything before the first request: the plan (unless given), target, run.json
     'running'.
 
@@ -316,7 +319,9 @@ def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: Any) -> S
         require_ray()  # a missing extra is a usage error before the run directory exists
     warm_up(metrics=False)  # pandas waits for the first phase after connect (load_metrics)
     store = RunStore(out_dir, meta)
-    return SuiteRun(config, settings, target, store, progress, origin_ns, run_tag,
+    # a voice run's line-sayer has no display's methods: this run goes silent with it
+    display = None if callable(progress) else progress
+    return SuiteRun(config, settings, target, store, display, origin_ns, run_tag,
                     user_prompts, text)
 
 

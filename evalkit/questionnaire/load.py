@@ -45,6 +45,7 @@ def parse_questionnaire(raw: bytes, file: str = "<questionnaire>") -> Questionna
         count = len(lines)
         raise QuestionnaireError(
             f"{file}: {count} problem{'s' if count != 1 else ''} in the questionnaire", lines)
+    assert isinstance(doc.data, dict), "the schema passed only an object"
     return questionnaire_from_dict(doc.data, path=file)
 
 

@@ -50,7 +50,7 @@ class Answer:
     evidence: tuple[str, ...] = ()
     notes: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The fields the vendor filled in (empty ones left out), for scorecard.json."""
         return dict(_prune(asdict(self)))
 
@@ -188,7 +188,7 @@ class Questionnaire:
     rate_limits: RateLimitsAnswer = field(default_factory=RateLimitsAnswer)
     #: the workload its claims hold for, as written (plain data; the workload stage reads
     #: and checks it: `evalkit.workload.load.workload_from_document`), None: not named
-    workload: dict[str, Any] | None = None
+    workload: dict[str, object] | None = None
     #: where it was read from (the report embeds that file), None when built in memory
     path: str | None = None
 

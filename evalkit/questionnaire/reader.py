@@ -45,7 +45,8 @@ FieldPath = tuple[str | int, ...]
 class Document:
     """A document read as plain data, with where each part of it was written."""
 
-    data: Any
+    #: the JSON-like value as read (a mapping, a list, text, a number, ...)
+    data: object
     #: the line (1-based) of every path walked; the root's is its first line
     lines: dict[FieldPath, int]
     #: numbers as the vendor wrote them (`2e2`, `0x10`), to quote them back that way
@@ -281,7 +282,7 @@ def dotted(path: FieldPath) -> str:
     return out or "(top level)"
 
 
-def clip(value: Any, limit: int = 60) -> str:
+def clip(value: object, limit: int = 60) -> str:
     """Vendor text quoted for a message: repr (escapes shown, never sent to the terminal)
     and cut to `limit` characters, so a hostile value cannot flood the error."""
     text = repr(value)

@@ -6,6 +6,7 @@ every parameter (meaning, unit, default) and every profile (story, what it chang
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,8 @@ def _run(host: str, port: int, profile: str, truth_log: str | None, seed: int,
           announce=announce, tls=(tls_cert, tls_key) if tls_cert and tls_key else None)
 
 
-def build_command(user_errors: Any) -> click.Command:
+def build_command(user_errors: Callable[[Callable[..., None]], Callable[..., None]]
+                  ) -> click.Command:
     """The click command; `user_errors` is the CLI's EvalkitError handler."""
     params: list[click.Parameter] = [
         click.Option(["--host"], default="127.0.0.1", show_default=True,

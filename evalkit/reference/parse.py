@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from evalkit.tokenizer import Encoding
 
 MODEL = "evalkit-reference"
 #: POST routes: path → API (chat and completions are OpenAI's; messages is Anthropic's)
@@ -24,7 +27,7 @@ ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions",
 
 
 @lru_cache(maxsize=1)
-def encoding() -> Any:
+def encoding() -> Encoding:
     """o200k_base, built once (~0.1 s): the app builds it at startup, so that the first
     request's TTFT does not pay for it."""
     from evalkit.tokenizer import encoding as o200k

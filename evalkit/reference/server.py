@@ -223,7 +223,7 @@ class ReferenceServer:
     """The reference endpoint on a free loopback port for the length of a `with` block."""
 
     def __init__(self, profile: str = DEFAULT_PROFILE,
-                 overrides: Mapping[str, Any] | None = None, truth_log: Path | None = None,
+                 overrides: Mapping[str, object] | None = None, truth_log: Path | None = None,
                  mode: Literal["subprocess", "thread"] = "subprocess", seed: int = 0,
                  host: str = "127.0.0.1",
                  tls: tuple[Path | str, Path | str] | None = None) -> None:
@@ -335,7 +335,7 @@ class ReferenceServer:
         """The server root (base_url without `/v1`)."""
         return self.base_url.removesuffix("/v1")
 
-    def state(self, client: httpx.Client | None = None) -> dict[str, Any]:
+    def state(self, client: httpx.Client | None = None) -> dict[str, object]:
         """Requests in flight and logged so far, and the effective parameters."""
         url = self.root_url + "/_reference/state"
         if client is None:
@@ -343,7 +343,7 @@ class ReferenceServer:
                 return dict(own.get(url).json())
         return dict(client.get(url).json())
 
-    def truth(self, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    def truth(self, timeout_s: float = 10.0) -> list[dict[str, object]]:
         """Every ground-truth line written so far, once no request is in flight."""
         if self.truth_log is None:
             raise UsageError("this ReferenceServer was started without truth_log")

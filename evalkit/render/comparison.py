@@ -15,7 +15,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 import evalkit
 from evalkit.analysis.summary import Level
+from evalkit.analysis.thresholds import Tolerances
 from evalkit.errors import UsageError
 from evalkit.fmt import level_span
 from evalkit.render.charts.kit import (
@@ -75,6 +76,9 @@ class CompareInput:
 
     run_dir: Path
     questionnaire: Path | None = None
+    #: the run directory already read (`open_run`) by a caller that reviewed it (the demo,
+    #: after its report): compared as read, not parsed again; None: read here
+    run: RunDir | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def parse(cls, text: str) -> CompareInput:
@@ -109,7 +113,7 @@ def vendor_name(value: Any) -> str | None:
     return name
 
 
-def load_view(item: CompareInput, tolerances: Any = None,
+def load_view(item: CompareInput, tolerances: Tolerances | str | Path | None = None,
               same_vendor: str | None = None, done: Review | None = None,
               run: RunDir | None = None) -> RunView:
     """A run as the comparison sees it; its scorecard comes from the same review pipeline
@@ -432,7 +436,7 @@ def require_judged_trend(cmp: Comparison, inputs: Sequence[CompareInput]) -> Non
 
 def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
                       tolerance: float = DEFAULT_REGRESSION_TOLERANCE,
-                      tolerances: Any = None, html: bool = False,
+                      tolerances: Tolerances | str | Path | None = None, html: bool = False,
                       same_vendor: str | None = None, require_trend: bool = False,
                       signing: SigningKey | None = None) -> CompareResult:
     """Compare runs and write `out_pdf` with `out_pdf.json` beside it (and HTML if asked).
@@ -452,7 +456,8 @@ def render_comparison(inputs: Sequence[CompareInput], out_pdf: Path,
         if one_vendor is None:
             raise UsageError(f"--same-vendor {_quoted(same_vendor)}: give a vendor name of "
                              f"one line, at most {VENDOR_NAME_MAX} characters")
-    reviews = [review(item.run_dir, item.questionnaire, tolerances) for item in inputs]
+    reviews = [review(item.run_dir, item.questionnaire, tolerances, run=item.run)
+               for item in inputs]
     runs = [done.run or open_run(item.run_dir) for done, item in zip(reviews, inputs,
                                                                       strict=True)]
     views = _unique_labels([load_view(item, tolerances, one_vendor, done)

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import evalkit
+from evalkit.analysis.jsonread import Json
 
 #: an id that names a field: the rest of it is the field's name (ours, never vendor text)
 FIELD_PREFIX = "field:"
@@ -80,13 +81,13 @@ class PageStamp:
         return cls(datetime.now(UTC).strftime(TIME_FORMAT), evalkit.__version__,
                    installed_digest(), signed, renderer_versions())
 
-    def to_manifest(self) -> dict[str, Any]:
+    def to_manifest(self) -> dict[str, Json]:
         """manifest.json's `page` (the version and digest are its top-level keys)."""
         return {"drawn_at": self.drawn_at, "signature_box": self.signature_box,
                 "renderer": dict(self.renderer)}
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any], signed: bool
+    def from_manifest(cls, manifest: Mapping[str, Json], signed: bool
                       ) -> tuple[PageStamp, list[str]]:
         """The stamp a document's manifest records, and what in it is not of its shape
         (each a sentence; the value is then this evalkit's own, so the page differs where

@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 import evalkit
-from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.jsonread import Json, read_as
 from evalkit.analysis.panel_doc import PanelDoc, PanelGroup
 from evalkit.analysis.summary import Pct
 from evalkit.errors import UsageError
@@ -159,7 +159,7 @@ def build_context(doc: Mapping[str, Any], hashes: Mapping[str, str]) -> dict[str
     }
 
 
-def render_panel(doc: Mapping[str, Any], out_pdf: Path, html: bool = False) -> PanelResult:
+def render_panel(doc: Mapping[str, Json], out_pdf: Path, html: bool = False) -> PanelResult:
     """Write `out_pdf` and FILE.json beside it (panel.json for panel.pdf; the same bytes
     are attached to the PDF as panel.json)."""
     out_pdf = Path(out_pdf)

@@ -55,7 +55,7 @@ class AssetFetcher(URLFetcher):  # type: ignore[misc]
             return None
         return path
 
-    def fetch(self, url: str, headers: Any = None) -> Any:
+    def fetch(self, url: str, headers: object = None) -> URLFetcherResponse:
         """Serve an asset from root, or refuse."""
         self.calls.append(url)
         path = self.local_path(url)
@@ -120,7 +120,7 @@ def _env() -> jinja2.Environment:
     )
 
 
-def render_html(context: Mapping[str, Any], template: str = "scorecard.html.j2") -> str:
+def render_html(context: Mapping[str, object], template: str = "scorecard.html.j2") -> str:
     """A page of ours as HTML, stylesheet inlined; every string from the context is escaped."""
     css = Markup((TEMPLATES_DIR / "scorecard.css").read_text(encoding="utf-8"))
     return _env().get_template(template).render(css=css, **context)

@@ -19,18 +19,21 @@ by evalkit.render.words; raw names appear only in the appendix's exact tables.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.thresholds import Tolerances
 from evalkit.errors import UsageError
+from evalkit.questionnaire.model import Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS
 from evalkit.render.drawn import PageStamp
 from evalkit.render.evidence import evidence_files
 from evalkit.render.page import build_page, page_fields
 from evalkit.render.pdf import AssetFetcher, clip, render_drawn, render_html, sha256
 from evalkit.render.sign import SigningKey, sign_pdf
+from evalkit.review.ourpanel import OurPanel
 from evalkit.review.pipeline import Review, review
 from evalkit.review.rules import STATUSES
 from evalkit.review.scorecard import Scorecard
@@ -140,8 +143,10 @@ def write_scorecard(card: Scorecard, run: RunDir | None,
 
 
 def render_report(run_dir: Path | None, questionnaire_path: Path | None, out_pdf: Path,
-                  html: bool = False, tolerances: Any = None,
-                  signing: SigningKey | None = None, panel: Any = None) -> ReportResult:
+                  html: bool = False, tolerances: Tolerances | str | Path | None = None,
+                  signing: SigningKey | None = None,
+                  panel: Callable[[Questionnaire], OurPanel | None] | None = None
+                  ) -> ReportResult:
     """The whole report: read the inputs, reconcile them, write PDF + FILE.json (+ HTML).
 
     Either input may be omitted (a claims-only or a measurement-only review), not both.

@@ -21,10 +21,13 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import InputError, SigningError, UsageError
 from evalkit.render.pdf import SIGNATURE_ANCHOR
+
+if TYPE_CHECKING:  # pyHanko loads only when a report is signed
+    from pyhanko.sign.signers import SimpleSigner
 
 #: the signature field's name in every PDF evalkit signs
 FIELD_NAME = "evalkit-signature"
@@ -36,13 +39,15 @@ STAMP_TEXT = "Signed by %(signer)s\n%(ts)s\nPAdES signature: a change breaks it"
 class SigningKey:
     """A loaded signer and, for B-T, the timestamp authority to ask."""
 
-    signer: Any  # pyhanko.sign.signers.SimpleSigner
+    signer: SimpleSigner
     timestamp_url: str | None = None
 
     @property
     def subject(self) -> str:
         """The signer certificate's subject, as a reader sees it."""
-        return str(self.signer.signing_cert.subject.human_friendly)
+        cert = self.signer.signing_cert
+        assert cert is not None, "a signer is loaded with its certificate (`load`)"
+        return str(cert.subject.human_friendly)
 
     @classmethod
     def load(cls, p12: str | Path | None = None, passphrase_env: str | None = None,

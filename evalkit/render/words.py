@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from evalkit.analysis.jsonread import Interval
 from evalkit.analysis.summary import as_number
@@ -225,7 +225,8 @@ def _interval(key: str, ci: Any) -> str:
     unit = _unit_of(key)
     if unit not in ("rate", "ms", "seconds"):
         return ci_text(ci, fmt_num)
-    return ci_text(ci, lambda x: _number(x, unit))
+    # ci_text formats an end only when it is a number (an int or a float, as written)
+    return ci_text(ci, lambda x: _number(cast(float, x), unit))
 
 
 def degraded(value: Any, tied: Any = None) -> str:

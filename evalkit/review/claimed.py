@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
 
-from evalkit.analysis.jsonread import read_as_written
+from evalkit.analysis.jsonread import Json, read_as_written
 from evalkit.questionnaire.model import (
     Answer,
     ConcurrencyAnswer,
@@ -48,7 +47,7 @@ class PanelClaim(PanelAnswer):
         d = self.output_tokens_per_s
         return d is not None and any(v is not None for v in (d.p50, d.p90, d.p99))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """The answer's fields, the headline and its unit, and the rate panel again under
         `panel` (the name the page and older scorecards read it by)."""
         out = super().to_dict()

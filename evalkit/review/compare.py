@@ -12,8 +12,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import Level, Summary
 from evalkit.analysis.summary import as_number as _num
 from evalkit.analysis.thresholds import default_slo_profiles
@@ -161,7 +162,7 @@ class Comparison:
         """The rows of realtime voice calls (their own table)."""
         return [row for row in self.rows if row.figure.voice]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """The JSON written beside the comparison PDF (schema `evalkit.compare/1`)."""
         return {
             "schema": "evalkit.compare/1",

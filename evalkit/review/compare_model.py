@@ -8,10 +8,11 @@ each kind (the suite's, the costs, the buyer's workload, realtime voice calls:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import Summary, measurements
 from evalkit.analysis.summary_voice import VoiceSection
 from evalkit.review.scorecard import Scorecard
@@ -27,8 +28,8 @@ class RunView:
     target: str
     started: str
     suite_version: str | None
-    settings: dict[str, Any]
-    summary: Mapping[str, Any]
+    settings: dict[str, Json]
+    summary: Summary
     scorecard: Scorecard | None = None
     #: TTFT samples (s) of ok ramp requests by concurrency level, for distribution charts
     ttft_by_level: dict[int, list[float]] = field(default_factory=dict)

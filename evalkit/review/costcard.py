@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from evalkit.analysis.jsonread import Interval, read_as, read_as_written
+from evalkit.analysis.jsonread import Interval, Json, read_as, read_as_written
 
 
 def _listed(ci: Interval | None) -> list[float | None] | None:
@@ -49,7 +49,7 @@ class LevelCost:
         gpu = isinstance(doc, Mapping) and "aggregate_tokens_per_s_per_gpu" in doc
         return replace(read, per_gpu=True) if gpu else read
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         out = {"concurrency": self.concurrency, **self.figures_json(),
                "prefill_share": self.prefill_share,
                "per_million_slo_tokens": dict(self.per_million_slo_tokens),
@@ -61,7 +61,7 @@ class LevelCost:
                         _listed(self.aggregate_tokens_per_s_per_gpu_ci)}
         return {**out, "input_per_output": self.input_per_output}
 
-    def figures_json(self) -> dict[str, Any]:
+    def figures_json(self) -> dict[str, Json]:
         """The three costs, each followed by its interval (a level's entry's order)."""
         return {"per_million_output_tokens": self.per_million_output_tokens,
                 "per_million_output_tokens_ci": _listed(self.per_million_output_tokens_ci),
@@ -86,7 +86,7 @@ class SloCost:
     def from_json(cls, doc: object) -> SloCost:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return asdict(self)
 
 
@@ -112,7 +112,7 @@ class UnitCost:
     def from_json(cls, doc: object) -> UnitCost:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {**asdict(self), "per_unit_ci": _listed(self.per_unit_ci)}
 
 
@@ -147,7 +147,7 @@ class BlendedTable:
     def from_json(cls, doc: object) -> BlendedTable:
         return read_as_written(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {**asdict(self), "rows": [asdict(r) for r in self.rows]}
 
 
@@ -188,7 +188,7 @@ class VoiceCost:
     def from_json(cls, doc: object) -> VoiceCost:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"currency": self.currency, "basis": self.basis,
                 "input_per_minute": self.input_per_minute,
                 "output_per_minute": self.output_per_minute,
@@ -232,7 +232,7 @@ class Cost:
             aggregate_tokens_per_s_per_gpu_ci=None, per_gpu=False) == top
         return replace(read, at=at if same else top)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         out = self._text_json()
         if self.voice is not None:
             out["voice"] = self.voice.to_json()

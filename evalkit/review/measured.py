@@ -51,7 +51,7 @@ class Shown:
     def from_json(cls, doc: object) -> Shown:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {**_present((("p50", self.p50), ("p90", self.p90), ("p99", self.p99),
                             ("n", self.n))), "ci": dict(self.ci)}
 
@@ -85,7 +85,7 @@ class TtftMeasured:
     def from_json(cls, doc: object) -> TtftMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return _present(tuple((f, getattr(self, f)) for f in (
             "concurrency", "ttft_p50_ms", "ttft_p90_ms", "ttfa_p50_ms", "ttfa_p90_ms",
             "reasoning_first", *VOICE_TTFA_KEYS)))
@@ -108,7 +108,7 @@ class ThroughputMeasured:
     def from_json(cls, doc: object) -> ThroughputMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"concurrency": self.concurrency,
                 "stream_tokens_per_s_p50": self.stream_tokens_per_s_p50,
                 "aggregate_tokens_per_s": self.aggregate_tokens_per_s}
@@ -128,7 +128,7 @@ class PrefillDecodeMeasured:
     def from_json(cls, doc: object) -> PrefillDecodeMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"prefill_tokens_per_s": self.prefill_tokens_per_s,
                 "decode_tokens_per_s_per_stream_p50": self.decode_tokens_per_s_per_stream_p50,
                 "prefill_tokens_per_s_ci": _listed(self.prefill_tokens_per_s_ci),
@@ -159,7 +159,7 @@ class ConcurrencyMeasured:
     def from_json(cls, doc: object) -> ConcurrencyMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"max_sustained_concurrency": self.max_sustained_concurrency,
                 "first_degraded": self.first_degraded,
                 "breaking_concurrency": self.breaking_concurrency,
@@ -188,7 +188,7 @@ class ObservabilityMeasured:
     def from_json(cls, doc: object) -> ObservabilityMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"url": self.url, "engine": self.engine, "families": dict(self.families),
                 "per_stream_itl": self.per_stream_itl,
                 "itl_observations": self.itl_observations, "scrapes_ok": self.scrapes_ok}
@@ -211,7 +211,7 @@ class OurPanelMeasured:
     def from_json(cls, doc: object) -> OurPanelMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"window": self.window, "samples": self.samples, "pooled": self.pooled,
                 "invalid": self.invalid, "gaps": self.gaps,
                 "concurrency": list(self.concurrency),
@@ -268,7 +268,7 @@ class PanelMeasured:
                    ttft[sold] if sold is not None else None,
                    OurPanelMeasured.from_json(ours) if isinstance(ours, Mapping) else None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         out: dict[str, Any] = {}
         if self.baseline is not None:
             out["baseline_stream_tokens_per_s"] = self.baseline.to_json()
@@ -305,7 +305,7 @@ class AtRejection:
                    w.tokens_per_minute, w.offered_requests_per_minute,
                    w.offered_tokens_per_minute, w.in_flight)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return asdict(self)
 
 
@@ -332,7 +332,7 @@ class RateLimitsMeasured:
     def from_json(cls, doc: object) -> RateLimitsMeasured:
         return read_as(cls, doc)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {"rejected_429": self.rejected_429,
                 "first_rejection_s": self.first_rejection_s,
                 "sliding_window_s": self.sliding_window_s,

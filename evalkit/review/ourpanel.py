@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.analysis.jsonread import read_as
+from evalkit.analysis.jsonread import Json, read_as
 from evalkit.analysis.panel_doc import PanelDoc
 from evalkit.analysis.summary import Pct
 
@@ -31,7 +31,7 @@ class OurPanel:
     gaps: int = 0
 
     @classmethod
-    def from_panel(cls, doc: Mapping[str, Any]) -> OurPanel:
+    def from_panel(cls, doc: Mapping[str, Json]) -> OurPanel:
         """panel.json's dict (`evalkit.analysis.panel.pool_panel`) read defensively."""
         d = read_as(PanelDoc, doc)
         return cls(d.window.start or "", d.window.end or "", d.samples or 0,
@@ -50,7 +50,7 @@ class OurPanel:
         return (f"our own panel ({self.pooled} of {self.samples} samples pooled, "
                 f"{self.stream_tokens_per_s.n or 0} requests{at}, {self.window})")
 
-    def to_panel(self) -> dict[str, Any]:
+    def to_panel(self) -> dict[str, Json]:
         """panel.json's shape again, exactly what `from_panel` reads back: the report
         attaches it (our_panel.json) so `verify` judges Q6 beside the same panel."""
         return {"window": {"start": self.start, "end": self.end}, "samples": self.samples,

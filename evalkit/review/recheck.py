@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
+
 _SHOWN = 80
 #: the statuses `verify` counts: the six questions' (a scorecard's verdicts)
 _QUESTION_STATUS = re.compile(r"^questions\.[^.]+\.status$")
@@ -43,7 +45,7 @@ class Difference:
         return (f"{self.where}: the document says {self.attached or 'nothing'}, the "
                 f"evidence gives {self.derived or 'nothing'}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """For `verify --json`."""
         return {"where": self.where, "attached": self.attached, "derived": self.derived,
                 "what": self.sentence()}
@@ -80,7 +82,7 @@ def _is_figure(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def compare_tree(attached: Any, derived: Any, where: str, *, both_ways: bool = True,
+def compare_tree(attached: Json, derived: Json, where: str, *, both_ways: bool = True,
                  skip: frozenset[str] = frozenset()) -> Recheck:
     """`attached` against `derived`: every leaf counted (numbers as figures, a key named
     `status` as a status) and every disagreement named by its path under `where`.
@@ -128,7 +130,7 @@ def _walk(a: Any, d: Any, path: str, where: str, both: bool, skip: frozenset[str
         out.figures += 1
 
 
-def manifest_differences(manifest: Mapping[str, Any], files: Mapping[str, bytes],
+def manifest_differences(manifest: Mapping[str, Json], files: Mapping[str, bytes],
                          digests: Mapping[str, str]) -> list[Difference]:
     """Each attachment against manifest.json's entry for it (SHA-256 and size), and every
     attachment it does not list or lists but the PDF lacks. `digests` are the files'

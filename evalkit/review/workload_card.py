@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
-from evalkit.analysis.jsonread import Interval, read_as
+from evalkit.analysis.jsonread import Interval, Json, read_as
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,7 @@ class WorkloadCard:
         """scorecard.json's `workload` read back (a malformed part as not stated)."""
         return read_as(cls, value)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return asdict(self)
 
@@ -154,7 +153,7 @@ class TraceCard:
         """scorecard.json's `trace` read back (a malformed part as not stated)."""
         return read_as(cls, value)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return asdict(self)
 
@@ -173,6 +172,6 @@ class Sources:
         """scorecard.json's `sources` read back (anything but a string as not stated)."""
         return read_as(cls, value)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
         return asdict(self)

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import as_mapping
 from evalkit.records import MAX_COUNT, MAX_SECONDS
 from evalkit.rundir.digest import MAX_LEVEL, MAX_RATE, RecordDigest
@@ -141,7 +142,9 @@ def summary_problems(summary: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _counts(x: Any) -> dict[str, int]:
+def _counts(x: object) -> dict[str, Json]:
+    """A JSON object's truthy entries, as written: compared, never summed (a written count
+    that is not a number differs from the records' and is reported)."""
     return {str(k): v for k, v in as_mapping(x).items() if v}
 
 

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evalkit.analysis.summary import as_mapping
+from evalkit.analysis.summary import Summary, as_mapping
 from evalkit.records import RequestRecord
 from evalkit.rundir.audit import (
     summary_disagreements,
@@ -96,6 +96,9 @@ class Checked(NamedTuple):
     rebuilt_json: bytes | None
     #: the records, when within REDERIVE_MAX_BYTES (None: over it, not to be held)
     records: list[RequestRecord] | None
+    #: `summary` read typed already by the check (the voice check reads it so), handed
+    #: on so that `open_run` does not parse the same document again (None: not read yet)
+    typed: Summary | None = None
 
 
 def check_summary(summary: dict[str, Any] | None, *, run: dict[str, Any],

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.records import RequestRecord
 from evalkit.rundir.digest import MAX_LEVEL
 from evalkit.rundir.store import REQUESTS_FILE, RecordScan, read_lines
@@ -78,7 +79,7 @@ class Finding:
     record_id: str | None
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """The finding as plain data (`verify --json`)."""
         return {"kind": self.kind, "line": self.line, "record_id": self.record_id,
                 "message": self.message}
@@ -166,7 +167,7 @@ class RecordCheck:
     decides the same (a second pass over a file re-reads exactly what the first kept).
     """
 
-    def __init__(self, run: Mapping[str, Any]) -> None:
+    def __init__(self, run: Mapping[str, Json]) -> None:
         run_id = run.get("run_id")
         #: the run's id: run.json's, else the first record's that carries one
         self.run_id: str | None = run_id if isinstance(run_id, str) and run_id else None
@@ -270,7 +271,7 @@ class RecordCheck:
                        "suite): a record appended from another run cannot be told apart")
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """The check as plain data: counts per kind and the findings kept."""
         return {"run_id": self.run_id, "records": self.records,
                 "counts": dict(self.counts), "findings": [f.to_json() for f in self.findings],

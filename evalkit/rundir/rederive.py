@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import evalkit
+from evalkit.analysis.jsonread import as_list
 from evalkit.analysis.summary import as_mapping, as_number
 from evalkit.records import MAX_SECONDS, RequestRecord
 from evalkit.rundir.digest import MAX_LEVEL, RUN_STATUSES, _inside
@@ -68,7 +69,7 @@ def _workload_checks(checks: Mapping[str, Any], written: Mapping[str, Any] | Non
         return {int(k): _check(v) for k, v in levels.items()
                 if str(k).isdigit() and 0 < int(k) <= MAX_LEVEL}
     out = {}
-    for lv in as_mapping(as_mapping(written).get("workload")).get("levels") or []:
+    for lv in as_list(as_mapping(as_mapping(written).get("workload")).get("levels")):
         users = as_mapping(lv).get("users")
         if as_mapping(lv).get("client_bound") is True and isinstance(users, int) and \
                 0 < users <= MAX_LEVEL:

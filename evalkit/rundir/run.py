@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import Summary
 from evalkit.errors import InputError, RunDirError
 from evalkit.records import RequestRecord
@@ -47,7 +48,7 @@ class RunDir:
     """
 
     #: run.json as written (for the importers and the evidence checks; `meta` reads it)
-    run: dict[str, Any]
+    run: dict[str, Json]
     #: summary.json read once (`open_run`; re-derived or capped as `rebuilt`/notes say):
     #: its exact bytes stay in `raw` for the digests and attachments
     summary: Summary
@@ -163,7 +164,7 @@ def open_run(run_dir: Path) -> RunDir:
                                      records=records, req_file=req_file, run_dir=run_dir,
                                      root=root, notes=notes, evidence=evidence)
     del records  # held from here only as checked.records: none over the cap
-    summary = checked.summary
+    summary, typed = checked.summary, checked.typed
     if checked.rebuilt_json is not None:
         raw["summary.rebuilt.json"] = checked.rebuilt_json
     imported = run.get("imported")
@@ -172,12 +173,13 @@ def open_run(run_dir: Path) -> RunDir:
         from evalkit.rundir.importers.common import differs_notes
         from evalkit.rundir.importers.run import fail_closed, imported_reason
 
-        summary = fail_closed(summary, imported)
+        summary, typed = fail_closed(summary, imported), None
         notes[:0] = [imported_reason(imported), *differs_notes(imported)]
     held: Collection[RequestRecord] = (
         tuple(checked.records) if checked.records is not None
         else RecordFile(req_file, digest.n, scan.bytes, run))
-    return RunDir(run, Summary.from_json(summary), held, raw,
+    # read typed once: here, or by the check that had to read it (a voice run's)
+    return RunDir(run, typed if typed is not None else Summary.from_json(summary), held, raw,
                   scan.sha256 if req_file else None, digest,
                   tuple(clean(n, 800) for n in notes),
                   checked.rebuilt and clean(checked.rebuilt, 800), scan.malformed, evidence,

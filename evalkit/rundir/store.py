@@ -19,11 +19,12 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TextIO
 
+from evalkit.analysis.jsonread import Json
 from evalkit.errors import EvalkitError, InputError, RunDirError
 from evalkit.records import MAX_COUNT, MAX_SECONDS, OUTCOMES, Chunks, RequestRecord
 
@@ -37,7 +38,7 @@ MAX_JSON_BYTES = 16 << 20
 
 
 def read_json_object(path: Path, what: str, error: type[EvalkitError] = InputError,
-                     limit: int = MAX_JSON_BYTES) -> tuple[dict[str, Any], bytes]:
+                     limit: int = MAX_JSON_BYTES) -> tuple[dict[str, Json], bytes]:
     """The JSON object in `path` and the bytes it was read from (to hash and attach).
 
     The one reader of a whole JSON file: read bounded (`limit` bytes; `read(n)` allocates
@@ -72,7 +73,7 @@ def write_json(path: Path, obj: Any) -> None:
 class RunStore:
     """An open run directory that records are appended to as requests complete."""
 
-    def __init__(self, out_dir: Path, run_meta: dict[str, Any]) -> None:
+    def __init__(self, out_dir: Path, run_meta: Mapping[str, Json]) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.meta = dict(run_meta)
@@ -94,12 +95,18 @@ class RunStore:
         """Every record written so far, read back from requests.jsonl."""
         return list(iter_records(self.dir / REQUESTS_FILE))
 
-    def update_meta(self, **fields: Any) -> None:
+    def add_note(self, text: str) -> None:
+        """One more sentence in run.json's `notes` (on disk with the next `update_meta`)."""
+        notes = self.meta.setdefault("notes", [])
+        assert isinstance(notes, list), "run.json's notes are the run's own list"
+        notes.append(text)
+
+    def update_meta(self, **fields: Json) -> None:
         """Merge fields into run.json and rewrite it."""
         self.meta.update(fields)
         write_json(self.dir / RUN_FILE, self.meta)
 
-    def write_summary(self, summary: dict[str, Any]) -> Path:
+    def write_summary(self, summary: Mapping[str, Json]) -> Path:
         """Write summary.json; returns its path."""
         path = self.dir / SUMMARY_FILE
         write_json(path, summary)

@@ -121,7 +121,7 @@ def check_voice_summary(summary: dict[str, Any] | None, run: Mapping[str, Any],
         rebuilt = (f"summary.json is missing (the probe stopped before writing it): every "
                    f"figure was derived from the {count:,} turn records and run.json")
     elif _same(summary, _as_old_as(summary, derived)):
-        return Checked(summary, None, None, None)
+        return Checked(summary, None, None, None, typed)
     else:
         differ = sorted(k for k in set(summary) | set(derived)
                         if summary.get(k) != derived.get(k))

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from evalkit.analysis.jsonread import Json
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
 
@@ -45,9 +46,9 @@ class RunEnd:
     #: why it failed (redacted by the probe), None when it did not
     error: str | None
     #: what `summarize` needs beyond the records (plain data, as run.json stores it)
-    summary_meta: Mapping[str, Any]
+    summary_meta: Mapping[str, Json]
     #: the final run.json fields the probe measured (client checks, connect, canaries...)
-    run_meta: Mapping[str, Any] = field(default_factory=dict)
+    run_meta: Mapping[str, Json] = field(default_factory=dict)
     vendor: VendorMetrics | None = None
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import evalkit
+from evalkit.analysis.jsonread import Json
 from evalkit.errors import EvalkitError, InputError, UsageError
 from evalkit.provenance import current, provenance_findings
 from evalkit.review.recheck import Difference, Recheck, compare_tree, manifest_differences
@@ -103,7 +104,7 @@ class Verification:
                     "its pages are checked all the same): sign scorecards (report --sign)"]
         return [sig.sentence() for sig in self.signatures]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """`verify --json`."""
         return {"file": str(self.path), "verified": self.verified,
                 "figures": self.recheck.figures, "statuses": self.recheck.statuses,

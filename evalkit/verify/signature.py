@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.errors import InputError
 
 
@@ -59,7 +60,7 @@ class SignatureReport:
             "changed after signing" if not self.intact else "BROKEN: invalid signature"
         return f"signed by {self.subject}{when}{stamp}: {state}; signer {trust}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """For `verify --json`."""
         return {"field": self.name, "intact": self.intact, "valid": self.valid,
                 "trusted": self.trusted, "subject": self.subject,

@@ -89,7 +89,7 @@ class TurnRecord:
         return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False)
 
     @classmethod
-    def from_json(cls, doc: Any) -> TurnRecord | None:
+    def from_json(cls, doc: object) -> TurnRecord | None:
         """A record read back defensively (None: not a turn record)."""
         if not isinstance(doc, dict):
             return None

@@ -6,19 +6,18 @@ I/O, nothing drawn.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from evalkit.workload.model import Conversations, Dist, Shape, Trace, Workload
 
 
-def dist_summary(d: Dist) -> dict[str, Any]:
+def dist_summary(d: Dist) -> dict[str, object]:
     """A distribution's form, its short human text and its mean."""
     return {"kind": d.kind, "describe": d.describe(), "mean": round(d.mean(), 6)}
 
 
-def shape_summary(shape: Shape, total_weight: float) -> dict[str, Any]:
+def shape_summary(shape: Shape, total_weight: float) -> dict[str, object]:
     """One shape: kind, weight and share of the mix, and each length or pause it draws."""
-    out: dict[str, Any] = {"name": shape.name, "kind": shape.kind, "weight": shape.weight,
+    out: dict[str, object] = {"name": shape.name, "kind": shape.kind, "weight": shape.weight,
                            "share": shape.weight / total_weight if total_weight > 0 else 0.0}
     for f in dataclasses.fields(shape):
         value = getattr(shape, f.name)
@@ -33,7 +32,7 @@ def shape_summary(shape: Shape, total_weight: float) -> dict[str, Any]:
     return out
 
 
-def workload_summary(w: Workload) -> dict[str, Any]:
+def workload_summary(w: Workload) -> dict[str, object]:
     """The workload as run.json keeps it: name, source, levels and the shapes' mix."""
     total = sum(s.weight for s in w.shapes)
     return {"name": w.name, "source": dict(w.source) if w.source else None,
@@ -41,7 +40,7 @@ def workload_summary(w: Workload) -> dict[str, Any]:
             "shapes": [shape_summary(s, total) for s in w.shapes]}
 
 
-def trace_summary(t: Trace) -> dict[str, Any]:
+def trace_summary(t: Trace) -> dict[str, object]:
     """A trace as run.json keeps it: source, size, speed, span and mean lengths."""
     n = len(t.entries)
     offsets = t.offsets_s()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 DistKind = Literal["fixed", "uniform", "lognormal", "empirical"]
 
@@ -151,7 +151,7 @@ class Conversation:
     vendor's own answers stand in for the file's assistant messages."""
 
     id: str
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[dict[str, object], ...]
 
     def user_turns(self) -> int:
         """How many requests a replay sends: one per user message."""
@@ -171,7 +171,7 @@ class Conversations:
     weight: float = 1.0
     kind: ShapeKind = "conversations"
     #: the file's name and SHA-256, for run.json and the scorecard
-    source: dict[str, Any] | None = None
+    source: dict[str, object] | None = None
 
 
 Shape = Single | Session | Agent | Conversations
@@ -192,7 +192,7 @@ class Workload:
     duration_s: float | None = 30.0
     units: int | None = None
     #: where it came from (file name and SHA-256, or "questionnaire"), for run.json
-    source: dict[str, Any] | None = None
+    source: dict[str, object] | None = None
 
     def pick(self, rng: random.Random) -> Shape:
         """A shape drawn by weight."""
@@ -223,7 +223,7 @@ class Trace:
     entries: tuple[TraceEntry, ...]
     speed: float = 1.0
     block_tokens: int = TRACE_BLOCK_TOKENS
-    source: dict[str, Any] | None = None
+    source: dict[str, object] | None = None
 
     def offsets_s(self) -> list[float]:
         """Each entry's send time from the replay's start (s), scaled by `speed`."""

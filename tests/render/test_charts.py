@@ -256,7 +256,8 @@ def comparison_views() -> list[RunView]:
                 ttft_by_level.setdefault(r.level, []).append(r.ttft_s)
         views.append(RunView(label, target, started, "1",
                              {"prompt_tokens": 512, "output_tokens": 6, "levels": levels},
-                             summary_of(recs, levels), ttft_by_level=ttft_by_level))
+                             Summary.from_json(summary_of(recs, levels)),
+                             ttft_by_level=ttft_by_level))
     return views
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from evalkit.analysis.summary import Summary
 from evalkit.review import compare
 from evalkit.review.compare import RunView, compare_runs
 from evalkit.review.scorecard import Scorecard
@@ -32,7 +33,7 @@ def _run(label: str, target: str, started: str, summary: dict[str, Any],
          suite: str = "1", prompt_tokens: int = 256,
          scorecard: dict[str, Any] | None = READY) -> RunView:
     settings = {"prompt_tokens": prompt_tokens, "output_tokens": 64, "levels": [1, 2, 4, 8]}
-    return RunView(label, target, started, suite, settings, summary,
+    return RunView(label, target, started, suite, settings, Summary.from_json(summary),
                    None if scorecard is None else Scorecard.from_json(scorecard))
 
 
@@ -230,7 +231,7 @@ def test_compare_sets_the_highest_level_within_each_slo_side_by_side() -> None:
                                   "outcomes": {"ok": 10}}]}
         if best is not None:
             ramp["max_goodput_concurrency"] = best
-        return RunView(label, label, "2026-01-01", "1", {}, {"ramp": ramp})
+        return RunView(label, label, "2026-01-01", "1", {}, Summary.from_json({"ramp": ramp}))
 
     cmp = compare_runs([view("a", {"voice_agent": 4, "live_suggestions": None}),
                         view("b", {"voice_agent": 8, "live_suggestions": 2}),
@@ -258,7 +259,8 @@ def test_cost_rows_star_the_cheapest_at_the_slo_only_where_workloads_are_alike()
         summary = {"ramp": {"levels": [{"concurrency": 1, "requests": 10,
                                         "outcomes": {"ok": 10}}]}}
         return RunView(label, label, "2026-01-01", "1",
-                       {"prompt_tokens": 256, "output_tokens": output}, summary,
+                       {"prompt_tokens": 256, "output_tokens": output},
+                       Summary.from_json(summary),
                        Scorecard.from_json(card))
 
     cmp = compare_runs([view("a", 0.8), view("b", 0.5), view("c", 0.2, output=64),

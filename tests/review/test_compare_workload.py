@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalkit.analysis.summary import Summary
 from evalkit.review.compare import RunView, compare_runs, left_out_words
 from evalkit.review.scorecard import Scorecard
 
@@ -22,7 +23,8 @@ def _card(sha: str | None, share: float, ttft: float, verified: bool = True
 
 def _view(label: str, card: dict[str, Any]) -> RunView:
     summary = {"ramp": {"levels": [{"concurrency": 1, "requests": 10, "outcomes": {"ok": 10}}]}}
-    return RunView(label, label, "2026-01-01", "1", {}, summary, Scorecard.from_json(card))
+    return RunView(label, label, "2026-01-01", "1", {}, Summary.from_json(summary),
+                   Scorecard.from_json(card))
 
 
 def _rows(*views: RunView) -> dict[str, Any]:

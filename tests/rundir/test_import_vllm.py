@@ -96,15 +96,6 @@ def test_the_ttft_that_differs_is_named(vllm_run: Path) -> None:
     assert "TTFT" in summary["imported"]["differs"]
 
 
-def test_the_command_line_names_the_difference(tmp_path: Path) -> None:
-    one = sorted(VLLM.glob("*.json"))[0]
-    res = CliRunner().invoke(cli, ["import", "vllm", str(one), "--out", str(tmp_path / "r")])
-    assert res.exit_code == 0, res.output
-    assert "imported 3 requests from vllm bench serve (version not recorded) (levels 1)" \
-        in res.output
-    assert "note: TTFT is vllm bench serve's, not evalkit's" in res.stderr
-
-
 def _edited(tmp: Path, edit: Any) -> Path:
     doc = _files()[1]
     edit(doc)

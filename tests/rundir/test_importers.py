@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalkit.cli import cli
-from evalkit.errors import InputError, UsageError
+from evalkit.errors import InputError
 from evalkit.rundir.importers.run import import_run
 from evalkit.rundir.run import open_run as read_run
 
@@ -296,23 +296,6 @@ def test_wrong_kind_and_version_are_named(tmp_path: Path) -> None:
                        r"imports closed-loop benchmarks only"):
         import_run("guidellm", rate, tmp_path / "e")
     assert not any((tmp_path / x).exists() for x in "abcde")  # nothing half-written
-
-
-def test_the_command_line(tmp_path: Path) -> None:
-    out = tmp_path / "run"
-    res = CliRunner().invoke(cli, ["import", "aiperf", str(AIPERF), "--out", str(out)])
-    assert res.exit_code == 0, res.output
-    assert "imported 10 requests from AIPerf 0.13.0 (levels 2)" in res.output
-    again = CliRunner().invoke(cli, ["import", "aiperf", str(AIPERF), "--out", str(out)])
-    assert again.exit_code == 2 and "is not empty" in again.stderr
-    assert CliRunner().invoke(cli, ["import", "aiperf", str(AIPERF), "--out", str(out),
-                                    "--force"]).exit_code == 0
-    bad = CliRunner().invoke(cli, ["import", "guidellm", str(AIPERF / "profile_export.jsonl"),
-                                   "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and bad.stderr.startswith("Error: ")
-    assert "profile_export.jsonl" in bad.stderr and "guidellm" in bad.stderr
-    with pytest.raises(UsageError):
-        import_run("vllm-bench", AIPERF, tmp_path / "y")
 
 
 def test_vendor_text_in_an_export_is_hostile(tmp_path: Path) -> None:

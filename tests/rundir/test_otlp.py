@@ -13,7 +13,6 @@ import hashlib
 import json
 import re
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -408,31 +407,6 @@ class TestTarget:
         with pytest.raises(UsageError, match=says.replace("(", r"\(").replace(")", r"\)")):
             otlp_target(endpoint, env)
         assert "pw" not in str(otlp_target.__name__)
-
-    def test_a_bad_endpoint_stops_the_probe_before_it_sends(self, tmp_path: Path) -> None:
-        r = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model",
-                                     "m", "--out", str(tmp_path / "x"), "--otlp-endpoint",
-                                     "http://me:secret@c:4318"])
-        assert r.exit_code == 2 and "OTEL_EXPORTER_OTLP_HEADERS" in r.stderr
-        assert "secret" not in r.output and not (tmp_path / "x").exists()
-
-
-    @pytest.mark.parametrize(("flag", "code"), [(True, 2), (False, 0)])
-    def test_without_the_sdk(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                             flag: bool, code: int) -> None:
-        """The SDK not installed (an import that fails, as it does without the extra):
-        --otlp-endpoint is refused with the install line; a variable set for other
-        programs only costs a warning, and the probe goes on."""
-        monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-        r = CliRunner().invoke(cli, ["probe", "--base-url", "http://127.0.0.1:9/v1",
-                                     "--model", "m", "--out", str(tmp_path / "x"), "--dry-run",
-                                     *(["--otlp-endpoint", "http://127.0.0.1:9"] if flag
-                                       else [])])
-        assert r.exit_code == code, r.output
-        assert "pip install 'evalkit[otlp]'" in r.stderr
-        assert ("nothing will be sent" in r.stderr) is not flag
-
 
 # --------------------------------------------------------------------------- the trace
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from evalkit.cli import cli
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.plan.workloads import describe_lines, with_workload
 from evalkit.workload.model import Session
@@ -57,23 +54,6 @@ def test_no_workload_named_is_none(tmp_path: Path) -> None:
     assert questionnaire_workload(q) is None
     config = with_workload(ProbeConfig("http://127.0.0.1:1/v1", "m", questionnaire=q))
     assert config.workload is None
-
-
-def test_validate_names_the_questionnaires_lines(tmp_path: Path) -> None:
-    q = tmp_path / "acme.yaml"
-    bad = CHAT.replace("turns: {uniform: [4, 8]}", "turns: {uniform: [8, 4]}").replace(
-        "think_time_s: 2", "think_time_s: 2\n      thinking: yes")
-    q.write_text(HEAD + bad)
-    res = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
-    assert res.exit_code == 2, res.output
-    lines = HEAD.count("\n")
-    turns_line = lines + bad.splitlines().index("      turns: {uniform: [8, 4]}") + 1
-    extra_line = lines + bad.splitlines().index("      thinking: yes") + 1
-    assert f"acme.yaml:{turns_line}: workload.shapes[0].turns" in res.output
-    assert f"acme.yaml:{extra_line}: workload.shapes[0].thinking" in res.output
-    q.write_text(HEAD + CHAT)
-    ok = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
-    assert ok.exit_code == 0 and "names the workload 'support-chat' (1 shape)" in ok.output
 
 
 def test_a_questionnaires_conversations_file_stays_beside_it(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evalkit.analysis.intervals import quantile_width, samples_for
+from evalkit.analysis.jsonread import Json
 from evalkit.questionnaire.model import Questionnaire
 
 #: concurrent streams one client process holds within timing accuracy on the machine
@@ -87,7 +88,7 @@ class Plan:
         """Claims the run cannot reach, each with the reason."""
         return [c for c in self.claims if not c.reachable]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """Plain data for run.json: which claim asked for which level."""
         d = asdict(self)
         d["min_requests"] = {str(k): v for k, v in self.min_requests.items()}

@@ -22,12 +22,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.corpus.public import public_text
 from evalkit.corpus.text import PromptText, compose
 from evalkit.corpus.text import passage as cut_passage
 from evalkit.errors import InputError
+
+if TYPE_CHECKING:
+    from evalkit.tokenizer import Encoding
 
 ENCODING = "o200k_base"
 
@@ -50,7 +53,7 @@ _WORDS = tuple(_WORD_TEXT.split())
 
 
 @lru_cache(maxsize=1)
-def _encoding() -> Any:
+def _encoding() -> Encoding:
     from evalkit.tokenizer import encoding  # imported lazily: ~0.1 s to build the encoding
 
     return encoding()

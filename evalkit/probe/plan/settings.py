@@ -10,22 +10,20 @@ JSON shape, for run.json and `probe --dry-run`.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.thresholds import ClientLimits
+from evalkit.corpus.text import PromptText
 from evalkit.errors import UsageError
+from evalkit.probe.plan.profiles import deep_merge, load_profile
 from evalkit.probe.plan.voice import VoiceOptions
-from evalkit.rundir.store import read_json_object
 from evalkit.sanitize import clean
-
-#: A profile is a few dozen settings; a file far larger is not one.
-MAX_PROFILE_BYTES = 1 << 20
+from evalkit.workload.model import Trace, Workload
 
 #: Phases in the order the suite runs them; `rate` replaces `ramp` when --rate is given;
 #: `workload` runs when a workload or conversations are given, `trace` with a trace.
@@ -53,14 +51,14 @@ class ProbeConfig:
     no_corpus: bool = False
     #: the prompt text already chosen (`evalkit.probe.plan.prompttext.with_text`: a
     #: `PromptText`, the CLI's, so it is read once); None: the run chooses it
-    prompt_text: Any = None
+    prompt_text: PromptText | None = None
     api: str = "openai-chat"
     #: the environment variable holding the API key ("": the API's own,
     #: `evalkit.probe.apis.base.key_env`: OPENAI_API_KEY, GEMINI_API_KEY for gemini,
     #: ANTHROPIC_API_KEY for anthropic-messages; resolved as the run starts)
     api_key_env: str = ""
     headers: tuple[tuple[str, str], ...] = ()
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Json] = field(default_factory=dict)
     rate: float | None = None
     timeout_s: float | None = None
     #: the longest one request may take in all (None: the read timeout plus 0.5 s per
@@ -109,7 +107,7 @@ class ProbeConfig:
     request_seed: int | None = None
     logprobs: bool = False
     #: deep-merged over the profile (e.g. {"ramp": {"level_duration_s": 1}}): for tests/notebooks
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, Json] = field(default_factory=dict)
     #: the buyer's workload (evalkit.workload): a workload file, their conversations, a
     #: Mooncake trace (replayed `trace_speed` times as fast); or, from a notebook or the
     #: questionnaire, the workload and trace already read (`workload`, `trace`)
@@ -120,8 +118,8 @@ class ProbeConfig:
     #: users in flight per workload level (None: the workload's own levels; for
     #: --conversations alone, 1)
     users: tuple[int, ...] | None = None
-    workload: Any = None
-    trace: Any = None
+    workload: Workload | None = None
+    trace: Trace | None = None
     #: a voice run's own settings (`--api openai-realtime`; None: the defaults)
     voice: VoiceOptions | None = None
 
@@ -360,12 +358,12 @@ class SuiteSettings:
     client_check: ClientLimits = field(metadata=_reads(_section(ClientLimits, _CLIENT_LIMITS)))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SuiteSettings:
+    def from_dict(cls, data: Mapping[str, Json]) -> SuiteSettings:
         """Read a profile's JSON shape; any problem is a UsageError naming the key."""
         built: SuiteSettings = _build(cls, data, "")
         return built
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         """The JSON shape of a profile (run.json's `settings`, `probe --dry-run`)."""
         plain: dict[str, Any] = _plain(self)
         return plain
@@ -381,50 +379,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------- profiles
-
-def profile_names() -> list[str]:
-    """The built-in profiles."""
-    folder = resources.files("evalkit") / "profiles"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
-
-
-def load_profile(name_or_path: str, *, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """A built-in profile by name, or a JSON file of the same shape (as plain data).
-
-    A file's `extends` names a built-in profile or another file, found beside the one
-    that names it (so a profile and its base move together); a chain that comes back to
-    a file it has read is an error, not an endless recursion.
-    """
-    if name_or_path in profile_names():
-        text = (resources.files("evalkit") / "profiles" / f"{name_or_path}.json").read_text()
-        return dict(json.loads(text))
-    path = Path(name_or_path)
-    if not path.is_absolute() and _seen:
-        path = _seen[-1].parent / path
-    if not path.is_file():
-        raise UsageError(f"unknown profile {name_or_path!r}: use one of "
-                         f"{', '.join(profile_names())} or a JSON file")
-    if path.resolve() in _seen:
-        chain = " → ".join(str(p) for p in (*_seen, path.resolve()))
-        raise UsageError(f"profile {path}: its `extends` chain comes back to itself ({chain})")
-    data, _ = read_json_object(path, "a profile", UsageError, MAX_PROFILE_BYTES)
-    base = load_profile(str(data.get("extends", "standard")), _seen=(*_seen, path.resolve()))
-    return deep_merge(base, data)
-
-
 def profile_settings(name_or_path: str) -> SuiteSettings:
     """A profile as typed settings, with no flags applied (benches and tests)."""
     return resolve_settings(ProbeConfig(base_url="", model="", profile=name_or_path))
-
-
-def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`over` laid on `base`, objects merged key by key."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, Mapping) and isinstance(
-            out.get(k), Mapping) else v
-    return out
 
 
 def _powers_up_to(n: int) -> tuple[int, ...]:

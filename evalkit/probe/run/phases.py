@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import secrets
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -51,6 +51,9 @@ from evalkit.probe.wire.reconnect import Reuse
 from evalkit.records import ALONE_PHASES, RequestRecord
 from evalkit.rundir.store import RunStore
 
+if TYPE_CHECKING:  # the display loads rich: the CLI's, not every run's
+    from evalkit.probe.run.progress import Progress
+
 _FORCE_WORDS = ("ignore_eos", "min_tokens")
 #: the sampling fields a vendor may refuse, by the word its 400 would name
 _SAMPLING_WORDS = ("temperature", "seed", "logprobs")
@@ -82,7 +85,7 @@ class SuiteRun:
     """State of one run while the phases execute."""
 
     def __init__(self, config: ProbeConfig, settings: SuiteSettings, target: Target,
-                 store: RunStore, progress: Any, origin_ns: int, run_tag: str,
+                 store: RunStore, progress: Progress | None, origin_ns: int, run_tag: str,
                  user_prompts: list[Prompt], text: PromptText | None = None) -> None:
         self.config, self.s, self.target = config, settings, target
         self.store, self.progress = store, progress
@@ -165,7 +168,7 @@ class SuiteRun:
         return judge_client(check, self.s.client_check)
 
     def _note(self, text: str) -> None:
-        self.store.meta.setdefault("notes", []).append(text)
+        self.store.add_note(text)
         if self.progress is not None:
             self.progress.note(text)
 
@@ -385,6 +388,7 @@ class SuiteRun:
         from evalkit.probe.load.sessions import WorkloadRunner
 
         w = self.config.workload
+        assert w is not None, "the workload phase is planned only with a workload"
         runner = WorkloadRunner(w, self.run_tag, self.config.seed, text=self.text)
         for users in self.config.users or w.concurrency:
             self._stop_if_interrupted()
@@ -404,6 +408,7 @@ class SuiteRun:
         from evalkit.probe.load.replay import replay
 
         t = self.config.trace
+        assert t is not None, "the trace phase is planned only with a trace"
         span = t.offsets_s()[-1] if t.entries else 0.0
         self._announce("trace", None, f"{len(t.entries)} requests at the trace's times "
                        f"over {span:.1f} s (speed {t.speed:g})")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
 from rich.live import Live
@@ -26,6 +26,24 @@ if TYPE_CHECKING:  # the typed summary's modules load pandas: not before the fir
     from evalkit.analysis.summary import Level, Sections, Summary
     from evalkit.analysis.summary_checks import Client, Validity
     from evalkit.analysis.summary_sections import Prefill, Ramp
+
+
+class Progress(Protocol):
+    """What the suite asks of a progress display (`LiveProgress`, `NullProgress`, a
+    notebook's own): told of each phase, record and note, then closed."""
+
+    def phase(self, name: str, level: int | None, detail: str = "") -> None: ...
+
+    def record(self, rec: RequestRecord) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+#: what `run_probe` takes as progress: a display, or (a voice run) a function handed each
+#: line to say; None for silence
+ProgressArg = Progress | Callable[[str], None] | None
 
 
 class LiveProgress:

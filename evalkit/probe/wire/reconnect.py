@@ -57,6 +57,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from evalkit.analysis.jsonread import Json
 from evalkit.probe.wire import stamping
 from evalkit.sanitize import clean
 
@@ -78,7 +79,7 @@ class FreshConnections:
     level: int | None
     why: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Json]:
         return {"fresh_per_request": True, **asdict(self)}
 
 

@@ -21,6 +21,7 @@ from evalkit.rundir.importers.common import (
     _status_of,
     _text,
     _url,
+    listed,
 )
 from evalkit.sanitize import clean
 
@@ -60,7 +61,7 @@ def read_aiperf(path: Path) -> Imported:
                          f"{version}); evalkit reads schema {AIPERF_SCHEMA_MAJOR}.x "
                          "(AIPerf 0.13)")
     config = as_mapping(agg.get("input_config"))
-    phases = {str(p.get("name")): p for p in config.get("phases") or []
+    phases = {str(p.get("name")): p for p in listed(config.get("phases"))
               if isinstance(p, Mapping)}
     open_loop = [n for n, p in phases.items() if p.get("kind") != "warmup"
                  and p.get("type") not in (None, "concurrency")]
@@ -99,10 +100,10 @@ def read_aiperf(path: Path) -> Imported:
                      "skipped")
     if not records:
         raise InputError(f"{rec_path}: no profiling record: nothing to import")
-    url = next(iter(as_mapping(config.get("endpoint")).get("urls") or []), None)
-    model = next((m.get("name") for m in as_mapping(config.get("models")).get("items") or []
+    url = next(iter(listed(as_mapping(config.get("endpoint")).get("urls"))), None)
+    model = next((m.get("name") for m in listed(as_mapping(config.get("models")).get("items"))
                   if isinstance(m, Mapping)), None)
-    prompts = next((as_mapping(d.get("prompts")) for d in config.get("datasets") or []
+    prompts = next((as_mapping(d.get("prompts")) for d in listed(config.get("datasets"))
                     if isinstance(d, Mapping)), {})
     levels = sorted({r.level for r in records if r.level is not None})
     return Imported(

@@ -58,6 +58,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.summary import as_count, as_number
 from evalkit.errors import InputError
 from evalkit.records import Outcome, RequestRecord
@@ -187,12 +188,12 @@ class Imported:
     files: list[Path]
     records: list[RequestRecord]
     levels: list[int]
-    target: dict[str, Any]
-    settings: dict[str, Any]
+    target: dict[str, Json]
+    settings: dict[str, Json]
     started_at: str | None
     ended_at: str | None
     complete: bool
-    reported: dict[str, Any]
+    reported: dict[str, Json]
     notes: list[str] = field(default_factory=list)
 
 
@@ -208,7 +209,18 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def differs_notes(imported: Mapping[str, Any]) -> list[str]:
+def listed(value: object) -> list[Json]:
+    """A list the tool writes (null or absent: none): any other value is a TypeError, which
+    refuses the import naming the file (`evalkit.rundir.importers.run.import_run`), never
+    a list read out of a number, a text's letters or an object's keys."""
+    if isinstance(value, list):
+        return value
+    if not value:
+        return []
+    raise TypeError(f"a JSON {type(value).__name__} where a list belongs")
+
+
+def differs_notes(imported: Mapping[str, Json]) -> list[str]:
     """One sentence for each figure of an imported run whose meaning differs from ours
     (run.json's `imported.differs`; a hostile file's text cleaned, at most 8)."""
     differs = imported.get("differs")

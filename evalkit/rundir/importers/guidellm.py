@@ -20,6 +20,7 @@ from evalkit.rundir.importers.common import (
     _status_of,
     _text,
     _url,
+    listed,
 )
 from evalkit.sanitize import clean
 
@@ -87,7 +88,7 @@ def read_guidellm(path: Path) -> Imported:
         reported[str(level)] = _guidellm_reported(bench)
     backend = as_mapping(as_mapping(as_mapping(doc.get("config")).get("spec")).get("backend"))
     spec = as_mapping(as_mapping(doc.get("config")).get("spec"))
-    data = as_mapping(next(iter(spec.get("data") or []), {}))
+    data = as_mapping(next(iter(listed(spec.get("data"))), {}))
     starts = [t for b in benches if (t := as_number(b.get("start_time"))) is not None]
     ends = [t for b in benches if (t := as_number(b.get("end_time"))) is not None]
     return Imported(
@@ -105,7 +106,7 @@ def _requests(bench: Mapping[str, Any], with_outcome: bool = False) -> Iterator[
     groups = as_mapping(bench.get("requests"))
     for key, outcome in (("successful", "ok"), ("errored", "error"),
                          ("incomplete", "incomplete")):
-        for r in groups.get(key) or []:
+        for r in listed(groups.get(key)):
             if isinstance(r, Mapping):
                 yield (outcome, r) if with_outcome else r
 

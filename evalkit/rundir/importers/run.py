@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import evalkit
+from evalkit.analysis.jsonread import as_list
 from evalkit.analysis.summary import as_mapping
 from evalkit.errors import EvalkitError, InputError, UsageError
 from evalkit.rundir.importers.aiperf import read_aiperf
@@ -52,7 +53,7 @@ def fail_closed(summary: dict[str, Any], imported: Mapping[str, Any]) -> dict[st
     no_chunks = not imported.get("per_chunk_times")
     groups = [g for g in (summary.get("baseline"), summary.get("soak"), summary.get("rate"))
               if isinstance(g, dict)]
-    groups += [lv for lv in as_mapping(summary.get("ramp")).get("levels") or []
+    groups += [lv for lv in as_list(as_mapping(summary.get("ramp")).get("levels"))
                if isinstance(lv, dict)]
     for g in groups:
         if no_chunks:

@@ -268,19 +268,3 @@ def test_a_trace_cut_short_says_so_on_the_terminal() -> None:
     assert line(planned=1, complete=True).startswith("trace: 1 requests")
 
 
-def test_a_dry_run_of_a_trace_alone_names_no_ramp_levels(tmp_path: Path) -> None:
-    """A new user's `--trace t.jsonl --phases connect,trace --dry-run` was told of ramp
-    levels 1 to 64 that the run would never send."""
-    from click.testing import CliRunner
-
-    from evalkit.cli import cli
-
-    trace = _trace(tmp_path / "t.jsonl", 1000)
-    base = ["probe", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--dry-run",
-            "--out", str(tmp_path / "r"), "--trace", str(trace)]
-    res = CliRunner().invoke(cli, [*base, "--phases", "connect,trace"])
-    assert res.exit_code == 0, res.output
-    assert "trace: 2 requests over 1.0 s" in res.stdout
-    assert "dry run: phases connect, trace; nothing was sent" in res.stdout
-    res = CliRunner().invoke(cli, [*base, "--phases", "connect,ramp,trace", "--levels", "1,2"])
-    assert "dry run: levels 1, 2, phases connect, ramp, trace;" in res.stdout

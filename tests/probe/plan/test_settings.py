@@ -10,14 +10,9 @@ import pytest
 
 from evalkit.cli.options import parse_extra_body, parse_header, parse_int_list
 from evalkit.errors import InputError, RunDirError, UsageError
+from evalkit.probe.plan.profiles import load_profile, profile_names
 from evalkit.probe.plan.prompts import PromptSource, count_tokens, load_prompts, synthetic
-from evalkit.probe.plan.settings import (
-    ProbeConfig,
-    SuiteSettings,
-    load_profile,
-    profile_names,
-    resolve_settings,
-)
+from evalkit.probe.plan.settings import ProbeConfig, SuiteSettings, resolve_settings
 from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore, read_records, read_run_files
 

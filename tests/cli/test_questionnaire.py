@@ -1,5 +1,7 @@
-"""The blank questionnaire (`evalkit.questionnaire.template`), written and checked by `evalkit
-questionnaire`."""
+"""`evalkit questionnaire init` and `validate`: the blank questionnaire
+(`evalkit.questionnaire.template`) written and checked, and a questionnaire's workload
+problems named by its own lines (moved from tests/questionnaire/test_template.py, all of
+whose tests run the command, and tests/workload/test_named.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from click.testing import CliRunner
 from evalkit.cli import cli
 from evalkit.questionnaire.template import TEMPLATE
 from tests.questionnaire.helpers import HEAD, SAMPLES
+from tests.workload.test_named import CHAT
+from tests.workload.test_named import HEAD as ACME_HEAD
 
 
 class TestCli:
@@ -63,3 +67,20 @@ class TestCli:
         result = CliRunner().invoke(cli, ["questionnaire", "validate", str(path)])
         assert result.exit_code == 2
         assert result.stderr == f"Error: {path}: cannot read: No such file or directory\n"
+
+
+def test_validate_names_the_questionnaires_lines(tmp_path: Path) -> None:
+    q = tmp_path / "acme.yaml"
+    bad = CHAT.replace("turns: {uniform: [4, 8]}", "turns: {uniform: [8, 4]}").replace(
+        "think_time_s: 2", "think_time_s: 2\n      thinking: yes")
+    q.write_text(ACME_HEAD + bad)
+    res = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
+    assert res.exit_code == 2, res.output
+    lines = ACME_HEAD.count("\n")
+    turns_line = lines + bad.splitlines().index("      turns: {uniform: [8, 4]}") + 1
+    extra_line = lines + bad.splitlines().index("      thinking: yes") + 1
+    assert f"acme.yaml:{turns_line}: workload.shapes[0].turns" in res.output
+    assert f"acme.yaml:{extra_line}: workload.shapes[0].thinking" in res.output
+    q.write_text(ACME_HEAD + CHAT)
+    ok = CliRunner().invoke(cli, ["questionnaire", "validate", str(q)])
+    assert ok.exit_code == 0 and "names the workload 'support-chat' (1 shape)" in ok.output
