@@ -247,11 +247,14 @@ class TestInterrupt:
         # before the signal, even on a busy machine)
         # and a client check that cannot stop it either (Ray's own processes share the two
         # cores: a level may be client-bound, which ends a ramp; not what this test is about)
-        # (5 ms of request overhead, not 150: level 1 holds its 36-request floor in ~8 s)
+        # (5 ms of request overhead, not 150, and levels of 8 requests, not 36: levels 1
+        # and 2 take their 2.5 s each, and on Ray level 4 is reached ~10 s sooner; no
+        # level is judged here, so a tie ends nothing either)
         srv = reference("gpu", decode_per_stream_ms=0.2, request_overhead_ms=5)
         out = tmp_path / "run"
         profile = tmp_path / "profile.json"
-        profile.write_text(json.dumps({"extends": "quick", "client_check": {
+        profile.write_text(json.dumps({"extends": "quick", "ramp": {
+            "level_min_requests": 8}, "client_check": {
             "loop_lag_p99_s": 60, "cpu_fraction": 100, "coalesced_fraction": 1,
             "send_lag_fraction": 100}}))
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
