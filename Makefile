@@ -60,14 +60,13 @@ lint: install
 	$(BIN)/ruff check evalkit tests bench tools
 	$(BIN)/mypy evalkit
 
-# The pure core's fast tests under coverage (floor 90 %), then the rest of the suite, so
-# each test runs once (tests/ran_once.py skips the ones that passed under coverage). The
-# suite itself is not traced: a tracer would slow the prober its accuracy tests time.
-# tools/suite.py runs the timing tests in the foreground and the others beside them at
-# nice 10 (their report follows the foreground's).
+# The pure core's fast tests under coverage (floor 90 %) and the rest of the suite, each
+# test once (tests/ran_once.py leaves the coverage run's tests to it). The suite itself is
+# not traced: a tracer would slow the prober its accuracy tests time. tools/suite.py runs
+# the timing tests in the foreground and, beside them at nice 10, the coverage run and
+# then the other tests (their report follows the foreground's).
 test: install gateways lint
-	$(BIN)/python tools/core_coverage.py
-	$(BIN)/python tools/suite.py -p tests.ran_once --skip-passed build/coverage/passed.txt
+	$(BIN)/python tools/suite.py --core-coverage
 
 # The wheel works outside a checkout: build it, install it into a fresh virtualenv in a
 # temporary folder, and run `questionnaire init`/`validate` and a one-vendor demo there

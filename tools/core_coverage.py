@@ -32,6 +32,9 @@ OMIT = ("evalkit/review/pipeline.py",)
 ALSO_TESTS = ("tests/probe/plan/test_claims.py", "tests/probe/plan/test_settings.py")
 #: the node ids of the tests that passed under coverage (`make test` then skips them)
 PASSED = ROOT / "build" / "coverage" / "passed.txt"
+#: the node ids this run selected, written once it has collected: tools/suite.py's
+#: foreground waits for it and leaves these tests to this run
+SELECTED = ROOT / "build" / "coverage" / "selected.txt"
 
 
 def main() -> int:
@@ -50,9 +53,11 @@ def main() -> int:
     # the tests that pass here are left out of `make test`'s run of the suite that follows
     # (tests/ran_once.py): each runs once, this time under coverage
     run = [sys.executable, "-m", "coverage", "run", "--branch", "-m", "pytest", "-q",
-           "--no-header", "-p", "tests.ran_once", "--record-passed", str(PASSED), *args,
+           "--no-header", "-p", "tests.ran_once", "--record-passed", str(PASSED),
+           "--record-selected", str(SELECTED), *args,
            *tests]
     PASSED.unlink(missing_ok=True)  # never a list left from an earlier run
+    SELECTED.unlink(missing_ok=True)
     tested = subprocess.run(run, cwd=ROOT, env=env, check=False, capture_output=True,
                             text=True)
     if tested.returncode:

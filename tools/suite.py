@@ -18,6 +18,14 @@ probe stays in the foreground even when it judges no timing: at nice 10 under a 
 foreground, tests/probe/plan/test_corpus_privacy.py took 280 s of its 300 s timeout.
 
     python tools/suite.py [PYTEST ARGS...]   # e.g. --skip-passed FILE -p tests.ran_once
+    python tools/suite.py --core-coverage [PYTEST ARGS...]   # make test
+
+With `--core-coverage` (`make test`), the pure core's fast tests run under coverage
+(tools/core_coverage.py) first in the second slot, at `NICE`, and the tests beside after
+them; the foreground starts at once, waits only until the coverage run has collected
+(`tests/ran_once.py`'s `--record-selected`/`--await-list`), and leaves those tests to it.
+Run before everything, the coverage run held one core for ~260 s of CI while the other
+sat idle.
 
 Exit status: the foreground's if it failed, else the other's; a group that ran no test
 fails (pytest's 5), so an empty selection cannot pass.
@@ -38,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BESIDE = ("analysis", "catalog", "cli", "corpus", "questionnaire", "render", "review",
           "rundir", "verify", "voice", "workload",
           # the house rules: the import graph, typed reads and public names, read as text
-          "test_layers.py", "test_typed_reads.py", "test_public_api.py",
+          "test_layers.py", "test_typed_reads.py", "test_public_api.py", "test_ran_once.py",
           # what a run wrote (its provenance), not when it wrote it
           "test_provenance.py")
 #: the priority of the tests run beside: low enough that a timing test's server and
@@ -46,6 +54,10 @@ BESIDE = ("analysis", "catalog", "cli", "corpus", "questionnaire", "render", "re
 NICE = 10
 #: where the tests beside write their report (printed after the foreground's)
 LOG = ROOT / "build" / "suite-beside.log"
+#: the tests the coverage run selected (tools/core_coverage.py writes it once it has
+#: collected), and how long the foreground waits for it before it calls the run broken
+SELECTED = ROOT / "build" / "coverage" / "selected.txt"
+AWAIT_S = 300.0
 
 
 def _pytest(args: list[str]) -> list[str]:
@@ -54,22 +66,31 @@ def _pytest(args: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Run both groups; print the second's report after the first's; exit as said."""
+    coverage = "--core-coverage" in argv
+    argv = [a for a in argv if a != "--core-coverage"]
     beside = [f"tests/{d}" for d in BESIDE if (ROOT / "tests" / d).exists()]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with LOG.open("w", encoding="utf-8") as log, \
             tempfile.TemporaryDirectory(prefix="evalkit-beside-") as tmp:
         # its own temporary root and no shared cache: two pytests in one checkout
-        second = subprocess.Popen(
-            _pytest(["-q", "-p", "no:cacheprovider", f"--basetemp={tmp}/t", *argv,
-                     *beside]),
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            preexec_fn=lambda: os.nice(NICE))
+        second_run = _pytest(["-q", "-p", "no:cacheprovider", f"--basetemp={tmp}/t", *argv,
+                              *beside])
+        first_run = _pytest([*argv, *(f"--ignore={d}" for d in beside), "tests"])
+        if coverage:
+            SELECTED.unlink(missing_ok=True)  # never an earlier run's list
+            skip = ["-p", "tests.ran_once", "--skip-passed", str(SELECTED)]
+            # the coverage run, then the tests beside (each whatever the other's exit)
+            second_run = ["sh", "-c", 'python=$1; shift; "$python" tools/core_coverage.py; '
+                          'c=$?; "$@"; b=$?; [ "$c" -ne 0 ] && exit "$c"; exit "$b"', "sh",
+                          sys.executable, *second_run, *skip]
+            first_run = [*first_run, *skip, "--await-list", str(AWAIT_S)]
+        second = subprocess.Popen(second_run, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                  preexec_fn=lambda: os.nice(NICE))
         try:
-            first = subprocess.run(
-                _pytest([*argv, *(f"--ignore={d}" for d in beside), "tests"]),
-                cwd=ROOT, check=False).returncode
-            print(f"\n--- the tests beside ({', '.join(BESIDE)}), at nice {NICE}: "
+            first = subprocess.run(first_run, cwd=ROOT, check=False).returncode
+            print(f"\n--- {'the core under coverage, then ' if coverage else ''}"
+                  f"the tests beside ({', '.join(BESIDE)}), at nice {NICE}: "
                   f"{LOG.relative_to(ROOT)} ---", flush=True)
             other = second.wait()
         finally:
