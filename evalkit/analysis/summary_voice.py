@@ -21,6 +21,10 @@ from evalkit.analysis.summary_levels import PERCENTILES, Pct
 
 #: the things a caller suffers, in the order two that breach together are named
 VOICE_METRICS = ("ttfa", "underruns", "admission", "failures")
+#: each of them in a reader's words (the scorecard, the comparison and the catalog name
+#: what degraded first with these)
+VOICE_METRIC_WORDS = {"ttfa": "time to first audio", "underruns": "underruns",
+                      "admission": "calls refused", "failures": "failed turns"}
 #: a level against the voice SLO: within it, outside it, a tie (an interval straddles a
 #: limit: decides nothing), or not judged (client-bound, nothing measured)
 SLO_CALLS = ("within", "outside", "tie", "not_judged")

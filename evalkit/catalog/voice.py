@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from evalkit.analysis.jsonread import Json, read_as
-from evalkit.analysis.summary_voice import VoiceSection
+from evalkit.analysis.summary_voice import VOICE_METRIC_WORDS, VoiceSection
 from evalkit.fmt import fmt_ms
 from evalkit.sanitize import clean
 
@@ -30,8 +30,6 @@ RunKind = Literal["voice", "text"]
 KIND_KEY = "run_kind"
 VOICE_KEY = "voice"
 #: what degraded first, as a listing says it
-_DEGRADED_WORDS = {"ttfa": "time to first audio", "underruns": "underruns",
-                   "admission": "calls refused", "failures": "failed turns"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +104,7 @@ class VoiceHeadline:
             top = self.highest_calls
             return (f"nothing up to {_calls(top)}" if top is not None
                     else "not measured")
-        what = _DEGRADED_WORDS.get(str(self.first_degraded),
+        what = VOICE_METRIC_WORDS.get(str(self.first_degraded),
                                    clean(str(self.first_degraded), 30))
         return f"{what} at {_calls(self.first_degraded_calls)}"
 

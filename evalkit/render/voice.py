@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalkit.analysis.summary_levels import Pct
-from evalkit.analysis.summary_voice import Share, VoiceLevel, VoiceSection
+from evalkit.analysis.summary_voice import VOICE_METRIC_WORDS, Share, VoiceLevel, VoiceSection
 from evalkit.fmt import ci_text, fmt_ms
 from evalkit.render.pdf import clip
 from evalkit.review.scorecard import Scorecard
@@ -22,8 +22,6 @@ Row = tuple[str, str]
 #: a level against the voice SLO, as the page says it
 SLO_WORDS = {"within": "within", "outside": "OUTSIDE", "tie": "tie (an interval straddles "
              "a limit)", "not_judged": "not judged"}
-METRIC_WORDS = {"ttfa": "time to first audio", "underruns": "underruns",
-                "admission": "calls refused", "failures": "failed turns"}
 
 
 @dataclass(frozen=True)
@@ -92,8 +90,8 @@ def _row(lv: VoiceLevel) -> VoiceRow:
 def _first(voice: VoiceSection) -> str:
     if voice.first_degraded_level is None:
         return "Nothing degraded at the levels measured: the highest level is a lower bound."
-    what = METRIC_WORDS.get(str(voice.first_degraded), clip(str(voice.first_degraded), 30))
-    together = [METRIC_WORDS.get(m, m) for m in voice.degraded_together
+    what = VOICE_METRIC_WORDS.get(str(voice.first_degraded), clip(str(voice.first_degraded), 30))
+    together = [VOICE_METRIC_WORDS.get(m, m) for m in voice.degraded_together
                 if m != voice.first_degraded]
     also = f" (with {', '.join(together)})" if together else ""
     return f"First degraded: {what}{also} at {voice.first_degraded_level} concurrent calls."

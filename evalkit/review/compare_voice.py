@@ -22,15 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evalkit.analysis.summary import Summary
-from evalkit.analysis.summary_voice import Share, VoiceLevel, VoiceSection
+from evalkit.analysis.summary_voice import VOICE_METRIC_WORDS, Share, VoiceLevel, VoiceSection
 from evalkit.review.compare_model import Figure, RunView
 
 #: the reasons a voice figure is left out start with one of these (`left_out_words`)
 VOICE_SETTING_WORDS = ("turn detection", "turns per call", "caller audio",
                        "levels of calls", "voice SLO")
 #: which of a caller's sufferings degraded first, as a cell says it
-METRIC_WORDS = {"ttfa": "time to first audio", "underruns": "underruns",
-                "admission": "calls refused", "failures": "failed turns"}
 NO_CALLS = "not measured: no realtime calls"
 
 
@@ -261,8 +259,8 @@ def _first_detail(m: Summary) -> str | None:
         tops = [lv.concurrency for lv in voice.levels if lv.concurrency is not None]
         return (f"nothing degraded up to {calls(max(tops))}: a lower bound" if tops
                 else "not measured: no level of calls")
-    what = METRIC_WORDS.get(str(voice.first_degraded), "?")
-    also = [METRIC_WORDS.get(w, "?") for w in voice.degraded_together
+    what = VOICE_METRIC_WORDS.get(str(voice.first_degraded), "?")
+    also = [VOICE_METRIC_WORDS.get(w, "?") for w in voice.degraded_together
             if w != voice.first_degraded]
     return what + (f" (with {', '.join(also)})" if also else "")
 
