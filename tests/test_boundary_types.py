@@ -30,19 +30,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "evalkit"
 
 #: signatures that still name Any across a boundary, each with why; only shrinks
-EXCEPTIONS: dict[str, str] = {
-    "evalkit.analysis.vendor_metrics.digest": "typed-reads branch (VendorMetrics typed there)",
-    "evalkit.render.page.build_page": "typed-reads branch (the page's payloads typed there)",
-    "evalkit.render.page.page_fields": "typed-reads branch (the page's payloads typed there)",
-    "evalkit.render.page.Page.cost": "typed-reads branch (the page's payloads typed there)",
-    "evalkit.render.page.Page.workload": "typed-reads branch (the page's payloads typed there)",
-    "evalkit.render.page.Page.trace": "typed-reads branch (the page's payloads typed there)",
-    "evalkit.analysis.summary.Summary.vendor_metrics": "typed-reads branch (VendorMetrics)",
-    "evalkit.review.rules.RunTarget.stands_in_for": "typed-reads branch (a typed StandIn)",
-    "evalkit.review.scorecard.UseCaseCard.profile": "typed-reads branch (a typed SloProfile)",
-    "evalkit.review.scorecard.Scorecard.tolerances": "typed-reads branch (Tolerances)",
-    "evalkit.review.scorecard.Scorecard.slo_profiles": "typed-reads branch (SloProfile)",
-}
+EXCEPTIONS: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

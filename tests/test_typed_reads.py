@@ -13,18 +13,16 @@ counts must match exactly, so the list pins progress and only shrinks (a module 
 reads fewer lowers its entry; a module not listed reads none). `as_mapping` is pinned the
 same way (`AS_MAPPING_RETYPING`).
 
-What the page's modules still read by key, and why: render/page.py the dict
-`render.workload.workload_context` returns (6), each SLO profile's free-form `label` and
-`throughput_only` (2) and run.json's free-form `stands_in_for` (2); render/charts/listed.py
-the vendor's free-form Q6 answer (3); render/questions.py the rate limits' `measured` (1).
-Each goes when the scorecard's payloads are typed (issue 42).
-
-The walk follows a summary's part into the helper it is handed to (`prefill_text(pre)`):
-the entries for render/charts/ramp.py (the vendor's metrics page, `VendorMetrics.levels`,
-free-form as the vendor's page is: 10), render/charts/figures.py (scorecard.json's
-`tolerances`' failure limit: 1), render/{words,workload}.py and review/rates.py are reads
-that were there before it did, not new ones. The cost chart draws the scorecard's typed
-`Cost`, and the use-case chart's reading speed is its typed `ReadingSpeedCard`.
+Nothing is left: the page's last reads went when what they read was typed (issue 42).
+The vendor's metrics page is `VendorMetrics.levels`/`phases` (typed windows and gauges,
+`evalkit.analysis.summary_checks`), the tolerances the scorecard's `Tolerances` with
+typed `SloProfile`s, "Your workload" and "What it costs" frozen sections
+(`evalkit.render.workload`, `evalkit.render.costtext`), a demonstration's stand-in
+run.json's typed `StandIn`, the vendor's Q6 answer its `PanelClaim`, Q3's capacity model
+one `_Rate` per rate (`evalkit.review.rates`), and the generic words for an answer
+(`evalkit.render.words.mapping`) are handed its currency and headline unit by the typed
+answer instead of looking them up beside each field. The walk follows a summary's part
+into the helper it is handed to (`prefill_text(pre)`), so those helpers count too.
 It no longer follows a value through a function that returns a typed one (a `Page`, the
 `str` of its HTML) nor from a key into what it looks up, so verify/redraw.py's PDF
 reader (`o.geometry["mediabox"]`, reached through the scorecard's digest) is not counted.
@@ -59,15 +57,7 @@ RAW_DOCUMENTS = {
 }
 
 #: string-key reads of the summary or scorecard not yet moved to typed fields, by module
-ALLOWED: dict[str, int] = {
-    "evalkit/render/charts/figures.py": 1,
-    "evalkit/render/charts/listed.py": 3,
-    "evalkit/render/charts/ramp.py": 10,
-    "evalkit/render/page.py": 10,
-    "evalkit/render/words.py": 3,
-    "evalkit/render/workload.py": 2,
-    "evalkit/review/rates.py": 4,
-}
+ALLOWED: dict[str, int] = {}
 #: modules outside READERS and RAW_DOCUMENTS that still call `as_mapping`, by how many
 #: times they name it: none is left (issue 42); a new one fails the test
 AS_MAPPING_RETYPING: dict[str, int] = {}

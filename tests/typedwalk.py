@@ -14,7 +14,8 @@ A value holds a summary or scorecard (is *tainted*) when it is one by name (`sum
 - out of a call, unless the function returns a typed value: no `Mapping`, `dict`, `Any`
   in its return annotation, only scalars and the package's classes whose every field is
   typed too (a method, which the walk cannot resolve, by every method of its name): a
-  `str` of HTML is typed, a `Page` (its cost is a dict) is not;
+  `str` of HTML is typed, a `Page` (its `Rows`, an alias the walk does not resolve)
+  is not;
 - out of a lookup, from what is looked in, not from the key: `cache.pop(digest)` holds
   the cache's value, not the digest's source; `i` of `enumerate` is a count;
 - a write (`x["k"] = v`) is no read.
@@ -40,7 +41,7 @@ T = TypeVar("T")
 SUBJECTS = frozenset({"summary", "scorecard", "card"})
 #: a `Summary`'s fields that still hold summary.json as written (`raw`: a level's or the
 #: whole document; `run.raw` is the run directory's files, not the summary)
-RAW_FIELDS = frozenset({"raw", "precision", "vendor_metrics"})
+RAW_FIELDS = frozenset({"raw", "precision"})
 #: the nodes that open a scope of their own (a class body is read as part of the scope
 #: around it), and the comprehensions, whose names are their own too
 SCOPE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -87,7 +88,8 @@ def module_name(path: Path, root: Path) -> str:
 def _typed_classes(trees: Iterable[ast.Module]) -> set[str]:
     """The package's classes that hold no JSON: not a mapping, and every field of a
     typed type (scalars, and such classes), to a fixpoint. A `QuestionCard` (its claim is
-    the vendor's answer as written) or a `Page` (its cost is a dict) is not one."""
+    the vendor's answer as written) or a `Page` (its `Rows`: an alias, not resolved) is
+    not one."""
     classes = {c.name: c for t in trees for c in ast.walk(t) if isinstance(c, ast.ClassDef)}
     typed = {name for name, c in classes.items()
              if not any(_names(b) & MAPPINGS for b in c.bases)}

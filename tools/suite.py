@@ -11,7 +11,11 @@ waking nice-0 task the core first, so the timing tests keep what they had (the w
 process at a time was ~24 of CI's 25 minutes; docs/development.md).
 
 A folder not listed in `BESIDE` runs in the foreground: a new kind of test is timed as
-carefully as the prober's until someone decides otherwise.
+carefully as the prober's until someone decides otherwise. `BESIDE` may also name a file of
+a foreground folder whose tests time nothing (the house rules read the source as text; the
+provenance tests check the bytes a run wrote, not when it wrote them). A file that runs a
+probe stays in the foreground even when it judges no timing: at nice 10 under a loaded
+foreground, tests/probe/plan/test_corpus_privacy.py took 280 s of its 300 s timeout.
 
     python tools/suite.py [PYTEST ARGS...]   # e.g. --skip-passed FILE -p tests.ran_once
 
@@ -29,9 +33,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-#: test folders whose tests time nothing to the millisecond: they run beside the others
+#: test folders, and files of the foreground's folders, whose tests time nothing to the
+#: millisecond: they run beside the others
 BESIDE = ("analysis", "catalog", "cli", "corpus", "questionnaire", "render", "review",
-          "rundir", "verify", "voice", "workload")
+          "rundir", "verify", "voice", "workload",
+          # the house rules: the import graph, typed reads and public names, read as text
+          "test_layers.py", "test_typed_reads.py", "test_public_api.py",
+          # what a run wrote (its provenance), not when it wrote it
+          "test_provenance.py")
 #: the priority of the tests run beside: low enough that a timing test's server and
 #: client win every core they want, high enough that the others still finish
 NICE = 10
@@ -45,7 +54,7 @@ def _pytest(args: list[str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     """Run both groups; print the second's report after the first's; exit as said."""
-    beside = [f"tests/{d}" for d in BESIDE if (ROOT / "tests" / d).is_dir()]
+    beside = [f"tests/{d}" for d in BESIDE if (ROOT / "tests" / d).exists()]
     LOG.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with LOG.open("w", encoding="utf-8") as log, \

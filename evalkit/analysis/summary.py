@@ -133,9 +133,6 @@ class Summary(Mapping[str, Any]):
     validity_reasons: tuple[str, ...] = ()
     #: when the prefill fit's slope is indistinguishable from zero: only "faster than this"
     prefill_at_least: float | None = None
-    #: summary.json's `vendor_metrics`: the scrape of the vendor's metrics page (None: the
-    #: probe ran without --metrics-url)
-    vendor_metrics: Mapping[str, Any] | None = None
     #: the prefill rate's 95 % interval (from the fit's slope); None where the summary
     #: gives none, and `prefill_ci_missing` when a current summary could not compute one
     #: (fewer than 3 prompt lengths): then the rate decides nothing
@@ -283,7 +280,6 @@ def _read(summary: Mapping[str, Any]) -> Summary:
         validity=validity,
         validity_reasons=reasons,
         prefill_at_least=as_number(pre.get("tokens_per_s_at_least")),
-        vendor_metrics=as_mapping(summary.get("vendor_metrics")) or None,
         prefill_ci=read_interval(pre.get("tokens_per_s_ci")),
         prefill_ci_missing="tokens_per_s_ci" in pre and pre.get("tokens_per_s_ci") is None,
         prefill_lengths=as_count(pre.get("lengths")),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from evalkit.analysis.jsonread import Json, as_mapping, read_as
+from evalkit.analysis.jsonread import as_mapping, read_as
 from evalkit.analysis.summary_levels import GroupValidity, OutputLength, Pct
 
 
@@ -158,6 +158,81 @@ class Validity:
 
 
 @dataclass(frozen=True)
+class VendorGauge:
+    """One of the vendor's gauges (requests running, waiting; KV cache use) over a
+    window: the mean and highest of the samples the probe scraped, and the mean of those
+    taken while the window ran (`during_mean`; the ones before and after it see an idle
+    engine)."""
+
+    mean: float | None = None
+    max: float | None = None
+    samples: int | None = None
+    during_mean: float | None = None
+    during_samples: int | None = None
+
+    @property
+    def load(self) -> tuple[float, float] | None:
+        """(mean, highest) as the window's load looked to the engine: the mean of the
+        samples taken while it ran, else of all of them; None when either figure is
+        missing or the mean is no sample's (below 0, above the highest)."""
+        mean = self.during_mean if self.during_mean is not None else self.mean
+        if mean is None or self.max is None or not 0 <= mean <= self.max:
+            return None
+        return mean, self.max
+
+
+@dataclass(frozen=True)
+class VendorStats:
+    """A histogram of the vendor's (or our figures over the same requests), in seconds:
+    count, mean and percentiles (None where nothing was observed)."""
+
+    n: int | None = None
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+@dataclass(frozen=True)
+class VendorFigures:
+    """What the vendor's engine said over one window: its histograms' differences and its
+    gauges (each None where the page exported none)."""
+
+    ttft_s: VendorStats | None = None
+    itl_s: VendorStats | None = None
+    tpot_req_s: VendorStats | None = None
+    queue_time_s: VendorStats | None = None
+    running: VendorGauge | None = None
+    waiting: VendorGauge | None = None
+    kv_cache: VendorGauge | None = None
+
+
+@dataclass(frozen=True)
+class OurFigures:
+    """Our TTFT and ITL over the requests of the same window."""
+
+    ttft_s: VendorStats | None = None
+    itl_s: VendorStats | None = None
+
+
+@dataclass(frozen=True)
+class VendorWindow:
+    """The vendor's figures beside ours over one phase or ramp level
+    (`evalkit.analysis.vendor_metrics`)."""
+
+    #: the phase the window belongs to (a level's: ramp, soak, ...)
+    phase: str | None = None
+    vendor: VendorFigures | None = None
+    ours: OurFigures | None = None
+    #: no scrape after it (the run was killed inside it)
+    cut: bool = False
+    #: ours minus theirs (the network and the queueing in front of the engine)
+    overhead_s: VendorStats | None = None
+    #: the vendor's TTFT histogram counted as many requests as we sent
+    counted_ours: bool | None = None
+
+
+@dataclass(frozen=True)
 class VendorMetrics:
     """The scrape of the vendor's metrics page (`probe --metrics-url`,
     `evalkit.analysis.vendor_metrics`): what Q5's per-stream claim is checked against."""
@@ -176,9 +251,9 @@ class VendorMetrics:
     request_level_tpot: bool | None = None
     #: the inter-token intervals the histogram counted during our run
     itl_observations: int | None = None
-    #: the vendor's figures beside ours, by phase and level (free-form: the vendor's)
-    phases: Json | None = None
-    levels: Json | None = None
+    #: the vendor's figures beside ours, by phase, and by level (whose `phase` says which)
+    phases: Mapping[str, VendorWindow] = field(default_factory=dict)
+    levels: Mapping[int, VendorWindow] = field(default_factory=dict)
     note: str | None = None
 
     @property

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from evalkit.analysis.jsonread import read_as_written
 from evalkit.errors import EvalkitError, InputError, UsageError
 
 #: Bound on an override file: it holds a dozen numbers.
@@ -157,6 +158,29 @@ class SloProfile:
     #: batch: no latency limit, judged on aggregate throughput (and price)
     throughput_only: bool = False
 
+    @classmethod
+    def from_json(cls, doc: object) -> SloProfile:
+        """A profile as scorecard.json writes it, read back defensively: a label that is
+        no text reads "" (the page then names the use case by its key), a limit that is
+        no number reads as none, a flag that is not true as false."""
+        return cls(**asdict(read_as_written(_SloProfileDoc, doc)))
+
+    def shown_as(self, name: str) -> str:
+        """The use case's name as the page says it: its label, else its key in words."""
+        return self.label or name.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class _SloProfileDoc:
+    """`SloProfile` as scorecard.json writes it, every field defaulted for `read_as`."""
+
+    label: str = ""
+    ttft_p90_s: float | None = None
+    tpot_p90_s: float | None = None
+    itl_p99_s: float | None = None
+    above_reading_speed: bool = False
+    throughput_only: bool = False
+
 
 def default_slo_profiles() -> dict[str, SloProfile]:
     """The SPEC's default profiles, from public anchors."""
@@ -209,6 +233,13 @@ class Tolerances:
     def to_dict(self) -> dict[str, object]:
         """Plain data for scorecard.json."""
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: object) -> Tolerances:
+        """The tolerances as scorecard.json writes them (`to_dict`), read back
+        defensively: a setting missing or malformed keeps its default, a number keeps the
+        type it was written in (so a scorecard read back writes its bytes again)."""
+        return read_as_written(cls, doc)
 
 
 _SCALARS = {f.name: f for f in fields(Tolerances) if f.name != "slo_profiles"}

@@ -70,6 +70,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.analysis.jsonread import Json
+from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
 
 #: role → the names that fill it, preferred first (the first present wins)
@@ -270,9 +272,11 @@ def _parsed(scrape: _Scrape) -> tuple[_Scrape, Snapshot | None]:
         return dataclasses.replace(scrape, error=clean(f"unparseable page: {exc}", 200)), None
 
 
-def digest(url: str, scrapes: Sequence[_Scrape], records: Sequence[Any]) -> dict[str, Any]:
+def digest(url: str, scrapes: Sequence[_Scrape],
+           records: Sequence[RequestRecord]) -> dict[str, Json]:
     """`vendor_metrics` for summary.json from scrapes (taken now, or read back from the
-    log) and the run's records."""
+    log) and the run's records: the document as written (`Summary.sections` reads it back
+    as the typed `evalkit.analysis.summary_checks.VendorMetrics`)."""
     parsed = [_parsed(s) for s in scrapes]
     names: dict[str, str] = {}
     for _, snap in parsed:
@@ -322,7 +326,7 @@ def _groups(parsed: list[tuple[_Scrape, Snapshot | None]]
     return out
 
 
-def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[Any]
+def _window(group: list[tuple[_Scrape, Snapshot | None]], records: Sequence[RequestRecord]
             ) -> dict[str, Any] | None:
     first = next(((s, snap) for s, snap in group if s.when == "before" and snap), None)
     last = next(((s, snap) for s, snap in reversed(group) if s.when == "after" and snap), None)
@@ -391,7 +395,7 @@ def _counters(before: Snapshot, after: Snapshot, window_s: float) -> dict[str, A
     return out
 
 
-def _ours(records: Sequence[Any]) -> dict[str, Any]:
+def _ours(records: Sequence[RequestRecord]) -> dict[str, Any]:
     """Our TTFT and ITL over the same requests (every request that streamed content)."""
     ttft = sorted(r.ttft_s for r in records if r.ttft_s is not None)
     gaps = sorted(b - a for r in records for (a, _), (b, _) in zip(r.chunks, r.chunks[1:],

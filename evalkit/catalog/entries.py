@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from evalkit.analysis.summary import Sections, Summary
 from evalkit.catalog.paths import catalog_path
 from evalkit.catalog.store import Catalog, Entry, utc_iso
+from evalkit.catalog.voice import KIND_KEY, voice_figures
 from evalkit.rundir.meta import RunMeta
 from evalkit.rundir.store import REQUESTS_FILE, RUN_FILE, SUMMARY_FILE, read_json_object
 from evalkit.sanitize import clean
@@ -86,11 +87,14 @@ def _text(value: Any, limit: int = 200) -> str | None:
 
 def headline_figures(summary: Summary | None) -> dict[str, Any]:
     """The few figures a listing shows of a run's summary (None where not measured, or
-    when the run has no summary)."""
+    when the run has no summary), and the kind of traffic it measured: a voice run's are
+    its calls (`evalkit.catalog.voice`), never the text baseline and streams it has not."""
+    if summary is not None and summary.voice is not None:
+        return voice_figures(summary.voice)
     sections = summary.sections if summary is not None else Sections()
     base = sections.baseline
     ramp = sections.ramp
-    return {"requests": sections.requests,
+    return {KIND_KEY: "text", "requests": sections.requests,
             "baseline_ttft_p50_s": base.ttft_s.p50 if base else None,
             "baseline_stream_tokens_per_s_p50": base.stream_tokens_per_s.p50 if base else None,
             "max_sustained_concurrency": ramp.max_sustained_concurrency if ramp else None}

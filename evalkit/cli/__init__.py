@@ -294,7 +294,8 @@ def questionnaire_validate(file: str) -> None:
 @click.option("--vendor", "catalog_vendor", metavar="NAME",
               help="Without RUN_DIRs: compare this vendor's evaluations (probes and imports) "
                    "from the catalog, oldest first; with one RUN_DIR and --fail-on regression: "
-                   "the vendor whose last valid evaluation it is held against.")
+                   "the vendor whose last valid evaluation of the run's kind (voice or "
+                   "text) it is held against.")
 @click.option("--model", "catalog_model", help="With --vendor: only this model's runs.")
 @click.option("--since", metavar="DATE", help="With --vendor: only runs started since DATE.")
 @signing_options
@@ -329,7 +330,9 @@ def compare(runs: tuple[str, ...], out_pdf: str, html: bool, tolerance: float,
     From the catalog: with no RUN_DIR, --vendor NAME [--model M] [--since DATE] compares
     that vendor's evaluations (missing or edited ones are named and left out). With one
     RUN_DIR and --fail-on regression, the run is held against the last valid evaluation
-    of its vendor and model before it; when the catalog has none, exit 2.
+    of its vendor and model before it, of the same kind (a voice run against a voice
+    run, with the same turn detection and turns per call; a text run against a text
+    run); when the catalog has none, exit 2, naming the kind it looked for.
 
     \b
     Examples:
@@ -374,7 +377,7 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
     the last valid one before a single run under a regression gate."""
     from pathlib import Path
 
-    from evalkit.catalog.pick import last_valid, run_identity, vendor_runs
+    from evalkit.catalog.pick import baseline, run_identity, vendor_runs
     from evalkit.cli.catalog import parse_since
     from evalkit.render.comparison import CompareInput
 
@@ -405,15 +408,17 @@ def _from_catalog(inputs: list[Any], vendor: str | None, model: str | None,
         raise UsageError(f"--fail-on regression with one run: {only.run_dir} names no vendor "
                          "(probe --vendor NAME, a questionnaire, or --vendor NAME here), so "
                          "its last evaluation cannot be found")
-    last = last_valid(Path(only.run_dir), name, model or me.model, catalog, identity=me)
+    found = baseline(Path(only.run_dir), name, model or me.model, catalog, identity=me)
+    last = found.row
     if last is None:
         raise UsageError(f"--fail-on regression: the catalog holds no earlier valid "
-                         f"evaluation of {name!r} ({model or me.model}) to hold "
+                         f"{found.sought.words()} of {clean(name, 120)!r} "
+                         f"({clean(str(model or me.model), 120)}) to hold "
                          f"{only.run_dir} against, so no regression could be found or ruled "
                          "out")
-    click.echo(f"against the last valid evaluation of {clean(name, 120)}: catalog entry "
-               f"{last.id}, {clean(str(last.entry.started), 40)}, "
-               f"{clean(str(last.entry.path), 300)}")
+    click.echo(f"against the last valid {found.sought.kind} evaluation of "
+               f"{clean(name, 120)}: catalog entry {last.id}, "
+               f"{clean(str(last.entry.started), 40)}, {clean(str(last.entry.path), 300)}")
     return [CompareInput(Path(last.entry.path)), only], name
 
 

@@ -36,11 +36,15 @@ def parse_since(text: str | None) -> str | None:
 def row_json(row: Any) -> dict[str, Any]:
     """One catalog entry as `runs --json` gives it, with its state checked now."""
     from evalkit.catalog.entries import state
+    from evalkit.catalog.voice import run_kind
 
     e = row.entry
     now, why = state(e)
     return {"id": row.id, "vendor": e.vendor, "model": e.model, "endpoint": e.endpoint,
-            "path": e.path, "kind": e.kind, "started": e.started, "ended": e.ended,
+            "path": e.path, "kind": e.kind,
+            # a report's figures are its statuses: they do not say what its run measured
+            "run_kind": run_kind(e.figures) if e.kind != "report" else None,
+            "started": e.started, "ended": e.ended,
             "status": e.status, "validity": e.validity, "state": now,
             "state_reason": why or None, "suite_version": e.suite_version,
             "tool_version": e.tool_version, "figures": dict(e.figures),
@@ -69,6 +73,12 @@ def runs(ctx: click.Context, vendor: str | None, model: str | None, since: str |
          kind: str | None, as_json: bool, catalog: str | None) -> None:
     """List the catalog of evaluations: every probe, import, report and panel sample.
 
+    A voice run (`probe --api openai-realtime|gemini-live`) has a second line with its
+    calls: the most concurrent calls within the voice SLO, the judged time to first
+    audio p50 at the lowest judged level and what degraded first (a voice run has no
+    text streams: no TTFT, no concurrent streams). `--json` gives each entry's
+    `run_kind` (voice | text) and its figures.
+
     Each entry's files are checked as it is listed: `missing` when its directory (or a
     file) has gone, `edited` when a file changed since it was registered. Such entries
     are shown, never dropped.
@@ -85,6 +95,7 @@ def runs(ctx: click.Context, vendor: str | None, model: str | None, since: str |
         return
     from evalkit.catalog.paths import catalog_path
     from evalkit.catalog.store import Catalog
+    from evalkit.catalog.voice import VoiceHeadline
 
     rows = Catalog(catalog_path(catalog)).rows(vendor=vendor, model=model,
                                                since=parse_since(since), kind=kind)
@@ -103,6 +114,8 @@ def runs(ctx: click.Context, vendor: str | None, model: str | None, since: str |
                    f"{_cell(r['vendor'], 16)}  {_cell(r['model'], 20)}  "
                    f"{_cell(r['validity'], 8)}  {_cell(r['state'], 7)}  "
                    f"{clean(r['path'], 400)}")
+        if (voice := VoiceHeadline.from_figures(r["figures"])) is not None:
+            click.echo(f"{'':>7}{clean(voice.line(), 400)}")
     gone = [r for r in listed if r["state"] != "present"]
     for r in gone:
         click.echo(f"note: {r['id']} is {r['state']}: {clean(r['state_reason'], 300)}",
@@ -119,6 +132,7 @@ def runs_show(ctx: click.Context, run_id: int, as_json: bool, catalog: str | Non
     """Show one catalog entry: what was probed, when, its figures, files and state."""
     from evalkit.catalog.paths import catalog_path
     from evalkit.catalog.store import Catalog
+    from evalkit.catalog.voice import KIND_KEY, VoiceHeadline
 
     row = Catalog(catalog_path(catalog or ctx.obj.get("catalog"))).get(run_id)
     if row is None:
@@ -128,11 +142,19 @@ def runs_show(ctx: click.Context, run_id: int, as_json: bool, catalog: str | Non
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
+    voice = VoiceHeadline.from_figures(row.entry.figures)
     for key, value in doc.items():
-        if isinstance(value, dict):
+        if key == "figures" and voice is not None:  # calls, said so: never a text figure
+            click.echo("figures:")
+            for label, words in voice.rows():
+                click.echo(f"  {label}: {clean(words, 300)}")
+        elif key == "run_kind":
+            continue  # in the figures: a voice run's say so, a text run's are as before
+        elif isinstance(value, dict):
             click.echo(f"{key}:")
             for k, v in value.items():
-                click.echo(f"  {clean(str(k), 80)}: {clean(json.dumps(v), 300)}")
+                if k != KIND_KEY:
+                    click.echo(f"  {clean(str(k), 80)}: {clean(json.dumps(v), 300)}")
         else:
             click.echo(f"{key}: {clean(str(value), 400) if value is not None else '-'}")
 

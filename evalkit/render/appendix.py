@@ -6,7 +6,7 @@ opened run and the attachments' digests in, strings out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import evalkit
 from evalkit.provenance import short
@@ -82,9 +82,11 @@ def appendix(card: Scorecard, run: RunDir | None, evidence: Mapping[str, str],
     return Appendix(
         suite_version=clip(meta.suite_version or evalkit.SUITE_VERSION, 20),
         profile=fmt_value(meta.profile or meta.config.profile),
-        tolerances=tuple((k, fmt_value(v)) for k, v in sorted(card.tolerances.items())
-                         if k != "slo_profiles"),
-        slo_profiles=tuple((k, fmt_value(v)) for k, v in sorted(card.slo_profiles.items())),
+        tolerances=tuple((k, fmt_value(v)) for k, v in sorted(
+            card.tolerances.to_dict().items() if card.tolerances is not None else ())
+            if k != "slo_profiles"),
+        slo_profiles=tuple((k, fmt_value(asdict(p)))
+                           for k, p in sorted(card.slo_profiles.items())),
         tool_version=clip(stamp.tool_version, 40),
         tool_digest=short(stamp.tool_sha256),
         run_tool_version=clip(meta.tool_version or "—", 20),

@@ -7,7 +7,7 @@ and clipped here. No I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from evalkit.analysis.jsonread import Interval
 from evalkit.fmt import ci_text, fmt_money, fmt_pct
@@ -129,10 +129,24 @@ def workload_rows(cost: Cost) -> list[tuple[str, str]]:
     return out
 
 
-def cost_context(cost: Cost, labels: Mapping[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CostSection:
+    """Everything the "What it costs" section shows, as (label, value) rows."""
+
+    basis: str
+    rows: tuple[tuple[str, str], ...]
+    at_slo: tuple[tuple[str, str], ...]
+    #: a blended price's ratio table: (input:output, blended, separate)
+    blended: tuple[tuple[str, str, str], ...]
+    workload: tuple[tuple[str, str], ...]
+    blended_basis: str
+
+
+def cost_context(cost: Cost, labels: Mapping[str, str]) -> CostSection:
     """Everything the "What it costs" section shows."""
     table = cost.blended
-    return {"basis": clip(cost.basis or "", 600), "rows": cost_rows(cost, labels),
-            "at_slo": slo_rows(cost, labels) if _costed(cost) is not None else [],
-            "blended": blended_rows(cost), "workload": workload_rows(cost),
-            "blended_basis": clip((table.separate_basis or "") if table else "", 300)}
+    return CostSection(
+        basis=clip(cost.basis or "", 600), rows=tuple(cost_rows(cost, labels)),
+        at_slo=tuple(slo_rows(cost, labels)) if _costed(cost) is not None else (),
+        blended=tuple(blended_rows(cost)), workload=tuple(workload_rows(cost)),
+        blended_basis=clip((table.separate_basis or "") if table else "", 300))

@@ -7,10 +7,10 @@ how many streams stay above reading speed. Pure: the typed `Scorecard` and `Summ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from evalkit.analysis.summary import Summary, as_number
+from evalkit.analysis.thresholds import SloProfile
 from evalkit.fmt import fmt_rate
 from evalkit.render import words
 from evalkit.render.costtext import call_cost_line, cost_line
@@ -24,7 +24,7 @@ from evalkit.review.scorecard import ReadingSpeedCard, Scorecard
 Row = tuple[str, str]
 
 
-def slo_limits(card: Scorecard) -> dict[str, Mapping[str, Any]]:
+def slo_limits(card: Scorecard) -> dict[str, SloProfile]:
     """Each use case's SLO profile as the scorecard was judged with it."""
     out = card.slo_profiles
     for name, uc in card.use_cases.items():

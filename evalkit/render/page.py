@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any
 
 from markupsafe import Markup
 
+from evalkit.analysis.jsonread import Json
 from evalkit.render.appendix import Appendix, appendix
 from evalkit.render.charts import cost as cost_chart
 from evalkit.render.charts import kit
 from evalkit.render.charts.listed import Chart, ChartInputs, draw_charts
-from evalkit.render.costtext import cost_context
+from evalkit.render.costtext import CostSection, cost_context
 from evalkit.render.drawn import PageStamp
 from evalkit.render.evidence import records_note
 from evalkit.render.keyfigures import key_figures, slo_limits
@@ -45,7 +45,7 @@ from evalkit.render.questions import (
 )
 from evalkit.render.rawtables import RawTables, raw_tables
 from evalkit.render.voice import VoicePage, voice_page, voice_rules
-from evalkit.render.workload import workload_context
+from evalkit.render.workload import TraceTable, WorkloadTables, workload_context
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir.digest import RecordDigest
 from evalkit.rundir.meta import RunMeta
@@ -77,13 +77,13 @@ class Page:
     not_verified: Rows
     use_cases: tuple[UseCaseRow, ...]
     #: "What it costs" (`evalkit.render.costtext.cost_context`; None without costs)
-    cost: Mapping[str, Any] | None
+    cost: CostSection | None
     cost_chart: Markup | None
     cost_caption: str
     #: "Your workload" (`evalkit.render.workload.workload_context`'s sections)
     figure_sources: Rows
-    workload: Mapping[str, Any] | None
-    trace: Mapping[str, Any] | None
+    workload: WorkloadTables | None
+    trace: TraceTable | None
     workload_chart: Markup | None
     workload_caption: str
     charts: tuple[Chart, ...]
@@ -97,7 +97,7 @@ class Page:
     signature_anchor: str
 
 
-def page_fields(page: Page) -> dict[str, Any]:
+def page_fields(page: Page) -> dict[str, object]:
     """The template's context: the Page's fields by name."""
     return {f.name: getattr(page, f.name) for f in fields(page)}
 
@@ -132,17 +132,16 @@ def _run_lead(card: Scorecard, run: RunDir, when: str | None) -> list[tuple[str,
     return lead
 
 
-def _notices(card: Scorecard, run: RunDir | None, records: Any) -> tuple[str, ...]:
+def _notices(card: Scorecard, run: RunDir | None, records: Json) -> tuple[str, ...]:
     """Page one's notices: what reading the run directory repaired comes first (the
     figures rest on it), then a demonstration, a swapped model, a mismatched target, and
     where the records live when they are not attached."""
     notices = [clip(note, 600) for note in (run.notes if run else ())]
-    stand = card.run.stands_in_for if card.run else None  # free-form, from run.json
+    stand = card.run.stands_in_for if card.run else None  # from run.json
     if stand:
-        model, endpoint = stand.get("model"), stand.get("endpoint")
         notices.append(f"A demonstration: evalkit's built-in reference endpoint played this "
-                       f"vendor's endpoint ({clip(model or '—', 60)} at "
-                       f"{clip(endpoint or '—', 80)}). Every figure was measured "
+                       f"vendor's endpoint ({clip(stand.model or '—', 60)} at "
+                       f"{clip(stand.endpoint or '—', 80)}). Every figure was measured "
                        "on the reference endpoint, not on the vendor's.")
     if card.swap:  # named on page one, wherever it happened
         notices.append(clip(card.swap, 600))
@@ -157,7 +156,7 @@ def _notices(card: Scorecard, run: RunDir | None, records: Any) -> tuple[str, ..
 
 def build_page(card: Scorecard, run: RunDir | None,
                evidence: Mapping[str, str] | None = None, stamp: PageStamp | None = None,
-               manifest: Mapping[str, Any] | None = None, charts: bool = True) -> Page:
+               manifest: Mapping[str, Json] | None = None, charts: bool = True) -> Page:
     """The pages of `card` judged on `run` (None: a claims-only review). `evidence`: the
     attachments' SHA-256 by name; `stamp`: what the page prints that is not evidence (None:
     drawn now, by this evalkit, unsigned); `manifest`: manifest.json, which says where the
@@ -178,8 +177,7 @@ def build_page(card: Scorecard, run: RunDir | None,
     else:
         model = clip(meta.target.model or "—", SHORT_TEXT)
         endpoint = clip(meta.target.base_url or "—", SHORT_TEXT)
-    labels = {name: str(p.get("label") or name.replace("_", " "))
-              for name, p in profiles.items() if not p.get("throughput_only")}
+    labels = {name: p.shown_as(name) for name, p in profiles.items() if not p.throughput_only}
     svg = cost_chart.cost_vs_concurrency(card.cost, labels) if card.cost else None
     records = (manifest or {}).get("records")
     attached = records.get("attached_as") if isinstance(records, Mapping) else None
@@ -194,16 +192,15 @@ def build_page(card: Scorecard, run: RunDir | None,
         prompt_text=prompt_text_box(summary.sections.prompt_text) if summary else None,
         rules=(rules(summary)[0], *voice_rules(summary.voice)) if summary and summary.voice
         else tuple(rules(summary)),
-        key_figures=key_figures(card, summary, lead, work["workload_line"] if run else None),
+        key_figures=key_figures(card, summary, lead, work.line if run else None),
         questions=questions, rate_limits=limits,
         not_verified=not_verified(questions, limits),
         use_cases=use_case_rows(card),
         cost=cost_context(card.cost, labels) if card.cost else None,
         cost_chart=Markup(kit.namespaced(svg, "cost")) if svg else None,
         cost_caption=cost_chart.COST_CAPTION,
-        figure_sources=tuple(work["figure_sources"]),
-        workload=work["workload"], trace=work["trace"],
-        workload_chart=work["workload_chart"], workload_caption=work["workload_caption"],
+        figure_sources=work.figure_sources, workload=work.workload, trace=work.trace,
+        workload_chart=work.chart, workload_caption=work.caption,
         charts=draw_charts(ChartInputs(card, summary, digest, profiles)) if charts else (),
         precision=precision_section(summary.sections.precision) if summary else None,
         voice=voice_page(summary.voice) if summary else None,

@@ -21,7 +21,7 @@ from evalkit.analysis.summary_levels import OutputLength
 from evalkit.analysis.summary_sections import Prefill, Ramp
 from evalkit.fmt import ci_text, fmt_ms, fmt_num, fmt_pct, fmt_rate
 from evalkit.provenance import short
-from evalkit.questionnaire.model import Answer
+from evalkit.questionnaire.model import Answer, PricingAnswer
 from evalkit.render import words
 from evalkit.render.pdf import clip
 from evalkit.review.claimed import PanelClaim
@@ -291,7 +291,11 @@ def claim_text(claimed: Answer | None, brief: bool) -> str:
     skip = BRIEF_SKIP if brief else frozenset()
     if brief and isinstance(claimed, PanelClaim) and claimed.panel_numbers:
         skip = skip | {"panel"}  # the same panel under its alias
-    text = words.mapping(said, _short if brief else _long, skip=skip)
+    text = words.mapping(said, _short if brief else _long, skip=skip,
+                         currency=claimed.currency if isinstance(claimed, PricingAnswer)
+                         else None,
+                         headline_unit=claimed.headline_unit if isinstance(claimed, PanelClaim)
+                         else None)
     return clip(text, SHORT_TEXT if brief else LONG_TEXT) if brief else text
 
 

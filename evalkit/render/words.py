@@ -150,25 +150,24 @@ def plain(v: float) -> str:
 
 
 def field(key: Any, value: Any, text: Callable[[Any], str] = str,
-          context: Mapping[str, Any] | None = None) -> str:
+          currency: str | None = None, headline_unit: str | None = None) -> str:
     """One field as words: "TTFT p90 250 ms", "at 4 streams", "source: production".
 
-    `text` shows vendor strings (the caller clips and makes them printable); `context` is
-    the mapping the field sits in (a price's currency, a headline's unit).
+    `text` shows vendor strings (the caller clips and makes them printable); `currency`
+    and `headline_unit` are what the answer the field sits in says of its prices and its
+    headline (Q3's currency, Q6's headline unit: `evalkit.render.pagetext.claim_text`).
     """
     key = str(key)
     label, unit = name(key), _unit_of(key)
-    ctx = context or {}
     if isinstance(value, bool):
         if unit == "yes" or not unit:
             return label if value else f"no {label}" if unit == "yes" else f"not {label}"
         return f"{label}: {'yes' if value else 'no'}"
     v = as_number(value)
     if v is not None:
-        cur = ctx.get("currency") if isinstance(ctx.get("currency"), str) else ""
-        shown = _number(v, unit, text(cur) if cur else "")
+        shown = _number(v, unit, text(currency) if currency else "")
         if key == "headline":
-            shown += " " + HEADLINE_UNITS.get(str(ctx.get("headline_unit")), "per stream")
+            shown += " " + HEADLINE_UNITS.get(str(headline_unit), "per stream")
         if unit == "of":
             return f"{plain(v)} {label}{'s' if v != 1 else ''}"
         return f"{label} {shown}"
@@ -191,9 +190,11 @@ def _item(value: Any, text: Callable[[Any], str]) -> str:
 
 
 def mapping(values: Mapping[str, Any], text: Callable[[Any], str] = str, unit: str = "",
-            skip: frozenset[str] = frozenset()) -> str:
+            skip: frozenset[str] = frozenset(), currency: str | None = None,
+            headline_unit: str | None = None) -> str:
     """Every field of a mapping as words, '; '-separated; a distribution (p50/p90/p99 and
-    nothing else of note) reads "p50 40 · p90 52 · p99 60 tok/s"."""
+    nothing else of note) reads "p50 40 · p90 52 · p99 60 tok/s". `currency` and
+    `headline_unit`: the answer's own (`field`), said with its prices and headline."""
     items = [(str(k), v) for k, v in values.items()
              if str(k) not in skip and v is not None and v != "" and v != [] and v != {}]
     pcts = [(k, as_number(v)) for k, v in items if re.fullmatch(r"p\d+", k)]
@@ -204,14 +205,15 @@ def mapping(values: Mapping[str, Any], text: Callable[[Any], str] = str, unit: s
         elif unit == "seconds":
             shown += " s"
         rest = [(k, v) for k, v in items if not re.fullmatch(r"p\d+|n|ci", k)]
-        return "; ".join([shown] + [field(k, v, text, values) for k, v in rest])
+        return "; ".join([shown] + [field(k, v, text, currency, headline_unit)
+                                    for k, v in rest])
     parts = []
     for k, v in items:
         if k == "currency" and any(str(x).endswith("price_per_mtok") for x, _ in items):
             continue  # said with each price
         if k == "headline_unit" or (k.endswith("_ci") and k[:-3] in values):
             continue  # said with the headline; an interval is said with its figure
-        shown = field(k, v, text, values)
+        shown = field(k, v, text, currency, headline_unit)
         if as_number(v) is not None and f"{k}_ci" in values:
             shown += _interval(k, values[f"{k}_ci"])
         parts.append(shown)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from evalkit.analysis.jsonread import Interval
 from evalkit.analysis.summary import Level, Pct, Summary
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.fmt import fmt_s, number, price, times
@@ -249,25 +251,26 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
         return j("unverified", f"Prices are separate ({prices}) and the capacity model's rates "
                  f"are stated; not verified: {ev.blocker}.")
     decode = m.baseline.stream_tokens_per_s if m.baseline else None
-    ours = {"prefill": m.prefill_tokens_per_s,
-            "decode per stream": decode.p50 if decode else None}
-    cis = {"prefill": m.prefill_ci if m.prefill_ci is not None else
-           (None, None) if m.prefill_ci_missing else None,
-           "decode per stream": decode.interval("p50") if decode else None}
-    shown = PrefillDecodeMeasured(ours["prefill"], ours["decode per stream"], m.prefill_ci,
-                                  cis["decode per stream"])
-    checks = [(name, rate, got) for name, rate in claimed if (got := ours[name]) is not None]
-    unmeasured = [name for name, _ in claimed if ours[name] is None]
-    compared = "; ".join(f"{name} claimed {fmt_rate(cl)} vs measured {fmt_rate(got)}"
-                         f"{_ci_words(cis[name], fmt_rate)}" for name, cl, got in checks)
+    prefill_ci = (m.prefill_ci if m.prefill_ci is not None else
+                  (None, None) if m.prefill_ci_missing else None)
+    rates = (_Rate("prefill", a.prefill_tokens_per_s, m.prefill_tokens_per_s, prefill_ci,
+                   m.prefill_lengths, None),
+             _Rate("decode per stream", a.decode_tokens_per_s_per_stream,
+                   decode.p50 if decode else None, decode.interval("p50") if decode else None,
+                   decode.n if decode else None, 0.5))
+    shown = PrefillDecodeMeasured(rates[0].measured, rates[1].measured, m.prefill_ci,
+                                  rates[1].ci)
+    said = [r for r in rates if r.claimed is not None]
+    checks = [(r, r.claimed, r.measured) for r in said
+              if r.claimed is not None and r.measured is not None]
+    unmeasured = [r.name for r in said if r.measured is None]
+    compared = "; ".join(f"{r.name} claimed {fmt_rate(cl)} vs measured {fmt_rate(got)}"
+                         f"{_ci_words(r.ci, fmt_rate)}" for r, cl, got in checks)
     head = f"Prices are separate ({prices}); {compared or 'rates claimed'}"
-    decided = {name: decide(got, cis[name], tolerated(cl, tol.rate_rel, at_most=False),
-                            at_most=False,
-                            n=m.prefill_lengths if name == "prefill" else
-                            decode.n if decode else None,
-                            q=None if name == "prefill" else 0.5, fmt=fmt_rate)
-               for name, cl, got in checks}
-    short = [(name, cl / got) for name, cl, got in checks if decided[name][0] == "fails"]
+    decided = [(r, cl, got, decide(got, r.ci, tolerated(cl, tol.rate_rel, at_most=False),
+                                   at_most=False, n=r.n, q=r.q, fmt=fmt_rate))
+               for r, cl, got in checks]
+    short = [(r.name, cl / got) for r, cl, got, (verdict, _) in decided if verdict == "fails"]
     if short:
         name, ratio = max(short, key=lambda t: t[1])
         return j("unreconciled", f"{head}: {name} {times(ratio)} short.", shown)
@@ -279,12 +282,25 @@ def judge_q3(a: PricingAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
     if unmeasured:
         return j("unverified", f"{head}; not verified: the run did not measure the "
                  f"{join(unmeasured)} rate (run the prefill and baseline phases).", shown)
-    open_ = [name for name, _, _ in checks if decided[name][0] == "undecided"]
-    if open_:
-        why = [_prefill_undecided(m, cis["prefill"]) if name == "prefill" else
-               f"decode per stream (the baseline's p50): {decided[name][1]}" for name in open_]
+    why = [_prefill_undecided(m, r.ci) if r.name == "prefill" else
+           f"decode per stream (the baseline's p50): {said_why}"
+           for r, _, _, (verdict, said_why) in decided if verdict == "undecided"]
+    if why:
         return j("unverified", f"{head}; not verified: {'; '.join(why)}.", shown)
     return j("ok", f"{head}: holds.", shown)
+
+
+@dataclass(frozen=True)
+class _Rate:
+    """One rate of Q3's capacity model: what the vendor claimed (None: not claimed), what
+    the run measured of it, its 95 % interval, and the count and quantile it rests on."""
+
+    name: str
+    claimed: float | None
+    measured: float | None
+    ci: Interval | None
+    n: int | None
+    q: float | None
 
 
 def _ci_words(ci: tuple[float | None, float | None] | None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
@@ -28,7 +28,7 @@ from evalkit.fmt import number
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
 from evalkit.review.measured import Measured
 from evalkit.review.ourpanel import OurPanel
-from evalkit.rundir.meta import PromptsFile, RunMeta
+from evalkit.rundir.meta import PromptsFile, RunMeta, StandIn
 
 Status = Literal["ok", "unverified", "unanswered", "unanswerable", "unreconciled"]
 STATUSES: tuple[Status, ...] = ("ok", "unverified", "unanswered", "unanswerable",
@@ -58,7 +58,7 @@ class RunTarget:
     model: str | None = None
     endpoint: str | None = None
     #: the model and endpoint this run stood in for (the demo's reference endpoint)
-    stands_in_for: Mapping[str, Any] | None = None
+    stands_in_for: StandIn | None = None
     #: the suite profile (quick / standard / a file)
     profile: str | None = None
     #: the ramp's prompts: the suite's synthetic length, or the buyer's prompts file
@@ -79,8 +79,7 @@ class RunTarget:
         """From run.json as `open_run` read it (`RunDir.meta`)."""
         tokens = meta.settings.prompt_tokens
         return cls(as_text(meta.target.model), as_text(meta.target.base_url),
-                   meta.stands_in_for if isinstance(meta.stands_in_for, Mapping)
-                   and meta.stands_in_for else None, as_text(meta.profile),
+                   meta.stands_in_for, as_text(meta.profile),
                    tokens if tokens is not None and tokens >= 1 else None,
                    _prompts_file(meta.prompts_file), _ttft_not_ours(meta.imported))
 
@@ -133,8 +132,8 @@ def target_mismatch(q: Questionnaire | None, run: RunTarget | None) -> str | Non
     """Why the run cannot stand for the model and endpoint the questionnaire names."""
     if q is None or run is None:
         return None
-    probed = run.stands_in_for or {"model": run.model, "endpoint": run.endpoint}
-    model, endpoint = as_text(probed.get("model")), as_text(probed.get("endpoint"))
+    probed = run.stands_in_for or StandIn(run.model, run.endpoint)
+    model, endpoint = as_text(probed.model), as_text(probed.endpoint)
     problems = []
     if not model or not endpoint:
         problems.append("the run does not say which model and endpoint it probed")

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from evalkit.analysis.jsonread import Json, read_as
 from evalkit.analysis.summary import Summary
-from evalkit.analysis.thresholds import Tolerances
+from evalkit.analysis.thresholds import SloProfile, Tolerances
 from evalkit.questionnaire.model import Answer, Questionnaire
 from evalkit.questionnaire.schema import QUESTION_IDS, QUESTION_TITLES, RATE_LIMITS_TITLE
 from evalkit.review.claimed import claimed_from_json
@@ -37,6 +37,7 @@ from evalkit.review.reconcile import Reconciliation, reconcile
 from evalkit.review.rules import STATUSES, RunTarget
 from evalkit.review.verdict import Verdict
 from evalkit.review.workload_card import Sources, TraceCard, WorkloadCard
+from evalkit.rundir.meta import StandIn
 
 SCHEMA_ID = "evalkit.scorecard/1"
 NO_VENDOR = "(vendor not named)"
@@ -62,7 +63,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def fit_to_json(f: Fit) -> dict[str, Any]:
+def fit_to_json(f: Fit) -> dict[str, Json]:
     """A `Fit` as scorecard.json writes it (the start of every use case's entry)."""
     return {"fit": f.fit, "reason": f.reason, "max_concurrency": f.max_concurrency,
             "lower_bound": f.lower_bound, **({"unit": f.unit} if f.unit != "streams" else {})}
@@ -146,21 +147,24 @@ class _UseCaseDoc:
 
 @dataclass(frozen=True)
 class UseCaseCard:
-    """A use case's fit, with the SLO profile it was judged on (as scorecard.json has it)."""
+    """A use case's fit, with the SLO profile it was judged on."""
 
     fit: Fit
     label: str | None
-    profile: Mapping[str, Any] | None
+    #: None only in a document read back that gives none (or an empty one)
+    profile: SloProfile | None
 
     @classmethod
     def from_json(cls, doc: object) -> UseCaseCard:
         """An entry read back; no label means the page names it from its key."""
         d = read_as(_UseCaseDoc, doc)
-        return cls(fit_from_json(doc), d.label or None, d.profile)
+        return cls(fit_from_json(doc), d.label or None,
+                   SloProfile.from_json(d.profile) if d.profile else None)
 
     def to_json(self) -> dict[str, Json]:
         """This part of scorecard.json, keys in the contract's order."""
-        return {**fit_to_json(self.fit), "label": self.label, "profile": self.profile}
+        return {**fit_to_json(self.fit), "label": self.label,
+                "profile": asdict(self.profile) if self.profile is not None else None}
 
 
 @dataclass(frozen=True)
@@ -203,8 +207,8 @@ class RunCard:
     model: str | None = None
     endpoint: str | None = None
     profile: str | None = None
-    #: the model and endpoint a demonstration run stood in for (free-form, from run.json)
-    stands_in_for: Mapping[str, Json | None] | None = None
+    #: the model and endpoint a demonstration run stood in for (from run.json)
+    stands_in_for: StandIn | None = None
     #: why the questionnaire's model/endpoint and the run's differ (None: they match)
     target_mismatch: str | None = None
 
@@ -218,7 +222,8 @@ class RunCard:
         """This part of scorecard.json, keys in the contract's order."""
         return {"validity": self.validity, "validity_reasons": list(self.validity_reasons),
                 "model": self.model, "endpoint": self.endpoint, "profile": self.profile,
-                "stands_in_for": self.stands_in_for, "target_mismatch": self.target_mismatch}
+                "stands_in_for": self.stands_in_for.to_json() if self.stands_in_for else None,
+                "target_mismatch": self.target_mismatch}
 
 
 @dataclass(frozen=True)
@@ -273,8 +278,9 @@ class Scorecard:
     use_cases: Mapping[str, UseCaseCard]
     #: None only in a document read back that has none
     reading_speed: ReadingSpeedCard | None
-    #: the tolerances as judged, in scorecard.json's form: the page prints every setting
-    tolerances: Mapping[str, Any]
+    #: the tolerances as judged (the page prints every setting); None only in a document
+    #: read back that has none
+    tolerances: Tolerances | None
     #: how the answers changed under load at or below the concurrency sold, and a swap the
     #: responses reported (evalkit.review.answers; None: the answers held, or no canaries)
     answers: str | None = None
@@ -296,12 +302,9 @@ class Scorecard:
         return self.questions.get(qid) or QuestionCard.missing(qid)
 
     @property
-    def slo_profiles(self) -> dict[str, Mapping[str, Any]]:
-        """The tolerances' SLO profiles, by use case, as scorecard.json writes them."""
-        profiles = self.tolerances.get("slo_profiles")
-        if not isinstance(profiles, Mapping):
-            return {}
-        return {str(name): p if isinstance(p, Mapping) else {} for name, p in profiles.items()}
+    def slo_profiles(self) -> dict[str, SloProfile]:
+        """The tolerances' SLO profiles, by use case ({}: a document without tolerances)."""
+        return dict(self.tolerances.slo_profiles) if self.tolerances is not None else {}
 
     @classmethod
     def of(cls, review: Reconciliation, questionnaire: Questionnaire | None,
@@ -318,20 +321,19 @@ class Scorecard:
             run=None if not review.has_measurements else RunCard(
                 review.run_validity, tuple(review.run_validity_reasons),
                 run.model if run else None, run.endpoint if run else None,
-                run.profile if run else None,
-                _json_safe(run.stands_in_for) if run and run.stands_in_for else None,
+                run.profile if run else None, run.stands_in_for if run else None,
                 review.target_mismatch),
             verdict=review.verdict,
             questions={qid: QuestionCard(QUESTION_TITLES[qid], j.status, j.finding,
                                          j.claimed, j.measured, j.reason, j.tolerance)
                        for qid, j in review.judgements.items()},
             use_cases={name: UseCaseCard(fit, tol.slo_profiles[name].label,
-                                         _json_safe(asdict(tol.slo_profiles[name])))
+                                         tol.slo_profiles[name])
                        for name, fit in review.use_cases.items()},
             reading_speed=ReadingSpeedCard(
                 rs, 0 if rs.fit is False else rs.max_concurrency,
                 _json_safe(tol.reading_speed_tokens_per_s), tol.reading_speed_percentile),
-            tolerances=_json_safe(tol.to_dict()),
+            tolerances=tol,
             answers=review.answers, swap=review.swap,
             rate_limits=None if (rl := review.rate_limits) is None else QuestionCard(
                 RATE_LIMITS_TITLE, rl.status, rl.finding, rl.claimed, rl.measured,
@@ -358,7 +360,7 @@ class Scorecard:
             use_cases=dict(d.use_cases),
             reading_speed=ReadingSpeedCard.from_json(d.streams_at_reading_speed)
             if d.streams_at_reading_speed else None,
-            tolerances=dict(d.tolerances),
+            tolerances=Tolerances.from_json(d.tolerances) if d.tolerances else None,
             answers=d.precision.answers, swap=d.precision.swap,
             rate_limits=QuestionCard.from_json("rate_limits", limits)
             if limits is not None else None,
@@ -378,7 +380,7 @@ class Scorecard:
             "use_cases": {name: uc.to_json() for name, uc in self.use_cases.items()},
             "streams_at_reading_speed": self.reading_speed.to_json()
             if self.reading_speed else None,
-            "tolerances": self.tolerances,
+            "tolerances": self.tolerances.to_dict() if self.tolerances is not None else {},
             "precision": {"answers": self.answers, "swap": self.swap},
             "rate_limits": self.rate_limits.to_json() if self.rate_limits else None,
             "cost": self.cost.to_json() if self.cost is not None else {},
@@ -405,6 +407,6 @@ def build_card(questionnaire: Questionnaire | None, summary: Summary | None,
 
 def build_scorecard(questionnaire: Questionnaire | None, summary: Summary | None,
                     tolerances: Tolerances | None = None,
-                    run: RunTarget | None = None) -> dict[str, Any]:
+                    run: RunTarget | None = None) -> dict[str, Json]:
     """`build_card(...)` as the scorecard.json dict, for callers that want the document."""
     return build_card(questionnaire, summary, tolerances, run).to_json()

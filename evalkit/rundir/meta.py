@@ -5,8 +5,7 @@ by which evalkit, for the review, the page and the comparison.
 importers and the evidence checks, and its bytes for the attachments). Read defensively
 (`evalkit.analysis.jsonread.read_as`): run.json is a file anyone can edit, so a missing or
 malformed part is None, never a crash. The free-form parts (the vendor label, the
-provenance, the client, what a demonstration stood in for) stay JSON as written: their
-readers clean them before a page.
+provenance, the client) stay JSON as written: their readers clean them before a page.
 """
 
 from __future__ import annotations
@@ -23,6 +22,26 @@ class Sampling:
 
     temperature: float | None = None
     seed: int | None = None
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """The model and endpoint a demonstration run stood in for (run.json's
+    `stands_in_for`: the demo's reference endpoint played that vendor's endpoint)."""
+
+    model: str | None = None
+    endpoint: str | None = None
+
+    @classmethod
+    def from_json(cls, doc: object) -> StandIn | None:
+        """The object as written; None when it names nothing at all ({}): no stand-in."""
+        return read_as(cls, doc) if isinstance(doc, Mapping) and doc else None
+
+    def to_json(self) -> dict[str, str]:
+        """The object again, with the keys it gave (scorecard.json's `run.stands_in_for`)."""
+        return {key: value for key, value in (("model", self.model),
+                                              ("endpoint", self.endpoint))
+                if value is not None}
 
 
 @dataclass(frozen=True)
@@ -143,8 +162,8 @@ class RunMeta:
     target: Target = field(default_factory=Target)
     #: the label given at probe time (`probe --vendor`; free-form: `vendor_name` checks it)
     vendor: Json | None = None
-    #: the model and endpoint a demonstration run stood in for (free-form)
-    stands_in_for: Json | None = None
+    #: the model and endpoint a demonstration run stood in for (None: not a demonstration)
+    stands_in_for: StandIn | None = None
     #: the suite profile (quick / standard / a file)
     profile: str | None = None
     settings: Settings = field(default_factory=Settings)

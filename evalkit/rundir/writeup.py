@@ -24,6 +24,7 @@ from evalkit.records import RequestRecord
 from evalkit.rundir.store import RunStore
 
 if TYPE_CHECKING:
+    from evalkit.analysis.jsonread import Json
     from evalkit.analysis.summary import Summary
 
 

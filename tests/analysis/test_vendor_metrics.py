@@ -7,6 +7,7 @@ the probe read over a phase must equal what the truth log says of that phase's r
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -96,6 +97,14 @@ class TestParse:
         assert Histogram().stats()["mean"] is None
 
 
+def _given(value: object) -> object:
+    """A JSON value without its nulls and falses (what a typed reading leaves at its
+    defaults)."""
+    if isinstance(value, dict):
+        return {k: _given(v) for k, v in value.items() if v is not None and v is not False}
+    return value
+
+
 class TestScrapeAgainstTheReference:
     def test_vendor_histograms_equal_the_truth_over_each_phase(self, reference: Any,
                                                                tmp_path: Path) -> None:
@@ -147,6 +156,14 @@ class TestScrapeAgainstTheReference:
         # one that arrives before the engine has let go of its stream's last request
         # finds the batch of 3 full for that moment; never more than the level's streams
         assert level3["vendor"]["waiting"]["max"] <= 3
+        # the typed reading the page draws from holds every window's figures as written
+        typed = result.summary.sections.vendor_metrics
+        assert typed is not None and typed.levels[3].vendor is not None
+        for windows, by_key in ((typed.phases, vm["phases"]),
+                                (typed.levels, {int(k): w for k, w in vm["levels"].items()})):
+            assert set(windows) == set(by_key)
+            for key, window in windows.items():
+                assert _given(dataclasses.asdict(window)) == _given(by_key[key]), key
 
     def test_an_unreachable_metrics_page_costs_nothing(self, reference: Any,
                                                        tmp_path: Path) -> None:
@@ -170,7 +187,7 @@ def _q5(vm: dict[str, Any] | None, validity: str = "valid") -> Any:
     answer = ObservabilityAnswer(observability="per_stream",
                                  export="Prometheus inter-token histogram",
                                  metrics_url="https://vendor.example/metrics")
-    m = Summary((), None, None, None, None, False, validity=validity, vendor_metrics=vm,
+    m = Summary((), None, None, None, None, False, validity=validity,
                 sections=Sections.from_json({"vendor_metrics": vm}))
     return judge_q5(answer, Evidence(m), Tolerances())
 
@@ -220,7 +237,7 @@ class TestQ5:
     def test_request_level_stays_an_honest_gap(self) -> None:
         answer = ObservabilityAnswer(observability="request_level", export="Prometheus")
         m = Summary((), None, None, None, None, False, validity="valid",
-                    vendor_metrics=_vm())
+                    sections=Sections.from_json({"vendor_metrics": _vm()}))
         j = judge_q5(answer, Evidence(m), Tolerances())
         assert (j.status, j.finding) == ("ok", "gap")
 

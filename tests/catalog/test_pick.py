@@ -70,12 +70,13 @@ def test_the_gate_reads_the_last_evaluation_and_never_passes_without_one(
                                  "--out", str(tmp_path / "gate.pdf"), "--catalog",
                                  str(catalog)])
     assert r.exit_code == 0, r.output  # the same figures as the last valid: no regression
-    assert "against the last valid evaluation of Acme: catalog entry 2" in r.stdout
+    assert "against the last valid text evaluation of Acme: catalog entry 2" in r.stdout
     doc = json.loads((tmp_path / "gate.json").read_text())
     assert len(doc["runs"]) == 2 and doc["trends"]
     r = CliRunner().invoke(cli, ["compare", str(runs[0]), "--fail-on", "regression",
                                  "--out", str(tmp_path / "g0.pdf"), "--catalog", str(catalog)])
-    assert r.exit_code == 2 and "no earlier valid evaluation of 'Acme'" in r.output
+    assert r.exit_code == 2
+    assert "no earlier valid text evaluation (text streams) of 'Acme'" in r.output
     assert not (tmp_path / "g0.pdf").exists()
 
 

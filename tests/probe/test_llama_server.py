@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 import pytest
 
+from evalkit.analysis.summary import Summary
 from evalkit.probe.apis.base import OpenAIChat
 from evalkit.probe.plan.settings import ProbeConfig
 from evalkit.probe.suite import run_probe
@@ -61,7 +62,8 @@ class Probed:
     """One probe of the engine: its run directory, read back."""
 
     run_dir: Path
-    summary: dict[str, Any]
+    #: the run's typed summary (`RunResult.summary`), read by key as summary.json's keys
+    summary: Summary
     meta: dict[str, Any]
     records: list[RequestRecord]
 
@@ -260,7 +262,7 @@ def test_the_report_draws_its_queue(probed: Probed, tmp_path: Path) -> None:
     from evalkit.render.charts.ramp import vendor_queue
     from evalkit.render.report import render_report
 
-    queue = vendor_queue(probed.summary["vendor_metrics"])
+    queue = vendor_queue(probed.summary.sections.vendor_metrics)
     assert sorted(queue) == list(LEVELS)
     assert queue[16]["waiting"][0] > 0 and queue[SLOTS]["waiting"] == (0.0, 0.0)
     result = render_report(probed.run_dir, None, tmp_path / "card.pdf", html=True)

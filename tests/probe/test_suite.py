@@ -43,11 +43,14 @@ class TestRamp:
         """Each reference profile is built to degrade one way first; the ramp names it."""
         srv = reference(profile)
         # 36 requests a level at least: fewer cannot bound a p90 from above, and a level
-        # whose interval is open is a tie (neither sustained nor breached)
-        floors = {"1": 36, "4": 36, "8": 36, "16": 36}
+        # whose interval is open is a tie (neither sustained nor breached). No level 1:
+        # each level is judged against the baseline phase, not against level 1, and 36
+        # requests one at a time were half the ramp's time (~14 of ~28 s a profile);
+        # levels 4, 8 and 16 are the same levels as before, judged the same way
+        floors = {"4": 36, "8": 36, "16": 36}
         config = ProbeConfig(srv.base_url, srv.model, tag_requests=True,
                              phases=("connect", "baseline", "ramp"),
-                             overrides={**SHORT, "ramp": {**SHORT["ramp"],
+                             overrides={**SHORT, "ramp": {**SHORT["ramp"], "levels": [4, 8, 16],
                                                           "min_requests": floors}})
         # 16 streams at most: a load a 2-core client holds. A run that was bound where the
         # judgement is drawn checked nothing, and says so; a busy CI host can deschedule
@@ -244,11 +247,14 @@ class TestInterrupt:
         # before the signal, even on a busy machine)
         # and a client check that cannot stop it either (Ray's own processes share the two
         # cores: a level may be client-bound, which ends a ramp; not what this test is about)
-        # (5 ms of request overhead, not 150: level 1 holds its 36-request floor in ~8 s)
+        # (5 ms of request overhead, not 150, and levels of 8 requests, not 36: levels 1
+        # and 2 take their 2.5 s each, and on Ray level 4 is reached ~10 s sooner; no
+        # level is judged here, so a tie ends nothing either)
         srv = reference("gpu", decode_per_stream_ms=0.2, request_overhead_ms=5)
         out = tmp_path / "run"
         profile = tmp_path / "profile.json"
-        profile.write_text(json.dumps({"extends": "quick", "client_check": {
+        profile.write_text(json.dumps({"extends": "quick", "ramp": {
+            "level_min_requests": 8}, "client_check": {
             "loop_lag_p99_s": 60, "cpu_fraction": 100, "coalesced_fraction": 1,
             "send_lag_fraction": 100}}))
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
@@ -418,7 +424,10 @@ class TestAsyncRun:
         from evalkit.probe.run.phases import RampWatch
         from evalkit.probe.suite import arun_probe
 
-        srv = reference("gpu", mode="thread", request_overhead_ms=5)  # 36 requests a level
+        # 36 requests a level; a 2 ms decode step's base, not 12: the requests take a third
+        # of the time (the run 26 s -> 14 s), and the levels still read sustained, then a
+        # tie or sustained, then breached, so the stop rule has a breach to agree on
+        srv = reference("gpu", mode="thread", request_overhead_ms=5, decode_base_ms=2)
 
         async def main() -> Any:
             assert asyncio.get_running_loop().is_running()

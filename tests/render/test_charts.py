@@ -29,6 +29,7 @@ from matplotlib.text import Text
 from evalkit import fmt
 from evalkit.analysis.summarize import summarize
 from evalkit.analysis.summary import Summary
+from evalkit.analysis.summary_checks import VendorMetrics
 from evalkit.analysis.thresholds import Tolerances
 from evalkit.records import RequestRecord
 from evalkit.render import comparison as comparison_mod
@@ -539,11 +540,20 @@ def test_without_a_scrape_nothing_is_drawn_and_the_caption_says_so(
     caption, _, fig = _ramp_chart(scorecards["vendor page without gauges"])
     assert len(fig.axes) == 2
     assert "exported no count of running or waiting requests" in caption
-    assert ramp.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
+    assert ramp.vendor_queue(_as_read({"levels": {"2": {"phase": "ramp", "vendor": {
         "running": {"mean": float("nan"), "max": 3}, "waiting": {"mean": -1, "max": 2}}},
         "x": {"phase": "ramp"}, "4": "hostile", "8": {"phase": "ramp", "vendor": {
-            "running": {"during_mean": 9, "mean": 1, "max": 3}}}}}) == {}
+            "running": {"during_mean": 9, "mean": 1, "max": 3}}}}})) == {}
     # no sample while the level ran (a very short level): the mean of those around it
-    assert ramp.vendor_queue({"levels": {"2": {"phase": "ramp", "vendor": {
-        "running": {"mean": 0.5, "max": 1, "during_mean": None}}}}}) == {
+    assert ramp.vendor_queue(_as_read({"levels": {"2": {"phase": "ramp", "vendor": {
+        "running": {"mean": 0.5, "max": 1, "during_mean": None}}}}})) == {
             2: {"running": (0.5, 1.0)}}
+    # a soak level, or level 0, is no ramp level of the chart
+    assert ramp.vendor_queue(_as_read({"levels": {"2": {"phase": "soak", "vendor": {
+        "running": {"mean": 0.5, "max": 1}}}, "0": {"phase": "ramp", "vendor": {
+            "running": {"mean": 0.5, "max": 1}}}}})) == {}
+
+
+def _as_read(vendor_metrics: Mapping[str, Any]) -> VendorMetrics | None:
+    """summary.json's `vendor_metrics` as the summary reads it."""
+    return Summary.from_json({"vendor_metrics": vendor_metrics}).sections.vendor_metrics

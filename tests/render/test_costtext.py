@@ -46,17 +46,17 @@ def test_no_prices_say_why_and_show_no_table() -> None:
                            "basis": "Q3 gives no price"})
     assert cost_line(cost) == ("Cost", "not costed: Q3 gives no price")
     ctx = cost_context(cost, LABELS)
-    assert ctx["rows"] == [] and ctx["at_slo"] == [] and ctx["basis"] == "Q3 gives no price"
+    assert ctx.rows == () and ctx.at_slo == () and ctx.basis == "Q3 gives no price"
 
 
 def test_section_rows_and_the_slo_levels() -> None:
     ctx = cost_context(_cost(currency="EUR <b>"), LABELS)
-    rows = dict(ctx["rows"])
+    rows = dict(ctx.rows)
     assert rows["Prefill (input) share of it"] == "25%"
     assert rows["Per million output tokens within the voice agent SLO"] == "1.20 EUR <b>"
     assert rows["Per million output tokens within the live suggestions SLO"] == (
         "— (no request met it)")
-    at = dict(ctx["at_slo"])
+    at = dict(ctx.at_slo)
     assert at["live suggestions"] == "no level within the SLO"
     assert at["voice agent"].startswith("at 2 streams: 0.0000200 EUR <b> a session")
 
@@ -85,7 +85,7 @@ def test_a_workload_session_shows_its_cost_with_its_failures_carried() -> None:
              "per_unit_with_failed": 4e-5, "client_bound": True},
             {"users": 8, "shape": "old", "units": 3, "per_unit": 4e-5, "per_unit_ci": None,
              "failed_units": None, "spent_failed": None, "per_unit_with_failed": None}]
-    got = dict(cost_context(_cost(workload=rows), LABELS)["workload"])
+    got = dict(cost_context(_cost(workload=rows), LABELS).workload)
     assert got["chat at 4 users: one complete unit (mean of 2)"] == (
         "0.0000200 USD [95 %: 0.0000180–0.0000220]; 0.0000230 USD with the 1 failed unit's "
         "served turns (0.00000600 USD) carried")

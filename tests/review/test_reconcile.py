@@ -17,6 +17,7 @@ from evalkit.questionnaire.load import load_questionnaire
 from evalkit.review.measured import ConcurrencyMeasured
 from evalkit.review.reconcile import reconcile
 from evalkit.review.rules import RunTarget
+from evalkit.rundir.meta import StandIn
 from tests.review.helpers import (
     PANEL,
     PANEL_RUN,
@@ -321,7 +322,7 @@ class TestPartialInputs:
         """The demo's reference endpoint plays the vendor's: matched on what it stood in
         for (case, default port and trailing slash aside), not on its own loopback URL."""
         text = "Q1: {ttft_p90_ms: 300, at_concurrency: 16, source: production}\n"
-        run = RunTarget("evalkit-reference", "http://127.0.0.1:9/v1", stands_in)
+        run = RunTarget("evalkit-reference", "http://127.0.0.1:9/v1", StandIn(**stands_in))
         assert reconcile(q(text), typed(SUMMARY), None, run).judgements["Q1"].status == status
 
     def test_invalid_run_verifies_nothing_and_says_run_invalid(self) -> None:

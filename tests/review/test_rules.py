@@ -24,6 +24,7 @@ from evalkit.review.rules import (
     tolerated,
     within,
 )
+from evalkit.rundir.meta import StandIn
 from tests.review.helpers import RUN, _level, judge, q, typed
 
 # ------------------------------------------------- reading the summary, and numbers shown
@@ -35,7 +36,7 @@ class TestReadingTheSummary:
     def test_run_target_from_run_json(self) -> None:
         run = {"target": {"model": " m ", "base_url": "http://h/v1"}, "profile": "quick",
                "stands_in_for": {"model": "x"}}
-        assert RunTarget.from_run(run) == RunTarget("m", "http://h/v1", {"model": "x"}, "quick")
+        assert RunTarget.from_run(run) == RunTarget("m", "http://h/v1", StandIn("x"), "quick")
         assert RunTarget.from_run({"target": {"model": "  "}, "stands_in_for": {}}) == \
             RunTarget(None, None, None, None)
         assert RunTarget.from_run(None) is None and RunTarget.from_run([1]) is None

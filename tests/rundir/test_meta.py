@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from evalkit.review.rules import RunTarget
-from evalkit.rundir.meta import PromptsFile, RunMeta
+from evalkit.rundir.meta import PromptsFile, RunMeta, StandIn
 from evalkit.rundir.run import RunDir, open_run
 
 REPORT_RUN = Path(__file__).resolve().parents[1] / "data" / "report_run"
@@ -41,7 +41,7 @@ def test_the_settings_and_the_buyer_s_prompts_file() -> None:
                                "package_sha256": "x"}  # free-form, kept as written
     target = RunTarget.from_meta(meta)
     assert target.prompt_tokens == 512 and target.prompts_file == "mine.jsonl, abababababab"
-    assert target.stands_in_for == {"model": "m", "endpoint": "https://e/v1"}
+    assert target.stands_in_for == StandIn("m", "https://e/v1")
 
 
 def test_an_edited_run_json_reads_as_not_stated() -> None:

@@ -13,10 +13,11 @@ import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import httpx
 
+from evalkit.analysis.jsonread import Json
 from evalkit.analysis.vendor_metrics import (
     MAX_PAGE_BYTES,
     MAX_SAMPLES,
@@ -28,6 +29,7 @@ from evalkit.analysis.vendor_metrics import (
 )
 from evalkit.probe.wire.replies import bounded_get
 from evalkit.provenance import url_as_written
+from evalkit.records import RequestRecord
 from evalkit.sanitize import clean
 
 
@@ -151,7 +153,7 @@ class VendorScraper:
             self._log_fh = None
 
     # ------------------------------------------------------------------ digest
-    def summary(self, records: Sequence[Any]) -> dict[str, Any]:
+    def summary(self, records: Sequence[RequestRecord]) -> dict[str, Json]:
         """`vendor_metrics` for summary.json: what was found, each phase's vendor TTFT and
         ITL beside ours, and queue depth and running requests per ramp level. The run is
         being written up: the log is closed."""

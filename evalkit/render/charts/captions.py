@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from evalkit.analysis.summary_checks import VendorMetrics
 from evalkit.analysis.summary_sections import RampThresholds
 from evalkit.fmt import chart_num
 from evalkit.render.charts.ramp import vendor_queue
@@ -33,14 +31,14 @@ def distributions_caption(tokens_per_chunk: str, boxes: bool = True) -> str:
 
 
 def throughput_caption(thresholds: RampThresholds | None = None,
-                       vendor: Mapping[str, Any] | None = None) -> str:
+                       vendor: VendorMetrics | None = None) -> str:
     """Figure 3's caption, with the degradation rule the max sustained level rests on, and
-    what the queue panel under it shows, or why there is none (`vendor`: summary.json's
+    what the queue panel under it shows, or why there is none (`vendor`: the summary's
     vendor_metrics, None when the run scraped nothing)."""
     return _throughput_words(thresholds) + " " + queue_caption(vendor)
 
 
-def queue_caption(vendor: Mapping[str, Any] | None) -> str:
+def queue_caption(vendor: VendorMetrics | None) -> str:
     """The queue panel's sentence: what it draws, or why nothing is drawn."""
     if vendor_queue(vendor):
         return ("Under it, the vendor's own metrics (its metrics page, scraped about every "
@@ -49,7 +47,7 @@ def queue_caption(vendor: Mapping[str, Any] | None) -> str:
                 "highest. A "
                 "queue that grows where a figure degraded says the engine was full; no queue "
                 "there points to what lies in front of it, the network or a gateway.")
-    if not isinstance(vendor, Mapping):
+    if vendor is None:
         return ("No queue panel: the run did not scrape the vendor's metrics (probe "
                 "--metrics-url), so why a figure degraded is not shown.")
     return ("No queue panel: the run scraped the vendor's metrics page, but it exported no "

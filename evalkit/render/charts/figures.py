@@ -4,7 +4,7 @@ prefill fit, and each use case's limits against the ramp."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 
 from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_levels import Level, Pct
+from evalkit.analysis.thresholds import SloProfile, Tolerances
 from evalkit.fmt import chart_num, chart_whole, level_span
 from evalkit.render.charts.kit import (
     _RC,
@@ -61,7 +62,7 @@ def measured_rows(summary: Summary | None) -> list[tuple[str, Pct, int | None]]:
     return rows
 
 
-def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
+def claims_vs_measured(headline: float | None, panel: Pct | None,
                        measured: Pct | Sequence[tuple[str, Pct, int | None]] | None,
                        unit: str = "tokens/s", headline_unit: str | None = None) -> str | None:
     """The vendor's headline and production panel beside our per-stream rates, one row
@@ -83,12 +84,12 @@ def claims_vs_measured(headline: float | None, panel: Mapping[str, Any] | None,
         else:
             rows.append((f"vendor headline {chart_whole(headline)} {unit} {per}\n"
                          f"(not per stream: not drawn)", []))
-    ours: list[tuple[str, Pct | Mapping[str, Any] | None, int | None]] = (
+    ours: list[tuple[str, Pct | None, int | None]] = (
         [("ours", measured, None)] if isinstance(measured, Pct) else list(measured or []))
     levels = []
     for label, dist, level in [("vendor production panel", panel, None), *ours]:
         vals = [(q, float(v)) for q in ("p50", "p90", "p99")
-                if isinstance(dist, Mapping | Pct) and _finite(v := dist.get(q))]
+                if dist is not None and _finite(v := dist.get(q))]
         if vals:
             rows.append((f"{label}\n" + " · ".join(f"{q} {chart_whole(v)}" for q, v in vals), vals))
             levels += [level] if level else []
@@ -169,31 +170,35 @@ def prefill_fit(points: Sequence[tuple[float, float]], overhead_s: float | None,
 
 
 #: The use-case chart's panels: summary metric, percentile, SLO profile key, label.
-FIT_PANELS = (("ttft_s", "p90", "ttft_p90_s", "TTFT p90"),
-              ("tpot_s", "p90", "tpot_p90_s", "TPOT p90"),
-              ("itl_s", "p99", "itl_p99_s", "ITL p99, gap between chunks"))
+#: each latency panel: the level's figure, its percentile, the use case's limit on it,
+#: the panel's title, and whether the reading speed is drawn on it
+FIT_PANELS: tuple[tuple[str, str, Callable[[SloProfile], float | None], str, bool], ...] = (
+    ("ttft_s", "p90", lambda p: p.ttft_p90_s, "TTFT p90", False),
+    ("tpot_s", "p90", lambda p: p.tpot_p90_s, "TPOT p90", True),
+    ("itl_s", "p99", lambda p: p.itl_p99_s, "ITL p99, gap between chunks", False))
 
 
-def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
-                 reading: ReadingSpeed) -> list[tuple[str, float, Mapping[str, Any]]]:
+def _limit_lines(limits: Mapping[str, SloProfile], limit: Callable[[SloProfile], float | None],
+                 reading: ReadingSpeed | None) -> list[tuple[str, float, Mapping[str, Any]]]:
     """(label, ms, line style) of each limit a panel draws, highest first; use cases that
     share a limit share a line, and a use case has one style in every panel. The TPOT
     panel's reading-speed line is the reading speed the review judged by (`reading`),
-    drawn when it is judged at p90, the percentile the panel shows."""
+    drawn when it is judged at p90, the percentile the panel shows (None: not the TPOT
+    panel)."""
     by_value: dict[float, list[tuple[int, str]]] = {}
     for i, (name, profile) in enumerate(limits.items()):
-        value = profile.get(limit_key)
+        value = limit(profile)
         if _positive(value):
-            label = plain(str(profile.get("label") or str(name).replace("_", " ")))
+            label = plain(profile.shown_as(str(name)))
             by_value.setdefault(float(value) * 1000, []).append((i, label))
     out = [(f"{', '.join(n for _, n in names)} {chart_whole(v)} ms", v,
             LIMIT_STYLES[names[0][0] % (len(LIMIT_STYLES) - 2)])
            for v, names in by_value.items()]
-    if limit_key == "tpot_p90_s":
+    if reading is not None:
         speed, percentile = reading
         if _positive(speed) and percentile == "p90":
-            readers = [plain(str(p.get("label") or str(n).replace("_", " ")))
-                       for n, p in limits.items() if p.get("above_reading_speed")]
+            readers = [plain(p.shown_as(str(n))) for n, p in limits.items()
+                       if p.above_reading_speed]
             if readers:
                 out.append((f"{', '.join(readers)}: reading speed {chart_num(speed)} tokens/s = "
                             f"{chart_whole(1000 / speed)} ms", 1000 / speed, LIMIT_STYLES[-2]))
@@ -201,22 +206,20 @@ def _limit_lines(limits: Mapping[str, Mapping[str, Any]], limit_key: str,
 
 
 def use_case_fit(levels: Sequence[Level],
-                 limits: Mapping[str, Mapping[str, Any]],
-                 tolerances: Mapping[str, Any] | None = None,
+                 limits: Mapping[str, SloProfile],
+                 tolerances: Tolerances | None = None,
                  reading: ReadingSpeedCard | None = None) -> str | None:
     """Every limit a use case sets, per level: TTFT p90, TPOT p90 (and the reading
     speed), ITL p99 (the voice agent's no-stall limit) and the share of failed requests.
 
     `limits` maps a use case to its SLO profile (`ttft_p90_s`, `tpot_p90_s`,
-    `itl_p99_s`, `above_reading_speed`, `label`); `tolerances` (scorecard.json's) gives
+    `itl_p99_s`, `above_reading_speed`, `label`); `tolerances` (the scorecard's) gives
     the failure limit, and `reading` (the scorecard's typed reading-speed card) the
     reading speed and the percentile it is judged at (the defaults otherwise). A level
     fits a use case where the measured line stays under every one of that use case's
     lines.
     """
-    from evalkit.analysis.thresholds import Tolerances
-
-    tol = tolerances or {}
+    tol = tolerances or Tolerances()
     speed: ReadingSpeed = ((reading.reading_speed_tokens_per_s, reading.percentile)
                            if reading is not None else
                            (Tolerances().reading_speed_tokens_per_s,
@@ -224,17 +227,18 @@ def use_case_fit(levels: Sequence[Level],
     panels: list[tuple[list[tuple[float, float, bool]],
                        list[tuple[str, float, Mapping[str, Any]]], str, bool]] = []
     conc = [lv.concurrency for lv in levels]
-    for key, q, limit_key, label in FIT_PANELS:
+    for key, q, limit_of, label, reads in FIT_PANELS:
         pts = [(float(lv.concurrency), float(v) * 1000, lv.client_bound) for lv in levels
                if _positive(v := getattr(lv, key).get(q))]
         if pts:
-            panels.append((pts, _limit_lines(limits, limit_key, speed), label, True))
+            panels.append((pts, _limit_lines(limits, limit_of, speed if reads else None), label,
+                           True))
     failed = [(float(lv.concurrency), rate * 100, lv.client_bound) for lv in levels
               if (rate := lv.failure_rate) is not None]
     if failed:
-        limit = tol.get("max_failure_rate")
-        limit = float(limit) if _finite(limit) else Tolerances().max_failure_rate
-        panels.append((failed, [(f"every use case {chart_num(limit * 100)} %", limit * 100,
+        failure_limit = float(tol.max_failure_rate)
+        panels.append((failed, [(f"every use case {chart_num(failure_limit * 100)} %",
+                                 failure_limit * 100,
                                  LIMIT_STYLES[-1])], "Failed requests", False))
     if not panels:
         return None

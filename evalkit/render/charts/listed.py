@@ -16,16 +16,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from markupsafe import Markup
 
 from evalkit.analysis.summary import Summary, as_number
+from evalkit.analysis.summary_checks import VendorMetrics
+from evalkit.analysis.summary_levels import Level, Pct
 from evalkit.analysis.summary_sections import Prefill, Ramp
+from evalkit.analysis.thresholds import SloProfile
 from evalkit.fmt import fmt_num
 from evalkit.render.charts import captions, figures, kit, ramp, raster
 from evalkit.render.charts.precision import precision_chart
 from evalkit.render.charts.voice import VOICE_CAPTION, voice_chart
+from evalkit.review.claimed import PanelClaim
 from evalkit.review.scorecard import Scorecard
 from evalkit.rundir.digest import RecordDigest
 
@@ -38,7 +41,7 @@ class ChartInputs:
     summary: Summary | None
     digest: RecordDigest
     #: each use case's SLO profile, as the scorecard was judged with it
-    slo_limits: Mapping[str, Mapping[str, Any]]
+    slo_limits: Mapping[str, SloProfile]
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,14 @@ Drawing = tuple[str, str | None]
 
 def claims(i: ChartInputs) -> Drawing:
     """The vendor's headline and panel beside our per-stream rates."""
-    q6 = i.card.question("Q6").claimed  # the vendor's Q6 answer, as scorecard.json says it
-    claimed: Mapping[str, Any] = q6.to_dict() if q6 is not None else {}
-    panel = claimed.get("panel")
+    q6 = i.card.question("Q6").claimed  # the vendor's Q6 answer, with its headline
+    claim = q6 if isinstance(q6, PanelClaim) else None
+    rates = claim.output_tokens_per_s if claim is not None and claim.panel_numbers else None
+    panel = None if rates is None else Pct(p50=rates.p50, p90=rates.p90, p99=rates.p99)
     return (captions.CLAIMS_CAPTION, figures.claims_vs_measured(
-        as_number(claimed.get("headline")), panel if isinstance(panel, Mapping) else claimed,
-        figures.measured_rows(i.summary), headline_unit=claimed.get("headline_unit")))
+        as_number(claim.headline) if claim is not None else None, panel,
+        figures.measured_rows(i.summary),
+        headline_unit=claim.headline_unit if claim is not None else None))
 
 
 def latency(i: ChartInputs) -> Drawing:
@@ -77,7 +82,8 @@ def throughput(i: ChartInputs) -> Drawing:
     """Output tokens/s per level, the max sustained level, the vendor's queue under it."""
     section = i.summary.sections.ramp if i.summary is not None else None
     held = section or Ramp()
-    vendor = i.summary.vendor_metrics if i.summary is not None else None  # the queue panel
+    vendor = i.summary.sections.vendor_metrics if i.summary is not None else None
+    vendor = None if vendor == VendorMetrics() else vendor  # an empty section scraped nothing
     return (captions.throughput_caption(held.thresholds if section else None, vendor),
             ramp.throughput_vs_concurrency(_levels(i), held.max_sustained_concurrency,
                                            held.first_degraded, vendor))
@@ -138,5 +144,5 @@ def draw_charts(inputs: ChartInputs) -> tuple[Chart, ...]:
                  for n, (caption, svg) in enumerate(drawn) if svg)
 
 
-def _levels(i: ChartInputs) -> tuple[Any, ...]:
+def _levels(i: ChartInputs) -> tuple[Level, ...]:
     return i.summary.ramp if i.summary is not None else ()

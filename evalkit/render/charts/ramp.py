@@ -11,6 +11,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from evalkit.analysis.summary_checks import VendorMetrics
 from evalkit.analysis.summary_levels import Level
 from evalkit.fmt import level_span
 from evalkit.render.charts.kit import (
@@ -118,27 +119,21 @@ BOUND_LABEL = "hollow marker: the client was the bottleneck (not judged)"
 QUEUE_GAUGES = (("running", "running in its engine", 0), ("waiting", "waiting in its queue", 1))
 
 
-def vendor_queue(vendor: Mapping[str, Any] | None) -> dict[int, dict[str, tuple[float, float]]]:
+def vendor_queue(vendor: VendorMetrics | None) -> dict[int, dict[str, tuple[float, float]]]:
     """Per ramp level, the vendor's running and waiting gauges as (mean, max): the mean
     of the samples the probe scraped while the level ran (before and after it, which see
     an idle engine, only when none was taken during it), the highest of all of them
-    (`vendor_metrics`); empty when the run scraped nothing or the page exported neither
+    (`VendorGauge.load`); empty when the run scraped nothing or the page exported neither
     gauge."""
     out: dict[int, dict[str, tuple[float, float]]] = {}
-    levels = vendor.get("levels") if isinstance(vendor, Mapping) else None
-    for key, d in (levels.items() if isinstance(levels, Mapping) else ()):
-        if not (isinstance(d, Mapping) and d.get("phase") == "ramp" and str(key).isdigit()
-                and isinstance(d.get("vendor"), Mapping)):
+    for level, window in (vendor.levels.items() if vendor is not None else ()):
+        if window.phase != "ramp" or window.vendor is None or level <= 0:
             continue
-        for gauge, _, _ in QUEUE_GAUGES:
-            g = d["vendor"].get(gauge)
-            if not isinstance(g, Mapping):
-                continue
-            # the samples taken while the level ran; before and after it, if none was
-            mean = g.get("during_mean") if _finite(g.get("during_mean")) else g.get("mean")
-            if _finite(mean) and _finite(g.get("max")) and 0 <= mean <= g["max"]:
-                out.setdefault(int(key), {})[gauge] = (float(mean), float(g["max"]))
-    return {c: out[c] for c in sorted(out) if c > 0}
+        for gauge, g in (("running", window.vendor.running),
+                         ("waiting", window.vendor.waiting)):
+            if g is not None and (load := g.load) is not None:
+                out.setdefault(level, {})[gauge] = load
+    return {c: out[c] for c in sorted(out)}
 
 
 def _queue_panel(ax: Any, queue: Mapping[int, Mapping[str, tuple[float, float]]],
@@ -166,10 +161,10 @@ def _queue_panel(ax: Any, queue: Mapping[int, Mapping[str, tuple[float, float]]]
 
 def throughput_vs_concurrency(levels: Sequence[Level], max_sustained: int | None,
                               first_degraded: str | None,
-                              vendor: Mapping[str, Any] | None = None) -> str | None:
+                              vendor: VendorMetrics | None = None) -> str | None:
     """Output tokens/s per level: per stream (p50 and p10, left axis) and all streams
     together (right axis), the max sustained level marked; under it, when the run scraped
-    the vendor's metrics (`vendor`, summary.json's vendor_metrics), the requests the
+    the vendor's metrics (`vendor`, the summary's vendor_metrics), the requests the
     vendor's engine was running and queueing at each level: why a figure degraded."""
     pts = [(lv.concurrency, lv.stream_tokens_per_s, lv.aggregate_tokens_per_s,
             lv.client_bound) for lv in levels]

@@ -111,12 +111,19 @@ class TestPlannedRuns:
         srv = reference("gpu", decode_base_ms=2, decode_per_stream_ms=2)
         q = _questionnaire(tmp_path, srv, "Q1: {ttft_p90_ms: 2000, at_concurrency: 32, "
                                           "source: production}\n")
-        run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
-                              phases=("connect", "baseline", "ramp"),
-                              questionnaire=q, overrides=QUICK), tmp_path / "run")
+        # levels of 8 requests: the 36 at 32 are then the plan's floor for the claim, not
+        # the quick profile's for every level (and the run takes half the time)
+        short = {**QUICK, "ramp": {**QUICK["ramp"], "level_min_requests": 8}}
+        res = run_probe(ProbeConfig(srv.base_url, srv.model, tag_requests=True,
+                                    phases=("connect", "baseline", "ramp"),
+                                    questionnaire=q, overrides=short), tmp_path / "run")
         records = read_records(tmp_path / "run" / "requests.jsonl")
         at32 = [r for r in records if r.phase == "ramp" and r.level == 32]
         assert len(at32) >= 36
+        # past a breach: inter-token latency broke below 32 (at 8 it is 4.5 times the
+        # baseline's), so the ramp alone would have stopped short of 32
+        assert res.summary is not None
+        assert res.summary["ramp"]["first_breach_concurrency"] < 32, res.summary["ramp"]
         truth_ids = {t["request_id"] for t in srv.truth()}
         assert {r.id for r in at32} <= truth_ids  # really sent, really served
         run = json.loads((tmp_path / "run" / "run.json").read_text())
