@@ -35,6 +35,7 @@ from evalkit.review.rules import (
     dist_numbers,
     in_regime,
     join,
+    latency_claim,
     quote,
     tolerance_words,
     tolerated,
@@ -52,21 +53,14 @@ def judge_q1(a: TtftAnswer, ev: Evidence, tol: Tolerances) -> Judgement:
 
     if blank(a):
         return j("unanswered", "Q1 is not answered: no TTFT figures were given.")
-    claims = {k: v for k, v in (("p50", a.ttft_p50_ms), ("p90", a.ttft_p90_ms)) if v is not None}
-    if not claims:
-        return j("unanswerable", "Q1 gives no TTFT numbers (only text), so nothing can be "
-                 "checked.")
-    said = " / ".join(f"{k} {number(v)} ms" for k, v in claims.items())
-    if a.source != "production":
-        return j("unanswerable", f"TTFT {said} is given {SOURCE_WORDS[a.source]}, where a "
-                 "measurement under production load was asked.")
-    c = a.at_concurrency
-    if c is None or c <= 1:
-        where = "in isolation (concurrency 1)" if c == 1 else "with no concurrency stated"
-        return j("unanswerable", f"TTFT {said} is given {where}, not under load.")
-    if "p50" in claims and "p90" in claims and claims["p50"] > claims["p90"]:
-        return j("unreconciled", f"Claimed TTFT p50 {number(claims['p50'])} ms is above its own "
-                 f"p90 {number(claims['p90'])} ms: the two cannot both hold.")
+    opened = latency_claim("TTFT", a.ttft_p50_ms, a.ttft_p90_ms, a.source, a.at_concurrency,
+                           none_given="Q1 gives no TTFT numbers (only text), so nothing can "
+                           "be checked.", alone="concurrency 1", unstated="concurrency")
+    if isinstance(opened, str):
+        return j("unanswerable", opened)
+    if (contradiction := opened.contradiction()) is not None:
+        return j("unreconciled", contradiction)
+    claims, said, c = opened.claims, opened.said, opened.at
     claim = f"TTFT {said} at {c} streams"
     m = ev.usable
     if m is None:

@@ -7,22 +7,24 @@ where it was measured in the regime the claim names. That rule is written once, 
 `tolerated` is the worst figure a claim still holds at, `meets` says which side of a
 limit a figure is on (the limit itself holds), `within` is the two together and
 `tolerance_words` prints it. `decide` asks whether a measurement's whole 95 % interval
-meets the limit, `in_regime` finds the level a claim is judged at, and `rerun_for` names
-the run that would decide what this one could not. `Evidence` is what a judge may rest
-on; `run_blocker` says when nothing measured may be used at all.
+meets the limit, `at_levels` finds the level of a ramp (streams or calls) a claim is
+judged at (`in_regime` for the streams), and `rerun_for` names the run that would decide
+what this one could not. `Evidence` is what a judge may rest on; `run_blocker` says when
+nothing measured may be used at all.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from evalkit.analysis.intervals import samples_for
 from evalkit.analysis.jsonread import Json, read_as
 from evalkit.analysis.summary import Level, Summary, as_text
+from evalkit.fmt import number
 from evalkit.questionnaire.model import Answer, Distribution, Questionnaire
 from evalkit.review.measured import Measured
 from evalkit.review.ourpanel import OurPanel
@@ -220,6 +222,46 @@ SOURCE_WORDS = {"lab": "from a lab benchmark", "estimate": "as an estimate",
                 None: "without saying where it was measured"}
 
 
+@dataclass(frozen=True)
+class LatencyClaim:
+    """A claimed latency as Q1 reads it, text TTFT or voice TTFA alike: the percentiles
+    given (ms), as a reason says them, and the load (streams or calls) they were given at."""
+
+    #: "TTFT", "time to first audio": as a reason names the figure
+    what: str
+    claims: dict[str, float]
+    said: str
+    at: int
+
+    def contradiction(self) -> str | None:
+        """Why the claim cannot hold whatever is measured (p50 above its own p90)."""
+        p50, p90 = self.claims.get("p50"), self.claims.get("p90")
+        if p50 is not None and p90 is not None and p50 > p90:
+            return (f"Claimed {self.what} p50 {number(p50)} ms is above its own p90 "
+                    f"{number(p90)} ms: the two cannot both hold.")
+        return None
+
+
+def latency_claim(what: str, p50: float | None, p90: float | None, source: str | None,
+                  at: int | None, *, none_given: str, alone: str, unstated: str
+                  ) -> LatencyClaim | str:
+    """A latency claim that can be set beside a measurement, or why it is unanswerable: it
+    gives no percentile (`none_given`), is not from production, or is not under load (at
+    one, `alone` says it: "concurrency 1"; or none stated, `unstated`: "concurrency")."""
+    claims = {k: v for k, v in (("p50", p50), ("p90", p90)) if v is not None}
+    if not claims:
+        return none_given
+    said = " / ".join(f"{k} {number(v)} ms" for k, v in claims.items())
+    head = what[:1].upper() + what[1:]
+    if source != "production":
+        return (f"{head} {said} is given {SOURCE_WORDS[source]}, where a measurement under "
+                "production load was asked.")
+    if at is None or at <= 1:
+        where = f"in isolation ({alone})" if at == 1 else f"with no {unstated} stated"
+        return f"{head} {said} is given {where}, not under load."
+    return LatencyClaim(what, claims, said, at)
+
+
 def blank(answer: Answer) -> bool:
     """The answer says nothing at all (unanswered, not unanswerable)."""
     return not answer.to_dict()
@@ -289,6 +331,17 @@ LevelCheck = Callable[["Level"], tuple[Decision | None, str, str]]
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
+class RampLevel(Protocol):
+    """A level of a ramp, as `at_levels` orders it: the ramp's streams (`Level`) or a
+    voice run's calls (`VoiceLevel`)."""
+
+    @property
+    def concurrency(self) -> int | None: ...
+
+
+LevelT = TypeVar("LevelT", bound=RampLevel)
+
+
 def decide(value: float, interval: tuple[float | None, float | None] | None, limit: float,
            *, at_most: bool, n: int | None, q: float | None,
            fmt: Callable[[float | None], str]) -> tuple[Decision, str]:
@@ -317,58 +370,74 @@ def decide(value: float, interval: tuple[float | None, float | None] | None, lim
                          f"the limit {fmt(limit)}; {need} requests there would decide it")
 
 
-def _at_load(check: LevelCheck) -> LevelCheck:
-    """The check, except that a level which held less than its concurrency in flight
-    (`Level.underloaded`) cannot make a claim hold there: it measured a lighter load. It
-    can still show a claim fail (load only makes latency worse)."""
-    def judged(lv: Level) -> tuple[Decision | None, str, str]:
+def at_levels(levels: Sequence[LevelT], c: int,
+              check: Callable[[LevelT], tuple[Decision | None, str, str]],
+              lighter: Callable[[LevelT], str | None], *, unit: str, at_claimed: str,
+              unreached: str, rerun: str = "", undecided_above: bool = False
+              ) -> tuple[Status, LevelT | None, str]:
+    """Judge a claim made at `c` (streams or calls) on a ramp's usable `levels`, lowest
+    first: where it was made, or where the levels still decide it. A claim already broken
+    at a lower level cannot hold at a higher one, and one that holds at a higher level
+    holds at a lower one (load only makes latency and per-stream rates worse); anything
+    else is unverified. A level that measured a lighter load than it names (`lighter`
+    says why, None where it did not) can show a claim fail but never hold.
+
+    `unit` names the levels ("streams", "calls"), `at_claimed` the claimed one; `unreached`
+    ends the sentence when no level decides, `rerun` follows an undecided level's words;
+    `undecided_above` lets the level above stand as the undecided one when the claimed
+    level is absent. Returns the status, the level it rests on and the end of a sentence
+    that begins "Claimed ... " (e.g. "vs measured 330 ms at 16: holds").
+    """
+    def judged(lv: LevelT) -> tuple[Decision | None, str, str]:
         state, got, outcome = check(lv)
-        if state == "holds" and lv.underloaded:
-            held = (f"a mean of {lv.achieved_mean:.1f}" if lv.achieved_mean is not None
-                    else "fewer")
-            return ("undecided", got, f"not decided: the level held only {held} streams "
-                    f"in flight, not {lv.concurrency}, so it is not judged at "
-                    f"{lv.concurrency} streams")
-        return state, got, outcome
-    return judged
+        why = lighter(lv) if state == "holds" else None
+        return ("undecided", got, f"not decided: {why}") if why else (state, got, outcome)
+
+    exact = next((lv for lv in levels if lv.concurrency == c), None)
+    undecided: tuple[LevelT, str] | None = None
+    if exact is not None:
+        state, got, outcome = judged(exact)
+        if state in ("holds", "fails"):
+            return (("ok" if state == "holds" else "unreconciled"), exact,
+                    f"vs {got} {at_claimed}: {outcome}")
+        if state == "undecided":
+            undecided = (exact, f"vs {got} {at_claimed}: {outcome}")
+    below = [lv for lv in levels if (lv.concurrency or 0) < c]
+    if below:
+        state, got, outcome = judged(below[-1])
+        if state == "fails":
+            return ("unreconciled", below[-1], f"vs {got} already at {below[-1].concurrency} "
+                    f"{unit}, fewer than claimed: {outcome}")
+    above = [lv for lv in levels if (lv.concurrency or 0) > c]
+    if above:
+        state, got, outcome = judged(above[0])
+        if state == "holds":
+            return ("ok", above[0], f"vs {got} even at {above[0].concurrency} {unit}, more "
+                    f"than claimed: {outcome}")
+        if state == "undecided" and undecided is None and undecided_above:
+            undecided = (above[0], f"vs {got} at {above[0].concurrency} {unit}, more than "
+                         f"claimed: {outcome}")
+    if undecided is not None:
+        return "unverified", undecided[0], f"{undecided[1]}{rerun}"
+    return "unverified", None, f"is consistent; not verified: {unreached}"
+
+
+def _lighter(lv: Level) -> str | None:
+    """Why a level measured a lighter load than its concurrency: it held fewer streams in
+    flight (`Level.underloaded`); None where it did not."""
+    if not lv.underloaded:
+        return None
+    held = f"a mean of {lv.achieved_mean:.1f}" if lv.achieved_mean is not None else "fewer"
+    return (f"the level held only {held} streams in flight, not {lv.concurrency}, so it is "
+            f"not judged at {lv.concurrency} streams")
 
 
 def in_regime(m: Summary, c: int, check: LevelCheck, command: str | None = None
               ) -> tuple[Status, Level | None, str]:
-    """Judge a claim made at `c` streams where it was made, or where the run's levels
-    still decide it: a claim already broken at fewer streams cannot hold at more, and one
-    that holds at more streams holds at fewer (load only makes latency and per-stream
-    rates worse). Anything else is unverified, with the levels that would decide it.
-
-    Returns the status, the level it rests on and the end of a sentence that begins
-    "Claimed ... " (e.g. "vs measured 330 ms at 16 streams: holds").
-    """
-    check = _at_load(check)
-    usable = [lv for lv in m.levels if not lv.client_bound]
-    exact = next((lv for lv in usable if lv.concurrency == c), None)
-    undecided: tuple[Level, str] | None = None
-    if exact is not None:
-        state, got, outcome = check(exact)
-        if state in ("holds", "fails"):
-            return (("ok" if state == "holds" else "unreconciled"), exact,
-                    f"vs {got} at {c}: {outcome}")
-        if state == "undecided":
-            undecided = (exact, f"vs {got} at {c}: {outcome}")
-    below = [lv for lv in usable if lv.concurrency < c]
-    if below:
-        state, got, outcome = check(below[-1])
-        if state == "fails":
-            return ("unreconciled", below[-1], f"vs {got} already at {below[-1].concurrency} "
-                    f"streams, fewer than claimed: {outcome}")
-    above = [lv for lv in usable if lv.concurrency > c]
-    if above:
-        state, got, outcome = check(above[0])
-        if state == "holds":
-            return ("ok", above[0], f"vs {got} even at {above[0].concurrency} streams, more "
-                    f"than claimed: {outcome}")
-    if undecided is not None:
-        return "unverified", undecided[0], undecided[1]
+    """`at_levels` on the ramp's streams (its levels that were not client-bound), with
+    the levels that would decide it where none does."""
     reached = (f"the run's levels stop at {m.top}" if m.top is not None and m.top < c
                else f"the run measured no level that decides {c} streams")
-    return ("unverified", None,
-            f"is consistent; not verified: {reached}; {rerun_for(c, command)}")
+    return at_levels([lv for lv in m.levels if not lv.client_bound], c, check, _lighter,
+                     unit="streams", at_claimed=f"at {c}",
+                     unreached=f"{reached}; {rerun_for(c, command)}")

@@ -53,7 +53,7 @@ from dataclasses import replace
 from evalkit.analysis.summary import Summary
 from evalkit.analysis.summary_voice import VoiceLevel, VoiceSection
 from evalkit.analysis.thresholds import Tolerances
-from evalkit.fmt import fmt_s, number, times
+from evalkit.fmt import fmt_s, times
 from evalkit.questionnaire.model import ConcurrencyAnswer, Questionnaire, TtftAnswer
 from evalkit.review.measured import ConcurrencyMeasured, TtftMeasured
 from evalkit.review.rules import (
@@ -63,8 +63,10 @@ from evalkit.review.rules import (
     Evidence,
     Judgement,
     Status,
+    at_levels,
     decide,
     join,
+    latency_claim,
     quote,
     tolerance_words,
     tolerated,
@@ -158,21 +160,13 @@ def judge_q1_voice(a: TtftAnswer, ev: Evidence, tol: Tolerances,
     def j(status: Status, reason: str, measured: TtftMeasured | None = None) -> Judgement:
         return Judgement(status, reason, a, measured, tolerance)
 
-    claims = {k: v for k, v in (("p50", a.voice_ttfa_p50_ms), ("p90", a.voice_ttfa_p90_ms))
-              if v is not None}
-    if not claims:
-        return j("unanswerable", "The voice claim gives no time to first audio (p50/p90 in "
-                 "ms), so nothing can be checked.")
-    said = " / ".join(f"{k} {number(v)} ms" for k, v in claims.items())
-    if a.source != "production":
-        return j("unanswerable", f"Time to first audio {said} is given "
-                 f"{SOURCE_WORDS[a.source]}, where a measurement under production load "
-                 "was asked.")
-    c = a.voice_at_calls
-    if c is None or c <= 1:
-        where = "in isolation (one call)" if c == 1 else "with no number of calls stated"
-        return j("unanswerable", f"Time to first audio {said} is given {where}, not under "
-                 "load.")
+    opened = latency_claim("time to first audio", a.voice_ttfa_p50_ms, a.voice_ttfa_p90_ms,
+                           a.source, a.voice_at_calls, none_given="The voice claim gives no "
+                           "time to first audio (p50/p90 in ms), so nothing can be checked.",
+                           alone="one call", unstated="number of calls")
+    if isinstance(opened, str):
+        return j("unanswerable", opened)
+    claims, said, c = opened.claims, opened.said, opened.at
     detection = _detection(a)
     if detection is None:
         return j("unanswerable", f"Time to first audio {said} at {c} calls does not say who "
@@ -183,9 +177,8 @@ def judge_q1_voice(a: TtftAnswer, ev: Evidence, tol: Tolerances,
         return j("unanswerable", f"Time to first audio {said} at {c} calls under server VAD "
                  "does not state the silence window it assumes (voice_silence_ms), so it "
                  "cannot be set beside a measurement.")
-    if "p50" in claims and "p90" in claims and claims["p50"] > claims["p90"]:
-        return j("unreconciled", f"Claimed time to first audio p50 {number(claims['p50'])} ms "
-                 f"is above its own p90 {number(claims['p90'])} ms: the two cannot both hold.")
+    if (contradiction := opened.contradiction()) is not None:
+        return j("unreconciled", contradiction)
     claim = f"Claimed time to first audio {said} at {c} calls, {_assumes(detection, window)}"
     command = voice_command(q, detection, window, c, _api(ev))
     blocked = _no_voice_run(ev, command)
@@ -233,57 +226,30 @@ def judge_q1_voice(a: TtftAnswer, ev: Evidence, tol: Tolerances,
     return j(status, f"{claim} {text}.", shown)
 
 
-def _underloaded(lv: VoiceLevel) -> bool:
-    """Calls were refused: fewer were in flight than the level names."""
-    return (lv.admission.count or 0) > 0
+def _refused(lv: VoiceLevel) -> str | None:
+    """Why a level of calls measured a lighter load than it names: calls were refused, so
+    fewer were in flight (None: none was)."""
+    if (lv.admission.count or 0) <= 0:
+        return None
+    return (f"{lv.admission.count} of {lv.admission.of} calls were refused there, so fewer "
+            f"than {lv.concurrency} were in flight")
 
 
 def _in_regime(voice: VoiceSection, c: int,
                check: Callable[[VoiceLevel], tuple[Decision | None, str, str]],
                command: str) -> tuple[Status, VoiceLevel | None, str]:
-    """`rules.in_regime` for calls: the level claimed, else a level below that already
-    fails, else one above that holds; a level that refused calls measured a lighter load,
-    so it can show a claim fail but never hold."""
-    def judged(lv: VoiceLevel) -> tuple[Decision | None, str, str]:
-        state, got, outcome = check(lv)
-        if state == "holds" and _underloaded(lv):
-            return ("undecided", got, f"not decided: {lv.admission.count} of "
-                    f"{lv.admission.of} calls were refused there, so fewer than "
-                    f"{lv.concurrency} were in flight")
-        return state, got, outcome
-
+    """`rules.at_levels` on the calls' levels that were judged: the level claimed, else a
+    level below that already fails, else one above that holds (or, undecided, stands in
+    for an absent claimed level); a level that refused calls can show a claim fail but
+    never hold."""
     usable = [lv for lv in voice.levels if lv.concurrency is not None
               and lv.status not in ("client_bound", "no_data", None)]
-    exact = next((lv for lv in usable if lv.concurrency == c), None)
-    undecided: tuple[VoiceLevel, str] | None = None
-    if exact is not None:
-        state, got, outcome = judged(exact)
-        if state in ("holds", "fails"):
-            return ("ok" if state == "holds" else "unreconciled"), exact, \
-                f"vs {got} at {c} calls: {outcome}"
-        if state == "undecided":
-            undecided = (exact, f"vs {got} at {c} calls: {outcome}")
-    below = [lv for lv in usable if (lv.concurrency or 0) < c]
-    if below:
-        state, got, outcome = judged(below[-1])
-        if state == "fails":
-            return ("unreconciled", below[-1], f"vs {got} already at {below[-1].concurrency} "
-                    f"calls, fewer than claimed: {outcome}")
-    above = [lv for lv in usable if (lv.concurrency or 0) > c]
-    if above:
-        state, got, outcome = judged(above[0])
-        if state == "holds":
-            return ("ok", above[0], f"vs {got} even at {above[0].concurrency} calls, more "
-                    f"than claimed: {outcome}")
-        if state == "undecided" and undecided is None:
-            undecided = (above[0], f"vs {got} at {above[0].concurrency} calls, more than "
-                         f"claimed: {outcome}")
-    if undecided is not None:
-        return "unverified", undecided[0], f"{undecided[1]}; re-run `{command}`"
     top = max((lv.concurrency or 0 for lv in voice.levels), default=0)
     reached = (f"the run's calls stop at {top}" if top and top < c
                else f"the run measured no level of calls that decides {c}")
-    return "unverified", None, f"is consistent; not verified: {reached}; re-run `{command}`"
+    return at_levels(usable, c, check, _refused, unit="calls", at_claimed=f"at {c} calls",
+                     unreached=f"{reached}; re-run `{command}`",
+                     rerun=f"; re-run `{command}`", undecided_above=True)
 
 
 # ------------------------------------------------------------------------------ Q4
