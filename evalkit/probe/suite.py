@@ -228,20 +228,24 @@ async def arun_probe(config: ProbeConfig | ProbePlan, out_dir: Path,
 
     Cancelling the task ends the run as `interrupted`, its directory completed with what
     was measured, like Ctrl-C does for `run_probe`. The write-up (summary, Parquet) is
-    blocking work of about a second and runs on this loop's thread.
+    blocking work of about a second and runs on this loop's thread. The caller's heap is
+    frozen while it measures, as `run_probe` freezes it: a notebook's is the heap that
+    needs it most.
     """
-    if (voice := _voice_plan(config)) is not None:
-        from evalkit.probe.realtime.voicerun import prepare_voice
+    with frozen_heap():
+        if (voice := _voice_plan(config)) is not None:
+            from evalkit.probe.realtime.voicerun import prepare_voice
 
-        run = prepare_voice(voice, Path(out_dir), progress if callable(progress) else None)
-        with _voice_ending(run):
-            await run.run()
-        return RunResult(run.store.dir, run.status, run.turns.count, run.summary)
-    suite = _prepare(config, Path(out_dir), progress)
-    with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
-        suite.pool = pool
-        await suite.run()
-    return ended.result()
+            run = prepare_voice(voice, Path(out_dir),
+                                progress if callable(progress) else None)
+            with _voice_ending(run):
+                await run.run()
+            return RunResult(run.store.dir, run.status, run.turns.count, run.summary)
+        suite = _prepare(config, Path(out_dir), progress)
+        with _recording(suite) as ended, _scaleout(suite.config, suite.store) as pool:
+            suite.pool = pool
+            await suite.run()
+        return ended.result()
 
 
 def _prepare(config: ProbeConfig | ProbePlan, out_dir: Path, progress: ProgressArg

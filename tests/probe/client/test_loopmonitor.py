@@ -3,6 +3,7 @@ and a run's frozen heap: no full collection walks the caller's objects while it 
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import random
@@ -17,7 +18,7 @@ import pytest
 
 from evalkit.probe.client.loopmonitor import LoopMonitor, Ring, frozen_heap
 from evalkit.probe.plan.settings import ProbeConfig
-from evalkit.probe.suite import run_probe
+from evalkit.probe.suite import arun_probe, run_probe
 
 
 @pytest.mark.parametrize("size", [1, 3, 10])
@@ -71,11 +72,13 @@ class _Collects:
         pass
 
 
+@pytest.mark.parametrize("on_its_loop", [False, True], ids=["run_probe", "arun_probe"])
 def test_a_full_collection_mid_run_does_not_walk_the_callers_heap(
-        reference: Callable[..., Any], tmp_path: Path) -> None:
+        reference: Callable[..., Any], tmp_path: Path, on_its_loop: bool) -> None:
     """A caller holding a million objects (a notebook with pandas and earlier runs): a
     full collection during the run walks the run's own objects only (the caller's heap is
-    frozen while it measures), and the heap goes back to the collector after."""
+    frozen while it measures), and the heap goes back to the collector after; on the
+    caller's own loop (`arun_probe`, a notebook's way) as well."""
     srv = reference("gpu", mode="thread")
     held = [[i] for i in range(1_000_000)]
     began = time.perf_counter()
@@ -83,8 +86,12 @@ def test_a_full_collection_mid_run_does_not_walk_the_callers_heap(
     unfrozen_s = time.perf_counter() - began  # what one full collection costs this heap
     assert gc.get_freeze_count() == 0
     seen = _Collects()
-    run_probe(ProbeConfig(srv.base_url, srv.model, phases=("connect",),
-                          overrides={"connect": {"rtt_samples": 2}}), tmp_path / "run", seen)
+    config = ProbeConfig(srv.base_url, srv.model, phases=("connect",),
+                         overrides={"connect": {"rtt_samples": 2}})
+    if on_its_loop:
+        asyncio.run(arun_probe(config, tmp_path / "run", seen))
+    else:
+        run_probe(config, tmp_path / "run", seen)
     assert seen.frozen is not None and seen.frozen >= len(held)
     assert seen.took_s is not None and seen.took_s < unfrozen_s / 4, (seen.took_s, unfrozen_s)
     assert gc.get_freeze_count() == 0  # handed back
