@@ -24,9 +24,7 @@ from evalkit.catalog.pick import baseline
 from evalkit.catalog.store import Catalog
 from evalkit.catalog.voice import VoiceHeadline
 from evalkit.cli import cli
-from evalkit.reference.realtime.process import RealtimeReference
-from tests.probe.realtime.test_voice_cli import relaxed_profile, voice_args
-from tests.probe.realtime.test_voice_run import write_tones
+from tests.probe.realtime.helpers import voice_probe
 
 TEXT_RUN = Path(__file__).resolve().parents[1] / "data" / "report_run"
 MODEL = "evalkit-realtime"  # the voice run's, given to the text runs too
@@ -36,15 +34,10 @@ MODEL = "evalkit-realtime"  # the voice run's, given to the text runs too
 def voice_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """A voice ramp of 1 and 3 calls of vendor Acme, and the catalog its probe wrote."""
     folder = tmp_path_factory.mktemp("voice")
-    audio = write_tones(folder / "audio")
-    out, catalog = folder / "run", folder / "probe.sqlite"
-    with RealtimeReference({"ttfa_s": 0.15, "ttfa_jitter_s": 0.03, "answer_s": 0.3,
-                            "audio_rate": 2.0}, seed=2) as ref:
-        result = CliRunner().invoke(cli, voice_args(
-            ref.base_url, out, audio, "--levels", "1,3", "--vendor", "Acme", "--catalog",
-            str(catalog), "--profile", str(relaxed_profile(folder))),
-            env={"OPENAI_API_KEY": "sk-test"})
-    assert result.exit_code == 0, result.output
+    catalog = folder / "probe.sqlite"
+    out = voice_probe(folder, {"ttfa_s": 0.15, "ttfa_jitter_s": 0.03, "answer_s": 0.3,
+                               "audio_rate": 2.0}, "--levels", "1,3", "--vendor", "Acme",
+                      "--catalog", str(catalog), seed=2)
     yield out, catalog
 
 

@@ -209,17 +209,10 @@ def test_a_voice_run_is_read_once_by_its_probe_and_its_report(tmp_path: Path,
     """A voice probe: 1 (its write-up's, handed to the catalog). Its report: 1 (the voice
     check reads the summary typed to check it against the turns, and `open_run` keeps
     that reading)."""
-    from evalkit.reference.realtime.process import RealtimeReference
-    from tests.probe.realtime.test_voice_cli import SECRET, voice_args
-    from tests.probe.realtime.test_voice_run import write_tones
+    from tests.probe.realtime.helpers import voice_probe
 
-    out = tmp_path / "run"
-    with RealtimeReference({"ttfa_s": 0.05, "answer_s": 0.1, "audio_rate": 4.0}) as ref:
-        res = CliRunner().invoke(cli, voice_args(ref.base_url, out,
-                                                 write_tones(tmp_path / "audio"),
-                                                 "--levels", "1"),
-                                 env={"OPENAI_API_KEY": SECRET})
-    assert res.exit_code in (0, 2), res.output
+    out = voice_probe(tmp_path, {"ttfa_s": 0.05, "answer_s": 0.1, "audio_rate": 4.0},
+                      "--levels", "1", exits=(0, 2), relaxed=False)
     assert (out / "turns.jsonl").is_file()
     assert (len(reads.summaries), len(reads.metas)) == (1, 1), "voice probe"
     reads.summaries.clear()

@@ -23,7 +23,6 @@ from evalkit.analysis.thresholds import Tolerances
 from evalkit.analysis.voice import VoiceFacts, VoiceLimits, voice_section
 from evalkit.cli import cli
 from evalkit.fmt import fmt_ms
-from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.render.pagetext import fit_badge
 from evalkit.review.fit import use_case_fit
 from evalkit.review.reconcile import reconcile
@@ -31,23 +30,15 @@ from evalkit.review.scorecard import fit_from_json, fit_to_json
 from evalkit.review.voicefit import JUDGED_ON, voice_fit
 from evalkit.rundir.run import open_run
 from evalkit.voice.records import TURNS_FILE, read_turns
-from tests.probe.realtime.test_voice_cli import relaxed_profile, voice_args
-from tests.probe.realtime.test_voice_run import write_tones
+from tests.probe.realtime.helpers import voice_probe
 
 
 @pytest.fixture(scope="module")
 def voice_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A voice ramp of 1 and 3 calls against the reference (TTFA about 150 ms)."""
-    folder = tmp_path_factory.mktemp("voice")
-    audio = write_tones(folder / "audio")
-    out = folder / "run"
-    with RealtimeReference({"ttfa_s": 0.15, "ttfa_jitter_s": 0.03, "answer_s": 0.3,
-                            "audio_rate": 2.0}, seed=2) as ref:
-        result = CliRunner().invoke(cli, voice_args(
-            ref.base_url, out, audio, "--levels", "1,3", "--profile",
-            str(relaxed_profile(folder))), env={"OPENAI_API_KEY": "sk-test"})
-    assert result.exit_code == 0, result.output
-    yield out
+    yield voice_probe(tmp_path_factory.mktemp("voice"),
+                      {"ttfa_s": 0.15, "ttfa_jitter_s": 0.03, "answer_s": 0.3,
+                       "audio_rate": 2.0}, "--levels", "1,3", seed=2)
 
 
 def summary_of(run: Path) -> Summary:

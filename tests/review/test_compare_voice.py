@@ -24,11 +24,10 @@ from evalkit.analysis.summary_voice import (
 )
 from evalkit.cli import cli
 from evalkit.fmt import fmt_ms, fmt_pct
-from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.render.comparerows import voice_table
 from evalkit.review.compare import NO_STREAMS, RunView, compare_runs
 from evalkit.review.compare_voice import NO_CALLS
-from tests.probe.realtime.test_voice_cli import relaxed_profile, voice_args
+from tests.probe.realtime.helpers import voice_probe
 from tests.probe.realtime.test_voice_run import write_tones
 
 TEXT_RUN = Path(__file__).parents[1] / "data" / "report_run"
@@ -47,12 +46,8 @@ def voice_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, P
     audio = write_tones(folder / "audio")  # both vendors hear the same callers
     runs = {}
     for name, params in (("fast", FAST), ("slow", SLOW)):
-        with RealtimeReference(params, seed=3) as ref:
-            result = CliRunner().invoke(cli, voice_args(
-                ref.base_url, folder / name, audio, "--levels", "1,3", "--profile",
-                str(relaxed_profile(folder))), env={"OPENAI_API_KEY": "sk-test"})
-        assert result.exit_code == 0, result.output
-        runs[name] = folder / name
+        runs[name] = voice_probe(folder / name, params, "--levels", "1,3", seed=3,
+                                 audio=audio)
     yield runs
 
 

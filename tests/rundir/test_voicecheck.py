@@ -10,28 +10,18 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from evalkit.cli import cli
-from evalkit.reference.realtime.process import RealtimeReference
 from evalkit.rundir.run import open_run
 from evalkit.rundir.voicecheck import TURNS_FILE, check_voice_summary
-from tests.probe.realtime.test_voice_cli import SECRET, voice_args
-from tests.probe.realtime.test_voice_run import write_tones
+from tests.probe.realtime.helpers import voice_probe
 
 
 @pytest.fixture(scope="module")
 def voice_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A voice run of two levels against the reference (a few seconds)."""
-    folder = tmp_path_factory.mktemp("voice")
-    out = folder / "run"
-    with RealtimeReference({"ttfa_s": 0.1, "answer_s": 0.2, "audio_rate": 2.0}) as ref:
-        result = CliRunner().invoke(cli, voice_args(ref.base_url, out,
-                                                    write_tones(folder / "audio"),
-                                                    "--levels", "1,2"),
-                                    env={"OPENAI_API_KEY": SECRET})
-    assert result.exit_code in (0, 2), result.output
-    return out
+    return voice_probe(tmp_path_factory.mktemp("voice"),
+                       {"ttfa_s": 0.1, "answer_s": 0.2, "audio_rate": 2.0}, "--levels", "1,2",
+                       exits=(0, 2), relaxed=False)
 
 
 def _copy(run: Path, to: Path) -> tuple[Path, dict, dict]:  # type: ignore[type-arg]

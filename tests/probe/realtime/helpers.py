@@ -7,6 +7,7 @@ import asyncio
 import math
 import struct
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from evalkit.probe.realtime.openai import session_url
@@ -43,3 +44,30 @@ def run_calls(plan: CallPlan, calls: int = 1, level: int = 1) -> list[TurnRecord
 
     asyncio.run(main())
     return records
+
+
+def voice_probe(folder: Path, reference: dict[str, Any], *args: str, seed: int = 0,
+                audio: Path | None = None, exits: tuple[int, ...] = (0,),
+                relaxed: bool = True) -> Path:
+    """`evalkit probe --api openai-realtime` (short calls, client turn detection, as
+    `voice_args` sets them, plus `args`) against a `RealtimeReference` playing
+    `reference`; the run directory, folder/run. `audio`: the callers (default: tones
+    written under folder/audio); `relaxed`: the tests' relaxed self-check profile (the
+    shared host may be busy); `exits`: the exit codes the caller accepts."""
+    from click.testing import CliRunner
+
+    from evalkit.cli import cli
+    from evalkit.reference.realtime.process import RealtimeReference
+    from tests.probe.realtime.test_voice_cli import SECRET, relaxed_profile, voice_args
+    from tests.probe.realtime.test_voice_run import write_tones
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "run"
+    callers = audio if audio is not None else write_tones(folder / "audio")
+    profile = ("--profile", str(relaxed_profile(folder))) if relaxed else ()
+    with RealtimeReference(reference, seed=seed) as ref:
+        result = CliRunner().invoke(cli, voice_args(ref.base_url, out, callers, *args,
+                                                    *profile),
+                                    env={"OPENAI_API_KEY": SECRET})
+    assert result.exit_code in exits, result.output
+    return out
